@@ -1,0 +1,39 @@
+// include/gemmkit/compiler.hpp: finding nvcc and CUTLASS, and turning one KernelSource into one shared object.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gemmkit/codegen.hpp"
+
+namespace gemmkit {
+
+// Everything about the build environment that can change a compiled module (all of it enters the cache key).
+struct Toolchain {
+  std::string nvcc;                 // absolute path of nvcc
+  std::string cuda_home;            // its toolkit root
+  std::string nvcc_version;         // "13.0"
+  std::string nvcc_build;           // nvcc's full build line, e.g. "Build cuda_13.0.r13.0/compiler.36424714_0"
+  std::string host_compiler;        // e.g. "g++ (Debian 12.2.0-14) 12.2.0"
+  std::string cutlass_root;         // holds include/ and tools/util/include
+  std::string cutlass_version;      // "4.2.0"
+  std::string device_include_dir;   // gemmkit's device/include
+  std::string device_headers_hash;  // SHA-256 over gemmkit's device headers
+
+  // Finds the toolkit (CUDA_HOME, `which nvcc`, /usr/local/cuda) and CUTLASS (CUTLASS_PATH, then the
+  // configured default). Cached after the first call. Throws ToolchainError saying how to fix it.
+  static const Toolchain& discover();
+};
+
+// The full nvcc command line that builds `source_path` into the shared object `output_path`.
+std::vector<std::string> nvcc_command(const Toolchain& toolchain, const KernelSource& source,
+                                      const std::string& source_path, const std::string& output_path);
+
+// Writes kernel.cu into work_dir and builds work_dir/kernel.so with one nvcc pass. Throws CompileError
+// (argv, exit code, full log, kept source path) on failure.
+void compile_module(const Toolchain& toolchain, const KernelSource& source, const std::string& work_dir);
+
+// How many nvcc processes may run at once: bounded by cores and by available memory (~4 GB per SM90 job).
+int max_parallel_compiles();
+
+}  // namespace gemmkit

@@ -1,0 +1,98 @@
+// include/gemmkit/kernel_spec.hpp: KernelSpec, the plain value that fully determines one generated kernel.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "gemmkit/types.hpp"
+
+namespace gemmkit {
+
+// Which emitter/template renders the kernel.
+enum class KernelFamily {
+  Sm80Universal,   // CUTLASS 2.x GemmUniversal (TensorOp or SIMT); also used on SM90 for SIMT and f64
+  Sm90Collective,  // CUTLASS 3.x collective-builder GEMM (TMA / cp.async, warp-specialized)
+};
+
+enum class MathOperation { MultiplyAdd, MultiplyAddFastF32, MultiplyAddSaturate };
+
+enum class KernelSchedule {
+  Auto,
+  TmaWarpSpecialized,
+  TmaWarpSpecializedPingpong,
+  TmaWarpSpecializedCooperative,
+  CpAsyncWarpSpecialized,
+  CpAsyncWarpSpecializedPingpong,
+  CpAsyncWarpSpecializedCooperative,
+};
+
+enum class EpilogueSchedule { Auto, NoSmemWarpSpecialized, TmaWarpSpecialized, TmaWarpSpecializedCooperative };
+
+enum class TileScheduler { Default, Persistent, StreamK };
+
+// Threadblock swizzles (SM80 kernels). On SM90 kernels StreamK selects the Stream-K tile scheduler.
+enum class Swizzle { Identity1, Identity2, Identity4, Identity8, Horizontal, StreamK };
+
+enum class Activation { Identity, ReLU, LeakyReLU, GELU, GELUTanh, HardSwish, Sigmoid, SiLU, Tanh };
+
+enum class BiasMode { None, PerRow, PerColumn };
+
+std::string_view to_string(KernelFamily family);
+std::string_view to_string(MathOperation op);
+std::string_view to_string(KernelSchedule schedule);
+std::string_view to_string(EpilogueSchedule schedule);
+std::string_view to_string(TileScheduler scheduler);
+std::string_view to_string(Swizzle swizzle);
+std::string_view to_string(Activation activation);
+std::string_view to_string(BiasMode bias);
+
+using Shape3 = std::array<int, 3>;
+
+// One configuration of a kernel family, printable like the reference's TileDescription.
+// On SM90 threadblock_shape is the cluster's tile, as in the reference: each CTA computes
+// threadblock_shape / cluster_shape (see cta_tile()).
+struct TileDescription {
+  Shape3 threadblock_shape{0, 0, 0};
+  Shape3 warp_count{0, 0, 0};
+  int stages = 0;  // 0 = as many as fit (SM90 only)
+  Shape3 instruction_shape{0, 0, 0};
+  Shape3 cluster_shape{1, 1, 1};
+  KernelSchedule kernel_schedule = KernelSchedule::Auto;
+  EpilogueSchedule epilogue_schedule = EpilogueSchedule::Auto;
+  TileScheduler tile_scheduler = TileScheduler::Default;
+  MathOperation math_operation = MathOperation::MultiplyAdd;
+
+  Shape3 cta_tile() const;
+  // The reference's multi-line block (ClusterShape / ThreadblockShape / WarpCount / Stages / ...).
+  std::string to_string() const;
+  bool operator==(const TileDescription&) const = default;
+};
+
+struct KernelSpec {
+  int cc = 0;         // the GPU the module is built for (80 -> sm_80, 90 -> sm_90a, ...)
+  int kernel_cc = 0;  // the kernel generation: 80 (2.x) or 90 (3.x)
+  KernelFamily family = KernelFamily::Sm80Universal;
+  OpClass opclass = OpClass::TensorOp;
+  DataType element_a = DataType::f16, element_b = DataType::f16;
+  DataType element_c = DataType::f16, element_d = DataType::f16;
+  DataType element_accumulator = DataType::f32;
+  Layout layout_a = Layout::RowMajor, layout_b = Layout::RowMajor, layout_c = Layout::RowMajor;
+  int alignment_a = 1, alignment_b = 1, alignment_c = 1;
+  TileDescription tile;
+  Swizzle swizzle = Swizzle::Identity1;
+  Activation activation = Activation::Identity;
+  BiasMode bias = BiasMode::None;
+
+  // Kernel name in the reference's format, e.g. cutlass_tensorop_f16_s16816gemm_f16_256x128_64x3_tt_align8.
+  std::string name() const;
+  // The compute type of the epilogue (alpha, beta, activation): f32 for integer and half accumulators.
+  DataType element_compute() const;
+  // nvcc's -arch value, e.g. "sm_90a" or "sm_80".
+  std::string arch_flag() const;
+  // A stable "key=value" record of every field, for the cache key and goldens.
+  std::string canonical() const;
+  bool operator==(const KernelSpec&) const = default;
+};
+
+}  // namespace gemmkit
