@@ -1,0 +1,48 @@
+// src/catalog/catalog.hpp: which kernel configurations exist per architecture, the default choice, and the
+// rules a configuration must satisfy. Pure data and functions: no I/O, no CUDA.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gemmkit/kernel_spec.hpp"
+#include "gemmkit/types.hpp"
+
+namespace gemmkit::catalog {
+
+struct OperandTypes {
+  DataType a, b, c, d, accumulator;
+  Layout layout_a, layout_b, layout_c;
+};
+
+// What a GPU of a compute capability allows; from the device when there is one, else from this table.
+struct DeviceLimits {
+  int cc = 0;
+  int sm_count = 0;
+  int max_smem_per_block = 0;  // bytes, the opt-in maximum
+};
+DeviceLimits limits_for_cc(int cc);
+
+// The kernel generation used for a plan: 90 (CUTLASS 3.x) for SM90 tensor-op kernels other than f64, else 80.
+int kernel_cc_for(int cc, OpClass opclass, const OperandTypes& types);
+KernelFamily family_for(int kernel_cc);
+
+// Opclasses with kernels for these types/layouts on cc, TensorOp first. Empty: no kernel at all.
+std::vector<OpClass> supported_opclasses(int cc, const OperandTypes& types);
+
+// Vector widths (elements) the family accepts for an operand, widest first.
+std::vector<int> operand_alignments(int cc, OpClass opclass, DataType element, const OperandTypes& types);
+
+// Every valid configuration, the default first; no duplicates.
+std::vector<TileDescription> tile_descriptions(int cc, OpClass opclass, const OperandTypes& types,
+                                               const DeviceLimits& limits);
+TileDescription default_tile_description(int cc, OpClass opclass, const OperandTypes& types,
+                                         const DeviceLimits& limits);
+
+// Mainloop shared memory of one pipeline stage, in bytes (the reference's estimate).
+int smem_bytes_per_stage(const TileDescription& tile, DataType a, DataType b);
+
+// Checks every rule a spec must satisfy before nvcc runs; throws ConfigError naming the rule and the numbers.
+void validate(const KernelSpec& spec, const DeviceLimits& limits);
+
+}  // namespace gemmkit::catalog
