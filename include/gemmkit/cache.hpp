@@ -52,6 +52,9 @@ class DiskCache {
 
   // Several sources at once, built in parallel (max_parallel_compiles() jobs). Order matches `sources`.
   std::vector<CacheEntry> get_or_build_many(const Toolchain& toolchain, const std::vector<KernelSource>& sources);
+  // The same with a given builder (called from several threads at once).
+  std::vector<CacheEntry> get_or_build_many(const Toolchain& toolchain, const std::vector<KernelSource>& sources,
+                                            const ModuleBuilder& builder);
 
   std::vector<CacheListing> list() const;
   // Removes every entry; returns how many were removed.

@@ -23,6 +23,8 @@ struct Toolchain {
   // Finds the toolkit (CUDA_HOME, `which nvcc`, /usr/local/cuda) and CUTLASS (CUTLASS_PATH, then the
   // configured default). Cached after the first call. Throws ToolchainError saying how to fix it.
   static const Toolchain& discover();
+  // The same search, uncached: reads the environment again (tests; a program that changed CUTLASS_PATH).
+  static Toolchain discover_uncached();
 };
 
 // The full nvcc command line that builds `source_path` into the shared object `output_path`.

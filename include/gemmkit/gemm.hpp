@@ -1,0 +1,123 @@
+// include/gemmkit/gemm.hpp: Gemm, the user-facing plan: declare a GEMM in a few words, compile it, run it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gemmkit/codegen.hpp"
+#include "gemmkit/kernel_spec.hpp"
+#include "gemmkit/tensor.hpp"
+#include "gemmkit/types.hpp"
+
+namespace gemmkit {
+
+class KernelModule;
+
+// What a plan is declared from. Per operand, a representative tensor wins over element_X/layout_X, which win
+// over the generic element/layout (giving both a tensor and element_X for one operand is an error).
+struct GemmOptions {
+  std::optional<DataType> element, element_a, element_b, element_c, element_d, element_accumulator;
+  std::optional<Layout> layout, layout_a, layout_b, layout_c;
+  const TensorView* A = nullptr;
+  const TensorView* B = nullptr;
+  const TensorView* C = nullptr;
+  const TensorView* D = nullptr;
+  std::optional<int> cc;  // the target GPU (e.g. 80, 90); default: the current device's
+};
+
+struct RunOptions {
+  cudaStream_t stream = nullptr;  // device tensors run on this stream; host tensors are staged through it
+  bool sync = true;               // wait for the stream before returning (host outputs always land before return)
+  bool print_module = false;      // print the generated source before running
+};
+
+// What compile() produced: which kernel, where it is cached, and whether nvcc ran.
+struct CompiledKernel {
+  std::string kernel_name;
+  std::string module_path;
+  std::string cache_key;
+  bool cache_hit = false;
+  double build_seconds = 0.0;
+};
+
+class Gemm {
+ public:
+  explicit Gemm(const GemmOptions& options);
+  ~Gemm();
+  Gemm(Gemm&&) noexcept;
+  Gemm& operator=(Gemm&&) noexcept;
+
+  int cc() const { return cc_; }
+  DataType element_a() const { return types_.a; }
+  DataType element_b() const { return types_.b; }
+  DataType element_c() const { return types_.c; }
+  DataType element_d() const { return types_.d; }
+  DataType element_accumulator() const { return types_.accumulator; }
+  Layout layout_a() const { return types_.layout_a; }
+  Layout layout_b() const { return types_.layout_b; }
+  Layout layout_c() const { return types_.layout_c; }
+
+  OpClass opclass() const { return opclass_; }
+  // Throws ConfigError naming the combination when this opclass has no kernels for the plan's types/layouts.
+  void set_opclass(OpClass opclass);
+  std::vector<OpClass> opclasses() const;
+
+  // Every valid configuration for the plan (default first, no duplicates).
+  std::vector<TileDescription> tile_descriptions() const;
+  // The configuration set on the plan, if any (else the default is chosen per alignment).
+  const std::optional<TileDescription>& tile_description() const { return tile_; }
+  // Validates before storing; throws ConfigError naming the rule.
+  void set_tile_description(const TileDescription& tile);
+
+  Swizzle swizzling_functor() const { return swizzle_; }
+  void set_swizzling_functor(Swizzle swizzle);
+  std::vector<Swizzle> swizzling_functors() const;
+
+  Activation activation() const { return activation_; }
+  // The parameter is the leaky_relu slope (ignored by the others); it is a run-time argument (no recompile).
+  void set_activation(Activation activation, double parameter = 0.01);
+  double activation_parameter() const { return activation_parameter_; }
+  static std::vector<Activation> activations();
+
+  // The kernel for the widest alignments (or the given ones): a plain value, no I/O. A tile given here is
+  // validated and stored in the plan, as the reference does.
+  KernelSpec construct(const std::optional<TileDescription>& tile = std::nullopt,
+                       std::optional<int> alignment_a = std::nullopt, std::optional<int> alignment_b = std::nullopt,
+                       std::optional<int> alignment_c = std::nullopt);
+  // Like construct() without storing anything.
+  KernelSpec spec(std::optional<int> alignment_a = std::nullopt, std::optional<int> alignment_b = std::nullopt,
+                  std::optional<int> alignment_c = std::nullopt) const;
+  std::string kernel_name() const { return spec().name(); }
+  KernelSource emit_source() const;
+
+  // Generates and compiles the kernel (through the on-disk cache); needs nvcc, not a GPU.
+  CompiledKernel compile(const std::optional<TileDescription>& tile = std::nullopt);
+
+  // D = act(alpha * A@B + beta * C). Every tensor is checked first; on error nothing runs and D is untouched.
+  // C may be null when beta == 0. Host tensors are staged through the GPU.
+  void run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha = 1.0,
+           double beta = 0.0, const RunOptions& options = {});
+
+ private:
+  struct RunCache;
+  void invalidate();
+  std::shared_ptr<KernelModule> module_for(int alignment_a, int alignment_b, int alignment_c);
+
+  int cc_ = 0;
+  struct Types {
+    DataType a, b, c, d, accumulator;
+    Layout layout_a, layout_b, layout_c;
+  } types_;
+  OpClass opclass_ = OpClass::TensorOp;
+  std::optional<TileDescription> tile_;
+  Swizzle swizzle_ = Swizzle::Identity1;
+  Activation activation_ = Activation::Identity;
+  double activation_parameter_ = 0.01;
+  std::unique_ptr<RunCache> run_cache_;
+};
+
+}  // namespace gemmkit

@@ -1,0 +1,66 @@
+// include/gemmkit/runtime.hpp: the CUDA device as gemmkit sees it, and loaded kernel modules.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "gemmkit/abi.h"
+
+namespace gemmkit {
+
+struct DeviceInfo {
+  int id = 0;
+  int cc = 0;  // major * 10 + minor
+  int sm_count = 0;
+  int max_smem_per_block = 0;  // opt-in maximum, bytes
+  std::string name;
+};
+
+// Number of visible CUDA devices; 0 when there is none or no driver (never throws).
+int cuda_device_count();
+// The calling thread's current device. Throws CudaError saying that running needs a GPU when there is none.
+int current_device();
+// Properties of a device, queried once per process.
+const DeviceInfo& device_info(int device);
+
+// One generated kernel module, loaded with dlopen: its ABI entry points plus a grow-only device workspace.
+class KernelModule {
+ public:
+  // Throws Error if the file cannot be loaded or was built for another ABI version.
+  static std::shared_ptr<KernelModule> load(const std::string& path);
+  ~KernelModule();
+  KernelModule(const KernelModule&) = delete;
+  KernelModule& operator=(const KernelModule&) = delete;
+
+  const std::string& kernel_name() const { return kernel_name_; }
+  const std::string& path() const { return path_; }
+  // GK_OK or the gk_status CUTLASS's can_implement() gave.
+  int can_implement(const gk_gemm_args& args) const;
+  // Launches on `stream`; throws ConfigError if CUTLASS refuses the arguments, CudaError if the launch fails.
+  void run(const gk_gemm_args& args, cudaStream_t stream);
+
+ private:
+  KernelModule() = default;
+  void* workspace_for(const gk_gemm_args& args);
+
+  void* handle_ = nullptr;
+  std::string path_, kernel_name_;
+  gk_can_implement_fn can_implement_ = nullptr;
+  gk_workspace_size_fn workspace_size_ = nullptr;
+  gk_run_fn run_ = nullptr;
+  gk_last_cuda_error_fn last_cuda_error_ = nullptr;
+
+  std::mutex workspace_mutex_;
+  gk_gemm_args workspace_args_{};  // the arguments workspace_bytes_ was computed for
+  bool workspace_known_ = false;
+  std::size_t workspace_needed_ = 0;
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 0;
+  int workspace_device_ = -1;
+};
+
+}  // namespace gemmkit

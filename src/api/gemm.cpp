@@ -1,0 +1,419 @@
+// src/api/gemm.cpp: the Gemm plan: operand inference, configuration, compile, and the checked run path.
+#include "gemmkit/gemm.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstring>
+
+#include "api/tensor_check.hpp"
+#include "catalog/catalog.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/runtime.hpp"
+#include "runtime/cuda_check.hpp"
+#include "runtime/module_registry.hpp"
+
+namespace gemmkit {
+namespace {
+
+catalog::OperandTypes operand_types(DataType a, DataType b, DataType c, DataType d, DataType acc, Layout la,
+                                    Layout lb, Layout lc) {
+  return {a, b, c, d, acc, la, lb, lc};
+}
+
+DataType resolve_element(const char* name, const TensorView* tensor, const std::optional<DataType>& specific,
+                         const std::optional<DataType>& generic) {
+  if (tensor != nullptr && specific) {
+    throw ConfigError(std::string("Must not specify both element_") + name + " and tensor " + name + ".");
+  }
+  if (tensor != nullptr) return tensor->dtype;
+  if (specific) return *specific;
+  if (generic) return *generic;
+  throw ConfigError(std::string("Must specify one of element_") + name + ", tensor " + name + ", or generic element.");
+}
+
+Layout resolve_layout(const char* name, const TensorView* tensor, const std::optional<Layout>& specific,
+                      const std::optional<Layout>& generic) {
+  if (tensor != nullptr && specific) {
+    throw ConfigError(std::string("Must not specify both layout_") + name + " and tensor " + name + ".");
+  }
+  if (tensor != nullptr) {
+    if (auto layout = detail::infer_layout(*tensor)) return *layout;
+    throw ConfigError(std::string("Tensor ") + name + " with shape " + tensor->shape_string() + " and strides " +
+                      tensor->strides_string() +
+                      " is neither row- nor column-major in its last two dimensions; make it contiguous first.");
+  }
+  if (specific) return *specific;
+  if (generic) return *generic;
+  throw ConfigError(std::string("Must specify one of layout_") + name + ", tensor " + name + ", or generic layout.");
+}
+
+int resolve_cc(const std::optional<int>& cc) {
+  const int value = cc ? *cc : device_info(current_device()).cc;
+  if (value < 80) {
+    throw ConfigError("gemmkit builds kernels for compute capability 80 (Ampere) and newer; got cc " +
+                      std::to_string(value) + ".");
+  }
+  if (value >= 100) {
+    throw ConfigError("Compute capability " + std::to_string(value) +
+                      " is not supported yet: gemmkit has SM80 and SM90 kernel families. Pass cc=90 to build "
+                      "Hopper kernels.");
+  }
+  return value;
+}
+
+std::string combination_text(const catalog::OperandTypes& t) {
+  return "(" + std::string(to_string(t.a)) + ", " + std::string(to_string(t.b)) + ", " +
+         std::string(to_string(t.accumulator)) + ")x(" + std::string(to_string(t.layout_a)) + ", " +
+         std::string(to_string(t.layout_b)) + ")";
+}
+
+int bytes_of(DataType t) { return bits_of(t) / 8; }
+
+}  // namespace
+
+// Per-plan state of the run path: allowed alignments and the modules already resolved per alignment triple.
+struct Gemm::RunCache {
+  std::vector<int> alignments_a, alignments_b, alignments_c;
+  struct Entry {
+    int a, b, c;
+    std::shared_ptr<KernelModule> module;
+  };
+  std::vector<Entry> modules;
+};
+
+Gemm::Gemm(const GemmOptions& o) {
+  types_.a = resolve_element("A", o.A, o.element_a, o.element);
+  types_.b = resolve_element("B", o.B, o.element_b, o.element);
+  types_.c = resolve_element("C", o.C, o.element_c, o.element);
+  types_.d = resolve_element("D", o.D, o.element_d, o.element);
+  types_.accumulator = o.element_accumulator ? *o.element_accumulator : types_.c;
+  types_.layout_a = resolve_layout("A", o.A, o.layout_a, o.layout);
+  types_.layout_b = resolve_layout("B", o.B, o.layout_b, o.layout);
+  types_.layout_c = resolve_layout("C", o.C, o.layout_c, o.layout);
+  cc_ = resolve_cc(o.cc);
+  const auto available = opclasses();
+  if (available.empty()) {
+    const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
+                                 types_.layout_b, types_.layout_c);
+    throw ConfigError("No kernel configuration found for supported data type and layout combination " +
+                      combination_text(t) + " with C=" + std::string(to_string(types_.c)) +
+                      ", D=" + std::string(to_string(types_.d)) + " on SM" + std::to_string(cc_) +
+                      ". Supported: f16/bf16 (accumulate f32; f16 also f16), f32, f64, s8 -> s32 (tensor cores: A "
+                      "row-major, B column-major).");
+  }
+  opclass_ = available.front();
+}
+
+Gemm::~Gemm() = default;
+Gemm::Gemm(Gemm&&) noexcept = default;
+Gemm& Gemm::operator=(Gemm&&) noexcept = default;
+
+std::vector<OpClass> Gemm::opclasses() const {
+  return catalog::supported_opclasses(cc_, operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator,
+                                                          types_.layout_a, types_.layout_b, types_.layout_c));
+}
+
+void Gemm::invalidate() { run_cache_.reset(); }
+
+void Gemm::set_opclass(OpClass opclass) {
+  const auto available = opclasses();
+  if (std::find(available.begin(), available.end(), opclass) == available.end()) {
+    const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
+                                 types_.layout_b, types_.layout_c);
+    throw ConfigError("Unsupported operation class " + std::string(to_string(opclass)) + " for CC " +
+                      std::to_string(cc_) + " and data type combination (" + std::string(to_string(t.a)) + ", " +
+                      std::string(to_string(t.b)) + ", " + std::string(to_string(t.accumulator)) +
+                      ") and layout combination (" + std::string(to_string(t.layout_a)) + ", " +
+                      std::string(to_string(t.layout_b)) + ").");
+  }
+  if (opclass == opclass_) return;
+  opclass_ = opclass;
+  tile_.reset();  // tiles of one opclass mean nothing to the other
+  if (opclass_ == OpClass::Simt && swizzle_ == Swizzle::StreamK) swizzle_ = Swizzle::Identity1;
+  invalidate();
+}
+
+std::vector<TileDescription> Gemm::tile_descriptions() const {
+  const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
+                               types_.layout_b, types_.layout_c);
+  return catalog::tile_descriptions(cc_, opclass_, t, catalog::limits_for_cc(cc_));
+}
+
+KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
+                      std::optional<int> alignment_c) const {
+  const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
+                               types_.layout_b, types_.layout_c);
+  KernelSpec s;
+  s.cc = cc_;
+  s.kernel_cc = catalog::kernel_cc_for(cc_, opclass_, t);
+  s.family = catalog::family_for(s.kernel_cc);
+  s.opclass = opclass_;
+  s.element_a = types_.a;
+  s.element_b = types_.b;
+  s.element_c = types_.c;
+  s.element_d = types_.d;
+  s.element_accumulator = types_.accumulator;
+  s.layout_a = types_.layout_a;
+  s.layout_b = types_.layout_b;
+  s.layout_c = types_.layout_c;
+  s.alignment_a = alignment_a.value_or(catalog::operand_alignments(cc_, opclass_, types_.a, t).front());
+  s.alignment_b = alignment_b.value_or(catalog::operand_alignments(cc_, opclass_, types_.b, t).front());
+  s.alignment_c = alignment_c.value_or(catalog::operand_alignments(cc_, opclass_, types_.c, t).front());
+  s.swizzle = swizzle_;
+  s.activation = activation_;
+  const auto limits = catalog::limits_for_cc(cc_);
+  if (tile_) {
+    s.tile = *tile_;
+    catalog::validate(s, limits);
+    return s;
+  }
+  // Default: the first configuration (in catalog order) that satisfies every rule for this spec.
+  std::string last_error = "no configurations";
+  for (const auto& tile : catalog::tile_descriptions(cc_, opclass_, t, limits)) {
+    s.tile = tile;
+    try {
+      catalog::validate(s, limits);
+      return s;
+    } catch (const ConfigError& e) {
+      last_error = e.what();
+    }
+  }
+  throw ConfigError("No valid configuration for " + std::string(to_string(opclass_)) + " on SM" +
+                    std::to_string(cc_) + " with alignments " + std::to_string(s.alignment_a) + "/" +
+                    std::to_string(s.alignment_b) + "/" + std::to_string(s.alignment_c) + ": " + last_error);
+}
+
+void Gemm::set_tile_description(const TileDescription& tile) {
+  KernelSpec s = spec();
+  s.tile = tile;
+  catalog::validate(s, catalog::limits_for_cc(cc_));
+  tile_ = tile;
+  invalidate();
+}
+
+std::vector<Swizzle> Gemm::swizzling_functors() const {
+  if (spec().family == KernelFamily::Sm90Collective) return {Swizzle::Identity1, Swizzle::StreamK};
+  std::vector<Swizzle> out = {Swizzle::Identity1, Swizzle::Identity2, Swizzle::Identity4, Swizzle::Identity8,
+                              Swizzle::Horizontal};
+  if (opclass_ == OpClass::TensorOp) out.push_back(Swizzle::StreamK);
+  return out;
+}
+
+void Gemm::set_swizzling_functor(Swizzle swizzle) {
+  if (swizzle == Swizzle::StreamK && opclass_ != OpClass::TensorOp) {
+    throw ConfigError("ThreadblockSwizzleStreamK is only supported with opcode class TensorOp; this plan uses Simt.");
+  }
+  const auto allowed = swizzling_functors();
+  if (std::find(allowed.begin(), allowed.end(), swizzle) == allowed.end()) {
+    throw ConfigError("Swizzle " + std::string(to_string(swizzle)) + " does not apply to SM" + std::to_string(cc_) +
+                      " tensor-op kernels (CUTLASS 3.x): they take IdentitySwizzle1 (persistent scheduler) or "
+                      "ThreadblockSwizzleStreamK.");
+  }
+  const Swizzle previous = swizzle_;
+  swizzle_ = swizzle;
+  try {
+    (void)spec();  // with an explicit tile, Stream-K needs it to be cooperative
+  } catch (...) {
+    swizzle_ = previous;
+    throw;
+  }
+  invalidate();
+}
+
+std::vector<Activation> Gemm::activations() {
+  return {Activation::GELU,    Activation::HardSwish, Activation::Identity, Activation::LeakyReLU,
+          Activation::ReLU,    Activation::Sigmoid,   Activation::SiLU,     Activation::Tanh,
+          Activation::GELUTanh};
+}
+
+void Gemm::set_activation(Activation activation, double parameter) {
+  const Activation previous = activation_;
+  activation_ = activation;
+  try {
+    (void)spec();
+  } catch (...) {
+    activation_ = previous;
+    throw;
+  }
+  activation_parameter_ = parameter;
+  if (previous != activation) invalidate();
+}
+
+KernelSpec Gemm::construct(const std::optional<TileDescription>& tile, std::optional<int> alignment_a,
+                           std::optional<int> alignment_b, std::optional<int> alignment_c) {
+  if (tile) set_tile_description(*tile);
+  return spec(alignment_a, alignment_b, alignment_c);
+}
+
+KernelSource Gemm::emit_source() const { return emit(spec()); }
+
+CompiledKernel Gemm::compile(const std::optional<TileDescription>& tile) {
+  const KernelSpec s = construct(tile);
+  const CacheEntry entry = runtime::build_kernel(s);
+  return {entry.kernel_name, entry.module_path, entry.key, entry.hit, entry.build_seconds};
+}
+
+std::shared_ptr<KernelModule> Gemm::module_for(int alignment_a, int alignment_b, int alignment_c) {
+  for (const auto& entry : run_cache_->modules) {
+    if (entry.a == alignment_a && entry.b == alignment_b && entry.c == alignment_c) return entry.module;
+  }
+  auto module = runtime::load_kernel(spec(alignment_a, alignment_b, alignment_c));
+  run_cache_->modules.push_back({alignment_a, alignment_b, alignment_c, module});
+  return module;
+}
+
+namespace {
+
+// Device copies of host tensors for one run, freed on the stream when the run is done.
+class Staging {
+ public:
+  explicit Staging(cudaStream_t stream) : stream_(stream) {}
+  ~Staging() {
+    for (void* p : buffers_) cudaFreeAsync(p, stream_);
+  }
+  void* to_device(const detail::MatrixOperand& m, int element_bytes, bool copy_in) {
+    void* device = nullptr;
+    const size_t bytes = static_cast<size_t>(std::max<std::int64_t>(m.span, 1)) * element_bytes;
+    GK_CUDA_CHECK(cudaMallocAsync(&device, bytes, stream_));
+    buffers_.push_back(device);
+    if (copy_in) GK_CUDA_CHECK(cudaMemcpyAsync(device, m.data, bytes, cudaMemcpyHostToDevice, stream_));
+    return device;
+  }
+
+ private:
+  cudaStream_t stream_;
+  std::vector<void*> buffers_;
+};
+
+}  // namespace
+
+void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha,
+               double beta, const RunOptions& options) {
+  using detail::MatrixOperand;
+  // 1. Check every tensor against the plan; nothing is written before all checks pass.
+  const MatrixOperand a = detail::check_operand(A, "A", types_.a, types_.layout_a);
+  const MatrixOperand b = detail::check_operand(B, "B", types_.b, types_.layout_b);
+  const MatrixOperand d = detail::check_operand(D, "D", types_.d, types_.layout_c);
+  MatrixOperand c = d;
+  if (C != nullptr) {
+    c = detail::check_operand(*C, "C", types_.c, types_.layout_c);
+  } else if (beta != 0.0) {
+    throw TensorError("Tensor C: beta is " + std::to_string(beta) + " but no C was given; pass C or set beta = 0.");
+  }
+  if (a.cols != b.rows) {
+    throw TensorError("Tensors A and B: A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
+                      " (M x K) but B is " + std::to_string(b.rows) + " x " + std::to_string(b.cols) +
+                      " (K x N); their K extents must agree.");
+  }
+  const std::int64_t m = a.rows, n = b.cols, k = a.cols;
+  auto check_output_shape = [&](const MatrixOperand& x, const char* name) {
+    if (x.rows != m || x.cols != n) {
+      throw TensorError(std::string("Tensor ") + name + " is " + std::to_string(x.rows) + " x " +
+                        std::to_string(x.cols) + " but A@B is " + std::to_string(m) + " x " + std::to_string(n) +
+                        " (M x N).");
+    }
+  };
+  check_output_shape(d, "D");
+  if (C != nullptr) check_output_shape(c, "C");
+  const std::int64_t batch = std::max(a.batch, b.batch);
+  auto check_batch = [&](const MatrixOperand& x, const char* name) {
+    if (x.batch != 1 && x.batch != batch) {
+      throw TensorError(std::string("Tensor ") + name + " has a batch of " + std::to_string(x.batch) +
+                        " but the GEMM's batch is " + std::to_string(batch) +
+                        "; give each operand the same batch, or a single matrix to broadcast.");
+    }
+  };
+  if (a.batch != 1 && b.batch != 1 && a.batch != b.batch) {
+    throw TensorError("Invalid batch counts: A has " + std::to_string(a.batch) + " and B has " +
+                      std::to_string(b.batch) + "; they must be equal, or one of them 1 (broadcast).");
+  }
+  check_batch(c, "C");
+  if (d.batch != batch) {
+    throw TensorError("Tensor D has a batch of " + std::to_string(d.batch) + " but the GEMM's batch is " +
+                      std::to_string(batch) + "; D receives every result and cannot broadcast.");
+  }
+  const int device = current_device();
+  auto check_device = [&](const TensorView& t, const char* name) {
+    if (t.on_device() && t.device != device) {
+      throw TensorError(std::string("Tensor ") + name + " lives on CUDA device " + std::to_string(t.device) +
+                        " but the current device is " + std::to_string(device) +
+                        "; call cudaSetDevice first or move the tensor.");
+    }
+  };
+  check_device(A, "A");
+  check_device(B, "B");
+  check_device(D, "D");
+  if (C != nullptr) check_device(*C, "C");
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX) {
+    throw TensorError("Problem " + std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) +
+                      " exceeds 2^31-1 in one dimension.");
+  }
+
+  // 2. The kernel for these alignments (resolved once per alignment triple).
+  if (!run_cache_) {
+    const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
+                                 types_.layout_b, types_.layout_c);
+    run_cache_ = std::make_unique<RunCache>();
+    run_cache_->alignments_a = catalog::operand_alignments(cc_, opclass_, types_.a, t);
+    run_cache_->alignments_b = catalog::operand_alignments(cc_, opclass_, types_.b, t);
+    run_cache_->alignments_c = catalog::operand_alignments(cc_, opclass_, types_.c, t);
+  }
+  auto alignment = [&](const MatrixOperand& x, DataType type, const std::vector<int>& candidates, const char* name) {
+    const int fit = detail::fitting_alignment(x, bytes_of(type), candidates.data(), static_cast<int>(candidates.size()));
+    if (fit == 0) {
+      throw TensorError(std::string("Tensor ") + name + ": its leading dimension " + std::to_string(x.ld) +
+                        (x.batch > 1 ? " / batch stride " + std::to_string(x.batch_stride) : std::string()) +
+                        " or address is not a multiple of " + std::to_string(candidates.back()) + " elements (" +
+                        std::to_string(candidates.back() * bytes_of(type)) + " bytes), the narrowest " +
+                        std::string(to_string(opclass_)) + " kernels for " + std::string(to_string(type)) +
+                        " accept. Pad the leading dimension, or set opclass = Simt.");
+    }
+    return fit;
+  };
+  const int align_a = alignment(a, types_.a, run_cache_->alignments_a, "A");
+  const int align_b = alignment(b, types_.b, run_cache_->alignments_b, "B");
+  int align_c = alignment(d, types_.d, run_cache_->alignments_c, "D");
+  if (C != nullptr) align_c = std::min(align_c, alignment(c, types_.c, run_cache_->alignments_c, "C"));
+  if (options.print_module) std::fputs(emit(spec(align_a, align_b, align_c)).text.c_str(), stdout);
+  KernelModule& module = *module_for(align_a, align_b, align_c);
+
+  // 3. Arguments; host tensors are staged through the GPU on the caller's stream.
+  Staging staging(options.stream);
+  const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device());
+  gk_gemm_args args{};
+  args.m = static_cast<int32_t>(m);
+  args.n = static_cast<int32_t>(n);
+  args.k = static_cast<int32_t>(k);
+  args.batch = static_cast<int32_t>(batch);
+  args.A = A.on_device() ? a.data : staging.to_device(a, bytes_of(types_.a), true);
+  args.B = B.on_device() ? b.data : staging.to_device(b, bytes_of(types_.b), true);
+  // A strided host D is copied in too, so the gaps between its rows come back unchanged.
+  const bool d_has_gaps = d.span != d.rows * d.cols * d.batch;
+  args.D = D.on_device() ? d.data : staging.to_device(d, bytes_of(types_.d), d_has_gaps);
+  if (C != nullptr) args.C = C->on_device() ? c.data : staging.to_device(c, bytes_of(types_.c), true);
+  args.lda = a.ld;
+  args.ldb = b.ld;
+  args.ldc = C != nullptr ? c.ld : d.ld;
+  args.ldd = d.ld;
+  args.batch_stride_A = a.batch > 1 ? a.batch_stride : 0;
+  args.batch_stride_B = b.batch > 1 ? b.batch_stride : 0;
+  args.batch_stride_C = C != nullptr && c.batch > 1 ? c.batch_stride : 0;
+  args.batch_stride_D = d.batch > 1 ? d.batch_stride : 0;
+  args.alpha = alpha;
+  args.beta = beta;
+  args.activation_params[0] = activation_parameter_;
+  args.device_id = device;
+  args.sm_count = device_info(device).sm_count;
+  args.splits = 1;
+  module.run(args, options.stream);
+
+  // 4. Results: host D is copied back and lands before return; device outputs sync if asked.
+  if (!D.on_device()) {
+    const size_t bytes = static_cast<size_t>(std::max<std::int64_t>(d.span, 1)) * bytes_of(types_.d);
+    GK_CUDA_CHECK(cudaMemcpyAsync(d.data, args.D, bytes, cudaMemcpyDeviceToHost, options.stream));
+  }
+  if (options.sync || any_host) GK_CUDA_CHECK(cudaStreamSynchronize(options.stream));
+}
+
+}  // namespace gemmkit

@@ -1,0 +1,97 @@
+// src/api/tensor_check.cpp: every tensor is checked against the plan before anything runs.
+#include "api/tensor_check.hpp"
+
+#include <cstdint>
+
+#include "gemmkit/errors.hpp"
+
+namespace gemmkit::detail {
+namespace {
+
+[[noreturn]] void reject(const char* name, const std::string& rule) {
+  throw TensorError(std::string("Tensor ") + name + ": " + rule);
+}
+
+bool fits(const TensorView& t, Layout layout) {
+  const int r = t.rank - 2, c = t.rank - 1;
+  const std::int64_t rows = t.shape[r], cols = t.shape[c];
+  if (layout == Layout::RowMajor) return (cols <= 1 || t.strides[c] == 1) && t.strides[r] >= (rows <= 1 ? 0 : cols);
+  return (rows <= 1 || t.strides[r] == 1) && t.strides[c] >= (cols <= 1 ? 0 : rows);
+}
+
+}  // namespace
+
+std::optional<Layout> infer_layout(const TensorView& t) {
+  if (t.rank < 2) return std::nullopt;
+  if (fits(t, Layout::RowMajor)) return Layout::RowMajor;
+  if (fits(t, Layout::ColumnMajor)) return Layout::ColumnMajor;
+  return std::nullopt;
+}
+
+MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtype, Layout layout) {
+  if (t.data == nullptr) reject(name, "data pointer is null.");
+  if (t.dtype != dtype) {
+    reject(name, "has element type " + std::string(to_string(t.dtype)) + " but the plan expects " +
+                     std::string(to_string(dtype)) + ". Convert the tensor or declare the plan with element_" +
+                     name + "=" + std::string(to_string(t.dtype)) + ".");
+  }
+  if (t.rank < 2) {
+    reject(name, "must be of rank 2 or more (a matrix, or a batch of matrices); received shape " + t.shape_string() +
+                     ".");
+  }
+  for (int i = 0; i < t.rank; ++i) {
+    if (t.shape[i] < 0 || t.strides[i] < 0) {
+      reject(name, "has a negative extent or stride (shape " + t.shape_string() + ", strides " + t.strides_string() +
+                       "); gemmkit reads forward strides only.");
+    }
+  }
+  const int r = t.rank - 2, c = t.rank - 1;
+  if (!fits(t, layout)) {
+    const auto actual = infer_layout(t);
+    reject(name, "has shape " + t.shape_string() + " and strides " + t.strides_string() +
+                     (actual ? ", which is " + std::string(to_string(*actual)) : ", which no layout expresses") +
+                     ", but the plan expects " + std::string(to_string(layout)) +
+                     (actual ? ". Declare the plan with layout_" + std::string(name) + "=" +
+                                   std::string(to_string(*actual)) + " (or from this tensor)."
+                             : ". Make the tensor contiguous in its last two dimensions (a copy) first."));
+  }
+  MatrixOperand m;
+  m.data = t.data;
+  m.rows = t.shape[r];
+  m.cols = t.shape[c];
+  m.ld = layout == Layout::RowMajor ? t.strides[r] : t.strides[c];
+  if (m.ld == 0) m.ld = layout == Layout::RowMajor ? std::max<std::int64_t>(m.cols, 1) : std::max<std::int64_t>(m.rows, 1);
+  for (int i = 0; i < r; ++i) m.batch *= t.shape[i];
+  if (t.rank > 2 && m.batch > 1) {
+    // Several batch dimensions must fold into one stride, as a reshape would.
+    for (int i = 0; i + 1 < r; ++i) {
+      if (t.shape[i] > 1 && t.strides[i] != t.strides[i + 1] * t.shape[i + 1]) {
+        reject(name, "has batch dimensions with strides " + t.strides_string() +
+                         " that do not fold into one batch stride; make the batch dimensions contiguous.");
+      }
+    }
+    m.batch_stride = t.strides[r - 1];
+    for (int i = r - 1; i >= 0 && m.batch_stride == 0 && t.shape[i] == 1; --i) m.batch_stride = t.strides[i];
+  }
+  std::int64_t last = 0;
+  for (int i = 0; i < t.rank; ++i) {
+    if (t.shape[i] == 0) return m;
+    last += (t.shape[i] - 1) * t.strides[i];
+  }
+  m.span = last + 1;
+  return m;
+}
+
+int fitting_alignment(const MatrixOperand& operand, int element_bytes, const int* candidates, int count) {
+  const auto address = reinterpret_cast<std::uintptr_t>(operand.data);
+  for (int i = 0; i < count; ++i) {
+    const int a = candidates[i];
+    if (operand.ld % a != 0) continue;
+    if (operand.batch > 1 && operand.batch_stride % a != 0) continue;
+    if (address % (static_cast<std::uintptr_t>(a) * element_bytes) != 0) continue;
+    return a;
+  }
+  return 0;
+}
+
+}  // namespace gemmkit::detail

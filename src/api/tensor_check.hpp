@@ -1,0 +1,33 @@
+// src/api/tensor_check.hpp: checking a TensorView against what a plan expects of one operand.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "gemmkit/tensor.hpp"
+
+namespace gemmkit::detail {
+
+// One operand as the kernel sees it: a (batch of) rows x cols matrices with a leading dimension.
+struct MatrixOperand {
+  void* data = nullptr;
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t ld = 0;
+  std::int64_t batch = 1;
+  std::int64_t batch_stride = 0;  // 0 when batch == 1
+  std::int64_t span = 0;          // elements from the first to one past the last addressed element
+};
+
+// The layout a tensor's strides express for its last two dimensions, if any (RowMajor preferred when both fit).
+std::optional<Layout> infer_layout(const TensorView& tensor);
+
+// Checks dtype, rank (>= 2), strides against the layout, collapsible batch dimensions, non-negative extents.
+// Throws TensorError naming the operand and the rule.
+MatrixOperand check_operand(const TensorView& tensor, const char* name, DataType dtype, Layout layout);
+
+// Largest alignment (elements) from `candidates` (widest first) the operand's pointer, leading dimension and
+// batch stride are all divisible by; 0 if none.
+int fitting_alignment(const MatrixOperand& operand, int element_bytes, const int* candidates, int count);
+
+}  // namespace gemmkit::detail
