@@ -170,7 +170,7 @@ KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignme
   }
   // Default: the first configuration (in catalog order) that satisfies every rule for this spec.
   std::string last_error = "no configurations";
-  for (const auto& tile : catalog::tile_descriptions(cc_, opclass_, t, limits)) {
+  for (const auto& tile : catalog::tile_descriptions(cc_, opclass_, t, limits, s.alignment_a, s.alignment_b)) {
     s.tile = tile;
     try {
       catalog::validate(s, limits);

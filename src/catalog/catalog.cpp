@@ -276,12 +276,12 @@ int smem_bytes_per_stage(const TileDescription& tile, DataType a, DataType b) {
 }
 
 std::vector<TileDescription> tile_descriptions(int cc, OpClass opclass, const OperandTypes& types,
-                                               const DeviceLimits& limits) {
+                                               const DeviceLimits& limits, int alignment_a, int alignment_b) {
   const int kernel_cc = kernel_cc_for(cc, opclass, types);
   if (kernel_cc < 90) return sm80_tiles(opclass, types, limits);
-  const auto align_a = operand_alignments(cc, opclass, types.a, types);
-  const auto align_b = operand_alignments(cc, opclass, types.b, types);
-  return sm90_tiles(types, align_a.front(), align_b.front());
+  if (alignment_a == 0) alignment_a = operand_alignments(cc, opclass, types.a, types).front();
+  if (alignment_b == 0) alignment_b = operand_alignments(cc, opclass, types.b, types).front();
+  return sm90_tiles(types, alignment_a, alignment_b);
 }
 
 TileDescription default_tile_description(int cc, OpClass opclass, const OperandTypes& types,
@@ -374,6 +374,20 @@ void validate(const KernelSpec& spec, const DeviceLimits& limits) {
            " is invalid: it must be a power of two of at most " + std::to_string(widest) + " elements (128 bits of " +
            std::string(to_string(element)) + ").");
     }
+  }
+  const bool tma_operands =
+      tma_compatible(spec.alignment_a, spec.element_a) && tma_compatible(spec.alignment_b, spec.element_b);
+  if (sm90 && !tma_operands && cluster_size > 1) {
+    fail("Cluster shape " + shape_text(td.cluster_shape) + " needs TMA loads, which need 16-byte aligned rows; "
+         "A/B alignments " + std::to_string(spec.alignment_a) + "/" + std::to_string(spec.alignment_b) +
+         " take cp.async kernels with cluster shape 1x1x1.");
+  }
+  const bool tma_epilogue = td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecialized ||
+                            td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative;
+  if (sm90 && tma_epilogue && !tma_compatible(spec.alignment_c, spec.element_c)) {
+    fail("Epilogue schedule " + std::string(to_string(td.epilogue_schedule)) +
+         " stores D with TMA, which needs 16-byte aligned rows of C and D; their alignment is " +
+         std::to_string(spec.alignment_c) + ". Use NoSmemWarpSpecialized or pad the leading dimension.");
   }
   if (sm90 && is_tma_schedule(td.kernel_schedule) &&
       (!tma_compatible(spec.alignment_a, spec.element_a) || !tma_compatible(spec.alignment_b, spec.element_b))) {

@@ -33,9 +33,11 @@ std::vector<OpClass> supported_opclasses(int cc, const OperandTypes& types);
 // Vector widths (elements) the family accepts for an operand, widest first.
 std::vector<int> operand_alignments(int cc, OpClass opclass, DataType element, const OperandTypes& types);
 
-// Every valid configuration, the default first; no duplicates.
+// Every valid configuration, the default first; no duplicates. Alignments 0 mean the widest; narrower A/B
+// alignments on SM90 give the cp.async configurations (TMA needs 16-byte aligned rows).
 std::vector<TileDescription> tile_descriptions(int cc, OpClass opclass, const OperandTypes& types,
-                                               const DeviceLimits& limits);
+                                               const DeviceLimits& limits, int alignment_a = 0,
+                                               int alignment_b = 0);
 TileDescription default_tile_description(int cc, OpClass opclass, const OperandTypes& types,
                                          const DeviceLimits& limits);
 
