@@ -257,7 +257,8 @@ std::vector<OpClass> supported_opclasses(int cc, const OperandTypes& types) {
 }
 
 std::vector<int> operand_alignments(int cc, OpClass opclass, DataType element, const OperandTypes& types) {
-  if (opclass == OpClass::Simt) return {1};
+  // SIMT kernels read scalars; f64 tensor-op kernels are built for scalar loads only, as in the reference.
+  if (opclass == OpClass::Simt || element == DataType::f64) return {1};
   const int widest = 128 / bits_of(element);
   const bool sm90 = kernel_cc_for(cc, opclass, types) >= 90;
   std::vector<int> out;

@@ -1,0 +1,62 @@
+// src/util/host_matrix.hpp: host buffers of any element type, filled with test data, and a float64 reference
+// GEMM; shared by the CLI, the tests, the benchmark and the examples.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gemmkit/tensor.hpp"
+#include "gemmkit/types.hpp"
+
+namespace gemmkit::util {
+
+class HostMatrix {
+ public:
+  // batch x rows x cols in `layout`, packed.
+  HostMatrix(DataType dtype, std::int64_t rows, std::int64_t cols, Layout layout, std::int64_t batch = 1);
+
+  DataType dtype() const { return dtype_; }
+  std::int64_t rows() const { return rows_; }
+  std::int64_t cols() const { return cols_; }
+  std::int64_t batch() const { return batch_; }
+  Layout layout() const { return layout_; }
+  std::size_t bytes() const { return storage_.size(); }
+  void* data() { return storage_.data(); }
+  const void* data() const { return storage_.data(); }
+
+  double get(std::int64_t b, std::int64_t r, std::int64_t c) const;
+  void set(std::int64_t b, std::int64_t r, std::int64_t c, double value);
+
+  // Integers drawn uniformly from [lo, hi]: exact in every element type, so GEMM results can be compared exactly.
+  void fill_integers(std::uint64_t seed, int lo, int hi);
+  // Uniform reals in [-1, 1), rounded to the element type.
+  void fill_uniform(std::uint64_t seed);
+
+  // A view of this buffer (host) or of a device copy of it at `device_data`.
+  TensorView view() const;
+  TensorView view_at(void* device_data, int device) const;
+
+ private:
+  std::int64_t offset(std::int64_t b, std::int64_t r, std::int64_t c) const;
+  DataType dtype_;
+  std::int64_t rows_, cols_, batch_;
+  Layout layout_;
+  std::vector<std::byte> storage_;
+};
+
+// act-free reference: alpha * A@B + beta * C for one output element, in float64 (A/B broadcast when batch 1).
+double reference_element(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, double alpha, double beta,
+                         std::int64_t b, std::int64_t r, std::int64_t c);
+
+struct Comparison {
+  double max_abs_error = 0.0;
+  double max_rel_error = 0.0;  // relative to max(1, |reference|)
+  std::int64_t checked = 0;
+};
+
+// Compares D against the reference on every element, or on `samples` random elements when samples > 0.
+Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, const HostMatrix& D,
+                                  double alpha, double beta, std::int64_t samples = 0, std::uint64_t seed = 1);
+
+}  // namespace gemmkit::util
