@@ -1,0 +1,485 @@
+// src/cache/disk_cache.cpp: the content-addressed kernel cache. An entry appears only by rename() of a
+// complete private build folder whose manifest.json was written last; a per-key flock merely saves
+// duplicate nvcc work, so a crashed holder (the kernel drops its lock) or a missing lock costs nothing.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "cache/sha256.hpp"
+#include "gemmkit/cache.hpp"
+#include "gemmkit/errors.hpp"
+#include "util/json.hpp"
+
+#ifndef GEMMKIT_VERSION
+#error "GEMMKIT_VERSION must be defined by the build"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace gemmkit {
+namespace {
+
+constexpr const char* kKeySchema = "1";  // bump when record() changes shape
+constexpr auto kStaleTmpAge = std::chrono::hours(1);
+constexpr int kPublishAttempts = 3;
+
+std::atomic<int> g_builds{0};
+std::atomic<int> g_disk_hits{0};
+std::atomic<int> g_rebuilt_damaged{0};
+
+// ---- layout ----------------------------------------------------------------------------------------------
+
+fs::path v1_dir(const std::string& root) { return fs::path(root) / "v1"; }
+fs::path entry_dir(const std::string& root, const std::string& key) { return v1_dir(root) / key.substr(0, 2) / key; }
+
+bool is_key(const std::string& key) {
+  return key.size() == 64 && key.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+void require_key(const std::string& key) {
+  if (!is_key(key)) throw Error("cache key '" + key + "' is not 64 lowercase hex digits (a SHA-256)");
+}
+
+// "<pid>.<8 random hex digits>": unique across the processes and threads sharing one cache.
+std::string unique_suffix() {
+  std::random_device random;
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(random()));
+  return std::to_string(::getpid()) + "." + hex;
+}
+
+fs::path make_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw Error("cannot create the cache folder " + dir.string() + ": " + ec.message() +
+                "; set GEMMKIT_CACHE_DIR to a writable folder");
+  }
+  return dir;
+}
+
+// ---- small file helpers --------------------------------------------------------------------------------
+
+std::optional<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return text.str();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw Error("cannot write " + path.string() + "; check that the cache folder is writable and the disk not full");
+}
+
+std::string iso_time_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::uint64_t folder_bytes(const fs::path& dir) {
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& file : fs::directory_iterator(dir, ec)) {
+    if (file.is_regular_file(ec)) total += file.file_size(ec);
+  }
+  return total;
+}
+
+// ---- the per-key advisory lock -------------------------------------------------------------------------
+
+// Held while one process checks, builds and publishes a key. Best effort: if the lock cannot be taken we
+// build anyway, since publishing is atomic without it.
+class KeyLock {
+ public:
+  KeyLock(const std::string& root, const std::string& key) {
+    std::error_code ec;
+    const fs::path dir = v1_dir(root) / "locks";
+    fs::create_directories(dir, ec);
+    fd_ = ::open((dir / (key + ".lock")).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return;
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~KeyLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the flock
+  }
+  KeyLock(const KeyLock&) = delete;
+  KeyLock& operator=(const KeyLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// ---- entries ---------------------------------------------------------------------------------------------
+
+enum class EntryState { absent, complete, damaged };
+
+struct Probe {
+  EntryState state = EntryState::absent;
+  json::Value manifest;
+};
+
+// Complete iff manifest.json parses, names `key`, and kernel.so has the recorded size and SHA-256.
+Probe probe_entry(const std::string& root, const std::string& key) {
+  const fs::path dir = entry_dir(root, key);
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return {};
+  Probe damaged{EntryState::damaged, {}};
+  const std::optional<std::string> text = read_file(dir / "manifest.json");
+  if (!text) return damaged;
+  try {
+    json::Value manifest = json::parse(*text);
+    const json::Value* recorded_key = manifest.find("key");
+    const json::Value* files = manifest.find("files");
+    const json::Value* module = files ? files->find("kernel.so") : nullptr;
+    if (!recorded_key || recorded_key->as_string() != key || !module || !module->find("bytes") ||
+        !module->find("sha256")) {
+      return damaged;
+    }
+    const fs::path module_path = dir / "kernel.so";
+    const std::uintmax_t size = fs::file_size(module_path, ec);
+    if (ec || size != module->find("bytes")->as_uint()) return damaged;
+    if (sha256_file_hex(module_path.string()) != module->find("sha256")->as_string()) return damaged;
+    return {EntryState::complete, std::move(manifest)};
+  } catch (const Error&) {
+    return damaged;
+  }
+}
+
+std::string manifest_string(const json::Value& manifest, const char* name) {
+  const json::Value* value = manifest.find(name);
+  return value && value->is_string() ? value->as_string() : std::string();
+}
+
+CacheEntry make_entry(const std::string& root, const std::string& key, const json::Value& manifest, bool hit) {
+  CacheEntry entry;
+  entry.key = key;
+  entry.dir = entry_dir(root, key).string();
+  entry.module_path = (entry_dir(root, key) / "kernel.so").string();
+  entry.kernel_name = manifest_string(manifest, "kernel_name");
+  entry.hit = hit;
+  return entry;
+}
+
+// Renames `dir` into <root>/v1/trash, out of every reader's way at once; a concurrent mover may win.
+void move_aside(const std::string& root, const fs::path& dir) {
+  const fs::path trash = make_dir(v1_dir(root) / "trash");
+  std::error_code ec;
+  fs::rename(dir, trash / (dir.filename().string() + "." + unique_suffix()), ec);
+}
+
+enum class LockHeld { no, yes };
+
+// A complete entry, counting a disk hit. A damaged one is moved aside (under the key's lock, so we never
+// move aside an entry another process has just published) and `damaged` is set.
+std::optional<CacheEntry> find_complete(const std::string& root, const std::string& key, LockHeld held,
+                                        bool& damaged) {
+  Probe probe = probe_entry(root, key);
+  if (probe.state == EntryState::damaged) {
+    // flock conflicts between two descriptors even in one process: never take the lock twice.
+    std::optional<KeyLock> lock;
+    if (held == LockHeld::no) lock.emplace(root, key);
+    probe = probe_entry(root, key);
+    if (probe.state == EntryState::damaged) {
+      damaged = true;
+      move_aside(root, entry_dir(root, key));
+    }
+  }
+  if (probe.state != EntryState::complete) return std::nullopt;
+  ++g_disk_hits;
+  return make_entry(root, key, probe.manifest, true);
+}
+
+json::Value file_record(const fs::path& path) {
+  std::error_code ec;
+  json::Value record = json::Value::object();
+  record.set("bytes", static_cast<std::uint64_t>(fs::file_size(path, ec)));
+  record.set("sha256", sha256_file_hex(path.string()));
+  return record;
+}
+
+void write_manifest(const fs::path& dir, const std::string& key, const Toolchain& toolchain,
+                    const KernelSource& source) {
+  json::Value files = json::Value::object();
+  files.set("kernel.so", file_record(dir / "kernel.so"));
+  files.set("kernel.cu", file_record(dir / "kernel.cu"));
+  json::Value manifest = json::Value::object();
+  manifest.set("key", key);
+  manifest.set("kernel_name", source.kernel_name);
+  manifest.set("arch", source.arch_flag);
+  manifest.set("created", iso_time_now());
+  manifest.set("gemmkit_version", GEMMKIT_VERSION);
+  manifest.set("cutlass_version", toolchain.cutlass_version);
+  manifest.set("nvcc_version", toolchain.nvcc_version);
+  manifest.set("files", std::move(files));
+  write_file(dir / "manifest.json", manifest.dump() + "\n");
+}
+
+// Runs the builder in a private temp folder; returns it complete (kernel.so, kernel.cu, manifest.json).
+fs::path build_private(const std::string& root, const std::string& key, const Toolchain& toolchain,
+                       const KernelSource& source, const ModuleBuilder& builder) {
+  const fs::path tmp = make_dir(v1_dir(root) / "tmp" / (key + "." + unique_suffix()));
+  std::error_code ec;
+  try {
+    builder(source, tmp.string());
+  } catch (const CompileError&) {
+    throw;  // keep the folder: the error message points the user at its kernel.cu and compile.log
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  ++g_builds;
+  if (!fs::is_regular_file(tmp / "kernel.so", ec)) {
+    fs::remove_all(tmp, ec);
+    throw Error("building kernel " + source.kernel_name + " left no kernel.so behind (module builder bug)");
+  }
+  if (!fs::exists(tmp / "kernel.cu", ec)) write_file(tmp / "kernel.cu", source.text);
+  write_manifest(tmp, key, toolchain, source);  // last: a complete manifest means a complete entry
+  return tmp;
+}
+
+CacheEntry build_and_publish(const std::string& root, const std::string& key, const Toolchain& toolchain,
+                             const KernelSource& source, const ModuleBuilder& builder, bool damaged) {
+  KeyLock lock(root, key);
+  if (std::optional<CacheEntry> entry = find_complete(root, key, LockHeld::yes, damaged)) {
+    return *entry;  // another process or thread built it while we waited for the lock
+  }
+  const auto start = std::chrono::steady_clock::now();
+
+  const fs::path tmp = build_private(root, key, toolchain, source, builder);
+  const fs::path final_dir = entry_dir(root, key);
+  std::error_code ec;
+  for (int attempt = 0; attempt < kPublishAttempts; ++attempt) {
+    make_dir(final_dir.parent_path());
+    fs::rename(tmp, final_dir, ec);
+    Probe published = ec ? probe_entry(root, key) : Probe{EntryState::complete, {}};
+    if (published.state == EntryState::damaged) {
+      move_aside(root, final_dir);
+      continue;
+    }
+    if (published.state == EntryState::absent) continue;  // e.g. clear() removed the parent meanwhile
+    if (ec) fs::remove_all(tmp, ec);  // another process published first: theirs is as good as ours
+    if (damaged) ++g_rebuilt_damaged;
+    CacheEntry entry;
+    entry.key = key;
+    entry.dir = final_dir.string();
+    entry.module_path = (final_dir / "kernel.so").string();
+    entry.kernel_name = source.kernel_name;
+    entry.hit = false;
+    entry.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return entry;
+  }
+  const std::string reason = ec.message();
+  fs::remove_all(tmp, ec);
+  throw Error("cannot publish kernel " + source.kernel_name + " into " + final_dir.string() + ": " + reason +
+              "; check that the cache folder is writable (or set GEMMKIT_CACHE_DIR)");
+}
+
+// "name: value\n" with backslashes and newlines escaped, so the record stays one field per line.
+std::string record_field(const std::string& name, const std::string& value) {
+  std::string line = name + ": ";
+  for (const char c : value) {
+    if (c == '\\') line += "\\\\";
+    else if (c == '\n') line += "\\n";
+    else line += c;
+  }
+  return line + "\n";
+}
+
+ModuleBuilder nvcc_builder(const Toolchain& toolchain) {
+  return [&toolchain](const KernelSource& source, const std::string& work_dir) {
+    compile_module(toolchain, source, work_dir);
+  };
+}
+
+}  // namespace
+
+std::string DiskCache::default_root() {
+  auto env = [](const char* name) -> std::string {
+    const char* value = std::getenv(name);
+    return value ? value : "";
+  };
+  if (const std::string dir = env("GEMMKIT_CACHE_DIR"); !dir.empty()) return dir;
+  if (const std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return (fs::path(xdg) / "gemmkit").string();
+  if (const std::string home = env("HOME"); !home.empty()) return (fs::path(home) / ".cache" / "gemmkit").string();
+  throw Error("cannot choose a kernel cache folder: none of GEMMKIT_CACHE_DIR, XDG_CACHE_HOME, HOME is set; "
+              "set GEMMKIT_CACHE_DIR");
+}
+
+DiskCache::DiskCache(std::string root) : root_(std::move(root)) {}
+
+std::string DiskCache::record(const Toolchain& toolchain, const KernelSource& source) const {
+  // The real flag list with machine-specific paths replaced, so equal toolkits hit on different machines.
+  Toolchain placeholders = toolchain;
+  placeholders.nvcc = "<nvcc>";
+  placeholders.cutlass_root = "<cutlass>";
+  placeholders.device_include_dir = "<device_include>";
+  std::string out = record_field("gemmkit-cache-key-schema", kKeySchema);
+  out += record_field("gemmkit-version", GEMMKIT_VERSION);
+  out += record_field("device-headers-sha256", toolchain.device_headers_hash);
+  out += record_field("cutlass-version", toolchain.cutlass_version);
+  out += record_field("nvcc-version", toolchain.nvcc_version);
+  out += record_field("nvcc-build", toolchain.nvcc_build);
+  out += record_field("host-compiler", toolchain.host_compiler);
+  out += record_field("arch", source.arch_flag);
+  out += record_field("kernel-name", source.kernel_name);
+  for (const std::string& flag : nvcc_command(placeholders, source, "<source>", "<output>")) {
+    out += record_field("flag", flag);
+  }
+  out += record_field("source-bytes", std::to_string(source.text.size()));
+  return out + source.text;
+}
+
+std::string DiskCache::key(const Toolchain& toolchain, const KernelSource& source) const {
+  return sha256_hex(record(toolchain, source));
+}
+
+std::optional<CacheEntry> DiskCache::lookup(const std::string& key) const {
+  require_key(key);
+  bool damaged = false;
+  return find_complete(root_, key, LockHeld::no, damaged);
+}
+
+CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSource& source,
+                                   const ModuleBuilder& builder) {
+  const std::string k = key(toolchain, source);
+  bool damaged = false;
+  if (std::optional<CacheEntry> entry = find_complete(root_, k, LockHeld::no, damaged)) return *entry;
+  return build_and_publish(root_, k, toolchain, source, builder, damaged);
+}
+
+CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSource& source) {
+  return get_or_build(toolchain, source, nvcc_builder(toolchain));
+}
+
+std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
+                                                     const std::vector<KernelSource>& sources) {
+  return get_or_build_many(toolchain, sources, nvcc_builder(toolchain));
+}
+
+std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
+                                                     const std::vector<KernelSource>& sources,
+                                                     const ModuleBuilder& builder) {
+  std::vector<CacheEntry> entries(sources.size());
+  std::vector<std::string> keys;
+  std::map<std::string, std::size_t> first_with_key;
+  struct Miss {
+    std::size_t index;
+    bool damaged;
+  };
+  std::vector<Miss> misses;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    keys.push_back(key(toolchain, sources[i]));
+    if (!first_with_key.emplace(keys[i], i).second) continue;  // a duplicate is served by its first copy
+    bool damaged = false;
+    if (std::optional<CacheEntry> entry = find_complete(root_, keys[i], LockHeld::no, damaged)) entries[i] = *entry;
+    else misses.push_back({i, damaged});
+  }
+
+  std::vector<std::exception_ptr> errors(misses.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t m = next++; m < misses.size(); m = next++) {
+      const std::size_t i = misses[m].index;
+      try {
+        entries[i] = build_and_publish(root_, keys[i], toolchain, sources[i], builder, misses[m].damaged);
+      } catch (...) {
+        errors[m] = std::current_exception();
+      }
+    }
+  };
+  const std::size_t jobs = std::min<std::size_t>(misses.size(), static_cast<std::size_t>(max_parallel_compiles()));
+  std::vector<std::thread> workers;
+  for (std::size_t t = 1; t < jobs; ++t) workers.emplace_back(work);
+  work();
+  for (std::thread& worker : workers) worker.join();
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (const std::size_t first = first_with_key.at(keys[i]); first != i) entries[i] = entries[first];
+  }
+  return entries;
+}
+
+std::vector<CacheListing> DiskCache::list() const {
+  std::vector<CacheListing> listing;
+  std::error_code ec;
+  for (const auto& shard : fs::directory_iterator(v1_dir(root_), ec)) {
+    if (shard.path().filename().string().size() != 2 || !shard.is_directory(ec)) continue;
+    for (const auto& dir : fs::directory_iterator(shard.path(), ec)) {
+      const std::string key = dir.path().filename().string();
+      if (!is_key(key)) continue;
+      const std::optional<std::string> text = read_file(dir.path() / "manifest.json");
+      if (!text) continue;
+      try {
+        const json::Value manifest = json::parse(*text);
+        listing.push_back({key, manifest_string(manifest, "kernel_name"), dir.path().string(),
+                           manifest_string(manifest, "created"), folder_bytes(dir.path())});
+      } catch (const Error&) {
+        continue;  // damaged; lookup() deals with it
+      }
+    }
+  }
+  std::sort(listing.begin(), listing.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  return listing;
+}
+
+std::size_t DiskCache::clear() {
+  std::size_t removed = 0;
+  std::error_code ec;
+  const fs::path v1 = v1_dir(root_);
+  for (const auto& shard : fs::directory_iterator(v1, ec)) {
+    if (shard.path().filename().string().size() != 2 || !shard.is_directory(ec)) continue;
+    std::vector<fs::path> dirs;
+    for (const auto& dir : fs::directory_iterator(shard.path(), ec)) dirs.push_back(dir.path());
+    for (const fs::path& dir : dirs) {
+      // Rename first, so a concurrent reader sees the entry whole or not at all.
+      if (is_key(dir.filename().string())) ++removed;
+      move_aside(root_, dir);
+    }
+    fs::remove(shard.path(), ec);  // only if empty; a publisher recreates it
+  }
+  fs::remove_all(v1 / "trash", ec);
+  fs::remove_all(v1 / "locks", ec);
+  // Leave young temp folders alone: they may be builds in progress in other processes.
+  const auto stale_before = fs::file_time_type::clock::now() - kStaleTmpAge;
+  for (const auto& tmp : fs::directory_iterator(v1 / "tmp", ec)) {
+    if (tmp.last_write_time(ec) < stale_before) fs::remove_all(tmp.path(), ec);
+  }
+  return removed;
+}
+
+CacheCounters cache_counters() {
+  CacheCounters counters;
+  counters.builds = g_builds.load();
+  counters.disk_hits = g_disk_hits.load();
+  counters.rebuilt_damaged = g_rebuilt_damaged.load();
+  return counters;
+}
+
+}  // namespace gemmkit

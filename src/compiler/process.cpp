@@ -1,0 +1,103 @@
+// src/compiler/process.cpp: posix_spawn with one pipe for stdout+stderr (close-on-exec, so parallel spawns
+// never inherit each other's pipe and block end-of-file).
+#include "compiler/process.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "gemmkit/errors.hpp"
+
+extern char** environ;
+
+namespace gemmkit {
+namespace {
+
+class SpawnActions {
+ public:
+  SpawnActions() { posix_spawn_file_actions_init(&actions_); }
+  ~SpawnActions() { posix_spawn_file_actions_destroy(&actions_); }
+  SpawnActions(const SpawnActions&) = delete;
+  SpawnActions& operator=(const SpawnActions&) = delete;
+  posix_spawn_file_actions_t* get() { return &actions_; }
+
+ private:
+  posix_spawn_file_actions_t actions_;
+};
+
+std::string read_all(int fd) {
+  std::string out;
+  char buffer[1 << 14];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n > 0) {
+      out.append(buffer, static_cast<std::size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      return out;
+    }
+  }
+}
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv) {
+  if (argv.empty()) throw ToolchainError("run_process: empty command line");
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    throw ToolchainError("cannot create a pipe to run " + argv[0] + ": " + std::strerror(errno));
+  }
+  SpawnActions actions;
+  posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(actions.get(), pipe_fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(actions.get(), pipe_fds[1], STDERR_FILENO);
+
+  std::vector<char*> c_argv;
+  for (const std::string& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
+  c_argv.push_back(nullptr);
+
+  pid_t pid = 0;
+  const int spawn_error = posix_spawnp(&pid, c_argv[0], actions.get(), nullptr, c_argv.data(), environ);
+  close(pipe_fds[1]);
+  if (spawn_error != 0) {
+    close(pipe_fds[0]);
+    throw ToolchainError("cannot run " + argv[0] + ": " + std::strerror(spawn_error));
+  }
+  ProcessResult result;
+  result.output = read_all(pipe_fds[0]);
+  close(pipe_fds[0]);
+  result.exit_code = wait_for(pid);
+  return result;
+}
+
+std::string shell_quote(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const std::string& arg : argv) {
+    if (!line.empty()) line += ' ';
+    const bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                             "0123456789_-+=/.,:@%") == std::string::npos;
+    if (plain) {
+      line += arg;
+      continue;
+    }
+    line += '\'';
+    for (const char c : arg) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
+  }
+  return line;
+}
+
+}  // namespace gemmkit

@@ -1,0 +1,218 @@
+// src/compiler/toolchain.cpp: Toolchain::discover() — finds nvcc, the host compiler, CUTLASS and our device
+// headers, and records every version that can change a compiled module.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "cache/sha256.hpp"
+#include "compiler/process.hpp"
+#include "compiler/toolchain_detail.hpp"
+#include "gemmkit/compiler.hpp"
+#include "gemmkit/errors.hpp"
+
+#if !defined(GEMMKIT_CUTLASS_DEFAULT) || !defined(GEMMKIT_SOURCE_DIR)
+#error "GEMMKIT_CUTLASS_DEFAULT and GEMMKIT_SOURCE_DIR must be defined by the build"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace gemmkit {
+namespace toolchain_detail {
+namespace {
+
+constexpr int kMinCudaMajor = 12;
+constexpr int kMinCudaMinor = 4;
+
+bool is_set(const char* value) { return value != nullptr && *value != '\0'; }
+
+bool is_executable_file(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
+
+std::string find_nvcc(const char* cuda_home, const char* path_env, const std::string& fallback) {
+  if (is_set(cuda_home) && is_executable_file(fs::path(cuda_home) / "bin" / "nvcc")) {
+    return fs::absolute(fs::path(cuda_home) / "bin" / "nvcc").string();
+  }
+  if (is_set(path_env)) {
+    std::stringstream dirs{std::string(path_env)};
+    std::string dir;
+    while (std::getline(dirs, dir, ':')) {
+      if (!dir.empty() && is_executable_file(fs::path(dir) / "nvcc")) return fs::absolute(fs::path(dir) / "nvcc").string();
+    }
+  }
+  if (!fallback.empty() && is_executable_file(fallback)) return fallback;
+  std::string looked = is_set(cuda_home) ? "in CUDA_HOME=" + std::string(cuda_home) + "/bin, " : "";
+  throw ToolchainError("nvcc not found (looked " + looked + "on PATH and at " + fallback +
+                       "); install the CUDA toolkit >= 12.4 and set CUDA_HOME to its root (or put its bin/ on PATH)");
+}
+
+NvccVersion parse_nvcc_version(const std::string& output) {
+  std::smatch release;
+  static const std::regex kRelease(R"(release (\d+)\.(\d+))");
+  if (!std::regex_search(output, release, kRelease)) {
+    throw ToolchainError("cannot read the CUDA version from `nvcc --version` (it printed: " + first_line(output) +
+                         "); install the CUDA toolkit >= 12.4 and set CUDA_HOME to its root");
+  }
+  const int major = std::stoi(release[1]);
+  const int minor = std::stoi(release[2]);
+  NvccVersion out;
+  out.version = release[1].str() + "." + release[2].str();
+  if (major < kMinCudaMajor || (major == kMinCudaMajor && minor < kMinCudaMinor)) {
+    throw ToolchainError("nvcc is CUDA " + out.version + ", gemmkit needs CUDA >= 12.4; install CUDA >= 12.4 and set "
+                         "CUDA_HOME to its root (or put its bin/ first on PATH)");
+  }
+  std::stringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("Build ", 0) == 0) out.build = line;
+    else if (out.build.empty() && line.find("release ") != std::string::npos) out.build = line;
+  }
+  return out;
+}
+
+std::string find_cutlass(const char* cutlass_path_env, const std::string& configured_default) {
+  const bool from_env = is_set(cutlass_path_env);
+  const fs::path root = from_env ? fs::path(cutlass_path_env) : fs::path(configured_default);
+  std::error_code ec;
+  const bool complete = fs::is_regular_file(root / "include" / "cutlass" / "cutlass.h", ec) &&
+                        fs::is_regular_file(root / "include" / "cutlass" / "version.h", ec) &&
+                        fs::is_directory(root / "tools" / "util" / "include", ec);
+  if (!complete) {
+    throw ToolchainError("CUTLASS headers not found at " + root.string() +
+                         (from_env ? " (from CUTLASS_PATH)" : " (the configured default)") +
+                         "; run scripts/setup.sh or set CUTLASS_PATH to a CUTLASS 4.2 checkout (the folder holding "
+                         "include/ and tools/util/include)");
+  }
+  return fs::absolute(root).lexically_normal().string();
+}
+
+std::string parse_cutlass_version(const std::string& version_h) {
+  auto define = [&](const char* name) -> std::string {
+    std::smatch match;
+    const std::regex pattern(std::string(R"(#define\s+)") + name + R"(\s+(\d+))");
+    return std::regex_search(version_h, match, pattern) ? match[1].str() : std::string();
+  };
+  const std::string major = define("CUTLASS_MAJOR"), minor = define("CUTLASS_MINOR"), patch = define("CUTLASS_PATCH");
+  if (major.empty() || minor.empty() || patch.empty()) return "";
+  return major + "." + minor + "." + patch;
+}
+
+std::string hash_directory(const std::string& dir) {
+  std::vector<std::pair<std::string, fs::path>> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) files.emplace_back(fs::relative(entry.path(), dir).generic_string(), entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  Sha256 hash;
+  for (const auto& [relative, path] : files) {
+    const std::string contents = read_text(path);
+    // Length-prefixed fields, so no two different trees can produce the same byte stream.
+    hash.update(relative).update("\0", 1).update(std::to_string(contents.size())).update("\0", 1).update(contents);
+  }
+  return hash.hex_digest();
+}
+
+std::string host_compiler_command(const char* nvcc_ccbin) {
+  if (!is_set(nvcc_ccbin)) return "g++";
+  std::error_code ec;
+  if (fs::is_directory(nvcc_ccbin, ec)) return (fs::path(nvcc_ccbin) / "g++").string();
+  return nvcc_ccbin;
+}
+
+}  // namespace toolchain_detail
+
+namespace {
+
+using namespace toolchain_detail;
+
+std::string host_compiler_version(const char* nvcc_ccbin) {
+  const std::string compiler = host_compiler_command(nvcc_ccbin);
+  ProcessResult result;
+  try {
+    result = run_process({compiler, "--version"});
+  } catch (const ToolchainError&) {
+    result.exit_code = -1;
+  }
+  if (result.exit_code != 0) {
+    throw ToolchainError("the host compiler `" + compiler + " --version` did not run; install g++ (or set "
+                         "NVCC_CCBIN to the host compiler nvcc should use)");
+  }
+  return toolchain_detail::first_line(result.output);
+}
+
+std::string find_device_include_dir() {
+  const char* gemmkit_root = std::getenv("GEMMKIT_ROOT");
+  const fs::path dir = gemmkit_root != nullptr && *gemmkit_root != '\0'
+                           ? fs::path(gemmkit_root) / "device" / "include"
+                           : fs::path(GEMMKIT_SOURCE_DIR) / "device" / "include";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw ToolchainError("gemmkit's device headers not found at " + dir.string() +
+                         "; set GEMMKIT_ROOT to the gemmkit source or install folder that holds device/include");
+  }
+  return fs::absolute(dir).lexically_normal().string();
+}
+
+}  // namespace
+
+Toolchain Toolchain::discover_uncached() {
+  Toolchain tc;
+  // CUTLASS first: it needs no subprocess, and its absence is the most common set-up mistake.
+  tc.cutlass_root = find_cutlass(std::getenv("CUTLASS_PATH"), GEMMKIT_CUTLASS_DEFAULT);
+  tc.cutlass_version = parse_cutlass_version(toolchain_detail::read_text(fs::path(tc.cutlass_root) / "include" /
+                                                                         "cutlass" / "version.h"));
+  if (tc.cutlass_version.empty()) {
+    throw ToolchainError("cannot read CUTLASS_MAJOR/MINOR/PATCH from " + tc.cutlass_root +
+                         "/include/cutlass/version.h; run scripts/setup.sh or set CUTLASS_PATH to a CUTLASS 4.2 "
+                         "checkout (the folder holding include/ and tools/util/include)");
+  }
+
+  tc.nvcc = find_nvcc(std::getenv("CUDA_HOME"), std::getenv("PATH"), "/usr/local/cuda/bin/nvcc");
+  std::error_code ec;
+  const fs::path resolved = fs::canonical(tc.nvcc, ec);
+  tc.cuda_home = (ec ? fs::path(tc.nvcc) : resolved).parent_path().parent_path().string();
+  const ProcessResult version = run_process({tc.nvcc, "--version"});
+  if (version.exit_code != 0) {
+    throw ToolchainError("`" + tc.nvcc + " --version` failed (exit code " + std::to_string(version.exit_code) +
+                         "): " + version.output + "; reinstall the CUDA toolkit >= 12.4 or set CUDA_HOME");
+  }
+  const NvccVersion nvcc = parse_nvcc_version(version.output);
+  tc.nvcc_version = nvcc.version;
+  tc.nvcc_build = nvcc.build;
+  tc.host_compiler = host_compiler_version(std::getenv("NVCC_CCBIN"));
+
+  tc.device_include_dir = find_device_include_dir();
+  tc.device_headers_hash = hash_directory(tc.device_include_dir);
+  return tc;
+}
+
+const Toolchain& Toolchain::discover() {
+  // A failed discovery is not cached: the user may fix the environment and call again.
+  static std::mutex mutex;
+  static std::optional<Toolchain> cached;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!cached) cached = discover_uncached();
+  return *cached;
+}
+
+}  // namespace gemmkit

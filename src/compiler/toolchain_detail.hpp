@@ -1,0 +1,33 @@
+// src/compiler/toolchain_detail.hpp: the pieces of Toolchain::discover(), taking their inputs as arguments so
+// tests can drive them without touching the environment.
+#pragma once
+
+#include <string>
+
+namespace gemmkit::toolchain_detail {
+
+// CUDA_HOME/bin/nvcc, else the first nvcc on `path_env`, else `fallback`; null/empty inputs are skipped.
+// Throws ToolchainError saying where it looked and how to fix it.
+std::string find_nvcc(const char* cuda_home, const char* path_env, const std::string& fallback);
+
+struct NvccVersion {
+  std::string version;  // "13.0"
+  std::string build;    // "Build cuda_13.0.r13.0/compiler.36424714_0"
+};
+// Parses `nvcc --version`; throws ToolchainError when unparsable or older than 12.4.
+NvccVersion parse_nvcc_version(const std::string& output);
+
+// The CUTLASS root: `cutlass_path_env` if set, else `configured_default`; it must hold
+// include/cutlass/cutlass.h and tools/util/include. Throws ToolchainError with the fix.
+std::string find_cutlass(const char* cutlass_path_env, const std::string& configured_default);
+
+// "MAJOR.MINOR.PATCH" from the text of include/cutlass/version.h; empty if the defines are missing.
+std::string parse_cutlass_version(const std::string& version_h);
+
+// SHA-256 over the sorted relative paths and contents of every regular file below `dir`.
+std::string hash_directory(const std::string& dir);
+
+// The host compiler nvcc will use: NVCC_CCBIN (a compiler, or a folder holding g++), else "g++".
+std::string host_compiler_command(const char* nvcc_ccbin);
+
+}  // namespace gemmkit::toolchain_detail

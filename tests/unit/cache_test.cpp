@@ -1,0 +1,416 @@
+// tests/unit/cache_test.cpp: cache keys, atomic publish, damage recovery and concurrency, with a fake builder.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "gemmkit/cache.hpp"
+#include "gemmkit/errors.hpp"
+#include "unit/test_env.hpp"
+#include "util/json.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gemmkit {
+namespace {
+
+Toolchain fake_toolchain() {
+  Toolchain tc;
+  tc.nvcc = "/opt/cuda/bin/nvcc";
+  tc.cuda_home = "/opt/cuda";
+  tc.nvcc_version = "13.0";
+  tc.nvcc_build = "Build cuda_13.0.r13.0/compiler.36424714_0";
+  tc.host_compiler = "g++ (Debian 12.2.0-14) 12.2.0";
+  tc.cutlass_root = "/home/me/gemmkit/.deps/cutlass";
+  tc.cutlass_version = "4.2.0";
+  tc.device_include_dir = "/home/me/gemmkit/device/include";
+  tc.device_headers_hash = std::string(64, 'd');
+  return tc;
+}
+
+KernelSource fake_source(const std::string& name = "cutlass3x_sm90_tensorop_gemm_f16_f16_f32_align8") {
+  return {name, "sm_90a", "// kernel " + name + "\nextern \"C\" int gk_abi_version(void) { return 1; }\n"};
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A ModuleBuilder that writes a dummy kernel.so derived from the source, optionally slowly.
+ModuleBuilder fake_builder(std::chrono::milliseconds delay = std::chrono::milliseconds(0),
+                           std::function<void()> hook = {}) {
+  return [delay, hook](const KernelSource& source, const std::string& work_dir) {
+    std::this_thread::sleep_for(delay);
+    if (hook) hook();
+    std::ofstream(fs::path(work_dir) / "kernel.so", std::ios::binary) << "ELF-ish module for " << source.text
+                                                                      << std::string(4096, '\x7f');
+  };
+}
+
+std::size_t count_entries(const fs::path& root) {
+  std::size_t n = 0;
+  for (const auto& shard : fs::directory_iterator(root / "v1")) {
+    if (shard.path().filename().string().size() != 2) continue;
+    n += std::distance(fs::directory_iterator(shard.path()), fs::directory_iterator());
+  }
+  return n;
+}
+
+std::size_t count_children(const fs::path& dir) {
+  if (!fs::exists(dir)) return 0;
+  return std::distance(fs::directory_iterator(dir), fs::directory_iterator());
+}
+
+class CacheTest : public ::testing::Test {
+ protected:
+  testenv::TempDir dir_;
+  DiskCache cache_{dir_.str()};
+  Toolchain tc_ = fake_toolchain();
+  KernelSource source_ = fake_source();
+  CacheCounters before_ = cache_counters();
+
+  int builds() const { return cache_counters().builds - before_.builds; }
+  int disk_hits() const { return cache_counters().disk_hits - before_.disk_hits; }
+  int rebuilt_damaged() const { return cache_counters().rebuilt_damaged - before_.rebuilt_damaged; }
+};
+
+// ---- keys --------------------------------------------------------------------------------------------------
+
+TEST_F(CacheTest, KeyIsStableAndHex) {
+  const std::string key = cache_.key(tc_, source_);
+  EXPECT_EQ(key, cache_.key(fake_toolchain(), fake_source()));
+  EXPECT_EQ(key, DiskCache("/elsewhere").key(tc_, source_));
+  ASSERT_EQ(key.size(), 64u);
+  EXPECT_EQ(key.find_first_not_of("0123456789abcdef"), std::string::npos);
+}
+
+TEST_F(CacheTest, EveryRecordFieldChangesTheKey) {
+  const std::string base = cache_.key(tc_, source_);
+  const std::vector<std::pair<const char*, std::function<void(Toolchain&, KernelSource&)>>> changes = {
+      {"device headers", [](Toolchain& t, KernelSource&) { t.device_headers_hash = std::string(64, 'e'); }},
+      {"cutlass version", [](Toolchain& t, KernelSource&) { t.cutlass_version = "4.2.1"; }},
+      {"nvcc version", [](Toolchain& t, KernelSource&) { t.nvcc_version = "12.8"; }},
+      {"nvcc build", [](Toolchain& t, KernelSource&) { t.nvcc_build = "Build cuda_13.0.r13.0/compiler.1_0"; }},
+      {"host compiler", [](Toolchain& t, KernelSource&) { t.host_compiler = "g++ (GCC) 13.1.0"; }},
+      {"arch", [](Toolchain&, KernelSource& s) { s.arch_flag = "sm_90"; }},
+      {"kernel name", [](Toolchain&, KernelSource& s) { s.kernel_name += "_x"; }},
+      {"source text", [](Toolchain&, KernelSource& s) { s.text += " "; }},
+  };
+  for (const auto& [what, change] : changes) {
+    Toolchain tc = tc_;
+    KernelSource source = source_;
+    change(tc, source);
+    EXPECT_NE(cache_.key(tc, source), base) << what;
+  }
+}
+
+TEST_F(CacheTest, PathsDoNotChangeTheKey) {
+  const std::string base = cache_.key(tc_, source_);
+  Toolchain moved = tc_;
+  moved.nvcc = "/usr/local/cuda-13.0/bin/nvcc";
+  moved.cuda_home = "/usr/local/cuda-13.0";
+  moved.cutlass_root = "/srv/cutlass";
+  moved.device_include_dir = "/usr/share/gemmkit/device/include";
+  EXPECT_EQ(cache_.key(moved, source_), base);
+}
+
+TEST_F(CacheTest, RecordHoldsFlagsWithPlaceholdersAndTheSource) {
+  const std::string record = cache_.record(tc_, source_);
+  EXPECT_NE(record.find("flag: -DNDEBUG\n"), std::string::npos);
+  EXPECT_NE(record.find("flag: -gencode=arch=compute_90a,code=sm_90a\n"), std::string::npos);
+  EXPECT_NE(record.find("flag: -I<cutlass>/include\n"), std::string::npos);
+  EXPECT_NE(record.find("nvcc-version: 13.0\n"), std::string::npos);
+  EXPECT_EQ(record.find(tc_.cutlass_root), std::string::npos);
+  EXPECT_EQ(record.find(tc_.nvcc), std::string::npos);
+  EXPECT_EQ(record.substr(record.size() - source_.text.size()), source_.text);
+}
+
+// ---- publish and hit ---------------------------------------------------------------------------------------
+
+TEST_F(CacheTest, BuildThenHit) {
+  const CacheEntry built = cache_.get_or_build(tc_, source_, fake_builder());
+  EXPECT_FALSE(built.hit);
+  EXPECT_EQ(builds(), 1);
+  const std::string key = cache_.key(tc_, source_);
+  EXPECT_EQ(built.key, key);
+  EXPECT_EQ(fs::path(built.dir), dir_.path() / "v1" / key.substr(0, 2) / key);
+  EXPECT_EQ(fs::path(built.module_path), fs::path(built.dir) / "kernel.so");
+  EXPECT_EQ(built.kernel_name, source_.kernel_name);
+  EXPECT_EQ(read(fs::path(built.dir) / "kernel.cu"), source_.text);
+  EXPECT_EQ(count_children(dir_.path() / "v1" / "tmp"), 0u);
+
+  const json::Value manifest = json::parse(read(fs::path(built.dir) / "manifest.json"));
+  EXPECT_EQ(manifest.find("key")->as_string(), key);
+  EXPECT_EQ(manifest.find("arch")->as_string(), "sm_90a");
+  EXPECT_EQ(manifest.find("nvcc_version")->as_string(), "13.0");
+  EXPECT_EQ(manifest.find("cutlass_version")->as_string(), "4.2.0");
+  EXPECT_FALSE(manifest.find("created")->as_string().empty());
+  EXPECT_FALSE(manifest.find("gemmkit_version")->as_string().empty());
+  EXPECT_EQ(manifest.find("files")->find("kernel.so")->find("bytes")->as_uint(), fs::file_size(built.module_path));
+
+  const CacheEntry again = cache_.get_or_build(tc_, source_, fake_builder());
+  EXPECT_TRUE(again.hit);
+  EXPECT_EQ(again.dir, built.dir);
+  EXPECT_EQ(again.kernel_name, source_.kernel_name);
+  EXPECT_EQ(again.build_seconds, 0.0);
+  EXPECT_EQ(builds(), 1);
+  EXPECT_EQ(disk_hits(), 1);
+  EXPECT_TRUE(cache_.lookup(key).has_value());
+}
+
+TEST_F(CacheTest, LookupOfUnknownKeyIsEmptyAndBadKeyThrows) {
+  EXPECT_FALSE(cache_.lookup(std::string(64, 'a')).has_value());
+  EXPECT_THROW(cache_.lookup("../../etc"), Error);
+}
+
+TEST_F(CacheTest, FailedBuildPublishesNothing) {
+  auto failing = [](const KernelSource&, const std::string&) { throw std::runtime_error("boom"); };
+  EXPECT_THROW(cache_.get_or_build(tc_, source_, failing), std::runtime_error);
+  EXPECT_FALSE(cache_.lookup(cache_.key(tc_, source_)).has_value());
+  EXPECT_EQ(count_children(dir_.path() / "v1" / "tmp"), 0u);
+
+  auto no_module = [](const KernelSource&, const std::string&) {};
+  EXPECT_THROW(cache_.get_or_build(tc_, source_, no_module), Error);
+  EXPECT_EQ(count_children(dir_.path() / "v1" / "tmp"), 0u);
+}
+
+TEST_F(CacheTest, CompileErrorKeepsTheBuildFolderForTheUser) {
+  auto failing = [](const KernelSource& source, const std::string& work_dir) {
+    std::ofstream(fs::path(work_dir) / "kernel.cu") << source.text;
+    throw CompileError("nvcc failed", {"nvcc"}, 1, "error", work_dir + "/kernel.cu");
+  };
+  try {
+    cache_.get_or_build(tc_, source_, failing);
+    FAIL() << "expected CompileError";
+  } catch (const CompileError& error) {
+    EXPECT_TRUE(fs::exists(error.source_path));
+  }
+  EXPECT_FALSE(cache_.lookup(cache_.key(tc_, source_)).has_value());
+}
+
+// ---- damage ----------------------------------------------------------------------------------------------
+
+struct Damage {
+  const char* name;
+  std::function<void(const fs::path& entry)> apply;
+};
+
+class DamagedEntryTest : public CacheTest, public ::testing::WithParamInterface<Damage> {};
+
+TEST_P(DamagedEntryTest, IsMovedAsideAndRebuilt) {
+  const CacheEntry built = cache_.get_or_build(tc_, source_, fake_builder());
+  GetParam().apply(built.dir);
+
+  EXPECT_FALSE(cache_.lookup(built.key).has_value());
+  EXPECT_EQ(count_children(dir_.path() / "v1" / "trash"), 1u);
+  EXPECT_FALSE(fs::exists(built.dir));
+
+  const CacheEntry rebuilt = cache_.get_or_build(tc_, source_, fake_builder());
+  EXPECT_FALSE(rebuilt.hit);
+  EXPECT_EQ(builds(), 2);
+  EXPECT_TRUE(cache_.lookup(built.key).has_value());
+}
+
+TEST_P(DamagedEntryTest, GetOrBuildRebuildsAndCounts) {
+  const CacheEntry built = cache_.get_or_build(tc_, source_, fake_builder());
+  GetParam().apply(built.dir);
+  const CacheEntry rebuilt = cache_.get_or_build(tc_, source_, fake_builder());
+  EXPECT_FALSE(rebuilt.hit);
+  EXPECT_EQ(rebuilt.dir, built.dir);
+  EXPECT_EQ(builds(), 2);
+  EXPECT_EQ(rebuilt_damaged(), 1);
+  EXPECT_TRUE(cache_.get_or_build(tc_, source_, fake_builder()).hit);
+}
+
+void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, DamagedEntryTest,
+    ::testing::Values(
+        Damage{"ManifestMissing", [](const fs::path& e) { fs::remove(e / "manifest.json"); }},
+        Damage{"ManifestGarbage", [](const fs::path& e) { write(e / "manifest.json", "{\"key\": \"abc"); }},
+        Damage{"ManifestNotObject", [](const fs::path& e) { write(e / "manifest.json", "[1, 2]"); }},
+        Damage{"ManifestOtherKey",
+               [](const fs::path& e) {
+                 std::string text = read(e / "manifest.json");
+                 const std::string key = e.filename().string();
+                 text.replace(text.find(key), key.size(), std::string(64, '0'));
+                 write(e / "manifest.json", text);
+               }},
+        Damage{"ModuleMissing", [](const fs::path& e) { fs::remove(e / "kernel.so"); }},
+        Damage{"ModuleTruncated", [](const fs::path& e) { fs::resize_file(e / "kernel.so", 100); }},
+        Damage{"ModuleSameSizeOtherBytes",
+               [](const fs::path& e) {
+                 std::string bytes = read(e / "kernel.so");
+                 bytes[bytes.size() / 2] ^= 1;
+                 write(e / "kernel.so", bytes);
+               }}),
+    [](const ::testing::TestParamInfo<Damage>& info) { return std::string(info.param.name); });
+
+// ---- concurrency -------------------------------------------------------------------------------------------
+
+TEST_F(CacheTest, EightThreadsOneKeyBuildOnce) {
+  std::atomic<int> failures{0};
+  std::vector<CacheEntry> entries(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        entries[t] = cache_.get_or_build(tc_, source_, fake_builder(std::chrono::milliseconds(100)));
+      } catch (...) {
+        ++failures;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(builds(), 1);
+  EXPECT_EQ(count_entries(dir_.path()), 1u);
+  EXPECT_EQ(count_children(dir_.path() / "v1" / "tmp"), 0u);
+  for (const CacheEntry& entry : entries) EXPECT_EQ(entry.dir, entries[0].dir);
+}
+
+TEST_F(CacheTest, FourProcessesOneKeyBuildOnce) {
+  const fs::path build_log = dir_.path() / "builds.log";
+  auto logging_builder = fake_builder(std::chrono::milliseconds(200), [build_log] {
+    const int fd = ::open(build_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0 && ::write(fd, "x", 1) == 1) ::close(fd);
+  });
+  std::vector<pid_t> children;
+  for (int p = 0; p < 4; ++p) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int code = 1;
+      try {
+        DiskCache cache(dir_.str());
+        code = fs::exists(cache.get_or_build(tc_, source_, logging_builder).module_path) ? 0 : 2;
+      } catch (...) {
+        code = 3;
+      }
+      ::_exit(code);
+    }
+    children.push_back(pid);
+  }
+  for (const pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+  EXPECT_EQ(read(build_log), "x");  // the per-key lock spared the other three processes the build
+  EXPECT_EQ(count_entries(dir_.path()), 1u);
+  EXPECT_EQ(count_children(dir_.path() / "v1" / "tmp"), 0u);
+  EXPECT_TRUE(cache_.lookup(cache_.key(tc_, source_)).has_value());
+}
+
+TEST_F(CacheTest, StaleLockFromACrashedProcessDoesNotBlock) {
+  const std::string key = cache_.key(tc_, source_);
+  const fs::path lock = dir_.path() / "v1" / "locks" / (key + ".lock");
+  fs::create_directories(lock.parent_path());
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {  // take the lock and die holding it, as a crashed build would
+    const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0644);
+    ::_exit(fd >= 0 && ::flock(fd, LOCK_EX) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(fs::exists(lock));
+  EXPECT_FALSE(cache_.get_or_build(tc_, source_, fake_builder()).hit);
+  EXPECT_EQ(builds(), 1);
+}
+
+TEST_F(CacheTest, LosingThePublishRaceUsesTheWinnersEntry) {
+  // While we build, "another process" publishes the same key; our rename must fail and we must use theirs.
+  testenv::TempDir other;
+  const std::string key = cache_.key(tc_, source_);
+  const fs::path final_dir = dir_.path() / "v1" / key.substr(0, 2) / key;
+  auto racing_builder = fake_builder(std::chrono::milliseconds(0), [&] {
+    const CacheEntry theirs = DiskCache(other.str()).get_or_build(tc_, source_, fake_builder());
+    fs::create_directories(final_dir.parent_path());
+    fs::rename(theirs.dir, final_dir);
+    write(final_dir / "winner", "theirs");
+  });
+  const CacheEntry entry = cache_.get_or_build(tc_, source_, racing_builder);
+  EXPECT_EQ(fs::path(entry.dir), final_dir);
+  EXPECT_TRUE(fs::exists(final_dir / "winner"));
+  EXPECT_EQ(count_children(dir_.path() / "v1" / "tmp"), 0u);
+  EXPECT_TRUE(cache_.lookup(key).has_value());
+}
+
+// ---- many, list, clear, root -----------------------------------------------------------------------------
+
+TEST_F(CacheTest, GetOrBuildManyBuildsEachKeyOnceInOrder) {
+  const std::vector<KernelSource> sources = {fake_source("a"), fake_source("b"), fake_source("a"), fake_source("c"),
+                                             fake_source("d")};
+  const std::vector<CacheEntry> entries =
+      cache_.get_or_build_many(tc_, sources, fake_builder(std::chrono::milliseconds(20)));
+  ASSERT_EQ(entries.size(), sources.size());
+  EXPECT_EQ(builds(), 4);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    EXPECT_EQ(entries[i].key, cache_.key(tc_, sources[i]));
+    EXPECT_EQ(entries[i].kernel_name, sources[i].kernel_name);
+  }
+  EXPECT_EQ(entries[0].dir, entries[2].dir);
+
+  const std::vector<CacheEntry> again = cache_.get_or_build_many(tc_, sources, fake_builder());
+  EXPECT_EQ(builds(), 4);
+  for (const CacheEntry& entry : again) EXPECT_TRUE(entry.hit);
+}
+
+TEST_F(CacheTest, GetOrBuildManyReportsAFailure) {
+  auto failing_b = [](const KernelSource& source, const std::string& work_dir) {
+    if (source.kernel_name == "b") throw std::runtime_error("b failed");
+    fake_builder()(source, work_dir);
+  };
+  EXPECT_THROW(cache_.get_or_build_many(tc_, {fake_source("a"), fake_source("b")}, failing_b), std::runtime_error);
+  EXPECT_TRUE(cache_.lookup(cache_.key(tc_, fake_source("a"))).has_value());
+}
+
+TEST_F(CacheTest, ListAndClear) {
+  for (const char* name : {"k1", "k2", "k3"}) cache_.get_or_build(tc_, fake_source(name), fake_builder());
+  const std::vector<CacheListing> listing = cache_.list();
+  ASSERT_EQ(listing.size(), 3u);
+  for (const CacheListing& item : listing) {
+    EXPECT_GT(item.bytes, 4096u);
+    EXPECT_FALSE(item.created.empty());
+    EXPECT_EQ(item.key, cache_.key(tc_, fake_source(item.kernel_name)));
+  }
+  EXPECT_EQ(cache_.clear(), 3u);
+  EXPECT_TRUE(cache_.list().empty());
+  EXPECT_EQ(count_entries(dir_.path()), 0u);
+  EXPECT_EQ(count_children(dir_.path() / "v1" / "trash"), 0u);
+  EXPECT_FALSE(cache_.get_or_build(tc_, fake_source("k1"), fake_builder()).hit);
+}
+
+TEST_F(CacheTest, ClearOnAnEmptyRootIsZero) { EXPECT_EQ(DiskCache((dir_.path() / "none").string()).clear(), 0u); }
+
+TEST(CacheRoot, EnvironmentPrecedence) {
+  testenv::ScopedEnv cache_dir("GEMMKIT_CACHE_DIR", "/c/gemmkit");
+  testenv::ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
+  testenv::ScopedEnv home("HOME", "/home/me");
+  EXPECT_EQ(DiskCache::default_root(), "/c/gemmkit");
+  {
+    testenv::ScopedEnv unset("GEMMKIT_CACHE_DIR", std::nullopt);
+    EXPECT_EQ(DiskCache::default_root(), "/xdg/gemmkit");
+    testenv::ScopedEnv unset_xdg("XDG_CACHE_HOME", std::nullopt);
+    EXPECT_EQ(DiskCache::default_root(), "/home/me/.cache/gemmkit");
+  }
+}
+
+}  // namespace
+}  // namespace gemmkit
