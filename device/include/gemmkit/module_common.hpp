@@ -1,0 +1,108 @@
+// device/include/gemmkit/module_common.hpp: helpers shared by every kernel family's module glue (host side).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include <cuda_runtime.h>
+
+#include "cutlass/cutlass.h"
+#include "gemmkit/abi.h"
+
+// The entry points are the only symbols a module exports (it may be built with -fvisibility=hidden).
+#define GK_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace gemmkit::module {
+
+// memcmp() on gk_gemm_args is only meaningful without padding bytes.
+static_assert(sizeof(gk_gemm_args) == 4 * 4 + 4 * 8 + 8 * 8 + 4 * 8 + 8 + 8 * 4, "gk_gemm_args has padding");
+
+// The last CUDA error seen by this thread's calls into the module, for gk_last_cuda_error(). Internal linkage
+// (one translation unit per module), so that no two loaded modules share it.
+namespace {
+thread_local cudaError_t last_cuda_error = cudaSuccess;
+}  // namespace
+
+// Records a failed CUDA call's error; returns true when there was one.
+inline bool record_cuda_error(cudaError_t error) {
+  if (error == cudaSuccess) return false;
+  last_cuda_error = error;
+  return true;
+}
+
+// Arguments checks common to every family: GK_OK or GK_ERR_ARGS.
+inline int check_args(const gk_gemm_args* args) {
+  if (args == nullptr || args->A == nullptr || args->B == nullptr || args->D == nullptr) return GK_ERR_ARGS;
+  if (args->m < 1 || args->n < 1 || args->k < 1 || args->batch < 1) return GK_ERR_ARGS;
+  if (args->C == nullptr && args->beta != 0.0) return GK_ERR_ARGS;
+  return GK_OK;
+}
+
+// The source operand: C, or D (with D's strides) when C is null, so that no null pointer reaches CUTLASS;
+// with beta == 0 the kernels never read it.
+struct Source {
+  const void* ptr;
+  int64_t ld;
+  int64_t batch_stride;
+};
+inline Source source_of(const gk_gemm_args& args) {
+  if (args.C != nullptr) return {args.C, args.ldc, args.batch_stride_C};
+  return {args.D, args.ldd, args.batch_stride_D};
+}
+
+// Sets the activation's hyperparameters (today only LeakyReLU's slope) on a CUTLASS argument struct that
+// may or may not carry them; activations without parameters ignore args.activation_params.
+template <class T>
+auto set_leaky_alpha(T& target, double slope, int) -> decltype(target.leaky_alpha = slope, void()) {
+  using Element = std::remove_reference_t<decltype(target.leaky_alpha)>;
+  target.leaky_alpha = Element(slope);
+}
+template <class T>
+void set_leaky_alpha(T&, double, long) {}
+
+template <class T>
+void set_activation_params(T& target, const gk_gemm_args& args) {
+  set_leaky_alpha(target, args.activation_params[0], 0);
+}
+
+// The last prepared launch of this thread: the arguments it was prepared for, the workspace it was bound to
+// and the prepared state (a CUTLASS operator or its Params). A hit skips CUTLASS's host-side preparation.
+template <class Prepared>
+struct LaunchCache {
+  bool valid = false;
+  gk_gemm_args args{};
+  void* workspace = nullptr;
+  int device = -1;
+  Prepared prepared{};
+
+  bool hit(const gk_gemm_args& next, void* next_workspace, int next_device) const {
+    return valid && workspace == next_workspace && device == next_device &&
+           std::memcmp(&args, &next, sizeof(gk_gemm_args)) == 0;
+  }
+  void store(const gk_gemm_args& next, void* next_workspace, int next_device) {
+    args = next;
+    workspace = next_workspace;
+    device = next_device;
+    valid = true;
+  }
+};
+
+// The device the calling thread currently targets (prepared state is per device); -1 on error.
+inline int current_device() {
+  int device = -1;
+  if (record_cuda_error(cudaGetDevice(&device))) return -1;
+  return device;
+}
+
+// Maps a CUTLASS status from a launch to the ABI, capturing the CUDA error that caused it.
+inline int launch_status(cutlass::Status status) {
+  cudaError_t error = cudaGetLastError();
+  if (status == cutlass::Status::kSuccess && error == cudaSuccess) return GK_OK;
+  // CUTLASS's launchers read (and so clear) the error themselves; keep whatever is left, else "unknown".
+  last_cuda_error = error != cudaSuccess ? error : cudaErrorUnknown;
+  return GK_ERR_LAUNCH;
+}
+
+}  // namespace gemmkit::module

@@ -1,0 +1,187 @@
+// device/include/gemmkit/sm90_gemm.hpp: glue for the Sm90Collective family (CUTLASS 3.x collective builders).
+// A generated source includes this, declares its GemmUniversalAdapter with the helpers below, names
+// gemmkit::sm90::Module<Gemm> as gemmkit_kernel::Module and includes gemmkit/module_entry.hpp.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/operations.hpp"
+#include "cutlass/epilogue/thread/activation.h"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/dispatch_policy.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "cutlass/gemm/kernel/tile_scheduler.hpp"
+#include "gemmkit/module_common.hpp"
+
+namespace gemmkit::sm90 {
+
+// The epilogue fusion: D = Act(alpha * acc + beta * C); Identity is the plain linear combination (the only
+// fusion the Auto epilogue schedule accepts).
+template <template <class> class Act, class ElementD, class ElementCompute, class ElementC>
+struct FusionSelector {
+  using type = cutlass::epilogue::fusion::LinCombEltAct<Act, ElementD, ElementCompute, ElementC, ElementCompute>;
+};
+template <class ElementD, class ElementCompute, class ElementC>
+struct FusionSelector<cutlass::epilogue::thread::Identity, ElementD, ElementCompute, ElementC> {
+  using type = cutlass::epilogue::fusion::LinearCombination<ElementD, ElementCompute, ElementC, ElementCompute>;
+};
+template <template <class> class Act, class ElementD, class ElementCompute, class ElementC>
+using Fusion = typename FusionSelector<Act, ElementD, ElementCompute, ElementC>::type;
+
+// Whether the mainloop runs one tile per two consumer warp groups (the cooperative kernels): decides which TMA
+// epilogue matches it. KernelScheduleAuto is resolved the way the CUTLASS 4.2 builder resolves it.
+template <class KernelSchedule, class CtaTile, class ElementA, int AlignmentA, class ElementB, int AlignmentB>
+constexpr bool is_cooperative() {
+  if constexpr (std::is_same_v<KernelSchedule, cutlass::gemm::collective::KernelScheduleAuto>) {
+    constexpr bool tma = (cutlass::sizeof_bits<ElementA>::value * AlignmentA) % 128 == 0 &&
+                         (cutlass::sizeof_bits<ElementB>::value * AlignmentB) % 128 == 0;
+    return tma && cute::size<0>(CtaTile{}) != 64;
+  } else {
+    return std::is_same_v<KernelSchedule, cutlass::gemm::KernelTmaWarpSpecializedCooperative> ||
+           std::is_same_v<KernelSchedule, cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative>;
+  }
+}
+
+// The epilogue schedule: as asked, except that Auto with a fused activation (which the Auto builder refuses,
+// and which the NoSmem epilogue would silently drop) becomes the TMA warp-specialized epilogue matching the
+// mainloop.
+template <class EpilogueSchedule, class FusionOp, bool Cooperative>
+using ResolvedEpilogueSchedule = std::conditional_t<
+    std::is_same_v<EpilogueSchedule, cutlass::epilogue::collective::EpilogueScheduleAuto> && FusionOp::IsEltActSupported,
+    std::conditional_t<Cooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
+                       cutlass::epilogue::TmaWarpSpecialized>,
+    EpilogueSchedule>;
+
+// Mainloop stages: 0 = as many as fit next to the epilogue's shared storage.
+template <int Stages, class CollectiveEpilogue>
+using StageCount = std::conditional_t<
+    Stages == 0,
+    cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+        sizeof(typename CollectiveEpilogue::SharedStorage))>,
+    cutlass::gemm::collective::StageCount<(Stages > 0 ? Stages : 1)>>;
+
+// A CuTe stride (M|N, K|N, L) of a layout tag with its one dynamic leading mode set to ld and L to batch_stride.
+template <class Stride>
+Stride make_stride(int64_t ld, int64_t batch_stride) {
+  Stride stride{};
+  if constexpr (cute::is_static<cute::remove_cvref_t<decltype(cute::get<0>(stride))>>::value) {
+    cute::get<1>(stride) = ld;
+  } else {
+    cute::get<0>(stride) = ld;
+  }
+  if constexpr (!cute::is_static<cute::remove_cvref_t<decltype(cute::get<2>(stride))>>::value) {
+    cute::get<2>(stride) = batch_stride;
+  }
+  return stride;
+}
+
+// Stream-K's scheduler takes a split count; the other schedulers have no such field.
+template <class T>
+auto set_splits(T& scheduler, int splits, int) -> decltype(scheduler.splits = splits, void()) {
+  if (splits > 1) scheduler.splits = splits;
+}
+template <class T>
+void set_splits(T&, int, long) {}
+
+// The fused activation's arguments, when the fusion has any (LinCombEltAct has `activation`).
+template <class Thread>
+auto set_fusion_activation(Thread& thread, const gk_gemm_args& args, int) -> decltype(thread.activation, void()) {
+  module::set_activation_params(thread.activation, args);
+}
+template <class Thread>
+void set_fusion_activation(Thread&, const gk_gemm_args&, long) {}
+
+// The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and a cached launch.
+template <class Gemm>
+class Module {
+  using Kernel = typename Gemm::GemmKernel;
+  using Arguments = typename Gemm::Arguments;
+  using Params = typename Gemm::Params;
+
+ public:
+  struct Prepared {
+    Arguments arguments{};
+    Params params{};
+    bool reset_workspace = false;  // the workspace must be initialized before every launch
+  };
+  using Cache = module::LaunchCache<Prepared>;
+
+  static Arguments to_arguments(const gk_gemm_args& args) {
+    // With one batch, the batch strides are unused; zero keeps them valid TMA strides, as CUTLASS does.
+    const bool batched = args.batch > 1;
+    const module::Source source = module::source_of(args);
+    Arguments out{};
+    out.mode = batched ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;
+    out.problem_shape = {args.m, args.n, args.k, args.batch};
+
+    using PtrA = decltype(out.mainloop.ptr_A);
+    using PtrB = decltype(out.mainloop.ptr_B);
+    out.mainloop.ptr_A = static_cast<PtrA>(args.A);
+    out.mainloop.dA = make_stride<typename Kernel::StrideA>(args.lda, batched ? args.batch_stride_A : 0);
+    out.mainloop.ptr_B = static_cast<PtrB>(args.B);
+    out.mainloop.dB = make_stride<typename Kernel::StrideB>(args.ldb, batched ? args.batch_stride_B : 0);
+
+    using Scalar = decltype(out.epilogue.thread.alpha);
+    using PtrC = decltype(out.epilogue.ptr_C);
+    using PtrD = decltype(out.epilogue.ptr_D);
+    out.epilogue.thread.alpha = Scalar(args.alpha);
+    out.epilogue.thread.beta = Scalar(args.beta);
+    set_fusion_activation(out.epilogue.thread, args, 0);
+    out.epilogue.ptr_C = static_cast<PtrC>(source.ptr);
+    out.epilogue.dC = make_stride<typename Kernel::StrideC>(source.ld, batched ? source.batch_stride : 0);
+    out.epilogue.ptr_D = static_cast<PtrD>(args.D);
+    out.epilogue.dD = make_stride<typename Kernel::StrideD>(args.ldd, batched ? args.batch_stride_D : 0);
+
+    out.hw_info.device_id = args.device_id;
+    out.hw_info.sm_count = args.sm_count;  // <= 0: CUTLASS queries the device
+    using RasterOrder = decltype(out.scheduler.raster_order);
+    if (args.raster_order >= 0 && args.raster_order <= 2) {
+      out.scheduler.raster_order = static_cast<RasterOrder>(args.raster_order);  // Heuristic, AlongM, AlongN
+    }
+    if (args.max_swizzle_size > 0) out.scheduler.max_swizzle_size = args.max_swizzle_size;
+    set_splits(out.scheduler, args.splits, 0);
+    return out;
+  }
+
+  static int can_implement(const gk_gemm_args& args) {
+    return Gemm::can_implement(to_arguments(args)) == cutlass::Status::kSuccess ? GK_OK : GK_ERR_CANNOT_IMPLEMENT;
+  }
+
+  static size_t workspace_size(const gk_gemm_args& args) { return Gemm::get_workspace_size(to_arguments(args)); }
+
+  // A hit relaunches the cached Params (TMA descriptors included); only a workspace that must be reset per
+  // launch (Stream-K's barriers) is initialized again.
+  static int run(Cache& cache, const gk_gemm_args& args, void* workspace, cudaStream_t stream) {
+    const int device = module::current_device();
+    if (device < 0) return GK_ERR_LAUNCH;
+    if (!cache.hit(args, workspace, device)) {
+      cache.valid = false;
+      Prepared& prepared = cache.prepared;
+      prepared.arguments = to_arguments(args);
+      if (Gemm::can_implement(prepared.arguments) != cutlass::Status::kSuccess) return GK_ERR_CANNOT_IMPLEMENT;
+      prepared.reset_workspace = Gemm::get_workspace_size(prepared.arguments) > 0;
+      if (prepared.reset_workspace && workspace == nullptr) return GK_ERR_WORKSPACE;
+      Gemm op;
+      if (op.initialize(prepared.arguments, workspace, stream) != cutlass::Status::kSuccess) {
+        module::record_cuda_error(cudaGetLastError());
+        return GK_ERR_INITIALIZE;
+      }
+      prepared.params = op.params();
+      cache.store(args, workspace, device);
+    } else if (cache.prepared.reset_workspace) {
+      cutlass::Status status = Kernel::initialize_workspace(cache.prepared.arguments, workspace, stream, nullptr);
+      if (status != cutlass::Status::kSuccess) {
+        module::record_cuda_error(cudaGetLastError());
+        return GK_ERR_INITIALIZE;
+      }
+    }
+    return module::launch_status(Gemm::run(cache.prepared.params, stream));
+  }
+};
+
+}  // namespace gemmkit::sm90

@@ -1,0 +1,49 @@
+// src/codegen/cutlass_names.cpp: the CUTLASS C++ spelling of gemmkit's enums.
+#include "codegen/cutlass_names.hpp"
+
+#include "gemmkit/errors.hpp"
+
+namespace gemmkit::codegen {
+
+std::string element_type(DataType type) {
+  switch (type) {
+    case DataType::f16: return "cutlass::half_t";
+    case DataType::bf16: return "cutlass::bfloat16_t";
+    case DataType::f32: return "float";
+    case DataType::tf32: return "cutlass::tfloat32_t";
+    case DataType::f64: return "double";
+    case DataType::s8: return "int8_t";
+    case DataType::u8: return "uint8_t";
+    case DataType::s32: return "int32_t";
+    case DataType::void_t: return "void";
+  }
+  throw Error("internal error: unknown DataType");
+}
+
+std::string layout_type(Layout layout) {
+  return layout == Layout::RowMajor ? "cutlass::layout::RowMajor" : "cutlass::layout::ColumnMajor";
+}
+
+std::string activation_functor(Activation activation) {
+  const std::string ns = "cutlass::epilogue::thread::";
+  switch (activation) {
+    case Activation::Identity: return ns + "Identity";
+    case Activation::ReLU: return ns + "ReLu";
+    case Activation::LeakyReLU: return ns + "LeakyReLU";
+    case Activation::GELU: return ns + "GELU";
+    case Activation::GELUTanh: return ns + "GELU_taylor";
+    case Activation::HardSwish: return ns + "HardSwish";
+    case Activation::Sigmoid: return ns + "Sigmoid";
+    case Activation::SiLU: return ns + "SiLu";
+    case Activation::Tanh: return ns + "Tanh";
+  }
+  throw Error("internal error: unknown Activation");
+}
+
+std::string shape_text(const Shape3& shape) {
+  return std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" + std::to_string(shape[2]);
+}
+
+void refuse(const KernelSpec& spec, const std::string& what) { throw ConfigError(spec.name() + ": " + what); }
+
+}  // namespace gemmkit::codegen

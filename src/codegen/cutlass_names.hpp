@@ -1,0 +1,23 @@
+// src/codegen/cutlass_names.hpp: the CUTLASS C++ spelling of gemmkit's enums, shared by the family renderers.
+#pragma once
+
+#include <string>
+
+#include "gemmkit/kernel_spec.hpp"
+#include "gemmkit/types.hpp"
+
+namespace gemmkit::codegen {
+
+// e.g. cutlass::half_t, float, int8_t; void for DataType::void_t.
+std::string element_type(DataType type);
+// cutlass::layout::RowMajor / cutlass::layout::ColumnMajor.
+std::string layout_type(Layout layout);
+// The elementwise functor template in cutlass/epilogue/thread/activation.h, e.g. cutlass::epilogue::thread::ReLu.
+std::string activation_functor(Activation activation);
+// "AxBxC", for error messages.
+std::string shape_text(const Shape3& shape);
+
+// Throws ConfigError("<kernel name>: <what>") — every emitter error names the kernel it refused.
+[[noreturn]] void refuse(const KernelSpec& spec, const std::string& what);
+
+}  // namespace gemmkit::codegen

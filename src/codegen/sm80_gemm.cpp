@@ -1,0 +1,99 @@
+// src/codegen/sm80_gemm.cpp: the Sm80Universal renderer (CUTLASS 2.x device::GemmUniversal).
+#include <string>
+
+#include "codegen/cutlass_names.hpp"
+#include "codegen/families.hpp"
+
+namespace gemmkit::codegen {
+namespace {
+
+std::string swizzle_type(Swizzle swizzle) {
+  const std::string ns = "cutlass::gemm::threadblock::";
+  switch (swizzle) {
+    case Swizzle::Identity1: return ns + "GemmIdentityThreadblockSwizzle<1>";
+    case Swizzle::Identity2: return ns + "GemmIdentityThreadblockSwizzle<2>";
+    case Swizzle::Identity4: return ns + "GemmIdentityThreadblockSwizzle<4>";
+    case Swizzle::Identity8: return ns + "GemmIdentityThreadblockSwizzle<8>";
+    case Swizzle::Horizontal: return ns + "GemmHorizontalThreadblockSwizzle";
+    case Swizzle::StreamK: return ns + "ThreadblockSwizzleStreamK";
+  }
+  return {};
+}
+
+std::string math_operation_type(MathOperation op) {
+  switch (op) {
+    case MathOperation::MultiplyAdd: return "cutlass::arch::OpMultiplyAdd";
+    case MathOperation::MultiplyAddFastF32: return "cutlass::arch::OpMultiplyAddFastF32";
+    case MathOperation::MultiplyAddSaturate: return "cutlass::arch::OpMultiplyAddSaturate";
+  }
+  return {};
+}
+
+void check(const KernelSpec& spec) {
+  const TileDescription& tile = spec.tile;
+  if (spec.kernel_cc != 80) {
+    refuse(spec, "the Sm80Universal family builds SM80 kernels (kernel_cc 80), not kernel_cc " +
+                     std::to_string(spec.kernel_cc));
+  }
+  if (spec.bias != BiasMode::None) refuse(spec, "bias epilogues are not implemented yet");
+  if (spec.element_c != spec.element_d) {
+    refuse(spec, "CUTLASS 2.x kernels need element C == element D (got C " + std::string(to_string(spec.element_c)) +
+                     ", D " + std::string(to_string(spec.element_d)) + "); use an SM90 kernel or make them equal");
+  }
+  if (spec.element_c == DataType::void_t) refuse(spec, "CUTLASS 2.x kernels need a C/D element type, not void");
+  if (tile.stages < 2) {
+    refuse(spec, "CUTLASS 2.x SM80 kernels need at least 2 pipeline stages (got " + std::to_string(tile.stages) + ")");
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (tile.warp_count[i] < 1 || tile.threadblock_shape[i] % tile.warp_count[i] != 0) {
+      refuse(spec, "threadblock shape " + shape_text(tile.threadblock_shape) + " is not divisible by warp count " +
+                       shape_text(tile.warp_count));
+    }
+  }
+  const bool int8 = spec.element_a == DataType::s8 || spec.element_a == DataType::u8;
+  if (int8 && spec.opclass == OpClass::TensorOp &&
+      (spec.layout_a != Layout::RowMajor || spec.layout_b != Layout::ColumnMajor)) {
+    refuse(spec, "8-bit integer tensor-op GEMMs need A RowMajor and B ColumnMajor (TN); use OpClass Simt otherwise");
+  }
+}
+
+}  // namespace
+
+Placeholders sm80_placeholders(const KernelSpec& spec) {
+  check(spec);
+  const TileDescription& tile = spec.tile;
+  const Shape3& tb = tile.threadblock_shape;
+  const Shape3& inst = tile.instruction_shape;
+  auto text = [](int value) { return std::to_string(value); };
+  return {
+      {"kernel_name", spec.name()},
+      {"element_a", element_type(spec.element_a)},
+      {"layout_a", layout_type(spec.layout_a)},
+      {"alignment_a", text(spec.alignment_a)},
+      {"element_b", element_type(spec.element_b)},
+      {"layout_b", layout_type(spec.layout_b)},
+      {"alignment_b", text(spec.alignment_b)},
+      {"element_c", element_type(spec.element_c)},
+      {"layout_c", layout_type(spec.layout_c)},
+      {"alignment_c", text(spec.alignment_c)},
+      {"element_accumulator", element_type(spec.element_accumulator)},
+      {"element_compute", element_type(spec.element_compute())},
+      {"threadblock_m", text(tb[0])},
+      {"threadblock_n", text(tb[1])},
+      {"threadblock_k", text(tb[2])},
+      {"warp_m", text(tb[0] / tile.warp_count[0])},
+      {"warp_n", text(tb[1] / tile.warp_count[1])},
+      {"warp_k", text(tb[2] / tile.warp_count[2])},
+      {"instruction_m", text(inst[0])},
+      {"instruction_n", text(inst[1])},
+      {"instruction_k", text(inst[2])},
+      {"stages", text(tile.stages)},
+      {"swizzle", swizzle_type(spec.swizzle)},
+      {"math_operation", math_operation_type(tile.math_operation)},
+      {"activation", activation_functor(spec.activation)},
+      {"opclass", spec.opclass == OpClass::TensorOp ? "cutlass::arch::OpClassTensorOp" : "cutlass::arch::OpClassSimt"},
+      {"arch", "cutlass::arch::Sm80"},
+  };
+}
+
+}  // namespace gemmkit::codegen

@@ -1,0 +1,199 @@
+// tests/unit/codegen_test.cpp: emit() pinned by golden files, and the specs each family refuses.
+// GEMMKIT_UPDATE_GOLDENS=1 rewrites tests/golden/codegen_*.cu from the current output instead of comparing.
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "codegen/render.hpp"
+#include "gemmkit/codegen.hpp"
+#include "gemmkit/errors.hpp"
+
+namespace gemmkit {
+namespace {
+
+KernelSpec sm90_f16_auto() {
+  KernelSpec spec;
+  spec.cc = 90;
+  spec.kernel_cc = 90;
+  spec.family = KernelFamily::Sm90Collective;
+  spec.element_a = spec.element_b = spec.element_c = spec.element_d = DataType::f16;
+  spec.element_accumulator = DataType::f32;
+  spec.alignment_a = spec.alignment_b = spec.alignment_c = 8;
+  spec.tile.threadblock_shape = {256, 256, 64};
+  spec.tile.warp_count = {4, 1, 1};
+  spec.tile.instruction_shape = {64, 256, 16};
+  spec.tile.cluster_shape = {2, 1, 1};
+  return spec;
+}
+
+KernelSpec sm90_bf16_stream_k_leaky() {
+  KernelSpec spec = sm90_f16_auto();
+  spec.element_a = spec.element_b = spec.element_d = DataType::bf16;
+  spec.element_c = DataType::f32;
+  spec.alignment_c = 4;
+  spec.layout_b = Layout::ColumnMajor;
+  spec.layout_c = Layout::ColumnMajor;
+  spec.tile.threadblock_shape = {128, 128, 64};
+  spec.tile.cluster_shape = {1, 1, 1};
+  spec.tile.stages = 4;
+  spec.tile.kernel_schedule = KernelSchedule::TmaWarpSpecializedCooperative;
+  spec.tile.epilogue_schedule = EpilogueSchedule::TmaWarpSpecializedCooperative;
+  spec.swizzle = Swizzle::StreamK;
+  spec.activation = Activation::LeakyReLU;
+  return spec;
+}
+
+KernelSpec sm80_f16_tensorop() {
+  KernelSpec spec;
+  spec.cc = 80;
+  spec.kernel_cc = 80;
+  spec.family = KernelFamily::Sm80Universal;
+  spec.element_a = spec.element_b = spec.element_c = spec.element_d = DataType::f16;
+  spec.element_accumulator = DataType::f32;
+  spec.alignment_a = spec.alignment_b = spec.alignment_c = 8;
+  spec.tile.threadblock_shape = {256, 128, 64};
+  spec.tile.warp_count = {4, 2, 1};
+  spec.tile.stages = 3;
+  spec.tile.instruction_shape = {16, 8, 16};
+  return spec;
+}
+
+KernelSpec sm80_f32_simt_gelu_column_c() {
+  KernelSpec spec = sm80_f16_tensorop();
+  spec.cc = 90;
+  spec.opclass = OpClass::Simt;
+  spec.element_a = spec.element_b = spec.element_c = spec.element_d = DataType::f32;
+  spec.alignment_a = spec.alignment_b = spec.alignment_c = 1;
+  spec.layout_c = Layout::ColumnMajor;
+  spec.tile.threadblock_shape = {128, 128, 8};
+  spec.tile.warp_count = {4, 2, 1};
+  spec.tile.stages = 4;
+  spec.tile.instruction_shape = {1, 1, 1};
+  spec.swizzle = Swizzle::Identity4;
+  spec.activation = Activation::GELU;
+  return spec;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void expect_golden(const std::string& golden, const KernelSpec& spec) {
+  const std::string path = std::string(GEMMKIT_GOLDEN_DIR) + "/" + golden;
+  const std::string text = emit(spec).text;
+  const char* update = std::getenv("GEMMKIT_UPDATE_GOLDENS");
+  if (update != nullptr && std::string(update) == "1") {
+    std::ofstream(path, std::ios::binary) << text;
+    return;
+  }
+  const std::string expected = read_file(path);
+  ASSERT_FALSE(expected.empty()) << path << " is missing; run with GEMMKIT_UPDATE_GOLDENS=1 to create it";
+  EXPECT_EQ(text, expected) << "emit() output changed for " << golden
+                            << "; if intended, rerun with GEMMKIT_UPDATE_GOLDENS=1 and review the diff";
+}
+
+TEST(Codegen, Sm90F16AutoMatchesGolden) { expect_golden("codegen_sm90_f16_auto.cu", sm90_f16_auto()); }
+
+TEST(Codegen, Sm90Bf16StreamKLeakyMatchesGolden) {
+  expect_golden("codegen_sm90_bf16_stream_k_leaky.cu", sm90_bf16_stream_k_leaky());
+}
+
+TEST(Codegen, Sm80F16TensorOpMatchesGolden) { expect_golden("codegen_sm80_f16_tensorop.cu", sm80_f16_tensorop()); }
+
+TEST(Codegen, Sm80F32SimtGeluMatchesGolden) {
+  expect_golden("codegen_sm80_f32_simt_gelu.cu", sm80_f32_simt_gelu_column_c());
+}
+
+TEST(Codegen, SourceCarriesNameArchAndGlue) {
+  const KernelSpec spec = sm90_f16_auto();
+  const KernelSource source = emit(spec);
+  EXPECT_EQ(source.kernel_name, spec.name());
+  EXPECT_EQ(source.arch_flag, spec.arch_flag());
+  EXPECT_NE(source.text.find("inline constexpr char kName[] = \"" + spec.name() + "\";"), std::string::npos);
+  EXPECT_NE(source.text.find("#include \"gemmkit/module_entry.hpp\""), std::string::npos);
+  EXPECT_EQ(source.text.find("{{"), std::string::npos);
+}
+
+TEST(Codegen, Sm90DerivesCtaTileAndSchedulerTags) {
+  const std::string text = emit(sm90_bf16_stream_k_leaky()).text;
+  EXPECT_NE(text.find("cute::Shape<cute::Int<128>, cute::Int<128>, cute::Int<64>>"), std::string::npos);
+  EXPECT_NE(text.find("using TileScheduler = cutlass::gemm::StreamKScheduler;"), std::string::npos);
+  EXPECT_NE(text.find("cutlass::epilogue::thread::LeakyReLU"), std::string::npos);
+  EXPECT_NE(text.find("constexpr int AlignmentD = 8;"), std::string::npos);  // 16 bytes of f32 C = 8 bf16
+  KernelSpec persistent = sm90_f16_auto();
+  persistent.tile.tile_scheduler = TileScheduler::Persistent;
+  EXPECT_NE(emit(persistent).text.find("using TileScheduler = cutlass::gemm::PersistentScheduler;"),
+            std::string::npos);
+}
+
+TEST(Codegen, Sm80DerivesWarpShapeAndTags) {
+  const std::string text = emit(sm80_f32_simt_gelu_column_c()).text;
+  EXPECT_NE(text.find("cutlass::gemm::GemmShape<32, 64, 8>"), std::string::npos);
+  EXPECT_NE(text.find("GemmIdentityThreadblockSwizzle<4>"), std::string::npos);
+  EXPECT_NE(text.find("cutlass::arch::OpClassSimt"), std::string::npos);
+  EXPECT_NE(text.find("using LayoutC = cutlass::layout::ColumnMajor;"), std::string::npos);
+}
+
+// The refusal is a ConfigError whose message names the kernel and contains `needle`.
+void expect_refused(const KernelSpec& spec, const std::string& needle) {
+  try {
+    emit(spec);
+    ADD_FAILURE() << "emit() accepted a spec it cannot express: " << spec.name();
+  } catch (const ConfigError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find(spec.name()), std::string::npos) << message;
+    EXPECT_NE(message.find(needle), std::string::npos) << message;
+  }
+}
+
+TEST(Codegen, RefusesWhatTheFamiliesCannotExpress) {
+  KernelSpec mixed_c = sm80_f16_tensorop();
+  mixed_c.element_c = DataType::f32;
+  expect_refused(mixed_c, "element C == element D");
+
+  KernelSpec pingpong_stream_k = sm90_f16_auto();
+  pingpong_stream_k.tile.kernel_schedule = KernelSchedule::TmaWarpSpecializedPingpong;
+  pingpong_stream_k.tile.tile_scheduler = TileScheduler::StreamK;
+  expect_refused(pingpong_stream_k, "cooperative");
+
+  KernelSpec small_auto_stream_k = sm90_f16_auto();
+  small_auto_stream_k.tile.threadblock_shape = {128, 128, 64};  // CTA M 64: Auto resolves to ping-pong
+  small_auto_stream_k.swizzle = Swizzle::StreamK;
+  expect_refused(small_auto_stream_k, "cooperative");
+
+  KernelSpec nosmem_relu = sm90_f16_auto();
+  nosmem_relu.tile.epilogue_schedule = EpilogueSchedule::NoSmemWarpSpecialized;
+  nosmem_relu.activation = Activation::ReLU;
+  expect_refused(nosmem_relu, "NoSmemWarpSpecialized");
+
+  KernelSpec biased = sm90_f16_auto();
+  biased.bias = BiasMode::PerRow;
+  expect_refused(biased, "bias epilogues are not implemented yet");
+
+  KernelSpec int8_nn = sm80_f16_tensorop();
+  int8_nn.element_a = int8_nn.element_b = DataType::s8;
+  int8_nn.element_c = int8_nn.element_d = DataType::s32;
+  int8_nn.element_accumulator = DataType::s32;
+  expect_refused(int8_nn, "RowMajor and B ColumnMajor");
+
+  KernelSpec uneven_warps = sm80_f16_tensorop();
+  uneven_warps.tile.warp_count = {3, 2, 1};
+  expect_refused(uneven_warps, "not divisible by warp count");
+}
+
+TEST(Codegen, RenderRejectsMismatchedPlaceholders) {
+  EXPECT_EQ(codegen::render("t", "a {{x}} b", {{"x", "1"}}), "a 1 b");
+  EXPECT_THROW(codegen::render("t", "a {{y}}", {{"x", "1"}}), Error);
+  EXPECT_THROW(codegen::render("t", "a", {{"x", "1"}}), Error);
+  EXPECT_THROW(codegen::find_template("no_such.cu.in"), Error);
+}
+
+}  // namespace
+}  // namespace gemmkit
