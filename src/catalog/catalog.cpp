@@ -357,10 +357,10 @@ void validate(const KernelSpec& spec, const DeviceLimits& limits) {
          " is a CUTLASS 2.x threadblock swizzle; SM90 kernels take IdentitySwizzle1 (persistent scheduler) or "
          "ThreadblockSwizzleStreamK.");
   }
-  if (sm90 && spec.activation != Activation::Identity && td.epilogue_schedule != EpilogueSchedule::TmaWarpSpecialized &&
-      td.epilogue_schedule != EpilogueSchedule::TmaWarpSpecializedCooperative) {
-    fail("Fused activations on SM90 kernels need a TMA epilogue (TmaWarpSpecialized or "
-         "TmaWarpSpecializedCooperative); got epilogue schedule " + std::string(to_string(td.epilogue_schedule)) + ".");
+  // An auto epilogue with a fused activation resolves to the TMA epilogue; the no-smem one cannot fuse.
+  if (sm90 && spec.activation != Activation::Identity && td.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
+    fail("Fused activations on SM90 kernels need a TMA epilogue (TmaWarpSpecialized, TmaWarpSpecializedCooperative "
+         "or auto); got epilogue schedule NoSmemWarpSpecialized.");
   }
 
   // Alignment: at most one 128-bit vector; TMA mainloops need 16-byte aligned rows.

@@ -83,6 +83,9 @@ std::vector<std::string> nvcc_command(const Toolchain& toolchain, const KernelSo
           "--expt-relaxed-constexpr",
           "-Xcompiler=-fPIC",
           "-Xcompiler=-O2",
+          // CUTLASS's template statics must stay private to each module, or two modules share device caches.
+          "-Xcompiler=-fvisibility=hidden",
+          "-Xcompiler=-fno-gnu-unique",
           "-shared",
           "-cudart",
           "shared",

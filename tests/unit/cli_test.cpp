@@ -1,0 +1,73 @@
+// tests/unit/cli_test.cpp: the gemmkit command line, driven as a user would (no nvcc or GPU needed).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "util/json.hpp"
+
+namespace {
+
+struct Result {
+  int status;
+  std::string out;
+};
+
+Result cli(const std::string& arguments) {
+  const std::string command = std::string(GEMMKIT_CLI_PATH) + " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+}  // namespace
+
+TEST(Cli, PlanPrintsTheReferenceKernelNamesAsJson) {
+  auto r = cli("plan --cc 90 --element f16 --element-accumulator f32 --layout row --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto json = gemmkit::json::parse(r.out);
+  EXPECT_EQ(json.find("kernel_name")->as_string(),
+            "cutlass3x_sm90_tensorop_s0x0x0gemm_f16_f16_f32_f16_f16_256x256x64_2x1x1_0_ttt_align8");
+  r = cli("plan --cc 80 --element f16 --element-accumulator f32 --layout row --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(gemmkit::json::parse(r.out).find("kernel_name")->as_string(),
+            "cutlass_tensorop_f16_s16816gemm_f16_256x128_64x3_tt_align8");
+}
+
+TEST(Cli, PrintSourceShowsTheGeneratedTranslationUnit) {
+  auto r = cli("plan --cc 90 --print-source");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("CollectiveBuilder"), std::string::npos);
+  EXPECT_NE(r.out.find("gemmkit/module_entry.hpp"), std::string::npos);
+}
+
+TEST(Cli, TilesListsEveryConfiguration) {
+  auto r = cli("tiles --cc 80 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto json = gemmkit::json::parse(r.out);
+  EXPECT_EQ(json.find("count")->as_uint(), 22u);
+  EXPECT_EQ(json.find("tile_descriptions")->items().size(), 22u);
+}
+
+TEST(Cli, BadInputIsATypedErrorInJson) {
+  auto r = cli("plan --cc 90 --element f17 --json");
+  EXPECT_EQ(r.status, 1);
+  auto json = gemmkit::json::parse(r.out);
+  EXPECT_EQ(json.find("error")->as_string(), "ConfigError");
+  EXPECT_NE(json.find("message")->as_string().find("unknown element type 'f17'"), std::string::npos);
+  r = cli("plan --cc 75");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("gemmkit: ConfigError: gemmkit builds kernels for compute capability 80"), std::string::npos);
+  r = cli("frobnicate");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("Unknown command 'frobnicate'"), std::string::npos);
+}
+
+TEST(Cli, UsageWithoutCommand) {
+  auto r = cli("");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("usage: gemmkit <command>"), std::string::npos);
+}

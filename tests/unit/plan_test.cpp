@@ -1,0 +1,229 @@
+// tests/unit/plan_test.cpp: Gemm planning without a GPU: operand inference, names, opclass, configuration.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+
+namespace gk = gemmkit;
+
+namespace {
+
+gk::GemmOptions f16_row(int cc) {
+  gk::GemmOptions o;
+  o.element = gk::DataType::f16;
+  o.layout = gk::Layout::RowMajor;
+  o.element_accumulator = gk::DataType::f32;
+  o.cc = cc;
+  return o;
+}
+
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const gk::ConfigError& e) {
+    return e.what();
+  }
+  return "no ConfigError";
+}
+
+}  // namespace
+
+TEST(PlanNames, DefaultKernelsMatchTheReferenceFormat) {
+  EXPECT_EQ(gk::Gemm(f16_row(90)).kernel_name(),
+            "cutlass3x_sm90_tensorop_s0x0x0gemm_f16_f16_f32_f16_f16_256x256x64_2x1x1_0_ttt_align8");
+  EXPECT_EQ(gk::Gemm(f16_row(80)).kernel_name(), "cutlass_tensorop_f16_s16816gemm_f16_256x128_64x3_tt_align8");
+  auto bf16 = f16_row(80);
+  bf16.element = gk::DataType::bf16;
+  EXPECT_EQ(gk::Gemm(bf16).kernel_name(), "cutlass_tensorop_bf16_s16816gemm_bf16_256x128_64x3_tt_align8");
+  gk::GemmOptions f32;
+  f32.element = gk::DataType::f32;
+  f32.layout = gk::Layout::RowMajor;
+  f32.cc = 80;
+  EXPECT_EQ(gk::Gemm(f32).kernel_name(), "cutlass_tensorop_s1688tf32gemm_256x128_32x3_tt_align4");
+  f32.cc = 90;
+  EXPECT_EQ(gk::Gemm(f32).kernel_name(),
+            "cutlass3x_sm90_tensorop_s0x0x0tf32gemm_f32_f32_f32_f32_f32_256x256x32_2x1x1_0_ttt_align4");
+  gk::GemmOptions f64 = f32;
+  f64.element = gk::DataType::f64;
+  f64.cc = 80;
+  EXPECT_EQ(gk::Gemm(f64).kernel_name(), "cutlass_tensorop_d884gemm_128x128_16x3_tt_align1");
+}
+
+TEST(PlanNames, ColumnMajorOutputShowsTheSwitchedLayoutsOnSm80) {
+  auto o = f16_row(80);
+  o.layout_c = gk::Layout::ColumnMajor;
+  o.layout.reset();
+  o.layout_a = gk::Layout::RowMajor;
+  o.layout_b = gk::Layout::RowMajor;
+  // Row, row -> column-major D is computed as (B^T A^T), both column-major: "nn".
+  EXPECT_NE(gk::Gemm(o).kernel_name().find("_nn_align8"), std::string::npos) << gk::Gemm(o).kernel_name();
+}
+
+TEST(PlanOperands, PrecedenceAndTheReferenceErrors) {
+  std::vector<std::uint16_t> storage(16);
+  const auto a = gk::TensorView::host(storage.data(), gk::DataType::bf16, {4, 4}, gk::Layout::ColumnMajor);
+  gk::GemmOptions o = f16_row(90);
+  o.element = gk::DataType::bf16;
+  o.element_a = gk::DataType::f16;
+  o.A = &a;
+  EXPECT_EQ(error_of([&] { gk::Gemm p(o); }), "Must not specify both element_A and tensor A.");
+  o.element_a.reset();
+  gk::Gemm plan(o);
+  EXPECT_EQ(plan.element_a(), gk::DataType::bf16);  // the tensor's dtype and its strides' layout
+  EXPECT_EQ(plan.layout_a(), gk::Layout::ColumnMajor);
+  EXPECT_EQ(plan.layout_b(), gk::Layout::RowMajor);
+
+  o.layout_a = gk::Layout::RowMajor;
+  EXPECT_EQ(error_of([&] { gk::Gemm p(o); }), "Must not specify both layout_A and tensor A.");
+
+  gk::GemmOptions missing;
+  missing.layout = gk::Layout::RowMajor;
+  missing.element_a = gk::DataType::f16;
+  missing.cc = 90;
+  EXPECT_EQ(error_of([&] { gk::Gemm p(missing); }), "Must specify one of element_B, tensor B, or generic element.");
+  gk::GemmOptions no_layout;
+  no_layout.element = gk::DataType::f16;
+  no_layout.cc = 90;
+  EXPECT_EQ(error_of([&] { gk::Gemm p(no_layout); }), "Must specify one of layout_A, tensor A, or generic layout.");
+}
+
+TEST(PlanOperands, AccumulatorDefaultsToElementC) {
+  gk::GemmOptions o;
+  o.element = gk::DataType::f16;
+  o.layout = gk::Layout::RowMajor;
+  o.cc = 80;
+  gk::Gemm plan(o);
+  EXPECT_EQ(plan.element_accumulator(), gk::DataType::f16);
+  EXPECT_EQ(plan.kernel_name(), "cutlass_tensorop_h16816gemm_256x128_64x3_tt_align8");
+}
+
+TEST(PlanOperands, UnsupportedComputeCapabilityIsAConfigError) {
+  EXPECT_NE(error_of([] { gk::Gemm p(f16_row(75)); }).find("80 (Ampere) and newer"), std::string::npos);
+  EXPECT_NE(error_of([] { gk::Gemm p(f16_row(100)); }).find("not supported yet"), std::string::npos);
+}
+
+TEST(PlanOpclass, TensorOpByDefaultAndSimtOnRequest) {
+  gk::Gemm plan(f16_row(80));
+  EXPECT_EQ(plan.opclass(), gk::OpClass::TensorOp);
+  plan.set_opclass(gk::OpClass::Simt);
+  EXPECT_EQ(plan.kernel_name(), "cutlass_simt_f16_sgemm_f16_128x128_8x2_tt_align1");
+}
+
+TEST(PlanOpclass, IntegerTensorCoresNeedTnAndSayWhich) {
+  gk::GemmOptions o;
+  o.element = gk::DataType::s8;
+  o.element_c = gk::DataType::s32;
+  o.element_d = gk::DataType::s32;
+  o.element_accumulator = gk::DataType::s32;
+  o.layout = gk::Layout::RowMajor;
+  o.cc = 80;
+  gk::Gemm plan(o);
+  EXPECT_EQ(plan.opclass(), gk::OpClass::Simt);
+  EXPECT_EQ(error_of([&] { plan.set_opclass(gk::OpClass::TensorOp); }),
+            "Unsupported operation class TensorOp for CC 80 and data type combination (s8, s8, s32) and layout "
+            "combination (RowMajor, RowMajor).");
+  o.layout_b = gk::Layout::ColumnMajor;
+  EXPECT_EQ(gk::Gemm(o).kernel_name(), "cutlass_tensorop_i16832gemm_s8_256x128_128x3_tn_align16");
+}
+
+TEST(PlanOpclass, NoKernelForTheCombination) {
+  gk::GemmOptions o = f16_row(90);
+  o.element_b = gk::DataType::bf16;
+  const std::string message = error_of([&] { gk::Gemm p(o); });
+  EXPECT_NE(message.find("No kernel configuration found for supported data type and layout combination (f16, bf16, "
+                         "f32)x(RowMajor, RowMajor)"),
+            std::string::npos)
+      << message;
+}
+
+TEST(PlanConfiguration, TileDescriptionsAreUniqueValidAndStartWithTheDefault) {
+  for (int cc : {80, 90}) {
+    gk::Gemm plan(f16_row(cc));
+    const auto tiles = plan.tile_descriptions();
+    ASSERT_FALSE(tiles.empty());
+    EXPECT_EQ(tiles.front(), plan.spec().tile);
+    std::set<std::string> seen;
+    for (const auto& td : tiles) {
+      EXPECT_TRUE(seen.insert(td.to_string()).second) << "duplicate:\n" << td.to_string();
+      EXPECT_NO_THROW(plan.set_tile_description(td)) << td.to_string();
+    }
+  }
+  EXPECT_EQ(gk::Gemm(f16_row(80)).tile_descriptions().size(), 22u);
+}
+
+TEST(PlanConfiguration, EightStagesAreRejectedWithTheSharedMemoryNumbers) {
+  gk::Gemm plan(f16_row(90));
+  gk::TileDescription td = plan.tile_descriptions().front();
+  td.threadblock_shape = {512, 128, 64};  // a 256x128x64 CTA tile in a 2x1x1 cluster
+  td.stages = 8;
+  td.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedCooperative;
+  td.epilogue_schedule = gk::EpilogueSchedule::TmaWarpSpecializedCooperative;
+  const std::string message = error_of([&] { plan.compile(td); });
+  EXPECT_EQ(message,
+            "Configuration uses too much shared memory: the mainloop uses 49184 bytes per stage and 8 stages for a "
+            "total of 393472 bytes, but a block on CC 90 can use at most 232448 bytes. Reduce the stage count (at "
+            "most 4 fit) or the tile shape.");
+  EXPECT_FALSE(plan.tile_description().has_value());  // nothing was stored
+}
+
+TEST(PlanConfiguration, Sm80StageAndClusterRules) {
+  gk::Gemm plan(f16_row(80));
+  gk::TileDescription td = plan.tile_descriptions().front();
+  td.stages = 4;  // 4 x 49184 bytes > 166912
+  EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("196736 bytes"), std::string::npos);
+  td.stages = 3;
+  td.cluster_shape = {2, 1, 1};
+  EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("needs an SM90 tensor-op kernel"), std::string::npos);
+}
+
+TEST(PlanConfiguration, Sm90ScheduleAndClusterRules) {
+  gk::Gemm plan(f16_row(90));
+  gk::TileDescription td = plan.tile_descriptions().front();
+  td.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedCooperative;
+  EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("both be auto or neither"), std::string::npos);
+  td.epilogue_schedule = gk::EpilogueSchedule::TmaWarpSpecialized;
+  td.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedPingpong;
+  td.tile_scheduler = gk::TileScheduler::StreamK;
+  EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("needs a cooperative kernel schedule"),
+            std::string::npos);
+  td = plan.tile_descriptions().front();
+  td.cluster_shape = {2, 1, 2};
+  EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("third dimension"), std::string::npos);
+  td.cluster_shape = {4, 4, 1};
+  td.threadblock_shape = {512, 1024, 64};
+  EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("non-portable"), std::string::npos);
+}
+
+TEST(PlanSwizzle, StreamKOnSm90PicksACooperativeConfiguration) {
+  gk::Gemm plan(f16_row(90));
+  EXPECT_EQ(plan.swizzling_functors(), (std::vector<gk::Swizzle>{gk::Swizzle::Identity1, gk::Swizzle::StreamK}));
+  plan.set_swizzling_functor(gk::Swizzle::StreamK);
+  const auto spec = plan.spec();
+  EXPECT_EQ(spec.tile.kernel_schedule, gk::KernelSchedule::TmaWarpSpecializedCooperative);
+  EXPECT_NE(spec.name().find("_stream_k"), std::string::npos) << spec.name();
+}
+
+TEST(PlanSwizzle, StreamKNeedsTensorOp) {
+  gk::Gemm plan(f16_row(80));
+  plan.set_opclass(gk::OpClass::Simt);
+  EXPECT_NE(error_of([&] { plan.set_swizzling_functor(gk::Swizzle::StreamK); }).find("only supported with opcode class "
+                                                                                      "TensorOp"),
+            std::string::npos);
+}
+
+TEST(PlanActivation, ListsTheReferenceActivationsAndNamesTheEpilogue) {
+  const auto all = gk::Gemm::activations();
+  std::set<std::string> names;
+  for (auto a : all) names.insert(std::string(gk::to_string(a)));
+  for (const char* expected : {"gelu", "hardswish", "identity", "leaky_relu", "relu", "sigmoid", "silu", "tanh"}) {
+    EXPECT_TRUE(names.count(expected)) << expected;
+  }
+  gk::Gemm plan(f16_row(90));
+  plan.set_activation(gk::Activation::ReLU);
+  EXPECT_EQ(plan.spec().family, gk::KernelFamily::Sm90Collective);  // no fallback to SM80 kernels
+  EXPECT_NE(plan.kernel_name().find("_relu"), std::string::npos);
+}
