@@ -101,9 +101,24 @@ class Gemm {
   // C may be null when beta == 0. Host tensors are staged through the GPU.
   void run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha = 1.0,
            double beta = 0.0, const RunOptions& options = {});
+  void run(const TensorView& A, const TensorView& B, const TensorView& C, const TensorView& D, double alpha = 1.0,
+           double beta = 0.0, const RunOptions& options = {}) {
+    run(A, B, &C, D, alpha, beta, options);
+  }
+
+  // The kernel run() would use for these tensors (same checks, nothing runs; no GPU needed).
+  KernelSpec spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                      double beta = 0.0);
+  KernelSpec spec_for(const TensorView& A, const TensorView& B, const TensorView& C, const TensorView& D,
+                      double beta = 0.0) {
+    return spec_for(A, B, &C, D, beta);
+  }
 
  private:
   struct RunCache;
+  struct Problem;
+  Problem check_problem(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                        double beta);
   void invalidate();
   std::shared_ptr<KernelModule> module_for(int alignment_a, int alignment_b, int alignment_c);
 

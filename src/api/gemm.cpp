@@ -288,19 +288,26 @@ class Staging {
 
 }  // namespace
 
-void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha,
-               double beta, const RunOptions& options) {
+struct Gemm::Problem {
+  detail::MatrixOperand a, b, c, d;
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  int alignment_a = 0, alignment_b = 0, alignment_c = 0;
+};
+
+Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                                  double beta) {
   using detail::MatrixOperand;
-  // 1. Check every tensor against the plan; nothing is written before all checks pass.
-  const MatrixOperand a = detail::check_operand(A, "A", types_.a, types_.layout_a);
-  const MatrixOperand b = detail::check_operand(B, "B", types_.b, types_.layout_b);
-  const MatrixOperand d = detail::check_operand(D, "D", types_.d, types_.layout_c);
-  MatrixOperand c = d;
+  Problem p;
+  p.a = detail::check_operand(A, "A", types_.a, types_.layout_a);
+  p.b = detail::check_operand(B, "B", types_.b, types_.layout_b);
+  p.d = detail::check_operand(D, "D", types_.d, types_.layout_c);
+  p.c = p.d;
   if (C != nullptr) {
-    c = detail::check_operand(*C, "C", types_.c, types_.layout_c);
+    p.c = detail::check_operand(*C, "C", types_.c, types_.layout_c);
   } else if (beta != 0.0) {
     throw TensorError("Tensor C: beta is " + std::to_string(beta) + " but no C was given; pass C or set beta = 0.");
   }
+  const MatrixOperand &a = p.a, &b = p.b, &c = p.c, &d = p.d;
   if (a.cols != b.rows) {
     throw TensorError("Tensors A and B: A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
                       " (M x K) but B is " + std::to_string(b.rows) + " x " + std::to_string(b.cols) +
@@ -333,24 +340,11 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
     throw TensorError("Tensor D has a batch of " + std::to_string(d.batch) + " but the GEMM's batch is " +
                       std::to_string(batch) + "; D receives every result and cannot broadcast.");
   }
-  const int device = current_device();
-  auto check_device = [&](const TensorView& t, const char* name) {
-    if (t.on_device() && t.device != device) {
-      throw TensorError(std::string("Tensor ") + name + " lives on CUDA device " + std::to_string(t.device) +
-                        " but the current device is " + std::to_string(device) +
-                        "; call cudaSetDevice first or move the tensor.");
-    }
-  };
-  check_device(A, "A");
-  check_device(B, "B");
-  check_device(D, "D");
-  if (C != nullptr) check_device(*C, "C");
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX) {
     throw TensorError("Problem " + std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) +
                       " exceeds 2^31-1 in one dimension.");
   }
 
-  // 2. The kernel for these alignments (resolved once per alignment triple).
   if (!run_cache_) {
     const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
                                  types_.layout_b, types_.layout_c);
@@ -375,8 +369,45 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   const int align_b = alignment(b, types_.b, run_cache_->alignments_b, "B");
   int align_c = alignment(d, types_.d, run_cache_->alignments_c, "D");
   if (C != nullptr) align_c = std::min(align_c, alignment(c, types_.c, run_cache_->alignments_c, "C"));
-  if (options.print_module) std::fputs(emit(spec(align_a, align_b, align_c)).text.c_str(), stdout);
-  KernelModule& module = *module_for(align_a, align_b, align_c);
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.batch = batch;
+  p.alignment_a = align_a;
+  p.alignment_b = align_b;
+  p.alignment_c = align_c;
+  return p;
+}
+
+KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                          double beta) {
+  const Problem p = check_problem(A, B, C, D, beta);
+  return spec(p.alignment_a, p.alignment_b, p.alignment_c);
+}
+
+void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha,
+               double beta, const RunOptions& options) {
+  // 1. Check every tensor against the plan; nothing is written before all checks pass.
+  const Problem p = check_problem(A, B, C, D, beta);
+  const detail::MatrixOperand &a = p.a, &b = p.b, &c = p.c, &d = p.d;
+  const std::int64_t m = p.m, n = p.n, k = p.k, batch = p.batch;
+
+  const int device = current_device();
+  auto check_device = [&](const TensorView& t, const char* name) {
+    if (t.on_device() && t.device != device) {
+      throw TensorError(std::string("Tensor ") + name + " lives on CUDA device " + std::to_string(t.device) +
+                        " but the current device is " + std::to_string(device) +
+                        "; call cudaSetDevice first or move the tensor.");
+    }
+  };
+  check_device(A, "A");
+  check_device(B, "B");
+  check_device(D, "D");
+  if (C != nullptr) check_device(*C, "C");
+
+  // 2. The kernel for these alignments (resolved once per alignment triple).
+  if (options.print_module) std::fputs(emit(spec(p.alignment_a, p.alignment_b, p.alignment_c)).text.c_str(), stdout);
+  KernelModule& module = *module_for(p.alignment_a, p.alignment_b, p.alignment_c);
 
   // 3. Arguments; host tensors are staged through the GPU on the caller's stream.
   Staging staging(options.stream);

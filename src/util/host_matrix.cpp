@@ -110,11 +110,17 @@ double reference_element(const HostMatrix& A, const HostMatrix& B, const HostMat
   return out;
 }
 
+double round_to(DataType dtype, double value) {
+  HostMatrix one(dtype, 1, 1, Layout::RowMajor);
+  one.set(0, 0, 0, value);
+  return one.get(0, 0, 0);
+}
+
 Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, const HostMatrix& D,
                                   double alpha, double beta, std::int64_t samples, std::uint64_t seed) {
   Comparison result;
   auto check = [&](std::int64_t b, std::int64_t r, std::int64_t c) {
-    const double expected = reference_element(A, B, C, alpha, beta, b, r, c);
+    const double expected = round_to(D.dtype(), reference_element(A, B, C, alpha, beta, b, r, c));
     const double error = std::fabs(D.get(b, r, c) - expected);
     result.max_abs_error = std::max(result.max_abs_error, error);
     result.max_rel_error = std::max(result.max_rel_error, error / std::max(1.0, std::fabs(expected)));

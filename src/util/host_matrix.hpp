@@ -49,13 +49,16 @@ class HostMatrix {
 double reference_element(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, double alpha, double beta,
                          std::int64_t b, std::int64_t r, std::int64_t c);
 
+// `value` as stored in an element of `dtype` (floats round to nearest, integers with std::lround).
+double round_to(DataType dtype, double value);
+
 struct Comparison {
   double max_abs_error = 0.0;
   double max_rel_error = 0.0;  // relative to max(1, |reference|)
   std::int64_t checked = 0;
 };
 
-// Compares D against the reference on every element, or on `samples` random elements when samples > 0.
+// Compares D against the reference rounded to D's type (so exact arithmetic compares equal) on every element, or on `samples` random elements when samples > 0.
 Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, const HostMatrix& D,
                                   double alpha, double beta, std::int64_t samples = 0, std::uint64_t seed = 1);
 

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# scripts/test.sh: set up, build, and run the unit and compile tiers (the gpu tier: scripts/gpu-check).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup.sh"
+ctest --test-dir "$root/build" -L "${GEMMKIT_TEST_TIERS:-unit|compile}" --output-on-failure -j 2

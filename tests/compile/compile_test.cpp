@@ -1,0 +1,89 @@
+// tests/compile/compile_test.cpp: nvcc really builds one SM80 and one SM90 kernel into a fresh cache; the second
+// request is a cache hit (counted, not timed), also from a fresh process; the module loads and names itself.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "gemmkit/cache.hpp"
+#include "gemmkit/compiler.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+#include "gemmkit/runtime.hpp"
+#include "unit/test_env.hpp"
+#include "util/json.hpp"
+
+namespace gk = gemmkit;
+
+namespace {
+
+gk::GemmOptions f16_row(int cc) {
+  gk::GemmOptions o;
+  o.element = gk::DataType::f16;
+  o.layout = gk::Layout::RowMajor;
+  o.element_accumulator = gk::DataType::f32;
+  o.cc = cc;
+  return o;
+}
+
+std::string run_cli(const std::string& cache_dir, const std::string& arguments) {
+  const std::string command =
+      "GEMMKIT_CACHE_DIR='" + cache_dir + "' " + std::string(GEMMKIT_CLI_PATH) + " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  pclose(pipe);
+  return out;
+}
+
+}  // namespace
+
+TEST(CompileTier, Sm80AndSm90KernelsBuildOnceThenHitTheCache) {
+  gk::testenv::TempDir cache_dir;
+  gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
+  gk::Gemm sm80(f16_row(80)), sm90(f16_row(90));
+
+  // Both kernels at once, as many nvcc processes as memory allows.
+  gk::DiskCache cache;
+  const int builds_before = gk::cache_counters().builds;
+  const auto entries = cache.get_or_build_many(gk::Toolchain::discover(),
+                                               {gk::emit(sm80.spec()), gk::emit(sm90.spec())});
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_FALSE(entries[0].hit);
+  EXPECT_FALSE(entries[1].hit);
+  EXPECT_EQ(gk::cache_counters().builds, builds_before + 2);
+
+  const auto again80 = sm80.compile();
+  const auto again90 = sm90.compile();
+  EXPECT_TRUE(again80.cache_hit);
+  EXPECT_TRUE(again90.cache_hit);
+  EXPECT_EQ(gk::cache_counters().builds, builds_before + 2);  // nvcc did not run again
+  EXPECT_EQ(again90.module_path, entries[1].module_path);
+
+  // The modules are loadable (no GPU needed for that) and speak our ABI.
+  EXPECT_EQ(gk::KernelModule::load(again80.module_path)->kernel_name(), sm80.kernel_name());
+  EXPECT_EQ(gk::KernelModule::load(again90.module_path)->kernel_name(), sm90.kernel_name());
+
+  // A fresh process finds the entry on disk.
+  const auto json = gk::json::parse(
+      run_cli(cache_dir.str(), "compile --cc 90 --element f16 --element-accumulator f32 --layout row --json"));
+  EXPECT_EQ(json.find("cache")->as_string(), "hit");
+  EXPECT_EQ(json.find("kernel_name")->as_string(), sm90.kernel_name());
+}
+
+TEST(CompileTier, CompileErrorsCarryTheLogAndTheKeptSource) {
+  gk::testenv::TempDir cache_dir;
+  gk::KernelSource broken{"broken_kernel", "sm_80", "#include \"gemmkit/abi.h\"\nthis is not C++;\n"};
+  gk::DiskCache cache(cache_dir.str());
+  try {
+    cache.get_or_build(gk::Toolchain::discover(), broken);
+    FAIL() << "expected a CompileError";
+  } catch (const gk::CompileError& e) {
+    EXPECT_NE(e.exit_code, 0);
+    EXPECT_NE(e.log.find("error"), std::string::npos) << e.log;
+    EXPECT_TRUE(std::filesystem::exists(e.source_path)) << e.source_path;
+    EXPECT_NE(std::string(e.what()).find("broken_kernel"), std::string::npos) << e.what();
+  }
+}

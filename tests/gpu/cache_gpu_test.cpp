@@ -1,0 +1,72 @@
+// tests/gpu/cache_gpu_test.cpp: the real cache under real processes: a damaged entry is rebuilt and still gives
+// the right answer; two processes compiling the same kernel at once both succeed and leave one entry.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <string>
+
+#include "gemmkit/runtime.hpp"
+#include "unit/test_env.hpp"
+#include "util/json.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status;
+  std::string out;
+};
+
+Result cli(const std::string& cache_dir, const std::string& arguments) {
+  const std::string command =
+      "GEMMKIT_CACHE_DIR='" + cache_dir + "' " + std::string(GEMMKIT_CLI_PATH) + " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+// A cheap kernel (CUTLASS 2.x SIMT) so these tests compile in seconds.
+const std::string kPlan = "--element f32 --layout row --opclass simt";
+
+}  // namespace
+
+TEST(GpuCache, DamagedEntryIsRebuiltAndStillCorrect) {
+  if (gemmkit::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  gemmkit::testenv::TempDir cache;
+  auto first = cli(cache.str(), "run " + kPlan + " --m 96 --n 80 --k 72 --check --json");
+  ASSERT_EQ(first.status, 0) << first.out;
+  auto entries = gemmkit::json::parse(cli(cache.str(), "cache ls --json").out).find("list")->items();
+  ASSERT_EQ(entries.size(), 1u);
+  const fs::path module = fs::path(entries[0].find("dir")->as_string()) / "kernel.so";
+  const auto truncated = fs::file_size(module) / 2;
+  fs::resize_file(module, truncated);  // a crash mid-copy, a full disk, ...
+
+  auto second = cli(cache.str(), "run " + kPlan + " --m 96 --n 80 --k 72 --check --json");
+  ASSERT_EQ(second.status, 0) << second.out;
+  EXPECT_EQ(gemmkit::json::parse(second.out).find("check")->as_string(), "pass");
+  auto after = gemmkit::json::parse(cli(cache.str(), "cache ls --json").out).find("list")->items();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_GT(fs::file_size(fs::path(after[0].find("dir")->as_string()) / "kernel.so"), truncated);
+}
+
+TEST(GpuCache, TwoProcessesCompilingTheSameKernelBothSucceedWithOneEntry) {
+  if (gemmkit::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  gemmkit::testenv::TempDir cache;
+  auto compile = [&] { return cli(cache.str(), "compile " + kPlan + " --json"); };
+  auto one = std::async(std::launch::async, compile);
+  auto two = std::async(std::launch::async, compile);
+  const Result a = one.get(), b = two.get();
+  ASSERT_EQ(a.status, 0) << a.out;
+  ASSERT_EQ(b.status, 0) << b.out;
+  const auto ja = gemmkit::json::parse(a.out), jb = gemmkit::json::parse(b.out);
+  EXPECT_EQ(ja.find("module_path")->as_string(), jb.find("module_path")->as_string());
+  auto info = gemmkit::json::parse(cli(cache.str(), "cache info --json").out);
+  EXPECT_EQ(info.find("entries")->as_uint(), 1u);
+}

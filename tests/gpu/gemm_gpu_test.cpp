@@ -1,0 +1,236 @@
+// tests/gpu/gemm_gpu_test.cpp: numerical checks on a CUDA device against a float64 host reference: every element
+// type x all 8 layouts, odd shapes, alpha/beta, batched and broadcast, host-staged and device paths, SIMT,
+// Stream-K. Skips itself with the reason when no device is present.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+#include "gemmkit/runtime.hpp"
+#include "support/gpu_cases.hpp"
+#include "util/host_matrix.hpp"
+
+namespace gk = gemmkit;
+using gk::util::HostMatrix;
+namespace cases = gk::gpu_cases;
+
+namespace {
+
+#define REQUIRE_GPU()                                                        \
+  do {                                                                       \
+    if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"; \
+  } while (0)
+
+int device_cc() { return gk::device_info(gk::current_device()).cc; }
+
+// A device copy of a host matrix that copies back on request.
+class DeviceMatrix {
+ public:
+  explicit DeviceMatrix(const HostMatrix& host) : host_(host) {
+    EXPECT_EQ(cudaMalloc(&ptr_, host.bytes()), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), host.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~DeviceMatrix() { cudaFree(ptr_); }
+  DeviceMatrix(const DeviceMatrix&) = delete;
+  DeviceMatrix& operator=(const DeviceMatrix&) = delete;
+  gk::TensorView view() const { return host_.view_at(ptr_, gk::current_device()); }
+  void copy_to(HostMatrix& host) const {
+    ASSERT_EQ(cudaMemcpy(host.data(), ptr_, host.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  }
+
+ private:
+  const HostMatrix& host_;
+  void* ptr_ = nullptr;
+};
+
+struct Operands {
+  HostMatrix A, B, C, D;
+  Operands(const gk::Gemm& plan, const cases::Shape& s, long batch_a = 1, long batch_b = 1, long batch_c = 1)
+      : A(plan.element_a(), s.m, s.k, plan.layout_a(), batch_a),
+        B(plan.element_b(), s.k, s.n, plan.layout_b(), batch_b),
+        C(plan.element_c(), s.m, s.n, plan.layout_c(), batch_c),
+        D(plan.element_d(), s.m, s.n, plan.layout_c(), std::max(batch_a, batch_b)) {}
+  void fill_integers() {
+    A.fill_integers(11, -4, 4);
+    B.fill_integers(12, -4, 4);
+    C.fill_integers(13, -4, 4);
+  }
+  void fill_uniform() {
+    A.fill_uniform(21);
+    B.fill_uniform(22);
+    C.fill_uniform(23);
+  }
+};
+
+// Runs through device tensors and returns the comparison with the float64 reference.
+gk::util::Comparison run_on_device(gk::Gemm& plan, Operands& o, double alpha, double beta) {
+  DeviceMatrix dA(o.A), dB(o.B), dC(o.C), dD(o.D);
+  plan.run(dA.view(), dB.view(), dC.view(), dD.view(), alpha, beta);
+  dD.copy_to(o.D);
+  return gk::util::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta);
+}
+
+double tolerance(gk::DataType t) {
+  switch (t) {
+    case gk::DataType::f16: return 1e-2;
+    case gk::DataType::bf16: return 4e-2;
+    case gk::DataType::f32: return 1e-2;  // tf32 tensor cores round inputs to 10 mantissa bits
+    case gk::DataType::f64: return 1e-12;
+    default: return 0.0;
+  }
+}
+
+}  // namespace
+
+// Small-integer data makes every product and sum exact, so D must equal the reference exactly.
+class TypesAndLayouts : public ::testing::TestWithParam<std::tuple<cases::TypeCase, cases::LayoutCase>> {};
+
+TEST_P(TypesAndLayouts, ExactOnSmallIntegers) {
+  REQUIRE_GPU();
+  const auto& [t, l] = GetParam();
+  gk::Gemm plan(cases::options(t, l, device_cc()));
+  Operands o(plan, cases::kMatrixShape);
+  o.fill_integers();
+  const auto cmp = run_on_device(plan, o, 1.0, 1.0);
+  EXPECT_EQ(cmp.max_abs_error, 0.0) << plan.spec_for(o.A.view(), o.B.view(), o.C.view(), o.D.view(), 1.0).name();
+}
+
+TEST_P(TypesAndLayouts, RelativeErrorOnRandomDataWithAlphaBeta) {
+  REQUIRE_GPU();
+  const auto& [t, l] = GetParam();
+  if (gk::is_integer(t.ab)) GTEST_SKIP() << "integer types are covered exactly by ExactOnSmallIntegers";
+  gk::Gemm plan(cases::options(t, l, device_cc()));
+  Operands o(plan, cases::kMatrixShape);
+  o.fill_uniform();
+  const auto cmp = run_on_device(plan, o, 1.5, -0.5);
+  EXPECT_LE(cmp.max_rel_error, tolerance(t.cd)) << t.name << " " << l.name();
+}
+
+std::string case_name(const ::testing::TestParamInfo<TypesAndLayouts::ParamType>& info) {
+  return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param).name();
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, TypesAndLayouts,
+                         ::testing::Combine(::testing::ValuesIn(cases::type_cases()),
+                                            ::testing::ValuesIn(cases::layout_cases())),
+                         case_name);
+
+TEST(GpuShapes, OddMNKOnAlignmentOneKernels) {
+  REQUIRE_GPU();
+  const cases::LayoutCase rrr{gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor};
+  for (const auto& t : cases::type_cases()) {
+    if (t.ab != gk::DataType::f32 && t.ab != gk::DataType::f64) continue;
+    gk::Gemm plan(cases::options(t, rrr, device_cc()));
+    Operands o(plan, cases::kOddShape);
+    o.fill_integers();
+    EXPECT_EQ(run_on_device(plan, o, 2.0, -1.0).max_abs_error, 0.0) << t.name;
+  }
+  gk::Gemm simt(cases::options(cases::type_cases()[0], rrr, device_cc()));
+  simt.set_opclass(gk::OpClass::Simt);
+  Operands o(simt, cases::kOddShape);
+  o.fill_integers();
+  EXPECT_EQ(run_on_device(simt, o, 1.0, 1.0).max_abs_error, 0.0);
+}
+
+TEST(GpuShapes, TensorOpF16RefusesAnOddLeadingDimensionWithAHint) {
+  REQUIRE_GPU();
+  const cases::LayoutCase rrr{gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor};
+  gk::Gemm plan(cases::options(cases::type_cases()[0], rrr, device_cc()));
+  Operands o(plan, cases::kOddShape);
+  o.fill_integers();
+  try {
+    run_on_device(plan, o, 1.0, 0.0);
+    FAIL() << "expected a TensorError";
+  } catch (const gk::TensorError& e) {
+    EXPECT_NE(std::string(e.what()).find("set opclass = Simt"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuPaths, HostStagedTensorsLandInDWhenRunReturns) {
+  REQUIRE_GPU();
+  const cases::LayoutCase rcr{gk::Layout::RowMajor, gk::Layout::ColumnMajor, gk::Layout::RowMajor};
+  gk::Gemm plan(cases::options(cases::type_cases()[0], rcr, device_cc()));
+  Operands o(plan, cases::kMatrixShape);
+  o.fill_integers();
+  plan.run(o.A.view(), o.B.view(), o.C.view(), o.D.view(), 1.0, 2.0);
+  EXPECT_EQ(gk::util::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 2.0).max_abs_error, 0.0);
+}
+
+TEST(GpuPaths, BetaZeroNeedsNoC) {
+  REQUIRE_GPU();
+  const cases::LayoutCase rrr{gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor};
+  gk::Gemm plan(cases::options(cases::type_cases()[0], rrr, device_cc()));
+  Operands o(plan, cases::kMatrixShape);
+  o.fill_integers();
+  plan.run(o.A.view(), o.B.view(), nullptr, o.D.view(), 1.0, 0.0);
+  EXPECT_EQ(gk::util::compare_with_reference(o.A, o.B, nullptr, o.D, 1.0, 0.0).max_abs_error, 0.0);
+}
+
+TEST(GpuPaths, StridedHostDKeepsItsPadding) {
+  REQUIRE_GPU();
+  const cases::LayoutCase rrr{gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor};
+  gk::Gemm plan(cases::options(cases::type_cases()[0], rrr, device_cc()));
+  const long m = 64, n = 64, k = 64, ld = 72;
+  HostMatrix A(gk::DataType::f16, m, k, gk::Layout::RowMajor), B(gk::DataType::f16, k, n, gk::Layout::RowMajor);
+  A.fill_integers(1, -4, 4);
+  B.fill_integers(2, -4, 4);
+  HostMatrix padded(gk::DataType::f16, m, ld, gk::Layout::RowMajor);
+  padded.fill_integers(3, 7, 7);  // the padding columns must still hold 7 afterwards
+  const auto D = gk::TensorView::strided(padded.data(), gk::DataType::f16, {m, n}, {ld, 1});
+  plan.run(A.view(), B.view(), nullptr, D, 1.0, 0.0);
+  for (long r = 0; r < m; ++r) {
+    for (long c = 0; c < n; ++c) ASSERT_EQ(padded.get(0, r, c), gk::util::reference_element(A, B, nullptr, 1, 0, 0, r, c));
+    for (long c = n; c < ld; ++c) ASSERT_EQ(padded.get(0, r, c), 7.0);
+  }
+}
+
+TEST(GpuBatched, EveryOperandBatched) {
+  REQUIRE_GPU();
+  for (auto layout : {gk::Layout::RowMajor, gk::Layout::ColumnMajor}) {
+    const cases::LayoutCase l{layout, layout, layout};
+    gk::Gemm plan(cases::options(cases::type_cases()[0], l, device_cc()));
+    Operands o(plan, cases::kMatrixShape, 3, 3, 3);
+    o.fill_integers();
+    EXPECT_EQ(run_on_device(plan, o, 1.0, 1.0).max_abs_error, 0.0) << l.name();
+  }
+}
+
+TEST(GpuBatched, RankTwoOperandsBroadcast) {
+  REQUIRE_GPU();
+  const cases::LayoutCase rrr{gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor};
+  gk::Gemm plan(cases::options(cases::type_cases()[0], rrr, device_cc()));
+  Operands batched_a(plan, cases::kMatrixShape, 4, 1, 1);
+  batched_a.fill_integers();
+  EXPECT_EQ(run_on_device(plan, batched_a, 1.0, 1.0).max_abs_error, 0.0) << "B and C broadcast";
+  Operands batched_b(plan, cases::kMatrixShape, 1, 4, 4);
+  batched_b.fill_integers();
+  EXPECT_EQ(run_on_device(plan, batched_b, 1.0, 1.0).max_abs_error, 0.0) << "A broadcast";
+}
+
+TEST(GpuSwizzle, StreamKMatchesTheReference) {
+  REQUIRE_GPU();
+  const cases::LayoutCase rrr{gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor};
+  gk::Gemm plan(cases::options(cases::type_cases()[0], rrr, device_cc()));
+  plan.set_swizzling_functor(gk::Swizzle::StreamK);
+  // K much larger than M and N: Stream-K splits K across SMs and reduces the partial tiles.
+  Operands o(plan, {256, 256, 8192});
+  o.fill_integers();
+  EXPECT_EQ(run_on_device(plan, o, 1.0, 1.0).max_abs_error, 0.0) << plan.kernel_name();
+}
+
+TEST(GpuRepeat, SecondRunWithTheSameTensorsTakesTheCachedLaunch) {
+  REQUIRE_GPU();
+  const cases::LayoutCase rrr{gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor};
+  gk::Gemm plan(cases::options(cases::type_cases()[0], rrr, device_cc()));
+  Operands o(plan, cases::kMatrixShape);
+  o.fill_integers();
+  DeviceMatrix dA(o.A), dB(o.B), dC(o.C), dD(o.D);
+  for (double beta : {1.0, 1.0, 3.0, 3.0}) {  // a changed scalar must not reuse stale launch parameters
+    plan.run(dA.view(), dB.view(), dC.view(), dD.view(), 1.0, beta);
+    dD.copy_to(o.D);
+    EXPECT_EQ(gk::util::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta).max_abs_error, 0.0) << beta;
+  }
+}

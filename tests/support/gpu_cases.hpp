@@ -1,0 +1,105 @@
+// tests/support/gpu_cases.hpp: the plans and shapes the gpu tier runs, shared with the prebuild tool so the
+// GPU machine can compile every kernel in parallel before the tests start.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gemmkit/gemm.hpp"
+
+namespace gemmkit::gpu_cases {
+
+struct TypeCase {
+  const char* name;
+  DataType ab, cd, accumulator;
+};
+
+inline std::vector<TypeCase> type_cases() {
+  return {{"f16", DataType::f16, DataType::f16, DataType::f32},
+          {"bf16", DataType::bf16, DataType::bf16, DataType::f32},
+          {"f32", DataType::f32, DataType::f32, DataType::f32},
+          {"f64", DataType::f64, DataType::f64, DataType::f64},
+          {"s8", DataType::s8, DataType::s32, DataType::s32}};
+}
+
+struct LayoutCase {
+  Layout a, b, c;
+  std::string name() const {
+    return std::string(1, layout_letter(a)) + layout_letter(b) + layout_letter(c);
+  }
+};
+
+inline std::vector<LayoutCase> layout_cases() {
+  std::vector<LayoutCase> out;
+  for (Layout a : {Layout::RowMajor, Layout::ColumnMajor})
+    for (Layout b : {Layout::RowMajor, Layout::ColumnMajor})
+      for (Layout c : {Layout::RowMajor, Layout::ColumnMajor}) out.push_back({a, b, c});
+  return out;
+}
+
+struct Shape {
+  long m, n, k;
+};
+
+// Not multiples of any tile (K = 272 is 4 x 64 + 16), but of 16 elements, so every alignment stays wide.
+inline constexpr Shape kMatrixShape{200, 136, 272};
+// Odd everything: only alignment-1 kernels (f32 cp.async on SM90, f64, SIMT) take it.
+inline constexpr Shape kOddShape{127, 97, 131};
+
+inline GemmOptions options(const TypeCase& t, const LayoutCase& l, int cc) {
+  GemmOptions o;
+  o.element_a = o.element_b = t.ab;
+  o.element_c = o.element_d = t.cd;
+  o.element_accumulator = t.accumulator;
+  o.layout_a = l.a;
+  o.layout_b = l.b;
+  o.layout_c = l.c;
+  o.cc = cc;
+  return o;
+}
+
+// Views with this shape at 256-byte aligned fake addresses, for asking a plan which kernel run() would use.
+inline TensorView probe_view(DataType dtype, long rows, long cols, Layout layout) {
+  alignas(256) static char base[256];
+  return TensorView::on_gpu(base, dtype, {rows, cols}, layout, 0);
+}
+
+inline KernelSpec spec_for_shape(Gemm& plan, const Shape& s) {
+  const auto A = probe_view(plan.element_a(), s.m, s.k, plan.layout_a());
+  const auto B = probe_view(plan.element_b(), s.k, s.n, plan.layout_b());
+  const auto C = probe_view(plan.element_c(), s.m, s.n, plan.layout_c());
+  const auto D = probe_view(plan.element_d(), s.m, s.n, plan.layout_c());
+  return plan.spec_for(A, B, C, D, 1.0);
+}
+
+// Every kernel the gpu tier and the walk-through run on a device of compute capability cc.
+inline std::vector<KernelSpec> all_specs(int cc) {
+  std::vector<KernelSpec> out;
+  for (const auto& t : type_cases()) {
+    for (const auto& l : layout_cases()) {
+      Gemm plan(options(t, l, cc));
+      out.push_back(spec_for_shape(plan, kMatrixShape));
+    }
+  }
+  const LayoutCase rrr{Layout::RowMajor, Layout::RowMajor, Layout::RowMajor};
+  for (const char* name : {"f32", "f64"}) {
+    for (const auto& t : type_cases()) {
+      if (std::string(t.name) != name) continue;
+      Gemm plan(options(t, rrr, cc));
+      out.push_back(spec_for_shape(plan, kOddShape));
+    }
+  }
+  Gemm simt(options(type_cases()[0], rrr, cc));
+  simt.set_opclass(OpClass::Simt);
+  out.push_back(simt.spec());
+  Gemm stream_k(options(type_cases()[0], rrr, cc));
+  stream_k.set_swizzling_functor(Swizzle::StreamK);
+  out.push_back(stream_k.spec());
+  // The walk-through's compile(tile_descriptions()[1]).
+  Gemm third(options(type_cases()[0], rrr, cc));
+  third.set_tile_description(third.tile_descriptions().at(1));
+  out.push_back(third.spec());
+  return out;
+}
+
+}  // namespace gemmkit::gpu_cases

@@ -1,0 +1,47 @@
+// tests/support/prebuild.cpp: compiles every kernel of the gpu tier into the cache, in parallel, before the
+// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--list]).
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <set>
+#include <string>
+
+#include "gemmkit/cache.hpp"
+#include "gemmkit/codegen.hpp"
+#include "gemmkit/compiler.hpp"
+#include "gemmkit/errors.hpp"
+#include "support/gpu_cases.hpp"
+
+int main(int argc, char** argv) {
+  int cc = 90;
+  bool list_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--cc") == 0 && i + 1 < argc) cc = std::atoi(argv[++i]);
+    if (std::strcmp(argv[i], "--list") == 0) list_only = true;
+  }
+  try {
+    std::set<std::string> seen;
+    std::vector<gemmkit::KernelSource> sources;
+    for (const auto& spec : gemmkit::gpu_cases::all_specs(cc)) {
+      if (!seen.insert(spec.canonical()).second) continue;
+      sources.push_back(gemmkit::emit(spec));
+      std::cout << spec.name() << "\n";
+    }
+    std::cout << sources.size() << " kernels for SM" << cc << "\n";
+    if (list_only) return 0;
+    const auto start = std::chrono::steady_clock::now();
+    gemmkit::DiskCache cache;
+    const auto entries = cache.get_or_build_many(gemmkit::Toolchain::discover(), sources);
+    int built = 0;
+    for (const auto& e : entries) built += e.hit ? 0 : 1;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "built " << built << ", cached " << entries.size() - built << " in " << seconds << " s with "
+              << gemmkit::max_parallel_compiles() << " parallel jobs into " << cache.root() << "\n";
+    return 0;
+  } catch (const gemmkit::CompileError& e) {
+    std::cerr << "gemmkit_gpu_prebuild: " << e.what() << "\n" << e.log.substr(0, 4000) << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "gemmkit_gpu_prebuild: " << e.what() << "\n";
+  }
+  return 1;
+}
