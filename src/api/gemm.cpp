@@ -75,6 +75,7 @@ int bytes_of(DataType t) { return bits_of(t) / 8; }
 // Per-plan state of the run path: allowed alignments and the modules already resolved per alignment triple.
 struct Gemm::RunCache {
   std::vector<int> alignments_a, alignments_b, alignments_c;
+  bool transposed = false;  // the kernel computes D^T = B^T A^T (see catalog::computes_transposed)
   struct Entry {
     int a, b, c;
     std::shared_ptr<KernelModule> module;
@@ -160,6 +161,15 @@ KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignme
   s.alignment_a = alignment_a.value_or(catalog::operand_alignments(cc_, opclass_, types_.a, t).front());
   s.alignment_b = alignment_b.value_or(catalog::operand_alignments(cc_, opclass_, types_.b, t).front());
   s.alignment_c = alignment_c.value_or(catalog::operand_alignments(cc_, opclass_, types_.c, t).front());
+  if (catalog::computes_transposed(cc_, opclass_, t)) {
+    // The kernel sees A' = B^T, B' = A^T, C' = C^T: same memory, flipped layouts; run() swaps the arguments.
+    auto flip = [](Layout l) { return l == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor; };
+    std::swap(s.element_a, s.element_b);
+    std::swap(s.alignment_a, s.alignment_b);
+    s.layout_a = flip(types_.layout_b);
+    s.layout_b = flip(types_.layout_a);
+    s.layout_c = flip(types_.layout_c);
+  }
   s.swizzle = swizzle_;
   s.activation = activation_;
   const auto limits = catalog::limits_for_cc(cc_);
@@ -352,6 +362,7 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
     run_cache_->alignments_a = catalog::operand_alignments(cc_, opclass_, types_.a, t);
     run_cache_->alignments_b = catalog::operand_alignments(cc_, opclass_, types_.b, t);
     run_cache_->alignments_c = catalog::operand_alignments(cc_, opclass_, types_.c, t);
+    run_cache_->transposed = catalog::computes_transposed(cc_, opclass_, t);
   }
   auto alignment = [&](const MatrixOperand& x, DataType type, const std::vector<int>& candidates, const char* name) {
     const int fit = detail::fitting_alignment(x, bytes_of(type), candidates.data(), static_cast<int>(candidates.size()));
@@ -431,6 +442,12 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   args.batch_stride_B = b.batch > 1 ? b.batch_stride : 0;
   args.batch_stride_C = C != nullptr && c.batch > 1 ? c.batch_stride : 0;
   args.batch_stride_D = d.batch > 1 ? d.batch_stride : 0;
+  if (run_cache_->transposed) {
+    std::swap(args.m, args.n);
+    std::swap(args.A, args.B);
+    std::swap(args.lda, args.ldb);
+    std::swap(args.batch_stride_A, args.batch_stride_B);
+  }
   args.alpha = alpha;
   args.beta = beta;
   args.activation_params[0] = activation_parameter_;

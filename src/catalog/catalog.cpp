@@ -246,6 +246,11 @@ KernelFamily family_for(int kernel_cc) {
   return kernel_cc >= 90 ? KernelFamily::Sm90Collective : KernelFamily::Sm80Universal;
 }
 
+bool computes_transposed(int cc, OpClass opclass, const OperandTypes& types) {
+  return kernel_cc_for(cc, opclass, types) >= 90 && types.a == DataType::f32 && types.layout_a == Layout::RowMajor &&
+         types.layout_b == Layout::RowMajor;
+}
+
 std::vector<OpClass> supported_opclasses(int cc, const OperandTypes& types) {
   std::vector<OpClass> out;
   if (tensor_op_types(types) && layouts_ok_for_tensor_op(types) &&

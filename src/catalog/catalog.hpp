@@ -27,6 +27,10 @@ DeviceLimits limits_for_cc(int cc);
 int kernel_cc_for(int cc, OpClass opclass, const OperandTypes& types);
 KernelFamily family_for(int kernel_cc);
 
+// True when the kernel must compute the transposed problem D^T = B^T A^T: SM90 tf32 wgmma cannot read a
+// K-major A together with an N-major B (CUTLASS would swap them internally and need a transposed epilogue).
+bool computes_transposed(int cc, OpClass opclass, const OperandTypes& types);
+
 // Opclasses with kernels for these types/layouts on cc, TensorOp first. Empty: no kernel at all.
 std::vector<OpClass> supported_opclasses(int cc, const OperandTypes& types);
 

@@ -45,8 +45,18 @@ TEST(PlanNames, DefaultKernelsMatchTheReferenceFormat) {
   f32.cc = 80;
   EXPECT_EQ(gk::Gemm(f32).kernel_name(), "cutlass_tensorop_s1688tf32gemm_256x128_32x3_tt_align4");
   f32.cc = 90;
+  // tf32 wgmma cannot pair a K-major A with an N-major B: the kernel computes D^T = B^T A^T ("nnn").
   EXPECT_EQ(gk::Gemm(f32).kernel_name(),
-            "cutlass3x_sm90_tensorop_s0x0x0tf32gemm_f32_f32_f32_f32_f32_256x256x32_2x1x1_0_ttt_align4");
+            "cutlass3x_sm90_tensorop_s0x0x0tf32gemm_f32_f32_f32_f32_f32_256x256x32_2x1x1_0_nnn_align4");
+  f32.layout_b = gk::Layout::ColumnMajor;
+  f32.layout_a = f32.layout_c = gk::Layout::RowMajor;
+  f32.layout.reset();
+  EXPECT_EQ(gk::Gemm(f32).kernel_name(),
+            "cutlass3x_sm90_tensorop_s0x0x0tf32gemm_f32_f32_f32_f32_f32_256x256x32_2x1x1_0_tnt_align4");
+  f32.layout = gk::Layout::RowMajor;
+  f32.layout_a.reset();
+  f32.layout_b.reset();
+  f32.layout_c.reset();
   gk::GemmOptions f64 = f32;
   f64.element = gk::DataType::f64;
   f64.cc = 80;
