@@ -27,13 +27,20 @@ struct GemmOptions {
   const TensorView* C = nullptr;
   const TensorView* D = nullptr;
   std::optional<int> cc;  // the target GPU (e.g. 80, 90); default: the current device's
+  // The kernel generation: 80 = CUTLASS 2.x kernels (also on an SM90 GPU), 90 = CUTLASS 3.x. Default: the best
+  // for cc.
+  std::optional<int> kernel_cc;
 };
 
 struct RunOptions {
   cudaStream_t stream = nullptr;  // device tensors run on this stream; host tensors are staged through it
   bool sync = true;               // wait for the stream before returning (host outputs always land before return)
   bool print_module = false;      // print the generated source before running
+  const TensorView* bias = nullptr;  // the bias vector when the plan has one (set_bias): m (per row) or n elements
 };
+
+// Order in which SM90 persistent schedulers walk output tiles.
+enum class RasterOrder { Heuristic, AlongM, AlongN };
 
 // What compile() produced: which kernel, where it is cached, and whether nvcc ran.
 struct CompiledKernel {
@@ -52,6 +59,8 @@ class Gemm {
   Gemm& operator=(Gemm&&) noexcept;
 
   int cc() const { return cc_; }
+  // The kernel generation the plan uses (80 or 90).
+  int kernel_cc() const { return spec().kernel_cc; }
   DataType element_a() const { return types_.a; }
   DataType element_b() const { return types_.b; }
   DataType element_c() const { return types_.c; }
@@ -82,6 +91,16 @@ class Gemm {
   void set_activation(Activation activation, double parameter = 0.01);
   double activation_parameter() const { return activation_parameter_; }
   static std::vector<Activation> activations();
+
+  // A bias vector added before the activation: D = act(alpha*A@B + beta*C + bias), per output row or column.
+  BiasMode bias() const { return bias_; }
+  void set_bias(BiasMode bias);
+
+  // SM90 persistent tile schedulers: raster order and swizzle size (1, 2, 4 or 8); run-time only, no recompile.
+  RasterOrder raster_order() const { return raster_order_; }
+  void set_raster_order(RasterOrder order);
+  int max_swizzle_size() const { return max_swizzle_size_; }
+  void set_max_swizzle_size(int size);
 
   // The kernel for the widest alignments (or the given ones): a plain value, no I/O. A tile given here is
   // validated and stored in the plan, as the reference does.
@@ -122,7 +141,11 @@ class Gemm {
   void invalidate();
   std::shared_ptr<KernelModule> module_for(int alignment_a, int alignment_b, int alignment_c);
 
+  // The compute capability whose kernel families the plan chooses from (kernel_cc when one was requested).
+  int catalog_cc() const { return kernel_cc_request_ != 0 ? kernel_cc_request_ : cc_; }
+
   int cc_ = 0;
+  int kernel_cc_request_ = 0;
   struct Types {
     DataType a, b, c, d, accumulator;
     Layout layout_a, layout_b, layout_c;
@@ -132,6 +155,9 @@ class Gemm {
   Swizzle swizzle_ = Swizzle::Identity1;
   Activation activation_ = Activation::Identity;
   double activation_parameter_ = 0.01;
+  BiasMode bias_ = BiasMode::None;
+  RasterOrder raster_order_ = RasterOrder::Heuristic;
+  int max_swizzle_size_ = 1;
   std::unique_ptr<RunCache> run_cache_;
 };
 

@@ -93,6 +93,14 @@ Gemm::Gemm(const GemmOptions& o) {
   types_.layout_b = resolve_layout("B", o.B, o.layout_b, o.layout);
   types_.layout_c = resolve_layout("C", o.C, o.layout_c, o.layout);
   cc_ = resolve_cc(o.cc);
+  if (o.kernel_cc) {
+    const int k = *o.kernel_cc;
+    if ((k != 80 && k != 90) || k > cc_ || (k == 90 && cc_ >= 100)) {
+      throw ConfigError("kernel_cc " + std::to_string(k) + " is not available for cc " + std::to_string(cc_) +
+                        ": use 80 (CUTLASS 2.x kernels, any SM80+ GPU) or 90 (CUTLASS 3.x kernels, SM90 only).");
+    }
+    kernel_cc_request_ = k;
+  }
   const auto available = opclasses();
   if (available.empty()) {
     const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
@@ -111,7 +119,7 @@ Gemm::Gemm(Gemm&&) noexcept = default;
 Gemm& Gemm::operator=(Gemm&&) noexcept = default;
 
 std::vector<OpClass> Gemm::opclasses() const {
-  return catalog::supported_opclasses(cc_, operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator,
+  return catalog::supported_opclasses(catalog_cc(), operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator,
                                                           types_.layout_a, types_.layout_b, types_.layout_c));
 }
 
@@ -138,7 +146,7 @@ void Gemm::set_opclass(OpClass opclass) {
 std::vector<TileDescription> Gemm::tile_descriptions() const {
   const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
                                types_.layout_b, types_.layout_c);
-  return catalog::tile_descriptions(cc_, opclass_, t, catalog::limits_for_cc(cc_));
+  return catalog::tile_descriptions(catalog_cc(), opclass_, t, catalog::limits_for_cc(cc_));
 }
 
 KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
@@ -147,7 +155,7 @@ KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignme
                                types_.layout_b, types_.layout_c);
   KernelSpec s;
   s.cc = cc_;
-  s.kernel_cc = catalog::kernel_cc_for(cc_, opclass_, t);
+  s.kernel_cc = catalog::kernel_cc_for(catalog_cc(), opclass_, t);
   s.family = catalog::family_for(s.kernel_cc);
   s.opclass = opclass_;
   s.element_a = types_.a;
@@ -158,10 +166,10 @@ KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignme
   s.layout_a = types_.layout_a;
   s.layout_b = types_.layout_b;
   s.layout_c = types_.layout_c;
-  s.alignment_a = alignment_a.value_or(catalog::operand_alignments(cc_, opclass_, types_.a, t).front());
-  s.alignment_b = alignment_b.value_or(catalog::operand_alignments(cc_, opclass_, types_.b, t).front());
-  s.alignment_c = alignment_c.value_or(catalog::operand_alignments(cc_, opclass_, types_.c, t).front());
-  if (catalog::computes_transposed(cc_, opclass_, t)) {
+  s.alignment_a = alignment_a.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.a, t).front());
+  s.alignment_b = alignment_b.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.b, t).front());
+  s.alignment_c = alignment_c.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.c, t).front());
+  if (catalog::computes_transposed(catalog_cc(), opclass_, t)) {
     // The kernel sees A' = B^T, B' = A^T, C' = C^T: same memory, flipped layouts; run() swaps the arguments.
     auto flip = [](Layout l) { return l == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor; };
     std::swap(s.element_a, s.element_b);
@@ -169,9 +177,11 @@ KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignme
     s.layout_a = flip(types_.layout_b);
     s.layout_b = flip(types_.layout_a);
     s.layout_c = flip(types_.layout_c);
+    if (s.bias != BiasMode::None) s.bias = s.bias == BiasMode::PerRow ? BiasMode::PerColumn : BiasMode::PerRow;
   }
   s.swizzle = swizzle_;
   s.activation = activation_;
+  s.bias = bias_;
   const auto limits = catalog::limits_for_cc(cc_);
   if (tile_) {
     s.tile = *tile_;
@@ -180,7 +190,7 @@ KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignme
   }
   // Default: the first configuration (in catalog order) that satisfies every rule for this spec.
   std::string last_error = "no configurations";
-  for (const auto& tile : catalog::tile_descriptions(cc_, opclass_, t, limits, s.alignment_a, s.alignment_b)) {
+  for (const auto& tile : catalog::tile_descriptions(catalog_cc(), opclass_, t, limits, s.alignment_a, s.alignment_b)) {
     s.tile = tile;
     try {
       catalog::validate(s, limits);
@@ -248,6 +258,37 @@ void Gemm::set_activation(Activation activation, double parameter) {
   }
   activation_parameter_ = parameter;
   if (previous != activation) invalidate();
+}
+
+void Gemm::set_bias(BiasMode bias) {
+  const BiasMode previous = bias_;
+  bias_ = bias;
+  try {
+    (void)spec();
+  } catch (...) {
+    bias_ = previous;
+    throw;
+  }
+  if (previous != bias) invalidate();
+}
+
+void Gemm::set_raster_order(RasterOrder order) {
+  if (order != RasterOrder::Heuristic && spec().family != KernelFamily::Sm90Collective) {
+    throw ConfigError("Raster order applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x kernels. "
+                      "Use swizzle = HorizontalSwizzle or IdentitySwizzleN instead.");
+  }
+  raster_order_ = order;
+}
+
+void Gemm::set_max_swizzle_size(int size) {
+  if (size != 1 && size != 2 && size != 4 && size != 8) {
+    throw ConfigError("max_swizzle_size must be 1, 2, 4 or 8; got " + std::to_string(size) + ".");
+  }
+  if (size != 1 && spec().family != KernelFamily::Sm90Collective) {
+    throw ConfigError("max_swizzle_size applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x "
+                      "kernels. Use swizzle = IdentitySwizzle" + std::to_string(size) + " instead.");
+  }
+  max_swizzle_size_ = size;
 }
 
 KernelSpec Gemm::construct(const std::optional<TileDescription>& tile, std::optional<int> alignment_a,
@@ -359,10 +400,10 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
     const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
                                  types_.layout_b, types_.layout_c);
     run_cache_ = std::make_unique<RunCache>();
-    run_cache_->alignments_a = catalog::operand_alignments(cc_, opclass_, types_.a, t);
-    run_cache_->alignments_b = catalog::operand_alignments(cc_, opclass_, types_.b, t);
-    run_cache_->alignments_c = catalog::operand_alignments(cc_, opclass_, types_.c, t);
-    run_cache_->transposed = catalog::computes_transposed(cc_, opclass_, t);
+    run_cache_->alignments_a = catalog::operand_alignments(catalog_cc(), opclass_, types_.a, t);
+    run_cache_->alignments_b = catalog::operand_alignments(catalog_cc(), opclass_, types_.b, t);
+    run_cache_->alignments_c = catalog::operand_alignments(catalog_cc(), opclass_, types_.c, t);
+    run_cache_->transposed = catalog::computes_transposed(catalog_cc(), opclass_, t);
   }
   auto alignment = [&](const MatrixOperand& x, DataType type, const std::vector<int>& candidates, const char* name) {
     const int fit = detail::fitting_alignment(x, bytes_of(type), candidates.data(), static_cast<int>(candidates.size()));
@@ -403,6 +444,18 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   const detail::MatrixOperand &a = p.a, &b = p.b, &c = p.c, &d = p.d;
   const std::int64_t m = p.m, n = p.n, k = p.k, batch = p.batch;
 
+  detail::MatrixOperand bias;
+  if (bias_ != BiasMode::None) {
+    if (options.bias == nullptr) {
+      throw TensorError("Tensor bias: the plan adds a per-" + std::string(bias_ == BiasMode::PerRow ? "row" : "column") +
+                        " bias; pass it as RunOptions::bias (or set_bias(BiasMode::None)).");
+    }
+    const bool per_row = bias_ == BiasMode::PerRow;
+    bias = detail::check_bias(*options.bias, types_.c, per_row ? m : n, per_row ? "row" : "column");
+  } else if (options.bias != nullptr) {
+    throw TensorError("Tensor bias: the plan has no bias epilogue; call set_bias(BiasMode::PerRow or PerColumn) "
+                      "first.");
+  }
   const int device = current_device();
   auto check_device = [&](const TensorView& t, const char* name) {
     if (t.on_device() && t.device != device) {
@@ -415,6 +468,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   check_device(B, "B");
   check_device(D, "D");
   if (C != nullptr) check_device(*C, "C");
+  if (options.bias != nullptr) check_device(*options.bias, "bias");
 
   // 2. The kernel for these alignments (resolved once per alignment triple).
   if (options.print_module) std::fputs(emit(spec(p.alignment_a, p.alignment_b, p.alignment_c)).text.c_str(), stdout);
@@ -453,6 +507,11 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   args.activation_params[0] = activation_parameter_;
   args.device_id = device;
   args.sm_count = device_info(device).sm_count;
+  if (options.bias != nullptr) {
+    args.bias = options.bias->on_device() ? bias.data : staging.to_device(bias, bytes_of(types_.c), true);
+  }
+  args.raster_order = static_cast<int32_t>(raster_order_);
+  args.max_swizzle_size = max_swizzle_size_;
   args.splits = 1;
   module.run(args, options.stream);
 

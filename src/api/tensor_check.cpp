@@ -82,6 +82,31 @@ MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtyp
   return m;
 }
 
+MatrixOperand check_bias(const TensorView& t, DataType dtype, std::int64_t length, const char* per) {
+  const std::string expected = std::to_string(length) + " elements of " + std::string(to_string(dtype)) +
+                               " (one per output " + per + ")";
+  if (t.data == nullptr) reject("bias", "data pointer is null.");
+  if (t.dtype != dtype) {
+    reject("bias", "has element type " + std::string(to_string(t.dtype)) + "; the plan expects " + expected + ".");
+  }
+  const bool vector = t.rank == 1 || (t.rank == 2 && (t.shape[0] == 1 || t.shape[1] == 1));
+  if (!vector || t.numel() != length) {
+    reject("bias", "has shape " + t.shape_string() + "; the plan expects " + expected + ".");
+  }
+  for (int i = 0; i < t.rank; ++i) {
+    if (t.shape[i] > 1 && t.strides[i] != 1) {
+      reject("bias", "has strides " + t.strides_string() + "; its elements must be contiguous.");
+    }
+  }
+  MatrixOperand m;
+  m.data = t.data;
+  m.rows = 1;
+  m.cols = length;
+  m.ld = length;
+  m.span = length;
+  return m;
+}
+
 int fitting_alignment(const MatrixOperand& operand, int element_bytes, const int* candidates, int count) {
   const auto address = reinterpret_cast<std::uintptr_t>(operand.data);
   for (int i = 0; i < count; ++i) {

@@ -363,9 +363,10 @@ void validate(const KernelSpec& spec, const DeviceLimits& limits) {
          "ThreadblockSwizzleStreamK.");
   }
   // An auto epilogue with a fused activation resolves to the TMA epilogue; the no-smem one cannot fuse.
-  if (sm90 && spec.activation != Activation::Identity && td.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
-    fail("Fused activations on SM90 kernels need a TMA epilogue (TmaWarpSpecialized, TmaWarpSpecializedCooperative "
-         "or auto); got epilogue schedule NoSmemWarpSpecialized.");
+  const bool fused = spec.activation != Activation::Identity || spec.bias != BiasMode::None;
+  if (sm90 && fused && td.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
+    fail("Fused activations and bias on SM90 kernels need a TMA epilogue (TmaWarpSpecialized, "
+         "TmaWarpSpecializedCooperative or auto); got epilogue schedule NoSmemWarpSpecialized.");
   }
 
   // Alignment: at most one 128-bit vector; TMA mainloops need 16-byte aligned rows.
