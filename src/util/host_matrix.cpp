@@ -100,14 +100,32 @@ TensorView HostMatrix::view_at(void* data, int device) const {
   return v;
 }
 
+double apply_activation(Activation activation, double x, double parameter) {
+  switch (activation) {
+    case Activation::Identity: return x;
+    case Activation::ReLU: return x > 0 ? x : 0.0;
+    case Activation::LeakyReLU: return x > 0 ? x : x * parameter;
+    case Activation::GELU: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::GELUTanh:
+      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::HardSwish: return x * std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0;
+    case Activation::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case Activation::SiLU: return x / (1.0 + std::exp(-x));
+    case Activation::Tanh: return std::tanh(x);
+  }
+  return x;
+}
+
 double reference_element(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, double alpha, double beta,
-                         std::int64_t b, std::int64_t r, std::int64_t c) {
+                         std::int64_t b, std::int64_t r, std::int64_t c, const Epilogue& epilogue) {
   const std::int64_t ba = A.batch() > 1 ? b : 0, bb = B.batch() > 1 ? b : 0;
   double sum = 0.0;
   for (std::int64_t k = 0; k < A.cols(); ++k) sum += A.get(ba, r, k) * B.get(bb, k, c);
   double out = alpha * sum;
   if (C != nullptr && beta != 0.0) out += beta * C->get(C->batch() > 1 ? b : 0, r, c);
-  return out;
+  if (epilogue.bias_mode == BiasMode::PerRow) out += epilogue.bias->get(0, 0, r);
+  if (epilogue.bias_mode == BiasMode::PerColumn) out += epilogue.bias->get(0, 0, c);
+  return apply_activation(epilogue.activation, out, epilogue.parameter);
 }
 
 double round_to(DataType dtype, double value) {
@@ -117,10 +135,11 @@ double round_to(DataType dtype, double value) {
 }
 
 Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, const HostMatrix& D,
-                                  double alpha, double beta, std::int64_t samples, std::uint64_t seed) {
+                                  double alpha, double beta, std::int64_t samples, std::uint64_t seed,
+                                  const Epilogue& epilogue) {
   Comparison result;
   auto check = [&](std::int64_t b, std::int64_t r, std::int64_t c) {
-    const double expected = round_to(D.dtype(), reference_element(A, B, C, alpha, beta, b, r, c));
+    const double expected = round_to(D.dtype(), reference_element(A, B, C, alpha, beta, b, r, c, epilogue));
     const double error = std::fabs(D.get(b, r, c) - expected);
     result.max_abs_error = std::max(result.max_abs_error, error);
     result.max_rel_error = std::max(result.max_rel_error, error / std::max(1.0, std::fabs(expected)));

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gemmkit/kernel_spec.hpp"
 #include "gemmkit/tensor.hpp"
 #include "gemmkit/types.hpp"
 
@@ -45,9 +46,20 @@ class HostMatrix {
   std::vector<std::byte> storage_;
 };
 
-// act-free reference: alpha * A@B + beta * C for one output element, in float64 (A/B broadcast when batch 1).
+// What follows the linear combination: act(x + bias), in float64.
+struct Epilogue {
+  Activation activation = Activation::Identity;
+  double parameter = 0.01;              // leaky_relu slope
+  const HostMatrix* bias = nullptr;     // 1 x m (per row) or 1 x n (per column)
+  BiasMode bias_mode = BiasMode::None;
+};
+
+// The activation functions' exact math (gelu: erf form; gelu_tanh: the tanh approximation).
+double apply_activation(Activation activation, double x, double parameter);
+
+// act(alpha * A@B + beta * C + bias) for one output element, in float64 (operands of batch 1 broadcast).
 double reference_element(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, double alpha, double beta,
-                         std::int64_t b, std::int64_t r, std::int64_t c);
+                         std::int64_t b, std::int64_t r, std::int64_t c, const Epilogue& epilogue = {});
 
 // `value` as stored in an element of `dtype` (floats round to nearest, integers with std::lround).
 double round_to(DataType dtype, double value);
@@ -60,6 +72,7 @@ struct Comparison {
 
 // Compares D against the reference rounded to D's type (so exact arithmetic compares equal) on every element, or on `samples` random elements when samples > 0.
 Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, const HostMatrix& D,
-                                  double alpha, double beta, std::int64_t samples = 0, std::uint64_t seed = 1);
+                                  double alpha, double beta, std::int64_t samples = 0, std::uint64_t seed = 1,
+                                  const Epilogue& epilogue = {});
 
 }  // namespace gemmkit::util

@@ -72,9 +72,47 @@ inline KernelSpec spec_for_shape(Gemm& plan, const Shape& s) {
   return plan.spec_for(A, B, C, D, 1.0);
 }
 
+inline const std::vector<Activation>& all_activations() {
+  static const std::vector<Activation> kAll = {Activation::Identity, Activation::ReLU,     Activation::LeakyReLU,
+                                               Activation::GELU,     Activation::GELUTanh, Activation::HardSwish,
+                                               Activation::Sigmoid,  Activation::SiLU,     Activation::Tanh};
+  return kAll;
+}
+
+// The epilogue tier: each activation on the 3.x (kernel_cc 90) and 2.x (kernel_cc 80) families.
+inline GemmOptions epilogue_options(DataType type, int cc, int kernel_cc) {
+  const TypeCase t{"", type, type, type == DataType::f16 || type == DataType::bf16 ? DataType::f32 : type};
+  GemmOptions o = options(t, {Layout::RowMajor, Layout::RowMajor, Layout::RowMajor}, cc);
+  o.kernel_cc = kernel_cc;
+  return o;
+}
+
+inline const std::vector<DataType>& epilogue_types() {
+  static const std::vector<DataType> kTypes = {DataType::f16, DataType::bf16, DataType::f32};
+  return kTypes;
+}
+
+inline std::vector<int> kernel_generations(int cc) { return cc >= 90 ? std::vector<int>{90, 80} : std::vector<int>{80}; }
+
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc.
 inline std::vector<KernelSpec> all_specs(int cc) {
   std::vector<KernelSpec> out;
+  for (int kernel_cc : kernel_generations(cc)) {
+    for (DataType type : epilogue_types()) {
+      for (Activation activation : all_activations()) {
+        Gemm plan(epilogue_options(type, cc, kernel_cc));
+        plan.set_activation(activation);
+        out.push_back(spec_for_shape(plan, kMatrixShape));
+      }
+      for (BiasMode bias : {BiasMode::PerRow, BiasMode::PerColumn}) {
+        if (type != DataType::f16) continue;
+        Gemm plan(epilogue_options(type, cc, kernel_cc));
+        plan.set_activation(Activation::ReLU);
+        plan.set_bias(bias);
+        out.push_back(spec_for_shape(plan, kMatrixShape));
+      }
+    }
+  }
   for (const auto& t : type_cases()) {
     for (const auto& l : layout_cases()) {
       Gemm plan(options(t, l, cc));

@@ -1,0 +1,131 @@
+// tests/gpu/epilogue_gpu_test.cpp: fused activations and bias on SM90 (CUTLASS 3.x) and SM80-family (2.x) kernels
+// against a float64 host reference; the leaky_relu slope is a run-time argument that is honoured.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gemmkit/cache.hpp"
+#include "gemmkit/gemm.hpp"
+#include "gemmkit/runtime.hpp"
+#include "support/gpu_cases.hpp"
+#include "util/host_matrix.hpp"
+
+namespace gk = gemmkit;
+using gk::util::HostMatrix;
+namespace cases = gk::gpu_cases;
+
+namespace {
+
+int device_cc() { return gk::device_info(gk::current_device()).cc; }
+
+struct Problem {
+  HostMatrix A, B, C, D, bias_row, bias_column;
+  explicit Problem(gk::DataType t, const cases::Shape& s = cases::kMatrixShape)
+      : A(t, s.m, s.k, gk::Layout::RowMajor), B(t, s.k, s.n, gk::Layout::RowMajor),
+        C(t, s.m, s.n, gk::Layout::RowMajor), D(t, s.m, s.n, gk::Layout::RowMajor),
+        bias_row(t, 1, s.m, gk::Layout::RowMajor), bias_column(t, 1, s.n, gk::Layout::RowMajor) {}
+  void fill_uniform() {
+    A.fill_uniform(31);
+    B.fill_uniform(32);
+    C.fill_uniform(33);
+    bias_row.fill_uniform(34);
+    bias_column.fill_uniform(35);
+  }
+  void fill_integers() {
+    A.fill_integers(41, -4, 4);
+    B.fill_integers(42, -4, 4);
+    C.fill_integers(43, -4, 4);
+    bias_row.fill_integers(44, -4, 4);
+    bias_column.fill_integers(45, -4, 4);
+  }
+};
+
+// Host tensors (staged by run) keep these tests short; the device path is covered by gemm_gpu_test.
+gk::util::Comparison run_checked(gk::Gemm& plan, Problem& p, double alpha, double beta,
+                                 gk::BiasMode bias = gk::BiasMode::None) {
+  const HostMatrix* bias_matrix = bias == gk::BiasMode::PerRow ? &p.bias_row : &p.bias_column;
+  const auto bias_view = gk::TensorView::host(const_cast<void*>(bias_matrix->data()), bias_matrix->dtype(),
+                                              {bias_matrix->cols()});
+  gk::RunOptions options;
+  if (bias != gk::BiasMode::None) options.bias = &bias_view;
+  const auto C = p.C.view();
+  plan.run(p.A.view(), p.B.view(), beta != 0.0 ? &C : nullptr, p.D.view(), alpha, beta, options);
+  gk::util::Epilogue epilogue{plan.activation(), plan.activation_parameter(),
+                              bias != gk::BiasMode::None ? bias_matrix : nullptr, bias};
+  return gk::util::compare_with_reference(p.A, p.B, beta != 0.0 ? &p.C : nullptr, p.D, alpha, beta, 0, 1, epilogue);
+}
+
+double tolerance(gk::DataType t) { return t == gk::DataType::bf16 ? 4e-2 : 1e-2; }
+
+}  // namespace
+
+using EpilogueCase = std::tuple<int, gk::DataType, gk::Activation>;
+class Activations : public ::testing::TestWithParam<EpilogueCase> {};
+
+TEST_P(Activations, MatchFloat64ReferenceWithAndWithoutC) {
+  if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  const auto [kernel_cc, type, activation] = GetParam();
+  if (kernel_cc > device_cc()) GTEST_SKIP() << "SM" << kernel_cc << " kernels need an SM" << kernel_cc << " GPU";
+  gk::Gemm plan(cases::epilogue_options(type, device_cc(), kernel_cc));
+  plan.set_activation(activation, 0.2);
+  EXPECT_EQ(plan.kernel_cc(), kernel_cc);  // no silent fallback to another kernel generation
+  Problem p(type);
+  p.fill_uniform();
+  for (double beta : {0.5, 0.0}) {
+    const auto cmp = run_checked(plan, p, 1.25, beta);
+    EXPECT_LE(cmp.max_rel_error, tolerance(type)) << plan.kernel_name() << " beta=" << beta;
+  }
+}
+
+std::string epilogue_case_name(const ::testing::TestParamInfo<EpilogueCase>& info) {
+  return "sm" + std::to_string(std::get<0>(info.param)) + "_" + std::string(gk::to_string(std::get<1>(info.param))) +
+         "_" + std::string(gk::to_string(std::get<2>(info.param)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, Activations,
+                         ::testing::Combine(::testing::Values(90, 80), ::testing::ValuesIn(cases::epilogue_types()),
+                                            ::testing::ValuesIn(cases::all_activations())),
+                         epilogue_case_name);
+
+TEST(GpuEpilogue, ExactOnSmallIntegersForPiecewiseLinearActivations) {
+  if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  for (int kernel_cc : cases::kernel_generations(device_cc())) {
+    for (auto activation : {gk::Activation::Identity, gk::Activation::ReLU, gk::Activation::LeakyReLU}) {
+      gk::Gemm plan(cases::epilogue_options(gk::DataType::f16, device_cc(), kernel_cc));
+      plan.set_activation(activation, 0.5);  // x * 0.5 stays exact on integers
+      Problem p(gk::DataType::f16);
+      p.fill_integers();
+      EXPECT_EQ(run_checked(plan, p, 1.0, 1.0).max_abs_error, 0.0) << plan.kernel_name();
+    }
+  }
+}
+
+TEST(GpuEpilogue, LeakySlopeIsHonouredWithoutRecompiling) {
+  if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  for (int kernel_cc : cases::kernel_generations(device_cc())) {
+    gk::Gemm plan(cases::epilogue_options(gk::DataType::f16, device_cc(), kernel_cc));
+    Problem p(gk::DataType::f16);
+    p.fill_integers();
+    plan.set_activation(gk::Activation::LeakyReLU, 0.5);
+    EXPECT_EQ(run_checked(plan, p, 1.0, 1.0).max_abs_error, 0.0);
+    const int builds = gk::cache_counters().builds;
+    plan.set_activation(gk::Activation::LeakyReLU, 0.25);
+    EXPECT_EQ(run_checked(plan, p, 1.0, 1.0).max_abs_error, 0.0) << plan.kernel_name();
+    EXPECT_EQ(gk::cache_counters().builds, builds);
+  }
+}
+
+TEST(GpuEpilogue, BiasPerRowAndPerColumn) {
+  if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  for (int kernel_cc : cases::kernel_generations(device_cc())) {
+    for (auto bias : {gk::BiasMode::PerRow, gk::BiasMode::PerColumn}) {
+      gk::Gemm plan(cases::epilogue_options(gk::DataType::f16, device_cc(), kernel_cc));
+      plan.set_activation(gk::Activation::ReLU);
+      plan.set_bias(bias);
+      Problem p(gk::DataType::f16);
+      p.fill_integers();
+      EXPECT_EQ(run_checked(plan, p, 1.0, 1.0, bias).max_abs_error, 0.0) << plan.kernel_name();
+    }
+  }
+}
