@@ -2,6 +2,7 @@
 // GPU machine can compile every kernel in parallel before the tests start.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,9 +95,53 @@ inline const std::vector<DataType>& epilogue_types() {
 
 inline std::vector<int> kernel_generations(int cc) { return cc >= 90 ? std::vector<int>{90, 80} : std::vector<int>{80}; }
 
+// One configuration of the configuration tier: a plan (kernel generation, opclass, element) and a tile or swizzle.
+struct ConfigCase {
+  std::string label;
+  int kernel_cc;
+  OpClass opclass;
+  DataType type;
+  std::optional<TileDescription> tile;
+  Swizzle swizzle = Swizzle::Identity1;
+};
+
+inline Gemm config_plan(const ConfigCase& c, int cc) {
+  Gemm plan(epilogue_options(c.type, cc, c.kernel_cc));
+  plan.set_opclass(c.opclass);
+  if (c.tile) plan.set_tile_description(*c.tile);
+  if (c.swizzle != Swizzle::Identity1) plan.set_swizzling_functor(c.swizzle);
+  return plan;
+}
+
+// Every SM90 f16 configuration (all schedules and schedulers), every other SM80-family f16 tile/stage count,
+// SIMT tiles, and each 2.x swizzle including Stream-K.
+inline std::vector<ConfigCase> config_cases(int cc) {
+  std::vector<ConfigCase> out;
+  auto add_tiles = [&](int kernel_cc, OpClass opclass, DataType type, int step, const std::string& prefix) {
+    Gemm plan(epilogue_options(type, cc, kernel_cc));
+    plan.set_opclass(opclass);
+    const auto tiles = plan.tile_descriptions();
+    for (std::size_t i = 0; i < tiles.size(); i += step) {
+      out.push_back({prefix + std::to_string(i), kernel_cc, opclass, type, tiles[i]});
+    }
+  };
+  if (cc >= 90) add_tiles(90, OpClass::TensorOp, DataType::f16, 1, "sm90_f16_tile");
+  add_tiles(80, OpClass::TensorOp, DataType::f16, 2, "sm80_f16_tile");
+  add_tiles(80, OpClass::Simt, DataType::f32, 3, "simt_f32_tile");
+  for (Swizzle s : {Swizzle::Identity2, Swizzle::Identity4, Swizzle::Identity8, Swizzle::Horizontal,
+                    Swizzle::StreamK}) {
+    out.push_back({"sm80_f16_" + std::string(to_string(s)), 80, OpClass::TensorOp, DataType::f16, std::nullopt, s});
+  }
+  return out;
+}
+
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc.
 inline std::vector<KernelSpec> all_specs(int cc) {
   std::vector<KernelSpec> out;
+  for (const auto& c : config_cases(cc)) {
+    Gemm plan = config_plan(c, cc);
+    out.push_back(spec_for_shape(plan, kMatrixShape));
+  }
   for (int kernel_cc : kernel_generations(cc)) {
     for (DataType type : epilogue_types()) {
       for (Activation activation : all_activations()) {
