@@ -81,6 +81,8 @@ class Gemm {
   const std::optional<TileDescription>& tile_description() const { return tile_; }
   // Validates before storing; throws ConfigError naming the rule.
   void set_tile_description(const TileDescription& tile);
+  // Merges some fields onto the current configuration (or the default one), validates, stores.
+  void update_tile_description(const TileDescriptionUpdate& update);
 
   Swizzle swizzling_functor() const { return swizzle_; }
   void set_swizzling_functor(Swizzle swizzle);
@@ -138,8 +140,13 @@ class Gemm {
   struct Problem;
   Problem check_problem(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                         double beta);
+  struct Variant;
+  Variant& variant_for(const Problem& p);
+  std::size_t choose_tile(const Variant& variant, const Problem& p, int sm_count) const;
   void invalidate();
-  std::shared_ptr<KernelModule> module_for(int alignment_a, int alignment_b, int alignment_c);
+  KernelSpec base_spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
+                       std::optional<int> alignment_c) const;
+  std::vector<TileDescription> valid_tiles(const KernelSpec& base) const;
 
   // The compute capability whose kernel families the plan chooses from (kernel_cc when one was requested).
   int catalog_cc() const { return kernel_cc_request_ != 0 ? kernel_cc_request_ : cc_; }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -67,6 +68,18 @@ struct TileDescription {
   // The reference's multi-line block (ClusterShape / ThreadblockShape / WarpCount / Stages / ...).
   std::string to_string() const;
   bool operator==(const TileDescription&) const = default;
+};
+
+// Some fields of a TileDescription (the reference's dict form): merged onto the plan's current or default one.
+struct TileDescriptionUpdate {
+  std::optional<Shape3> threadblock_shape, warp_count, instruction_shape, cluster_shape;
+  std::optional<int> stages;
+  std::optional<KernelSchedule> kernel_schedule;
+  std::optional<EpilogueSchedule> epilogue_schedule;
+  std::optional<TileScheduler> tile_scheduler;
+  std::optional<MathOperation> math_operation;
+
+  TileDescription applied_to(TileDescription base) const;
 };
 
 struct KernelSpec {

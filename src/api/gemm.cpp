@@ -73,14 +73,24 @@ int bytes_of(DataType t) { return bits_of(t) / 8; }
 }  // namespace
 
 // Per-plan state of the run path: allowed alignments and the modules already resolved per alignment triple.
+struct Gemm::Problem {
+  detail::MatrixOperand a, b, c, d;
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  int alignment_a = 0, alignment_b = 0, alignment_c = 0;
+};
+
+// The kernels of one alignment triple: its valid configurations and those loaded so far.
+struct Gemm::Variant {
+  int a, b, c;
+  KernelSpec base;
+  std::vector<TileDescription> tiles;
+  std::vector<std::shared_ptr<KernelModule>> modules;  // parallel to tiles, loaded on first use
+};
+
 struct Gemm::RunCache {
   std::vector<int> alignments_a, alignments_b, alignments_c;
   bool transposed = false;  // the kernel computes D^T = B^T A^T (see catalog::computes_transposed)
-  struct Entry {
-    int a, b, c;
-    std::shared_ptr<KernelModule> module;
-  };
-  std::vector<Entry> modules;
+  std::vector<Variant> variants;
 };
 
 Gemm::Gemm(const GemmOptions& o) {
@@ -149,8 +159,8 @@ std::vector<TileDescription> Gemm::tile_descriptions() const {
   return catalog::tile_descriptions(catalog_cc(), opclass_, t, catalog::limits_for_cc(cc_));
 }
 
-KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
-                      std::optional<int> alignment_c) const {
+KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
+                           std::optional<int> alignment_c) const {
   const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
                                types_.layout_b, types_.layout_c);
   KernelSpec s;
@@ -169,6 +179,9 @@ KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignme
   s.alignment_a = alignment_a.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.a, t).front());
   s.alignment_b = alignment_b.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.b, t).front());
   s.alignment_c = alignment_c.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.c, t).front());
+  s.swizzle = swizzle_;
+  s.activation = activation_;
+  s.bias = bias_;
   if (catalog::computes_transposed(catalog_cc(), opclass_, t)) {
     // The kernel sees A' = B^T, B' = A^T, C' = C^T: same memory, flipped layouts; run() swaps the arguments.
     auto flip = [](Layout l) { return l == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor; };
@@ -179,29 +192,45 @@ KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignme
     s.layout_c = flip(types_.layout_c);
     if (s.bias != BiasMode::None) s.bias = s.bias == BiasMode::PerRow ? BiasMode::PerColumn : BiasMode::PerRow;
   }
-  s.swizzle = swizzle_;
-  s.activation = activation_;
-  s.bias = bias_;
+  return s;
+}
+
+std::vector<TileDescription> Gemm::valid_tiles(const KernelSpec& base) const {
   const auto limits = catalog::limits_for_cc(cc_);
   if (tile_) {
+    KernelSpec s = base;
     s.tile = *tile_;
     catalog::validate(s, limits);
-    return s;
+    return {*tile_};
   }
-  // Default: the first configuration (in catalog order) that satisfies every rule for this spec.
+  const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
+                               types_.layout_b, types_.layout_c);
+  std::vector<TileDescription> valid;
   std::string last_error = "no configurations";
-  for (const auto& tile : catalog::tile_descriptions(catalog_cc(), opclass_, t, limits, s.alignment_a, s.alignment_b)) {
+  for (const auto& tile :
+       catalog::tile_descriptions(catalog_cc(), opclass_, t, limits, base.alignment_a, base.alignment_b)) {
+    KernelSpec s = base;
     s.tile = tile;
     try {
       catalog::validate(s, limits);
-      return s;
+      valid.push_back(tile);
     } catch (const ConfigError& e) {
       last_error = e.what();
     }
   }
-  throw ConfigError("No valid configuration for " + std::string(to_string(opclass_)) + " on SM" +
-                    std::to_string(cc_) + " with alignments " + std::to_string(s.alignment_a) + "/" +
-                    std::to_string(s.alignment_b) + "/" + std::to_string(s.alignment_c) + ": " + last_error);
+  if (valid.empty()) {
+    throw ConfigError("No valid configuration for " + std::string(to_string(opclass_)) + " on SM" +
+                      std::to_string(cc_) + " with alignments " + std::to_string(base.alignment_a) + "/" +
+                      std::to_string(base.alignment_b) + "/" + std::to_string(base.alignment_c) + ": " + last_error);
+  }
+  return valid;
+}
+
+KernelSpec Gemm::spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
+                      std::optional<int> alignment_c) const {
+  KernelSpec s = base_spec(alignment_a, alignment_b, alignment_c);
+  s.tile = valid_tiles(s).front();  // the set tile, else the first valid one in catalog order
+  return s;
 }
 
 void Gemm::set_tile_description(const TileDescription& tile) {
@@ -210,6 +239,10 @@ void Gemm::set_tile_description(const TileDescription& tile) {
   catalog::validate(s, catalog::limits_for_cc(cc_));
   tile_ = tile;
   invalidate();
+}
+
+void Gemm::update_tile_description(const TileDescriptionUpdate& update) {
+  set_tile_description(update.applied_to(tile_ ? *tile_ : spec().tile));
 }
 
 std::vector<Swizzle> Gemm::swizzling_functors() const {
@@ -305,13 +338,35 @@ CompiledKernel Gemm::compile(const std::optional<TileDescription>& tile) {
   return {entry.kernel_name, entry.module_path, entry.key, entry.hit, entry.build_seconds};
 }
 
-std::shared_ptr<KernelModule> Gemm::module_for(int alignment_a, int alignment_b, int alignment_c) {
-  for (const auto& entry : run_cache_->modules) {
-    if (entry.a == alignment_a && entry.b == alignment_b && entry.c == alignment_c) return entry.module;
+Gemm::Variant& Gemm::variant_for(const Problem& p) {
+  for (auto& v : run_cache_->variants) {
+    if (v.a == p.alignment_a && v.b == p.alignment_b && v.c == p.alignment_c) return v;
   }
-  auto module = runtime::load_kernel(spec(alignment_a, alignment_b, alignment_c));
-  run_cache_->modules.push_back({alignment_a, alignment_b, alignment_c, module});
-  return module;
+  Variant v{p.alignment_a, p.alignment_b, p.alignment_c, base_spec(p.alignment_a, p.alignment_b, p.alignment_c),
+                      {}, {}};
+  v.tiles = valid_tiles(v.base);
+  v.modules.resize(v.tiles.size());
+  run_cache_->variants.push_back(std::move(v));
+  return run_cache_->variants.back();
+}
+
+std::size_t Gemm::choose_tile(const Variant& v, const Problem& p, int sm_count) const {
+  if (tile_) return 0;
+  // The kernel sees the transposed problem when it computes D^T.
+  const bool swap = run_cache_->transposed;
+  const catalog::ProblemShape shape{swap ? p.n : p.m, swap ? p.m : p.n, p.k, p.batch};
+  return catalog::choose_tile(v.tiles, v.base, shape, sm_count);
+}
+
+KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                          double beta) {
+  const Problem p = check_problem(A, B, C, D, beta);
+  Variant& v = variant_for(p);
+  KernelSpec s = v.base;
+  const int sm_count = cuda_device_count() > 0 ? device_info(current_device()).sm_count
+                                               : catalog::limits_for_cc(cc_).sm_count;
+  s.tile = v.tiles[choose_tile(v, p, sm_count)];
+  return s;
 }
 
 namespace {
@@ -339,11 +394,6 @@ class Staging {
 
 }  // namespace
 
-struct Gemm::Problem {
-  detail::MatrixOperand a, b, c, d;
-  std::int64_t m = 0, n = 0, k = 0, batch = 1;
-  int alignment_a = 0, alignment_b = 0, alignment_c = 0;
-};
 
 Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                                   double beta) {
@@ -431,12 +481,6 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
   return p;
 }
 
-KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
-                          double beta) {
-  const Problem p = check_problem(A, B, C, D, beta);
-  return spec(p.alignment_a, p.alignment_b, p.alignment_c);
-}
-
 void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha,
                double beta, const RunOptions& options) {
   // 1. Check every tensor against the plan; nothing is written before all checks pass.
@@ -471,8 +515,16 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   if (options.bias != nullptr) check_device(*options.bias, "bias");
 
   // 2. The kernel for these alignments (resolved once per alignment triple).
-  if (options.print_module) std::fputs(emit(spec(p.alignment_a, p.alignment_b, p.alignment_c)).text.c_str(), stdout);
-  KernelModule& module = *module_for(p.alignment_a, p.alignment_b, p.alignment_c);
+  Variant& variant = variant_for(p);
+  const int sm_count = device_info(device).sm_count;
+  const std::size_t choice = choose_tile(variant, p, sm_count);
+  if (!variant.modules[choice] || options.print_module) {
+    KernelSpec s = variant.base;
+    s.tile = variant.tiles[choice];
+    if (options.print_module) std::fputs(emit(s).text.c_str(), stdout);
+    if (!variant.modules[choice]) variant.modules[choice] = runtime::load_kernel(s);
+  }
+  KernelModule& module = *variant.modules[choice];
 
   // 3. Arguments; host tensors are staged through the GPU on the caller's stream.
   Staging staging(options.stream);
@@ -506,7 +558,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   args.beta = beta;
   args.activation_params[0] = activation_parameter_;
   args.device_id = device;
-  args.sm_count = device_info(device).sm_count;
+  args.sm_count = sm_count;
   if (options.bias != nullptr) {
     args.bias = options.bias->on_device() ? bias.data : staging.to_device(bias, bytes_of(types_.c), true);
   }

@@ -226,6 +226,19 @@ std::string TileDescription::to_string() const {
   return out.str();
 }
 
+TileDescription TileDescriptionUpdate::applied_to(TileDescription base) const {
+  if (threadblock_shape) base.threadblock_shape = *threadblock_shape;
+  if (warp_count) base.warp_count = *warp_count;
+  if (instruction_shape) base.instruction_shape = *instruction_shape;
+  if (cluster_shape) base.cluster_shape = *cluster_shape;
+  if (stages) base.stages = *stages;
+  if (kernel_schedule) base.kernel_schedule = *kernel_schedule;
+  if (epilogue_schedule) base.epilogue_schedule = *epilogue_schedule;
+  if (tile_scheduler) base.tile_scheduler = *tile_scheduler;
+  if (math_operation) base.math_operation = *math_operation;
+  return base;
+}
+
 std::string KernelSpec::name() const {
   return family == KernelFamily::Sm90Collective ? sm90_name(*this) : sm80_name(*this);
 }

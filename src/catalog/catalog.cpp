@@ -300,6 +300,59 @@ TileDescription default_tile_description(int cc, OpClass opclass, const OperandT
   return all.front();
 }
 
+namespace {
+
+// Relative throughput of a CTA tile's mainloop (larger tiles reuse each loaded byte more).
+double tile_efficiency(const Shape3& cta) {
+  const int area = cta[0] * cta[1];
+  if (area >= 128 * 256) return 1.0;
+  if (area >= 128 * 128) return 0.85;
+  return 0.65;
+}
+
+std::int64_t tile_count(const Shape3& cta, const ProblemShape& p) {
+  return ((p.m + cta[0] - 1) / cta[0]) * ((p.n + cta[1] - 1) / cta[1]) * p.batch;
+}
+
+bool stream_k(const TileDescription& td) { return td.tile_scheduler == TileScheduler::StreamK; }
+
+}  // namespace
+
+std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
+                        int sm_count) {
+  if (tiles.size() <= 1 || spec.swizzle == Swizzle::StreamK) return 0;
+  const Shape3 default_cta = tiles.front().cta_tile();
+  const std::int64_t default_tiles = tile_count(default_cta, shape);
+  if (default_tiles >= sm_count) return 0;  // the default fills every SM at least once
+  // Few output tiles and a long K: split K across SMs (Stream-K) with the default's tile shape.
+  if (default_tiles * 2 <= sm_count && shape.k >= 8 * std::max(shape.m, shape.n)) {
+    for (std::size_t i = 0; i < tiles.size(); ++i) {
+      if (stream_k(tiles[i]) && tiles[i].cta_tile() == default_cta &&
+          tiles[i].cluster_shape == tiles.front().cluster_shape) {
+        return i;
+      }
+    }
+  }
+  // Otherwise the tile shape with the lowest estimated time, among each shape's first (auto-scheduled) entry.
+  std::size_t best = 0;
+  double best_cost = 0.0;
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    const TileDescription& td = tiles[i];
+    if (stream_k(td) || td.kernel_schedule != tiles.front().kernel_schedule ||
+        td.cluster_shape != tiles.front().cluster_shape) {
+      continue;
+    }
+    const Shape3 cta = td.cta_tile();
+    const double waves = static_cast<double>((tile_count(cta, shape) + sm_count - 1) / sm_count);
+    const double cost = waves * cta[0] * cta[1] / tile_efficiency(cta);
+    if (i == 0 || cost < best_cost * 0.97) {  // a clear win only, else keep the earlier (default) entry
+      best = i;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 void validate(const KernelSpec& spec, const DeviceLimits& limits) {
   const auto& td = spec.tile;
   const bool sm90 = spec.family == KernelFamily::Sm90Collective;

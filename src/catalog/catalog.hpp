@@ -2,6 +2,7 @@
 // rules a configuration must satisfy. Pure data and functions: no I/O, no CUDA.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,17 @@ std::vector<TileDescription> tile_descriptions(int cc, OpClass opclass, const Op
                                                int alignment_b = 0);
 TileDescription default_tile_description(int cc, OpClass opclass, const OperandTypes& types,
                                          const DeviceLimits& limits);
+
+// A GEMM's extent as the kernel sees it.
+struct ProblemShape {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+};
+
+// The configuration (index into `tiles`, all valid for `spec`) to run this problem with when the plan has none:
+// the default (index 0) for problems that fill the GPU; for smaller ones, the tile that minimises an estimated
+// time (waves x tile area / tile efficiency); for few tiles and a long K, the Stream-K configuration.
+std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
+                        int sm_count);
 
 // Mainloop shared memory of one pipeline stage, in bytes (the reference's estimate).
 int smem_bytes_per_stage(const TileDescription& tile, DataType a, DataType b);

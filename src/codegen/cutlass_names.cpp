@@ -40,6 +40,15 @@ std::string activation_functor(Activation activation) {
   throw Error("internal error: unknown Activation");
 }
 
+std::string bias_mode(BiasMode bias) {
+  switch (bias) {
+    case BiasMode::None: return "None";
+    case BiasMode::PerRow: return "PerRow";
+    case BiasMode::PerColumn: return "PerColumn";
+  }
+  throw Error("internal error: unknown BiasMode");
+}
+
 std::string shape_text(const Shape3& shape) {
   return std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" + std::to_string(shape[2]);
 }

@@ -14,6 +14,8 @@ std::string element_type(DataType type);
 std::string layout_type(Layout layout);
 // The elementwise functor template in cutlass/epilogue/thread/activation.h, e.g. cutlass::epilogue::thread::ReLu.
 std::string activation_functor(Activation activation);
+// The gemmkit::module::Bias enumerator of device/include/gemmkit/module_common.hpp: None, PerRow or PerColumn.
+std::string bias_mode(BiasMode bias);
 // "AxBxC", for error messages.
 std::string shape_text(const Shape3& shape);
 

@@ -29,13 +29,32 @@ std::string math_operation_type(MathOperation op) {
   return {};
 }
 
+// CUTLASS 2.x's broadcast epilogue (GemmUniversalWithBroadcast) adds a vector along the output's contiguous
+// dimension: per column of a row-major D, per row of a column-major D (it runs the transposed problem).
+void check_bias(const KernelSpec& spec) {
+  const std::string combination = bias_mode(spec.bias) + " bias with " + std::string(to_string(spec.layout_c)) + " C";
+  if (spec.opclass != OpClass::TensorOp) {
+    refuse(spec, combination + ": CUTLASS 2.x bias epilogues are TensorOp only, not " +
+                     std::string(to_string(spec.opclass)));
+  }
+  if (spec.swizzle == Swizzle::StreamK) {
+    refuse(spec, combination + ": the CUTLASS 2.x bias epilogue has no Stream-K kernel here; use an Identity or "
+                               "Horizontal swizzle");
+  }
+  const bool along_contiguous = (spec.bias == BiasMode::PerColumn) == (spec.layout_c == Layout::RowMajor);
+  if (!along_contiguous) {
+    refuse(spec, combination + " is not supported by CUTLASS 2.x kernels (their bias runs along D's contiguous "
+                               "dimension: PerColumn with RowMajor C, PerRow with ColumnMajor C); use the other C "
+                               "layout or an SM90 kernel");
+  }
+}
+
 void check(const KernelSpec& spec) {
   const TileDescription& tile = spec.tile;
   if (spec.kernel_cc != 80) {
     refuse(spec, "the Sm80Universal family builds SM80 kernels (kernel_cc 80), not kernel_cc " +
                      std::to_string(spec.kernel_cc));
   }
-  if (spec.bias != BiasMode::None) refuse(spec, "bias epilogues are not implemented yet");
   if (spec.element_c != spec.element_d) {
     refuse(spec, "CUTLASS 2.x kernels need element C == element D (got C " + std::string(to_string(spec.element_c)) +
                      ", D " + std::string(to_string(spec.element_d)) + "); use an SM90 kernel or make them equal");
@@ -55,6 +74,7 @@ void check(const KernelSpec& spec) {
       (spec.layout_a != Layout::RowMajor || spec.layout_b != Layout::ColumnMajor)) {
     refuse(spec, "8-bit integer tensor-op GEMMs need A RowMajor and B ColumnMajor (TN); use OpClass Simt otherwise");
   }
+  if (spec.bias != BiasMode::None) check_bias(spec);
 }
 
 }  // namespace
@@ -90,7 +110,9 @@ Placeholders sm80_placeholders(const KernelSpec& spec) {
       {"stages", text(tile.stages)},
       {"swizzle", swizzle_type(spec.swizzle)},
       {"math_operation", math_operation_type(tile.math_operation)},
+      {"bias", bias_mode(spec.bias)},
       {"activation", activation_functor(spec.activation)},
+      {"device_gemm", spec.bias == BiasMode::None ? "GemmUniversal" : "GemmUniversalWithBroadcast"},
       {"opclass", spec.opclass == OpClass::TensorOp ? "cutlass::arch::OpClassTensorOp" : "cutlass::arch::OpClassSimt"},
       {"arch", "cutlass::arch::Sm80"},
   };

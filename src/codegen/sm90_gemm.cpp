@@ -56,6 +56,11 @@ bool is_cooperative(const KernelSpec& spec) {
   }
 }
 
+// C's element, or D's when there is no C: what the TMA epilogue moves, and the bias vector's element.
+DataType element_c_or_d(const KernelSpec& spec) {
+  return spec.element_c == DataType::void_t ? spec.element_d : spec.element_c;
+}
+
 // D's alignment: as many bytes per access as C's (C and D share the layout); C's when C is void or as wide as D.
 int alignment_d(const KernelSpec& spec) {
   if (spec.element_c == DataType::void_t || bits_of(spec.element_c) == bits_of(spec.element_d)) {
@@ -72,7 +77,6 @@ void check(const KernelSpec& spec) {
                      std::to_string(spec.kernel_cc));
   }
   if (spec.opclass != OpClass::TensorOp) refuse(spec, "SM90 collective kernels are TensorOp only; use Sm80Universal");
-  if (spec.bias != BiasMode::None) refuse(spec, "bias epilogues are not implemented yet");
   if (spec.element_d == DataType::void_t) refuse(spec, "element D cannot be void");
   for (int i = 0; i < 3; ++i) {
     if (tile.cluster_shape[i] < 1 || tile.threadblock_shape[i] % tile.cluster_shape[i] != 0) {
@@ -81,18 +85,18 @@ void check(const KernelSpec& spec) {
     }
   }
   if (tile.stages < 0) refuse(spec, "stages must be 0 (as many as fit) or a positive count");
-  const bool fused = spec.activation != Activation::Identity;
+  const bool fused = spec.activation != Activation::Identity || spec.bias != BiasMode::None;
   if (fused && tile.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
-    refuse(spec, "the NoSmemWarpSpecialized epilogue cannot fuse an activation (CUTLASS drops it); use the "
+    refuse(spec, "the NoSmemWarpSpecialized epilogue cannot fuse an activation or bias (CUTLASS drops it); use the "
                  "TmaWarpSpecialized(Cooperative) or Auto epilogue schedule");
   }
   const bool tma_epilogue = tile.epilogue_schedule == EpilogueSchedule::TmaWarpSpecialized ||
                             tile.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative ||
                             (tile.epilogue_schedule == EpilogueSchedule::Auto && fused);
-  const DataType c_or_d = spec.element_c == DataType::void_t ? spec.element_d : spec.element_c;
+  const DataType c_or_d = element_c_or_d(spec);
   if (tma_epilogue && !is_16_byte_multiple(c_or_d, spec.alignment_c)) {
-    refuse(spec, "a TMA epilogue (which fused activations need) requires 16-byte aligned C/D accesses (alignment " +
-                     std::to_string(spec.alignment_c) + " of " + std::string(to_string(c_or_d)) + ")");
+    refuse(spec, "a TMA epilogue (which fused activations and biases need) requires 16-byte aligned C/D accesses "
+                 "(alignment " + std::to_string(spec.alignment_c) + " of " + std::string(to_string(c_or_d)) + ")");
   }
   if (tile.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative && !is_cooperative(spec)) {
     refuse(spec, "the TmaWarpSpecializedCooperative epilogue needs a cooperative kernel schedule");
@@ -133,6 +137,8 @@ Placeholders sm90_placeholders(const KernelSpec& spec) {
       {"cluster_k", text(tile.cluster_shape[2])},
       {"kernel_schedule", kernel_schedule_type(tile.kernel_schedule)},
       {"tile_scheduler", tile_scheduler_type(spec)},
+      {"bias", bias_mode(spec.bias)},
+      {"element_bias", element_type(element_c_or_d(spec))},
       {"activation", activation_functor(spec.activation)},
       {"epilogue_schedule", epilogue_schedule_type(tile.epilogue_schedule)},
       {"stages", text(tile.stages)},

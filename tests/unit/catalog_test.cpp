@@ -1,0 +1,168 @@
+// tests/unit/catalog_test.cpp: configuration tables per architecture and type, the problem-shape heuristic, and
+// the validation rules' messages.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "catalog/catalog.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+
+namespace gk = gemmkit;
+namespace cat = gemmkit::catalog;
+
+namespace {
+
+cat::OperandTypes types(gk::DataType ab, gk::DataType cd, gk::DataType acc, gk::Layout la = gk::Layout::RowMajor,
+                        gk::Layout lb = gk::Layout::RowMajor) {
+  return {ab, ab, cd, cd, acc, la, lb, gk::Layout::RowMajor};
+}
+
+gk::KernelSpec sm90_f16_spec() {
+  gk::GemmOptions o;
+  o.element = gk::DataType::f16;
+  o.element_accumulator = gk::DataType::f32;
+  o.layout = gk::Layout::RowMajor;
+  o.cc = 90;
+  return gk::Gemm(o).spec();
+}
+
+}  // namespace
+
+TEST(Catalog, EnumerationCountsPerArchitectureAndType) {
+  const auto sm80 = cat::limits_for_cc(80), sm90 = cat::limits_for_cc(90);
+  const auto f16 = types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32);
+  EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, f16, sm80).size(), 22u);
+  EXPECT_EQ(cat::tile_descriptions(90, gk::OpClass::TensorOp, f16, sm90).size(), 69u);
+  EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::Simt, f16, sm80).size(), 1u);  // one generic SIMT tile
+  const auto f32 = types(gk::DataType::f32, gk::DataType::f32, gk::DataType::f32);
+  EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, f32, sm80).size(), 36u);  // tf32 and 3xTF32 each
+  EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::Simt, f32, sm80).size(), 11u);
+  const auto f64 = types(gk::DataType::f64, gk::DataType::f64, gk::DataType::f64);
+  EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, f64, sm80).size(), 13u);
+  const auto s8 = types(gk::DataType::s8, gk::DataType::s32, gk::DataType::s32, gk::Layout::RowMajor,
+                        gk::Layout::ColumnMajor);
+  EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, s8, sm80).size(), 16u);
+  // 99 KB of shared memory (SM86/89) prunes the deepest SM80 tiles.
+  EXPECT_LT(cat::tile_descriptions(86, gk::OpClass::TensorOp, f16, cat::limits_for_cc(86)).size(), 22u);
+}
+
+TEST(Catalog, Sm90NarrowAlignmentsGetCpAsyncConfigurationsOnly) {
+  const auto f16 = types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32);
+  const auto tiles = cat::tile_descriptions(90, gk::OpClass::TensorOp, f16, cat::limits_for_cc(90), 4, 4);
+  ASSERT_FALSE(tiles.empty());
+  for (const auto& td : tiles) {
+    EXPECT_EQ(td.cluster_shape, (gk::Shape3{1, 1, 1}));
+    EXPECT_TRUE(td.kernel_schedule == gk::KernelSchedule::Auto ||
+                td.kernel_schedule == gk::KernelSchedule::CpAsyncWarpSpecializedCooperative)
+        << td.to_string();
+  }
+}
+
+TEST(Catalog, OpclassesAndAlignments) {
+  const auto f16 = types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32);
+  EXPECT_EQ(cat::supported_opclasses(90, f16), (std::vector<gk::OpClass>{gk::OpClass::TensorOp, gk::OpClass::Simt}));
+  EXPECT_EQ(cat::operand_alignments(80, gk::OpClass::TensorOp, gk::DataType::f16, f16), (std::vector<int>{8, 4, 2}));
+  const auto bf16 = types(gk::DataType::bf16, gk::DataType::bf16, gk::DataType::f32);
+  EXPECT_EQ(cat::supported_opclasses(80, bf16), (std::vector<gk::OpClass>{gk::OpClass::TensorOp}));
+  EXPECT_EQ(cat::kernel_cc_for(90, gk::OpClass::TensorOp, types(gk::DataType::f64, gk::DataType::f64,
+                                                                 gk::DataType::f64)),
+            80);  // f64 tensor cores: CUTLASS 2.x kernels
+}
+
+TEST(CatalogHeuristic, LargeProblemsKeepTheDefault) {
+  const auto spec = sm90_f16_spec();
+  const auto tiles = cat::tile_descriptions(90, gk::OpClass::TensorOp,
+                                            types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
+                                            cat::limits_for_cc(90));
+  EXPECT_EQ(cat::choose_tile(tiles, spec, {8192, 8192, 8192, 1}, 132), 0u);
+  EXPECT_EQ(cat::choose_tile(tiles, spec, {2400, 3232, 4096, 1}, 132), 0u);
+}
+
+TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
+  const auto spec = sm90_f16_spec();
+  const auto tiles = cat::tile_descriptions(90, gk::OpClass::TensorOp,
+                                            types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
+                                            cat::limits_for_cc(90));
+  // 1024 x 1024 has 32 default (128x256) tiles for 132 SMs: 128x128 tiles give 64 CTAs for the same time.
+  const auto mid = tiles[cat::choose_tile(tiles, spec, {1024, 1024, 1024, 1}, 132)];
+  EXPECT_LT(mid.cta_tile()[0] * mid.cta_tile()[1], 128 * 256) << mid.to_string();
+  const auto long_k = tiles[cat::choose_tile(tiles, spec, {256, 512, 65536, 1}, 132)];
+  EXPECT_EQ(long_k.tile_scheduler, gk::TileScheduler::StreamK) << long_k.to_string();
+}
+
+TEST(CatalogHeuristic, AnExplicitStreamKSwizzleOrSingleTileIsKept) {
+  auto spec = sm90_f16_spec();
+  spec.swizzle = gk::Swizzle::StreamK;
+  const auto tiles = cat::tile_descriptions(90, gk::OpClass::TensorOp,
+                                            types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
+                                            cat::limits_for_cc(90));
+  EXPECT_EQ(cat::choose_tile(tiles, spec, {128, 128, 128, 1}, 132), 0u);
+  EXPECT_EQ(cat::choose_tile({tiles[5]}, sm90_f16_spec(), {128, 128, 128, 1}, 132), 0u);
+}
+
+TEST(CatalogValidation, EveryRuleSaysWhatToChange) {
+  const auto limits = cat::limits_for_cc(90);
+  auto message = [&](gk::KernelSpec spec) -> std::string {
+    try {
+      cat::validate(spec, limits);
+    } catch (const gk::ConfigError& e) {
+      return e.what();
+    }
+    return "valid";
+  };
+  const gk::KernelSpec base = sm90_f16_spec();
+  EXPECT_EQ(message(base), "valid");
+
+  auto s = base;
+  s.tile.stages = 1;
+  EXPECT_EQ(message(s), "Stage count 1 is invalid for SM90 kernels: use 0 (as many as fit) or an explicit count of at "
+                        "least 2.");
+  s = base;
+  s.tile.cluster_shape = {3, 1, 1};
+  s.tile.threadblock_shape = {384, 256, 64};
+  EXPECT_EQ(message(s), "valid");  // 3 CTAs is a legal portable cluster
+  s.tile.cluster_shape = {2, 1, 1};
+  s.tile.threadblock_shape = {255, 256, 64};
+  EXPECT_EQ(message(s), "Threadblock shape 255x256x64 must be a positive multiple of the cluster shape 2x1x1 in every "
+                        "dimension.");
+  s = base;
+  s.alignment_a = 16;
+  EXPECT_EQ(message(s), "Alignment 16 of operand A is invalid: it must be a power of two of at most 8 elements (128 "
+                        "bits of f16).");
+  s = base;
+  s.alignment_a = 4;
+  s.tile.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedCooperative;
+  s.tile.epilogue_schedule = gk::EpilogueSchedule::TmaWarpSpecializedCooperative;
+  EXPECT_NE(message(s).find("needs TMA loads, which need 16-byte aligned rows"), std::string::npos) << message(s);
+  s.tile.cluster_shape = {1, 1, 1};
+  s.tile.threadblock_shape = {128, 256, 64};
+  EXPECT_NE(message(s).find("Use a CpAsync schedule or pad the leading dimensions"), std::string::npos) << message(s);
+  s = base;
+  s.tile.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedPingpong;
+  s.tile.epilogue_schedule = gk::EpilogueSchedule::TmaWarpSpecialized;
+  s.tile.threadblock_shape = {128, 128, 64};
+  s.tile.cluster_shape = {1, 1, 1};
+  s.tile.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedCooperative;
+  s.tile.threadblock_shape = {64, 128, 64};
+  EXPECT_NE(message(s).find("Cooperative kernel schedules need a CTA tile M of at least 128"), std::string::npos);
+  s = base;
+  s.activation = gk::Activation::GELU;
+  s.tile.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedCooperative;
+  s.tile.epilogue_schedule = gk::EpilogueSchedule::NoSmemWarpSpecialized;
+  EXPECT_NE(message(s).find("need a TMA epilogue"), std::string::npos);
+  s = base;
+  s.swizzle = gk::Swizzle::Identity4;
+  EXPECT_NE(message(s).find("is a CUTLASS 2.x threadblock swizzle"), std::string::npos);
+  s = base;
+  s.family = gk::KernelFamily::Sm80Universal;
+  s.kernel_cc = 80;
+  s.tile.stages = 3;
+  s.tile.warp_count = {4, 2, 1};
+  EXPECT_NE(message(s).find("needs an SM90 tensor-op kernel"), std::string::npos);
+  s.tile.cluster_shape = {1, 1, 1};
+  s.tile.threadblock_shape = {256, 128, 64};
+  s.element_d = gk::DataType::f32;
+  EXPECT_EQ(message(s), "CUTLASS 2.x kernels need element C (f16) equal to element D (f32).");
+}
