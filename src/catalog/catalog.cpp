@@ -321,6 +321,10 @@ bool stream_k(const TileDescription& td) { return td.tile_scheduler == TileSched
 std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
                         int sm_count) {
   if (tiles.size() <= 1 || spec.swizzle == Swizzle::StreamK) return 0;
+  // Below a few GFLOP the kernel takes microseconds whatever its tile: keep the default, so one compiled kernel
+  // serves every small problem of the plan.
+  constexpr double kMinFlopsForShapeChoice = 4e9;
+  if (2.0 * shape.m * shape.n * shape.k * shape.batch < kMinFlopsForShapeChoice) return 0;
   const Shape3 default_cta = tiles.front().cta_tile();
   const std::int64_t default_tiles = tile_count(default_cta, shape);
   if (default_tiles >= sm_count) return 0;  // the default fills every SM at least once

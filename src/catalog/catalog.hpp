@@ -52,7 +52,7 @@ struct ProblemShape {
 };
 
 // The configuration (index into `tiles`, all valid for `spec`) to run this problem with when the plan has none:
-// the default (index 0) for problems that fill the GPU; for smaller ones, the tile that minimises an estimated
+// the default (index 0) for problems under 4 GFLOP and for problems that fill the GPU; for the others, the tile that minimises an estimated
 // time (waves x tile area / tile efficiency); for few tiles and a long K, the Stream-K configuration.
 std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
                         int sm_count);

@@ -78,6 +78,8 @@ TEST(CatalogHeuristic, LargeProblemsKeepTheDefault) {
                                             cat::limits_for_cc(90));
   EXPECT_EQ(cat::choose_tile(tiles, spec, {8192, 8192, 8192, 1}, 132), 0u);
   EXPECT_EQ(cat::choose_tile(tiles, spec, {2400, 3232, 4096, 1}, 132), 0u);
+  EXPECT_EQ(cat::choose_tile(tiles, spec, {128, 128, 128, 1}, 132), 0u);  // tiny: one kernel serves them all
+  EXPECT_EQ(cat::choose_tile(tiles, spec, {1024, 1024, 1024, 1}, 132), 0u);
 }
 
 TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
@@ -86,7 +88,7 @@ TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
                                             types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
                                             cat::limits_for_cc(90));
   // 1024 x 1024 has 32 default (128x256) tiles for 132 SMs: 128x128 tiles give 64 CTAs for the same time.
-  const auto mid = tiles[cat::choose_tile(tiles, spec, {1024, 1024, 1024, 1}, 132)];
+  const auto mid = tiles[cat::choose_tile(tiles, spec, {1024, 1024, 4096, 1}, 132)];
   EXPECT_LT(mid.cta_tile()[0] * mid.cta_tile()[1], 128 * 256) << mid.to_string();
   const auto long_k = tiles[cat::choose_tile(tiles, spec, {256, 512, 65536, 1}, 132)];
   EXPECT_EQ(long_k.tile_scheduler, gk::TileScheduler::StreamK) << long_k.to_string();

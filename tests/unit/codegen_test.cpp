@@ -47,6 +47,13 @@ KernelSpec sm90_bf16_stream_k_leaky() {
   return spec;
 }
 
+KernelSpec sm90_f16_row_bias_gelu() {
+  KernelSpec spec = sm90_f16_auto();
+  spec.bias = BiasMode::PerRow;
+  spec.activation = Activation::GELU;
+  return spec;
+}
+
 KernelSpec sm80_f16_tensorop() {
   KernelSpec spec;
   spec.cc = 80;
@@ -78,6 +85,13 @@ KernelSpec sm80_f32_simt_gelu_column_c() {
   return spec;
 }
 
+KernelSpec sm80_f16_column_bias_relu() {
+  KernelSpec spec = sm80_f16_tensorop();
+  spec.bias = BiasMode::PerColumn;
+  spec.activation = Activation::ReLU;
+  return spec;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
@@ -103,6 +117,14 @@ TEST(Codegen, Sm90F16AutoMatchesGolden) { expect_golden("codegen_sm90_f16_auto.c
 
 TEST(Codegen, Sm90Bf16StreamKLeakyMatchesGolden) {
   expect_golden("codegen_sm90_bf16_stream_k_leaky.cu", sm90_bf16_stream_k_leaky());
+}
+
+TEST(Codegen, Sm90F16RowBiasGeluMatchesGolden) {
+  expect_golden("codegen_sm90_f16_row_bias_gelu.cu", sm90_f16_row_bias_gelu());
+}
+
+TEST(Codegen, Sm80F16ColumnBiasReluMatchesGolden) {
+  expect_golden("codegen_sm80_f16_column_bias_relu.cu", sm80_f16_column_bias_relu());
 }
 
 TEST(Codegen, Sm80F16TensorOpMatchesGolden) { expect_golden("codegen_sm80_f16_tensorop.cu", sm80_f16_tensorop()); }
@@ -131,6 +153,21 @@ TEST(Codegen, Sm90DerivesCtaTileAndSchedulerTags) {
   persistent.tile.tile_scheduler = TileScheduler::Persistent;
   EXPECT_NE(emit(persistent).text.find("using TileScheduler = cutlass::gemm::PersistentScheduler;"),
             std::string::npos);
+}
+
+TEST(Codegen, BiasSelectsTheBroadcastEpilogues) {
+  KernelSpec sm90_column = sm90_f16_auto();
+  sm90_column.bias = BiasMode::PerColumn;
+  const std::string sm90_text = emit(sm90_column).text;
+  EXPECT_NE(sm90_text.find("gemmkit::module::Bias::PerColumn;"), std::string::npos);
+  EXPECT_NE(sm90_text.find("using ElementBias = cutlass::half_t;"), std::string::npos);
+  KernelSpec sm80_row = sm80_f16_tensorop();
+  sm80_row.bias = BiasMode::PerRow;
+  sm80_row.layout_c = Layout::ColumnMajor;
+  const std::string sm80_text = emit(sm80_row).text;
+  EXPECT_NE(sm80_text.find("gemmkit::module::Bias::PerRow;"), std::string::npos);
+  EXPECT_NE(sm80_text.find("cutlass::gemm::device::GemmUniversalWithBroadcast<"), std::string::npos);
+  EXPECT_NE(emit(sm80_f16_tensorop()).text.find("cutlass::gemm::device::GemmUniversal<"), std::string::npos);
 }
 
 TEST(Codegen, Sm80DerivesWarpShapeAndTags) {
@@ -173,9 +210,23 @@ TEST(Codegen, RefusesWhatTheFamiliesCannotExpress) {
   nosmem_relu.activation = Activation::ReLU;
   expect_refused(nosmem_relu, "NoSmemWarpSpecialized");
 
-  KernelSpec biased = sm90_f16_auto();
-  biased.bias = BiasMode::PerRow;
-  expect_refused(biased, "bias epilogues are not implemented yet");
+  KernelSpec nosmem_bias = sm90_f16_auto();
+  nosmem_bias.tile.epilogue_schedule = EpilogueSchedule::NoSmemWarpSpecialized;
+  nosmem_bias.bias = BiasMode::PerColumn;
+  expect_refused(nosmem_bias, "NoSmemWarpSpecialized");
+
+  KernelSpec sm80_row_bias_row_c = sm80_f16_tensorop();
+  sm80_row_bias_row_c.bias = BiasMode::PerRow;
+  expect_refused(sm80_row_bias_row_c, "PerRow bias with RowMajor C");
+
+  KernelSpec sm80_column_bias_column_c = sm80_f16_tensorop();
+  sm80_column_bias_column_c.bias = BiasMode::PerColumn;
+  sm80_column_bias_column_c.layout_c = Layout::ColumnMajor;
+  expect_refused(sm80_column_bias_column_c, "PerColumn bias with ColumnMajor C");
+
+  KernelSpec simt_bias = sm80_f32_simt_gelu_column_c();
+  simt_bias.bias = BiasMode::PerRow;
+  expect_refused(simt_bias, "TensorOp only");
 
   KernelSpec int8_nn = sm80_f16_tensorop();
   int8_nn.element_a = int8_nn.element_b = DataType::s8;
