@@ -25,7 +25,9 @@ using CtaTile = cute::Shape<cute::Int<128>, cute::Int<128>, cute::Int<64>>;
 using ClusterShape = cute::Shape<cute::Int<1>, cute::Int<1>, cute::Int<1>>;
 using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
 using TileScheduler = cutlass::gemm::StreamKScheduler;
-using Fusion = gemmkit::sm90::Fusion<cutlass::epilogue::thread::LeakyReLU, ElementD, ElementCompute, ElementC>;
+constexpr gemmkit::module::Bias kBias = gemmkit::module::Bias::None;  // args->bias, per row or column of D
+using ElementBias = float;
+using Fusion = gemmkit::sm90::Fusion<kBias, cutlass::epilogue::thread::LeakyReLU, ElementD, ElementCompute, ElementC, ElementBias>;
 constexpr bool Cooperative =
     gemmkit::sm90::is_cooperative<KernelSchedule, CtaTile, ElementA, AlignmentA, ElementB, AlignmentB>();
 using EpilogueSchedule = gemmkit::sm90::ResolvedEpilogueSchedule<cutlass::epilogue::TmaWarpSpecializedCooperative, Fusion, Cooperative>;
@@ -43,7 +45,7 @@ using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder
 using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop,
                                                         CollectiveEpilogue, TileScheduler>;
 using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
-using Module = gemmkit::sm90::Module<Gemm>;
+using Module = gemmkit::sm90::Module<Gemm, kBias>;
 
 }  // namespace gemmkit_kernel
 

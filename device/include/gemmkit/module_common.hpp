@@ -32,9 +32,14 @@ inline bool record_cuda_error(cudaError_t error) {
   return true;
 }
 
-// Arguments checks common to every family: GK_OK or GK_ERR_ARGS.
-inline int check_args(const gk_gemm_args* args) {
+// The bias vector a module was built for, with respect to the kernel's own m x n problem: added to every row
+// (PerColumn, length n) or to every column (PerRow, length m) of alpha * A@B + beta * C, before the activation.
+enum class Bias { None, PerRow, PerColumn };
+
+// Arguments checks common to every family: GK_OK or GK_ERR_ARGS. A module built with a bias needs its vector.
+inline int check_args(const gk_gemm_args* args, Bias bias) {
   if (args == nullptr || args->A == nullptr || args->B == nullptr || args->D == nullptr) return GK_ERR_ARGS;
+  if (bias != Bias::None && args->bias == nullptr) return GK_ERR_ARGS;
   if (args->m < 1 || args->n < 1 || args->k < 1 || args->batch < 1) return GK_ERR_ARGS;
   if (args->C == nullptr && args->beta != 0.0) return GK_ERR_ARGS;
   return GK_OK;

@@ -1,6 +1,6 @@
 // device/include/gemmkit/sm80_gemm.hpp: glue for the Sm80Universal family (CUTLASS 2.x device::GemmUniversal).
 // A generated source includes this, declares its GemmUniversal with the helpers below, names
-// gemmkit::sm80::Module<Gemm> as gemmkit_kernel::Module and includes gemmkit/module_entry.hpp.
+// gemmkit::sm80::Module<Gemm, Bias> as gemmkit_kernel::Module and includes gemmkit/module_entry.hpp.
 #pragma once
 
 #include <algorithm>
@@ -10,16 +10,20 @@
 #include "cutlass/cutlass.h"
 #include "cutlass/epilogue/thread/activation.h"
 #include "cutlass/epilogue/thread/linear_combination.h"
+#include "cutlass/epilogue/thread/linear_combination_bias_elementwise.h"
 #include "cutlass/epilogue/thread/linear_combination_generic.h"
+#include "cutlass/functional.h"
 #include "cutlass/gemm/device/gemm_universal.h"
+#include "cutlass/gemm/device/gemm_universal_with_broadcast.h"
 #include "cutlass/gemm/threadblock/threadblock_swizzle.h"
 #include "cutlass/gemm/threadblock/threadblock_swizzle_streamk.h"
 #include "gemmkit/module_common.hpp"
 
 namespace gemmkit::sm80 {
 
-// The epilogue: D = Act(alpha * acc + beta * C), Count elements per access.
-template <template <class> class Act, class ElementD, int Count, class ElementAccumulator, class ElementCompute>
+// The epilogue without a bias: D = Act(alpha * acc + beta * C), Count elements per access.
+template <module::Bias BiasMode, template <class> class Act, class ElementD, int Count, class ElementAccumulator,
+          class ElementCompute>
 struct EpilogueSelector {
   using type = cutlass::epilogue::thread::LinearCombinationGeneric<
       Act, ElementD, Count, ElementAccumulator, ElementCompute, cutlass::epilogue::thread::ScaleType::Default,
@@ -27,14 +31,41 @@ struct EpilogueSelector {
       cutlass::epilogue::thread::kIsHeavy_member_or_false<Act<ElementCompute>>::value>;
 };
 template <class ElementD, int Count, class ElementAccumulator, class ElementCompute>
-struct EpilogueSelector<cutlass::epilogue::thread::Identity, ElementD, Count, ElementAccumulator, ElementCompute> {
+struct EpilogueSelector<module::Bias::None, cutlass::epilogue::thread::Identity, ElementD, Count, ElementAccumulator,
+                        ElementCompute> {
   using type = cutlass::epilogue::thread::LinearCombination<ElementD, Count, ElementAccumulator, ElementCompute>;
 };
+// With a bias: the broadcast epilogue of device::GemmUniversalWithBroadcast, D = Act(alpha * acc + beta * C + v),
+// v of element D, one value per column of the row-major output it writes (no second output T is stored).
 template <template <class> class Act, class ElementD, int Count, class ElementAccumulator, class ElementCompute>
-using Epilogue = typename EpilogueSelector<Act, ElementD, Count, ElementAccumulator, ElementCompute>::type;
+struct BiasEpilogue {
+  using type = cutlass::epilogue::thread::LinearCombinationBiasElementwise<
+      ElementD, ElementAccumulator, ElementCompute, ElementD, ElementD, Count, Act<ElementCompute>,
+      cutlass::plus<ElementCompute>, /*StoreT=*/false, ElementD>;
+};
+template <template <class> class Act, class ElementD, int Count, class ElementAccumulator, class ElementCompute>
+struct EpilogueSelector<module::Bias::PerRow, Act, ElementD, Count, ElementAccumulator, ElementCompute>
+    : BiasEpilogue<Act, ElementD, Count, ElementAccumulator, ElementCompute> {};
+template <template <class> class Act, class ElementD, int Count, class ElementAccumulator, class ElementCompute>
+struct EpilogueSelector<module::Bias::PerColumn, Act, ElementD, Count, ElementAccumulator, ElementCompute>
+    : BiasEpilogue<Act, ElementD, Count, ElementAccumulator, ElementCompute> {};
+template <module::Bias BiasMode, template <class> class Act, class ElementD, int Count, class ElementAccumulator,
+          class ElementCompute>
+using Epilogue = typename EpilogueSelector<BiasMode, Act, ElementD, Count, ElementAccumulator, ElementCompute>::type;
 
-// The module glue for one device::GemmUniversal: ABI arguments -> CUTLASS arguments, and a cached launch.
-template <class Gemm>
+// The activation's hyperparameters: the broadcast epilogue keeps them in Params::elementwise.
+template <class Params>
+auto set_epilogue_activation(Params& params, const gk_gemm_args& args, int) -> decltype(params.elementwise, void()) {
+  module::set_activation_params(params.elementwise, args);
+}
+template <class Params>
+void set_epilogue_activation(Params& params, const gk_gemm_args& args, long) {
+  module::set_activation_params(params, args);
+}
+
+// The module glue for one device::GemmUniversal, or device::GemmUniversalWithBroadcast when built with a bias:
+// ABI arguments -> CUTLASS arguments, and a cached launch.
+template <class Gemm, module::Bias BiasMode>
 class Module {
   using Arguments = typename Gemm::Arguments;
   using EpilogueParams = typename Gemm::EpilogueOutputOp::Params;
@@ -43,6 +74,8 @@ class Module {
       std::is_same_v<typename Gemm::ThreadblockSwizzle, cutlass::gemm::threadblock::ThreadblockSwizzleStreamK>;
 
  public:
+  static constexpr module::Bias kBias = BiasMode;
+
   struct Prepared {
     Arguments arguments{};
     Gemm op{};
@@ -56,11 +89,19 @@ class Module {
     const bool batched = args.batch > 1;
     const module::Source source = module::source_of(args);
     EpilogueParams epilogue(ElementCompute(args.alpha), ElementCompute(args.beta));
-    module::set_activation_params(epilogue, args);
+    set_epilogue_activation(epilogue, args, 0);
     const auto mode = batched ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;
     const int batch_count = batched ? args.batch : std::max(1, args.splits);
     const cutlass::gemm::GemmCoord problem(args.m, args.n, args.k);
-    if constexpr (kStreamK) {
+    if constexpr (BiasMode != module::Bias::None) {
+      // The vector (ptr_Vector) is the same for every batch; no T output (ptr_Tensor). With a column-major C,
+      // GemmUniversalWithBroadcast runs the transposed problem, whose columns are the rows of D: the vector is
+      // then per row, which is why emit() pairs PerRow with ColumnMajor C and PerColumn with RowMajor C.
+      return Arguments(mode, problem, batch_count, epilogue, args.A, args.B, source.ptr, args.D,
+                       const_cast<void*>(args.bias), nullptr, args.batch_stride_A, args.batch_stride_B,
+                       source.batch_stride, args.batch_stride_D, /*batch_stride_Vector=*/0,
+                       /*batch_stride_Tensor=*/0, args.lda, args.ldb, source.ld, args.ldd, /*ldr=*/0, /*ldt=*/0);
+    } else if constexpr (kStreamK) {
       return Arguments(mode, problem, batch_count, epilogue, args.A, args.B, source.ptr, args.D, args.batch_stride_A,
                        args.batch_stride_B, source.batch_stride, args.batch_stride_D, args.lda, args.ldb, source.ld,
                        args.ldd, args.sm_count > 0 ? args.sm_count : -1);

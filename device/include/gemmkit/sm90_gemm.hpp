@@ -1,6 +1,6 @@
 // device/include/gemmkit/sm90_gemm.hpp: glue for the Sm90Collective family (CUTLASS 3.x collective builders).
 // A generated source includes this, declares its GemmUniversalAdapter with the helpers below, names
-// gemmkit::sm90::Module<Gemm> as gemmkit_kernel::Module and includes gemmkit/module_entry.hpp.
+// gemmkit::sm90::Module<Gemm, Bias> as gemmkit_kernel::Module and includes gemmkit/module_entry.hpp.
 #pragma once
 
 #include <cstdint>
@@ -20,18 +20,33 @@
 
 namespace gemmkit::sm90 {
 
-// The epilogue fusion: D = Act(alpha * acc + beta * C); Identity is the plain linear combination (the only
-// fusion the Auto epilogue schedule accepts).
-template <template <class> class Act, class ElementD, class ElementCompute, class ElementC>
+// The epilogue fusion: D = Act(alpha * acc + beta * C + bias); without a bias and activation it is the plain
+// linear combination (the only fusion the Auto epilogue schedule accepts). The bias is a column vector (PerRow,
+// length m) or a row vector (PerColumn, length n) of ElementBias, loaded element by element: AlignmentBias 1 puts
+// no alignment requirement on it beyond its element's.
+template <module::Bias BiasMode, template <class> class Act, class ElementD, class ElementCompute, class ElementC,
+          class ElementBias>
 struct FusionSelector {
   using type = cutlass::epilogue::fusion::LinCombEltAct<Act, ElementD, ElementCompute, ElementC, ElementCompute>;
 };
-template <class ElementD, class ElementCompute, class ElementC>
-struct FusionSelector<cutlass::epilogue::thread::Identity, ElementD, ElementCompute, ElementC> {
+template <class ElementD, class ElementCompute, class ElementC, class ElementBias>
+struct FusionSelector<module::Bias::None, cutlass::epilogue::thread::Identity, ElementD, ElementCompute, ElementC,
+                      ElementBias> {
   using type = cutlass::epilogue::fusion::LinearCombination<ElementD, ElementCompute, ElementC, ElementCompute>;
 };
-template <template <class> class Act, class ElementD, class ElementCompute, class ElementC>
-using Fusion = typename FusionSelector<Act, ElementD, ElementCompute, ElementC>::type;
+template <template <class> class Act, class ElementD, class ElementCompute, class ElementC, class ElementBias>
+struct FusionSelector<module::Bias::PerRow, Act, ElementD, ElementCompute, ElementC, ElementBias> {
+  using type = cutlass::epilogue::fusion::LinCombPerRowBiasEltAct<Act, ElementD, ElementCompute, ElementBias, ElementC,
+                                                                  ElementCompute, /*AlignmentBias=*/1>;
+};
+template <template <class> class Act, class ElementD, class ElementCompute, class ElementC, class ElementBias>
+struct FusionSelector<module::Bias::PerColumn, Act, ElementD, ElementCompute, ElementC, ElementBias> {
+  using type = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, ElementD, ElementCompute, ElementBias, ElementC,
+                                                                  ElementCompute, /*AlignmentBias=*/1>;
+};
+template <module::Bias BiasMode, template <class> class Act, class ElementD, class ElementCompute, class ElementC,
+          class ElementBias>
+using Fusion = typename FusionSelector<BiasMode, Act, ElementD, ElementCompute, ElementC, ElementBias>::type;
 
 // Whether the mainloop runs one tile per two consumer warp groups (the cooperative kernels): decides which TMA
 // epilogue matches it. KernelScheduleAuto is resolved the way the CUTLASS 4.2 builder resolves it.
@@ -47,9 +62,9 @@ constexpr bool is_cooperative() {
   }
 }
 
-// The epilogue schedule: as asked, except that Auto with a fused activation (which the Auto builder refuses,
-// and which the NoSmem epilogue would silently drop) becomes the TMA warp-specialized epilogue matching the
-// mainloop.
+// The epilogue schedule: as asked, except that Auto with a fused activation or bias (every fusion but the plain
+// linear combination is an EltAct one; the Auto builder refuses them and the NoSmem epilogue would silently drop
+// them) becomes the TMA warp-specialized epilogue matching the mainloop.
 template <class EpilogueSchedule, class FusionOp, bool Cooperative>
 using ResolvedEpilogueSchedule = std::conditional_t<
     std::is_same_v<EpilogueSchedule, cutlass::epilogue::collective::EpilogueScheduleAuto> && FusionOp::IsEltActSupported,
@@ -96,14 +111,25 @@ auto set_fusion_activation(Thread& thread, const gk_gemm_args& args, int) -> dec
 template <class Thread>
 void set_fusion_activation(Thread&, const gk_gemm_args&, long) {}
 
+// The bias vector, when the fusion has one; its stride (dBias) stays the default: unit along m (PerRow) or n
+// (PerColumn), 0 along the batch, so every batch adds the same vector.
+template <class Thread>
+auto set_fusion_bias(Thread& thread, const gk_gemm_args& args, int) -> decltype(thread.bias_ptr, void()) {
+  thread.bias_ptr = static_cast<decltype(thread.bias_ptr)>(args.bias);
+}
+template <class Thread>
+void set_fusion_bias(Thread&, const gk_gemm_args&, long) {}
+
 // The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and a cached launch.
-template <class Gemm>
+template <class Gemm, module::Bias BiasMode>
 class Module {
   using Kernel = typename Gemm::GemmKernel;
   using Arguments = typename Gemm::Arguments;
   using Params = typename Gemm::Params;
 
  public:
+  static constexpr module::Bias kBias = BiasMode;
+
   struct Prepared {
     Arguments arguments{};
     Params params{};
@@ -132,6 +158,7 @@ class Module {
     out.epilogue.thread.alpha = Scalar(args.alpha);
     out.epilogue.thread.beta = Scalar(args.beta);
     set_fusion_activation(out.epilogue.thread, args, 0);
+    set_fusion_bias(out.epilogue.thread, args, 0);
     out.epilogue.ptr_C = static_cast<PtrC>(source.ptr);
     out.epilogue.dC = make_stride<typename Kernel::StrideC>(source.ld, batched ? source.batch_stride : 0);
     out.epilogue.ptr_D = static_cast<PtrD>(args.D);
