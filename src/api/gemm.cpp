@@ -525,6 +525,14 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
     if (!variant.modules[choice]) variant.modules[choice] = runtime::load_kernel(s);
   }
   KernelModule& module = *variant.modules[choice];
+  if (options.bias != nullptr && options.bias->on_device() && variant.base.family == KernelFamily::Sm80Universal) {
+    // 2.x kernels load the bias in C's vectors.
+    const auto bytes = static_cast<std::uintptr_t>(variant.c) * bytes_of(types_.c);
+    if (reinterpret_cast<std::uintptr_t>(options.bias->data) % bytes != 0) {
+      throw TensorError("Tensor bias: its address must be aligned to " + std::to_string(bytes) +
+                        " bytes (the kernel's vector width for C); allocate it like C.");
+    }
+  }
 
   // 3. Arguments; host tensors are staged through the GPU on the caller's stream.
   Staging staging(options.stream);

@@ -488,6 +488,20 @@ void validate(const KernelSpec& spec, const DeviceLimits& limits) {
         << " fit) or the tile shape.";
     fail(msg.str());
   }
+  if (!sm90 && spec.bias != BiasMode::None) {
+    // CUTLASS 2.x broadcasts the bias along D's contiguous dimension only, with tensor-op, non-Stream-K kernels.
+    const bool along_rows = spec.layout_c == Layout::RowMajor;
+    if (spec.opclass != OpClass::TensorOp || stream_k) {
+      fail("A fused bias on CUTLASS 2.x kernels needs a TensorOp kernel without Stream-K; use an SM90 kernel or "
+           "drop the bias.");
+    }
+    if ((spec.bias == BiasMode::PerColumn) != along_rows) {
+      fail(std::string("A per-") + (spec.bias == BiasMode::PerRow ? "row" : "column") + " bias with " +
+           std::string(to_string(spec.layout_c)) + " C is not available in CUTLASS 2.x kernels (their bias runs "
+           "along D's contiguous dimension: per-column with RowMajor C, per-row with ColumnMajor C). Use the other C "
+           "layout, or an SM90 kernel.");
+    }
+  }
   if (spec.family == KernelFamily::Sm80Universal && spec.element_c != spec.element_d) {
     fail("CUTLASS 2.x kernels need element C (" + std::string(to_string(spec.element_c)) + ") equal to element D (" +
          std::string(to_string(spec.element_d)) + ").");

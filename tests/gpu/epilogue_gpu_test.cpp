@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
@@ -21,9 +22,10 @@ int device_cc() { return gk::device_info(gk::current_device()).cc; }
 
 struct Problem {
   HostMatrix A, B, C, D, bias_row, bias_column;
-  explicit Problem(gk::DataType t, const cases::Shape& s = cases::kMatrixShape)
+  explicit Problem(gk::DataType t, const cases::Shape& s = cases::kMatrixShape,
+                   gk::Layout layout_c = gk::Layout::RowMajor)
       : A(t, s.m, s.k, gk::Layout::RowMajor), B(t, s.k, s.n, gk::Layout::RowMajor),
-        C(t, s.m, s.n, gk::Layout::RowMajor), D(t, s.m, s.n, gk::Layout::RowMajor),
+        C(t, s.m, s.n, layout_c), D(t, s.m, s.n, layout_c),
         bias_row(t, 1, s.m, gk::Layout::RowMajor), bias_column(t, 1, s.n, gk::Layout::RowMajor) {}
   void fill_uniform() {
     A.fill_uniform(31);
@@ -116,14 +118,24 @@ TEST(GpuEpilogue, LeakySlopeIsHonouredWithoutRecompiling) {
   }
 }
 
+TEST(GpuEpilogue, Sm80RowBiasWithRowMajorDIsRefusedBeforeCompiling) {
+  gk::Gemm plan(cases::epilogue_options(gk::DataType::f16, 90, 80));
+  try {
+    plan.set_bias(gk::BiasMode::PerRow);
+    FAIL() << "expected a ConfigError";
+  } catch (const gk::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("per-row with ColumnMajor C"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GpuEpilogue, BiasPerRowAndPerColumn) {
   if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   for (int kernel_cc : cases::kernel_generations(device_cc())) {
     for (auto bias : {gk::BiasMode::PerRow, gk::BiasMode::PerColumn}) {
-      gk::Gemm plan(cases::epilogue_options(gk::DataType::f16, device_cc(), kernel_cc));
+      gk::Gemm plan(cases::bias_options(bias, device_cc(), kernel_cc));
       plan.set_activation(gk::Activation::ReLU);
       plan.set_bias(bias);
-      Problem p(gk::DataType::f16);
+      Problem p(gk::DataType::f16, cases::kMatrixShape, plan.layout_c());
       p.fill_integers();
       EXPECT_EQ(run_checked(plan, p, 1.0, 1.0, bias).max_abs_error, 0.0) << plan.kernel_name();
     }

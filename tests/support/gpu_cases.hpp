@@ -88,6 +88,13 @@ inline GemmOptions epilogue_options(DataType type, int cc, int kernel_cc) {
   return o;
 }
 
+// f16 with a bias: 2.x kernels broadcast along D's contiguous dimension, so a per-row bias takes a column-major D.
+inline GemmOptions bias_options(BiasMode bias, int cc, int kernel_cc) {
+  GemmOptions o = epilogue_options(DataType::f16, cc, kernel_cc);
+  if (kernel_cc < 90 && bias == BiasMode::PerRow) o.layout_c = Layout::ColumnMajor;
+  return o;
+}
+
 inline const std::vector<DataType>& epilogue_types() {
   static const std::vector<DataType> kTypes = {DataType::f16, DataType::bf16, DataType::f32};
   return kTypes;
@@ -151,7 +158,7 @@ inline std::vector<KernelSpec> all_specs(int cc) {
       }
       for (BiasMode bias : {BiasMode::PerRow, BiasMode::PerColumn}) {
         if (type != DataType::f16) continue;
-        Gemm plan(epilogue_options(type, cc, kernel_cc));
+        Gemm plan(bias_options(bias, cc, kernel_cc));
         plan.set_activation(Activation::ReLU);
         plan.set_bias(bias);
         out.push_back(spec_for_shape(plan, kMatrixShape));
