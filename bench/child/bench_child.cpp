@@ -1,0 +1,131 @@
+// bench/child/bench_child.cpp: the fresh process that gemmkit_bench times for its compile and start-up sections.
+// It links gemmkit only (not cuBLAS), so its start-up cost is that of a program using gemmkit alone. It prints
+// one JSON line on stdout; errors go to stderr with exit status 1.
+//
+//   gemmkit_bench_child compile --cache-dir DIR --cc N   time plan.compile() of the default f16 kernel, empty cache
+//   gemmkit_bench_child first-result                     construct, run 128^3 once on device tensors, sync
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "gemmkit/cache.hpp"
+#include "gemmkit/compiler.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+#include "gemmkit/runtime.hpp"
+#include "util/host_matrix.hpp"
+#include "util/json.hpp"
+
+namespace gk = gemmkit;
+using gk::json::Value;
+
+namespace {
+
+// Steady clock (CLOCK_MONOTONIC), comparable with the parent's timestamps.
+double now_ns() {
+  return static_cast<double>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+double seconds_since(double start_ns) { return (now_ns() - start_ns) * 1e-9; }
+
+gk::GemmOptions default_options() {
+  gk::GemmOptions o;
+  o.element = gk::DataType::f16;
+  o.layout = gk::Layout::RowMajor;
+  o.element_accumulator = gk::DataType::f32;
+  return o;
+}
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw gk::CudaError(std::string(what) + " failed: " + cudaGetErrorName(status), status);
+}
+
+int compile(const std::string& cache_dir, int cc) {
+  // DiskCache reads the variable on every lookup; set it before anything touches the cache.
+  if (setenv("GEMMKIT_CACHE_DIR", cache_dir.c_str(), 1) != 0) throw gk::Error("setenv GEMMKIT_CACHE_DIR failed");
+  const double t0 = now_ns();
+  (void)gk::Toolchain::discover();
+  const double toolchain_seconds = seconds_since(t0);
+  gk::GemmOptions o = default_options();
+  o.cc = cc;
+  gk::Gemm plan(o);
+  const double t1 = now_ns();
+  const gk::CompiledKernel built = plan.compile();
+  const double compile_seconds = seconds_since(t1);
+  Value out = Value::object();
+  out.set("kernel_name", built.kernel_name);
+  out.set("cc", cc);
+  out.set("cache_hit", built.cache_hit);
+  out.set("builds", gk::cache_counters().builds);
+  out.set("toolchain_seconds", toolchain_seconds);
+  out.set("compile_seconds", compile_seconds);
+  out.set("build_seconds", built.build_seconds);
+  std::printf("%s\n", out.dump(false).c_str());
+  return 0;
+}
+
+int first_result(double main_entry_ns) {
+  using gk::util::HostMatrix;
+  constexpr std::int64_t n = 128;
+  gk::Gemm plan(default_options());
+  const double plan_ready_ns = now_ns();
+  const int device = gk::current_device();
+  HostMatrix A(gk::DataType::f16, n, n, gk::Layout::RowMajor), B(gk::DataType::f16, n, n, gk::Layout::RowMajor);
+  HostMatrix D(gk::DataType::f16, n, n, gk::Layout::RowMajor);
+  A.fill_integers(1, -2, 2);  // exact in f16 products and f32 sums: the check below is exact
+  B.fill_integers(2, -2, 2);
+  void *dA = nullptr, *dB = nullptr, *dD = nullptr;
+  check(cudaMalloc(&dA, A.bytes()), "cudaMalloc");
+  check(cudaMalloc(&dB, B.bytes()), "cudaMalloc");
+  check(cudaMalloc(&dD, D.bytes()), "cudaMalloc");
+  check(cudaMemcpy(dA, A.data(), A.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
+  check(cudaMemcpy(dB, B.data(), B.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
+  check(cudaMemset(dD, 0xFF, D.bytes()), "cudaMemset");
+  const double buffers_ready_ns = now_ns();
+  const gk::TensorView vA = A.view_at(dA, device), vB = B.view_at(dB, device), vD = D.view_at(dD, device);
+  plan.run(vA, vB, nullptr, vD, 1.0, 0.0, gk::RunOptions{nullptr, true, false});
+  const double result_ns = now_ns();
+  check(cudaMemcpy(D.data(), dD, D.bytes(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  const auto cmp = gk::util::compare_with_reference(A, B, nullptr, D, 1.0, 0.0);
+  cudaFree(dA);
+  cudaFree(dB);
+  cudaFree(dD);
+  Value out = Value::object();
+  out.set("kernel_name", plan.spec_for(vA, vB, nullptr, vD).name());
+  out.set("main_entry_ns", main_entry_ns);
+  out.set("plan_ready_ns", plan_ready_ns);
+  out.set("buffers_ready_ns", buffers_ready_ns);
+  out.set("result_ns", result_ns);
+  out.set("builds", gk::cache_counters().builds);
+  out.set("disk_hits", gk::cache_counters().disk_hits);
+  out.set("max_abs_error", cmp.max_abs_error);
+  std::printf("%s\n", out.dump(false).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double main_entry_ns = now_ns();
+  try {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "first-result" && argc == 2) return first_result(main_entry_ns);
+    if (mode == "compile" && argc == 6 && std::strcmp(argv[2], "--cache-dir") == 0 &&
+        std::strcmp(argv[4], "--cc") == 0) {
+      return compile(argv[3], std::atoi(argv[5]));
+    }
+    std::fprintf(stderr,
+                 "usage: gemmkit_bench_child compile --cache-dir DIR --cc N | first-result\n"
+                 "(started by gemmkit_bench; not meant to be run by hand)\n");
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gemmkit_bench_child: %s\n", e.what());
+    return 1;
+  }
+}

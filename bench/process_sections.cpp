@@ -1,0 +1,135 @@
+// bench/process_sections.cpp: the sections measured in fresh child processes: cold compile and first result.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "bench.hpp"
+#include "gemmkit/cache.hpp"
+#include "gemmkit/codegen.hpp"
+#include "gemmkit/compiler.hpp"
+
+namespace bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh, empty cache folder, removed at scope exit.
+class TempCache {
+ public:
+  TempCache() {
+    std::string pattern = (fs::temp_directory_path() / "gemmkit-bench-cold-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw Failure("mkdtemp failed for " + pattern);
+    path_ = pattern;
+  }
+  ~TempCache() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempCache(const TempCache&) = delete;
+  TempCache& operator=(const TempCache&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+double number(const Value& v, const std::string& key) {
+  const Value* found = v.find(key);
+  if (found == nullptr || !found->is_number()) throw Failure("the child's report has no number '" + key + "'");
+  return found->as_number();
+}
+
+std::string text(const Value& v, const std::string& key) {
+  const Value* found = v.find(key);
+  if (found == nullptr || !found->is_string()) throw Failure("the child's report has no string '" + key + "'");
+  return found->as_string();
+}
+
+double ms_between(double from_ns, double to_ns) { return (to_ns - from_ns) * 1e-6; }
+
+}  // namespace
+
+SectionResult compile_section(Context& ctx) {
+  const std::string expected = default_plan(gk::DataType::f16, ctx.cc).kernel_name();
+  std::printf("compile: cold compile of %s in a child process (about a minute) ...\n", expected.c_str());
+  std::fflush(stdout);
+  ChildRun run;
+  {
+    TempCache cache;
+    run = run_child(ctx.child_path, {"compile", "--cache-dir", cache.path(), "--cc", std::to_string(ctx.cc)});
+  }
+  const Value report = child_json(run, "cold compile");
+  if (text(report, "kernel_name") != expected) {
+    throw Failure("the child compiled " + text(report, "kernel_name") + ", not the default kernel " + expected);
+  }
+  const Value* hit = report.find("cache_hit");
+  if (number(report, "builds") != 1 || hit == nullptr || hit->kind() != Value::Kind::boolean || hit->as_bool()) {
+    throw Failure("the cold compile did not build exactly one module in the empty cache (builds = " +
+                  fixed(number(report, "builds"), 0) + ")");
+  }
+  const double wall_s = static_cast<double>(run.exit_ns - run.spawn_ns) * 1e-9;
+  SectionResult result;
+  result.json = report;
+  result.json.set("process_wall_seconds", wall_s);
+  Table table{{"kernel", "plan.compile() s", "of which nvcc build s", "Toolchain::discover() s", "child process s"},
+              {{expected, fixed(number(report, "compile_seconds"), 2), fixed(number(report, "build_seconds"), 2),
+                fixed(number(report, "toolchain_seconds"), 2), fixed(wall_s, 2)}}};
+  result.markdown = "## Cold compile (empty GEMMKIT_CACHE_DIR, fresh process)\n\n" + table.markdown();
+  return result;
+}
+
+SectionResult startup_section(Context& ctx) {
+  gk::Gemm plan = default_plan(gk::DataType::f16, ctx.cc);
+  const gk::KernelSpec spec = planned_spec(plan, gk::DataType::f16, {128, 128, 128}, ctx.device);
+  const gk::CacheEntry built = gk::DiskCache().get_or_build(gk::Toolchain::discover(), gk::emit(spec));
+  if (!built.hit) std::printf("startup: built %s first (the child must find it in the cache)\n", spec.name().c_str());
+  std::printf("startup: %d fresh processes running 128^3 once ...\n", ctx.options.startup_runs);
+  std::fflush(stdout);
+  std::vector<double> to_main, to_plan, to_buffers, to_result, wall;
+  Value runs = Value::array();
+  for (int i = 0; i < ctx.options.startup_runs; ++i) {
+    const ChildRun run = run_child(ctx.child_path, {"first-result"});
+    const Value report = child_json(run, "first result");
+    if (number(report, "builds") != 0) throw Failure("the child compiled a kernel: the cache was not warm");
+    if (number(report, "max_abs_error") != 0) {
+      throw Failure("the child's 128^3 result is wrong (max abs error " + fixed(number(report, "max_abs_error"), 3) +
+                    " on exact integer data)");
+    }
+    if (text(report, "kernel_name") != built.kernel_name) {
+      throw Failure("the child ran " + text(report, "kernel_name") + ", not " + built.kernel_name);
+    }
+    const double main_ns = number(report, "main_entry_ns");
+    Value r = Value::object();
+    r.set("spawn_to_main_ms", ms_between(static_cast<double>(run.spawn_ns), main_ns));
+    r.set("main_to_plan_ms", ms_between(main_ns, number(report, "plan_ready_ns")));
+    r.set("main_to_buffers_ms", ms_between(main_ns, number(report, "buffers_ready_ns")));
+    r.set("main_to_result_ms", ms_between(main_ns, number(report, "result_ns")));
+    r.set("process_wall_ms", static_cast<double>(run.exit_ns - run.spawn_ns) * 1e-6);
+    to_main.push_back(r.find("spawn_to_main_ms")->as_number());
+    to_plan.push_back(r.find("main_to_plan_ms")->as_number());
+    to_buffers.push_back(r.find("main_to_buffers_ms")->as_number());
+    to_result.push_back(r.find("main_to_result_ms")->as_number());
+    wall.push_back(r.find("process_wall_ms")->as_number());
+    runs.push_back(r);
+  }
+  SectionResult result;
+  result.json.set("kernel_name", built.kernel_name);
+  result.json.set("runs", runs);
+  Value medians = Value::object();
+  medians.set("spawn_to_main_ms", median(to_main));
+  medians.set("main_to_plan_ms", median(to_plan));
+  medians.set("main_to_buffers_ms", median(to_buffers));
+  medians.set("main_to_result_ms", median(to_result));
+  medians.set("process_wall_ms", median(wall));
+  result.json.set("median", medians);
+  Table table{{"median of " + std::to_string(ctx.options.startup_runs) + " runs", "ms"},
+              {{"spawn -> main() (exec, dynamic loading)", fixed(median(to_main), 1)},
+               {"main() -> plan constructed", fixed(median(to_plan), 1)},
+               {"main() -> device buffers ready", fixed(median(to_buffers), 1)},
+               {"main() -> first result (run + sync)", fixed(median(to_result), 1)},
+               {"spawn -> exit (whole process)", fixed(median(wall), 1)}}};
+  result.markdown = "## Time to first result (fresh process, warm disk cache, 128x128x128 f16)\n\n" + table.markdown();
+  return result;
+}
+
+}  // namespace bench
