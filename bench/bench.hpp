@@ -62,6 +62,7 @@ SectionResult gemm_section(Context& ctx);
 SectionResult overhead_section(Context& ctx);
 SectionResult startup_section(Context& ctx);
 SectionResult compile_section(Context& ctx);
+SectionResult sweep_section(Context& ctx);
 
 // The one error type of the benchmark: a measurement that cannot be trusted stops, never prints a number.
 class Failure : public std::runtime_error {

@@ -19,7 +19,8 @@ int cuda_device_count() {
 int current_device() {
   int device = 0;
   const cudaError_t status = cudaGetDevice(&device);
-  if (status == cudaSuccess && cuda_device_count() > 0) return device;
+  // cudaGetDevice succeeds only with a usable device; the run path pays for nothing more.
+  if (status == cudaSuccess) return device;
   cudaGetLastError();
   throw CudaError(std::string("No CUDA device is available (") + cudaGetErrorName(status) +
                       "). Planning, emitting and compiling work without one when the plan is given cc explicitly "
