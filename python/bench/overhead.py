@@ -1,0 +1,80 @@
+"""python/bench/overhead.py: host time of one plan.run on a cached kernel with torch device tensors (default
+128^3 fp16), launch only (sync=False) and launch + sync, next to torch.matmul (+ torch.cuda.synchronize) in the
+same process. Writes JSON (--out). Run by scripts/python-gpu-check on the GPU machine."""
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import sys
+import time
+
+import torch
+
+import gemmkit
+from gemmkit import _convert
+
+
+def per_call_us(fn, iterations, repeats, after=None):
+    """Median over `repeats` of the mean host time of one call (µs); `after` (a sync) runs outside the clock."""
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        for _ in range(iterations):
+            fn()
+        samples.append((time.perf_counter_ns() - start) / iterations / 1e3)
+        if after is not None:
+            after()
+    return statistics.median(samples)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--size", type=int, default=128)
+    parser.add_argument("--iterations", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", default="python-overhead.json")
+    args = parser.parse_args()
+    n = args.size
+    torch.manual_seed(0)
+    A, B, C = (torch.randn(n, n, device="cuda").half() for _ in range(3))
+    D = torch.empty(n, n, dtype=torch.float16, device="cuda")
+    plan = gemmkit.Gemm(element=torch.float16, layout=gemmkit.LayoutType.RowMajor, element_accumulator=torch.float32)
+    plan.run(A, B, C, D, 1.0, 0.0)  # compile or load once; everything below is the cached path
+    torch.cuda.synchronize()
+    reference = (A.float() @ B.float()).half()
+    max_error = float((D.float() - reference.float()).abs().max())
+    stream = _convert.default_stream(D)
+    sync = torch.cuda.synchronize
+    it, rep = args.iterations, args.repeats
+    results = {
+        "gemmkit_run_launch_us": per_call_us(lambda: plan.run(A, B, C, D, 1.0, 0.0, sync=False), it, rep, sync),
+        "gemmkit_run_sync_us": per_call_us(lambda: plan.run(A, B, C, D, 1.0, 0.0), it, rep),
+        "torch_matmul_launch_us": per_call_us(lambda: torch.matmul(A, B), it, rep, sync),
+        "torch_matmul_sync_us": per_call_us(lambda: (torch.matmul(A, B), sync()), it, rep),
+        # Where gemmkit's time goes: the extension's run without the Python wrapper, and the four tensor imports.
+        "gemmkit_extension_run_launch_us": per_call_us(
+            lambda: gemmkit._gemmkit.Gemm.run(plan, A, B, C, D, 1.0, 0.0, stream, False), it, rep, sync),
+        "tensor_view_x4_us": per_call_us(lambda: [gemmkit.tensor_view(t) for t in (A, B, C, D)], it, rep),
+    }
+    report = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(),
+        "versions": {"gemmkit": gemmkit.__version__, "torch": torch.__version__, "cuda": torch.version.cuda,
+                     "python": platform.python_version()},
+        "problem": {"m": n, "n": n, "k": n, "dtype": "f16", "accumulator": "f32", "tensors": "torch cuda"},
+        "kernel": plan.kernel_name(),
+        "max_abs_error_vs_torch": max_error,
+        "method": f"host time per call, mean over {it} calls, median of {rep} repeats; *_launch: no sync in the "
+                  "loop (one sync after it, outside the clock); *_sync: gemmkit syncs its stream, torch runs "
+                  "torch.cuda.synchronize()",
+        "results_us": results,
+    }
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=2)
+    print(json.dumps(report, indent=2))
+    return 0 if max_error <= 0.25 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

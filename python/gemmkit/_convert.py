@@ -1,0 +1,136 @@
+"""What Python callers write -> the C++ plan's types: dtypes (numpy, torch, cupy, jax, strings), layouts,
+opcode classes, activations, swizzles, tile descriptions and CUDA streams. Conversions only."""
+import sys
+
+from ._gemmkit import (
+    Activation,
+    ConfigError,
+    DataType,
+    LayoutType,
+    OpcodeClass,
+    SwizzlingFunctor,
+    TileDescription,
+    parse_data_type,
+    parse_layout,
+    parse_opclass,
+)
+
+
+def _dtype_name(value):
+    if isinstance(value, str):
+        return value
+    if type(value).__module__ == "torch":  # torch.float16 prints as "torch.float16"
+        return str(value)[len("torch."):]
+    try:
+        import numpy
+
+        return numpy.dtype(value).name  # numpy and cupy dtypes and scalar types, jax / ml_dtypes bfloat16
+    except (ImportError, TypeError, ValueError):
+        return None
+
+
+def data_type(value):
+    """DataType, a name ("f16", "float16", "half", ...), or a numpy / torch / cupy / jax dtype; None stays None."""
+    if value is None or isinstance(value, DataType):
+        return value
+    name = _dtype_name(value)
+    parsed = parse_data_type(name) if name is not None else None
+    if parsed is None:
+        raise ConfigError(f"No available conversion from type {value!r} to a gemmkit DataType; use one of "
+                          f"{', '.join(t.name for t in DataType)} or the matching numpy / torch dtype.")
+    return parsed
+
+
+def layout(value):
+    """LayoutType or a name ("row", "RowMajor", "col", "ColumnMajor", "t", "n"); None stays None."""
+    if value is None or isinstance(value, LayoutType):
+        return value
+    parsed = parse_layout(value) if isinstance(value, str) else None
+    if parsed is None:
+        raise ConfigError(f"Invalid layout {value!r}; use gemmkit.LayoutType.RowMajor or ColumnMajor (or \"row\" / "
+                          "\"col\").")
+    return parsed
+
+
+def opcode_class(value):
+    if isinstance(value, OpcodeClass):
+        return value
+    parsed = parse_opclass(value) if isinstance(value, str) else None
+    if parsed is None:
+        raise ConfigError(f"Invalid opcode class {value!r}; use gemmkit.OpcodeClass.TensorOp or Simt (or "
+                          "\"tensor_op\" / \"simt\").")
+    return parsed
+
+
+def _member(enum, value, what, choices):
+    if isinstance(value, enum):
+        return value
+    if isinstance(value, str) and value in enum.__members__:
+        return enum[value]
+    raise ConfigError(f"Invalid {what} {value!r}; available: {', '.join(m.name for m in choices)}.")
+
+
+def activation(value, choices):
+    """(Activation, slope or None) from an Activation, its name, or an (activation, slope) pair."""
+    if isinstance(value, tuple):
+        if len(value) != 2:
+            raise ConfigError(f"An activation with a parameter is a pair (activation, slope); got {value!r}.")
+        return _member(Activation, value[0], "activation", choices), float(value[1])
+    return _member(Activation, value, "activation", choices), None
+
+
+def swizzle(value, choices):
+    return _member(SwizzlingFunctor, value, "swizzling functor", choices)
+
+
+_TILE_FIELDS = ("threadblock_shape", "warp_count", "stages", "instruction_shape", "cluster_shape", "kernel_schedule",
+                "epilogue_schedule", "tile_scheduler", "math_operation")
+
+
+def tile_description(value, base):
+    """A TileDescription, or a dict of its fields laid over `base` (as the reference's dict setter does)."""
+    if value is None or isinstance(value, TileDescription):
+        return value
+    if not isinstance(value, dict):
+        raise ConfigError(f"Expected a TileDescription or a dict of its fields; got {type(value).__name__}.")
+    unknown = sorted(set(value) - set(_TILE_FIELDS))
+    if unknown:
+        raise ConfigError(f"Unknown TileDescription field(s) {', '.join(unknown)}; fields: {', '.join(_TILE_FIELDS)}.")
+    fields = {name: getattr(base, name) for name in _TILE_FIELDS}
+    fields.update(value)
+    return TileDescription(**fields)
+
+
+def stream_handle(stream):
+    """A raw cudaStream_t from a torch stream (.cuda_stream), a cupy stream (.ptr), an object with
+    __cuda_stream__ (CUDA stream protocol), or an int."""
+    if isinstance(stream, int):
+        return stream
+    for attribute in ("cuda_stream", "ptr"):
+        handle = getattr(stream, attribute, None)
+        if isinstance(handle, int):
+            return handle
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        return int(protocol()[1])
+    try:
+        return int(stream)
+    except (TypeError, ValueError):
+        raise TypeError(f"Cannot take a CUDA stream from {type(stream).__name__}; pass a torch.cuda.Stream, a "
+                        "cupy.cuda.Stream, an object with __cuda_stream__, or an int handle.") from None
+
+
+def _torch_current_stream(torch, device):
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch's own launchers use; no Stream object
+    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+
+
+def default_stream(tensor):
+    """The stream the tensor's framework would launch on: torch's or cupy's current stream; else 0."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(tensor, torch.Tensor):
+        return _torch_current_stream(torch, tensor.get_device()) if tensor.is_cuda else 0
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(tensor, cupy.ndarray):
+        return cupy.cuda.get_current_stream().ptr
+    return 0

@@ -1,0 +1,513 @@
+# python/gemmkit/_gemmkit.pyi: type stubs of the extension (nanobind.stubgen output; the error classes,
+# which stubgen imports from `gemmkit`, are written out here).
+"""
+gemmkit's C++ core: plans, kernel specs, tensors and errors (use the `gemmkit` package).
+"""
+
+from collections.abc import Sequence
+import enum
+from typing import overload
+
+class Error(Exception):
+    """Base class of every gemmkit error."""
+
+class ConfigError(Error, ValueError):
+    """A plan that cannot be built: a dtype/layout/opclass/tile/alignment/shared-memory rule."""
+
+class TensorError(Error, ValueError):
+    """A tensor that does not match the plan: dtype, rank, shape, stride, alignment, device."""
+
+class ToolchainError(Error, RuntimeError):
+    """nvcc or the CUTLASS headers are missing or too old."""
+
+class CompileError(Error, RuntimeError):
+    """nvcc failed on a generated kernel; .argv, .exit_code, .log and .source_path say how."""
+
+    argv: list[str]
+    exit_code: int
+    log: str
+    source_path: str
+
+class CudaError(Error, RuntimeError):
+    """A CUDA call failed or no device is present; .code is the CUDA error code."""
+
+    code: int
+
+
+class DataType(enum.Enum):
+    """Element types."""
+
+    f16 = 0
+
+    bf16 = 1
+
+    f32 = 2
+
+    tf32 = 3
+
+    f64 = 4
+
+    s8 = 5
+
+    u8 = 6
+
+    s32 = 7
+
+    void = 8
+
+class LayoutType(enum.Enum):
+    """Matrix layouts."""
+
+    RowMajor = 0
+
+    ColumnMajor = 1
+
+class OpcodeClass(enum.Enum):
+    """Tensor cores or CUDA cores."""
+
+    TensorOp = 0
+
+    Simt = 1
+
+class KernelFamily(enum.Enum):
+    """Which template renders a kernel."""
+
+    sm80_universal = 0
+
+    sm90_collective = 1
+
+class MathOperation(enum.Enum):
+    """The tensor-core math variant."""
+
+    multiply_add = 0
+
+    multiply_add_fast_f32 = 1
+
+    multiply_add_saturate = 2
+
+class KernelScheduleType(enum.Enum):
+    """SM90 mainloop schedules."""
+
+    ScheduleAuto = 0
+
+    TmaWarpSpecialized = 1
+
+    TmaWarpSpecializedPingpong = 2
+
+    TmaWarpSpecializedCooperative = 3
+
+    CpAsyncWarpSpecialized = 4
+
+    CpAsyncWarpSpecializedPingpong = 5
+
+    CpAsyncWarpSpecializedCooperative = 6
+
+class EpilogueScheduleType(enum.Enum):
+    """SM90 epilogue schedules."""
+
+    ScheduleAuto = 0
+
+    NoSmemWarpSpecialized = 1
+
+    TmaWarpSpecialized = 2
+
+    TmaWarpSpecializedCooperative = 3
+
+class TileSchedulerType(enum.Enum):
+    """SM90 tile schedulers."""
+
+    Default = 0
+
+    Persistent = 1
+
+    StreamK = 2
+
+class SwizzlingFunctor(enum.Enum):
+    """
+    Threadblock swizzles; ThreadblockSwizzleStreamK selects Stream-K (on SM80 and SM90 kernels).
+    """
+
+    IdentitySwizzle1 = 0
+
+    IdentitySwizzle2 = 1
+
+    IdentitySwizzle4 = 2
+
+    IdentitySwizzle8 = 3
+
+    HorizontalSwizzle = 4
+
+    ThreadblockSwizzleStreamK = 5
+
+class Activation(enum.Enum):
+    """
+    Elementwise activations fused into the epilogue: D = act(alpha * A @ B + beta * C).
+    """
+
+    identity = 0
+
+    relu = 1
+
+    leaky_relu = 2
+
+    gelu = 3
+
+    gelu_tanh = 4
+
+    hardswish = 5
+
+    sigmoid = 6
+
+    silu = 7
+
+    tanh = 8
+
+class TensorView:
+    """
+    What gemmkit sees of an array: pointer, dtype, shape, strides (in elements) and device (-1 = host). A view; it owns nothing.
+    """
+
+    @property
+    def data(self) -> int: ...
+
+    @property
+    def dtype(self) -> DataType: ...
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def strides(self) -> tuple[int, ...]: ...
+
+    @property
+    def device(self) -> int: ...
+
+    def __repr__(self) -> str: ...
+
+def tensor_view(tensor: object) -> TensorView:
+    """
+    How gemmkit reads `tensor` (no copy): dtype, shape, strides in elements, device. Raises TensorError or TypeError as run() would.
+    """
+
+class TileDescription:
+    """
+    One kernel configuration. On SM90, threadblock_shape is the cluster's tile (as in the reference); cta_tile() is one CTA's share. str() prints the reference's block.
+    """
+
+    @overload
+    def __init__(self) -> None: ...
+
+    @overload
+    def __init__(self, *, threadblock_shape: Sequence[int], warp_count: Sequence[int] = [0, 0, 0], stages: int = 0, instruction_shape: Sequence[int] = [0, 0, 0], cluster_shape: Sequence[int] = [1, 1, 1], kernel_schedule: KernelScheduleType = KernelScheduleType.ScheduleAuto, epilogue_schedule: EpilogueScheduleType = EpilogueScheduleType.ScheduleAuto, tile_scheduler: TileSchedulerType = TileSchedulerType.Default, math_operation: MathOperation = MathOperation.multiply_add) -> None: ...
+
+    @property
+    def threadblock_shape(self) -> list[int]: ...
+
+    @threadblock_shape.setter
+    def threadblock_shape(self, arg: Sequence[int], /) -> None: ...
+
+    @property
+    def warp_count(self) -> list[int]: ...
+
+    @warp_count.setter
+    def warp_count(self, arg: Sequence[int], /) -> None: ...
+
+    @property
+    def stages(self) -> int:
+        """0 = as many as fit (SM90)"""
+
+    @stages.setter
+    def stages(self, arg: int, /) -> None: ...
+
+    @property
+    def instruction_shape(self) -> list[int]: ...
+
+    @instruction_shape.setter
+    def instruction_shape(self, arg: Sequence[int], /) -> None: ...
+
+    @property
+    def cluster_shape(self) -> list[int]: ...
+
+    @cluster_shape.setter
+    def cluster_shape(self, arg: Sequence[int], /) -> None: ...
+
+    @property
+    def kernel_schedule(self) -> KernelScheduleType: ...
+
+    @kernel_schedule.setter
+    def kernel_schedule(self, arg: KernelScheduleType, /) -> None: ...
+
+    @property
+    def epilogue_schedule(self) -> EpilogueScheduleType: ...
+
+    @epilogue_schedule.setter
+    def epilogue_schedule(self, arg: EpilogueScheduleType, /) -> None: ...
+
+    @property
+    def tile_scheduler(self) -> TileSchedulerType: ...
+
+    @tile_scheduler.setter
+    def tile_scheduler(self, arg: TileSchedulerType, /) -> None: ...
+
+    @property
+    def math_operation(self) -> MathOperation: ...
+
+    @math_operation.setter
+    def math_operation(self, arg: MathOperation, /) -> None: ...
+
+    def cta_tile(self) -> list[int]: ...
+
+    def __str__(self) -> str: ...
+
+    def __repr__(self) -> str: ...
+
+    def __eq__(self, arg: TileDescription, /) -> bool: ...
+
+    def __copy__(self) -> TileDescription: ...
+
+    def __deepcopy__(self, memo: object) -> TileDescription: ...
+
+class KernelSpec:
+    """Everything that determines one generated kernel (a plain value)."""
+
+    @property
+    def cc(self) -> int: ...
+
+    @property
+    def kernel_cc(self) -> int: ...
+
+    @property
+    def family(self) -> KernelFamily: ...
+
+    @property
+    def opclass(self) -> OpcodeClass: ...
+
+    @property
+    def element_A(self) -> DataType: ...
+
+    @property
+    def element_B(self) -> DataType: ...
+
+    @property
+    def element_C(self) -> DataType: ...
+
+    @property
+    def element_D(self) -> DataType: ...
+
+    @property
+    def element_accumulator(self) -> DataType: ...
+
+    @property
+    def layout_A(self) -> LayoutType: ...
+
+    @property
+    def layout_B(self) -> LayoutType: ...
+
+    @property
+    def layout_C(self) -> LayoutType: ...
+
+    @property
+    def alignment_A(self) -> int: ...
+
+    @property
+    def alignment_B(self) -> int: ...
+
+    @property
+    def alignment_C(self) -> int: ...
+
+    @property
+    def tile_description(self) -> TileDescription: ...
+
+    @property
+    def swizzling_functor(self) -> SwizzlingFunctor: ...
+
+    @property
+    def activation(self) -> Activation: ...
+
+    def name(self) -> str:
+        """The kernel's name in the reference's format."""
+
+    def procedural_name(self) -> str:
+        """Alias of name(), as the reference calls it."""
+
+    def element_compute(self) -> DataType: ...
+
+    def arch_flag(self) -> str: ...
+
+    def canonical(self) -> str: ...
+
+    def __eq__(self, arg: KernelSpec, /) -> bool: ...
+
+    def __repr__(self) -> str: ...
+
+class KernelSource:
+    """The generated translation unit of one kernel."""
+
+    @property
+    def kernel_name(self) -> str: ...
+
+    @property
+    def arch_flag(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    def __str__(self) -> str: ...
+
+class CompiledKernel:
+    """What compile() produced: the kernel and its cache entry."""
+
+    @property
+    def kernel_name(self) -> str: ...
+
+    @property
+    def module_path(self) -> str: ...
+
+    @property
+    def cache_key(self) -> str: ...
+
+    @property
+    def cache_hit(self) -> bool: ...
+
+    @property
+    def build_seconds(self) -> float: ...
+
+    def __repr__(self) -> str: ...
+
+class CacheCounters:
+    """Process-wide cache counters (tell a hit from a build)."""
+
+    @property
+    def builds(self) -> int: ...
+
+    @property
+    def disk_hits(self) -> int: ...
+
+    @property
+    def rebuilt_damaged(self) -> int: ...
+
+def emit(spec: KernelSpec) -> KernelSource:
+    """The kernel source for a spec (pure; no I/O)."""
+
+def compile_many(specs: Sequence[KernelSpec]) -> list[CompiledKernel]:
+    """
+    Builds (or finds) every spec's module in the kernel cache, in parallel.
+    """
+
+def cache_counters() -> CacheCounters: ...
+
+def cache_dir() -> str:
+    """The kernel cache folder (GEMMKIT_CACHE_DIR, else per user)."""
+
+def cuda_device_count() -> int:
+    """Visible CUDA devices; 0 without a GPU or driver."""
+
+def device_cc(device: int | None = None) -> int:
+    """
+    The compute capability (e.g. 90) of a device, by default the current one.
+    """
+
+def parse_data_type(text: str) -> DataType | None: ...
+
+def parse_layout(text: str) -> LayoutType | None: ...
+
+def parse_opclass(text: str) -> OpcodeClass | None: ...
+
+class Gemm:
+    """
+    The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.
+    """
+
+    def __init__(self, *, element: DataType | None = None, element_A: DataType | None = None, element_B: DataType | None = None, element_C: DataType | None = None, element_D: DataType | None = None, element_accumulator: DataType | None = None, layout: LayoutType | None = None, layout_A: LayoutType | None = None, layout_B: LayoutType | None = None, layout_C: LayoutType | None = None, A: object | None = None, B: object | None = None, C: object | None = None, D: object | None = None, cc: int | None = None) -> None: ...
+
+    @property
+    def cc(self) -> int: ...
+
+    @property
+    def element_A(self) -> DataType: ...
+
+    @property
+    def element_B(self) -> DataType: ...
+
+    @property
+    def element_C(self) -> DataType: ...
+
+    @property
+    def element_D(self) -> DataType: ...
+
+    @property
+    def element_accumulator(self) -> DataType: ...
+
+    @property
+    def layout_A(self) -> LayoutType: ...
+
+    @property
+    def layout_B(self) -> LayoutType: ...
+
+    @property
+    def layout_C(self) -> LayoutType: ...
+
+    @property
+    def opclass(self) -> OpcodeClass: ...
+
+    @opclass.setter
+    def opclass(self, arg: OpcodeClass, /) -> None: ...
+
+    def opclasses(self) -> list[OpcodeClass]: ...
+
+    def tile_descriptions(self) -> list[TileDescription]:
+        """Every valid configuration (default first)."""
+
+    @property
+    def tile_description(self) -> TileDescription | None:
+        """The configuration set on the plan (None: chosen per alignment)."""
+
+    @tile_description.setter
+    def tile_description(self, arg: TileDescription, /) -> None: ...
+
+    @property
+    def swizzling_functor(self) -> SwizzlingFunctor: ...
+
+    @swizzling_functor.setter
+    def swizzling_functor(self, arg: SwizzlingFunctor, /) -> None: ...
+
+    def swizzling_functors(self) -> list[SwizzlingFunctor]: ...
+
+    @property
+    def activation(self) -> Activation: ...
+
+    @property
+    def activation_parameter(self) -> float:
+        """The leaky_relu slope."""
+
+    def set_activation(self, activation: Activation, parameter: float = 0.01) -> None: ...
+
+    @staticmethod
+    def activations() -> list[Activation]: ...
+
+    def construct(self, tile_description: TileDescription | None = None, alignment_A: int | None = None, alignment_B: int | None = None, alignment_C: int | None = None) -> KernelSpec:
+        """
+        The KernelSpec for the widest alignments (or those given); a tile given here stays in the plan.
+        """
+
+    def spec(self, alignment_A: int | None = None, alignment_B: int | None = None, alignment_C: int | None = None) -> KernelSpec:
+        """Like construct() without storing anything."""
+
+    def kernel_name(self) -> str: ...
+
+    def emit_source(self) -> KernelSource: ...
+
+    def compile(self, tile_description: TileDescription | None = None) -> CompiledKernel:
+        """
+        Generates and compiles the kernel through the on-disk cache (needs nvcc, not a GPU).
+        """
+
+    def spec_for(self, A: object | None, B: object | None, C: object | None, D: object | None, beta: float = 0.0) -> KernelSpec:
+        """
+        The kernel run() would use for these tensors (same checks; nothing runs; no GPU needed).
+        """
+
+    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int = 0, sync: bool = True) -> None:
+        """
+        D = act(alpha * A @ B + beta * C) on a stream handle (0 = the default stream). Host arrays are staged and D holds the result on return.
+        """

@@ -1,0 +1,101 @@
+"""gemmkit.op.Gemm: the reference's plan API over the C++ plan (gemmkit._gemmkit.Gemm). It converts names,
+numpy / torch dtypes and streams, and passes everything else through; checks and errors come from C++."""
+from . import _convert
+from ._gemmkit import Gemm as _Plan
+from ._gemmkit import emit as _emit
+
+
+class Gemm(_Plan):
+    """A GEMM plan, D = act(alpha * A @ B + beta * C).
+
+    Per operand, a representative tensor (A/B/C/D: its dtype and strides) wins over element_X / layout_X,
+    which win over the generic element / layout; element_accumulator defaults to C's element type; cc defaults
+    to the current GPU's. Tensors and alpha / beta given here are the defaults of run().
+    """
+
+    def __init__(self, A=None, B=None, C=None, D=None, alpha=1.0, beta=0.0, element_accumulator=None, element=None,
+                 layout=None, element_A=None, element_B=None, element_C=None, element_D=None, layout_A=None,
+                 layout_B=None, layout_C=None, cc=None):
+        dt, lt = _convert.data_type, _convert.layout
+        super().__init__(element=dt(element), element_A=dt(element_A), element_B=dt(element_B),
+                         element_C=dt(element_C), element_D=dt(element_D),
+                         element_accumulator=dt(element_accumulator), layout=lt(layout), layout_A=lt(layout_A),
+                         layout_B=lt(layout_B), layout_C=lt(layout_C), A=A, B=B, C=C, D=D, cc=cc)
+        self._defaults = (A, B, C, D, alpha, beta)
+
+    @property
+    def opclass(self):
+        """OpcodeClass.TensorOp or Simt; settable with the enum or "tensor_op" / "simt"."""
+        return _Plan.opclass.__get__(self)
+
+    @opclass.setter
+    def opclass(self, value):
+        _Plan.opclass.__set__(self, _convert.opcode_class(value))
+
+    @property
+    def activation(self):
+        """The fused activation; set an Activation (gemmkit.epilogue.relu), its name, or (activation, slope)."""
+        return _Plan.activation.__get__(self)
+
+    @activation.setter
+    def activation(self, value):
+        act, slope = _convert.activation(value, self.activations())
+        if slope is None:
+            self.set_activation(act)
+        else:
+            self.set_activation(act, slope)
+
+    @property
+    def swizzling_functor(self):
+        """The threadblock swizzle; set a gemmkit.swizzle functor or its name."""
+        return _Plan.swizzling_functor.__get__(self)
+
+    @swizzling_functor.setter
+    def swizzling_functor(self, value):
+        _Plan.swizzling_functor.__set__(self, _convert.swizzle(value, self.swizzling_functors()))
+
+    @property
+    def tile_description(self):
+        """The configuration set on the plan (None: the default, chosen per alignment). Set a TileDescription, or
+        a dict of fields laid over the current one."""
+        return _Plan.tile_description.__get__(self)
+
+    @tile_description.setter
+    def tile_description(self, value):
+        _Plan.tile_description.__set__(self, self._tile(value))
+
+    def _tile(self, value):
+        if not isinstance(value, dict):
+            return value
+        return _convert.tile_description(value, self.tile_description or self.spec().tile_description)
+
+    def construct(self, tile_description=None, alignment_A=None, alignment_B=None, alignment_C=None):
+        """The KernelSpec for the widest alignments (or those given). A tile given here stays in the plan."""
+        return _Plan.construct(self, self._tile(tile_description), alignment_A, alignment_B, alignment_C)
+
+    def compile(self, tile_description=None, print_module=False):
+        """Generates and compiles the kernel through the on-disk cache (nvcc; no GPU needed)."""
+        tile = self._tile(tile_description)
+        if print_module:
+            if tile is not None:
+                _Plan.construct(self, tile)
+            print(self.emit_source().text)
+        return _Plan.compile(self, tile)
+
+    def run(self, A=None, B=None, C=None, D=None, alpha=None, beta=None, sync=True, print_module=False,
+            stream=None):
+        """D = act(alpha * A @ B + beta * C). Arguments left as None take the constructor's. Device tensors run in
+        place on `stream` (a torch / cupy stream or an int; by default torch's or cupy's current stream, else the
+        default stream); sync=False returns once launched. Host arrays (numpy, torch CPU) are staged through the
+        GPU and D holds the result on return."""
+        A0, B0, C0, D0, alpha0, beta0 = self._defaults
+        A = A0 if A is None else A
+        B = B0 if B is None else B
+        C = C0 if C is None else C
+        D = D0 if D is None else D
+        alpha = alpha0 if alpha is None else alpha
+        beta = beta0 if beta is None else beta
+        handle = _convert.default_stream(D) if stream is None else _convert.stream_handle(stream)
+        if print_module:
+            print(_emit(self.spec_for(A, B, C, D, beta)).text)
+        _Plan.run(self, A, B, C, D, alpha, beta, handle, sync)

@@ -1,0 +1,12 @@
+// python/src/module.cpp: the nanobind module gemmkit._gemmkit (imported by the pure-Python package).
+#include "bindings.hpp"
+
+NB_MODULE(_gemmkit, m) {
+  namespace gp = gemmkit::python;
+  m.doc() = "gemmkit's C++ core: plans, kernel specs, tensors and errors (use the `gemmkit` package).";
+  m.attr("__version__") = GEMMKIT_VERSION;
+  gp::bind_errors(m);
+  gp::bind_enums(m);
+  gp::bind_tensors(m);
+  gp::bind_plan(m);
+}

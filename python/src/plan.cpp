@@ -1,0 +1,244 @@
+// python/src/plan.cpp: the Gemm plan and the values around it (TileDescription, KernelSpec, KernelSource,
+// CompiledKernel), plus the cache and device queries the package exposes. Typed on purpose: the pure-Python
+// layer (gemmkit/op.py) turns strings, numpy/torch dtypes and streams into these types.
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
+#include <sstream>
+
+#include "bindings.hpp"
+#include "gemmkit/cache.hpp"
+#include "gemmkit/codegen.hpp"
+#include "gemmkit/compiler.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+#include "gemmkit/runtime.hpp"
+
+namespace gemmkit::python {
+namespace {
+
+using namespace nb::literals;
+using OptType = std::optional<DataType>;
+using OptLayout = std::optional<Layout>;
+using OptInt = std::optional<int>;
+
+std::string shape_text(const Shape3& s) {
+  return "[" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " + std::to_string(s[2]) + "]";
+}
+
+std::string tile_repr(const TileDescription& t) {
+  std::ostringstream out;
+  out << "TileDescription(threadblock_shape=" << shape_text(t.threadblock_shape)
+      << ", warp_count=" << shape_text(t.warp_count) << ", stages=" << t.stages
+      << ", instruction_shape=" << shape_text(t.instruction_shape) << ", cluster_shape=" << shape_text(t.cluster_shape)
+      << ", kernel_schedule=" << to_string(t.kernel_schedule) << ", epilogue_schedule=" << to_string(t.epilogue_schedule)
+      << ", tile_scheduler=" << to_string(t.tile_scheduler) << ", math_operation=" << to_string(t.math_operation)
+      << ")";
+  return out.str();
+}
+
+void bind_values(nb::module_& m) {
+  nb::class_<TileDescription>(m, "TileDescription",
+                              "One kernel configuration. On SM90, threadblock_shape is the cluster's tile (as in "
+                              "the reference); cta_tile() is one CTA's share. str() prints the reference's block.")
+      .def(nb::init<>())
+      .def(
+          "__init__",
+          [](TileDescription* self, Shape3 threadblock_shape, Shape3 warp_count, int stages, Shape3 instruction_shape,
+             Shape3 cluster_shape, KernelSchedule kernel_schedule, EpilogueSchedule epilogue_schedule,
+             TileScheduler tile_scheduler, MathOperation math_operation) {
+            new (self) TileDescription{threadblock_shape, warp_count,      stages,         instruction_shape,
+                                       cluster_shape,     kernel_schedule, epilogue_schedule, tile_scheduler,
+                                       math_operation};
+          },
+          nb::kw_only(), "threadblock_shape"_a, "warp_count"_a = Shape3{0, 0, 0}, "stages"_a = 0,
+          "instruction_shape"_a = Shape3{0, 0, 0}, "cluster_shape"_a = Shape3{1, 1, 1},
+          "kernel_schedule"_a = KernelSchedule::Auto, "epilogue_schedule"_a = EpilogueSchedule::Auto,
+          "tile_scheduler"_a = TileScheduler::Default, "math_operation"_a = MathOperation::MultiplyAdd)
+      .def_rw("threadblock_shape", &TileDescription::threadblock_shape)
+      .def_rw("warp_count", &TileDescription::warp_count)
+      .def_rw("stages", &TileDescription::stages, "0 = as many as fit (SM90)")
+      .def_rw("instruction_shape", &TileDescription::instruction_shape)
+      .def_rw("cluster_shape", &TileDescription::cluster_shape)
+      .def_rw("kernel_schedule", &TileDescription::kernel_schedule)
+      .def_rw("epilogue_schedule", &TileDescription::epilogue_schedule)
+      .def_rw("tile_scheduler", &TileDescription::tile_scheduler)
+      .def_rw("math_operation", &TileDescription::math_operation)
+      .def("cta_tile", &TileDescription::cta_tile)
+      .def("__str__", &TileDescription::to_string)
+      .def("__repr__", &tile_repr)
+      .def("__eq__", [](const TileDescription& a, const TileDescription& b) { return a == b; })
+      .def("__copy__", [](const TileDescription& t) { return t; })
+      .def("__deepcopy__", [](const TileDescription& t, nb::handle) { return t; }, "memo"_a);
+
+  nb::class_<KernelSpec>(m, "KernelSpec", "Everything that determines one generated kernel (a plain value).")
+      .def_ro("cc", &KernelSpec::cc)
+      .def_ro("kernel_cc", &KernelSpec::kernel_cc)
+      .def_ro("family", &KernelSpec::family)
+      .def_ro("opclass", &KernelSpec::opclass)
+      .def_ro("element_A", &KernelSpec::element_a)
+      .def_ro("element_B", &KernelSpec::element_b)
+      .def_ro("element_C", &KernelSpec::element_c)
+      .def_ro("element_D", &KernelSpec::element_d)
+      .def_ro("element_accumulator", &KernelSpec::element_accumulator)
+      .def_ro("layout_A", &KernelSpec::layout_a)
+      .def_ro("layout_B", &KernelSpec::layout_b)
+      .def_ro("layout_C", &KernelSpec::layout_c)
+      .def_ro("alignment_A", &KernelSpec::alignment_a)
+      .def_ro("alignment_B", &KernelSpec::alignment_b)
+      .def_ro("alignment_C", &KernelSpec::alignment_c)
+      .def_ro("tile_description", &KernelSpec::tile)
+      .def_ro("swizzling_functor", &KernelSpec::swizzle)
+      .def_ro("activation", &KernelSpec::activation)
+      .def("name", &KernelSpec::name, "The kernel's name in the reference's format.")
+      .def("procedural_name", &KernelSpec::name, "Alias of name(), as the reference calls it.")
+      .def("element_compute", &KernelSpec::element_compute)
+      .def("arch_flag", &KernelSpec::arch_flag)
+      .def("canonical", &KernelSpec::canonical)
+      .def("__eq__", [](const KernelSpec& a, const KernelSpec& b) { return a == b; })
+      .def("__repr__", [](const KernelSpec& s) { return "KernelSpec(" + s.name() + ")"; });
+
+  nb::class_<KernelSource>(m, "KernelSource", "The generated translation unit of one kernel.")
+      .def_ro("kernel_name", &KernelSource::kernel_name)
+      .def_ro("arch_flag", &KernelSource::arch_flag)
+      .def_ro("text", &KernelSource::text)
+      .def("__str__", [](const KernelSource& s) { return s.text; });
+
+  nb::class_<CompiledKernel>(m, "CompiledKernel", "What compile() produced: the kernel and its cache entry.")
+      .def_ro("kernel_name", &CompiledKernel::kernel_name)
+      .def_ro("module_path", &CompiledKernel::module_path)
+      .def_ro("cache_key", &CompiledKernel::cache_key)
+      .def_ro("cache_hit", &CompiledKernel::cache_hit)
+      .def_ro("build_seconds", &CompiledKernel::build_seconds)
+      .def("__repr__", [](const CompiledKernel& k) {
+        return "CompiledKernel(" + k.kernel_name + ", cache_hit=" + (k.cache_hit ? "True" : "False") + ")";
+      });
+
+  nb::class_<CacheCounters>(m, "CacheCounters", "Process-wide cache counters (tell a hit from a build).")
+      .def_ro("builds", &CacheCounters::builds)
+      .def_ro("disk_hits", &CacheCounters::disk_hits)
+      .def_ro("rebuilt_damaged", &CacheCounters::rebuilt_damaged);
+}
+
+void bind_functions(nb::module_& m) {
+  m.def("emit", &emit, "spec"_a, "The kernel source for a spec (pure; no I/O).");
+  m.def(
+      "compile_many",
+      [](const std::vector<KernelSpec>& specs) {
+        std::vector<KernelSource> sources;
+        for (const auto& s : specs) sources.push_back(emit(s));
+        const auto entries = DiskCache().get_or_build_many(Toolchain::discover(), sources);
+        std::vector<CompiledKernel> out;
+        for (const auto& e : entries) out.push_back({e.kernel_name, e.module_path, e.key, e.hit, e.build_seconds});
+        return out;
+      },
+      "specs"_a, nb::call_guard<nb::gil_scoped_release>(),
+      "Builds (or finds) every spec's module in the kernel cache, in parallel.");
+  m.def("cache_counters", &cache_counters);
+  m.def("cache_dir", &DiskCache::default_root, "The kernel cache folder (GEMMKIT_CACHE_DIR, else per user).");
+  m.def("cuda_device_count", &cuda_device_count, "Visible CUDA devices; 0 without a GPU or driver.");
+  m.def("device_cc", [](OptInt device) { return device_info(device ? *device : current_device()).cc; },
+        "device"_a = nb::none(), "The compute capability (e.g. 90) of a device, by default the current one.");
+  m.def("parse_data_type", &parse_data_type, "text"_a);
+  m.def("parse_layout", &parse_layout, "text"_a);
+  m.def("parse_opclass", &parse_opclass, "text"_a);
+}
+
+void bind_gemm(nb::module_& m) {
+  nb::class_<Gemm>(m, "Gemm", "The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.")
+      .def(
+          "__init__",
+          [](Gemm* self, OptType element, OptType element_A, OptType element_B, OptType element_C, OptType element_D,
+             OptType element_accumulator, OptLayout layout, OptLayout layout_A, OptLayout layout_B,
+             OptLayout layout_C, nb::handle A, nb::handle B, nb::handle C, nb::handle D, OptInt cc) {
+            const auto a = to_optional_tensor(A, "A", false), b = to_optional_tensor(B, "B", false),
+                       c = to_optional_tensor(C, "C", false), d = to_optional_tensor(D, "D", false);
+            GemmOptions o;
+            o.element = element;
+            o.element_a = element_A;
+            o.element_b = element_B;
+            o.element_c = element_C;
+            o.element_d = element_D;
+            o.element_accumulator = element_accumulator;
+            o.layout = layout;
+            o.layout_a = layout_A;
+            o.layout_b = layout_B;
+            o.layout_c = layout_C;
+            o.A = a ? &a->view : nullptr;
+            o.B = b ? &b->view : nullptr;
+            o.C = c ? &c->view : nullptr;
+            o.D = d ? &d->view : nullptr;
+            o.cc = cc;
+            new (self) Gemm(o);
+          },
+          nb::kw_only(), "element"_a = nb::none(), "element_A"_a = nb::none(), "element_B"_a = nb::none(),
+          "element_C"_a = nb::none(), "element_D"_a = nb::none(), "element_accumulator"_a = nb::none(),
+          "layout"_a = nb::none(), "layout_A"_a = nb::none(), "layout_B"_a = nb::none(), "layout_C"_a = nb::none(),
+          "A"_a = nb::none(), "B"_a = nb::none(), "C"_a = nb::none(), "D"_a = nb::none(), "cc"_a = nb::none())
+      .def_prop_ro("cc", &Gemm::cc)
+      .def_prop_ro("element_A", &Gemm::element_a)
+      .def_prop_ro("element_B", &Gemm::element_b)
+      .def_prop_ro("element_C", &Gemm::element_c)
+      .def_prop_ro("element_D", &Gemm::element_d)
+      .def_prop_ro("element_accumulator", &Gemm::element_accumulator)
+      .def_prop_ro("layout_A", &Gemm::layout_a)
+      .def_prop_ro("layout_B", &Gemm::layout_b)
+      .def_prop_ro("layout_C", &Gemm::layout_c)
+      .def_prop_rw("opclass", &Gemm::opclass, &Gemm::set_opclass)
+      .def("opclasses", &Gemm::opclasses)
+      .def("tile_descriptions", &Gemm::tile_descriptions, "Every valid configuration (default first).")
+      .def_prop_rw("tile_description", &Gemm::tile_description, &Gemm::set_tile_description,
+                   "The configuration set on the plan (None: chosen per alignment).")
+      .def_prop_rw("swizzling_functor", &Gemm::swizzling_functor, &Gemm::set_swizzling_functor)
+      .def("swizzling_functors", &Gemm::swizzling_functors)
+      .def_prop_ro("activation", &Gemm::activation)
+      .def_prop_ro("activation_parameter", &Gemm::activation_parameter, "The leaky_relu slope.")
+      .def("set_activation", &Gemm::set_activation, "activation"_a, "parameter"_a = 0.01)
+      .def_static("activations", &Gemm::activations)
+      .def("construct", &Gemm::construct, "tile_description"_a = nb::none(), "alignment_A"_a = nb::none(),
+           "alignment_B"_a = nb::none(), "alignment_C"_a = nb::none(),
+           "The KernelSpec for the widest alignments (or those given); a tile given here stays in the plan.")
+      .def("spec", &Gemm::spec, "alignment_A"_a = nb::none(), "alignment_B"_a = nb::none(),
+           "alignment_C"_a = nb::none(), "Like construct() without storing anything.")
+      .def("kernel_name", &Gemm::kernel_name)
+      .def("emit_source", &Gemm::emit_source)
+      .def("compile", &Gemm::compile, "tile_description"_a = nb::none(), nb::call_guard<nb::gil_scoped_release>(),
+           "Generates and compiles the kernel through the on-disk cache (needs nvcc, not a GPU).")
+      .def(
+          "spec_for",
+          [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double beta) {
+            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
+            const auto c = to_optional_tensor(C, "C", false);
+            return plan.spec_for(a.view, b.view, c ? &c->view : nullptr, d.view, beta);
+          },
+          "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "beta"_a = 0.0,
+          "The kernel run() would use for these tensors (same checks; nothing runs; no GPU needed).")
+      .def(
+          "run",
+          [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
+             std::uintptr_t stream, bool sync) {
+            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
+            const auto c = to_optional_tensor(C, "C", false);
+            RunOptions options;
+            options.stream = reinterpret_cast<cudaStream_t>(stream);
+            options.sync = sync;
+            nb::gil_scoped_release release;  // the arrays above stay referenced until the GIL is back
+            plan.run(a.view, b.view, c ? &c->view : nullptr, d.view, alpha, beta, options);
+          },
+          "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0, "stream"_a = 0, "sync"_a = true,
+          "D = act(alpha * A @ B + beta * C) on a stream handle (0 = the default stream). Host arrays are staged "
+          "and D holds the result on return.");
+}
+
+}  // namespace
+
+void bind_plan(nb::module_& m) {
+  bind_values(m);
+  bind_functions(m);
+  bind_gemm(m);
+}
+
+}  // namespace gemmkit::python

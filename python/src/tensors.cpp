@@ -1,0 +1,172 @@
+// python/src/tensors.cpp: Python arrays -> TensorView without copies. DLPack (nb::ndarray: torch, cupy, jax,
+// numpy) or the buffer protocol first, then __cuda_array_interface__ (numba, older cupy). Strides stay in
+// elements as the producer gave them; the C++ plan decides what layout they are and what it accepts.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+#include "bindings.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/runtime.hpp"
+
+namespace gemmkit::python {
+namespace {
+
+std::string describe(const char* name) { return std::string("Tensor ") + name; }
+
+void check_rank(std::size_t rank, const char* name) {
+  if (rank < 1 || rank > static_cast<std::size_t>(kMaxRank)) {
+    throw TensorError(describe(name) + " has rank " + std::to_string(rank) + "; gemmkit takes rank 1 to " +
+                      std::to_string(kMaxRank) + " (a matrix, or a batch of matrices).");
+  }
+}
+
+DataType data_type_of(nb::dlpack::dtype t, const char* name) {
+  using nb::dlpack::dtype_code;
+  const auto code = static_cast<dtype_code>(t.code);
+  if (t.lanes == 1) {
+    if (code == dtype_code::Float && t.bits == 16) return DataType::f16;
+    if (code == dtype_code::Float && t.bits == 32) return DataType::f32;
+    if (code == dtype_code::Float && t.bits == 64) return DataType::f64;
+    if (code == dtype_code::Bfloat && t.bits == 16) return DataType::bf16;
+    if (code == dtype_code::Int && t.bits == 8) return DataType::s8;
+    if (code == dtype_code::Int && t.bits == 32) return DataType::s32;
+    if (code == dtype_code::UInt && t.bits == 8) return DataType::u8;
+  }
+  throw TensorError(describe(name) + " has an element type gemmkit does not take (DLPack code " +
+                    std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits, " + std::to_string(t.lanes) +
+                    " lanes); use float16, bfloat16, float32, float64, int8, uint8 or int32.");
+}
+
+template <typename Array>
+int device_of(const Array& a, const char* name) {
+  const int type = a.device_type();
+  if (type == nb::device::cpu::value || type == nb::device::cuda_host::value) return -1;
+  if (type == nb::device::cuda::value || type == nb::device::cuda_managed::value) return a.device_id();
+  throw TensorError(describe(name) + " lives on a DLPack device of type " + std::to_string(type) +
+                    "; gemmkit takes host memory and CUDA device memory.");
+}
+
+template <typename Array>
+TensorView view_of(const Array& a, const char* name) {
+  check_rank(a.ndim(), name);
+  TensorView v;
+  v.data = const_cast<void*>(static_cast<const void*>(a.data()));
+  v.dtype = data_type_of(a.dtype(), name);
+  v.rank = static_cast<int>(a.ndim());
+  for (int i = 0; i < v.rank; ++i) {
+    v.shape[i] = static_cast<std::int64_t>(a.shape(i));
+    v.strides[i] = a.stride(i);
+  }
+  v.device = device_of(a, name);
+  return v;
+}
+
+// __cuda_array_interface__ (version 2 or 3): typestr like "<f2", strides in bytes or None (C order).
+PyTensor from_cuda_array_interface(nb::handle obj, const char* name) {
+  const nb::dict cai = nb::cast<nb::dict>(obj.attr("__cuda_array_interface__"));
+  const std::string typestr = nb::cast<std::string>(cai["typestr"]);
+  const nb::tuple shape = nb::cast<nb::tuple>(cai["shape"]);
+  check_rank(shape.size(), name);
+  const char kind = typestr.size() >= 3 ? typestr[1] : '?';
+  const int bytes = typestr.size() >= 3 ? std::stoi(typestr.substr(2)) : 0;
+  nb::dlpack::dtype dt{};
+  dt.code = static_cast<std::uint8_t>(kind == 'f'   ? nb::dlpack::dtype_code::Float
+                                      : kind == 'i' ? nb::dlpack::dtype_code::Int
+                                      : kind == 'u' ? nb::dlpack::dtype_code::UInt
+                                                    : nb::dlpack::dtype_code::Complex);
+  dt.bits = static_cast<std::uint8_t>(bytes * 8);
+  dt.lanes = 1;
+  TensorView v;
+  v.dtype = data_type_of(dt, name);
+  v.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(nb::cast<nb::tuple>(cai["data"])[0]));
+  v.rank = static_cast<int>(shape.size());
+  for (int i = 0; i < v.rank; ++i) v.shape[i] = nb::cast<std::int64_t>(shape[i]);
+  nb::object strides = cai.contains("strides") ? nb::borrow(cai["strides"]) : nb::none();
+  std::int64_t packed = 1;
+  for (int i = v.rank - 1; i >= 0; --i) {
+    if (strides.is_none()) {
+      v.strides[i] = packed;
+      packed *= v.shape[i];
+      continue;
+    }
+    const auto byte_stride = nb::cast<std::int64_t>(nb::cast<nb::tuple>(strides)[i]);
+    if (byte_stride % bytes != 0) {
+      throw TensorError(describe(name) + " has a stride of " + std::to_string(byte_stride) +
+                        " bytes, not a whole number of " + std::to_string(bytes) + "-byte elements.");
+    }
+    v.strides[i] = byte_stride / bytes;
+  }
+  // The interface promises memory of the current device.
+  v.device = current_device();
+  return {v, {}, nb::borrow(obj)};
+}
+
+// torch refuses to export tensors that require grad; their detached alias is the same memory.
+nb::object detached(nb::handle obj) {
+  if (nb::hasattr(obj, "requires_grad") && nb::hasattr(obj, "detach") &&
+      nb::cast<bool>(obj.attr("requires_grad"))) {
+    return obj.attr("detach")();
+  }
+  return nb::object();
+}
+
+}  // namespace
+
+PyTensor to_tensor(nb::handle obj, const char* name, bool writable) {
+  if (!obj.is_valid() || obj.is_none()) throw TensorError(describe(name) + " must be set.");
+  nb::ndarray<nb::ro> read_only;
+  if (writable) {
+    nb::ndarray<> array;
+    if (nb::try_cast(obj, array, false)) return {view_of(array, name), nb::ndarray<nb::ro>(array), {}};
+  } else if (nb::try_cast(obj, read_only, false)) {
+    return {view_of(read_only, name), std::move(read_only), {}};
+  }
+  if (nb::hasattr(obj, "__cuda_array_interface__")) return from_cuda_array_interface(obj, name);
+  if (nb::object alias = detached(obj); alias.is_valid()) {
+    PyTensor t = to_tensor(alias, name, writable);
+    t.owner = alias;
+    return t;
+  }
+  if (writable && nb::try_cast(obj, read_only, false)) {
+    throw TensorError(describe(name) + " is read-only; D receives the result, so pass a writable array.");
+  }
+  throw nb::type_error((describe(name) + ": cannot read a tensor from an object of type " +
+                        nb::cast<std::string>(nb::str(obj.type().attr("__name__"))) +
+                        "; pass a numpy array or a DLPack / __cuda_array_interface__ tensor (torch, cupy, jax).")
+                           .c_str());
+}
+
+std::optional<PyTensor> to_optional_tensor(nb::handle obj, const char* name, bool writable) {
+  if (!obj.is_valid() || obj.is_none()) return std::nullopt;
+  return to_tensor(obj, name, writable);
+}
+
+void bind_tensors(nb::module_& m) {
+  nb::class_<TensorView>(m, "TensorView", "What gemmkit sees of an array: pointer, dtype, shape, strides (in "
+                                          "elements) and device (-1 = host). A view; it owns nothing.")
+      .def_prop_ro("data", [](const TensorView& t) { return reinterpret_cast<std::uintptr_t>(t.data); })
+      .def_ro("dtype", &TensorView::dtype)
+      .def_prop_ro("shape", [](const TensorView& t) {
+        nb::list out;
+        for (int i = 0; i < t.rank; ++i) out.append(t.shape[i]);
+        return nb::tuple(out);
+      })
+      .def_prop_ro("strides", [](const TensorView& t) {
+        nb::list out;
+        for (int i = 0; i < t.rank; ++i) out.append(t.strides[i]);
+        return nb::tuple(out);
+      })
+      .def_ro("device", &TensorView::device)
+      .def("__repr__", [](const TensorView& t) {
+        return "TensorView(dtype=" + std::string(to_string(t.dtype)) + ", shape=" + t.shape_string() +
+               ", strides=" + t.strides_string() + ", device=" + std::to_string(t.device) + ")";
+      });
+  m.def(
+      "tensor_view", [](nb::handle obj) { return to_tensor(obj, "X", false).view; }, nb::arg("tensor"),
+      "How gemmkit reads `tensor` (no copy): dtype, shape, strides in elements, device. Raises TensorError or "
+      "TypeError as run() would.");
+}
+
+}  // namespace gemmkit::python

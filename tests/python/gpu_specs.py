@@ -1,0 +1,45 @@
+"""tests/python/gpu_specs.py: every kernel the Python gpu tier and examples/python use, so that
+scripts/python-gpu-check can compile them all in parallel before pytest runs (`python gpu_specs.py`)."""
+import numpy as np
+
+import gemmkit
+
+
+def fp16_plan(cc=None, **kwargs):
+    """The walk-throughs' plan: fp16 operands, fp32 accumulation, row-major."""
+    return gemmkit.Gemm(element=np.float16, layout=gemmkit.LayoutType.RowMajor, element_accumulator=np.float32,
+                        cc=cc, **kwargs)
+
+
+def specs(cc=None):
+    out = [fp16_plan(cc).construct()]
+    simt = fp16_plan(cc)
+    simt.opclass = "simt"
+    out.append(simt.construct())
+    tiled = fp16_plan(cc)
+    out.append(tiled.construct(tiled.tile_descriptions()[1]))
+    tiled.swizzling_functor = gemmkit.swizzle.ThreadblockSwizzleStreamK
+    out.append(tiled.construct())
+    for activation in gemmkit.Gemm.activations():
+        plan = fp16_plan(cc)
+        plan.activation = activation
+        out.append(plan.construct())
+    transposed_b = gemmkit.Gemm(element=np.float16, layout_A="row", layout_B="col", layout_C="row",
+                                element_accumulator=np.float32, cc=cc)
+    out.append(transposed_b.construct())
+    unique = {}
+    for spec in out:
+        unique.setdefault(spec.canonical(), spec)
+    return list(unique.values())
+
+
+if __name__ == "__main__":
+    import time
+
+    start = time.perf_counter()
+    built = gemmkit.compile_many(specs())
+    misses = sum(not k.cache_hit for k in built)
+    print(f"{len(built)} kernels ({misses} built, {len(built) - misses} cached) in {time.perf_counter() - start:.1f} s"
+          f" into {gemmkit.cache_dir()}")
+    for kernel in built:
+        print(f"  {kernel.kernel_name}")

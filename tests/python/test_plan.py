@@ -1,0 +1,173 @@
+"""tests/python/test_plan.py (unit: no nvcc, no GPU): planning through the Python package — kernel names,
+enumeration, opclass / activation / swizzle / tile setters, dtype and layout conversions."""
+import copy
+
+import numpy as np
+import pytest
+
+import gemmkit
+from gpu_specs import fp16_plan
+
+SM90_DEFAULT = "cutlass3x_sm90_tensorop_s0x0x0gemm_f16_f16_f32_f16_f16_256x256x64_2x1x1_0_ttt_align8"
+SM80_DEFAULT = "cutlass_tensorop_f16_s16816gemm_f16_256x128_64x3_tt_align8"
+
+
+def test_kernel_names_match_the_reference():
+    plan = gemmkit.Gemm(element=np.float16, layout=gemmkit.LayoutType.RowMajor, element_accumulator=np.float32,
+                        cc=90)
+    assert plan.kernel_name() == SM90_DEFAULT
+    plan80 = gemmkit.op.Gemm(element=np.float16, layout=gemmkit.LayoutType.RowMajor,
+                             element_accumulator=np.float32, cc=80)
+    assert plan80.kernel_name() == SM80_DEFAULT
+    assert plan.cc == 90 and plan80.cc == 80
+    assert plan.construct().name() == SM90_DEFAULT
+
+
+@pytest.mark.parametrize("element", [np.float16, np.dtype("float16"), "f16", "float16", "half",
+                                     gemmkit.DataType.f16])
+def test_element_spellings(element):
+    plan = gemmkit.Gemm(element=element, layout="row", element_accumulator="f32", cc=90)
+    assert plan.kernel_name() == SM90_DEFAULT
+
+
+class FakeTorchDtype:
+    """What gemmkit sees of torch.bfloat16 without torch: a torch-module object printing as torch.<name>."""
+
+    __module__ = "torch"
+
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return f"torch.{self.name}"
+
+
+def test_torch_dtypes_without_torch():
+    plan = gemmkit.Gemm(element=FakeTorchDtype("bfloat16"), layout="row",
+                        element_accumulator=FakeTorchDtype("float32"), cc=90)
+    assert plan.element_A == gemmkit.DataType.bf16
+    assert plan.element_accumulator == gemmkit.DataType.f32
+
+
+def test_per_operand_elements_and_layouts():
+    plan = gemmkit.Gemm(element_A=np.int8, element_B="s8", element_C=np.int32, element_D=np.int32,
+                        element_accumulator=np.int32, layout_A="row", layout_B="col", layout_C="row", cc=80)
+    assert (plan.element_A, plan.element_B, plan.element_C) == (gemmkit.DataType.s8,) * 2 + (gemmkit.DataType.s32,)
+    assert plan.layout_B == gemmkit.LayoutType.ColumnMajor
+    assert plan.opclass == gemmkit.OpcodeClass.TensorOp
+    assert plan.kernel_name().startswith("cutlass_tensorop_")
+
+
+def test_accumulator_defaults_to_element_c():
+    plan = gemmkit.Gemm(element=np.float32, layout="row", cc=80)
+    assert plan.element_accumulator == gemmkit.DataType.f32
+
+
+def test_opclass_get_and_set():
+    plan = fp16_plan(90)
+    assert plan.opclass == gemmkit.OpcodeClass.TensorOp
+    assert set(plan.opclasses()) == {gemmkit.OpcodeClass.TensorOp, gemmkit.OpcodeClass.Simt}
+    plan.opclass = "simt"
+    assert plan.opclass == gemmkit.OpcodeClass.Simt
+    assert "simt" in plan.kernel_name()
+    plan.opclass = gemmkit.OpcodeClass.TensorOp
+    assert plan.kernel_name() == SM90_DEFAULT
+
+
+def test_tile_descriptions_and_compile_free_construct():
+    plan = fp16_plan(90)
+    tiles = plan.tile_descriptions()
+    assert len(tiles) > 10 and all(isinstance(t, gemmkit.TileDescription) for t in tiles)
+    assert len({repr(t) for t in tiles}) == len(tiles)  # no duplicates
+    assert "ThreadblockShape" in str(tiles[0])
+    assert plan.tile_description is None
+    spec = plan.construct(tiles[1])
+    assert plan.tile_description == tiles[1]  # construct(td) keeps td in the plan, as the reference does
+    assert spec.tile_description == tiles[1]
+    assert plan.kernel_name() == spec.name() != SM90_DEFAULT
+
+
+def test_tile_description_setter_takes_a_dict():
+    plan = fp16_plan(80)
+    plan.tile_description = {"threadblock_shape": [128, 128, 32], "warp_count": [2, 2, 1], "stages": 3}
+    assert plan.tile_description.threadblock_shape == [128, 128, 32]
+    assert plan.kernel_name() == "cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tt_align8"
+    with pytest.raises(gemmkit.ConfigError, match="Unknown TileDescription field"):
+        plan.tile_description = {"threadblock": [1, 2, 3]}
+
+
+def test_tile_description_value_semantics():
+    td = gemmkit.TileDescription(threadblock_shape=[128, 128, 64], warp_count=[2, 2, 1], stages=3,
+                                 instruction_shape=[16, 8, 16])
+    clone = copy.copy(td)
+    clone.stages = 4
+    assert td.stages == 3 and clone != td
+    assert copy.deepcopy(td) == td
+    assert td.cta_tile() == [128, 128, 64]
+
+
+def test_eight_stages_rejected_before_compiling():
+    plan = fp16_plan(90)
+    too_deep = copy.copy(plan.tile_descriptions()[0])
+    too_deep.threadblock_shape = [256 * too_deep.cluster_shape[0], 128 * too_deep.cluster_shape[1], 64]
+    too_deep.stages = 8
+    too_deep.kernel_schedule = gemmkit.KernelScheduleType.TmaWarpSpecializedCooperative
+    too_deep.epilogue_schedule = gemmkit.EpilogueScheduleType.TmaWarpSpecializedCooperative
+    with pytest.raises(gemmkit.ConfigError, match="shared memory"):
+        plan.compile(too_deep)
+    assert plan.tile_description is None  # a rejected tile is not stored
+
+
+def test_activations():
+    plan = fp16_plan(90)
+    names = [a.name for a in plan.activations()]
+    assert names[:8] == ["gelu", "hardswish", "identity", "leaky_relu", "relu", "sigmoid", "silu", "tanh"]
+    assert set(names) == {a.name for a in gemmkit.epilogue.get_activations()}
+    assert plan.activation == gemmkit.epilogue.identity
+    plan.activation = gemmkit.epilogue.relu
+    assert plan.activation == gemmkit.Activation.relu
+    assert plan.kernel_name() == SM90_DEFAULT + "_relu"
+    plan.activation = "gelu_tanh"
+    assert plan.activation == gemmkit.epilogue.gelu_tanh
+    plan.activation = ("leaky_relu", 0.5)
+    assert plan.activation == gemmkit.epilogue.leaky_relu and plan.activation_parameter == 0.5
+    plan.activation = (gemmkit.epilogue.leaky_relu, 0.25)
+    assert plan.activation_parameter == 0.25
+    with pytest.raises(gemmkit.ConfigError, match="Invalid activation 'swish'"):
+        plan.activation = "swish"
+
+
+def test_swizzling_functors():
+    plan = fp16_plan(90)
+    assert plan.swizzling_functor == gemmkit.swizzle.IdentitySwizzle1
+    assert plan.swizzling_functors() == [gemmkit.swizzle.IdentitySwizzle1,
+                                         gemmkit.swizzle.ThreadblockSwizzleStreamK]
+    plan.swizzling_functor = gemmkit.swizzle.ThreadblockSwizzleStreamK
+    assert "stream_k" in plan.kernel_name()
+    plan80 = fp16_plan(80)
+    assert len(plan80.swizzling_functors()) == 6
+    plan80.swizzling_functor = "HorizontalSwizzle"
+    assert plan80.swizzling_functor == gemmkit.swizzle.HorizontalSwizzle
+    with pytest.raises(gemmkit.ConfigError, match="Invalid swizzling functor 'Zigzag'; available: "
+                                                  "IdentitySwizzle1, ThreadblockSwizzleStreamK"):
+        plan.swizzling_functor = "Zigzag"
+    with pytest.raises(gemmkit.ConfigError, match="^Swizzle HorizontalSwizzle does not apply to SM90"):
+        plan.swizzling_functor = gemmkit.swizzle.HorizontalSwizzle  # the C++ rule, with its message
+    assert set(gemmkit.swizzle.get_swizzling_functors()) == set(gemmkit.SwizzlingFunctor)
+
+
+def test_emit_is_pure():
+    plan = fp16_plan(80)
+    source = plan.emit_source()
+    assert source.kernel_name == SM80_DEFAULT and source.arch_flag == "sm_80"
+    assert gemmkit.emit(plan.construct()).text == source.text
+
+
+def test_module_surface():
+    for name in ("Gemm", "LayoutType", "OpcodeClass", "DataType", "TileDescription", "ConfigError", "TensorError",
+                 "ToolchainError", "CompileError", "CudaError"):
+        assert hasattr(gemmkit, name), name
+    assert gemmkit.Gemm is gemmkit.op.Gemm
+    assert {"f16", "bf16", "f32", "f64", "s8", "s32"} <= set(gemmkit.DataType.__members__)
+    assert gemmkit.LayoutType.RowMajor != gemmkit.LayoutType.ColumnMajor
+    assert isinstance(gemmkit.cache_dir(), str)
