@@ -247,8 +247,7 @@ void Gemm::update_tile_description(const TileDescriptionUpdate& update) {
 
 std::vector<Swizzle> Gemm::swizzling_functors() const {
   if (spec().family == KernelFamily::Sm90Collective) return {Swizzle::Identity1, Swizzle::StreamK};
-  std::vector<Swizzle> out = {Swizzle::Identity1, Swizzle::Identity2, Swizzle::Identity4, Swizzle::Identity8,
-                              Swizzle::Horizontal};
+  std::vector<Swizzle> out = {Swizzle::Identity1, Swizzle::Identity2, Swizzle::Identity4, Swizzle::Identity8};
   if (opclass_ == OpClass::TensorOp) out.push_back(Swizzle::StreamK);
   return out;
 }
@@ -256,6 +255,10 @@ std::vector<Swizzle> Gemm::swizzling_functors() const {
 void Gemm::set_swizzling_functor(Swizzle swizzle) {
   if (swizzle == Swizzle::StreamK && opclass_ != OpClass::TensorOp) {
     throw ConfigError("ThreadblockSwizzleStreamK is only supported with opcode class TensorOp; this plan uses Simt.");
+  }
+  if (swizzle == Swizzle::Horizontal) {
+    throw ConfigError("HorizontalSwizzle does not compile with CUTLASS 4.2's 2.x GemmUniversal kernel (its tile-offset "
+                      "interface changed); use IdentitySwizzle1/2/4/8 or ThreadblockSwizzleStreamK.");
   }
   const auto allowed = swizzling_functors();
   if (std::find(allowed.begin(), allowed.end(), swizzle) == allowed.end()) {

@@ -30,7 +30,10 @@ using ElementBias = float;
 using Fusion = gemmkit::sm90::Fusion<kBias, cutlass::epilogue::thread::LeakyReLU, ElementD, ElementCompute, ElementC, ElementBias>;
 constexpr bool Cooperative =
     gemmkit::sm90::is_cooperative<KernelSchedule, CtaTile, ElementA, AlignmentA, ElementB, AlignmentB>();
-using EpilogueSchedule = gemmkit::sm90::ResolvedEpilogueSchedule<cutlass::epilogue::TmaWarpSpecializedCooperative, Fusion, Cooperative>;
+constexpr bool TmaEverywhere = gemmkit::sm90::tma_everywhere<ElementA, AlignmentA, ElementB, AlignmentB, ElementC,
+                                                              AlignmentC, ElementD, AlignmentD>();
+using EpilogueSchedule =
+    gemmkit::sm90::ResolvedEpilogueSchedule<cutlass::epilogue::TmaWarpSpecializedCooperative, Fusion, Cooperative, TmaEverywhere>;
 
 using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, CtaTile, ClusterShape,

@@ -30,7 +30,10 @@ using ElementBias = cutlass::half_t;
 using Fusion = gemmkit::sm90::Fusion<kBias, cutlass::epilogue::thread::GELU, ElementD, ElementCompute, ElementC, ElementBias>;
 constexpr bool Cooperative =
     gemmkit::sm90::is_cooperative<KernelSchedule, CtaTile, ElementA, AlignmentA, ElementB, AlignmentB>();
-using EpilogueSchedule = gemmkit::sm90::ResolvedEpilogueSchedule<cutlass::epilogue::collective::EpilogueScheduleAuto, Fusion, Cooperative>;
+constexpr bool TmaEverywhere = gemmkit::sm90::tma_everywhere<ElementA, AlignmentA, ElementB, AlignmentB, ElementC,
+                                                              AlignmentC, ElementD, AlignmentD>();
+using EpilogueSchedule =
+    gemmkit::sm90::ResolvedEpilogueSchedule<cutlass::epilogue::collective::EpilogueScheduleAuto, Fusion, Cooperative, TmaEverywhere>;
 
 using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, CtaTile, ClusterShape,

@@ -135,21 +135,22 @@ inline std::vector<ConfigCase> config_cases(int cc) {
   if (cc >= 90) add_tiles(90, OpClass::TensorOp, DataType::f16, 1, "sm90_f16_tile");
   add_tiles(80, OpClass::TensorOp, DataType::f16, 2, "sm80_f16_tile");
   add_tiles(80, OpClass::Simt, DataType::f32, 3, "simt_f32_tile");
-  for (Swizzle s : {Swizzle::Identity2, Swizzle::Identity4, Swizzle::Identity8, Swizzle::Horizontal,
-                    Swizzle::StreamK}) {
+  for (Swizzle s : {Swizzle::Identity2, Swizzle::Identity4, Swizzle::Identity8, Swizzle::StreamK}) {
     out.push_back({"sm80_f16_" + std::string(to_string(s)), 80, OpClass::TensorOp, DataType::f16, std::nullopt, s});
   }
   return out;
 }
 
-// Every kernel the gpu tier and the walk-through run on a device of compute capability cc.
-inline std::vector<KernelSpec> all_specs(int cc) {
+// Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` picks
+// "config", "epilogue" and/or "types" (empty: all).
+inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
+  auto wanted = [&](const char* group) { return groups.empty() || groups.find(group) != std::string::npos; };
   std::vector<KernelSpec> out;
-  for (const auto& c : config_cases(cc)) {
+  for (const auto& c : wanted("config") ? config_cases(cc) : std::vector<ConfigCase>{}) {
     Gemm plan = config_plan(c, cc);
     out.push_back(spec_for_shape(plan, kMatrixShape));
   }
-  for (int kernel_cc : kernel_generations(cc)) {
+  for (int kernel_cc : wanted("epilogue") ? kernel_generations(cc) : std::vector<int>{}) {
     for (DataType type : epilogue_types()) {
       for (Activation activation : all_activations()) {
         Gemm plan(epilogue_options(type, cc, kernel_cc));
@@ -165,6 +166,7 @@ inline std::vector<KernelSpec> all_specs(int cc) {
       }
     }
   }
+  if (!wanted("types")) return out;
   for (const auto& t : type_cases()) {
     for (const auto& l : layout_cases()) {
       Gemm plan(options(t, l, cc));

@@ -1,5 +1,5 @@
 // tests/support/prebuild.cpp: compiles every kernel of the gpu tier into the cache, in parallel, before the
-// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--list]).
+// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only config,epilogue,types] [--list]).
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -15,15 +15,17 @@
 int main(int argc, char** argv) {
   int cc = 90;
   bool list_only = false;
+  std::string groups;  // "config,epilogue,types" subsets; empty = all
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--cc") == 0 && i + 1 < argc) cc = std::atoi(argv[++i]);
     if (std::strcmp(argv[i], "--list") == 0) list_only = true;
+    if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) groups = argv[++i];
   }
   try {
     std::set<std::string> seen;
     std::vector<gemmkit::KernelSource> sources;
     int refused = 0;  // kernels the generator refuses: reported, and the tests that need them fail
-    for (const auto& spec : gemmkit::gpu_cases::all_specs(cc)) {
+    for (const auto& spec : gemmkit::gpu_cases::all_specs(cc, groups)) {
       if (!seen.insert(spec.canonical()).second) continue;
       try {
         sources.push_back(gemmkit::emit(spec));

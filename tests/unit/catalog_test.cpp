@@ -92,6 +92,11 @@ TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
   EXPECT_LT(mid.cta_tile()[0] * mid.cta_tile()[1], 128 * 256) << mid.to_string();
   const auto long_k = tiles[cat::choose_tile(tiles, spec, {256, 512, 65536, 1}, 132)];
   EXPECT_EQ(long_k.tile_scheduler, gk::TileScheduler::StreamK) << long_k.to_string();
+  EXPECT_EQ(long_k.cta_tile()[0] * long_k.cta_tile()[1], 128 * 128) << long_k.to_string();
+  // 2 waves of 128x256 tiles plus one: the quantized last wave goes to Stream-K.
+  const auto quantized = tiles[cat::choose_tile(tiles, spec, {128 * 265, 256, 4096, 1}, 132)];
+  EXPECT_EQ(quantized.tile_scheduler, gk::TileScheduler::StreamK) << quantized.to_string();
+  EXPECT_EQ(quantized.cta_tile(), tiles.front().cta_tile());
 }
 
 TEST(CatalogHeuristic, AnExplicitStreamKSwizzleOrSingleTileIsKept) {

@@ -217,6 +217,14 @@ TEST(PlanSwizzle, StreamKOnSm90PicksACooperativeConfiguration) {
   EXPECT_NE(spec.name().find("_stream_k"), std::string::npos) << spec.name();
 }
 
+TEST(PlanSwizzle, HorizontalSwizzleIsRefusedWithTheReason) {
+  gk::Gemm plan(f16_row(80));
+  EXPECT_NE(error_of([&] { plan.set_swizzling_functor(gk::Swizzle::Horizontal); }).find("does not compile with CUTLASS "
+                                                                                        "4.2"),
+            std::string::npos);
+  EXPECT_EQ(plan.swizzling_functors().size(), 5u);  // IdentitySwizzle1/2/4/8 and Stream-K
+}
+
 TEST(PlanSwizzle, StreamKNeedsTensorOp) {
   gk::Gemm plan(f16_row(80));
   plan.set_opclass(gk::OpClass::Simt);
