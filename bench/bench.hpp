@@ -63,6 +63,7 @@ SectionResult overhead_section(Context& ctx);
 SectionResult startup_section(Context& ctx);
 SectionResult compile_section(Context& ctx);
 SectionResult sweep_section(Context& ctx);
+SectionResult epilogue_section(Context& ctx);
 
 // The one error type of the benchmark: a measurement that cannot be trusted stops, never prints a number.
 class Failure : public std::runtime_error {
@@ -105,6 +106,20 @@ class Event {
 
 // Milliseconds per call of `call`, over `iters` back-to-back calls on `stream`, by CUDA events.
 double time_batch_ms(cudaStream_t stream, int iters, const std::function<void()>& call);
+
+// For sections that time many kernels: 3 warm-up calls, then the median of 3 batches of >= 20 ms each.
+double quick_ms(cudaStream_t stream, const std::function<void()>& call);
+
+// Row-major A (m x k), B (k x n) of uniform [-1, 1) data and an output D, on the device.
+struct Operands {
+  Operands(gk::DataType t, const Shape& s);
+  DeviceBuffer A, B, D;
+};
+double tflops(const Shape& s, double ms);
+// quick_ms of plan.run(A, B, D) (beta 0, optional bias) and of cuBLAS on the same operands.
+double time_plan(Context& ctx, gk::Gemm& plan, gk::DataType t, const Shape& s, Operands& o,
+                 const gk::TensorView* bias = nullptr);
+double time_cublas(Context& ctx, gk::DataType t, const Shape& s, Operands& o);
 
 // The default gemmkit plan for `dtype` inputs/outputs with f32 accumulation, all row-major.
 gk::Gemm default_plan(gk::DataType dtype, int cc);

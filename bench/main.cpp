@@ -28,7 +28,7 @@ constexpr const char* kUsage = R"(usage: gemmkit_bench [options]
 Benchmarks gemmkit against cuBLAS on this machine's GPU 0 and writes JSON + Markdown results.
 
   --out DIR            results folder (default bench/results, relative to the working directory)
-  --only LIST          sections to run, comma-separated: gemm,overhead,startup,compile,sweep (default: all but sweep)
+  --only LIST          sections to run, comma-separated: gemm,overhead,startup,compile,sweep,epilogue (default: the first four)
   --shapes LIST        GEMM shapes MxNxK, comma-separated
                        (default 2400x3232x4096,4096x4096x4096,8192x8192x8192,16384x16384x16384)
   --dtypes LIST        f16,bf16 (default both)
@@ -105,8 +105,9 @@ Options parse_options(int argc, char** argv) {
     } else if (name == "--only") {
       o.sections.clear();
       for (const auto& s : split(value, ',')) {
-        if (s != "gemm" && s != "overhead" && s != "startup" && s != "compile" && s != "sweep") {
-          throw UsageError("--only: unknown section '" + s + "'; use gemm, overhead, startup, compile, sweep");
+        if (s != "gemm" && s != "overhead" && s != "startup" && s != "compile" && s != "sweep" &&
+            s != "epilogue") {
+          throw UsageError("--only: unknown section '" + s + "'; use gemm, overhead, startup, compile, sweep, epilogue");
         }
         o.sections.insert(s);
       }
@@ -323,7 +324,8 @@ int run(int argc, char** argv) {
                                                                           {"overhead", overhead_section},
                                                                           {"startup", startup_section},
                                                                           {"compile", compile_section},
-                                                                          {"sweep", sweep_section}};
+                                                                          {"sweep", sweep_section},
+                                                                          {"epilogue", epilogue_section}};
   for (const auto& [name, section] : sections) {
     if (!ctx.options.sections.count(name)) continue;
     SectionResult r;

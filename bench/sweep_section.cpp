@@ -13,42 +13,6 @@
 namespace bench {
 namespace {
 
-// Short, robust timing for many configurations: 3 warm-up calls, then the median of 3 batches of >= 20 ms.
-double quick_ms(cudaStream_t stream, const std::function<void()>& call) {
-  for (int i = 0; i < 3; ++i) call();
-  const double estimate = time_batch_ms(stream, 2, call);
-  const int iters = static_cast<int>(std::clamp(std::ceil(20.0 / estimate), 2.0, 2000.0));
-  std::vector<double> ms;
-  for (int r = 0; r < 3; ++r) ms.push_back(time_batch_ms(stream, iters, call));
-  return median(ms);
-}
-
-struct Buffers {
-  DeviceBuffer A, B, D;
-  Buffers(gk::DataType t, const Shape& s)
-      : A(s.m * s.k * element_bytes(t)), B(s.k * s.n * element_bytes(t)), D(s.m * s.n * element_bytes(t)) {
-    std::vector<std::byte> host(std::max(A.bytes(), B.bytes()));
-    fill_uniform(t, host.data(), s.m * s.k, 7);
-    BENCH_CUDA(cudaMemcpy(A.get(), host.data(), A.bytes(), cudaMemcpyHostToDevice));
-    fill_uniform(t, host.data(), s.k * s.n, 8);
-    BENCH_CUDA(cudaMemcpy(B.get(), host.data(), B.bytes(), cudaMemcpyHostToDevice));
-  }
-};
-
-double tflops(const Shape& s, double ms) { return 2.0 * s.m * s.n * s.k / (ms * 1e-3) / 1e12; }
-
-double time_plan(Context& ctx, gk::Gemm& plan, gk::DataType t, const Shape& s, Buffers& b) {
-  const auto vA = gk::TensorView::on_gpu(b.A.get(), t, {s.m, s.k}, gk::Layout::RowMajor, ctx.device);
-  const auto vB = gk::TensorView::on_gpu(b.B.get(), t, {s.k, s.n}, gk::Layout::RowMajor, ctx.device);
-  const auto vD = gk::TensorView::on_gpu(b.D.get(), t, {s.m, s.n}, gk::Layout::RowMajor, ctx.device);
-  const gk::RunOptions options{ctx.stream, false, false};
-  return quick_ms(ctx.stream, [&] { plan.run(vA, vB, nullptr, vD, 1.0, 0.0, options); });
-}
-
-double time_cublas(Context& ctx, gk::DataType t, const Shape& s, Buffers& b) {
-  return quick_ms(ctx.stream, [&] { cublas_gemm(ctx.cublas, t, s, b.A.get(), b.B.get(), b.D.get()); });
-}
-
 std::string tile_text(const gk::TileDescription& td) {
   const auto cta = td.cta_tile();
   std::string s = std::to_string(cta[0]) + "x" + std::to_string(cta[1]) + "x" + std::to_string(cta[2]) + " c" +
@@ -87,7 +51,7 @@ SectionResult sweep_section(Context& ctx) {
   for (const Shape& s : shapes) {
     std::printf("sweep %s: %zu configurations ...\n", s.text().c_str(), tiles.size());
     std::fflush(stdout);
-    Buffers b(t, s);
+    Operands b(t, s);
     const double cublas_ms = time_cublas(ctx, t, s, b);
     gk::Gemm default_plan_for_shape = default_plan(t, ctx.cc);
     const double default_ms = time_plan(ctx, default_plan_for_shape, t, s, b);
@@ -144,7 +108,7 @@ SectionResult sweep_section(Context& ctx) {
                       {}};
   Value streamk_rows = Value::array();
   for (const Shape& s : streamk_shapes) {
-    Buffers b(t, s);
+    Operands b(t, s);
     gk::Gemm dp = default_plan(t, ctx.cc);
     dp.set_tile_description(tiles.front());
     gk::Gemm sk = default_plan(t, ctx.cc);
