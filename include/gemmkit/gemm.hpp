@@ -144,6 +144,9 @@ class Gemm {
   Variant& variant_for(const Problem& p);
   std::size_t choose_tile(const Variant& variant, const Problem& p, int sm_count) const;
   void invalidate();
+  // Sets one configuration field, keeps it only if the plan still validates, and drops stale kernels.
+  template <class Field>
+  void change_checked(Field& field, Field value);
   KernelSpec base_spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
                        std::optional<int> alignment_c) const;
   std::vector<TileDescription> valid_tiles(const KernelSpec& base) const;

@@ -252,6 +252,19 @@ std::vector<Swizzle> Gemm::swizzling_functors() const {
   return out;
 }
 
+template <class Field>
+void Gemm::change_checked(Field& field, Field value) {
+  const Field previous = field;
+  field = value;
+  try {
+    (void)spec();  // every rule is checked against the new value before the plan keeps it
+  } catch (...) {
+    field = previous;
+    throw;
+  }
+  if (previous != value) invalidate();
+}
+
 void Gemm::set_swizzling_functor(Swizzle swizzle) {
   if (swizzle == Swizzle::StreamK && opclass_ != OpClass::TensorOp) {
     throw ConfigError("ThreadblockSwizzleStreamK is only supported with opcode class TensorOp; this plan uses Simt.");
@@ -266,15 +279,7 @@ void Gemm::set_swizzling_functor(Swizzle swizzle) {
                       " tensor-op kernels (CUTLASS 3.x): they take IdentitySwizzle1 (persistent scheduler) or "
                       "ThreadblockSwizzleStreamK.");
   }
-  const Swizzle previous = swizzle_;
-  swizzle_ = swizzle;
-  try {
-    (void)spec();  // with an explicit tile, Stream-K needs it to be cooperative
-  } catch (...) {
-    swizzle_ = previous;
-    throw;
-  }
-  invalidate();
+  change_checked(swizzle_, swizzle);  // with an explicit tile, Stream-K needs it to be cooperative
 }
 
 std::vector<Activation> Gemm::activations() {
@@ -284,29 +289,12 @@ std::vector<Activation> Gemm::activations() {
 }
 
 void Gemm::set_activation(Activation activation, double parameter) {
-  const Activation previous = activation_;
-  activation_ = activation;
-  try {
-    (void)spec();
-  } catch (...) {
-    activation_ = previous;
-    throw;
-  }
-  activation_parameter_ = parameter;
-  if (previous != activation) invalidate();
+  change_checked(activation_, activation);
+  activation_parameter_ = parameter;  // a run-time argument: the kernel stays
 }
 
-void Gemm::set_bias(BiasMode bias) {
-  const BiasMode previous = bias_;
-  bias_ = bias;
-  try {
-    (void)spec();
-  } catch (...) {
-    bias_ = previous;
-    throw;
-  }
-  if (previous != bias) invalidate();
-}
+void Gemm::set_bias(BiasMode bias) { change_checked(bias_, bias); }
+
 
 void Gemm::set_raster_order(RasterOrder order) {
   if (order != RasterOrder::Heuristic && spec().family != KernelFamily::Sm90Collective) {

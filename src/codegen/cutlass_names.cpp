@@ -55,4 +55,22 @@ std::string shape_text(const Shape3& shape) {
 
 void refuse(const KernelSpec& spec, const std::string& what) { throw ConfigError(spec.name() + ": " + what); }
 
+std::vector<std::pair<std::string, std::string>> common_placeholders(const KernelSpec& spec) {
+  auto text = [](int value) { return std::to_string(value); };
+  return {
+      {"kernel_name", spec.name()},
+      {"element_a", element_type(spec.element_a)},
+      {"layout_a", layout_type(spec.layout_a)},
+      {"alignment_a", text(spec.alignment_a)},
+      {"element_b", element_type(spec.element_b)},
+      {"layout_b", layout_type(spec.layout_b)},
+      {"alignment_b", text(spec.alignment_b)},
+      {"element_c", element_type(spec.element_c)},
+      {"layout_c", layout_type(spec.layout_c)},
+      {"alignment_c", text(spec.alignment_c)},
+      {"element_accumulator", element_type(spec.element_accumulator)},
+      {"element_compute", element_type(spec.element_compute())},
+  };
+}
+
 }  // namespace gemmkit::codegen

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gemmkit/kernel_spec.hpp"
 #include "gemmkit/types.hpp"
@@ -18,6 +20,10 @@ std::string activation_functor(Activation activation);
 std::string bias_mode(BiasMode bias);
 // "AxBxC", for error messages.
 std::string shape_text(const Shape3& shape);
+
+// The placeholders both family templates share: kernel name, A/B/C element, layout and alignment, accumulator
+// and compute types.
+std::vector<std::pair<std::string, std::string>> common_placeholders(const KernelSpec& spec);
 
 // Throws ConfigError("<kernel name>: <what>") — every emitter error names the kernel it refused.
 [[noreturn]] void refuse(const KernelSpec& spec, const std::string& what);

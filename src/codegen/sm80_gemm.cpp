@@ -85,19 +85,8 @@ Placeholders sm80_placeholders(const KernelSpec& spec) {
   const Shape3& tb = tile.threadblock_shape;
   const Shape3& inst = tile.instruction_shape;
   auto text = [](int value) { return std::to_string(value); };
-  return {
-      {"kernel_name", spec.name()},
-      {"element_a", element_type(spec.element_a)},
-      {"layout_a", layout_type(spec.layout_a)},
-      {"alignment_a", text(spec.alignment_a)},
-      {"element_b", element_type(spec.element_b)},
-      {"layout_b", layout_type(spec.layout_b)},
-      {"alignment_b", text(spec.alignment_b)},
-      {"element_c", element_type(spec.element_c)},
-      {"layout_c", layout_type(spec.layout_c)},
-      {"alignment_c", text(spec.alignment_c)},
-      {"element_accumulator", element_type(spec.element_accumulator)},
-      {"element_compute", element_type(spec.element_compute())},
+  Placeholders out = common_placeholders(spec);
+  out.insert(out.end(), {
       {"threadblock_m", text(tb[0])},
       {"threadblock_n", text(tb[1])},
       {"threadblock_k", text(tb[2])},
@@ -115,7 +104,8 @@ Placeholders sm80_placeholders(const KernelSpec& spec) {
       {"device_gemm", spec.bias == BiasMode::None ? "GemmUniversal" : "GemmUniversalWithBroadcast"},
       {"opclass", spec.opclass == OpClass::TensorOp ? "cutlass::arch::OpClassTensorOp" : "cutlass::arch::OpClassSimt"},
       {"arch", "cutlass::arch::Sm80"},
-  };
+  });
+  return out;
 }
 
 }  // namespace gemmkit::codegen

@@ -114,21 +114,10 @@ Placeholders sm90_placeholders(const KernelSpec& spec) {
   const TileDescription& tile = spec.tile;
   const Shape3 cta = tile.cta_tile();
   auto text = [](int value) { return std::to_string(value); };
-  return {
-      {"kernel_name", spec.name()},
-      {"element_a", element_type(spec.element_a)},
-      {"layout_a", layout_type(spec.layout_a)},
-      {"alignment_a", text(spec.alignment_a)},
-      {"element_b", element_type(spec.element_b)},
-      {"layout_b", layout_type(spec.layout_b)},
-      {"alignment_b", text(spec.alignment_b)},
-      {"element_c", element_type(spec.element_c)},
-      {"layout_c", layout_type(spec.layout_c)},
-      {"alignment_c", text(spec.alignment_c)},
+  Placeholders out = common_placeholders(spec);
+  out.insert(out.end(), {
       {"element_d", element_type(spec.element_d)},
       {"alignment_d", text(alignment_d(spec))},
-      {"element_accumulator", element_type(spec.element_accumulator)},
-      {"element_compute", element_type(spec.element_compute())},
       {"cta_m", text(cta[0])},
       {"cta_n", text(cta[1])},
       {"cta_k", text(cta[2])},
@@ -142,7 +131,8 @@ Placeholders sm90_placeholders(const KernelSpec& spec) {
       {"activation", activation_functor(spec.activation)},
       {"epilogue_schedule", epilogue_schedule_type(tile.epilogue_schedule)},
       {"stages", text(tile.stages)},
-  };
+  });
+  return out;
 }
 
 }  // namespace gemmkit::codegen

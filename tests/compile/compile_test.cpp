@@ -2,7 +2,6 @@
 // request is a cache hit (counted, not timed), also from a fresh process; the module loads and names itself.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -11,34 +10,17 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
+#include "support/cli.hpp"
 #include "unit/test_env.hpp"
 #include "util/json.hpp"
 
 namespace gk = gemmkit;
 
-namespace {
-
-gk::GemmOptions f16_row(int cc) {
-  gk::GemmOptions o;
-  o.element = gk::DataType::f16;
-  o.layout = gk::Layout::RowMajor;
-  o.element_accumulator = gk::DataType::f32;
-  o.cc = cc;
-  return o;
-}
+using gk::testing::f16_row;
 
 std::string run_cli(const std::string& cache_dir, const std::string& arguments) {
-  const std::string command =
-      "GEMMKIT_CACHE_DIR='" + cache_dir + "' " + std::string(GEMMKIT_CLI_PATH) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  pclose(pipe);
-  return out;
+  return gk::testing::run_cli(arguments, cache_dir).out;
 }
-
-}  // namespace
 
 TEST(CompileTier, Sm80AndSm90KernelsBuildOnceThenHitTheCache) {
   gk::testenv::TempDir cache_dir;

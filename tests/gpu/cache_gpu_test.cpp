@@ -2,13 +2,13 @@
 // the right answer; two processes compiling the same kernel at once both succeed and leave one entry.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <string>
 
 #include "gemmkit/runtime.hpp"
+#include "support/cli.hpp"
 #include "unit/test_env.hpp"
 #include "util/json.hpp"
 
@@ -16,20 +16,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status;
-  std::string out;
-};
+using Result = gemmkit::testing::CliResult;
 
 Result cli(const std::string& cache_dir, const std::string& arguments) {
-  const std::string command =
-      "GEMMKIT_CACHE_DIR='" + cache_dir + "' " + std::string(GEMMKIT_CLI_PATH) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), out};
+  return gemmkit::testing::run_cli(arguments, cache_dir);
 }
 
 // A cheap kernel (CUTLASS 2.x SIMT) so these tests compile in seconds.

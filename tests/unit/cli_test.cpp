@@ -1,29 +1,14 @@
 // tests/unit/cli_test.cpp: the gemmkit command line, driven as a user would (no nvcc or GPU needed).
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <string>
 
+#include "support/cli.hpp"
 #include "util/json.hpp"
 
-namespace {
+using gemmkit::testing::CliResult;
 
-struct Result {
-  int status;
-  std::string out;
-};
-
-Result cli(const std::string& arguments) {
-  const std::string command = std::string(GEMMKIT_CLI_PATH) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), out};
-}
-
-}  // namespace
+CliResult cli(const std::string& arguments) { return gemmkit::testing::run_cli(arguments); }
 
 TEST(Cli, PlanPrintsTheReferenceKernelNamesAsJson) {
   auto r = cli("plan --cc 90 --element f16 --element-accumulator f32 --layout row --json");

@@ -6,19 +6,13 @@
 
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "support/cli.hpp"
 
 namespace gk = gemmkit;
 
 namespace {
 
-gk::GemmOptions f16_row(int cc) {
-  gk::GemmOptions o;
-  o.element = gk::DataType::f16;
-  o.layout = gk::Layout::RowMajor;
-  o.element_accumulator = gk::DataType::f32;
-  o.cc = cc;
-  return o;
-}
+using gk::testing::f16_row;
 
 template <class Fn>
 std::string error_of(Fn&& fn) {
