@@ -69,3 +69,22 @@ TEST(CompileTier, CompileErrorsCarryTheLogAndTheKeptSource) {
     EXPECT_NE(std::string(e.what()).find("broken_kernel"), std::string::npos) << e.what();
   }
 }
+
+TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
+  gk::testenv::TempDir cache_dir;
+  gk::Gemm sm90(f16_row(90));
+  sm90.set_activation(gk::Activation::GELU);
+  sm90.set_bias(gk::BiasMode::PerRow);
+  gk::GemmOptions sm80_options = f16_row(90);
+  sm80_options.kernel_cc = 80;  // CUTLASS 2.x kernels built for the SM90 GPU
+  gk::Gemm sm80(sm80_options);
+  sm80.set_activation(gk::Activation::LeakyReLU);
+  sm80.set_bias(gk::BiasMode::PerColumn);
+  gk::DiskCache cache(cache_dir.str());
+  const auto entries = cache.get_or_build_many(gk::Toolchain::discover(), {gk::emit(sm90.spec()), gk::emit(sm80.spec())});
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(gk::KernelModule::load(entries[0].module_path)->kernel_name(), sm90.kernel_name());
+  EXPECT_EQ(gk::KernelModule::load(entries[1].module_path)->kernel_name(), sm80.kernel_name());
+  EXPECT_NE(sm90.kernel_name().find("_gelu_biasrow"), std::string::npos) << sm90.kernel_name();
+  EXPECT_NE(sm80.kernel_name().find("_leaky_relu_biascolumn"), std::string::npos) << sm80.kernel_name();
+}

@@ -248,3 +248,40 @@ TEST(Codegen, RenderRejectsMismatchedPlaceholders) {
 
 }  // namespace
 }  // namespace gemmkit
+
+namespace gemmkit {
+namespace {
+
+struct ActivationFunctor {
+  Activation activation;
+  const char* functor;  // its CUTLASS functor in cutlass/epilogue/thread/activation.h
+};
+
+class CodegenActivations : public ::testing::TestWithParam<ActivationFunctor> {};
+
+// Each activation reaches both families' templates as its CUTLASS functor, and names the kernel.
+TEST_P(CodegenActivations, BothFamiliesInstantiateTheFunctor) {
+  const auto [activation, functor] = GetParam();
+  for (KernelSpec spec : {sm90_f16_auto(), sm80_f16_tensorop()}) {
+    spec.activation = activation;
+    const KernelSource source = emit(spec);
+    EXPECT_NE(source.text.find(std::string("cutlass::epilogue::thread::") + functor), std::string::npos)
+        << to_string(spec.family) << " " << functor;
+    if (activation != Activation::Identity) {
+      EXPECT_NE(source.kernel_name.find(std::string("_") + std::string(to_string(activation))), std::string::npos);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Unit, CodegenActivations,
+    ::testing::Values(ActivationFunctor{Activation::Identity, "Identity"}, ActivationFunctor{Activation::ReLU, "ReLu"},
+                      ActivationFunctor{Activation::LeakyReLU, "LeakyReLU"}, ActivationFunctor{Activation::GELU, "GELU"},
+                      ActivationFunctor{Activation::GELUTanh, "GELU_taylor"},
+                      ActivationFunctor{Activation::HardSwish, "HardSwish"},
+                      ActivationFunctor{Activation::Sigmoid, "Sigmoid"}, ActivationFunctor{Activation::SiLU, "SiLu"},
+                      ActivationFunctor{Activation::Tanh, "Tanh"}),
+    [](const auto& info) { return std::string(to_string(info.param.activation)); });
+
+}  // namespace
+}  // namespace gemmkit
