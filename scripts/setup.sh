@@ -28,15 +28,21 @@ check_toolchain() {
   fi
 }
 
+python_tools() {
+  # The Python package (nanobind extension) and its unit tests; quick when already installed.
+  python3 -m pip install -q --disable-pip-version-check nanobind numpy pytest 2>&1 | grep -v "^WARNING: Running pip" || true
+}
+
 build() {
   local generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
-  if [[ ! -f "$root/build/CMakeCache.txt" ]]; then
-    cmake -S "$root" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  fi
+  [[ -f "$root/build/CMakeCache.txt" ]] && generator=()  # keep the generator the folder was made with
+  cmake -S "$root" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGEMMKIT_BUILD_PYTHON=ON \
+        -DPython_EXECUTABLE="$(python3 -c 'import sys; print(sys.executable)')" >/dev/null
   cmake --build "$root/build" -j "$(nproc)"
 }
 
 check_toolchain
 if [[ -z "${CUTLASS_PATH:-}" ]]; then fetch_cutlass; fi
+python_tools
 build

@@ -145,7 +145,7 @@ def test_swizzling_functors():
     plan.swizzling_functor = gemmkit.swizzle.ThreadblockSwizzleStreamK
     assert "stream_k" in plan.kernel_name()
     plan80 = fp16_plan(80)
-    assert len(plan80.swizzling_functors()) == 6
+    assert len(plan80.swizzling_functors()) == 5  # HorizontalSwizzle does not compile with CUTLASS 4.2
     plan80.swizzling_functor = "HorizontalSwizzle"
     assert plan80.swizzling_functor == gemmkit.swizzle.HorizontalSwizzle
     with pytest.raises(gemmkit.ConfigError, match="Invalid swizzling functor 'Zigzag'; available: "
