@@ -146,13 +146,15 @@ def test_swizzling_functors():
     assert "stream_k" in plan.kernel_name()
     plan80 = fp16_plan(80)
     assert len(plan80.swizzling_functors()) == 5  # HorizontalSwizzle does not compile with CUTLASS 4.2
-    plan80.swizzling_functor = "HorizontalSwizzle"
-    assert plan80.swizzling_functor == gemmkit.swizzle.HorizontalSwizzle
+    plan80.swizzling_functor = "IdentitySwizzle4"
+    assert plan80.swizzling_functor == gemmkit.swizzle.IdentitySwizzle4
+    with pytest.raises(gemmkit.ConfigError, match="HorizontalSwizzle does not compile with CUTLASS 4.2"):
+        plan80.swizzling_functor = "HorizontalSwizzle"
     with pytest.raises(gemmkit.ConfigError, match="Invalid swizzling functor 'Zigzag'; available: "
                                                   "IdentitySwizzle1, ThreadblockSwizzleStreamK"):
         plan.swizzling_functor = "Zigzag"
-    with pytest.raises(gemmkit.ConfigError, match="^Swizzle HorizontalSwizzle does not apply to SM90"):
-        plan.swizzling_functor = gemmkit.swizzle.HorizontalSwizzle  # the C++ rule, with its message
+    with pytest.raises(gemmkit.ConfigError, match="^Swizzle IdentitySwizzle2 does not apply to SM90"):
+        plan.swizzling_functor = gemmkit.swizzle.IdentitySwizzle2  # the C++ rule, with its message
     assert set(gemmkit.swizzle.get_swizzling_functors()) == set(gemmkit.SwizzlingFunctor)
 
 
