@@ -299,7 +299,7 @@ void Gemm::set_bias(BiasMode bias) { change_checked(bias_, bias); }
 void Gemm::set_raster_order(RasterOrder order) {
   if (order != RasterOrder::Heuristic && spec().family != KernelFamily::Sm90Collective) {
     throw ConfigError("Raster order applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x kernels. "
-                      "Use swizzle = HorizontalSwizzle or IdentitySwizzleN instead.");
+                      "Use swizzle = IdentitySwizzle2/4/8 instead.");
   }
   raster_order_ = order;
 }
@@ -333,8 +333,8 @@ Gemm::Variant& Gemm::variant_for(const Problem& p) {
   for (auto& v : run_cache_->variants) {
     if (v.a == p.alignment_a && v.b == p.alignment_b && v.c == p.alignment_c) return v;
   }
-  Variant v{p.alignment_a, p.alignment_b, p.alignment_c, base_spec(p.alignment_a, p.alignment_b, p.alignment_c),
-                      {}, {}};
+  Variant v{p.alignment_a, p.alignment_b, p.alignment_c,
+            base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
   v.tiles = valid_tiles(v.base);
   v.modules.resize(v.tiles.size());
   run_cache_->variants.push_back(std::move(v));
