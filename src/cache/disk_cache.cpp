@@ -22,6 +22,7 @@
 #include "cache/sha256.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
+#include "util/knobs.hpp"
 #include "util/json.hpp"
 
 #ifndef GEMMKIT_VERSION
@@ -322,7 +323,7 @@ std::string DiskCache::default_root() {
     const char* value = std::getenv(name);
     return value ? value : "";
   };
-  if (const std::string dir = env("GEMMKIT_CACHE_DIR"); !dir.empty()) return dir;
+  if (const std::string dir = knobs::value("GEMMKIT_CACHE_DIR"); !dir.empty()) return dir;
   if (const std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return (fs::path(xdg) / "gemmkit").string();
   if (const std::string home = env("HOME"); !home.empty()) return (fs::path(home) / ".cache" / "gemmkit").string();
   throw Error("cannot choose a kernel cache folder: none of GEMMKIT_CACHE_DIR, XDG_CACHE_HOME, HOME is set; "

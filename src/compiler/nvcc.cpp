@@ -13,6 +13,7 @@
 #include "compiler/process.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
+#include "util/knobs.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,8 +24,8 @@ constexpr long long kBytesPerCompile = 4LL << 30;  // a CUTLASS SM90 translation
 constexpr int kLogLinesInMessage = 40;
 
 bool verbose() {
-  const char* v = std::getenv("GEMMKIT_VERBOSE");
-  return v != nullptr && *v != '\0' && std::string(v) != "0";
+  const std::string v = knobs::value("GEMMKIT_VERBOSE");
+  return !v.empty() && v != "0";
 }
 
 // "sm_90a" -> "-gencode=arch=compute_90a,code=sm_90a".
@@ -126,9 +127,9 @@ void compile_module(const Toolchain& toolchain, const KernelSource& source, cons
 }
 
 int max_parallel_compiles() {
-  if (const char* jobs = std::getenv("GEMMKIT_MAX_JOBS"); jobs != nullptr && *jobs != '\0') {
+  if (const std::string jobs = knobs::value("GEMMKIT_MAX_JOBS"); !jobs.empty()) {
     char* end = nullptr;
-    const long value = std::strtol(jobs, &end, 10);
+    const long value = std::strtol(jobs.c_str(), &end, 10);
     if (*end != '\0' || value < 1 || value > 4096) {
       throw ConfigError(std::string("GEMMKIT_MAX_JOBS='") + jobs +
                         "' is not a positive integer; unset it or set it to the number of parallel nvcc jobs, e.g. 4");

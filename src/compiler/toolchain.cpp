@@ -18,6 +18,7 @@
 #include "compiler/toolchain_detail.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
+#include "util/knobs.hpp"
 
 #if !defined(GEMMKIT_CUTLASS_DEFAULT) || !defined(GEMMKIT_SOURCE_DIR)
 #error "GEMMKIT_CUTLASS_DEFAULT and GEMMKIT_SOURCE_DIR must be defined by the build"
@@ -161,10 +162,9 @@ std::string host_compiler_version(const char* nvcc_ccbin) {
 }
 
 std::string find_device_include_dir() {
-  const char* gemmkit_root = std::getenv("GEMMKIT_ROOT");
-  const fs::path dir = gemmkit_root != nullptr && *gemmkit_root != '\0'
-                           ? fs::path(gemmkit_root) / "device" / "include"
-                           : fs::path(GEMMKIT_SOURCE_DIR) / "device" / "include";
+  const std::string gemmkit_root = knobs::value("GEMMKIT_ROOT");
+  const fs::path dir = !gemmkit_root.empty() ? fs::path(gemmkit_root) / "device" / "include"
+                                             : fs::path(GEMMKIT_SOURCE_DIR) / "device" / "include";
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     throw ToolchainError("gemmkit's device headers not found at " + dir.string() +
@@ -178,7 +178,8 @@ std::string find_device_include_dir() {
 Toolchain Toolchain::discover_uncached() {
   Toolchain tc;
   // CUTLASS first: it needs no subprocess, and its absence is the most common set-up mistake.
-  tc.cutlass_root = find_cutlass(std::getenv("CUTLASS_PATH"), GEMMKIT_CUTLASS_DEFAULT);
+  const std::string cutlass_path = knobs::value("CUTLASS_PATH");
+  tc.cutlass_root = find_cutlass(cutlass_path.empty() ? nullptr : cutlass_path.c_str(), GEMMKIT_CUTLASS_DEFAULT);
   tc.cutlass_version = parse_cutlass_version(toolchain_detail::read_text(fs::path(tc.cutlass_root) / "include" /
                                                                          "cutlass" / "version.h"));
   if (tc.cutlass_version.empty()) {
@@ -187,7 +188,8 @@ Toolchain Toolchain::discover_uncached() {
                          "checkout (the folder holding include/ and tools/util/include)");
   }
 
-  tc.nvcc = find_nvcc(std::getenv("CUDA_HOME"), std::getenv("PATH"), "/usr/local/cuda/bin/nvcc");
+  const std::string cuda_home = knobs::value("CUDA_HOME");
+  tc.nvcc = find_nvcc(cuda_home.empty() ? nullptr : cuda_home.c_str(), std::getenv("PATH"), "/usr/local/cuda/bin/nvcc");
   std::error_code ec;
   const fs::path resolved = fs::canonical(tc.nvcc, ec);
   tc.cuda_home = (ec ? fs::path(tc.nvcc) : resolved).parent_path().parent_path().string();
@@ -199,7 +201,8 @@ Toolchain Toolchain::discover_uncached() {
   const NvccVersion nvcc = parse_nvcc_version(version.output);
   tc.nvcc_version = nvcc.version;
   tc.nvcc_build = nvcc.build;
-  tc.host_compiler = host_compiler_version(std::getenv("NVCC_CCBIN"));
+  const std::string ccbin = knobs::value("NVCC_CCBIN");
+  tc.host_compiler = host_compiler_version(ccbin.empty() ? nullptr : ccbin.c_str());
 
   tc.device_include_dir = find_device_include_dir();
   tc.device_headers_hash = hash_directory(tc.device_include_dir);

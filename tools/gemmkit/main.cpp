@@ -18,6 +18,7 @@
 #include "gemmkit/runtime.hpp"
 #include "util/host_matrix.hpp"
 #include "util/json.hpp"
+#include "util/knobs.hpp"
 
 // examples/basic_gemm.cpp, compiled into the CLI as `gemmkit demo`.
 int basic_gemm_walkthrough(bool json);
@@ -48,8 +49,7 @@ plan options (all commands that build a plan):
   --activation A           identity | relu | leaky_relu | gelu | gelu_tanh | hardswish | sigmoid | silu | tanh
   --tile N                 use the N-th entry of `gemmkit tiles` instead of the default
 
-environment: GEMMKIT_CACHE_DIR (cache folder), CUTLASS_PATH (CUTLASS checkout), CUDA_HOME (toolkit),
-             GEMMKIT_VERBOSE=1 (print nvcc commands), GEMMKIT_MAX_JOBS (parallel nvcc processes)
+environment:
 )";
 
 struct Args {
@@ -408,7 +408,7 @@ int main(int argc, char** argv) {
   try {
     args = parse_args(argc, argv);
     if (args.command.empty() || args.command == "help" || args.flag("help")) {
-      std::cout << kUsage;
+      std::cout << kUsage << gk::knobs::help_text();
       return args.command.empty() && !args.flag("help") ? 2 : 0;
     }
     if (args.command == "plan") return cmd_plan(args);
