@@ -16,9 +16,10 @@
 namespace gemmkit {
 namespace {
 
-catalog::OperandTypes operand_types(DataType a, DataType b, DataType c, DataType d, DataType acc, Layout la,
-                                    Layout lb, Layout lc) {
-  return {a, b, c, d, acc, la, lb, lc};
+// The plan's element types and layouts as the catalog takes them (Gemm's private Types has the same fields).
+template <class PlanTypes>
+catalog::OperandTypes operand_types(const PlanTypes& t) {
+  return {t.a, t.b, t.c, t.d, t.accumulator, t.layout_a, t.layout_b, t.layout_c};
 }
 
 DataType resolve_element(const char* name, const TensorView* tensor, const std::optional<DataType>& specific,
@@ -113,8 +114,7 @@ Gemm::Gemm(const GemmOptions& o) {
   }
   const auto available = opclasses();
   if (available.empty()) {
-    const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
-                                 types_.layout_b, types_.layout_c);
+    const auto t = operand_types(types_);
     throw ConfigError("No kernel configuration found for supported data type and layout combination " +
                       combination_text(t) + " with C=" + std::string(to_string(types_.c)) +
                       ", D=" + std::string(to_string(types_.d)) + " on SM" + std::to_string(cc_) +
@@ -129,8 +129,7 @@ Gemm::Gemm(Gemm&&) noexcept = default;
 Gemm& Gemm::operator=(Gemm&&) noexcept = default;
 
 std::vector<OpClass> Gemm::opclasses() const {
-  return catalog::supported_opclasses(catalog_cc(), operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator,
-                                                          types_.layout_a, types_.layout_b, types_.layout_c));
+  return catalog::supported_opclasses(catalog_cc(), operand_types(types_));
 }
 
 void Gemm::invalidate() { run_cache_.reset(); }
@@ -138,8 +137,7 @@ void Gemm::invalidate() { run_cache_.reset(); }
 void Gemm::set_opclass(OpClass opclass) {
   const auto available = opclasses();
   if (std::find(available.begin(), available.end(), opclass) == available.end()) {
-    const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
-                                 types_.layout_b, types_.layout_c);
+    const auto t = operand_types(types_);
     throw ConfigError("Unsupported operation class " + std::string(to_string(opclass)) + " for CC " +
                       std::to_string(cc_) + " and data type combination (" + std::string(to_string(t.a)) + ", " +
                       std::string(to_string(t.b)) + ", " + std::string(to_string(t.accumulator)) +
@@ -154,15 +152,13 @@ void Gemm::set_opclass(OpClass opclass) {
 }
 
 std::vector<TileDescription> Gemm::tile_descriptions() const {
-  const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
-                               types_.layout_b, types_.layout_c);
+  const auto t = operand_types(types_);
   return catalog::tile_descriptions(catalog_cc(), opclass_, t, catalog::limits_for_cc(cc_));
 }
 
 KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
                            std::optional<int> alignment_c) const {
-  const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
-                               types_.layout_b, types_.layout_c);
+  const auto t = operand_types(types_);
   KernelSpec s;
   s.cc = cc_;
   s.kernel_cc = catalog::kernel_cc_for(catalog_cc(), opclass_, t);
@@ -203,8 +199,7 @@ std::vector<TileDescription> Gemm::valid_tiles(const KernelSpec& base) const {
     catalog::validate(s, limits);
     return {*tile_};
   }
-  const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
-                               types_.layout_b, types_.layout_c);
+  const auto t = operand_types(types_);
   std::vector<TileDescription> valid;
   std::string last_error = "no configurations";
   for (const auto& tile :
@@ -438,8 +433,7 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
   }
 
   if (!run_cache_) {
-    const auto t = operand_types(types_.a, types_.b, types_.c, types_.d, types_.accumulator, types_.layout_a,
-                                 types_.layout_b, types_.layout_c);
+    const auto t = operand_types(types_);
     run_cache_ = std::make_unique<RunCache>();
     run_cache_->alignments_a = catalog::operand_alignments(catalog_cc(), opclass_, types_.a, t);
     run_cache_->alignments_b = catalog::operand_alignments(catalog_cc(), opclass_, types_.b, t);
