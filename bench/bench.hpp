@@ -110,12 +110,22 @@ double time_batch_ms(cudaStream_t stream, int iters, const std::function<void()>
 // For sections that time many kernels: 3 warm-up calls, then the median of 3 batches of >= 20 ms each.
 double quick_ms(cudaStream_t stream, const std::function<void()>& call);
 
+// Milliseconds per call of each of `calls`, timed in interleaved rounds so that every call sees the same clock and
+// thermal state: >= warmup_ms of all calls in turn, then `rounds` rounds of one batch (>= batch_ms) per call, the
+// order rotated each round. Returns ms[call][round].
+std::vector<std::vector<double>> interleaved_ms(cudaStream_t stream, const std::vector<std::function<void()>>& calls,
+                                                int rounds, double batch_ms, double warmup_ms);
+
 // Row-major A (m x k), B (k x n) of uniform [-1, 1) data and an output D, on the device.
 struct Operands {
   Operands(gk::DataType t, const Shape& s);
   DeviceBuffer A, B, D;
 };
 double tflops(const Shape& s, double ms);
+// plan.run(A, B, D) on o's row-major operands (beta 0, optional bias) on ctx.stream, without a sync; `plan` and `bias`
+// must outlive the returned call.
+std::function<void()> plan_call(Context& ctx, gk::Gemm& plan, gk::DataType t, const Shape& s, Operands& o,
+                                const gk::TensorView* bias = nullptr);
 // quick_ms of plan.run(A, B, D) (beta 0, optional bias) and of cuBLAS on the same operands.
 double time_plan(Context& ctx, gk::Gemm& plan, gk::DataType t, const Shape& s, Operands& o,
                  const gk::TensorView* bias = nullptr);
