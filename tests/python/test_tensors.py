@@ -75,6 +75,37 @@ def test_requires_grad_tensors_are_read_through_detach():
     assert gemmkit.tensor_view(a).shape == (16, 8)
 
 
+class DLPackOnly:
+    """Hides a tensor's type: only its DLPack export is visible."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.tensor.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+
+def test_torch_tensors_are_read_through_their_attributes():
+    """torch tensors take the cheap path (attributes, no DLPack export); it must agree with what DLPack says."""
+    torch = pytest.importorskip("torch")
+    base = torch.zeros((6, 4, 8), dtype=torch.float16)
+    for t in (base, base[0].t(), base[:, 1:3, :], torch.nn.Parameter(base.float())):
+        view = gemmkit.tensor_view(t)
+        assert (view.data, view.shape, view.strides, view.device) == (t.data_ptr(), tuple(t.shape), t.stride(), -1)
+        assert view.dtype == gemmkit.DataType.f16 or t.dtype == torch.float32
+        via_dlpack = gemmkit.tensor_view(DLPackOnly(t.detach()))
+        assert (via_dlpack.data, via_dlpack.shape, via_dlpack.strides, via_dlpack.dtype) == \
+            (view.data, view.shape, view.strides, view.dtype)
+    assert gemmkit.tensor_view(torch.zeros(2, 2, dtype=torch.bfloat16)).dtype == gemmkit.DataType.bf16
+    with pytest.raises(gemmkit.TensorError, match="has element type torch.complex64, which gemmkit does not take"):
+        gemmkit.tensor_view(torch.zeros(2, 2, dtype=torch.complex64))
+    with pytest.raises(gemmkit.TensorError, match="lives on torch device 'meta'"):
+        gemmkit.tensor_view(torch.zeros(2, 2, dtype=torch.float16, device="meta"))
+
+
 def test_column_major_numpy_plan_and_alignment():
     A = np.zeros((128, 68), np.float16)  # K = 68: 8-element alignment impossible, 4 fits
     B = np.zeros((68, 64), np.float16, order="F")
