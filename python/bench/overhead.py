@@ -12,7 +12,6 @@ import time
 import torch
 
 import gemmkit
-from gemmkit import _convert
 
 
 def per_call_us(fn, iterations, repeats, after=None):
@@ -44,7 +43,7 @@ def main():
     torch.cuda.synchronize()
     reference = (A.float() @ B.float()).half()
     max_error = float((D.float() - reference.float()).abs().max())
-    stream = _convert.default_stream(D)
+    stream = gemmkit._gemmkit.default_stream(D)
     sync = torch.cuda.synchronize
     it, rep = args.iterations, args.repeats
     results = {

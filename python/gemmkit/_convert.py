@@ -1,7 +1,5 @@
 """What Python callers write -> the C++ plan's types: dtypes (numpy, torch, cupy, jax, strings), layouts,
 opcode classes, activations, swizzles, tile descriptions and CUDA streams. Conversions only."""
-import sys
-
 from ._gemmkit import (
     Activation,
     ConfigError,
@@ -118,19 +116,3 @@ def stream_handle(stream):
     except (TypeError, ValueError):
         raise TypeError(f"Cannot take a CUDA stream from {type(stream).__name__}; pass a torch.cuda.Stream, a "
                         "cupy.cuda.Stream, an object with __cuda_stream__, or an int handle.") from None
-
-
-def _torch_current_stream(torch, device):
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch's own launchers use; no Stream object
-    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
-
-
-def default_stream(tensor):
-    """The stream the tensor's framework would launch on: torch's or cupy's current stream; else 0."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(tensor, torch.Tensor):
-        return _torch_current_stream(torch, tensor.get_device()) if tensor.is_cuda else 0
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(tensor, cupy.ndarray):
-        return cupy.cuda.get_current_stream().ptr
-    return 0

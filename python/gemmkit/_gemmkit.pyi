@@ -184,6 +184,11 @@ class TensorView:
 
     def __repr__(self) -> str: ...
 
+def default_stream(tensor: object) -> int:
+    """
+    The stream run() uses for `tensor` when none is given: torch's or cupy's current stream of its device; 0 (the default stream) for other arrays and host memory.
+    """
+
 def tensor_view(tensor: object) -> TensorView:
     """
     How gemmkit reads `tensor` (no copy): dtype, shape, strides in elements, device. Raises TensorError or TypeError as run() would.
@@ -507,7 +512,7 @@ class Gemm:
         The kernel run() would use for these tensors (same checks; nothing runs; no GPU needed).
         """
 
-    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int = 0, sync: bool = True) -> None:
+    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:
         """
-        D = act(alpha * A @ B + beta * C) on a stream handle (0 = the default stream). Host arrays are staged and D holds the result on return.
+        D = act(alpha * A @ B + beta * C) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result on return.
         """

@@ -95,7 +95,7 @@ class Gemm(_Plan):
         D = D0 if D is None else D
         alpha = alpha0 if alpha is None else alpha
         beta = beta0 if beta is None else beta
-        handle = _convert.default_stream(D) if stream is None else _convert.stream_handle(stream)
+        handle = None if stream is None else _convert.stream_handle(stream)  # None: D's framework's stream
         if print_module:
             print(_emit(self.spec_for(A, B, C, D, beta)).text)
         _Plan.run(self, A, B, C, D, alpha, beta, handle, sync)

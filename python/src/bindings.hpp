@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include <cstdint>
 #include <optional>
 
 #include "gemmkit/tensor.hpp"
@@ -29,7 +30,10 @@ struct PyTensor {
 // No copies. `writable` is asked for D. Raises TensorError for what a TensorView cannot express and
 // TypeError for objects that are no tensor at all.
 PyTensor to_tensor(nb::handle obj, const char* name, bool writable);
-// The same, where None means "not given".
+// The stream a tensor's framework would launch on: torch's or cupy's current stream of `device` (the tensor's, as
+// to_tensor read it); 0 for host memory and other arrays.
+std::uintptr_t framework_stream(nb::handle tensor, int device);
+// The same as to_tensor, where None means "not given".
 std::optional<PyTensor> to_optional_tensor(nb::handle obj, const char* name, bool writable);
 
 }  // namespace gemmkit::python

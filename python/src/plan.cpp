@@ -219,18 +219,19 @@ void bind_gemm(nb::module_& m) {
       .def(
           "run",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
-             std::uintptr_t stream, bool sync) {
+             std::optional<std::uintptr_t> stream, bool sync) {
             const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
             const auto c = to_optional_tensor(C, "C", false);
             RunOptions options;
-            options.stream = reinterpret_cast<cudaStream_t>(stream);
+            options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.view.device));
             options.sync = sync;
             nb::gil_scoped_release release;  // the arrays above stay referenced until the GIL is back
             plan.run(a.view, b.view, c ? &c->view : nullptr, d.view, alpha, beta, options);
           },
-          "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0, "stream"_a = 0, "sync"_a = true,
-          "D = act(alpha * A @ B + beta * C) on a stream handle (0 = the default stream). Host arrays are staged "
-          "and D holds the result on return.");
+          "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0,
+          "stream"_a = nb::none(), "sync"_a = true,
+          "D = act(alpha * A @ B + beta * C) on a stream handle (None: default_stream(D), i.e. torch's or cupy's "
+          "current stream). Host arrays are staged and D holds the result on return.");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -111,6 +112,7 @@ PyTensor from_cuda_array_interface(nb::handle obj, const char* name) {
 struct TorchTypes {
   PyTypeObject* tensor = nullptr;
   std::vector<std::pair<PyObject*, DataType>> dtypes;
+  PyObject* current_raw_stream = nullptr;  // torch._C._cuda_getCurrentRawStream(device) -> int, if torch has it
 };
 
 const TorchTypes* torch_types() {
@@ -129,6 +131,10 @@ const TorchTypes* torch_types() {
                                                     {"int8", DataType::s8},     {"uint8", DataType::u8},
                                                     {"int32", DataType::s32}};
   for (const auto& [name, type] : names) found->dtypes.emplace_back(module.attr(name).inc_ref().ptr(), type);
+  const nb::object c_module = module.attr("_C");
+  if (nb::hasattr(c_module, "_cuda_getCurrentRawStream")) {
+    found->current_raw_stream = c_module.attr("_cuda_getCurrentRawStream").inc_ref().ptr();
+  }
   types = found;
   return types;
 }
@@ -140,7 +146,8 @@ std::optional<PyTensor> from_torch(nb::handle obj, const char* name) {
   if (torch == nullptr || !PyObject_TypeCheck(obj.ptr(), torch->tensor)) return std::nullopt;
   const bool cuda = nb::cast<bool>(obj.attr("is_cuda"));
   if (!cuda && !nb::cast<bool>(obj.attr("is_cpu"))) {
-    throw TensorError(describe(name) + " lives on torch device '" + nb::cast<std::string>(nb::str(obj.attr("device"))) +
+    const nb::object device = obj.attr("device");
+    throw TensorError(describe(name) + " lives on torch device '" + nb::cast<std::string>(nb::str(device)) +
                       "'; gemmkit takes host memory and CUDA device memory.");
   }
   const nb::object dtype = obj.attr("dtype");
@@ -210,6 +217,25 @@ std::optional<PyTensor> to_optional_tensor(nb::handle obj, const char* name, boo
   return to_tensor(obj, name, writable);
 }
 
+std::uintptr_t framework_stream(nb::handle tensor, int device) {
+  if (device < 0) return 0;
+  if (const TorchTypes* torch = torch_types(); torch != nullptr && PyObject_TypeCheck(tensor.ptr(), torch->tensor)) {
+    if (torch->current_raw_stream != nullptr) {
+      return nb::cast<std::uintptr_t>(nb::handle(torch->current_raw_stream)(device));
+    }
+    const nb::object cuda = nb::module_::import_("torch.cuda");
+    return nb::cast<std::uintptr_t>(cuda.attr("current_stream")(device).attr("cuda_stream"));
+  }
+  PyObject* cupy = PyImport_GetModule(nb::str("cupy").ptr());
+  if (cupy == nullptr) {
+    PyErr_Clear();
+    return 0;
+  }
+  const nb::object module = nb::steal(cupy);
+  if (!nb::isinstance(tensor, module.attr("ndarray"))) return 0;
+  return nb::cast<std::uintptr_t>(module.attr("cuda").attr("get_current_stream")().attr("ptr"));
+}
+
 void bind_tensors(nb::module_& m) {
   nb::class_<TensorView>(m, "TensorView", "What gemmkit sees of an array: pointer, dtype, shape, strides (in "
                                           "elements) and device (-1 = host). A view; it owns nothing.")
@@ -230,6 +256,11 @@ void bind_tensors(nb::module_& m) {
         return "TensorView(dtype=" + std::string(to_string(t.dtype)) + ", shape=" + t.shape_string() +
                ", strides=" + t.strides_string() + ", device=" + std::to_string(t.device) + ")";
       });
+  m.def(
+      "default_stream", [](nb::handle tensor) { return framework_stream(tensor, to_tensor(tensor, "X", false).view.device); },
+      nb::arg("tensor"),
+      "The stream run() uses for `tensor` when none is given: torch's or cupy's current stream of its device; 0 (the "
+      "default stream) for other arrays and host memory.");
   m.def(
       "tensor_view", [](nb::handle obj) { return to_tensor(obj, "X", false).view; }, nb::arg("tensor"),
       "How gemmkit reads `tensor` (no copy): dtype, shape, strides in elements, device. Raises TensorError or "

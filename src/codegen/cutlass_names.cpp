@@ -24,17 +24,20 @@ std::string layout_type(Layout layout) {
   return layout == Layout::RowMajor ? "cutlass::layout::RowMajor" : "cutlass::layout::ColumnMajor";
 }
 
-std::string activation_functor(Activation activation) {
+std::string activation_functor(Activation activation, DataType element_d) {
   const std::string ns = "cutlass::epilogue::thread::";
+  // A 16-bit output cannot show the error of the hardware's exp / reciprocal approximations; they are much cheaper.
+  const bool approximate = element_d == DataType::f16 || element_d == DataType::bf16;
+  const std::string transcendental = approximate ? "gemmkit::activation::" : ns;
   switch (activation) {
     case Activation::Identity: return ns + "Identity";
     case Activation::ReLU: return ns + "ReLu";
     case Activation::LeakyReLU: return ns + "LeakyReLU";
-    case Activation::GELU: return ns + "GELU";
+    case Activation::GELU: return transcendental + "GELU";
     case Activation::GELUTanh: return ns + "GELU_taylor";
     case Activation::HardSwish: return ns + "HardSwish";
-    case Activation::Sigmoid: return ns + "Sigmoid";
-    case Activation::SiLU: return ns + "SiLu";
+    case Activation::Sigmoid: return transcendental + "Sigmoid";
+    case Activation::SiLU: return transcendental + "SiLu";
     case Activation::Tanh: return ns + "Tanh";
   }
   throw Error("internal error: unknown Activation");

@@ -14,8 +14,9 @@ namespace gemmkit::codegen {
 std::string element_type(DataType type);
 // cutlass::layout::RowMajor / cutlass::layout::ColumnMajor.
 std::string layout_type(Layout layout);
-// The elementwise functor template in cutlass/epilogue/thread/activation.h, e.g. cutlass::epilogue::thread::ReLu.
-std::string activation_functor(Activation activation);
+// The elementwise functor template, e.g. cutlass::epilogue::thread::ReLu; sigmoid, SiLU and GELU of a 16-bit D use
+// gemmkit/activations.hpp (hardware exp / reciprocal approximations).
+std::string activation_functor(Activation activation, DataType element_d);
 // The gemmkit::module::Bias enumerator of device/include/gemmkit/module_common.hpp: None, PerRow or PerColumn.
 std::string bias_mode(BiasMode bias);
 // "AxBxC", for error messages.

@@ -100,7 +100,7 @@ Placeholders sm80_placeholders(const KernelSpec& spec) {
       {"swizzle", swizzle_type(spec.swizzle)},
       {"math_operation", math_operation_type(tile.math_operation)},
       {"bias", bias_mode(spec.bias)},
-      {"activation", activation_functor(spec.activation)},
+      {"activation", activation_functor(spec.activation, spec.element_d)},
       {"device_gemm", spec.bias == BiasMode::None ? "GemmUniversal" : "GemmUniversalWithBroadcast"},
       {"opclass", spec.opclass == OpClass::TensorOp ? "cutlass::arch::OpClassTensorOp" : "cutlass::arch::OpClassSimt"},
       {"arch", "cutlass::arch::Sm80"},

@@ -128,7 +128,7 @@ Placeholders sm90_placeholders(const KernelSpec& spec) {
       {"tile_scheduler", tile_scheduler_type(spec)},
       {"bias", bias_mode(spec.bias)},
       {"element_bias", element_type(element_c_or_d(spec))},
-      {"activation", activation_functor(spec.activation)},
+      {"activation", activation_functor(spec.activation, spec.element_d)},
       {"epilogue_schedule", epilogue_schedule_type(tile.epilogue_schedule)},
       {"stages", text(tile.stages)},
   });

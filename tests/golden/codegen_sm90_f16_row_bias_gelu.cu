@@ -27,7 +27,7 @@ using KernelSchedule = cutlass::gemm::collective::KernelScheduleAuto;
 using TileScheduler = void;
 constexpr gemmkit::module::Bias kBias = gemmkit::module::Bias::PerRow;  // args->bias, per row or column of D
 using ElementBias = cutlass::half_t;
-using Fusion = gemmkit::sm90::Fusion<kBias, cutlass::epilogue::thread::GELU, ElementD, ElementCompute, ElementC, ElementBias>;
+using Fusion = gemmkit::sm90::Fusion<kBias, gemmkit::activation::GELU, ElementD, ElementCompute, ElementC, ElementBias>;
 constexpr bool Cooperative =
     gemmkit::sm90::is_cooperative<KernelSchedule, CtaTile, ElementA, AlignmentA, ElementB, AlignmentB>();
 constexpr bool TmaEverywhere = gemmkit::sm90::tma_everywhere<ElementA, AlignmentA, ElementB, AlignmentB, ElementC,

@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "gemmkit/cache.hpp"
@@ -99,6 +101,38 @@ TEST(GpuEpilogue, ExactOnSmallIntegersForPiecewiseLinearActivations) {
       Problem p(gk::DataType::f16);
       p.fill_integers();
       EXPECT_EQ(run_checked(plan, p, 1.0, 1.0).max_abs_error, 0.0) << plan.kernel_name();
+    }
+  }
+}
+
+// Sigmoid, SiLU and GELU of a 16-bit D use hardware exp / reciprocal approximations (gemmkit/activations.hpp). On
+// exact pre-activation values (small integers, alpha a power of two) only the activation and the final rounding
+// err: every element must be within 1.5 units in the last place of D's type of the float64 value.
+TEST(GpuEpilogue, ApproximateTranscendentalsStayWithinOneAndAHalfUlpsOfFloat64) {
+  if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  for (int kernel_cc : cases::kernel_generations(device_cc())) {
+    for (auto type : {gk::DataType::f16, gk::DataType::bf16}) {
+      const double ulp = type == gk::DataType::f16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);  // relative
+      const double smallest = type == gk::DataType::f16 ? std::ldexp(1.0, -24) : 1e-30;         // subnormal step
+      for (auto activation : {gk::Activation::GELU, gk::Activation::Sigmoid, gk::Activation::SiLU}) {
+        gk::Gemm plan(cases::epilogue_options(type, device_cc(), kernel_cc));
+        plan.set_activation(activation);
+        Problem p(type);
+        p.fill_integers();
+        const double alpha = 1.0 / 16, beta = 0.25;  // pre-activation values in about [-8, 8], exact in float32
+        const auto C = p.C.view();
+        plan.run(p.A.view(), p.B.view(), &C, p.D.view(), alpha, beta);
+        const gk::util::Epilogue epilogue{activation, 0.0, nullptr, gk::BiasMode::None};
+        double worst_ulps = 0.0;
+        for (std::int64_t r = 0; r < p.D.rows(); ++r) {
+          for (std::int64_t c = 0; c < p.D.cols(); ++c) {
+            const double want = gk::util::reference_element(p.A, p.B, &p.C, alpha, beta, 0, r, c, epilogue);
+            const double step = std::max(std::fabs(want) * ulp, smallest);
+            worst_ulps = std::max(worst_ulps, std::fabs(p.D.get(0, r, c) - want) / step);
+          }
+        }
+        EXPECT_LE(worst_ulps, 1.5) << plan.kernel_name();
+      }
     }
   }
 }

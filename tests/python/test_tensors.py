@@ -177,4 +177,4 @@ def test_stream_handles():
     assert _convert.stream_handle(ProtocolStream()) == 0x9ABC
     with pytest.raises(TypeError, match="Cannot take a CUDA stream from str"):
         _convert.stream_handle("default")
-    assert _convert.default_stream(np.zeros(4)) == 0
+    assert gemmkit._gemmkit.default_stream(np.zeros(4)) == 0

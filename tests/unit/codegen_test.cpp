@@ -254,34 +254,44 @@ namespace {
 
 struct ActivationFunctor {
   Activation activation;
-  const char* functor;  // its CUTLASS functor in cutlass/epilogue/thread/activation.h
+  const char* for_16bit_output;  // the functor a kernel with an f16 / bf16 D instantiates
+  const char* for_f32_output;    // CUTLASS's, in cutlass/epilogue/thread/activation.h
 };
 
 class CodegenActivations : public ::testing::TestWithParam<ActivationFunctor> {};
 
-// Each activation reaches both families' templates as its CUTLASS functor, and names the kernel.
+// Each activation reaches both families' templates as its functor, and names the kernel; sigmoid, SiLU and GELU
+// use gemmkit's approximations only where D is 16-bit.
 TEST_P(CodegenActivations, BothFamiliesInstantiateTheFunctor) {
-  const auto [activation, functor] = GetParam();
-  for (KernelSpec spec : {sm90_f16_auto(), sm80_f16_tensorop()}) {
+  const auto [activation, for_16bit_output, for_f32_output] = GetParam();
+  for (KernelSpec spec : {sm90_f16_auto(), sm80_f16_tensorop(), sm80_f32_simt_gelu_column_c()}) {
     spec.activation = activation;
     const KernelSource source = emit(spec);
-    EXPECT_NE(source.text.find(std::string("cutlass::epilogue::thread::") + functor), std::string::npos)
-        << to_string(spec.family) << " " << functor;
+    const std::string functor = spec.element_d == DataType::f32 ? for_f32_output : for_16bit_output;
+    EXPECT_NE(source.text.find(functor + ","), std::string::npos) << to_string(spec.family) << " " << functor;
     if (activation != Activation::Identity) {
       EXPECT_NE(source.kernel_name.find(std::string("_") + std::string(to_string(activation))), std::string::npos);
     }
   }
 }
 
+#define GK_CUTLASS_ACT(name) "cutlass::epilogue::thread::" name
+#define GK_OWN_ACT(name) "gemmkit::activation::" name
 INSTANTIATE_TEST_SUITE_P(
     Unit, CodegenActivations,
-    ::testing::Values(ActivationFunctor{Activation::Identity, "Identity"}, ActivationFunctor{Activation::ReLU, "ReLu"},
-                      ActivationFunctor{Activation::LeakyReLU, "LeakyReLU"}, ActivationFunctor{Activation::GELU, "GELU"},
-                      ActivationFunctor{Activation::GELUTanh, "GELU_taylor"},
-                      ActivationFunctor{Activation::HardSwish, "HardSwish"},
-                      ActivationFunctor{Activation::Sigmoid, "Sigmoid"}, ActivationFunctor{Activation::SiLU, "SiLu"},
-                      ActivationFunctor{Activation::Tanh, "Tanh"}),
+    ::testing::Values(
+        ActivationFunctor{Activation::Identity, GK_CUTLASS_ACT("Identity"), GK_CUTLASS_ACT("Identity")},
+        ActivationFunctor{Activation::ReLU, GK_CUTLASS_ACT("ReLu"), GK_CUTLASS_ACT("ReLu")},
+        ActivationFunctor{Activation::LeakyReLU, GK_CUTLASS_ACT("LeakyReLU"), GK_CUTLASS_ACT("LeakyReLU")},
+        ActivationFunctor{Activation::GELU, GK_OWN_ACT("GELU"), GK_CUTLASS_ACT("GELU")},
+        ActivationFunctor{Activation::GELUTanh, GK_CUTLASS_ACT("GELU_taylor"), GK_CUTLASS_ACT("GELU_taylor")},
+        ActivationFunctor{Activation::HardSwish, GK_CUTLASS_ACT("HardSwish"), GK_CUTLASS_ACT("HardSwish")},
+        ActivationFunctor{Activation::Sigmoid, GK_OWN_ACT("Sigmoid"), GK_CUTLASS_ACT("Sigmoid")},
+        ActivationFunctor{Activation::SiLU, GK_OWN_ACT("SiLu"), GK_CUTLASS_ACT("SiLu")},
+        ActivationFunctor{Activation::Tanh, GK_CUTLASS_ACT("Tanh"), GK_CUTLASS_ACT("Tanh")}),
     [](const auto& info) { return std::string(to_string(info.param.activation)); });
+#undef GK_CUTLASS_ACT
+#undef GK_OWN_ACT
 
 }  // namespace
 }  // namespace gemmkit

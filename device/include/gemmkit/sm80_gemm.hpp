@@ -17,6 +17,7 @@
 #include "cutlass/gemm/device/gemm_universal_with_broadcast.h"
 #include "cutlass/gemm/threadblock/threadblock_swizzle.h"
 #include "cutlass/gemm/threadblock/threadblock_swizzle_streamk.h"
+#include "gemmkit/activations.hpp"
 #include "gemmkit/module_common.hpp"
 
 namespace gemmkit::sm80 {

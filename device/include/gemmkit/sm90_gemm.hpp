@@ -16,6 +16,7 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
+#include "gemmkit/activations.hpp"
 #include "gemmkit/module_common.hpp"
 
 namespace gemmkit::sm90 {
