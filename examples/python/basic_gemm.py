@@ -2,7 +2,8 @@
 
 Plan an fp16 GEMM, run it on numpy arrays and check it exactly, show the kernel, switch to SIMT, reuse the
 kernel on a large problem (no compile), pick a configuration, try Stream-K, and see a bad one rejected before
-compiling. Needs a CUDA GPU (SM80 or SM90) and nvcc; exits 0 when every result is exact.
+compiling. Needs a CUDA GPU (SM80 or SM90) and nvcc; with --torch the operands are torch CUDA tensors (no
+staging). Exits 0 when every result is exact.
 """
 import copy
 import sys
@@ -10,6 +11,18 @@ import sys
 import numpy as np
 
 import gemmkit
+
+# --torch: run on torch CUDA tensors instead of numpy arrays (staged through the GPU).
+torch = __import__("torch") if "--torch" in sys.argv[1:] else None
+
+
+def on_device(array):
+    """The operand as the walk-through passes it: the numpy array itself, or a torch CUDA tensor copy."""
+    return array if torch is None else torch.from_numpy(array).cuda()
+
+
+def to_numpy(tensor):
+    return tensor if torch is None else tensor.cpu().numpy()
 
 
 def integers(shape, seed):
@@ -21,7 +34,9 @@ def run_and_check(plan, m, n, k, alpha=1.0, beta=0.0, label="", print_module=Fal
     A, B, C = integers((m, k), 1234), integers((k, n), 1235), integers((m, n), 1236)
     D = np.zeros((m, n), np.float16)
     builds = gemmkit.cache_counters().builds
-    plan.run(A, B, C, D, alpha, beta, print_module=print_module)
+    tensors = [on_device(t) for t in (A, B, C, D)]
+    plan.run(*tensors, alpha, beta, print_module=print_module)
+    D = to_numpy(tensors[3])
     compiled = gemmkit.cache_counters().builds > builds
     expected = (alpha * (A.astype(np.float32) @ B.astype(np.float32)) + beta * C.astype(np.float32)).astype(np.float16)
     exact = np.array_equal(D, expected)

@@ -2,7 +2,8 @@
 
 fp16 256^3 GEMMs with a fused activation, D = act(alpha * A @ B + beta * C): identity by default, then every
 activation the plan lists, each checked against a float64 host reference; leaky_relu's slope is honoured.
-Needs a CUDA GPU (SM80 or SM90) and nvcc; exits 0 when every result matches.
+Needs a CUDA GPU (SM80 or SM90) and nvcc; with --torch the operands are torch CUDA tensors (no staging).
+Exits 0 when every result matches.
 """
 import math
 import sys
@@ -11,7 +12,19 @@ import numpy as np
 
 import gemmkit
 
-_erf = np.vectorize(math.erf)
+# --torch: run on torch CUDA tensors instead of numpy arrays (staged through the GPU).
+torch = __import__("torch") if "--torch" in sys.argv[1:] else None
+
+
+def on_device(array):
+    """The operand as the walk-through passes it: the numpy array itself, or a torch CUDA tensor copy."""
+    return array if torch is None else torch.from_numpy(array).cuda()
+
+
+def to_numpy(tensor):
+    return tensor if torch is None else tensor.cpu().numpy()
+
+_erfc = np.vectorize(math.erfc)
 
 
 def sigmoid(x):
@@ -23,7 +36,7 @@ REFERENCES = {
     "identity": lambda x, slope: x,
     "relu": lambda x, slope: np.maximum(x, 0.0),
     "leaky_relu": lambda x, slope: np.where(x > 0, x, x * slope),
-    "gelu": lambda x, slope: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
+    "gelu": lambda x, slope: 0.5 * x * _erfc(-x / math.sqrt(2.0)),
     "gelu_tanh": lambda x, slope: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))),
     "hardswish": lambda x, slope: x * np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0,
     "sigmoid": lambda x, slope: sigmoid(x),
@@ -47,8 +60,9 @@ def main(m=256, n=256, k=256):
     cases = [(a, None) for a in plan.activations()] + [(gemmkit.epilogue.leaky_relu, 0.5)]
     for activation, slope in cases:
         plan.activation = activation if slope is None else (activation, slope)
-        D = np.zeros((m, n), np.float16)
-        plan.run(A, B, C, D, alpha, beta)
+        D = on_device(np.zeros((m, n), np.float16))
+        plan.run(on_device(A), on_device(B), on_device(C), D, alpha, beta)
+        D = to_numpy(D)
         expected = REFERENCES[activation.name](x, plan.activation_parameter)
         error = float(np.max(np.abs(D.astype(np.float64) - expected)))
         tolerance = 1e-2 * max(1.0, float(np.max(np.abs(expected))))  # fp16 output and fast math intrinsics

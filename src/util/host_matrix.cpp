@@ -105,7 +105,8 @@ double apply_activation(Activation activation, double x, double parameter) {
     case Activation::Identity: return x;
     case Activation::ReLU: return x > 0 ? x : 0.0;
     case Activation::LeakyReLU: return x > 0 ? x : x * parameter;
-    case Activation::GELU: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    // erfc, not 1 + erf: the sum cancels to double's rounding (1e-16) where GELU's left tail is far smaller.
+    case Activation::GELU: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
     case Activation::GELUTanh:
       return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     case Activation::HardSwish: return x * std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0;

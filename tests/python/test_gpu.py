@@ -24,9 +24,13 @@ def expected(A, B, C, alpha=1.0, beta=0.0):
 
 
 @pytest.mark.parametrize("example", ["basic_gemm.py", "epilogue.py"])
-def test_walkthrough_examples(root, example):
-    result = subprocess.run([sys.executable, str(root / "examples" / "python" / example)], capture_output=True,
-                            text=True, timeout=600)
+@pytest.mark.parametrize("tensors", ["numpy", "torch"])
+def test_walkthrough_examples(root, example, tensors):
+    if tensors == "torch":
+        pytest.importorskip("torch")
+    flags = ["--torch"] if tensors == "torch" else []
+    result = subprocess.run([sys.executable, str(root / "examples" / "python" / example)] + flags,
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
 
 
