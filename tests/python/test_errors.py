@@ -1,16 +1,11 @@
 """tests/python/test_errors.py (unit): the C++ errors arrive as Python exceptions of the right classes with the
 C++ messages, and CompileError / ToolchainError carry what the C++ gives (a fake nvcc; no real compile)."""
-import os
-import pathlib
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 
 import gemmkit
 from gpu_specs import fp16_plan
+from isolated import run_isolated
 
 
 def test_hierarchy():
@@ -58,15 +53,6 @@ def test_no_gpu_is_a_cuda_error():
         gemmkit.Gemm(element=np.float16, layout="row")  # no cc: asks the current device
     assert "No CUDA device is available" in str(e.value)
     assert isinstance(e.value.code, int) and e.value.code != 0
-
-
-def run_isolated(code, **env):
-    """Runs code in a fresh interpreter (the toolchain is discovered once per process)."""
-    environment = dict(os.environ, **env)
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=environment, capture_output=True,
-                            text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
 
 
 def test_toolchain_error(tmp_path):
