@@ -1,6 +1,7 @@
 """python/bench/overhead.py: host time of one plan.run on a cached kernel with torch device tensors (default
 128^3 fp16), launch only (sync=False) and launch + sync, next to torch.matmul (+ torch.cuda.synchronize) in the
-same process. Writes JSON (--out). Run by scripts/python-gpu-check on the GPU machine."""
+same process; --tiles adds other configurations of the plan. Writes JSON (--out). Run by scripts/python-gpu-check
+on the GPU machine."""
 import argparse
 import datetime
 import json
@@ -33,13 +34,23 @@ def main():
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", default="python-overhead.json")
+    parser.add_argument("--tiles", default="",
+                        help="comma-separated indices into plan.tile_descriptions(): also time run() with those "
+                             "configurations (smaller tiles finish a small problem sooner)")
     args = parser.parse_args()
     n = args.size
     torch.manual_seed(0)
     A, B, C = (torch.randn(n, n, device="cuda").half() for _ in range(3))
     D = torch.empty(n, n, dtype=torch.float16, device="cuda")
     plan = gemmkit.Gemm(element=torch.float16, layout=gemmkit.LayoutType.RowMajor, element_accumulator=torch.float32)
-    plan.run(A, B, C, D, 1.0, 0.0)  # compile or load once; everything below is the cached path
+    tiled_plans = {}
+    for index in (int(i) for i in args.tiles.split(",") if i):
+        tiled = gemmkit.Gemm(element=torch.float16, layout=gemmkit.LayoutType.RowMajor,
+                             element_accumulator=torch.float32)
+        tiled.tile_description = tiled.tile_descriptions()[index]
+        tiled_plans[index] = tiled
+    gemmkit.compile_many([p.spec() for p in [plan, *tiled_plans.values()]])  # in parallel, before any timing
+    plan.run(A, B, C, D, 1.0, 0.0)  # load once; everything below is the cached path
     torch.cuda.synchronize()
     reference = (A.float() @ B.float()).half()
     max_error = float((D.float() - reference.float()).abs().max())
@@ -56,6 +67,17 @@ def main():
             lambda: gemmkit._gemmkit.Gemm.run(plan, A, B, C, D, 1.0, 0.0, stream, False), it, rep, sync),
         "tensor_view_x4_us": per_call_us(lambda: [gemmkit.tensor_view(t) for t in (A, B, C, D)], it, rep),
     }
+    tiles = {}
+    for index, tiled in tiled_plans.items():
+        tiled.run(A, B, C, D, 1.0, 0.0)
+        torch.cuda.synchronize()
+        tiles[tiled.kernel_name()] = {
+            "tile_index": index,
+            "max_abs_error_vs_torch": float((D.float() - reference.float()).abs().max()),
+            "run_launch_us": per_call_us(lambda: tiled.run(A, B, C, D, 1.0, 0.0, sync=False), it, rep, sync),
+            "run_sync_us": per_call_us(lambda: tiled.run(A, B, C, D, 1.0, 0.0), it, rep),
+        }
+        max_error = max(max_error, tiles[tiled.kernel_name()]["max_abs_error_vs_torch"])
     report = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "device": torch.cuda.get_device_name(),
@@ -68,6 +90,7 @@ def main():
                   "loop (one sync after it, outside the clock); *_sync: gemmkit syncs its stream, torch runs "
                   "torch.cuda.synchronize()",
         "results_us": results,
+        "other_configurations": tiles,
     }
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)
