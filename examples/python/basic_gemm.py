@@ -11,18 +11,7 @@ import sys
 import numpy as np
 
 import gemmkit
-
-# --torch: run on torch CUDA tensors instead of numpy arrays (staged through the GPU).
-torch = __import__("torch") if "--torch" in sys.argv[1:] else None
-
-
-def on_device(array):
-    """The operand as the walk-through passes it: the numpy array itself, or a torch CUDA tensor copy."""
-    return array if torch is None else torch.from_numpy(array).cuda()
-
-
-def to_numpy(tensor):
-    return tensor if torch is None else tensor.cpu().numpy()
+from operands import on_device, to_numpy
 
 
 def integers(shape, seed):
