@@ -10,6 +10,7 @@
 
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/kernel_spec.hpp"
+#include "gemmkit/runtime.hpp"
 #include "gemmkit/tensor.hpp"
 #include "gemmkit/types.hpp"
 
@@ -37,6 +38,9 @@ struct RunOptions {
   bool sync = true;               // wait for the stream before returning (host outputs always land before return)
   bool print_module = false;      // print the generated source before running
   const TensorView* bias = nullptr;  // the bias vector when the plan has one (set_bias): m (per row) or n elements
+  // A device buffer lent as the kernel's workspace (frameworks with their own allocator); by default each launch
+  // takes one from gemmkit's stream-ordered pool. It must not be in use by another launch in flight.
+  Workspace workspace = {};
 };
 
 // Order in which SM90 persistent schedulers walk output tiles.
@@ -51,6 +55,10 @@ struct CompiledKernel {
   double build_seconds = 0.0;
 };
 
+// A plan. Its run() (and spec_for) may be called from many threads at once, each on its own stream or on the same
+// one; launches in flight never share a workspace, and run() can be captured into a CUDA graph (device tensors).
+// Changing the configuration (set_*, construct with a tile, compile with a tile) while another thread runs the
+// plan is not supported.
 class Gemm {
  public:
   explicit Gemm(const GemmOptions& options);
@@ -142,6 +150,7 @@ class Gemm {
                         double beta);
   struct Variant;
   Variant& variant_for(const Problem& p);
+  KernelModule& module_for(Variant& variant, std::size_t choice);
   std::size_t choose_tile(const Variant& variant, const Problem& p, int sm_count) const;
   void invalidate();
   // Sets one configuration field, keeps it only if the plan still validates, and drops stale kernels.

@@ -27,12 +27,20 @@ int current_device();
 // Properties of a device, queried once per process.
 const DeviceInfo& device_info(int device);
 
-// One generated kernel module, loaded with dlopen: its ABI entry points plus a grow-only device workspace.
+// A device buffer the caller lends to one launch as its workspace (e.g. from a framework's allocator).
+struct Workspace {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+// One generated kernel module, loaded with dlopen: its ABI entry points. Safe to use from many threads at once;
+// every launch gets a workspace of its own (see runtime/workspace.hpp), so launches on different streams,
+// threads, graphs and devices never share one.
 class KernelModule {
  public:
   // Throws Error if the file cannot be loaded or was built for another ABI version.
   static std::shared_ptr<KernelModule> load(const std::string& path);
-  ~KernelModule();
+  ~KernelModule() = default;
   KernelModule(const KernelModule&) = delete;
   KernelModule& operator=(const KernelModule&) = delete;
 
@@ -40,12 +48,15 @@ class KernelModule {
   const std::string& path() const { return path_; }
   // GK_OK or the gk_status CUTLASS's can_implement() gave.
   int can_implement(const gk_gemm_args& args) const;
-  // Launches on `stream`; throws ConfigError if CUTLASS refuses the arguments, CudaError if the launch fails.
-  void run(const gk_gemm_args& args, cudaStream_t stream);
+  // Device bytes a launch with these arguments needs as its workspace (0 for most kernels; Stream-K needs some).
+  std::size_t workspace_size(const gk_gemm_args& args) const;
+  // Launches on `stream`, with `workspace` when one is lent (it must hold workspace_size bytes), else with a fresh
+  // stream-ordered one. Throws ConfigError if CUTLASS refuses the arguments or the lent workspace is too small,
+  // CudaError if the launch fails.
+  void run(const gk_gemm_args& args, cudaStream_t stream, const Workspace& workspace = {});
 
  private:
   KernelModule() = default;
-  void* workspace_for(const gk_gemm_args& args);
 
   void* handle_ = nullptr;
   std::string path_, kernel_name_;
@@ -54,13 +65,12 @@ class KernelModule {
   gk_run_fn run_ = nullptr;
   gk_last_cuda_error_fn last_cuda_error_ = nullptr;
 
-  std::mutex workspace_mutex_;
-  gk_gemm_args workspace_args_{};  // the arguments workspace_bytes_ was computed for
-  bool workspace_known_ = false;
-  std::size_t workspace_needed_ = 0;
-  void* workspace_ = nullptr;
-  std::size_t workspace_bytes_ = 0;
-  int workspace_device_ = -1;
+  // The last workspace_size() answer: the size depends only on the arguments, and asking CUTLASS costs a rebuild
+  // of its argument struct.
+  mutable std::mutex workspace_mutex_;
+  mutable gk_gemm_args workspace_args_{};
+  mutable bool workspace_known_ = false;
+  mutable std::size_t workspace_needed_ = 0;
 };
 
 }  // namespace gemmkit

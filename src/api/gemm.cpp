@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <mutex>
 
 #include "api/tensor_check.hpp"
 #include "catalog/catalog.hpp"
@@ -12,6 +14,7 @@
 #include "gemmkit/runtime.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/module_registry.hpp"
+#include "runtime/workspace.hpp"
 
 namespace gemmkit {
 namespace {
@@ -88,10 +91,13 @@ struct Gemm::Variant {
   std::vector<std::shared_ptr<KernelModule>> modules;  // parallel to tiles, loaded on first use
 };
 
+// Made afresh whenever the configuration changes. run() may be called from many threads at once: the alignment
+// lists are fixed at construction, the variants grow under the mutex and never move (a deque keeps references).
 struct Gemm::RunCache {
   std::vector<int> alignments_a, alignments_b, alignments_c;
   bool transposed = false;  // the kernel computes D^T = B^T A^T (see catalog::computes_transposed)
-  std::vector<Variant> variants;
+  std::mutex mutex;
+  std::deque<Variant> variants;
 };
 
 Gemm::Gemm(const GemmOptions& o) {
@@ -122,6 +128,7 @@ Gemm::Gemm(const GemmOptions& o) {
                       "row-major, B column-major).");
   }
   opclass_ = available.front();
+  invalidate();
 }
 
 Gemm::~Gemm() = default;
@@ -132,7 +139,15 @@ std::vector<OpClass> Gemm::opclasses() const {
   return catalog::supported_opclasses(catalog_cc(), operand_types(types_));
 }
 
-void Gemm::invalidate() { run_cache_.reset(); }
+void Gemm::invalidate() {
+  const auto t = operand_types(types_);
+  auto cache = std::make_unique<RunCache>();
+  cache->alignments_a = catalog::operand_alignments(catalog_cc(), opclass_, types_.a, t);
+  cache->alignments_b = catalog::operand_alignments(catalog_cc(), opclass_, types_.b, t);
+  cache->alignments_c = catalog::operand_alignments(catalog_cc(), opclass_, types_.c, t);
+  cache->transposed = catalog::computes_transposed(catalog_cc(), opclass_, t);
+  run_cache_ = std::move(cache);
+}
 
 void Gemm::set_opclass(OpClass opclass) {
   const auto available = opclasses();
@@ -325,6 +340,7 @@ CompiledKernel Gemm::compile(const std::optional<TileDescription>& tile) {
 }
 
 Gemm::Variant& Gemm::variant_for(const Problem& p) {
+  std::lock_guard<std::mutex> lock(run_cache_->mutex);
   for (auto& v : run_cache_->variants) {
     if (v.a == p.alignment_a && v.b == p.alignment_b && v.c == p.alignment_c) return v;
   }
@@ -334,6 +350,20 @@ Gemm::Variant& Gemm::variant_for(const Problem& p) {
   v.modules.resize(v.tiles.size());
   run_cache_->variants.push_back(std::move(v));
   return run_cache_->variants.back();
+}
+
+KernelModule& Gemm::module_for(Variant& variant, std::size_t choice) {
+  {
+    std::lock_guard<std::mutex> lock(run_cache_->mutex);
+    if (variant.modules[choice]) return *variant.modules[choice];
+  }
+  // Loaded (perhaps compiled) outside the plan's lock: other threads keep running the kernels already loaded.
+  KernelSpec s = variant.base;
+  s.tile = variant.tiles[choice];
+  auto module = runtime::load_kernel(s);
+  std::lock_guard<std::mutex> lock(run_cache_->mutex);
+  if (!variant.modules[choice]) variant.modules[choice] = std::move(module);
+  return *variant.modules[choice];
 }
 
 std::size_t Gemm::choose_tile(const Variant& v, const Problem& p, int sm_count) const {
@@ -432,14 +462,6 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
                       " exceeds 2^31-1 in one dimension.");
   }
 
-  if (!run_cache_) {
-    const auto t = operand_types(types_);
-    run_cache_ = std::make_unique<RunCache>();
-    run_cache_->alignments_a = catalog::operand_alignments(catalog_cc(), opclass_, types_.a, t);
-    run_cache_->alignments_b = catalog::operand_alignments(catalog_cc(), opclass_, types_.b, t);
-    run_cache_->alignments_c = catalog::operand_alignments(catalog_cc(), opclass_, types_.c, t);
-    run_cache_->transposed = catalog::computes_transposed(catalog_cc(), opclass_, t);
-  }
   auto alignment = [&](const MatrixOperand& x, DataType type, const std::vector<int>& candidates, const char* name) {
     const int fit = detail::fitting_alignment(x, bytes_of(type), candidates.data(), static_cast<int>(candidates.size()));
     if (fit == 0) {
@@ -503,13 +525,12 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   Variant& variant = variant_for(p);
   const int sm_count = device_info(device).sm_count;
   const std::size_t choice = choose_tile(variant, p, sm_count);
-  if (!variant.modules[choice] || options.print_module) {
+  if (options.print_module) {
     KernelSpec s = variant.base;
     s.tile = variant.tiles[choice];
-    if (options.print_module) std::fputs(emit(s).text.c_str(), stdout);
-    if (!variant.modules[choice]) variant.modules[choice] = runtime::load_kernel(s);
+    std::fputs(emit(s).text.c_str(), stdout);
   }
-  KernelModule& module = *variant.modules[choice];
+  KernelModule& module = module_for(variant, choice);
   if (options.bias != nullptr && options.bias->on_device() && variant.base.family == KernelFamily::Sm80Universal) {
     // 2.x kernels load the bias in C's vectors.
     const auto bytes = static_cast<std::uintptr_t>(variant.c) * bytes_of(types_.c);
@@ -520,8 +541,13 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   }
 
   // 3. Arguments; host tensors are staged through the GPU on the caller's stream.
+  const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device()) ||
+                        (options.bias != nullptr && !options.bias->on_device());
+  if (any_host && runtime::is_capturing(options.stream)) {
+    throw TensorError("Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy "
+                      "back needs a synchronisation); pass device tensors.");
+  }
   Staging staging(options.stream);
-  const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device());
   gk_gemm_args args{};
   args.m = static_cast<int32_t>(m);
   args.n = static_cast<int32_t>(n);
@@ -558,14 +584,17 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   args.raster_order = static_cast<int32_t>(raster_order_);
   args.max_swizzle_size = max_swizzle_size_;
   args.splits = 1;
-  module.run(args, options.stream);
+  module.run(args, options.stream, options.workspace);
 
   // 4. Results: host D is copied back and lands before return; device outputs sync if asked.
   if (!D.on_device()) {
     const size_t bytes = static_cast<size_t>(std::max<std::int64_t>(d.span, 1)) * bytes_of(types_.d);
     GK_CUDA_CHECK(cudaMemcpyAsync(d.data, args.D, bytes, cudaMemcpyDeviceToHost, options.stream));
   }
-  if (options.sync || any_host) GK_CUDA_CHECK(cudaStreamSynchronize(options.stream));
+  // A stream being captured into a graph cannot be synchronised (and nothing has run yet).
+  if (any_host || (options.sync && !runtime::is_capturing(options.stream))) {
+    GK_CUDA_CHECK(cudaStreamSynchronize(options.stream));
+  }
 }
 
 }  // namespace gemmkit

@@ -2,10 +2,12 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <optional>
 
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
 #include "runtime/cuda_check.hpp"
+#include "runtime/workspace.hpp"
 
 namespace gemmkit {
 namespace {
@@ -54,35 +56,29 @@ std::shared_ptr<KernelModule> KernelModule::load(const std::string& path) {
   return module;
 }
 
-KernelModule::~KernelModule() {
-  if (workspace_ != nullptr) cudaFree(workspace_);
-  // The module stays mapped: CUDA keeps references to its kernels until the context is destroyed.
-}
-
 int KernelModule::can_implement(const gk_gemm_args& args) const { return can_implement_(&args); }
 
-void* KernelModule::workspace_for(const gk_gemm_args& args) {
-  // Workspace size depends only on the problem and scheduler fields; recomputed only when they change.
+std::size_t KernelModule::workspace_size(const gk_gemm_args& args) const {
+  std::lock_guard<std::mutex> lock(workspace_mutex_);
   if (!workspace_known_ || std::memcmp(&workspace_args_, &args, sizeof(args)) != 0) {
     workspace_needed_ = workspace_size_(&args);
     workspace_args_ = args;
     workspace_known_ = true;
   }
-  if (workspace_needed_ == 0) return nullptr;
-  if (workspace_needed_ > workspace_bytes_ || workspace_device_ != args.device_id) {
-    if (workspace_ != nullptr) GK_CUDA_CHECK(cudaFree(workspace_));
-    workspace_ = nullptr;
-    workspace_bytes_ = 0;
-    GK_CUDA_CHECK(cudaMalloc(&workspace_, workspace_needed_));
-    workspace_bytes_ = workspace_needed_;
-    workspace_device_ = args.device_id;
-  }
-  return workspace_;
+  return workspace_needed_;
 }
 
-void KernelModule::run(const gk_gemm_args& args, cudaStream_t stream) {
-  std::lock_guard<std::mutex> lock(workspace_mutex_);
-  void* workspace = workspace_for(args);
+void KernelModule::run(const gk_gemm_args& args, cudaStream_t stream, const Workspace& lent) {
+  const std::size_t needed = workspace_size(args);
+  if (lent.data != nullptr && lent.bytes < needed) {
+    throw ConfigError("Kernel " + kernel_name_ + " needs a workspace of " + std::to_string(needed) +
+                      " bytes for this problem but the one passed holds " + std::to_string(lent.bytes) +
+                      "; pass a larger one, or none to let gemmkit allocate it in stream order.");
+  }
+  // Declared before the launch, destroyed after it: the free is ordered after the kernel on the stream.
+  std::optional<runtime::LaunchWorkspace> own;
+  void* workspace = lent.data;
+  if (workspace == nullptr && needed > 0) workspace = own.emplace(args.device_id, needed, stream).get();
   const int status = run_(&args, workspace, stream);
   if (status == GK_OK) return;
   if (status == GK_ERR_LAUNCH) {
