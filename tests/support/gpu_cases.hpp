@@ -142,7 +142,7 @@ inline std::vector<ConfigCase> config_cases(int cc) {
 }
 
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` picks
-// "config", "epilogue" and/or "types" (empty: all).
+// "config", "epilogue", "concurrency" and/or "types" (empty: all).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
   auto wanted = [&](const char* group) { return groups.empty() || groups.find(group) != std::string::npos; };
   std::vector<KernelSpec> out;
@@ -162,6 +162,16 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
         Gemm plan(bias_options(bias, cc, kernel_cc));
         plan.set_activation(Activation::ReLU);
         plan.set_bias(bias);
+        out.push_back(spec_for_shape(plan, kMatrixShape));
+      }
+    }
+  }
+  if (wanted("concurrency")) {
+    // tests/gpu/concurrency_gpu_test.cpp: the default and Stream-K kernels of each generation.
+    for (int kernel_cc : kernel_generations(cc)) {
+      for (Swizzle swizzle : {Swizzle::Identity1, Swizzle::StreamK}) {
+        Gemm plan(epilogue_options(DataType::f16, cc, kernel_cc));
+        plan.set_swizzling_functor(swizzle);
         out.push_back(spec_for_shape(plan, kMatrixShape));
       }
     }
