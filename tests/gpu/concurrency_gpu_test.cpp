@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gemmkit/errors.hpp"
@@ -34,21 +35,45 @@ namespace {
 
 int device_cc() { return gk::device_info(gk::current_device()).cc; }
 
-// Waits for every stream; a launch that has not finished after `seconds` is a hang: the process ends with a failure
-// (a spinning kernel cannot be stopped from the host, and a test that never returns would hang the whole tier).
-void wait_or_fail(const std::vector<cudaStream_t>& streams, const std::string& what, int seconds = 60) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+// Ends the process with a failure when a test makes no progress for `seconds` (a spinning kernel cannot be stopped
+// from the host, and a test that never returns would hang the whole tier); pet() marks progress.
+class Watchdog {
+ public:
+  explicit Watchdog(std::string what, int seconds = 60) : what_(std::move(what)), seconds_(seconds) {
+    pet();
+    thread_ = std::thread([this] {
+      while (!done_) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (std::chrono::steady_clock::now().time_since_epoch().count() > deadline_.load()) {
+          std::fprintf(stderr, "WATCHDOG: %s made no progress for %d s: the GPU or the host is hung; failing.\n",
+                       what_.c_str(), seconds_);
+          std::fflush(stderr);
+          std::_Exit(3);
+        }
+      }
+    });
+  }
+  ~Watchdog() {
+    done_ = true;
+    thread_.join();
+  }
+  void pet() {
+    deadline_ = (std::chrono::steady_clock::now() + std::chrono::seconds(seconds_)).time_since_epoch().count();
+  }
+
+ private:
+  std::string what_;
+  int seconds_;
+  std::atomic<long long> deadline_{0};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+// Waits for every stream (a hang is caught by the test's Watchdog).
+void wait_for(const std::vector<cudaStream_t>& streams, const std::string& what) {
   for (cudaStream_t s : streams) {
     cudaError_t status;
-    while ((status = cudaStreamQuery(s)) == cudaErrorNotReady) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::fprintf(stderr, "WATCHDOG: %s did not finish within %d s: the GPU is hung; failing the test.\n",
-                     what.c_str(), seconds);
-        std::fflush(stderr);
-        std::_Exit(3);
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
+    while ((status = cudaStreamQuery(s)) == cudaErrorNotReady) std::this_thread::sleep_for(std::chrono::microseconds(50));
     ASSERT_EQ(status, cudaSuccess) << what << ": " << cudaGetErrorString(status);
   }
 }
@@ -171,15 +196,21 @@ std::vector<std::unique_ptr<Problem>> stream_problems(const gk::Gemm& plan, int 
 
 // N streams, one plan, `rounds` rounds of simultaneous launches; every D of every round must be exact.
 void run_rounds(gk::Gemm& plan, int stream_count, int rounds) {
+  Watchdog watchdog(plan.kernel_name() + " on " + std::to_string(stream_count) + " streams");
   auto problems = stream_problems(plan, stream_count);
   const auto streams = make_streams(stream_count);
+  // A first round without the gate: loading a kernel (CUDA's lazy loading) may wait for the device, which the
+  // gate's blocked host callback would never let go idle.
+  for (int i = 0; i < stream_count; ++i) problems[i]->launch(plan, streams[i]);
+  wait_for(streams, "the warm-up round");
   StartingGate gate;
   int wrong = 0;
   for (int round = 0; round < rounds && wrong == 0; ++round) {
+    watchdog.pet();
     gate.close_before(streams);
     for (int i = 0; i < stream_count; ++i) problems[i]->launch(plan, streams[i]);
     gate.open();
-    wait_or_fail(streams, plan.kernel_name() + " on " + std::to_string(stream_count) + " streams, round " +
+    wait_for(streams, plan.kernel_name() + " on " + std::to_string(stream_count) + " streams, round " +
                               std::to_string(round));
     for (int i = 0; i < stream_count; ++i) {
       if (!problems[i]->exact()) {
@@ -221,6 +252,7 @@ TEST(GpuConcurrency, EightThreadsShareOnePlan) {
   REQUIRE_GPU();
   gk::Gemm plan = stream_k_plan(device_cc() >= 90 ? 90 : 80);
   constexpr int kThreads = 8, kCalls = 100;
+  Watchdog watchdog("8 threads sharing " + plan.kernel_name(), 120);
   auto problems = stream_problems(plan, kThreads);
   const int device = gk::current_device();
   std::atomic<int> wrong{0}, calls{0};
@@ -232,7 +264,8 @@ TEST(GpuConcurrency, EightThreadsShareOnePlan) {
       ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
       for (int i = 0; i < kCalls; ++i) {
         problems[t]->launch(plan, stream);
-        wait_or_fail({stream}, "thread " + std::to_string(t));
+        wait_for({stream}, "thread " + std::to_string(t));
+        watchdog.pet();
         if (!problems[t]->exact()) ++wrong;
         ++calls;
       }
@@ -249,6 +282,7 @@ TEST(GpuConcurrency, EightThreadsShareOnePlan) {
 // run() captured into a graph, replayed many times on new data each time, also on another stream while the plan
 // runs eagerly on the capture stream: each replay has its own workspace (graph memory nodes).
 void capture_and_replay(gk::Gemm& plan, int replays) {
+  Watchdog watchdog("graph replays of " + plan.kernel_name());
   Problem p(plan, 256, 384, 3072, 7);
   HostMatrix A2 = p.A;  // odd replays read another A; B and C stay
   A2.fill_integers(99, -3, 3);
@@ -282,7 +316,8 @@ void capture_and_replay(gk::Gemm& plan, int replays) {
                             replay_stream));
     CUDA_OK(cudaGraphLaunch(exec, replay_stream));
     if (replay_stream == other) eager.launch(plan, capture);  // the same plan, eagerly, beside the replay
-    wait_or_fail(streams, "graph replay " + std::to_string(i) + " of " + plan.kernel_name());
+    wait_for(streams, "graph replay " + std::to_string(i) + " of " + plan.kernel_name());
+    watchdog.pet();
     const HostMatrix& want = second ? expected2 : p.expected;
     if (std::memcmp(p.pinned, want.data(), want.bytes()) != 0) ++wrong;
     if (replay_stream == other && !eager.exact()) ++wrong;
@@ -313,6 +348,7 @@ TEST(GpuDevices, OnePlanOnTwoGpus) {
   REQUIRE_GPU();
   if (gk::cuda_device_count() < 2) GTEST_SKIP() << "needs two CUDA devices; " << gk::cuda_device_count() << " visible";
   gk::Gemm plan = stream_k_plan(device_cc() >= 90 ? 90 : 80);
+  Watchdog watchdog("one plan on two GPUs", 120);
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
   for (int device = 0; device < 2; ++device) {
@@ -322,7 +358,8 @@ TEST(GpuDevices, OnePlanOnTwoGpus) {
       const auto streams = make_streams(2);
       for (int round = 0; round < 200; ++round) {
         for (int i = 0; i < 2; ++i) problems[i]->launch(plan, streams[i]);
-        wait_or_fail(streams, "device " + std::to_string(device));
+        wait_for(streams, "device " + std::to_string(device));
+        watchdog.pet();
         for (auto& p : problems) wrong += p->exact() ? 0 : 1;
       }
       destroy_streams(streams);
