@@ -13,7 +13,7 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
 #include "runtime/cuda_check.hpp"
-#include "runtime/module_registry.hpp"
+#include "jit/kernel_loader.hpp"
 #include "runtime/workspace.hpp"
 
 namespace gemmkit {

@@ -1,7 +1,7 @@
 // src/codegen/emit.cpp: KernelSpec -> KernelSource, through the spec's family renderer and template.
 #include "gemmkit/codegen.hpp"
 
-#include "codegen/families.hpp"
+#include "families/family.hpp"
 #include "codegen/render.hpp"
 
 namespace gemmkit {

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "gemmkit/activations.hpp"
-#include "util/host_matrix.hpp"
+#include "testing/host_matrix.hpp"
 
 namespace gemmkit::activation {
 namespace {

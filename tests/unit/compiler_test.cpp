@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "compiler/process.hpp"
-#include "compiler/toolchain_detail.hpp"
+#include "jit/process.hpp"
+#include "jit/toolchain_detail.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "unit/test_env.hpp"

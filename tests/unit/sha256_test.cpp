@@ -4,7 +4,7 @@
 #include <fstream>
 #include <string>
 
-#include "cache/sha256.hpp"
+#include "util/sha256.hpp"
 #include "gemmkit/errors.hpp"
 #include "unit/test_env.hpp"
 #include "util/json.hpp"

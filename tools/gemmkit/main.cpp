@@ -16,7 +16,7 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
-#include "util/host_matrix.hpp"
+#include "testing/host_matrix.hpp"
 #include "util/json.hpp"
 #include "util/knobs.hpp"
 

@@ -1,4 +1,4 @@
-// src/codegen/families.hpp: one renderer per kernel family: checks a spec and fills its template's placeholders.
+// src/families/family.hpp: one renderer per kernel family: checks a spec and fills its template's placeholders.
 #pragma once
 
 #include "codegen/render.hpp"

@@ -1,4 +1,4 @@
-// src/compiler/toolchain.cpp: Toolchain::discover() — finds nvcc, the host compiler, CUTLASS and our device
+// src/jit/toolchain.cpp: Toolchain::discover() — finds nvcc, the host compiler, CUTLASS and our device
 // headers, and records every version that can change a compiled module.
 #include <unistd.h>
 
@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "cache/sha256.hpp"
-#include "compiler/process.hpp"
-#include "compiler/toolchain_detail.hpp"
+#include "util/sha256.hpp"
+#include "jit/process.hpp"
+#include "jit/toolchain_detail.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "util/knobs.hpp"

@@ -1,8 +1,8 @@
-// src/codegen/sm80_gemm.cpp: the Sm80Universal renderer (CUTLASS 2.x device::GemmUniversal).
+// src/families/sm80_universal.cpp: the Sm80Universal renderer (CUTLASS 2.x device::GemmUniversal).
 #include <string>
 
 #include "codegen/cutlass_names.hpp"
-#include "codegen/families.hpp"
+#include "families/family.hpp"
 
 namespace gemmkit::codegen {
 namespace {

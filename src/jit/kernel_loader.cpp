@@ -1,5 +1,5 @@
-// src/runtime/module_registry.cpp: the in-process map in front of the disk cache.
-#include "runtime/module_registry.hpp"
+// src/jit/kernel_loader.cpp: the in-process map in front of the disk cache.
+#include "jit/kernel_loader.hpp"
 
 #include <map>
 #include <mutex>

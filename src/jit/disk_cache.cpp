@@ -1,4 +1,4 @@
-// src/cache/disk_cache.cpp: the content-addressed kernel cache. An entry appears only by rename() of a
+// src/jit/disk_cache.cpp: the content-addressed kernel cache. An entry appears only by rename() of a
 // complete private build folder whose manifest.json was written last; a per-key flock merely saves
 // duplicate nvcc work, so a crashed holder (the kernel drops its lock) or a missing lock costs nothing.
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cache/sha256.hpp"
+#include "util/sha256.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
 #include "util/knobs.hpp"

@@ -1,9 +1,9 @@
-// src/codegen/sm90_gemm.cpp: the Sm90Collective renderer (CUTLASS 3.x collective builders).
+// src/families/sm90_collective.cpp: the Sm90Collective renderer (CUTLASS 3.x collective builders).
 #include <algorithm>
 #include <string>
 
 #include "codegen/cutlass_names.hpp"
-#include "codegen/families.hpp"
+#include "families/family.hpp"
 
 namespace gemmkit::codegen {
 namespace {

@@ -1,4 +1,4 @@
-// src/compiler/nvcc.cpp: the nvcc command line, one nvcc pass per kernel module, and the parallel-job limit.
+// src/jit/nvcc.cpp: the nvcc command line, one nvcc pass per kernel module, and the parallel-job limit.
 #include <sched.h>
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "compiler/process.hpp"
+#include "jit/process.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "util/knobs.hpp"

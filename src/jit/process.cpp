@@ -1,6 +1,6 @@
-// src/compiler/process.cpp: posix_spawn with one pipe for stdout+stderr (close-on-exec, so parallel spawns
+// src/jit/process.cpp: posix_spawn with one pipe for stdout+stderr (close-on-exec, so parallel spawns
 // never inherit each other's pipe and block end-of-file).
-#include "compiler/process.hpp"
+#include "jit/process.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>

@@ -1,4 +1,4 @@
-// src/runtime/module_registry.hpp: KernelSpec -> cached module on disk -> loaded module, with an in-process map
+// src/jit/kernel_loader.hpp: KernelSpec -> cached module on disk -> loaded module, with an in-process map
 // so a repeated request does no file I/O.
 #pragma once
 

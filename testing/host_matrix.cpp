@@ -1,5 +1,5 @@
-// src/util/host_matrix.cpp: typed host buffers, deterministic fills and the float64 reference GEMM.
-#include "util/host_matrix.hpp"
+// testing/host_matrix.cpp: typed host buffers, deterministic fills and the float64 reference GEMM.
+#include "testing/host_matrix.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

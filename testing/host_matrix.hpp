@@ -1,4 +1,4 @@
-// src/util/host_matrix.hpp: host buffers of any element type, filled with test data, and a float64 reference
+// testing/host_matrix.hpp: host buffers of any element type, filled with test data, and a float64 reference
 // GEMM; shared by the CLI, the tests, the benchmark and the examples.
 #pragma once
 

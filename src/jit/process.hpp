@@ -1,4 +1,4 @@
-// src/compiler/process.hpp: run a program without a shell and capture what it prints.
+// src/jit/process.hpp: run a program without a shell and capture what it prints.
 #pragma once
 
 #include <string>
