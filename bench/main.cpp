@@ -117,7 +117,7 @@ Options parse_options(int argc, char** argv) {
     } else if (name == "--dtypes") {
       o.dtypes.clear();
       for (const auto& s : split(value, ',')) {
-        const auto t = gk::parse_data_type(s);
+        const auto t = gk::parse_enum<gk::DataType>(s);
         if (!t || (*t != gk::DataType::f16 && *t != gk::DataType::bf16)) {
           throw UsageError("--dtypes: '" + s + "' is not f16 or bf16");
         }

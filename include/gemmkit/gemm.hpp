@@ -43,9 +43,6 @@ struct RunOptions {
   Workspace workspace = {};
 };
 
-// Order in which SM90 persistent schedulers walk output tiles.
-enum class RasterOrder { Heuristic, AlongM, AlongN };
-
 // What compile() produced: which kernel, where it is cached, and whether nvcc ran.
 struct CompiledKernel {
   std::string kernel_name;

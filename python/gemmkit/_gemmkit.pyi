@@ -1,5 +1,5 @@
-# python/gemmkit/_gemmkit.pyi: type stubs of the extension (nanobind.stubgen output; the error classes,
-# which stubgen imports from `gemmkit`, are written out here).
+# python/gemmkit/_gemmkit.pyi: type stubs of the extension (scripts/stubgen: nanobind.stubgen output; the
+# error classes, which stubgen imports from `gemmkit`, are written out here).
 """
 gemmkit's C++ core: plans, kernel specs, tensors and errors (use the `gemmkit` package).
 """
@@ -144,23 +144,41 @@ class Activation(enum.Enum):
     Elementwise activations fused into the epilogue: D = act(alpha * A @ B + beta * C).
     """
 
-    identity = 0
+    gelu = 0
 
-    relu = 1
+    hardswish = 1
 
-    leaky_relu = 2
+    identity = 2
 
-    gelu = 3
+    leaky_relu = 3
 
-    gelu_tanh = 4
+    relu = 4
 
-    hardswish = 5
+    sigmoid = 5
 
-    sigmoid = 6
+    silu = 6
 
-    silu = 7
+    tanh = 7
 
-    tanh = 8
+    gelu_tanh = 8
+
+class BiasMode(enum.Enum):
+    """A bias vector added before the activation, per output row or column."""
+
+    none = 0
+
+    row = 1
+
+    column = 2
+
+class RasterOrder(enum.Enum):
+    """Order in which SM90 persistent schedulers walk output tiles."""
+
+    Heuristic = 0
+
+    AlongM = 1
+
+    AlongN = 2
 
 class TensorView:
     """

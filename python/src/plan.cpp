@@ -7,8 +7,6 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
-#include <sstream>
-
 #include "bindings.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/codegen.hpp"
@@ -25,19 +23,12 @@ using OptType = std::optional<DataType>;
 using OptLayout = std::optional<Layout>;
 using OptInt = std::optional<int>;
 
-std::string shape_text(const Shape3& s) {
-  return "[" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " + std::to_string(s[2]) + "]";
-}
-
 std::string tile_repr(const TileDescription& t) {
-  std::ostringstream out;
-  out << "TileDescription(threadblock_shape=" << shape_text(t.threadblock_shape)
-      << ", warp_count=" << shape_text(t.warp_count) << ", stages=" << t.stages
-      << ", instruction_shape=" << shape_text(t.instruction_shape) << ", cluster_shape=" << shape_text(t.cluster_shape)
-      << ", kernel_schedule=" << to_string(t.kernel_schedule) << ", epilogue_schedule=" << to_string(t.epilogue_schedule)
-      << ", tile_scheduler=" << to_string(t.tile_scheduler) << ", math_operation=" << to_string(t.math_operation)
-      << ")";
-  return out.str();
+  std::string out = "TileDescription(";
+  for (const auto& field : t.fields()) {
+    out += (out.back() == '(' ? "" : ", ") + std::string(field.name) + "=" + field.value;
+  }
+  return out + ")";
 }
 
 void bind_values(nb::module_& m) {
@@ -142,9 +133,9 @@ void bind_functions(nb::module_& m) {
   m.def("cuda_device_count", &cuda_device_count, "Visible CUDA devices; 0 without a GPU or driver.");
   m.def("device_cc", [](OptInt device) { return device_info(device ? *device : current_device()).cc; },
         "device"_a = nb::none(), "The compute capability (e.g. 90) of a device, by default the current one.");
-  m.def("parse_data_type", &parse_data_type, "text"_a);
-  m.def("parse_layout", &parse_layout, "text"_a);
-  m.def("parse_opclass", &parse_opclass, "text"_a);
+  m.def("parse_data_type", &parse_enum<DataType>, "text"_a);
+  m.def("parse_layout", &parse_enum<Layout>, "text"_a);
+  m.def("parse_opclass", &parse_enum<OpClass>, "text"_a);
 }
 
 void bind_gemm(nb::module_& m) {

@@ -185,6 +185,13 @@ nb::object detached(nb::handle obj) {
   return nb::object();
 }
 
+// A shape or strides as the tuple Python expects.
+nb::typed<nb::tuple, std::int64_t, nb::ellipsis> extents(const std::array<std::int64_t, kMaxRank>& values, int rank) {
+  nb::list out;
+  for (int i = 0; i < rank; ++i) out.append(values[i]);
+  return nb::typed<nb::tuple, std::int64_t, nb::ellipsis>(nb::tuple(out));
+}
+
 }  // namespace
 
 PyTensor to_tensor(nb::handle obj, const char* name, bool writable) {
@@ -241,16 +248,8 @@ void bind_tensors(nb::module_& m) {
                                           "elements) and device (-1 = host). A view; it owns nothing.")
       .def_prop_ro("data", [](const TensorView& t) { return reinterpret_cast<std::uintptr_t>(t.data); })
       .def_ro("dtype", &TensorView::dtype)
-      .def_prop_ro("shape", [](const TensorView& t) {
-        nb::list out;
-        for (int i = 0; i < t.rank; ++i) out.append(t.shape[i]);
-        return nb::tuple(out);
-      })
-      .def_prop_ro("strides", [](const TensorView& t) {
-        nb::list out;
-        for (int i = 0; i < t.rank; ++i) out.append(t.strides[i]);
-        return nb::tuple(out);
-      })
+      .def_prop_ro("shape", [](const TensorView& t) { return extents(t.shape, t.rank); })
+      .def_prop_ro("strides", [](const TensorView& t) { return extents(t.strides, t.rank); })
       .def_ro("device", &TensorView::device)
       .def("__repr__", [](const TensorView& t) {
         return "TensorView(dtype=" + std::string(to_string(t.dtype)) + ", shape=" + t.shape_string() +

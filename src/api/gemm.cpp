@@ -293,9 +293,9 @@ void Gemm::set_swizzling_functor(Swizzle swizzle) {
 }
 
 std::vector<Activation> Gemm::activations() {
-  return {Activation::GELU,    Activation::HardSwish, Activation::Identity, Activation::LeakyReLU,
-          Activation::ReLU,    Activation::Sigmoid,   Activation::SiLU,     Activation::Tanh,
-          Activation::GELUTanh};
+  std::vector<Activation> all;
+  for (const auto& row : enum_rows<Activation>()) all.push_back(row.value);
+  return all;
 }
 
 void Gemm::set_activation(Activation activation, double parameter) {

@@ -203,10 +203,6 @@ std::vector<TileDescription> sm90_tiles(const OperandTypes& types, int alignment
   return out;
 }
 
-std::string shape_text(const Shape3& s) {
-  return std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" + std::to_string(s[2]);
-}
-
 [[noreturn]] void fail(const std::string& message) { throw ConfigError(message); }
 
 bool is_auto(KernelSchedule k) { return k == KernelSchedule::Auto; }

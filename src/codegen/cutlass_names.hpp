@@ -10,18 +10,9 @@
 
 namespace gemmkit::codegen {
 
-// e.g. cutlass::half_t, float, int8_t; void for DataType::void_t.
-std::string element_type(DataType type);
-// cutlass::layout::RowMajor / cutlass::layout::ColumnMajor.
-std::string layout_type(Layout layout);
 // The elementwise functor template, e.g. cutlass::epilogue::thread::ReLu; sigmoid, SiLU and GELU of a 16-bit D use
 // gemmkit/activations.hpp (hardware exp / reciprocal approximations).
 std::string activation_functor(Activation activation, DataType element_d);
-// The gemmkit::module::Bias enumerator of device/include/gemmkit/module_common.hpp: None, PerRow or PerColumn.
-std::string bias_mode(BiasMode bias);
-// "AxBxC", for error messages.
-std::string shape_text(const Shape3& shape);
-
 // The placeholders both family templates share: kernel name, A/B/C element, layout and alignment, accumulator
 // and compute types.
 std::vector<std::pair<std::string, std::string>> common_placeholders(const KernelSpec& spec);

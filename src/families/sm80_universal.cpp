@@ -7,32 +7,10 @@
 namespace gemmkit::codegen {
 namespace {
 
-std::string swizzle_type(Swizzle swizzle) {
-  const std::string ns = "cutlass::gemm::threadblock::";
-  switch (swizzle) {
-    case Swizzle::Identity1: return ns + "GemmIdentityThreadblockSwizzle<1>";
-    case Swizzle::Identity2: return ns + "GemmIdentityThreadblockSwizzle<2>";
-    case Swizzle::Identity4: return ns + "GemmIdentityThreadblockSwizzle<4>";
-    case Swizzle::Identity8: return ns + "GemmIdentityThreadblockSwizzle<8>";
-    case Swizzle::Horizontal: return ns + "GemmHorizontalThreadblockSwizzle";
-    case Swizzle::StreamK: return ns + "ThreadblockSwizzleStreamK";
-  }
-  return {};
-}
-
-std::string math_operation_type(MathOperation op) {
-  switch (op) {
-    case MathOperation::MultiplyAdd: return "cutlass::arch::OpMultiplyAdd";
-    case MathOperation::MultiplyAddFastF32: return "cutlass::arch::OpMultiplyAddFastF32";
-    case MathOperation::MultiplyAddSaturate: return "cutlass::arch::OpMultiplyAddSaturate";
-  }
-  return {};
-}
-
 // CUTLASS 2.x's broadcast epilogue (GemmUniversalWithBroadcast) adds a vector along the output's contiguous
 // dimension: per column of a row-major D, per row of a column-major D (it runs the transposed problem).
 void check_bias(const KernelSpec& spec) {
-  const std::string combination = bias_mode(spec.bias) + " bias with " + std::string(to_string(spec.layout_c)) + " C";
+  const std::string combination = std::string(row_of(spec.bias).cutlass) + " bias with " + std::string(to_string(spec.layout_c)) + " C";
   if (spec.opclass != OpClass::TensorOp) {
     refuse(spec, combination + ": CUTLASS 2.x bias epilogues are TensorOp only, not " +
                      std::string(to_string(spec.opclass)));
@@ -97,12 +75,12 @@ Placeholders sm80_placeholders(const KernelSpec& spec) {
       {"instruction_n", text(inst[1])},
       {"instruction_k", text(inst[2])},
       {"stages", text(tile.stages)},
-      {"swizzle", swizzle_type(spec.swizzle)},
-      {"math_operation", math_operation_type(tile.math_operation)},
-      {"bias", bias_mode(spec.bias)},
+      {"swizzle", std::string(row_of(spec.swizzle).cutlass)},
+      {"math_operation", std::string(row_of(tile.math_operation).cutlass)},
+      {"bias", std::string(row_of(spec.bias).cutlass)},
       {"activation", activation_functor(spec.activation, spec.element_d)},
       {"device_gemm", spec.bias == BiasMode::None ? "GemmUniversal" : "GemmUniversalWithBroadcast"},
-      {"opclass", spec.opclass == OpClass::TensorOp ? "cutlass::arch::OpClassTensorOp" : "cutlass::arch::OpClassSimt"},
+      {"opclass", std::string(row_of(spec.opclass).cutlass)},
       {"arch", "cutlass::arch::Sm80"},
   });
   return out;

@@ -8,37 +8,13 @@
 namespace gemmkit::codegen {
 namespace {
 
-std::string kernel_schedule_type(KernelSchedule schedule) {
-  switch (schedule) {
-    case KernelSchedule::Auto: return "cutlass::gemm::collective::KernelScheduleAuto";
-    case KernelSchedule::TmaWarpSpecialized: return "cutlass::gemm::KernelTmaWarpSpecialized";
-    case KernelSchedule::TmaWarpSpecializedPingpong: return "cutlass::gemm::KernelTmaWarpSpecializedPingpong";
-    case KernelSchedule::TmaWarpSpecializedCooperative: return "cutlass::gemm::KernelTmaWarpSpecializedCooperative";
-    case KernelSchedule::CpAsyncWarpSpecialized: return "cutlass::gemm::KernelCpAsyncWarpSpecialized";
-    case KernelSchedule::CpAsyncWarpSpecializedPingpong: return "cutlass::gemm::KernelCpAsyncWarpSpecializedPingpong";
-    case KernelSchedule::CpAsyncWarpSpecializedCooperative:
-      return "cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative";
-  }
-  return {};
-}
-
-std::string epilogue_schedule_type(EpilogueSchedule schedule) {
-  switch (schedule) {
-    case EpilogueSchedule::Auto: return "cutlass::epilogue::collective::EpilogueScheduleAuto";
-    case EpilogueSchedule::NoSmemWarpSpecialized: return "cutlass::epilogue::NoSmemWarpSpecialized";
-    case EpilogueSchedule::TmaWarpSpecialized: return "cutlass::epilogue::TmaWarpSpecialized";
-    case EpilogueSchedule::TmaWarpSpecializedCooperative: return "cutlass::epilogue::TmaWarpSpecializedCooperative";
-  }
-  return {};
-}
-
 bool uses_stream_k(const KernelSpec& spec) {
   return spec.swizzle == Swizzle::StreamK || spec.tile.tile_scheduler == TileScheduler::StreamK;
 }
 
-std::string tile_scheduler_type(const KernelSpec& spec) {
-  if (uses_stream_k(spec)) return "cutlass::gemm::StreamKScheduler";
-  return spec.tile.tile_scheduler == TileScheduler::Persistent ? "cutlass::gemm::PersistentScheduler" : "void";
+// Stream-K comes from the swizzle or the tile scheduler.
+TileScheduler tile_scheduler_of(const KernelSpec& spec) {
+  return uses_stream_k(spec) ? TileScheduler::StreamK : spec.tile.tile_scheduler;
 }
 
 bool is_16_byte_multiple(DataType type, int alignment) { return bits_of(type) * alignment % 128 == 0; }
@@ -116,7 +92,7 @@ Placeholders sm90_placeholders(const KernelSpec& spec) {
   auto text = [](int value) { return std::to_string(value); };
   Placeholders out = common_placeholders(spec);
   out.insert(out.end(), {
-      {"element_d", element_type(spec.element_d)},
+      {"element_d", std::string(row_of(spec.element_d).cutlass)},
       {"alignment_d", text(alignment_d(spec))},
       {"cta_m", text(cta[0])},
       {"cta_n", text(cta[1])},
@@ -124,12 +100,12 @@ Placeholders sm90_placeholders(const KernelSpec& spec) {
       {"cluster_m", text(tile.cluster_shape[0])},
       {"cluster_n", text(tile.cluster_shape[1])},
       {"cluster_k", text(tile.cluster_shape[2])},
-      {"kernel_schedule", kernel_schedule_type(tile.kernel_schedule)},
-      {"tile_scheduler", tile_scheduler_type(spec)},
-      {"bias", bias_mode(spec.bias)},
-      {"element_bias", element_type(element_c_or_d(spec))},
+      {"kernel_schedule", std::string(row_of(tile.kernel_schedule).cutlass)},
+      {"tile_scheduler", std::string(row_of(tile_scheduler_of(spec)).cutlass)},
+      {"bias", std::string(row_of(spec.bias).cutlass)},
+      {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
       {"activation", activation_functor(spec.activation, spec.element_d)},
-      {"epilogue_schedule", epilogue_schedule_type(tile.epilogue_schedule)},
+      {"epilogue_schedule", std::string(row_of(tile.epilogue_schedule).cutlass)},
       {"stages", text(tile.stages)},
   });
   return out;

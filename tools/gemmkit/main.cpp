@@ -109,23 +109,19 @@ Args parse_args(int argc, char** argv) {
 }
 
 gk::DataType data_type_option(const std::string& text, const std::string& option) {
-  if (auto t = gk::parse_data_type(text)) return *t;
+  if (auto t = gk::parse_enum<gk::DataType>(text)) return *t;
   throw gk::ConfigError("--" + option + ": unknown element type '" + text + "'; use f16, bf16, f32, f64, s8 or s32.");
 }
 
 gk::Layout layout_option(const std::string& text, const std::string& option) {
-  if (auto l = gk::parse_layout(text)) return *l;
+  if (auto l = gk::parse_enum<gk::Layout>(text)) return *l;
   throw gk::ConfigError("--" + option + ": unknown layout '" + text + "'; use row or col.");
 }
 
-template <class Enum, std::size_t N>
-Enum enum_option(const std::string& text, const std::string& option, const Enum (&values)[N]) {
-  std::string names;
-  for (Enum v : values) {
-    if (text == gk::to_string(v)) return v;
-    names += (names.empty() ? "" : ", ") + std::string(gk::to_string(v));
-  }
-  throw gk::ConfigError("--" + option + ": unknown value '" + text + "'; use one of " + names + ".");
+template <class Enum>
+Enum enum_option(const std::string& text, const std::string& option) {
+  if (auto value = gk::parse_enum<Enum>(text)) return *value;
+  throw gk::ConfigError("--" + option + ": unknown value '" + text + "'; use one of " + gk::enum_names<Enum>() + ".");
 }
 
 gk::Gemm make_plan(const Args& args) {
@@ -152,20 +148,15 @@ gk::Gemm make_plan(const Args& args) {
   if (auto cc = args.get("cc")) o.cc = static_cast<int>(args.number("cc", 0));
   gk::Gemm plan(o);
   if (auto v = args.get("opclass")) {
-    auto oc = gk::parse_opclass(*v);
+    auto oc = gk::parse_enum<gk::OpClass>(*v);
     if (!oc) throw gk::ConfigError("--opclass: unknown value '" + *v + "'; use tensorop or simt.");
     plan.set_opclass(*oc);
   }
   if (auto v = args.get("swizzle")) {
-    const gk::Swizzle all[] = {gk::Swizzle::Identity1, gk::Swizzle::Identity2, gk::Swizzle::Identity4,
-                               gk::Swizzle::Identity8, gk::Swizzle::Horizontal, gk::Swizzle::StreamK};
-    plan.set_swizzling_functor(enum_option(*v, "swizzle", all));
+    plan.set_swizzling_functor(enum_option<gk::Swizzle>(*v, "swizzle"));
   }
   if (auto v = args.get("activation")) {
-    const gk::Activation all[] = {gk::Activation::Identity, gk::Activation::ReLU,     gk::Activation::LeakyReLU,
-                                  gk::Activation::GELU,     gk::Activation::GELUTanh, gk::Activation::HardSwish,
-                                  gk::Activation::Sigmoid,  gk::Activation::SiLU,     gk::Activation::Tanh};
-    plan.set_activation(enum_option(*v, "activation", all), args.real("activation-parameter", 0.01));
+    plan.set_activation(enum_option<gk::Activation>(*v, "activation"), args.real("activation-parameter", 0.01));
   }
   if (auto v = args.get("tile")) {
     const auto tiles = plan.tile_descriptions();
