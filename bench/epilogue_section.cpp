@@ -36,7 +36,7 @@ SectionResult epilogue_section(Context& ctx) {
   for (const Shape& s : shapes) {
     for (const auto& v : variants) {
       gk::Gemm plan = plan_for(v);
-      sources.push_back(gk::emit(planned_spec(plan, t, s, ctx.device)));
+      sources.push_back(gk::render(planned_spec(plan, t, s, ctx.device)));
     }
   }
   gk::DiskCache().get_or_build_many(gk::Toolchain::discover(), sources);

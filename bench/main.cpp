@@ -240,7 +240,7 @@ Value prepare_kernels(const Context& ctx) {
   for (const auto& [t, s] : problems) {
     gk::Gemm plan = default_plan(t, ctx.cc);
     const gk::KernelSpec spec = planned_spec(plan, t, s, ctx.device);
-    unique.emplace(spec.canonical(), gk::emit(spec));
+    unique.emplace(spec.canonical(), gk::render(spec));
   }
   std::vector<gk::KernelSource> sources;
   for (auto& [key, source] : unique) sources.push_back(std::move(source));

@@ -81,7 +81,7 @@ SectionResult compile_section(Context& ctx) {
 SectionResult startup_section(Context& ctx) {
   gk::Gemm plan = default_plan(gk::DataType::f16, ctx.cc);
   const gk::KernelSpec spec = planned_spec(plan, gk::DataType::f16, {128, 128, 128}, ctx.device);
-  const gk::CacheEntry built = gk::DiskCache().get_or_build(gk::Toolchain::discover(), gk::emit(spec));
+  const gk::CacheEntry built = gk::DiskCache().get_or_build(gk::Toolchain::discover(), gk::render(spec));
   if (!built.hit) std::printf("startup: built %s first (the child must find it in the cache)\n", spec.name().c_str());
   std::printf("startup: %d fresh processes running 128^3 once ...\n", ctx.options.startup_runs);
   std::fflush(stdout);

@@ -36,7 +36,7 @@ SectionResult sweep_section(Context& ctx) {
   for (const auto& td : tiles) {
     gk::Gemm plan = default_plan(t, ctx.cc);
     plan.set_tile_description(td);
-    sources.push_back(gk::emit(plan.spec()));
+    sources.push_back(gk::render(plan.spec()));
   }
   gk::DiskCache().get_or_build_many(gk::Toolchain::discover(), sources);
 

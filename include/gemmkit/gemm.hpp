@@ -17,6 +17,9 @@
 namespace gemmkit {
 
 class KernelModule;
+namespace catalog {
+struct Target;
+}
 
 // What a plan is declared from. Per operand, a representative tensor wins over element_X/layout_X, which win
 // over the generic element/layout (giving both a tensor and element_X for one operand is an error).
@@ -118,7 +121,7 @@ class Gemm {
   KernelSpec spec(std::optional<int> alignment_a = std::nullopt, std::optional<int> alignment_b = std::nullopt,
                   std::optional<int> alignment_c = std::nullopt) const;
   std::string kernel_name() const { return spec().name(); }
-  KernelSource emit_source() const;
+  KernelSource render_source() const;
 
   // Generates and compiles the kernel (through the on-disk cache); needs nvcc, not a GPU.
   CompiledKernel compile(const std::optional<TileDescription>& tile = std::nullopt);
@@ -157,11 +160,11 @@ class Gemm {
                        std::optional<int> alignment_c) const;
   std::vector<TileDescription> valid_tiles(const KernelSpec& base) const;
 
-  // The compute capability whose kernel families the plan chooses from (kernel_cc when one was requested).
-  int catalog_cc() const { return kernel_cc_request_ != 0 ? kernel_cc_request_ : cc_; }
+  // The GPU and the requested kernel generation, as the catalog takes them.
+  catalog::Target target() const;
 
   int cc_ = 0;
-  int kernel_cc_request_ = 0;
+  std::optional<int> kernel_cc_;  // as requested (GemmOptions::kernel_cc); the plan's is kernel_cc()
   struct Types {
     DataType a, b, c, d, accumulator;
     Layout layout_a, layout_b, layout_c;

@@ -44,7 +44,7 @@ from ._gemmkit import (  # noqa: E402
     compile_many,
     cuda_device_count,
     device_cc,
-    emit,
+    render,
     tensor_view,
 )
 from . import epilogue, op, swizzle  # noqa: E402
@@ -57,5 +57,5 @@ __all__ = [
     "EpilogueScheduleType", "Error", "Gemm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
     "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "SwizzlingFunctor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
-    "cuda_device_count", "device_cc", "emit", "epilogue", "op", "swizzle", "tensor_view",
+    "cuda_device_count", "device_cc", "epilogue", "op", "render", "swizzle", "tensor_view",
 ]

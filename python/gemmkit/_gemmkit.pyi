@@ -409,7 +409,7 @@ class CacheCounters:
     @property
     def rebuilt_damaged(self) -> int: ...
 
-def emit(spec: KernelSpec) -> KernelSource:
+def render(spec: KernelSpec) -> KernelSource:
     """The kernel source for a spec (pure; no I/O)."""
 
 def compile_many(specs: Sequence[KernelSpec]) -> list[CompiledKernel]:
@@ -518,7 +518,7 @@ class Gemm:
 
     def kernel_name(self) -> str: ...
 
-    def emit_source(self) -> KernelSource: ...
+    def render_source(self) -> KernelSource: ...
 
     def compile(self, tile_description: TileDescription | None = None) -> CompiledKernel:
         """

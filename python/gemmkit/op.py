@@ -2,7 +2,7 @@
 numpy / torch dtypes and streams, and passes everything else through; checks and errors come from C++."""
 from . import _convert
 from ._gemmkit import Gemm as _Plan
-from ._gemmkit import emit as _emit
+from ._gemmkit import render as _render
 
 
 class Gemm(_Plan):
@@ -79,7 +79,7 @@ class Gemm(_Plan):
         if print_module:
             if tile is not None:
                 _Plan.construct(self, tile)
-            print(self.emit_source().text)
+            print(self.render_source().text)
         return _Plan.compile(self, tile)
 
     def run(self, A=None, B=None, C=None, D=None, alpha=None, beta=None, sync=True, print_module=False,
@@ -97,5 +97,5 @@ class Gemm(_Plan):
         beta = beta0 if beta is None else beta
         handle = None if stream is None else _convert.stream_handle(stream)  # None: D's framework's stream
         if print_module:
-            print(_emit(self.spec_for(A, B, C, D, beta)).text)
+            print(_render(self.spec_for(A, B, C, D, beta)).text)
         _Plan.run(self, A, B, C, D, alpha, beta, handle, sync)

@@ -115,12 +115,12 @@ void bind_values(nb::module_& m) {
 }
 
 void bind_functions(nb::module_& m) {
-  m.def("emit", &emit, "spec"_a, "The kernel source for a spec (pure; no I/O).");
+  m.def("render", &render, "spec"_a, "The kernel source for a spec (pure; no I/O).");
   m.def(
       "compile_many",
       [](const std::vector<KernelSpec>& specs) {
         std::vector<KernelSource> sources;
-        for (const auto& s : specs) sources.push_back(emit(s));
+        for (const auto& s : specs) sources.push_back(render(s));
         const auto entries = DiskCache().get_or_build_many(Toolchain::discover(), sources);
         std::vector<CompiledKernel> out;
         for (const auto& e : entries) out.push_back({e.kernel_name, e.module_path, e.key, e.hit, e.build_seconds});
@@ -195,7 +195,7 @@ void bind_gemm(nb::module_& m) {
       .def("spec", &Gemm::spec, "alignment_A"_a = nb::none(), "alignment_B"_a = nb::none(),
            "alignment_C"_a = nb::none(), "Like construct() without storing anything.")
       .def("kernel_name", &Gemm::kernel_name)
-      .def("emit_source", &Gemm::emit_source)
+      .def("render_source", &Gemm::render_source)
       .def("compile", &Gemm::compile, "tile_description"_a = nb::none(), nb::call_guard<nb::gil_scoped_release>(),
            "Generates and compiles the kernel through the on-disk cache (needs nvcc, not a GPU).")
       .def(

@@ -21,7 +21,7 @@ namespace {
 
 // The plan's element types and layouts as the catalog takes them (Gemm's private Types has the same fields).
 template <class PlanTypes>
-catalog::OperandTypes operand_types(const PlanTypes& t) {
+families::OperandTypes operand_types(const PlanTypes& t) {
   return {t.a, t.b, t.c, t.d, t.accumulator, t.layout_a, t.layout_b, t.layout_c};
 }
 
@@ -66,7 +66,7 @@ int resolve_cc(const std::optional<int>& cc) {
   return value;
 }
 
-std::string combination_text(const catalog::OperandTypes& t) {
+std::string combination_text(const families::OperandTypes& t) {
   return "(" + std::string(to_string(t.a)) + ", " + std::string(to_string(t.b)) + ", " +
          std::string(to_string(t.accumulator)) + ")x(" + std::string(to_string(t.layout_a)) + ", " +
          std::string(to_string(t.layout_b)) + ")";
@@ -95,7 +95,7 @@ struct Gemm::Variant {
 // lists are fixed at construction, the variants grow under the mutex and never move (a deque keeps references).
 struct Gemm::RunCache {
   std::vector<int> alignments_a, alignments_b, alignments_c;
-  bool transposed = false;  // the kernel computes D^T = B^T A^T (see catalog::computes_transposed)
+  bool transposed = false;  // the kernel computes D^T = B^T A^T (see Family::computes_transposed)
   std::mutex mutex;
   std::deque<Variant> variants;
 };
@@ -116,7 +116,7 @@ Gemm::Gemm(const GemmOptions& o) {
       throw ConfigError("kernel_cc " + std::to_string(k) + " is not available for cc " + std::to_string(cc_) +
                         ": use 80 (CUTLASS 2.x kernels, any SM80+ GPU) or 90 (CUTLASS 3.x kernels, SM90 only).");
     }
-    kernel_cc_request_ = k;
+    kernel_cc_ = k;
   }
   const auto available = opclasses();
   if (available.empty()) {
@@ -136,16 +136,16 @@ Gemm::Gemm(Gemm&&) noexcept = default;
 Gemm& Gemm::operator=(Gemm&&) noexcept = default;
 
 std::vector<OpClass> Gemm::opclasses() const {
-  return catalog::supported_opclasses(catalog_cc(), operand_types(types_));
+  return catalog::supported_opclasses(target(), operand_types(types_));
 }
 
 void Gemm::invalidate() {
   const auto t = operand_types(types_);
   auto cache = std::make_unique<RunCache>();
-  cache->alignments_a = catalog::operand_alignments(catalog_cc(), opclass_, types_.a, t);
-  cache->alignments_b = catalog::operand_alignments(catalog_cc(), opclass_, types_.b, t);
-  cache->alignments_c = catalog::operand_alignments(catalog_cc(), opclass_, types_.c, t);
-  cache->transposed = catalog::computes_transposed(catalog_cc(), opclass_, t);
+  cache->alignments_a = catalog::operand_alignments(target(), opclass_, types_.a, t);
+  cache->alignments_b = catalog::operand_alignments(target(), opclass_, types_.b, t);
+  cache->alignments_c = catalog::operand_alignments(target(), opclass_, types_.c, t);
+  cache->transposed = catalog::family_for(target(), opclass_, t).computes_transposed(opclass_, t);
   run_cache_ = std::move(cache);
 }
 
@@ -168,7 +168,7 @@ void Gemm::set_opclass(OpClass opclass) {
 
 std::vector<TileDescription> Gemm::tile_descriptions() const {
   const auto t = operand_types(types_);
-  return catalog::tile_descriptions(catalog_cc(), opclass_, t, catalog::limits_for_cc(cc_));
+  return catalog::tile_descriptions(target(), opclass_, t, catalog::limits_for_cc(cc_));
 }
 
 KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
@@ -176,8 +176,9 @@ KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> al
   const auto t = operand_types(types_);
   KernelSpec s;
   s.cc = cc_;
-  s.kernel_cc = catalog::kernel_cc_for(catalog_cc(), opclass_, t);
-  s.family = catalog::family_for(s.kernel_cc);
+  const families::Family& family = catalog::family_for(target(), opclass_, t);
+  s.kernel_cc = family.kernel_cc();
+  s.family = family.id();
   s.opclass = opclass_;
   s.element_a = types_.a;
   s.element_b = types_.b;
@@ -187,13 +188,13 @@ KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> al
   s.layout_a = types_.layout_a;
   s.layout_b = types_.layout_b;
   s.layout_c = types_.layout_c;
-  s.alignment_a = alignment_a.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.a, t).front());
-  s.alignment_b = alignment_b.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.b, t).front());
-  s.alignment_c = alignment_c.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.c, t).front());
+  s.alignment_a = alignment_a.value_or(catalog::operand_alignments(target(), opclass_, types_.a, t).front());
+  s.alignment_b = alignment_b.value_or(catalog::operand_alignments(target(), opclass_, types_.b, t).front());
+  s.alignment_c = alignment_c.value_or(catalog::operand_alignments(target(), opclass_, types_.c, t).front());
   s.swizzle = swizzle_;
   s.activation = activation_;
   s.bias = bias_;
-  if (catalog::computes_transposed(catalog_cc(), opclass_, t)) {
+  if (family.computes_transposed(opclass_, t)) {
     // The kernel sees A' = B^T, B' = A^T, C' = C^T: same memory, flipped layouts; run() swaps the arguments.
     auto flip = [](Layout l) { return l == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor; };
     std::swap(s.element_a, s.element_b);
@@ -218,7 +219,7 @@ std::vector<TileDescription> Gemm::valid_tiles(const KernelSpec& base) const {
   std::vector<TileDescription> valid;
   std::string last_error = "no configurations";
   for (const auto& tile :
-       catalog::tile_descriptions(catalog_cc(), opclass_, t, limits, base.alignment_a, base.alignment_b)) {
+       catalog::tile_descriptions(target(), opclass_, t, limits, base.alignment_a, base.alignment_b)) {
     KernelSpec s = base;
     s.tile = tile;
     try {
@@ -255,11 +256,10 @@ void Gemm::update_tile_description(const TileDescriptionUpdate& update) {
   set_tile_description(update.applied_to(tile_ ? *tile_ : spec().tile));
 }
 
+catalog::Target Gemm::target() const { return {cc_, kernel_cc_}; }
+
 std::vector<Swizzle> Gemm::swizzling_functors() const {
-  if (spec().family == KernelFamily::Sm90Collective) return {Swizzle::Identity1, Swizzle::StreamK};
-  std::vector<Swizzle> out = {Swizzle::Identity1, Swizzle::Identity2, Swizzle::Identity4, Swizzle::Identity8};
-  if (opclass_ == OpClass::TensorOp) out.push_back(Swizzle::StreamK);
-  return out;
+  return catalog::family_for(target(), opclass_, operand_types(types_)).swizzles(opclass_);
 }
 
 template <class Field>
@@ -276,18 +276,13 @@ void Gemm::change_checked(Field& field, Field value) {
 }
 
 void Gemm::set_swizzling_functor(Swizzle swizzle) {
-  if (swizzle == Swizzle::StreamK && opclass_ != OpClass::TensorOp) {
-    throw ConfigError("ThreadblockSwizzleStreamK is only supported with opcode class TensorOp; this plan uses Simt.");
-  }
-  if (swizzle == Swizzle::Horizontal) {
-    throw ConfigError("HorizontalSwizzle does not compile with CUTLASS 4.2's 2.x GemmUniversal kernel (its tile-offset "
-                      "interface changed); use IdentitySwizzle1/2/4/8 or ThreadblockSwizzleStreamK.");
-  }
   const auto allowed = swizzling_functors();
   if (std::find(allowed.begin(), allowed.end(), swizzle) == allowed.end()) {
-    throw ConfigError("Swizzle " + std::string(to_string(swizzle)) + " does not apply to SM" + std::to_string(cc_) +
-                      " tensor-op kernels (CUTLASS 3.x): they take IdentitySwizzle1 (persistent scheduler) or "
-                      "ThreadblockSwizzleStreamK.");
+    KernelSpec s = spec();
+    s.swizzle = swizzle;
+    catalog::validate(s, catalog::limits_for_cc(cc_));  // the family's rule says why it offers no such swizzle
+    throw Error("internal error: the " + std::string(to_string(s.family)) + " family offers no " +
+                std::string(to_string(swizzle)) + " but its rules accept it");
   }
   change_checked(swizzle_, swizzle);  // with an explicit tile, Stream-K needs it to be cooperative
 }
@@ -307,7 +302,7 @@ void Gemm::set_bias(BiasMode bias) { change_checked(bias_, bias); }
 
 
 void Gemm::set_raster_order(RasterOrder order) {
-  if (order != RasterOrder::Heuristic && spec().family != KernelFamily::Sm90Collective) {
+  if (order != RasterOrder::Heuristic && !catalog::family_of(spec().family).has_persistent_scheduler()) {
     throw ConfigError("Raster order applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x kernels. "
                       "Use swizzle = IdentitySwizzle2/4/8 instead.");
   }
@@ -318,7 +313,7 @@ void Gemm::set_max_swizzle_size(int size) {
   if (size != 1 && size != 2 && size != 4 && size != 8) {
     throw ConfigError("max_swizzle_size must be 1, 2, 4 or 8; got " + std::to_string(size) + ".");
   }
-  if (size != 1 && spec().family != KernelFamily::Sm90Collective) {
+  if (size != 1 && !catalog::family_of(spec().family).has_persistent_scheduler()) {
     throw ConfigError("max_swizzle_size applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x "
                       "kernels. Use swizzle = IdentitySwizzle" + std::to_string(size) + " instead.");
   }
@@ -331,7 +326,7 @@ KernelSpec Gemm::construct(const std::optional<TileDescription>& tile, std::opti
   return spec(alignment_a, alignment_b, alignment_c);
 }
 
-KernelSource Gemm::emit_source() const { return emit(spec()); }
+KernelSource Gemm::render_source() const { return render(spec()); }
 
 CompiledKernel Gemm::compile(const std::optional<TileDescription>& tile) {
   const KernelSpec s = construct(tile);
@@ -528,12 +523,11 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   if (options.print_module) {
     KernelSpec s = variant.base;
     s.tile = variant.tiles[choice];
-    std::fputs(emit(s).text.c_str(), stdout);
+    std::fputs(render(s).text.c_str(), stdout);
   }
   KernelModule& module = module_for(variant, choice);
-  if (options.bias != nullptr && options.bias->on_device() && variant.base.family == KernelFamily::Sm80Universal) {
-    // 2.x kernels load the bias in C's vectors.
-    const auto bytes = static_cast<std::uintptr_t>(variant.c) * bytes_of(types_.c);
+  if (options.bias != nullptr && options.bias->on_device()) {
+    const auto bytes = static_cast<std::uintptr_t>(catalog::family_of(variant.base.family).bias_alignment_bytes(variant.base));
     if (reinterpret_cast<std::uintptr_t>(options.bias->data) % bytes != 0) {
       throw TensorError("Tensor bias: its address must be aligned to " + std::to_string(bytes) +
                         " bytes (the kernel's vector width for C); allocate it like C.");

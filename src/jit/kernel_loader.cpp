@@ -13,7 +13,7 @@ namespace gemmkit::runtime {
 CacheEntry build_kernel(const KernelSpec& spec) {
   const Toolchain& toolchain = Toolchain::discover();
   DiskCache cache;  // the root is read from the environment each time, so tests can point it elsewhere
-  return cache.get_or_build(toolchain, emit(spec));
+  return cache.get_or_build(toolchain, render(spec));
 }
 
 std::shared_ptr<KernelModule> load_kernel(const KernelSpec& spec) {

@@ -118,6 +118,19 @@ def test_eight_stages_rejected_before_compiling():
     assert plan.tile_description is None  # a rejected tile is not stored
 
 
+def test_pingpong_kernel_with_cooperative_epilogue_is_refused_when_set():
+    # It used to be accepted here and refused only by render_source(): the rule was codegen's alone.
+    plan = fp16_plan(90)
+    tile = {"threadblock_shape": [128, 128, 64], "cluster_shape": [1, 1, 1],
+            "kernel_schedule": gemmkit.KernelScheduleType.TmaWarpSpecializedPingpong,
+            "epilogue_schedule": gemmkit.EpilogueScheduleType.TmaWarpSpecializedCooperative}
+    with pytest.raises(gemmkit.ConfigError, match="epilogue schedule needs a cooperative kernel schedule"):
+        plan.tile_description = tile
+    assert plan.tile_description is None
+    plan.tile_description = dict(tile, epilogue_schedule=gemmkit.EpilogueScheduleType.TmaWarpSpecialized)
+    assert "_warpspecialized_pingpong_epi_tma" in plan.render_source().kernel_name
+
+
 def test_activations():
     plan = fp16_plan(90)
     names = [a.name for a in plan.activations()]
@@ -158,11 +171,11 @@ def test_swizzling_functors():
     assert set(gemmkit.swizzle.get_swizzling_functors()) == set(gemmkit.SwizzlingFunctor)
 
 
-def test_emit_is_pure():
+def test_render_is_pure():
     plan = fp16_plan(80)
-    source = plan.emit_source()
+    source = plan.render_source()
     assert source.kernel_name == SM80_DEFAULT and source.arch_flag == "sm_80"
-    assert gemmkit.emit(plan.construct()).text == source.text
+    assert gemmkit.render(plan.construct()).text == source.text
 
 
 def test_module_surface():

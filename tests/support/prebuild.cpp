@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
     for (const auto& spec : gemmkit::gpu_cases::all_specs(cc, groups)) {
       if (!seen.insert(spec.canonical()).second) continue;
       try {
-        sources.push_back(gemmkit::emit(spec));
+        sources.push_back(gemmkit::render(spec));
         std::cout << spec.name() << "\n";
       } catch (const gemmkit::ConfigError& e) {
         std::cout << "REFUSED " << spec.name() << ": " << e.what() << "\n";

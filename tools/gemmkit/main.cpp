@@ -233,7 +233,7 @@ int cmd_plan(const Args& args) {
                      std::string(gk::to_string(spec.opclass)) + ", " + std::string(gk::to_string(spec.family)) +
                      "\ntile:\n" + spec.tile.to_string() + "\n";
   if (args.flag("print-source")) {
-    const std::string source = gk::emit(spec).text;
+    const std::string source = gk::render(spec).text;
     out.set("source", source);
     text += "\n" + source;
   }
