@@ -134,9 +134,14 @@ auto set_fusion_bias(Thread& thread, const gk_gemm_args& args, int) -> decltype(
 template <class Thread>
 void set_fusion_bias(Thread&, const gk_gemm_args&, long) {}
 
-// The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and a cached launch.
-template <class Gemm, module::Bias BiasMode>
+// The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and how a launch is prepared
+// (gemmkit::module::run caches it).
+template <class DeviceGemm, module::Bias BiasMode>
 class Module {
+ public:
+  using Gemm = DeviceGemm;
+
+ private:
   using Kernel = typename Gemm::GemmKernel;
   using Arguments = typename Gemm::Arguments;
   using Params = typename Gemm::Params;
@@ -189,40 +194,18 @@ class Module {
     return out;
   }
 
-  static int can_implement(const gk_gemm_args& args) {
-    return Gemm::can_implement(to_arguments(args)) == cutlass::Status::kSuccess ? GK_OK : GK_ERR_CANNOT_IMPLEMENT;
+  // A miss builds the Params (TMA descriptors included), which a hit relaunches; only a workspace that must be reset
+  // per launch (Stream-K's barriers) is initialized again.
+  static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
+    Gemm op;
+    const cutlass::Status status = op.initialize(prepared.arguments, workspace, stream);
+    if (status == cutlass::Status::kSuccess) prepared.params = op.params();
+    return status;
   }
-
-  static size_t workspace_size(const gk_gemm_args& args) { return Gemm::get_workspace_size(to_arguments(args)); }
-
-  // A hit relaunches the cached Params (TMA descriptors included); only a workspace that must be reset per
-  // launch (Stream-K's barriers) is initialized again.
-  static int run(Cache& cache, const gk_gemm_args& args, void* workspace, cudaStream_t stream) {
-    const int device = module::current_device();
-    if (device < 0) return GK_ERR_LAUNCH;
-    if (!cache.hit(args, workspace, device)) {
-      cache.valid = false;
-      Prepared& prepared = cache.prepared;
-      prepared.arguments = to_arguments(args);
-      if (Gemm::can_implement(prepared.arguments) != cutlass::Status::kSuccess) return GK_ERR_CANNOT_IMPLEMENT;
-      prepared.reset_workspace = Gemm::get_workspace_size(prepared.arguments) > 0;
-      if (prepared.reset_workspace && workspace == nullptr) return GK_ERR_WORKSPACE;
-      Gemm op;
-      if (op.initialize(prepared.arguments, workspace, stream) != cutlass::Status::kSuccess) {
-        module::record_cuda_error(cudaGetLastError());
-        return GK_ERR_INITIALIZE;
-      }
-      prepared.params = op.params();
-      cache.store(args, workspace, device);
-    } else if (cache.prepared.reset_workspace) {
-      cutlass::Status status = Kernel::initialize_workspace(cache.prepared.arguments, workspace, stream, nullptr);
-      if (status != cutlass::Status::kSuccess) {
-        module::record_cuda_error(cudaGetLastError());
-        return GK_ERR_INITIALIZE;
-      }
-    }
-    return module::launch_status(Gemm::run(cache.prepared.params, stream));
+  static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
+    return Kernel::initialize_workspace(prepared.arguments, workspace, stream, nullptr);
   }
+  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return Gemm::run(prepared.params, stream); }
 };
 
 }  // namespace gemmkit::sm90
