@@ -6,8 +6,7 @@
 #include <cstdio>
 
 #include "bench.hpp"
-#include "gemmkit/cache.hpp"
-#include "gemmkit/compiler.hpp"
+#include "gemmkit/jit.hpp"
 
 namespace bench {
 
@@ -32,14 +31,14 @@ SectionResult epilogue_section(Context& ctx) {
   };
   const std::vector<Shape> shapes = {{8192, 8192, 8192}, {4096, 4096, 4096}};
   // Every kernel first, in parallel.
-  std::vector<gk::KernelSource> sources;
+  std::vector<gk::KernelSpec> specs;
   for (const Shape& s : shapes) {
     for (const auto& v : variants) {
       gk::Gemm plan = plan_for(v);
-      sources.push_back(gk::render(planned_spec(plan, t, s, ctx.device)));
+      specs.push_back(planned_spec(plan, t, s, ctx.device));
     }
   }
-  gk::DiskCache().get_or_build_many(gk::Toolchain::discover(), sources);
+  gk::compile_many(specs);
 
   const int rounds = ctx.options.repeats;
   const double batch_ms = 50.0;

@@ -14,8 +14,8 @@
 
 #include "bench.hpp"
 #include "gemmkit/cache.hpp"
-#include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
+#include "gemmkit/jit.hpp"
 #include "gemmkit/runtime.hpp"
 
 namespace bench {
@@ -236,23 +236,23 @@ Value prepare_kernels(const Context& ctx) {
   if (ctx.options.sections.count("overhead") || ctx.options.sections.count("startup")) {
     problems.emplace_back(gk::DataType::f16, Shape{128, 128, 128});
   }
-  std::map<std::string, gk::KernelSource> unique;  // run() may pick a kernel per problem shape
+  std::map<std::string, gk::KernelSpec> unique;  // run() may pick a kernel per problem shape
   for (const auto& [t, s] : problems) {
     gk::Gemm plan = default_plan(t, ctx.cc);
     const gk::KernelSpec spec = planned_spec(plan, t, s, ctx.device);
-    unique.emplace(spec.canonical(), gk::render(spec));
+    unique.emplace(spec.canonical(), spec);
   }
-  std::vector<gk::KernelSource> sources;
-  for (auto& [key, source] : unique) sources.push_back(std::move(source));
-  std::printf("preparing %zu kernel(s) in %s (a cache miss runs nvcc, about 45 s) ...\n", sources.size(),
+  std::vector<gk::KernelSpec> specs;
+  for (auto& [key, spec] : unique) specs.push_back(spec);
+  std::printf("preparing %zu kernel(s) in %s (a cache miss runs nvcc, about 45 s) ...\n", specs.size(),
               gk::DiskCache::default_root().c_str());
   std::fflush(stdout);
-  const auto entries = gk::DiskCache().get_or_build_many(gk::Toolchain::discover(), sources);
+  const auto entries = gk::compile_many(specs);
   Value out = Value::array();
   for (const auto& e : entries) {
     Value v = Value::object();
     v.set("kernel_name", e.kernel_name);
-    v.set("cache_hit", e.hit);
+    v.set("cache_hit", e.cache_hit);
     v.set("build_seconds", e.build_seconds);
     out.push_back(v);
   }

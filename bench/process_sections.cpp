@@ -4,9 +4,7 @@
 #include <filesystem>
 
 #include "bench.hpp"
-#include "gemmkit/cache.hpp"
-#include "gemmkit/codegen.hpp"
-#include "gemmkit/compiler.hpp"
+#include "gemmkit/jit.hpp"
 
 namespace bench {
 namespace {
@@ -81,8 +79,8 @@ SectionResult compile_section(Context& ctx) {
 SectionResult startup_section(Context& ctx) {
   gk::Gemm plan = default_plan(gk::DataType::f16, ctx.cc);
   const gk::KernelSpec spec = planned_spec(plan, gk::DataType::f16, {128, 128, 128}, ctx.device);
-  const gk::CacheEntry built = gk::DiskCache().get_or_build(gk::Toolchain::discover(), gk::render(spec));
-  if (!built.hit) std::printf("startup: built %s first (the child must find it in the cache)\n", spec.name().c_str());
+  const gk::CompiledKernel built = gk::build_kernel(spec);
+  if (!built.cache_hit) std::printf("startup: built %s first (the child must find it in the cache)\n", spec.name().c_str());
   std::printf("startup: %d fresh processes running 128^3 once ...\n", ctx.options.startup_runs);
   std::fflush(stdout);
   std::vector<double> to_main, to_plan, to_buffers, to_result, wall;

@@ -6,8 +6,7 @@
 #include <limits>
 
 #include "bench.hpp"
-#include "gemmkit/cache.hpp"
-#include "gemmkit/compiler.hpp"
+#include "gemmkit/jit.hpp"
 #include "gemmkit/runtime.hpp"
 
 namespace bench {
@@ -32,13 +31,13 @@ SectionResult sweep_section(Context& ctx) {
   gk::Gemm probe = default_plan(t, ctx.cc);
   const auto tiles = probe.tile_descriptions();
   // Build every configuration first, in parallel.
-  std::vector<gk::KernelSource> sources;
+  std::vector<gk::KernelSpec> specs;
   for (const auto& td : tiles) {
     gk::Gemm plan = default_plan(t, ctx.cc);
     plan.set_tile_description(td);
-    sources.push_back(gk::render(plan.spec()));
+    specs.push_back(plan.spec());
   }
-  gk::DiskCache().get_or_build_many(gk::Toolchain::discover(), sources);
+  gk::compile_many(specs);
 
   std::vector<Shape> shapes = ctx.options.shapes;
   for (const Shape& extra : {Shape{1024, 1024, 4096}, Shape{128, 8192, 8192}, Shape{512, 512, 16384}}) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gemmkit/codegen.hpp"
+#include "gemmkit/jit.hpp"
 #include "gemmkit/kernel_spec.hpp"
 #include "gemmkit/runtime.hpp"
 #include "gemmkit/tensor.hpp"
@@ -19,6 +20,9 @@ namespace gemmkit {
 class KernelModule;
 namespace catalog {
 struct Target;
+}
+namespace detail {
+struct MatrixOperand;
 }
 
 // What a plan is declared from. Per operand, a representative tensor wins over element_X/layout_X, which win
@@ -44,15 +48,6 @@ struct RunOptions {
   // A device buffer lent as the kernel's workspace (frameworks with their own allocator); by default each launch
   // takes one from gemmkit's stream-ordered pool. It must not be in use by another launch in flight.
   Workspace workspace = {};
-};
-
-// What compile() produced: which kernel, where it is cached, and whether nvcc ran.
-struct CompiledKernel {
-  std::string kernel_name;
-  std::string module_path;
-  std::string cache_key;
-  bool cache_hit = false;
-  double build_seconds = 0.0;
 };
 
 // A plan. Its run() (and spec_for) may be called from many threads at once, each on its own stream or on the same
@@ -148,10 +143,11 @@ class Gemm {
   struct Problem;
   Problem check_problem(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                         double beta);
-  struct Variant;
-  Variant& variant_for(const Problem& p);
-  KernelModule& module_for(Variant& variant, std::size_t choice);
-  std::size_t choose_tile(const Variant& variant, const Problem& p, int sm_count) const;
+  std::optional<detail::MatrixOperand> check_bias_operand(const TensorView* bias, const Problem& p) const;
+  struct KernelChoices;
+  KernelChoices& choices_for(const Problem& p);
+  KernelModule& module_for(KernelChoices& choices, std::size_t choice);
+  std::size_t choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const;
   void invalidate();
   // Sets one configuration field, keeps it only if the plan still validates, and drops stale kernels.
   template <class Field>

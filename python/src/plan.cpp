@@ -10,9 +10,9 @@
 #include "bindings.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/codegen.hpp"
-#include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "gemmkit/jit.hpp"
 #include "gemmkit/runtime.hpp"
 
 namespace gemmkit::python {
@@ -116,18 +116,8 @@ void bind_values(nb::module_& m) {
 
 void bind_functions(nb::module_& m) {
   m.def("render", &render, "spec"_a, "The kernel source for a spec (pure; no I/O).");
-  m.def(
-      "compile_many",
-      [](const std::vector<KernelSpec>& specs) {
-        std::vector<KernelSource> sources;
-        for (const auto& s : specs) sources.push_back(render(s));
-        const auto entries = DiskCache().get_or_build_many(Toolchain::discover(), sources);
-        std::vector<CompiledKernel> out;
-        for (const auto& e : entries) out.push_back({e.kernel_name, e.module_path, e.key, e.hit, e.build_seconds});
-        return out;
-      },
-      "specs"_a, nb::call_guard<nb::gil_scoped_release>(),
-      "Builds (or finds) every spec's module in the kernel cache, in parallel.");
+  m.def("compile_many", &compile_many, "specs"_a, nb::call_guard<nb::gil_scoped_release>(),
+        "Builds (or finds) every spec's module in the kernel cache, in parallel.");
   m.def("cache_counters", &cache_counters);
   m.def("cache_dir", &DiskCache::default_root, "The kernel cache folder (GEMMKIT_CACHE_DIR, else per user).");
   m.def("cuda_device_count", &cuda_device_count, "Visible CUDA devices; 0 without a GPU or driver.");

@@ -1,10 +1,8 @@
-// src/api/gemm.cpp: the Gemm plan: operand inference, configuration, compile, and the checked run path.
+// src/api/gemm.cpp: the Gemm plan: operand inference, configuration, compile, and run() as check -> choose -> launch.
 #include "gemmkit/gemm.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
-#include <cstring>
 #include <deque>
 #include <mutex>
 
@@ -12,9 +10,8 @@
 #include "catalog/catalog.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
-#include "runtime/cuda_check.hpp"
 #include "jit/kernel_loader.hpp"
-#include "runtime/workspace.hpp"
+#include "runtime/launch.hpp"
 
 namespace gemmkit {
 namespace {
@@ -83,21 +80,27 @@ struct Gemm::Problem {
   int alignment_a = 0, alignment_b = 0, alignment_c = 0;
 };
 
-// The kernels of one alignment triple: its valid configurations and those loaded so far.
-struct Gemm::Variant {
+// The kernels run() may choose from for one alignment triple: its valid configurations and those loaded so far.
+struct Gemm::KernelChoices {
   int a, b, c;
   KernelSpec base;
   std::vector<TileDescription> tiles;
   std::vector<std::shared_ptr<KernelModule>> modules;  // parallel to tiles, loaded on first use
+
+  KernelSpec spec(std::size_t choice) const {
+    KernelSpec s = base;
+    s.tile = tiles[choice];
+    return s;
+  }
 };
 
 // Made afresh whenever the configuration changes. run() may be called from many threads at once: the alignment
-// lists are fixed at construction, the variants grow under the mutex and never move (a deque keeps references).
+// lists are fixed at construction, the kernel choices grow under the mutex and never move (a deque keeps references).
 struct Gemm::RunCache {
   std::vector<int> alignments_a, alignments_b, alignments_c;
   bool transposed = false;  // the kernel computes D^T = B^T A^T (see Family::computes_transposed)
   std::mutex mutex;
-  std::deque<Variant> variants;
+  std::deque<KernelChoices> choices;
 };
 
 Gemm::Gemm(const GemmOptions& o) {
@@ -328,83 +331,49 @@ KernelSpec Gemm::construct(const std::optional<TileDescription>& tile, std::opti
 
 KernelSource Gemm::render_source() const { return render(spec()); }
 
-CompiledKernel Gemm::compile(const std::optional<TileDescription>& tile) {
-  const KernelSpec s = construct(tile);
-  const CacheEntry entry = runtime::build_kernel(s);
-  return {entry.kernel_name, entry.module_path, entry.key, entry.hit, entry.build_seconds};
-}
+CompiledKernel Gemm::compile(const std::optional<TileDescription>& tile) { return build_kernel(construct(tile)); }
 
-Gemm::Variant& Gemm::variant_for(const Problem& p) {
+Gemm::KernelChoices& Gemm::choices_for(const Problem& p) {
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
-  for (auto& v : run_cache_->variants) {
-    if (v.a == p.alignment_a && v.b == p.alignment_b && v.c == p.alignment_c) return v;
+  for (auto& choices : run_cache_->choices) {
+    if (choices.a == p.alignment_a && choices.b == p.alignment_b && choices.c == p.alignment_c) return choices;
   }
-  Variant v{p.alignment_a, p.alignment_b, p.alignment_c,
-            base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
-  v.tiles = valid_tiles(v.base);
-  v.modules.resize(v.tiles.size());
-  run_cache_->variants.push_back(std::move(v));
-  return run_cache_->variants.back();
+  KernelChoices choices{p.alignment_a, p.alignment_b, p.alignment_c,
+                        base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
+  choices.tiles = valid_tiles(choices.base);
+  choices.modules.resize(choices.tiles.size());
+  run_cache_->choices.push_back(std::move(choices));
+  return run_cache_->choices.back();
 }
 
-KernelModule& Gemm::module_for(Variant& variant, std::size_t choice) {
+KernelModule& Gemm::module_for(KernelChoices& choices, std::size_t choice) {
   {
     std::lock_guard<std::mutex> lock(run_cache_->mutex);
-    if (variant.modules[choice]) return *variant.modules[choice];
+    if (choices.modules[choice]) return *choices.modules[choice];
   }
   // Loaded (perhaps compiled) outside the plan's lock: other threads keep running the kernels already loaded.
-  KernelSpec s = variant.base;
-  s.tile = variant.tiles[choice];
-  auto module = runtime::load_kernel(s);
+  auto module = jit::load_kernel(choices.spec(choice));
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
-  if (!variant.modules[choice]) variant.modules[choice] = std::move(module);
-  return *variant.modules[choice];
+  if (!choices.modules[choice]) choices.modules[choice] = std::move(module);
+  return *choices.modules[choice];
 }
 
-std::size_t Gemm::choose_tile(const Variant& v, const Problem& p, int sm_count) const {
+std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const {
   if (tile_) return 0;
   // The kernel sees the transposed problem when it computes D^T.
   const bool swap = run_cache_->transposed;
   const catalog::ProblemShape shape{swap ? p.n : p.m, swap ? p.m : p.n, p.k, p.batch};
-  return catalog::choose_tile(v.tiles, v.base, shape, sm_count);
+  return catalog::choose_tile(choices.tiles, choices.base, shape, sm_count);
 }
 
 KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                           double beta) {
   const Problem p = check_problem(A, B, C, D, beta);
-  Variant& v = variant_for(p);
-  KernelSpec s = v.base;
+  const KernelChoices& choices = choices_for(p);
   const int sm_count = cuda_device_count() > 0 ? device_info(current_device()).sm_count
                                                : catalog::limits_for_cc(cc_).sm_count;
-  s.tile = v.tiles[choose_tile(v, p, sm_count)];
-  return s;
+  return choices.spec(choose_tile(choices, p, sm_count));
 }
-
-namespace {
-
-// Device copies of host tensors for one run, freed on the stream when the run is done.
-class Staging {
- public:
-  explicit Staging(cudaStream_t stream) : stream_(stream) {}
-  ~Staging() {
-    for (void* p : buffers_) cudaFreeAsync(p, stream_);
-  }
-  void* to_device(const detail::MatrixOperand& m, int element_bytes, bool copy_in) {
-    void* device = nullptr;
-    const size_t bytes = static_cast<size_t>(std::max<std::int64_t>(m.span, 1)) * element_bytes;
-    GK_CUDA_CHECK(cudaMallocAsync(&device, bytes, stream_));
-    buffers_.push_back(device);
-    if (copy_in) GK_CUDA_CHECK(cudaMemcpyAsync(device, m.data, bytes, cudaMemcpyHostToDevice, stream_));
-    return device;
-  }
-
- private:
-  cudaStream_t stream_;
-  std::vector<void*> buffers_;
-};
-
-}  // namespace
-
 
 Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                                   double beta) {
@@ -483,112 +452,74 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
   return p;
 }
 
-void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha,
-               double beta, const RunOptions& options) {
-  // 1. Check every tensor against the plan; nothing is written before all checks pass.
-  const Problem p = check_problem(A, B, C, D, beta);
-  const detail::MatrixOperand &a = p.a, &b = p.b, &c = p.c, &d = p.d;
-  const std::int64_t m = p.m, n = p.n, k = p.k, batch = p.batch;
-
-  detail::MatrixOperand bias;
-  if (bias_ != BiasMode::None) {
-    if (options.bias == nullptr) {
-      throw TensorError("Tensor bias: the plan adds a per-" + std::string(bias_ == BiasMode::PerRow ? "row" : "column") +
-                        " bias; pass it as RunOptions::bias (or set_bias(BiasMode::None)).");
-    }
-    const bool per_row = bias_ == BiasMode::PerRow;
-    bias = detail::check_bias(*options.bias, types_.c, per_row ? m : n, per_row ? "row" : "column");
-  } else if (options.bias != nullptr) {
+std::optional<detail::MatrixOperand> Gemm::check_bias_operand(const TensorView* bias, const Problem& p) const {
+  if (bias_ == BiasMode::None) {
+    if (bias == nullptr) return std::nullopt;
     throw TensorError("Tensor bias: the plan has no bias epilogue; call set_bias(BiasMode::PerRow or PerColumn) "
                       "first.");
   }
+  const bool per_row = bias_ == BiasMode::PerRow;
+  if (bias == nullptr) {
+    throw TensorError("Tensor bias: the plan adds a per-" + std::string(per_row ? "row" : "column") +
+                      " bias; pass it as RunOptions::bias (or set_bias(BiasMode::None)).");
+  }
+  return detail::check_bias(*bias, types_.c, per_row ? p.m : p.n, per_row ? "row" : "column");
+}
+
+void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha,
+               double beta, const RunOptions& options) {
+  // Check every tensor against the plan; nothing is written before all checks pass.
+  const Problem p = check_problem(A, B, C, D, beta);
+  const std::optional<detail::MatrixOperand> bias = check_bias_operand(options.bias, p);
   const int device = current_device();
-  auto check_device = [&](const TensorView& t, const char* name) {
-    if (t.on_device() && t.device != device) {
-      throw TensorError(std::string("Tensor ") + name + " lives on CUDA device " + std::to_string(t.device) +
+  for (const auto& [tensor, name] : {std::pair{&A, "A"}, {&B, "B"}, {&D, "D"}, {C, "C"}, {options.bias, "bias"}}) {
+    if (tensor != nullptr && tensor->on_device() && tensor->device != device) {
+      throw TensorError(std::string("Tensor ") + name + " lives on CUDA device " + std::to_string(tensor->device) +
                         " but the current device is " + std::to_string(device) +
                         "; call cudaSetDevice first or move the tensor.");
     }
-  };
-  check_device(A, "A");
-  check_device(B, "B");
-  check_device(D, "D");
-  if (C != nullptr) check_device(*C, "C");
-  if (options.bias != nullptr) check_device(*options.bias, "bias");
-
-  // 2. The kernel for these alignments (resolved once per alignment triple).
-  Variant& variant = variant_for(p);
-  const int sm_count = device_info(device).sm_count;
-  const std::size_t choice = choose_tile(variant, p, sm_count);
-  if (options.print_module) {
-    KernelSpec s = variant.base;
-    s.tile = variant.tiles[choice];
-    std::fputs(render(s).text.c_str(), stdout);
   }
-  KernelModule& module = module_for(variant, choice);
+
+  // Choose the kernel for these alignments (resolved once per alignment triple) and this problem's shape.
+  KernelChoices& choices = choices_for(p);
+  const int sm_count = device_info(device).sm_count;
+  const std::size_t choice = choose_tile(choices, p, sm_count);
+  if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
+  KernelModule& module = module_for(choices, choice);
   if (options.bias != nullptr && options.bias->on_device()) {
-    const auto bytes = static_cast<std::uintptr_t>(catalog::family_of(variant.base.family).bias_alignment_bytes(variant.base));
+    const auto bytes = static_cast<std::uintptr_t>(
+        catalog::family_of(choices.base.family).bias_alignment_bytes(choices.base));
     if (reinterpret_cast<std::uintptr_t>(options.bias->data) % bytes != 0) {
       throw TensorError("Tensor bias: its address must be aligned to " + std::to_string(bytes) +
                         " bytes (the kernel's vector width for C); allocate it like C.");
     }
   }
 
-  // 3. Arguments; host tensors are staged through the GPU on the caller's stream.
-  const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device()) ||
-                        (options.bias != nullptr && !options.bias->on_device());
-  if (any_host && runtime::is_capturing(options.stream)) {
-    throw TensorError("Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy "
-                      "back needs a synchronisation); pass device tensors.");
-  }
-  Staging staging(options.stream);
-  gk_gemm_args args{};
-  args.m = static_cast<int32_t>(m);
-  args.n = static_cast<int32_t>(n);
-  args.k = static_cast<int32_t>(k);
-  args.batch = static_cast<int32_t>(batch);
-  args.A = A.on_device() ? a.data : staging.to_device(a, bytes_of(types_.a), true);
-  args.B = B.on_device() ? b.data : staging.to_device(b, bytes_of(types_.b), true);
-  // A strided host D is copied in too, so the gaps between its rows come back unchanged.
-  const bool d_has_gaps = d.span != d.rows * d.cols * d.batch;
-  args.D = D.on_device() ? d.data : staging.to_device(d, bytes_of(types_.d), d_has_gaps);
-  if (C != nullptr) args.C = C->on_device() ? c.data : staging.to_device(c, bytes_of(types_.c), true);
-  args.lda = a.ld;
-  args.ldb = b.ld;
-  args.ldc = C != nullptr ? c.ld : d.ld;
-  args.ldd = d.ld;
-  args.batch_stride_A = a.batch > 1 ? a.batch_stride : 0;
-  args.batch_stride_B = b.batch > 1 ? b.batch_stride : 0;
-  args.batch_stride_C = C != nullptr && c.batch > 1 ? c.batch_stride : 0;
-  args.batch_stride_D = d.batch > 1 ? d.batch_stride : 0;
-  if (run_cache_->transposed) {
-    std::swap(args.m, args.n);
-    std::swap(args.A, args.B);
-    std::swap(args.lda, args.ldb);
-    std::swap(args.batch_stride_A, args.batch_stride_B);
-  }
-  args.alpha = alpha;
-  args.beta = beta;
-  args.activation_params[0] = activation_parameter_;
-  args.device_id = device;
-  args.sm_count = sm_count;
-  if (options.bias != nullptr) {
-    args.bias = options.bias->on_device() ? bias.data : staging.to_device(bias, bytes_of(types_.c), true);
-  }
-  args.raster_order = static_cast<int32_t>(raster_order_);
-  args.max_swizzle_size = max_swizzle_size_;
-  args.splits = 1;
-  module.run(args, options.stream, options.workspace);
-
-  // 4. Results: host D is copied back and lands before return; device outputs sync if asked.
-  if (!D.on_device()) {
-    const size_t bytes = static_cast<size_t>(std::max<std::int64_t>(d.span, 1)) * bytes_of(types_.d);
-    GK_CUDA_CHECK(cudaMemcpyAsync(d.data, args.D, bytes, cudaMemcpyDeviceToHost, options.stream));
-  }
-  // A stream being captured into a graph cannot be synchronised (and nothing has run yet).
-  if (any_host || (options.sync && !runtime::is_capturing(options.stream))) {
-    GK_CUDA_CHECK(cudaStreamSynchronize(options.stream));
-  }
+  // Launch on the caller's stream; host tensors are staged through the GPU.
+  auto operand = [](const detail::MatrixOperand& m, const TensorView& tensor, DataType type) {
+    return runtime::LaunchOperand{m.data, tensor.on_device(), bytes_of(type), m.ld, m.batch > 1 ? m.batch_stride : 0,
+                                  m.span};
+  };
+  runtime::GemmLaunch gemm;
+  gemm.a = operand(p.a, A, types_.a);
+  gemm.b = operand(p.b, B, types_.b);
+  gemm.d = operand(p.d, D, types_.d);
+  if (C != nullptr) gemm.c = operand(p.c, *C, types_.c);
+  if (bias) gemm.bias = operand(*bias, *options.bias, types_.c);
+  gemm.d_has_gaps = p.d.span != p.d.rows * p.d.cols * p.d.batch;
+  gemm.m = p.m;
+  gemm.n = p.n;
+  gemm.k = p.k;
+  gemm.batch = p.batch;
+  gemm.transposed = run_cache_->transposed;
+  gemm.alpha = alpha;
+  gemm.beta = beta;
+  gemm.activation_parameter = activation_parameter_;
+  gemm.raster_order = raster_order_;
+  gemm.max_swizzle_size = max_swizzle_size_;
+  gemm.device = device;
+  gemm.sm_count = sm_count;
+  runtime::launch(module, gemm, options.stream, options.sync, options.workspace);
 }
 
 }  // namespace gemmkit

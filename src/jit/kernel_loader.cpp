@@ -1,20 +1,40 @@
-// src/jit/kernel_loader.cpp: the in-process map in front of the disk cache.
+// src/jit/kernel_loader.cpp: spec -> cached module -> loaded module; the in-process map in front of the disk cache.
 #include "jit/kernel_loader.hpp"
 
 #include <map>
 #include <mutex>
 #include <string>
 
+#include "gemmkit/cache.hpp"
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
+#include "gemmkit/jit.hpp"
 
-namespace gemmkit::runtime {
+namespace gemmkit {
+namespace {
 
-CacheEntry build_kernel(const KernelSpec& spec) {
-  const Toolchain& toolchain = Toolchain::discover();
-  DiskCache cache;  // the root is read from the environment each time, so tests can point it elsewhere
-  return cache.get_or_build(toolchain, render(spec));
+CompiledKernel compiled(const CacheEntry& entry) {
+  return {entry.kernel_name, entry.module_path, entry.key, entry.hit, entry.build_seconds};
 }
+
+}  // namespace
+
+CompiledKernel build_kernel(const KernelSpec& spec) {
+  // The cache root is read from the environment each time, so tests can point it elsewhere.
+  return compiled(DiskCache().get_or_build(Toolchain::discover(), render(spec)));
+}
+
+std::vector<CompiledKernel> compile_many(const std::vector<KernelSpec>& specs) {
+  std::vector<KernelSource> sources;
+  for (const KernelSpec& spec : specs) sources.push_back(render(spec));
+  std::vector<CompiledKernel> out;
+  for (const CacheEntry& entry : DiskCache().get_or_build_many(Toolchain::discover(), sources)) {
+    out.push_back(compiled(entry));
+  }
+  return out;
+}
+
+namespace jit {
 
 std::shared_ptr<KernelModule> load_kernel(const KernelSpec& spec) {
   static std::mutex mutex;
@@ -30,4 +50,5 @@ std::shared_ptr<KernelModule> load_kernel(const KernelSpec& spec) {
   return loaded.emplace(key, std::move(module)).first->second;
 }
 
-}  // namespace gemmkit::runtime
+}  // namespace jit
+}  // namespace gemmkit

@@ -1,19 +1,15 @@
-// src/jit/kernel_loader.hpp: KernelSpec -> cached module on disk -> loaded module, with an in-process map
+// src/jit/kernel_loader.hpp: KernelSpec -> loaded module (built through the on-disk cache), with an in-process map
 // so a repeated request does no file I/O.
 #pragma once
 
 #include <memory>
 
-#include "gemmkit/cache.hpp"
 #include "gemmkit/kernel_spec.hpp"
 #include "gemmkit/runtime.hpp"
 
-namespace gemmkit::runtime {
+namespace gemmkit::jit {
 
-// Emits and builds (or finds) the module in the on-disk cache. Needs nvcc on a miss, never a GPU.
-CacheEntry build_kernel(const KernelSpec& spec);
-
-// build_kernel + dlopen, remembered for the life of the process.
+// build_kernel + dlopen, remembered for the life of the process. Safe to call from many threads at once.
 std::shared_ptr<KernelModule> load_kernel(const KernelSpec& spec);
 
-}  // namespace gemmkit::runtime
+}  // namespace gemmkit::jit
