@@ -3,6 +3,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -15,12 +16,11 @@
 
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/types.hpp"
-#include "util/json.hpp"
 
 namespace bench {
 
 namespace gk = gemmkit;
-using gk::json::Value;
+using Value = nlohmann::ordered_json;
 
 struct Shape {
   std::int64_t m, n, k;

@@ -213,7 +213,7 @@ Value child_json(const ChildRun& run, const std::string& what) {
   const auto newline = text.rfind('\n');
   const std::string last = newline == std::string::npos ? text : text.substr(newline + 1);
   try {
-    return gk::json::parse(last);
+    return Value::parse(last);
   } catch (const std::exception& e) {
     throw Failure(what + ": the child's last output line is not JSON (" + e.what() + "): " + last);
   }

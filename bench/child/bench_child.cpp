@@ -5,6 +5,7 @@
 //   gemmkit_bench_child compile --cache-dir DIR --cc N   time plan.compile() of the default f16 kernel, empty cache
 //   gemmkit_bench_child first-result                     construct, run 128^3 once on device tensors, sync
 #include <cuda_runtime_api.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -18,10 +19,9 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "testing/host_matrix.hpp"
-#include "util/json.hpp"
 
 namespace gk = gemmkit;
-using gk::json::Value;
+using Value = nlohmann::ordered_json;
 
 namespace {
 
@@ -59,13 +59,13 @@ int compile(const std::string& cache_dir, int cc) {
   const gk::CompiledKernel built = plan.compile();
   const double compile_seconds = seconds_since(t1);
   Value out = Value::object();
-  out.set("kernel_name", built.kernel_name);
-  out.set("cc", cc);
-  out.set("cache_hit", built.cache_hit);
-  out.set("builds", gk::cache_counters().builds);
-  out.set("toolchain_seconds", toolchain_seconds);
-  out.set("compile_seconds", compile_seconds);
-  out.set("build_seconds", built.build_seconds);
+  out["kernel_name"] = built.kernel_name;
+  out["cc"] = cc;
+  out["cache_hit"] = built.cache_hit;
+  out["builds"] = gk::cache_counters().builds;
+  out["toolchain_seconds"] = toolchain_seconds;
+  out["compile_seconds"] = compile_seconds;
+  out["build_seconds"] = built.build_seconds;
   std::printf("%s\n", out.dump(false).c_str());
   return 0;
 }
@@ -97,14 +97,14 @@ int first_result(double main_entry_ns) {
   cudaFree(dB);
   cudaFree(dD);
   Value out = Value::object();
-  out.set("kernel_name", plan.spec_for(vA, vB, nullptr, vD).name());
-  out.set("main_entry_ns", main_entry_ns);
-  out.set("plan_ready_ns", plan_ready_ns);
-  out.set("buffers_ready_ns", buffers_ready_ns);
-  out.set("result_ns", result_ns);
-  out.set("builds", gk::cache_counters().builds);
-  out.set("disk_hits", gk::cache_counters().disk_hits);
-  out.set("max_abs_error", cmp.max_abs_error);
+  out["kernel_name"] = plan.spec_for(vA, vB, nullptr, vD).name();
+  out["main_entry_ns"] = main_entry_ns;
+  out["plan_ready_ns"] = plan_ready_ns;
+  out["buffers_ready_ns"] = buffers_ready_ns;
+  out["result_ns"] = result_ns;
+  out["builds"] = gk::cache_counters().builds;
+  out["disk_hits"] = gk::cache_counters().disk_hits;
+  out["max_abs_error"] = cmp.max_abs_error;
   std::printf("%s\n", out.dump(false).c_str());
   return 0;
 }

@@ -1,6 +1,8 @@
 // include/gemmkit/cache.hpp: the content-addressed on-disk kernel cache, safe for many processes at once.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -29,6 +31,7 @@ struct CacheListing {
   std::string key, kernel_name, dir, created;
   std::uint64_t bytes = 0;
 };
+void to_json(nlohmann::ordered_json& json, const CacheListing& listing);
 
 class DiskCache {
  public:

@@ -1,6 +1,8 @@
 // include/gemmkit/jit.hpp: KernelSpec -> compiled module in the on-disk kernel cache, one kernel or many at once.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 #include <vector>
 
@@ -16,6 +18,9 @@ struct CompiledKernel {
   bool cache_hit = false;
   double build_seconds = 0.0;
 };
+
+// JSON as `gemmkit compile --json` prints it: kernel_name, cache ("hit" or "miss"), seconds, module_path, cache_key.
+void to_json(nlohmann::ordered_json& json, const CompiledKernel& kernel);
 
 // Renders the spec and builds (or finds) its module in the cache (DiskCache::default_root(), read on every call).
 // Needs nvcc on a miss, never a GPU. Throws ConfigError for an invalid spec, CompileError when nvcc fails.

@@ -1,6 +1,8 @@
 // include/gemmkit/kernel_spec.hpp: KernelSpec, the plain value that fully determines one generated kernel.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <array>
 #include <optional>
 #include <string>
@@ -57,6 +59,9 @@ struct TileDescriptionUpdate {
   TileDescription applied_to(TileDescription base) const;
 };
 
+// JSON of every field, enums by name (nlohmann::json finds it: `nlohmann::ordered_json j = tile;`).
+void to_json(nlohmann::ordered_json& json, const TileDescription& tile);
+
 struct KernelSpec {
   int cc = 0;         // the GPU the module is built for (80 -> sm_80, 90 -> sm_90a, ...)
   int kernel_cc = 0;  // the kernel generation: 80 (2.x) or 90 (3.x)
@@ -82,5 +87,8 @@ struct KernelSpec {
   std::string canonical() const;
   bool operator==(const KernelSpec&) const = default;
 };
+
+// JSON of the kernel: its name, target, types, layouts, alignments, epilogue, arch flag and tile.
+void to_json(nlohmann::ordered_json& json, const KernelSpec& spec);
 
 }  // namespace gemmkit

@@ -1,6 +1,8 @@
 // src/api/kernel_spec.cpp: KernelSpec and TileDescription: names (reference format), canonical record, printing.
 #include "gemmkit/kernel_spec.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <sstream>
 
 namespace gemmkit {
@@ -127,6 +129,40 @@ DataType KernelSpec::element_compute() const {
 std::string KernelSpec::arch_flag() const {
   // wgmma and setmaxnreg exist only in the arch-specific sm_90a target.
   return "sm_" + std::to_string(cc) + (cc == 90 ? "a" : "");
+}
+
+void to_json(nlohmann::ordered_json& json, const TileDescription& tile) {
+  json = {{"threadblock_shape", tile.threadblock_shape},
+          {"warp_count", tile.warp_count},
+          {"stages", tile.stages},
+          {"instruction_shape", tile.instruction_shape},
+          {"cluster_shape", tile.cluster_shape},
+          {"kernel_schedule", to_string(tile.kernel_schedule)},
+          {"epilogue_schedule", to_string(tile.epilogue_schedule)},
+          {"tile_scheduler", to_string(tile.tile_scheduler)},
+          {"math_operation", to_string(tile.math_operation)}};
+}
+
+void to_json(nlohmann::ordered_json& json, const KernelSpec& spec) {
+  json = {{"kernel_name", spec.name()},
+          {"cc", spec.cc},
+          {"kernel_cc", spec.kernel_cc},
+          {"family", to_string(spec.family)},
+          {"opclass", to_string(spec.opclass)},
+          {"element_a", to_string(spec.element_a)},
+          {"element_b", to_string(spec.element_b)},
+          {"element_c", to_string(spec.element_c)},
+          {"element_d", to_string(spec.element_d)},
+          {"element_accumulator", to_string(spec.element_accumulator)},
+          {"layout_a", to_string(spec.layout_a)},
+          {"layout_b", to_string(spec.layout_b)},
+          {"layout_c", to_string(spec.layout_c)},
+          {"alignment", {spec.alignment_a, spec.alignment_b, spec.alignment_c}},
+          {"swizzle", to_string(spec.swizzle)},
+          {"activation", to_string(spec.activation)},
+          {"bias", to_string(spec.bias)},
+          {"arch", spec.arch_flag()},
+          {"tile", spec.tile}};
 }
 
 std::string KernelSpec::canonical() const {

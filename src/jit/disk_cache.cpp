@@ -5,6 +5,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -23,13 +25,13 @@
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
 #include "util/knobs.hpp"
-#include "util/json.hpp"
 
 #ifndef GEMMKIT_VERSION
 #error "GEMMKIT_VERSION must be defined by the build"
 #endif
 
 namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
 
 namespace gemmkit {
 namespace {
@@ -140,7 +142,7 @@ enum class EntryState { absent, complete, damaged };
 
 struct Probe {
   EntryState state = EntryState::absent;
-  json::Value manifest;
+  Json manifest;
 };
 
 // Complete iff manifest.json parses, names `key`, and kernel.so has the recorded size and SHA-256.
@@ -152,30 +154,27 @@ Probe probe_entry(const std::string& root, const std::string& key) {
   const std::optional<std::string> text = read_file(dir / "manifest.json");
   if (!text) return damaged;
   try {
-    json::Value manifest = json::parse(*text);
-    const json::Value* recorded_key = manifest.find("key");
-    const json::Value* files = manifest.find("files");
-    const json::Value* module = files ? files->find("kernel.so") : nullptr;
-    if (!recorded_key || recorded_key->as_string() != key || !module || !module->find("bytes") ||
-        !module->find("sha256")) {
-      return damaged;
-    }
+    Json manifest = Json::parse(*text);
+    const Json& module = manifest.at("files").at("kernel.so");
+    if (manifest.at("key").get<std::string>() != key || !module.at("bytes").is_number_unsigned()) return damaged;
     const fs::path module_path = dir / "kernel.so";
     const std::uintmax_t size = fs::file_size(module_path, ec);
-    if (ec || size != module->find("bytes")->as_uint()) return damaged;
-    if (sha256_file_hex(module_path.string()) != module->find("sha256")->as_string()) return damaged;
+    if (ec || size != module.at("bytes").get<std::uintmax_t>()) return damaged;
+    if (sha256_file_hex(module_path.string()) != module.at("sha256").get<std::string>()) return damaged;
     return {EntryState::complete, std::move(manifest)};
+  } catch (const Json::exception&) {
+    return damaged;  // not JSON, or a field missing or of another type
   } catch (const Error&) {
-    return damaged;
+    return damaged;  // kernel.so unreadable
   }
 }
 
-std::string manifest_string(const json::Value& manifest, const char* name) {
-  const json::Value* value = manifest.find(name);
-  return value && value->is_string() ? value->as_string() : std::string();
+std::string manifest_string(const Json& manifest, const char* name) {
+  const auto value = manifest.find(name);
+  return value != manifest.end() && value->is_string() ? value->get<std::string>() : std::string();
 }
 
-CacheEntry make_entry(const std::string& root, const std::string& key, const json::Value& manifest, bool hit) {
+CacheEntry make_entry(const std::string& root, const std::string& key, const Json& manifest, bool hit) {
   CacheEntry entry;
   entry.key = key;
   entry.dir = entry_dir(root, key).string();
@@ -214,29 +213,23 @@ std::optional<CacheEntry> find_complete(const std::string& root, const std::stri
   return make_entry(root, key, probe.manifest, true);
 }
 
-json::Value file_record(const fs::path& path) {
+Json file_record(const fs::path& path) {
   std::error_code ec;
-  json::Value record = json::Value::object();
-  record.set("bytes", static_cast<std::uint64_t>(fs::file_size(path, ec)));
-  record.set("sha256", sha256_file_hex(path.string()));
-  return record;
+  return {{"bytes", static_cast<std::uint64_t>(fs::file_size(path, ec))}, {"sha256", sha256_file_hex(path.string())}};
 }
 
 void write_manifest(const fs::path& dir, const std::string& key, const Toolchain& toolchain,
                     const KernelSource& source) {
-  json::Value files = json::Value::object();
-  files.set("kernel.so", file_record(dir / "kernel.so"));
-  files.set("kernel.cu", file_record(dir / "kernel.cu"));
-  json::Value manifest = json::Value::object();
-  manifest.set("key", key);
-  manifest.set("kernel_name", source.kernel_name);
-  manifest.set("arch", source.arch_flag);
-  manifest.set("created", iso_time_now());
-  manifest.set("gemmkit_version", GEMMKIT_VERSION);
-  manifest.set("cutlass_version", toolchain.cutlass_version);
-  manifest.set("nvcc_version", toolchain.nvcc_version);
-  manifest.set("files", std::move(files));
-  write_file(dir / "manifest.json", manifest.dump() + "\n");
+  Json manifest;
+  manifest["key"] = key;
+  manifest["kernel_name"] = source.kernel_name;
+  manifest["arch"] = source.arch_flag;
+  manifest["created"] = iso_time_now();
+  manifest["gemmkit_version"] = GEMMKIT_VERSION;
+  manifest["cutlass_version"] = toolchain.cutlass_version;
+  manifest["nvcc_version"] = toolchain.nvcc_version;
+  manifest["files"] = {{"kernel.so", file_record(dir / "kernel.so")}, {"kernel.cu", file_record(dir / "kernel.cu")}};
+  write_file(dir / "manifest.json", manifest.dump(2) + "\n");
 }
 
 // Runs the builder in a private temp folder; returns it complete (kernel.so, kernel.cu, manifest.json).
@@ -438,10 +431,10 @@ std::vector<CacheListing> DiskCache::list() const {
       const std::optional<std::string> text = read_file(dir.path() / "manifest.json");
       if (!text) continue;
       try {
-        const json::Value manifest = json::parse(*text);
+        const Json manifest = Json::parse(*text);
         listing.push_back({key, manifest_string(manifest, "kernel_name"), dir.path().string(),
                            manifest_string(manifest, "created"), folder_bytes(dir.path())});
-      } catch (const Error&) {
+      } catch (const Json::exception&) {
         continue;  // damaged; lookup() deals with it
       }
     }
@@ -473,6 +466,14 @@ std::size_t DiskCache::clear() {
     if (tmp.last_write_time(ec) < stale_before) fs::remove_all(tmp.path(), ec);
   }
   return removed;
+}
+
+void to_json(Json& json, const CacheListing& listing) {
+  json = {{"key", listing.key},
+          {"kernel_name", listing.kernel_name},
+          {"dir", listing.dir},
+          {"created", listing.created},
+          {"bytes", listing.bytes}};
 }
 
 CacheCounters cache_counters() {

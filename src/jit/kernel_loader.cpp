@@ -1,6 +1,8 @@
 // src/jit/kernel_loader.cpp: spec -> cached module -> loaded module; the in-process map in front of the disk cache.
 #include "jit/kernel_loader.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 #include <mutex>
 #include <string>
@@ -32,6 +34,14 @@ std::vector<CompiledKernel> compile_many(const std::vector<KernelSpec>& specs) {
     out.push_back(compiled(entry));
   }
   return out;
+}
+
+void to_json(nlohmann::ordered_json& json, const CompiledKernel& kernel) {
+  json = {{"kernel_name", kernel.kernel_name},
+          {"cache", kernel.cache_hit ? "hit" : "miss"},
+          {"seconds", kernel.build_seconds},
+          {"module_path", kernel.module_path},
+          {"cache_key", kernel.cache_key}};
 }
 
 namespace jit {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -18,7 +19,6 @@
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
 #include "unit/test_env.hpp"
-#include "util/json.hpp"
 
 namespace fs = std::filesystem;
 
@@ -153,14 +153,14 @@ TEST_F(CacheTest, BuildThenHit) {
   EXPECT_EQ(read(fs::path(built.dir) / "kernel.cu"), source_.text);
   EXPECT_EQ(count_children(dir_.path() / "v1" / "tmp"), 0u);
 
-  const json::Value manifest = json::parse(read(fs::path(built.dir) / "manifest.json"));
-  EXPECT_EQ(manifest.find("key")->as_string(), key);
-  EXPECT_EQ(manifest.find("arch")->as_string(), "sm_90a");
-  EXPECT_EQ(manifest.find("nvcc_version")->as_string(), "13.0");
-  EXPECT_EQ(manifest.find("cutlass_version")->as_string(), "4.2.0");
-  EXPECT_FALSE(manifest.find("created")->as_string().empty());
-  EXPECT_FALSE(manifest.find("gemmkit_version")->as_string().empty());
-  EXPECT_EQ(manifest.find("files")->find("kernel.so")->find("bytes")->as_uint(), fs::file_size(built.module_path));
+  const auto manifest = nlohmann::ordered_json::parse(read(fs::path(built.dir) / "manifest.json"));
+  EXPECT_EQ(manifest.at("key").get<std::string>(), key);
+  EXPECT_EQ(manifest.at("arch").get<std::string>(), "sm_90a");
+  EXPECT_EQ(manifest.at("nvcc_version").get<std::string>(), "13.0");
+  EXPECT_EQ(manifest.at("cutlass_version").get<std::string>(), "4.2.0");
+  EXPECT_FALSE(manifest.at("created").get<std::string>().empty());
+  EXPECT_FALSE(manifest.at("gemmkit_version").get<std::string>().empty());
+  EXPECT_EQ(manifest.at("files").at("kernel.so").at("bytes").get<std::uintmax_t>(), fs::file_size(built.module_path));
 
   const CacheEntry again = cache_.get_or_build(tc_, source_, fake_builder());
   EXPECT_TRUE(again.hit);

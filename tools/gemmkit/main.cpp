@@ -1,5 +1,6 @@
 // tools/gemmkit/main.cpp: the gemmkit command line: plan, tiles, compile, run, cache, demo (--json everywhere).
 #include <cuda_runtime_api.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -17,14 +18,13 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "testing/host_matrix.hpp"
-#include "util/json.hpp"
 #include "util/knobs.hpp"
 
 // examples/basic_gemm.cpp, compiled into the CLI as `gemmkit demo`.
 int basic_gemm_walkthrough(bool json);
 
 namespace gk = gemmkit;
-using gk::json::Value;
+using Value = nlohmann::ordered_json;
 
 namespace {
 
@@ -170,56 +170,9 @@ gk::Gemm make_plan(const Args& args) {
   return plan;
 }
 
-Value shape_json(const gk::Shape3& s) {
-  Value v = Value::array();
-  for (int x : s) v.push_back(x);
-  return v;
-}
-
-Value tile_json(const gk::TileDescription& td) {
-  Value v = Value::object();
-  v.set("threadblock_shape", shape_json(td.threadblock_shape));
-  v.set("warp_count", shape_json(td.warp_count));
-  v.set("stages", td.stages);
-  v.set("instruction_shape", shape_json(td.instruction_shape));
-  v.set("cluster_shape", shape_json(td.cluster_shape));
-  v.set("kernel_schedule", std::string(gk::to_string(td.kernel_schedule)));
-  v.set("epilogue_schedule", std::string(gk::to_string(td.epilogue_schedule)));
-  v.set("tile_scheduler", std::string(gk::to_string(td.tile_scheduler)));
-  v.set("math_operation", std::string(gk::to_string(td.math_operation)));
-  return v;
-}
-
-Value spec_json(const gk::KernelSpec& s) {
-  Value v = Value::object();
-  v.set("kernel_name", s.name());
-  v.set("cc", s.cc);
-  v.set("kernel_cc", s.kernel_cc);
-  v.set("family", std::string(gk::to_string(s.family)));
-  v.set("opclass", std::string(gk::to_string(s.opclass)));
-  v.set("element_a", std::string(gk::to_string(s.element_a)));
-  v.set("element_b", std::string(gk::to_string(s.element_b)));
-  v.set("element_c", std::string(gk::to_string(s.element_c)));
-  v.set("element_d", std::string(gk::to_string(s.element_d)));
-  v.set("element_accumulator", std::string(gk::to_string(s.element_accumulator)));
-  v.set("layout_a", std::string(gk::to_string(s.layout_a)));
-  v.set("layout_b", std::string(gk::to_string(s.layout_b)));
-  v.set("layout_c", std::string(gk::to_string(s.layout_c)));
-  Value align = Value::array();
-  align.push_back(s.alignment_a);
-  align.push_back(s.alignment_b);
-  align.push_back(s.alignment_c);
-  v.set("alignment", align);
-  v.set("swizzle", std::string(gk::to_string(s.swizzle)));
-  v.set("activation", std::string(gk::to_string(s.activation)));
-  v.set("arch", s.arch_flag());
-  v.set("tile", tile_json(s.tile));
-  return v;
-}
-
 void emit_result(const Args& args, const Value& json, const std::string& text) {
   if (args.flag("json")) {
-    std::cout << json.dump() << "\n";
+    std::cout << json.dump(2) << "\n";
   } else {
     std::cout << text;
   }
@@ -228,13 +181,13 @@ void emit_result(const Args& args, const Value& json, const std::string& text) {
 int cmd_plan(const Args& args) {
   gk::Gemm plan = make_plan(args);
   const gk::KernelSpec spec = plan.spec();
-  Value out = spec_json(spec);
+  Value out = spec;
   std::string text = "kernel: " + spec.name() + "\n" + "cc " + std::to_string(spec.cc) + ", " +
                      std::string(gk::to_string(spec.opclass)) + ", " + std::string(gk::to_string(spec.family)) +
                      "\ntile:\n" + spec.tile.to_string() + "\n";
   if (args.flag("print-source")) {
     const std::string source = gk::render(spec).text;
-    out.set("source", source);
+    out["source"] = source;
     text += "\n" + source;
   }
   emit_result(args, out, text);
@@ -247,12 +200,12 @@ int cmd_tiles(const Args& args) {
   Value list = Value::array();
   std::string text;
   for (std::size_t i = 0; i < tiles.size(); ++i) {
-    list.push_back(tile_json(tiles[i]));
+    list.push_back(tiles[i]);
     text += "[" + std::to_string(i) + "] " + tiles[i].to_string() + "\n";
   }
   Value out = Value::object();
-  out.set("count", static_cast<int>(tiles.size()));
-  out.set("tile_descriptions", list);
+  out["count"] = static_cast<int>(tiles.size());
+  out["tile_descriptions"] = list;
   emit_result(args, out, text);
   return 0;
 }
@@ -260,12 +213,7 @@ int cmd_tiles(const Args& args) {
 int cmd_compile(const Args& args) {
   gk::Gemm plan = make_plan(args);
   const auto built = plan.compile();
-  Value out = Value::object();
-  out.set("kernel_name", built.kernel_name);
-  out.set("cache", built.cache_hit ? "hit" : "miss");
-  out.set("seconds", built.build_seconds);
-  out.set("module_path", built.module_path);
-  out.set("cache_key", built.cache_key);
+  const Value out = built;
   emit_result(args, out,
               "kernel: " + built.kernel_name + "\ncache:  " + (built.cache_hit ? "hit" : "miss (compiled in " +
               std::to_string(built.build_seconds) + " s)") + "\nmodule: " + built.module_path + "\n");
@@ -316,14 +264,14 @@ int cmd_run(const Args& args) {
   const double tflops = 2.0 * m * n * k * batch / seconds / 1e12;
   cudaMemcpy(D.data(), dD.ptr, D.bytes(), cudaMemcpyDeviceToHost);
   Value out = Value::object();
-  out.set("kernel_name", plan.kernel_name());
-  out.set("m", static_cast<std::int64_t>(m));
-  out.set("n", static_cast<std::int64_t>(n));
-  out.set("k", static_cast<std::int64_t>(k));
-  out.set("batch", static_cast<std::int64_t>(batch));
-  out.set("first_run_seconds", first_seconds);
-  out.set("seconds_per_run", seconds);
-  out.set("tflops", tflops);
+  out["kernel_name"] = plan.kernel_name();
+  out["m"] = static_cast<std::int64_t>(m);
+  out["n"] = static_cast<std::int64_t>(n);
+  out["k"] = static_cast<std::int64_t>(k);
+  out["batch"] = static_cast<std::int64_t>(batch);
+  out["first_run_seconds"] = first_seconds;
+  out["seconds_per_run"] = seconds;
+  out["tflops"] = tflops;
   std::string text = "kernel: " + plan.kernel_name() + "\n" + std::to_string(tflops) + " TFLOP/s\n";
   int status = 0;
   if (args.flag("check")) {
@@ -331,10 +279,10 @@ int cmd_run(const Args& args) {
     const auto cmp = gk::util::compare_with_reference(A, B, &C, D, alpha, beta, samples);
     // Small-integer data: every product and sum is exact in the accumulator, so only D's rounding remains.
     const bool ok = cmp.max_rel_error <= (gk::bits_of(plan.element_d()) <= 16 ? 1e-2 : 1e-6);
-    out.set("checked", cmp.checked);
-    out.set("max_abs_error", cmp.max_abs_error);
-    out.set("max_rel_error", cmp.max_rel_error);
-    out.set("check", ok ? "pass" : "fail");
+    out["checked"] = cmp.checked;
+    out["max_abs_error"] = cmp.max_abs_error;
+    out["max_rel_error"] = cmp.max_rel_error;
+    out["check"] = ok ? "pass" : "fail";
     text += "check: " + std::string(ok ? "pass" : "FAIL") + " (max abs error " + std::to_string(cmp.max_abs_error) +
             " over " + std::to_string(cmp.checked) + " elements)\n";
     status = ok ? 0 : 1;
@@ -346,10 +294,10 @@ int cmd_run(const Args& args) {
 int cmd_cache(const Args& args) {
   gk::DiskCache cache;
   Value out = Value::object();
-  out.set("root", cache.root());
+  out["root"] = cache.root();
   if (args.subcommand == "clear") {
     const auto removed = cache.clear();
-    out.set("removed", static_cast<std::uint64_t>(removed));
+    out["removed"] = static_cast<std::uint64_t>(removed);
     emit_result(args, out, "removed " + std::to_string(removed) + " entries from " + cache.root() + "\n");
     return 0;
   }
@@ -359,18 +307,12 @@ int cmd_cache(const Args& args) {
   std::string text;
   for (const auto& e : entries) {
     total += e.bytes;
-    Value item = Value::object();
-    item.set("key", e.key);
-    item.set("kernel_name", e.kernel_name);
-    item.set("dir", e.dir);
-    item.set("created", e.created);
-    item.set("bytes", e.bytes);
-    list.push_back(item);
+    list.push_back(e);
     text += e.key.substr(0, 12) + "  " + e.created + "  " + e.kernel_name + "\n";
   }
-  out.set("entries", static_cast<std::uint64_t>(entries.size()));
-  out.set("bytes", total);
-  if (args.subcommand == "ls") out.set("list", list);
+  out["entries"] = static_cast<std::uint64_t>(entries.size());
+  out["bytes"] = total;
+  if (args.subcommand == "ls") out["list"] = list;
   if (args.subcommand != "ls" && args.subcommand != "info") {
     throw gk::ConfigError("gemmkit cache: unknown subcommand '" + args.subcommand + "'; use ls, info or clear.");
   }
@@ -412,10 +354,10 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     if (args.flag("json")) {
       Value out = Value::object();
-      out.set("error", error_kind(e));
-      out.set("message", e.what());
-      if (auto* ce = dynamic_cast<const gk::CompileError*>(&e)) out.set("source_path", ce->source_path);
-      std::cout << out.dump() << "\n";
+      out["error"] = error_kind(e);
+      out["message"] = e.what();
+      if (auto* ce = dynamic_cast<const gk::CompileError*>(&e)) out["source_path"] = ce->source_path;
+      std::cout << out.dump(2) << "\n";
     } else {
       std::cerr << "gemmkit: " << error_kind(e) << ": " << e.what() << "\n";
     }
