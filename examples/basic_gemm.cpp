@@ -14,7 +14,7 @@
 #include "testing/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::util::HostMatrix;
+using gk::testing::HostMatrix;
 
 namespace {
 
@@ -39,7 +39,7 @@ bool run_and_check(Walkthrough& w, gk::Gemm& plan, long m, long n, long k, doubl
   plan.run(a, b, &c, d, 1.0, beta);
   const bool compiled = gk::cache_counters().builds > builds_before;
   const long samples = m * n <= 128 * 128 ? 0 : 4096;
-  const auto cmp = gk::util::compare_with_reference(A, B, &C, D, 1.0, beta, samples);
+  const auto cmp = gk::testing::compare_with_reference(A, B, &C, D, 1.0, beta, samples);
   const bool exact = cmp.max_abs_error == 0.0;
   w.say("  " + label + ": " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " beta=" +
         std::to_string(beta) + " -> " + (exact ? "D equals alpha*A@B + beta*C exactly" : "MISMATCH") + " (" +

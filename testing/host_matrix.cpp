@@ -11,7 +11,7 @@
 
 #include "gemmkit/errors.hpp"
 
-namespace gemmkit::util {
+namespace gemmkit::testing {
 namespace {
 
 int element_bytes(DataType t) {
@@ -160,4 +160,4 @@ Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, cons
   return result;
 }
 
-}  // namespace gemmkit::util
+}  // namespace gemmkit::testing

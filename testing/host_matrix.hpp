@@ -10,7 +10,7 @@
 #include "gemmkit/tensor.hpp"
 #include "gemmkit/types.hpp"
 
-namespace gemmkit::util {
+namespace gemmkit::testing {
 
 class HostMatrix {
  public:
@@ -75,4 +75,4 @@ Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, cons
                                   double alpha, double beta, std::int64_t samples = 0, std::uint64_t seed = 1,
                                   const Epilogue& epilogue = {});
 
-}  // namespace gemmkit::util
+}  // namespace gemmkit::testing

@@ -18,6 +18,7 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
+#include "testing/device_buffer.hpp"
 #include "testing/host_matrix.hpp"
 
 namespace gk = gemmkit;
@@ -66,36 +67,27 @@ int compile(const std::string& cache_dir, int cc) {
   out["toolchain_seconds"] = toolchain_seconds;
   out["compile_seconds"] = compile_seconds;
   out["build_seconds"] = built.build_seconds;
-  std::printf("%s\n", out.dump(false).c_str());
+  std::printf("%s\n", out.dump().c_str());
   return 0;
 }
 
 int first_result(double main_entry_ns) {
-  using gk::util::HostMatrix;
+  using gk::testing::HostMatrix;
   constexpr std::int64_t n = 128;
   gk::Gemm plan(default_options());
   const double plan_ready_ns = now_ns();
-  const int device = gk::current_device();
   HostMatrix A(gk::DataType::f16, n, n, gk::Layout::RowMajor), B(gk::DataType::f16, n, n, gk::Layout::RowMajor);
   HostMatrix D(gk::DataType::f16, n, n, gk::Layout::RowMajor);
   A.fill_integers(1, -2, 2);  // exact in f16 products and f32 sums: the check below is exact
   B.fill_integers(2, -2, 2);
-  void *dA = nullptr, *dB = nullptr, *dD = nullptr;
-  check(cudaMalloc(&dA, A.bytes()), "cudaMalloc");
-  check(cudaMalloc(&dB, B.bytes()), "cudaMalloc");
-  check(cudaMalloc(&dD, D.bytes()), "cudaMalloc");
-  check(cudaMemcpy(dA, A.data(), A.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
-  check(cudaMemcpy(dB, B.data(), B.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
-  check(cudaMemset(dD, 0xFF, D.bytes()), "cudaMemset");
+  const gk::testing::DeviceBuffer dA(A), dB(B), dD(D.bytes());
+  check(cudaMemset(dD.get(), 0xFF, D.bytes()), "cudaMemset");
   const double buffers_ready_ns = now_ns();
-  const gk::TensorView vA = A.view_at(dA, device), vB = B.view_at(dB, device), vD = D.view_at(dD, device);
+  const gk::TensorView vA = dA.view_like(A), vB = dB.view_like(B), vD = dD.view_like(D);
   plan.run(vA, vB, nullptr, vD, 1.0, 0.0, gk::RunOptions{nullptr, true, false});
   const double result_ns = now_ns();
-  check(cudaMemcpy(D.data(), dD, D.bytes(), cudaMemcpyDeviceToHost), "cudaMemcpy");
-  const auto cmp = gk::util::compare_with_reference(A, B, nullptr, D, 1.0, 0.0);
-  cudaFree(dA);
-  cudaFree(dB);
-  cudaFree(dD);
+  dD.copy_to(D);
+  const auto cmp = gk::testing::compare_with_reference(A, B, nullptr, D, 1.0, 0.0);
   Value out = Value::object();
   out["kernel_name"] = plan.spec_for(vA, vB, nullptr, vD).name();
   out["main_entry_ns"] = main_entry_ns;
@@ -105,7 +97,7 @@ int first_result(double main_entry_ns) {
   out["builds"] = gk::cache_counters().builds;
   out["disk_hits"] = gk::cache_counters().disk_hits;
   out["max_abs_error"] = cmp.max_abs_error;
-  std::printf("%s\n", out.dump(false).c_str());
+  std::printf("%s\n", out.dump().c_str());
   return 0;
 }
 

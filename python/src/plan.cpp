@@ -134,7 +134,8 @@ void bind_gemm(nb::module_& m) {
           "__init__",
           [](Gemm* self, OptType element, OptType element_A, OptType element_B, OptType element_C, OptType element_D,
              OptType element_accumulator, OptLayout layout, OptLayout layout_A, OptLayout layout_B,
-             OptLayout layout_C, nb::handle A, nb::handle B, nb::handle C, nb::handle D, OptInt cc) {
+             OptLayout layout_C, nb::handle A, nb::handle B, nb::handle C, nb::handle D, OptInt cc,
+             OptInt kernel_cc) {
             const auto a = to_optional_tensor(A, "A", false), b = to_optional_tensor(B, "B", false),
                        c = to_optional_tensor(C, "C", false), d = to_optional_tensor(D, "D", false);
             GemmOptions o;
@@ -153,13 +154,16 @@ void bind_gemm(nb::module_& m) {
             o.C = c ? &c->view : nullptr;
             o.D = d ? &d->view : nullptr;
             o.cc = cc;
+            o.kernel_cc = kernel_cc;
             new (self) Gemm(o);
           },
           nb::kw_only(), "element"_a = nb::none(), "element_A"_a = nb::none(), "element_B"_a = nb::none(),
           "element_C"_a = nb::none(), "element_D"_a = nb::none(), "element_accumulator"_a = nb::none(),
           "layout"_a = nb::none(), "layout_A"_a = nb::none(), "layout_B"_a = nb::none(), "layout_C"_a = nb::none(),
-          "A"_a = nb::none(), "B"_a = nb::none(), "C"_a = nb::none(), "D"_a = nb::none(), "cc"_a = nb::none())
+          "A"_a = nb::none(), "B"_a = nb::none(), "C"_a = nb::none(), "D"_a = nb::none(), "cc"_a = nb::none(),
+          "kernel_cc"_a = nb::none())
       .def_prop_ro("cc", &Gemm::cc)
+      .def_prop_ro("kernel_cc", &Gemm::kernel_cc, "The kernel generation the plan uses: 80 (CUTLASS 2.x) or 90 (3.x).")
       .def_prop_ro("element_A", &Gemm::element_a)
       .def_prop_ro("element_B", &Gemm::element_b)
       .def_prop_ro("element_C", &Gemm::element_c)
@@ -179,6 +183,12 @@ void bind_gemm(nb::module_& m) {
       .def_prop_ro("activation_parameter", &Gemm::activation_parameter, "The leaky_relu slope.")
       .def("set_activation", &Gemm::set_activation, "activation"_a, "parameter"_a = 0.01)
       .def_static("activations", &Gemm::activations)
+      .def_prop_rw("bias", &Gemm::bias, &Gemm::set_bias,
+                   "A bias vector added before the activation, per output row or column (run(bias=...)).")
+      .def_prop_rw("raster_order", &Gemm::raster_order, &Gemm::set_raster_order,
+                   "SM90 persistent schedulers: the order output tiles are walked in (run-time only).")
+      .def_prop_rw("max_swizzle_size", &Gemm::max_swizzle_size, &Gemm::set_max_swizzle_size,
+                   "SM90 persistent schedulers: 1, 2, 4 or 8 (run-time only).")
       .def("construct", &Gemm::construct, "tile_description"_a = nb::none(), "alignment_A"_a = nb::none(),
            "alignment_B"_a = nb::none(), "alignment_C"_a = nb::none(),
            "The KernelSpec for the widest alignments (or those given); a tile given here stays in the plan.")
@@ -200,19 +210,21 @@ void bind_gemm(nb::module_& m) {
       .def(
           "run",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
-             std::optional<std::uintptr_t> stream, bool sync) {
+             std::optional<std::uintptr_t> stream, bool sync, nb::handle bias) {
             const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
             const auto c = to_optional_tensor(C, "C", false);
+            const auto bias_tensor = to_optional_tensor(bias, "bias", false);
             RunOptions options;
+            options.bias = bias_tensor ? &bias_tensor->view : nullptr;
             options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.view.device));
             options.sync = sync;
             nb::gil_scoped_release release;  // the arrays above stay referenced until the GIL is back
             plan.run(a.view, b.view, c ? &c->view : nullptr, d.view, alpha, beta, options);
           },
           "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0,
-          "stream"_a = nb::none(), "sync"_a = true,
-          "D = act(alpha * A @ B + beta * C) on a stream handle (None: default_stream(D), i.e. torch's or cupy's "
-          "current stream). Host arrays are staged and D holds the result on return.");
+          "stream"_a = nb::none(), "sync"_a = true, "bias"_a = nb::none(),
+          "D = act(alpha * A @ B + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or "
+          "cupy's current stream). Host arrays are staged and D holds the result on return.");
 }
 
 }  // namespace

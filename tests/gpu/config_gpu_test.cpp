@@ -11,7 +11,7 @@
 #include "testing/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::util::HostMatrix;
+using gk::testing::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
@@ -26,7 +26,7 @@ double exact_error(gk::Gemm& plan, const cases::Shape& s) {
   C.fill_integers(53, -3, 3);
   plan.run(A.view(), B.view(), C.view(), D.view(), 1.0, 1.0);
   const long samples = s.m * s.n > (1 << 18) ? 8192 : 0;
-  return gk::util::compare_with_reference(A, B, &C, D, 1.0, 1.0, samples).max_abs_error;
+  return gk::testing::compare_with_reference(A, B, &C, D, 1.0, 1.0, samples).max_abs_error;
 }
 
 }  // namespace

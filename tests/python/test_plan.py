@@ -186,3 +186,18 @@ def test_module_surface():
     assert {"f16", "bf16", "f32", "f64", "s8", "s32"} <= set(gemmkit.DataType.__members__)
     assert gemmkit.LayoutType.RowMajor != gemmkit.LayoutType.ColumnMajor
     assert isinstance(gemmkit.cache_dir(), str)
+
+
+def test_bias_kernel_cc_and_raster_order():
+    plan = gemmkit.Gemm(element=np.float16, layout="row", element_accumulator=np.float32, cc=90, kernel_cc=80)
+    assert plan.kernel_cc == 80
+    plan.bias = "column"
+    assert plan.bias == gemmkit.BiasMode.column
+    assert plan.kernel_name() == SM80_DEFAULT + "_biascolumn"
+    with pytest.raises(gemmkit.ConfigError, match="Raster order applies to SM90"):
+        plan.raster_order = "AlongN"
+    plan90 = fp16_plan(90)
+    plan90.raster_order = gemmkit.RasterOrder.AlongN
+    plan90.max_swizzle_size = 2
+    assert (plan90.raster_order, plan90.max_swizzle_size) == (gemmkit.RasterOrder.AlongN, 2)
+    assert plan90.kernel_name() == SM90_DEFAULT  # run-time arguments: the kernel stays

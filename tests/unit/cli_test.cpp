@@ -51,6 +51,29 @@ TEST(Cli, BadInputIsATypedErrorInJson) {
   EXPECT_NE(r.out.find("Unknown command 'frobnicate'"), std::string::npos);
 }
 
+TEST(Cli, AnUnknownOptionIsAnErrorNamingTheNearestValidOne) {
+  auto r = cli("plan --cc 90 --tiel 3");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("Unknown option --tiel"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("did you mean --tile?"), std::string::npos) << r.out;
+  r = cli("plan --cc 90 extra");
+  EXPECT_EQ(r.status, 1) << r.out;
+}
+
+TEST(Cli, PlansTakeBiasKernelCcAndRasterOrder) {
+  auto r = cli("plan --cc 90 --kernel-cc 80 --bias column --activation relu --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto json = nlohmann::ordered_json::parse(r.out);
+  EXPECT_EQ(json.at("kernel_cc").get<int>(), 80);
+  EXPECT_EQ(json.at("kernel_name").get<std::string>(),
+            "cutlass_tensorop_f16_s16816gemm_f16_256x128_64x3_tt_align8_relu_biascolumn");
+  r = cli("plan --cc 90 --raster-order AlongN --max-swizzle-size 2");
+  EXPECT_EQ(r.status, 0) << r.out;
+  r = cli("plan --cc 80 --raster-order AlongN");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("Raster order applies to SM90"), std::string::npos) << r.out;
+}
+
 TEST(Cli, UsageWithoutCommand) {
   auto r = cli("");
   EXPECT_EQ(r.status, 2);
