@@ -12,6 +12,7 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "testing/host_matrix.hpp"
+#include "testing/walkthrough.hpp"
 
 namespace gk = gemmkit;
 using gk::testing::HostMatrix;

@@ -17,10 +17,8 @@
 #include "gemmkit/runtime.hpp"
 #include "testing/device_buffer.hpp"
 #include "testing/host_matrix.hpp"
+#include "testing/walkthrough.hpp"
 #include "util/knobs.hpp"
-
-// examples/basic_gemm.cpp, compiled into gemmkit_testing, is `gemmkit demo`.
-int basic_gemm_walkthrough(bool json);
 
 namespace gk = gemmkit;
 using Json = nlohmann::ordered_json;
