@@ -218,8 +218,25 @@ Json file_record(const fs::path& path) {
   return {{"bytes", static_cast<std::uint64_t>(fs::file_size(path, ec))}, {"sha256", sha256_file_hex(path.string())}};
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// How the entry was built: the builder's record (compile_module's nvcc argv and phase times) and the cache's own
+// phase times.
+Json build_record(const fs::path& dir, const Json& cache_seconds) {
+  const fs::path path = dir / kBuildRecordFile;
+  const std::optional<std::string> text = read_file(path);
+  Json record = text ? Json::parse(*text, nullptr, /*allow_exceptions=*/false) : Json::object();
+  if (!record.is_object()) record = Json::object();  // a builder that wrote no record, or a broken one
+  record["seconds"].update(cache_seconds);
+  std::error_code ec;
+  fs::remove(path, ec);  // the manifest holds it now
+  return record;
+}
+
 void write_manifest(const fs::path& dir, const std::string& key, const Toolchain& toolchain,
-                    const KernelSource& source) {
+                    const KernelSource& source, const Json& cache_seconds) {
   Json manifest;
   manifest["key"] = key;
   manifest["kernel_name"] = source.kernel_name;
@@ -228,15 +245,17 @@ void write_manifest(const fs::path& dir, const std::string& key, const Toolchain
   manifest["gemmkit_version"] = GEMMKIT_VERSION;
   manifest["cutlass_version"] = toolchain.cutlass_version;
   manifest["nvcc_version"] = toolchain.nvcc_version;
+  manifest["build"] = build_record(dir, cache_seconds);
   manifest["files"] = {{"kernel.so", file_record(dir / "kernel.so")}, {"kernel.cu", file_record(dir / "kernel.cu")}};
   write_file(dir / "manifest.json", manifest.dump(2) + "\n");
 }
 
 // Runs the builder in a private temp folder; returns it complete (kernel.so, kernel.cu, manifest.json).
 fs::path build_private(const std::string& root, const std::string& key, const Toolchain& toolchain,
-                       const KernelSource& source, const ModuleBuilder& builder) {
+                       const KernelSource& source, const ModuleBuilder& builder, Json seconds) {
   const fs::path tmp = make_dir(v1_dir(root) / "tmp" / (key + "." + unique_suffix()));
   std::error_code ec;
+  const auto start = std::chrono::steady_clock::now();
   try {
     builder(source, tmp.string());
   } catch (const CompileError&) {
@@ -246,25 +265,31 @@ fs::path build_private(const std::string& root, const std::string& key, const To
     throw;
   }
   ++g_builds;
+  seconds["builder"] = seconds_since(start);
   if (!fs::is_regular_file(tmp / "kernel.so", ec)) {
     fs::remove_all(tmp, ec);
     throw Error("building kernel " + source.kernel_name + " left no kernel.so behind (module builder bug)");
   }
   if (!fs::exists(tmp / "kernel.cu", ec)) write_file(tmp / "kernel.cu", source.text);
-  write_manifest(tmp, key, toolchain, source);  // last: a complete manifest means a complete entry
+  write_manifest(tmp, key, toolchain, source, seconds);  // last: a complete manifest means a complete entry
   return tmp;
 }
 
 CacheEntry build_and_publish(const std::string& root, const std::string& key, const Toolchain& toolchain,
                              const KernelSource& source, const ModuleBuilder& builder, bool damaged) {
-  KeyLock lock(root, key);
-  if (std::optional<CacheEntry> entry = find_complete(root, key, LockHeld::yes, damaged)) {
-    return *entry;  // another process or thread built it while we waited for the lock
-  }
   const auto start = std::chrono::steady_clock::now();
-
-  const fs::path tmp = build_private(root, key, toolchain, source, builder);
+  KeyLock lock(root, key);
+  const bool always_compile = knobs::flag("GEMMKIT_ALWAYS_COMPILE");
+  if (!always_compile) {
+    if (std::optional<CacheEntry> entry = find_complete(root, key, LockHeld::yes, damaged)) {
+      return *entry;  // another process or thread built it while we waited for the lock
+    }
+  }
+  const Json seconds = {{"wait_for_lock", seconds_since(start)}};
+  const auto build_start = std::chrono::steady_clock::now();
+  const fs::path tmp = build_private(root, key, toolchain, source, builder, seconds);
   const fs::path final_dir = entry_dir(root, key);
+  if (always_compile) move_aside(root, final_dir);  // the fresh build replaces the entry (we hold the key's lock)
   std::error_code ec;
   for (int attempt = 0; attempt < kPublishAttempts; ++attempt) {
     make_dir(final_dir.parent_path());
@@ -283,7 +308,7 @@ CacheEntry build_and_publish(const std::string& root, const std::string& key, co
     entry.module_path = (final_dir / "kernel.so").string();
     entry.kernel_name = source.kernel_name;
     entry.hit = false;
-    entry.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    entry.build_seconds = seconds_since(build_start);
     return entry;
   }
   const std::string reason = ec.message();
@@ -361,6 +386,7 @@ CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSourc
                                    const ModuleBuilder& builder) {
   const std::string k = key(toolchain, source);
   bool damaged = false;
+  if (knobs::flag("GEMMKIT_ALWAYS_COMPILE")) return build_and_publish(root_, k, toolchain, source, builder, damaged);
   if (std::optional<CacheEntry> entry = find_complete(root_, k, LockHeld::no, damaged)) return *entry;
   return build_and_publish(root_, k, toolchain, source, builder, damaged);
 }
@@ -389,7 +415,9 @@ std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
     keys.push_back(key(toolchain, sources[i]));
     if (!first_with_key.emplace(keys[i], i).second) continue;  // a duplicate is served by its first copy
     bool damaged = false;
-    if (std::optional<CacheEntry> entry = find_complete(root_, keys[i], LockHeld::no, damaged)) entries[i] = *entry;
+    std::optional<CacheEntry> entry;
+    if (!knobs::flag("GEMMKIT_ALWAYS_COMPILE")) entry = find_complete(root_, keys[i], LockHeld::no, damaged);
+    if (entry) entries[i] = *entry;
     else misses.push_back({i, damaged});
   }
 

@@ -141,6 +141,30 @@ TEST_F(CacheTest, RecordHoldsFlagsWithPlaceholdersAndTheSource) {
 
 // ---- publish and hit ---------------------------------------------------------------------------------------
 
+TEST_F(CacheTest, TheBuildersRecordJoinsTheManifest) {
+  const ModuleBuilder builder = [](const KernelSource& source, const std::string& work_dir) {
+    fake_builder()(source, work_dir);
+    std::ofstream(fs::path(work_dir) / kBuildRecordFile) << R"({"nvcc_argv": ["nvcc", "-O3"], "seconds": {"nvcc": 2}})";
+  };
+  const CacheEntry built = cache_.get_or_build(tc_, source_, builder);
+  const auto manifest = nlohmann::ordered_json::parse(read(fs::path(built.dir) / "manifest.json"));
+  EXPECT_EQ(manifest.at("build").at("nvcc_argv"), nlohmann::ordered_json({"nvcc", "-O3"}));
+  EXPECT_EQ(manifest.at("build").at("seconds").at("nvcc").get<double>(), 2.0);
+  EXPECT_TRUE(manifest.at("build").at("seconds").contains("builder"));
+  EXPECT_FALSE(fs::exists(fs::path(built.dir) / kBuildRecordFile));  // the manifest holds it
+}
+
+TEST_F(CacheTest, AlwaysCompileRebuildsWhatTheCacheHolds) {
+  const CacheEntry first = cache_.get_or_build(tc_, source_, fake_builder());
+  testenv::ScopedEnv always("GEMMKIT_ALWAYS_COMPILE", "1");
+  const CacheEntry again = cache_.get_or_build(tc_, source_, fake_builder());
+  EXPECT_FALSE(again.hit);
+  EXPECT_EQ(builds(), 2);
+  EXPECT_EQ(again.dir, first.dir);
+  EXPECT_TRUE(cache_.lookup(again.key).has_value());
+  EXPECT_EQ(count_entries(dir_.path()), 1u);
+}
+
 TEST_F(CacheTest, BuildThenHit) {
   const CacheEntry built = cache_.get_or_build(tc_, source_, fake_builder());
   EXPECT_FALSE(built.hit);
@@ -161,6 +185,8 @@ TEST_F(CacheTest, BuildThenHit) {
   EXPECT_FALSE(manifest.at("created").get<std::string>().empty());
   EXPECT_FALSE(manifest.at("gemmkit_version").get<std::string>().empty());
   EXPECT_EQ(manifest.at("files").at("kernel.so").at("bytes").get<std::uintmax_t>(), fs::file_size(built.module_path));
+  EXPECT_TRUE(manifest.at("build").at("seconds").contains("builder"));
+  EXPECT_TRUE(manifest.at("build").at("seconds").contains("wait_for_lock"));
 
   const CacheEntry again = cache_.get_or_build(tc_, source_, fake_builder());
   EXPECT_TRUE(again.hit);

@@ -1,16 +1,17 @@
 // tests/unit/compiler_test.cpp: the nvcc command line, toolchain discovery and compile errors, using fake
 // nvcc / host-compiler scripts (the real nvcc never runs in the unit tier).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "jit/process.hpp"
-#include "jit/toolchain_detail.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
+#include "jit/process.hpp"
+#include "jit/toolchain_detail.hpp"
 #include "unit/test_env.hpp"
 
 namespace fs = std::filesystem;
@@ -114,6 +115,28 @@ TEST(CompileModule, SuccessLeavesSourceAndModule) {
   EXPECT_TRUE(fs::exists(work / "kernel.so"));
   std::ifstream source(work / "kernel.cu");
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(source), {}), "int x;\n");
+}
+
+TEST(CompileModule, RecordsTheBuildAndHonoursTheDebugKnobs) {
+  testenv::TempDir dir;
+  const fs::path nvcc = dir.path() / "cuda" / "bin" / "nvcc";
+  write_fake_nvcc(nvcc, kNvcc130Version, "for a; do out=$a; done\necho module > \"$out\"");
+  write_script(dir.path() / "cuda" / "bin" / "cuobjdump", "echo \"SASS of $2\"");
+  Toolchain tc = toolchain_with(nvcc.string());
+  tc.cuda_home = (dir.path() / "cuda").string();
+  const fs::path work = dir.path() / "work";
+  testenv::ScopedEnv keep("GEMMKIT_KEEP_TEMP", "1"), sass("GEMMKIT_DUMP_SASS", "1");
+  compile_module(tc, {"k", "sm_90a", "int x;\n"}, work.string());
+  std::ifstream sass_file(work / "kernel.sass");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(sass_file), {}), "SASS of " + (work / "kernel.so").string() + "\n");
+  EXPECT_TRUE(fs::is_directory(work / "nvcc"));
+  std::ifstream record_file(work / kBuildRecordFile);
+  const auto record = nlohmann::ordered_json::parse(record_file);
+  const auto argv = record.at("nvcc_argv").get<std::vector<std::string>>();
+  EXPECT_TRUE(contains(argv, "--keep")) << record.dump();
+  EXPECT_EQ(argv.front(), nvcc.string());
+  EXPECT_TRUE(record.at("seconds").contains("nvcc"));
+  EXPECT_TRUE(record.at("seconds").contains("dump_sass"));
 }
 
 TEST(CompileModule, FailureThrowsCompileErrorAndKeepsEverything) {
