@@ -1,9 +1,11 @@
-// src/api/kernel_spec.cpp: KernelSpec and TileDescription: names (reference format), canonical record, printing.
+// src/api/kernel_spec.cpp: KernelSpec and TileDescription: name (by the family), canonical record, printing, JSON.
 #include "gemmkit/kernel_spec.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <sstream>
+
+#include "catalog/catalog.hpp"
 
 namespace gemmkit {
 
@@ -14,73 +16,6 @@ std::string shape_text(const Shape3& s) {
 std::string shape_list(const Shape3& s) {
   return "[" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " + std::to_string(s[2]) + "]";
 }
-
-namespace {
-
-// Tensor-core f32 GEMMs run on tf32 instructions unless 3xTF32 (fast f32) is asked for.
-bool uses_tf32(const KernelSpec& spec) {
-  return spec.opclass == OpClass::TensorOp && spec.element_a == DataType::f32 &&
-         spec.tile.math_operation != MathOperation::MultiplyAddFastF32;
-}
-
-// Our additions to the reference's names, so that different kernels never share a name.
-std::string epilogue_suffix(const KernelSpec& spec) {
-  return std::string(row_of(spec.activation).in_kernel_name) + std::string(row_of(spec.bias).in_kernel_name);
-}
-
-bool uses_stream_k(const KernelSpec& spec) {
-  return spec.swizzle == Swizzle::StreamK || spec.tile.tile_scheduler == TileScheduler::StreamK;
-}
-
-std::string sm80_name(const KernelSpec& spec) {
-  // A column-major C is computed as the transposed problem (B^T A^T), so the kernel's A/B are B^T and A^T.
-  const bool switched = spec.layout_c == Layout::ColumnMajor;
-  auto flip = [](Layout l) { return l == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor; };
-  const Layout kernel_a = switched ? flip(spec.layout_b) : spec.layout_a;
-  const Layout kernel_b = switched ? flip(spec.layout_a) : spec.layout_b;
-  const int alignment = switched ? spec.alignment_b : spec.alignment_a;
-
-  std::string core(row_of(spec.element_accumulator).in_kernel_name);
-  if (spec.opclass == OpClass::TensorOp) {
-    const auto& i = spec.tile.instruction_shape;
-    core += std::to_string(i[0]) + std::to_string(i[1]) + std::to_string(i[2]);
-    if (uses_tf32(spec)) core += "tf32";
-  }
-  core += "gemm";
-  const DataType acc = spec.element_accumulator;
-  std::string extended = core;
-  if (spec.element_a != acc) {
-    extended = (spec.element_c != acc ? std::string(to_string(spec.element_c)) + "_" : std::string()) + core + "_" +
-               std::string(to_string(spec.element_a));
-  }
-  const auto& tb = spec.tile.threadblock_shape;
-  std::ostringstream name;
-  name << "cutlass_" << row_of(spec.opclass).in_kernel_name << '_' << extended << '_' << tb[0]
-       << 'x' << tb[1] << '_' << tb[2] << 'x' << spec.tile.stages << '_' << layout_letter(kernel_a)
-       << layout_letter(kernel_b) << "_align" << alignment;
-  name << row_of(spec.swizzle).in_kernel_name << epilogue_suffix(spec);
-  return name.str();
-}
-
-std::string sm90_name(const KernelSpec& spec) {
-  std::string core(row_of(spec.element_accumulator).in_kernel_name);
-  core += "0x0x0";
-  if (uses_tf32(spec)) core += "tf32";
-  core += "gemm";
-  std::ostringstream name;
-  name << "cutlass3x_sm" << spec.kernel_cc << "_tensorop_" << core << '_' << to_string(spec.element_a) << '_'
-       << to_string(spec.element_b) << '_' << to_string(spec.element_accumulator) << '_'
-       << to_string(spec.element_c) << '_' << to_string(spec.element_d) << '_'
-       << shape_text(spec.tile.threadblock_shape) << '_' << shape_text(spec.tile.cluster_shape) << '_'
-       << spec.tile.stages << '_' << layout_letter(spec.layout_a) << layout_letter(spec.layout_b)
-       << layout_letter(spec.layout_c) << "_align" << spec.alignment_a
-       << row_of(spec.tile.kernel_schedule).in_kernel_name << row_of(spec.tile.epilogue_schedule).in_kernel_name;
-  if (uses_stream_k(spec)) name << "_stream_k";
-  name << epilogue_suffix(spec);
-  return name.str();
-}
-
-}  // namespace
 
 Shape3 TileDescription::cta_tile() const {
   return {threadblock_shape[0] / cluster_shape[0], threadblock_shape[1] / cluster_shape[1],
@@ -118,9 +53,7 @@ TileDescription TileDescriptionUpdate::applied_to(TileDescription base) const {
   return base;
 }
 
-std::string KernelSpec::name() const {
-  return family == KernelFamily::Sm90Collective ? sm90_name(*this) : sm80_name(*this);
-}
+std::string KernelSpec::name() const { return catalog::family_of(family).kernel_name(*this); }
 
 DataType KernelSpec::element_compute() const {
   return is_integer(element_accumulator) ? DataType::f32 : element_accumulator;

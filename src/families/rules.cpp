@@ -12,6 +12,12 @@ void fail(const std::string& message) { throw ConfigError(message); }
 bool is_half(DataType type) { return type == DataType::f16 || type == DataType::bf16; }
 bool is_int8(DataType type) { return type == DataType::s8 || type == DataType::u8; }
 
+std::vector<int> vector_widths(DataType element) {
+  std::vector<int> out;
+  for (int a = 128 / bits_of(element); a * bits_of(element) >= 32; a /= 2) out.push_back(a);
+  return out;
+}
+
 bool moves_16_byte_rows(int alignment, DataType element) { return alignment * bits_of(element) % 128 == 0; }
 
 bool tensor_op_types(const OperandTypes& t) {

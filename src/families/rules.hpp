@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "families/family.hpp"
 
@@ -13,6 +14,8 @@ namespace gemmkit::families {
 
 bool is_half(DataType type);
 bool is_int8(DataType type);
+// Vector widths (elements) of `element` a cp.async mainloop can load, widest (128 bits) first, down to 4 bytes.
+std::vector<int> vector_widths(DataType element);
 // Whether `alignment` elements of `element` make 16-byte rows, which TMA loads and stores need.
 bool moves_16_byte_rows(int alignment, DataType element);
 

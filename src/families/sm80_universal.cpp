@@ -127,13 +127,9 @@ class Sm80Universal final : public Family {
   std::vector<int> operand_alignments(OpClass opclass, DataType element, const OperandTypes& types) const override {
     // SIMT kernels read scalars; f64 tensor-op kernels are built for scalar loads only, as in the reference.
     if (opclass == OpClass::Simt || element == DataType::f64) return {1};
-    std::vector<int> out;
-    for (int a = 128 / bits_of(element); a >= 1; a /= 2) {
-      // cp.async moves at least 4 bytes; int8 tensor-op mainloops need 16-byte rows.
-      if (a * bits_of(element) < 32) break;
-      if (is_int8(types.a) && element == types.a && a < 16) break;
-      out.push_back(a);
-    }
+    std::vector<int> out = vector_widths(element);
+    // int8 tensor-op mainloops need 16-byte rows of A and B.
+    if (is_int8(types.a) && element == types.a) out.erase(out.begin() + 1, out.end());
     return out;
   }
 

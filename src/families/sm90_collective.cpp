@@ -168,12 +168,7 @@ class Sm90Collective final : public Family {
   }
 
   std::vector<int> operand_alignments(OpClass, DataType element, const OperandTypes&) const override {
-    std::vector<int> out;
-    for (int a = 128 / bits_of(element); a >= 1; a /= 2) {
-      if (a * bits_of(element) < 32) break;  // cp.async moves at least 4 bytes
-      out.push_back(a);
-    }
-    return out;
+    return vector_widths(element);
   }
 
   std::vector<TileDescription> tile_descriptions(OpClass, const OperandTypes& types, const DeviceLimits&,

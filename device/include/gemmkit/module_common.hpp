@@ -72,6 +72,15 @@ void set_activation_params(T& target, const gk_gemm_args& args) {
   set_leaky_alpha(target, args.activation_params[0], 0);
 }
 
+// What a launch keeps between calls: CUTLASS's arguments, the family's prepared state (a CUTLASS operator or its
+// Params), and whether the workspace must be initialized before every launch.
+template <class Arguments, class State>
+struct Prepared {
+  Arguments arguments{};
+  State state{};
+  bool reset_workspace = false;
+};
+
 // The last prepared launch of this thread: the arguments it was prepared for, the workspace it was bound to
 // and the prepared state (a CUTLASS operator or its Params). A hit skips CUTLASS's host-side preparation.
 template <class Prepared>
@@ -113,7 +122,7 @@ inline int launch_status(cutlass::Status status) {
 // The entry points' work, the same for every family. `Glue` is a family's glue class (gemmkit_kernel::Module):
 //   Gemm                        the CUTLASS device-level operator type
 //   to_arguments(args)          ABI arguments -> Gemm::Arguments
-//   Prepared, Cache             what a launch keeps between calls (arguments, reset_workspace and the prepared state)
+//   Prepared, Cache             module::Prepared<Gemm::Arguments, its state> and module::LaunchCache of it
 //   prepare(prepared, ws, s)    prepares a launch after a miss (CUTLASS's initialize(), which binds the workspace)
 //   reset_workspace(p, ws, s)   re-initializes the workspace before a relaunch that needs it (Stream-K barriers)
 //   launch(prepared, s)         launches the prepared kernel

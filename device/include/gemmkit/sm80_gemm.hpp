@@ -81,11 +81,7 @@ class Module {
  public:
   static constexpr module::Bias kBias = BiasMode;
 
-  struct Prepared {
-    Arguments arguments{};
-    Gemm op{};
-    bool reset_workspace = false;  // the workspace must be initialized before every launch
-  };
+  using Prepared = module::Prepared<Arguments, Gemm>;  // the state: the operator, initialized
   using Cache = module::LaunchCache<Prepared>;
 
   // One batch: kGemm, where batch_count is the split-K factor (serial split-K; Stream-K's splitting factor).
@@ -121,12 +117,12 @@ class Module {
   // only initialize() does that (cheap: no TMA descriptors). Without a workspace to reset, none is passed: CUTLASS
   // would issue an empty memset for it.
   static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    return prepared.op.initialize(prepared.arguments, prepared.reset_workspace ? workspace : nullptr, stream);
+    return prepared.state.initialize(prepared.arguments, prepared.reset_workspace ? workspace : nullptr, stream);
   }
   static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
     return prepare(prepared, workspace, stream);
   }
-  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return prepared.op.run(stream); }
+  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return prepared.state.run(stream); }
 };
 
 }  // namespace gemmkit::sm80

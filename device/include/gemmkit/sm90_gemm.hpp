@@ -149,11 +149,7 @@ class Module {
  public:
   static constexpr module::Bias kBias = BiasMode;
 
-  struct Prepared {
-    Arguments arguments{};
-    Params params{};
-    bool reset_workspace = false;  // the workspace must be initialized before every launch
-  };
+  using Prepared = module::Prepared<Arguments, Params>;  // the state: the kernel's Params (TMA descriptors included)
   using Cache = module::LaunchCache<Prepared>;
 
   static Arguments to_arguments(const gk_gemm_args& args) {
@@ -199,13 +195,13 @@ class Module {
   static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
     Gemm op;
     const cutlass::Status status = op.initialize(prepared.arguments, workspace, stream);
-    if (status == cutlass::Status::kSuccess) prepared.params = op.params();
+    if (status == cutlass::Status::kSuccess) prepared.state = op.params();
     return status;
   }
   static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
     return Kernel::initialize_workspace(prepared.arguments, workspace, stream, nullptr);
   }
-  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return Gemm::run(prepared.params, stream); }
+  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return Gemm::run(prepared.state, stream); }
 };
 
 }  // namespace gemmkit::sm90
