@@ -1,4 +1,4 @@
-/* device/include/gemmkit/abi.h: the C interface every generated kernel module exports (shared by library and modules). */
+/* device/include/gemmkit/abi.h: the C interface every generated module exports (library and modules share it). */
 #ifndef GEMMKIT_ABI_H
 #define GEMMKIT_ABI_H
 
