@@ -10,7 +10,9 @@
 
 namespace bench {
 
-std::string Shape::text() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
+std::string Shape::text() const {
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+}
 
 void check_cuda(cudaError_t status, const char* call, const char* file, int line) {
   if (status == cudaSuccess) return;
@@ -24,8 +26,12 @@ void check_cublas(cublasStatus_t status, const char* call, const char* file, int
                 ") at " + file + ":" + std::to_string(line));
 }
 
-Event::Event() { BENCH_CUDA(cudaEventCreate(&event_)); }
-Event::~Event() { cudaEventDestroy(event_); }
+Event::Event() {
+  BENCH_CUDA(cudaEventCreate(&event_));
+}
+Event::~Event() {
+  cudaEventDestroy(event_);
+}
 
 double time_batch_ms(cudaStream_t stream, int iters, const std::function<void()>& call) {
   Event start, stop;
@@ -65,7 +71,9 @@ cudaDataType_t cuda_type(gk::DataType dtype) {
   }
 }
 
-std::size_t element_bytes(gk::DataType dtype) { return static_cast<std::size_t>(gk::bits_of(dtype) / 8); }
+std::size_t element_bytes(gk::DataType dtype) {
+  return static_cast<std::size_t>(gk::bits_of(dtype) / 8);
+}
 
 void cublas_gemm(cublasHandle_t handle, gk::DataType dtype, const Shape& s, const void* A, const void* B, void* D) {
   const float alpha = 1.0f, beta = 0.0f;

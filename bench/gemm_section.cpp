@@ -14,7 +14,9 @@ namespace {
 // Both libraries accumulate in f32 and round once to the output type, so they may differ by one unit in the
 // last place (2^-10 relative for f16, 2^-7 for bf16); the bound allows two. Errors are measured relative to
 // max(|expected|, rms), rms = sqrt(K/9) being the typical magnitude of a dot product of uniform [-1, 1) data.
-double tolerance(gk::DataType dtype) { return dtype == gk::DataType::f16 ? 0x1p-9 : 0x1p-6; }
+double tolerance(gk::DataType dtype) {
+  return dtype == gk::DataType::f16 ? 0x1p-9 : 0x1p-6;
+}
 
 constexpr int kReferenceSamples = 256;
 

@@ -105,9 +105,9 @@ Options parse_options(int argc, char** argv) {
     } else if (name == "--only") {
       o.sections.clear();
       for (const auto& s : split(value, ',')) {
-        if (s != "gemm" && s != "overhead" && s != "startup" && s != "compile" && s != "sweep" &&
-            s != "epilogue") {
-          throw UsageError("--only: unknown section '" + s + "'; use gemm, overhead, startup, compile, sweep, epilogue");
+        if (s != "gemm" && s != "overhead" && s != "startup" && s != "compile" && s != "sweep" && s != "epilogue") {
+          throw UsageError("--only: unknown section '" + s +
+                           "'; use gemm, overhead, startup, compile, sweep, epilogue");
         }
         o.sections.insert(s);
       }
@@ -155,7 +155,9 @@ std::string utc_now(const char* format) {
   return buffer;
 }
 
-std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+std::string cuda_version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
 
 Value environment(const Context& ctx, int argc, char** argv) {
   const gk::DeviceInfo& info = gk::device_info(ctx.device);
@@ -201,27 +203,27 @@ Value environment(const Context& ctx, int argc, char** argv) {
 Value method() {
   Value m = Value::object();
   m["gemm"] =
-        "Per dtype and shape: A, B uniform [-1,1) (host generator, copied once); gemmkit's default plan and "
-        "cublasGemmEx (CUBLAS_COMPUTE_32F, D^T = B^T A^T, 32 MiB workspace) on one non-blocking stream. One call "
-        "each is verified first (gemmkit vs cuBLAS on every element, both vs a float64 reference on 256 samples; "
-        "bound: 2 output ulps relative to max(|x|, sqrt(K/9)); D pre-filled with NaN). Then interleaved warm-up calls "
-        "(>= 10 and >= 500 ms per library), then "
-        "repeats x (one batch per library, alternating which goes first), each batch = iters back-to-back calls "
-        "timed by CUDA events; reported time = median over batches of ms per call; gemmkit's output is checked "
-        "again after timing. TFLOP/s = 2MNK / time. ratio = cuBLAS time / gemmkit time (> 1: gemmkit faster).";
+      "Per dtype and shape: A, B uniform [-1,1) (host generator, copied once); gemmkit's default plan and "
+      "cublasGemmEx (CUBLAS_COMPUTE_32F, D^T = B^T A^T, 32 MiB workspace) on one non-blocking stream. One call "
+      "each is verified first (gemmkit vs cuBLAS on every element, both vs a float64 reference on 256 samples; "
+      "bound: 2 output ulps relative to max(|x|, sqrt(K/9)); D pre-filled with NaN). Then interleaved warm-up calls "
+      "(>= 10 and >= 500 ms per library), then "
+      "repeats x (one batch per library, alternating which goes first), each batch = iters back-to-back calls "
+      "timed by CUDA events; reported time = median over batches of ms per call; gemmkit's output is checked "
+      "again after timing. TFLOP/s = 2MNK / time. ratio = cuBLAS time / gemmkit time (> 1: gemmkit faster).";
   m["overhead"] =
-        "128^3 f16, device tensors, cached and loaded kernel, TensorViews built once. Launch only: host "
-        "steady_clock time of calls with sync=false, in chunks of 200 with a synchronize between chunks outside "
-        "the timed region (mean over all calls, and median of chunk means). Launch + sync: each call with "
-        "sync=true timed on its own (median, mean, p90). The same for cublasGemmEx (+ cudaStreamSynchronize).";
+      "128^3 f16, device tensors, cached and loaded kernel, TensorViews built once. Launch only: host "
+      "steady_clock time of calls with sync=false, in chunks of 200 with a synchronize between chunks outside "
+      "the timed region (mean over all calls, and median of chunk means). Launch + sync: each call with "
+      "sync=true timed on its own (median, mean, p90). The same for cublasGemmEx (+ cudaStreamSynchronize).";
   m["startup"] =
-        "A fresh process (gemmkit_bench_child, linked with gemmkit only, not cuBLAS) constructs the default f16 "
-        "plan, allocates and fills 128^3 device tensors, runs once with sync, checks exactly. Times: the parent's "
-        "posix_spawn to the child's main(), the child's main() to each phase, spawn to exit. Warm disk cache; "
-        "the CUDA driver files are in the page cache (the parent has used them).";
+      "A fresh process (gemmkit_bench_child, linked with gemmkit only, not cuBLAS) constructs the default f16 "
+      "plan, allocates and fills 128^3 device tensors, runs once with sync, checks exactly. Times: the parent's "
+      "posix_spawn to the child's main(), the child's main() to each phase, spawn to exit. Warm disk cache; "
+      "the CUDA driver files are in the page cache (the parent has used them).";
   m["compile"] =
-        "A fresh process sets GEMMKIT_CACHE_DIR to a new empty folder and times Toolchain::discover() and then "
-        "plan.compile() of the default f16 kernel (one nvcc process); the folder is removed afterwards.";
+      "A fresh process sets GEMMKIT_CACHE_DIR to a new empty folder and times Toolchain::discover() and then "
+      "plan.compile() of the default f16 kernel (one nvcc process); the folder is removed afterwards.";
   return m;
 }
 
@@ -320,12 +322,9 @@ int run(int argc, char** argv) {
   doc["prepared_kernels"] = prepare_kernels(ctx);
   std::string markdown = environment_markdown(env);
   bool ok = true;
-  const std::pair<const char*, SectionResult (*)(Context&)> sections[] = {{"gemm", gemm_section},
-                                                                          {"overhead", overhead_section},
-                                                                          {"startup", startup_section},
-                                                                          {"compile", compile_section},
-                                                                          {"sweep", sweep_section},
-                                                                          {"epilogue", epilogue_section}};
+  const std::pair<const char*, SectionResult (*)(Context&)> sections[] = {
+      {"gemm", gemm_section},       {"overhead", overhead_section}, {"startup", startup_section},
+      {"compile", compile_section}, {"sweep", sweep_section},       {"epilogue", epilogue_section}};
   for (const auto& [name, section] : sections) {
     if (!ctx.options.sections.count(name)) continue;
     SectionResult r;

@@ -14,7 +14,9 @@ namespace {
 constexpr int kChunk = 200;
 constexpr int kWarmup = 200;
 
-double micros(std::int64_t ns) { return static_cast<double>(ns) * 1e-3; }
+double micros(std::int64_t ns) {
+  return static_cast<double>(ns) * 1e-3;
+}
 
 struct Overhead {
   double launch_mean_us = 0, launch_chunk_median_us = 0;

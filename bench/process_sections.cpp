@@ -43,7 +43,9 @@ std::string text(const Value& v, const std::string& key) {
   return found->get<std::string>();
 }
 
-double ms_between(double from_ns, double to_ns) { return (to_ns - from_ns) * 1e-6; }
+double ms_between(double from_ns, double to_ns) {
+  return (to_ns - from_ns) * 1e-6;
+}
 
 }  // namespace
 
@@ -80,7 +82,8 @@ SectionResult startup_section(Context& ctx) {
   gk::Gemm plan = default_plan(gk::DataType::f16, ctx.cc);
   const gk::KernelSpec spec = planned_spec(plan, gk::DataType::f16, {128, 128, 128}, ctx.device);
   const gk::CompiledKernel built = gk::build_kernel(spec);
-  if (!built.cache_hit) std::printf("startup: built %s first (the child must find it in the cache)\n", spec.name().c_str());
+  if (!built.cache_hit)
+    std::printf("startup: built %s first (the child must find it in the cache)\n", spec.name().c_str());
   std::printf("startup: %d fresh processes running 128^3 once ...\n", ctx.options.startup_runs);
   std::fflush(stdout);
   std::vector<double> to_main, to_plan, to_buffers, to_result, wall;

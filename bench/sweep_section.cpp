@@ -99,8 +99,8 @@ SectionResult sweep_section(Context& ctx) {
   const int sms = gk::device_info(ctx.device).sm_count;
   const auto cta = probe.spec().tile.cta_tile();
   std::vector<Shape> streamk_shapes = {
-      {static_cast<std::int64_t>(cta[0]) * (2 * sms + 1), cta[1], 4096},           // 2 waves + 1 tile
-      {static_cast<std::int64_t>(cta[0]) * (sms + 1), cta[1] * 3, 4096},           // (132+1) x 3 tiles
+      {static_cast<std::int64_t>(cta[0]) * (2 * sms + 1), cta[1], 4096},  // 2 waves + 1 tile
+      {static_cast<std::int64_t>(cta[0]) * (sms + 1), cta[1] * 3, 4096},  // (132+1) x 3 tiles
       {512, 512, 16384},
       {256, 1024, 16384}};
   Table streamk_table{{"M x N x K", "data-parallel TFLOP/s", "Stream-K TFLOP/s", "Stream-K / DP", "cuBLAS TFLOP/s"},

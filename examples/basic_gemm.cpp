@@ -42,8 +42,8 @@ bool run_and_check(Walkthrough& w, gk::Gemm& plan, long m, long n, long k, doubl
   const long samples = m * n <= 128 * 128 ? 0 : 4096;
   const auto cmp = gk::testing::compare_with_reference(A, B, &C, D, 1.0, beta, samples);
   const bool exact = cmp.max_abs_error == 0.0;
-  w.say("  " + label + ": " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " beta=" +
-        std::to_string(beta) + " -> " + (exact ? "D equals alpha*A@B + beta*C exactly" : "MISMATCH") + " (" +
+  w.say("  " + label + ": " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+        " beta=" + std::to_string(beta) + " -> " + (exact ? "D equals alpha*A@B + beta*C exactly" : "MISMATCH") + " (" +
         std::to_string(cmp.checked) + " elements checked, " + (compiled ? "compiled" : "no compile") + ")");
   nlohmann::ordered_json step = nlohmann::ordered_json::object();
   step["kernel_name"] = plan.kernel_name();
@@ -72,7 +72,8 @@ int basic_gemm_walkthrough(bool json) {
   w.report["cc"] = plan.cc();
 
   const auto built = plan.compile();
-  w.say("2. Compile: " + std::string(built.cache_hit ? "cache hit" : "compiled in " + std::to_string(built.build_seconds) + " s"));
+  w.say("2. Compile: " +
+        std::string(built.cache_hit ? "cache hit" : "compiled in " + std::to_string(built.build_seconds) + " s"));
   w.say("   cached at " + built.module_path);
   w.report["module_path"] = built.module_path;
   w.report["cache"] = built.cache_hit ? "hit" : "miss";

@@ -9,8 +9,7 @@
 #include "gemmkit/runtime.hpp"
 
 // D = A @ B for device pointers of M x K, K x N and M x N row-major fp16 matrices, on `stream`.
-void quickstart_gemm(void* a_ptr, void* b_ptr, void* c_ptr, void* d_ptr, long M, long N, long K,
-                     cudaStream_t stream) {
+void quickstart_gemm(void* a_ptr, void* b_ptr, void* c_ptr, void* d_ptr, long M, long N, long K, cudaStream_t stream) {
   // README begin (scripts/check-rules keeps the README's C++ example equal to these lines)
   gemmkit::GemmOptions options;
   options.element = gemmkit::DataType::f16;

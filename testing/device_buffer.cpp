@@ -8,13 +8,17 @@
 
 namespace gemmkit::testing {
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) { GK_CUDA_CHECK(cudaMalloc(&data_, bytes)); }
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  GK_CUDA_CHECK(cudaMalloc(&data_, bytes));
+}
 
 DeviceBuffer::DeviceBuffer(const HostMatrix& host) : DeviceBuffer(host.bytes()) {
   GK_CUDA_CHECK(cudaMemcpy(data_, host.data(), host.bytes(), cudaMemcpyHostToDevice));
 }
 
-DeviceBuffer::~DeviceBuffer() { cudaFree(data_); }
+DeviceBuffer::~DeviceBuffer() {
+  cudaFree(data_);
+}
 
 TensorView DeviceBuffer::view_like(const HostMatrix& host) const {
   return host.view_at(data_, current_device());

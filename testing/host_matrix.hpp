@@ -49,8 +49,8 @@ class HostMatrix {
 // What follows the linear combination: act(x + bias), in float64.
 struct Epilogue {
   Activation activation = Activation::Identity;
-  double parameter = 0.01;              // leaky_relu slope
-  const HostMatrix* bias = nullptr;     // 1 x m (per row) or 1 x n (per column)
+  double parameter = 0.01;           // leaky_relu slope
+  const HostMatrix* bias = nullptr;  // 1 x m (per row) or 1 x n (per column)
   BiasMode bias_mode = BiasMode::None;
 };
 
@@ -70,7 +70,8 @@ struct Comparison {
   std::int64_t checked = 0;
 };
 
-// Compares D against the reference rounded to D's type (so exact arithmetic compares equal) on every element, or on `samples` random elements when samples > 0.
+// Compares D against the reference rounded to D's type (so exact arithmetic compares equal) on every element, or on
+// `samples` random elements when samples > 0.
 Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, const HostMatrix& D,
                                   double alpha, double beta, std::int64_t samples = 0, std::uint64_t seed = 1,
                                   const Epilogue& epilogue = {});

@@ -33,7 +33,9 @@ double now_ns() {
           .count());
 }
 
-double seconds_since(double start_ns) { return (now_ns() - start_ns) * 1e-9; }
+double seconds_since(double start_ns) {
+  return (now_ns() - start_ns) * 1e-9;
+}
 
 gk::GemmOptions default_options() {
   gk::GemmOptions o;

@@ -23,8 +23,8 @@ struct CacheEntry {
   std::string dir;          // <root>/v1/<aa>/<key>
   std::string module_path;  // dir/kernel.so
   std::string kernel_name;
-  bool hit = false;              // true if no build happened in this call
-  double build_seconds = 0.0;    // time spent building in this call (0 on a hit)
+  bool hit = false;            // true if no build happened in this call
+  double build_seconds = 0.0;  // time spent building in this call (0 on a hit)
 };
 
 struct CacheListing {
@@ -69,8 +69,8 @@ class DiskCache {
 
 // Process-wide counters, so tests can tell a cache hit from a build without a clock.
 struct CacheCounters {
-  int builds = 0;       // modules built (nvcc or fake builder ran)
-  int disk_hits = 0;    // complete entries found on disk
+  int builds = 0;     // modules built (nvcc or fake builder ran)
+  int disk_hits = 0;  // complete entries found on disk
   int rebuilt_damaged = 0;
 };
 CacheCounters cache_counters();

@@ -140,8 +140,7 @@ struct EnumTable<EpilogueSchedule> {
       {EpilogueSchedule::Auto, "ScheduleAuto", "cutlass::epilogue::collective::EpilogueScheduleAuto", ""},
       {EpilogueSchedule::NoSmemWarpSpecialized, "NoSmemWarpSpecialized", "cutlass::epilogue::NoSmemWarpSpecialized",
        "_epi_nosmem"},
-      {EpilogueSchedule::TmaWarpSpecialized, "TmaWarpSpecialized", "cutlass::epilogue::TmaWarpSpecialized",
-       "_epi_tma"},
+      {EpilogueSchedule::TmaWarpSpecialized, "TmaWarpSpecialized", "cutlass::epilogue::TmaWarpSpecialized", "_epi_tma"},
       {EpilogueSchedule::TmaWarpSpecializedCooperative, "TmaWarpSpecializedCooperative",
        "cutlass::epilogue::TmaWarpSpecializedCooperative", "_epi_tma"},
   };

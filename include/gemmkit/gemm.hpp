@@ -41,9 +41,9 @@ struct GemmOptions {
 };
 
 struct RunOptions {
-  cudaStream_t stream = nullptr;  // device tensors run on this stream; host tensors are staged through it
-  bool sync = true;               // wait for the stream before returning (host outputs always land before return)
-  bool print_module = false;      // print the generated source before running
+  cudaStream_t stream = nullptr;     // device tensors run on this stream; host tensors are staged through it
+  bool sync = true;                  // wait for the stream before returning (host outputs always land before return)
+  bool print_module = false;         // print the generated source before running
   const TensorView* bias = nullptr;  // the bias vector when the plan has one (set_bias): m (per row) or n elements
   // A device buffer lent as the kernel's workspace (frameworks with their own allocator); by default each launch
   // takes one from gemmkit's stream-ordered pool. It must not be in use by another launch in flight.

@@ -6,7 +6,9 @@
 namespace gemmkit {
 
 // Layout letter used in kernel names: RowMajor = 't', ColumnMajor = 'n'.
-inline char layout_letter(Layout layout) { return row_of(layout).in_kernel_name[0]; }
+inline char layout_letter(Layout layout) {
+  return row_of(layout).in_kernel_name[0];
+}
 
 int bits_of(DataType type);
 bool is_integer(DataType type);

@@ -1,7 +1,7 @@
 // python/src/enums.cpp: every C++ enum as a Python enum, its members named and ordered by the enum's table
 // (include/gemmkit/enums.hpp): DataType.f16, LayoutType.RowMajor, SwizzlingFunctor.IdentitySwizzle1, Activation.relu.
-#include "bindings.hpp"
 #include "gemmkit/enums.hpp"
+#include "bindings.hpp"
 
 namespace gemmkit::python {
 namespace {

@@ -41,9 +41,9 @@ void bind_values(nb::module_& m) {
           [](TileDescription* self, Shape3 threadblock_shape, Shape3 warp_count, int stages, Shape3 instruction_shape,
              Shape3 cluster_shape, KernelSchedule kernel_schedule, EpilogueSchedule epilogue_schedule,
              TileScheduler tile_scheduler, MathOperation math_operation) {
-            new (self) TileDescription{threadblock_shape, warp_count,      stages,         instruction_shape,
-                                       cluster_shape,     kernel_schedule, epilogue_schedule, tile_scheduler,
-                                       math_operation};
+            new (self)
+                TileDescription{threadblock_shape, warp_count,        stages,         instruction_shape, cluster_shape,
+                                kernel_schedule,   epilogue_schedule, tile_scheduler, math_operation};
           },
           nb::kw_only(), "threadblock_shape"_a, "warp_count"_a = Shape3{0, 0, 0}, "stages"_a = 0,
           "instruction_shape"_a = Shape3{0, 0, 0}, "cluster_shape"_a = Shape3{1, 1, 1},
@@ -63,7 +63,8 @@ void bind_values(nb::module_& m) {
       .def("__repr__", &tile_repr)
       .def("__eq__", [](const TileDescription& a, const TileDescription& b) { return a == b; })
       .def("__copy__", [](const TileDescription& t) { return t; })
-      .def("__deepcopy__", [](const TileDescription& t, nb::handle) { return t; }, "memo"_a);
+      .def(
+          "__deepcopy__", [](const TileDescription& t, nb::handle) { return t; }, "memo"_a);
 
   nb::class_<KernelSpec>(m, "KernelSpec", "Everything that determines one generated kernel (a plain value).")
       .def_ro("cc", &KernelSpec::cc)
@@ -121,8 +122,9 @@ void bind_functions(nb::module_& m) {
   m.def("cache_counters", &cache_counters);
   m.def("cache_dir", &DiskCache::default_root, "The kernel cache folder (GEMMKIT_CACHE_DIR, else per user).");
   m.def("cuda_device_count", &cuda_device_count, "Visible CUDA devices; 0 without a GPU or driver.");
-  m.def("device_cc", [](OptInt device) { return device_info(device ? *device : current_device()).cc; },
-        "device"_a = nb::none(), "The compute capability (e.g. 90) of a device, by default the current one.");
+  m.def(
+      "device_cc", [](OptInt device) { return device_info(device ? *device : current_device()).cc; },
+      "device"_a = nb::none(), "The compute capability (e.g. 90) of a device, by default the current one.");
   m.def("parse_data_type", &parse_enum<DataType>, "text"_a);
   m.def("parse_layout", &parse_enum<Layout>, "text"_a);
   m.def("parse_opclass", &parse_enum<OpClass>, "text"_a);
@@ -133,9 +135,8 @@ void bind_gemm(nb::module_& m) {
       .def(
           "__init__",
           [](Gemm* self, OptType element, OptType element_A, OptType element_B, OptType element_C, OptType element_D,
-             OptType element_accumulator, OptLayout layout, OptLayout layout_A, OptLayout layout_B,
-             OptLayout layout_C, nb::handle A, nb::handle B, nb::handle C, nb::handle D, OptInt cc,
-             OptInt kernel_cc) {
+             OptType element_accumulator, OptLayout layout, OptLayout layout_A, OptLayout layout_B, OptLayout layout_C,
+             nb::handle A, nb::handle B, nb::handle C, nb::handle D, OptInt cc, OptInt kernel_cc) {
             const auto a = to_optional_tensor(A, "A", false), b = to_optional_tensor(B, "B", false),
                        c = to_optional_tensor(C, "C", false), d = to_optional_tensor(D, "D", false);
             GemmOptions o;

@@ -69,7 +69,9 @@ std::string combination_text(const families::OperandTypes& t) {
          std::string(to_string(t.layout_b)) + ")";
 }
 
-int bytes_of(DataType t) { return bits_of(t) / 8; }
+int bytes_of(DataType t) {
+  return bits_of(t) / 8;
+}
 
 }  // namespace
 
@@ -259,7 +261,9 @@ void Gemm::update_tile_description(const TileDescriptionUpdate& update) {
   set_tile_description(update.applied_to(tile_ ? *tile_ : spec().tile));
 }
 
-catalog::Target Gemm::target() const { return {cc_, kernel_cc_}; }
+catalog::Target Gemm::target() const {
+  return {cc_, kernel_cc_};
+}
 
 std::vector<Swizzle> Gemm::swizzling_functors() const {
   return catalog::family_for(target(), opclass_, operand_types(types_)).swizzles(opclass_);
@@ -301,13 +305,15 @@ void Gemm::set_activation(Activation activation, double parameter) {
   activation_parameter_ = parameter;  // a run-time argument: the kernel stays
 }
 
-void Gemm::set_bias(BiasMode bias) { change_checked(bias_, bias); }
-
+void Gemm::set_bias(BiasMode bias) {
+  change_checked(bias_, bias);
+}
 
 void Gemm::set_raster_order(RasterOrder order) {
   if (order != RasterOrder::Heuristic && !catalog::family_of(spec().family).has_persistent_scheduler()) {
-    throw ConfigError("Raster order applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x kernels. "
-                      "Use swizzle = IdentitySwizzle2/4/8 instead.");
+    throw ConfigError(
+        "Raster order applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x kernels. "
+        "Use swizzle = IdentitySwizzle2/4/8 instead.");
   }
   raster_order_ = order;
 }
@@ -317,8 +323,10 @@ void Gemm::set_max_swizzle_size(int size) {
     throw ConfigError("max_swizzle_size must be 1, 2, 4 or 8; got " + std::to_string(size) + ".");
   }
   if (size != 1 && !catalog::family_of(spec().family).has_persistent_scheduler()) {
-    throw ConfigError("max_swizzle_size applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x "
-                      "kernels. Use swizzle = IdentitySwizzle" + std::to_string(size) + " instead.");
+    throw ConfigError(
+        "max_swizzle_size applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x "
+        "kernels. Use swizzle = IdentitySwizzle" +
+        std::to_string(size) + " instead.");
   }
   max_swizzle_size_ = size;
 }
@@ -329,17 +337,21 @@ KernelSpec Gemm::construct(const std::optional<TileDescription>& tile, std::opti
   return spec(alignment_a, alignment_b, alignment_c);
 }
 
-KernelSource Gemm::render_source() const { return render(spec()); }
+KernelSource Gemm::render_source() const {
+  return render(spec());
+}
 
-CompiledKernel Gemm::compile(const std::optional<TileDescription>& tile) { return build_kernel(construct(tile)); }
+CompiledKernel Gemm::compile(const std::optional<TileDescription>& tile) {
+  return build_kernel(construct(tile));
+}
 
 Gemm::KernelChoices& Gemm::choices_for(const Problem& p) {
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
   for (auto& choices : run_cache_->choices) {
     if (choices.a == p.alignment_a && choices.b == p.alignment_b && choices.c == p.alignment_c) return choices;
   }
-  KernelChoices choices{p.alignment_a, p.alignment_b, p.alignment_c,
-                        base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
+  KernelChoices choices{
+      p.alignment_a, p.alignment_b, p.alignment_c, base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
   choices.tiles = valid_tiles(choices.base);
   choices.modules.resize(choices.tiles.size());
   run_cache_->choices.push_back(std::move(choices));
@@ -370,8 +382,8 @@ KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const Tensor
                           double beta) {
   const Problem p = check_problem(A, B, C, D, beta);
   const KernelChoices& choices = choices_for(p);
-  const int sm_count = cuda_device_count() > 0 ? device_info(current_device()).sm_count
-                                               : catalog::limits_for_cc(cc_).sm_count;
+  const int sm_count =
+      cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
   return choices.spec(choose_tile(choices, p, sm_count));
 }
 
@@ -427,7 +439,8 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
   }
 
   auto alignment = [&](const MatrixOperand& x, DataType type, const std::vector<int>& candidates, const char* name) {
-    const int fit = detail::fitting_alignment(x, bytes_of(type), candidates.data(), static_cast<int>(candidates.size()));
+    const int fit =
+        detail::fitting_alignment(x, bytes_of(type), candidates.data(), static_cast<int>(candidates.size()));
     if (fit == 0) {
       throw TensorError(std::string("Tensor ") + name + ": its leading dimension " + std::to_string(x.ld) +
                         (x.batch > 1 ? " / batch stride " + std::to_string(x.batch_stride) : std::string()) +
@@ -455,8 +468,9 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
 std::optional<detail::MatrixOperand> Gemm::check_bias_operand(const TensorView* bias, const Problem& p) const {
   if (bias_ == BiasMode::None) {
     if (bias == nullptr) return std::nullopt;
-    throw TensorError("Tensor bias: the plan has no bias epilogue; call set_bias(BiasMode::PerRow or PerColumn) "
-                      "first.");
+    throw TensorError(
+        "Tensor bias: the plan has no bias epilogue; call set_bias(BiasMode::PerRow or PerColumn) "
+        "first.");
   }
   const bool per_row = bias_ == BiasMode::PerRow;
   if (bias == nullptr) {
@@ -487,8 +501,8 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
   KernelModule& module = module_for(choices, choice);
   if (options.bias != nullptr && options.bias->on_device()) {
-    const auto bytes = static_cast<std::uintptr_t>(
-        catalog::family_of(choices.base.family).bias_alignment_bytes(choices.base));
+    const auto bytes =
+        static_cast<std::uintptr_t>(catalog::family_of(choices.base.family).bias_alignment_bytes(choices.base));
     if (reinterpret_cast<std::uintptr_t>(options.bias->data) % bytes != 0) {
       throw TensorError("Tensor bias: its address must be aligned to " + std::to_string(bytes) +
                         " bytes (the kernel's vector width for C); allocate it like C.");

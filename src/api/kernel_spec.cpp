@@ -53,7 +53,9 @@ TileDescription TileDescriptionUpdate::applied_to(TileDescription base) const {
   return base;
 }
 
-std::string KernelSpec::name() const { return catalog::family_of(family).kernel_name(*this); }
+std::string KernelSpec::name() const {
+  return catalog::family_of(family).kernel_name(*this);
+}
 
 DataType KernelSpec::element_compute() const {
   return is_integer(element_accumulator) ? DataType::f32 : element_accumulator;

@@ -18,6 +18,8 @@ int bits_of(DataType type) {
   return 0;
 }
 
-bool is_integer(DataType type) { return type == DataType::s8 || type == DataType::u8 || type == DataType::s32; }
+bool is_integer(DataType type) {
+  return type == DataType::s8 || type == DataType::u8 || type == DataType::s32;
+}
 
 }  // namespace gemmkit

@@ -92,7 +92,9 @@ std::vector<TileDescription> tile_descriptions(const Target& target, OpClass opc
   return family.tile_descriptions(opclass, types, limits, alignment_a, alignment_b);
 }
 
-void validate(const KernelSpec& spec, const DeviceLimits& limits) { family_of(spec.family).validate(spec, limits); }
+void validate(const KernelSpec& spec, const DeviceLimits& limits) {
+  family_of(spec.family).validate(spec, limits);
+}
 
 namespace {
 
@@ -108,7 +110,9 @@ std::int64_t tile_count(const Shape3& cta, const ProblemShape& p) {
   return ((p.m + cta[0] - 1) / cta[0]) * ((p.n + cta[1] - 1) / cta[1]) * p.batch;
 }
 
-bool stream_k(const TileDescription& td) { return td.tile_scheduler == TileScheduler::StreamK; }
+bool stream_k(const TileDescription& td) {
+  return td.tile_scheduler == TileScheduler::StreamK;
+}
 
 }  // namespace
 

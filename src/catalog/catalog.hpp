@@ -36,14 +36,12 @@ int kernel_cc_for(const Target& target, OpClass opclass, const OperandTypes& typ
 std::vector<OpClass> supported_opclasses(const Target& target, const OperandTypes& types);
 
 // Vector widths (elements) the plan's family accepts for an operand, widest first.
-std::vector<int> operand_alignments(const Target& target, OpClass opclass, DataType element,
-                                    const OperandTypes& types);
+std::vector<int> operand_alignments(const Target& target, OpClass opclass, DataType element, const OperandTypes& types);
 
 // Every configuration of the plan's family, the default first; no duplicates. Alignments 0 mean the widest; narrower
 // A/B alignments on SM90 give the cp.async configurations (TMA needs 16-byte aligned rows).
 std::vector<TileDescription> tile_descriptions(const Target& target, OpClass opclass, const OperandTypes& types,
-                                               const DeviceLimits& limits, int alignment_a = 0,
-                                               int alignment_b = 0);
+                                               const DeviceLimits& limits, int alignment_a = 0, int alignment_b = 0);
 
 // Checks every rule of the spec's family (families/); throws ConfigError naming the rule and the numbers.
 void validate(const KernelSpec& spec, const DeviceLimits& limits);

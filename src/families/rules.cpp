@@ -7,10 +7,16 @@
 
 namespace gemmkit::families {
 
-void fail(const std::string& message) { throw ConfigError(message); }
+void fail(const std::string& message) {
+  throw ConfigError(message);
+}
 
-bool is_half(DataType type) { return type == DataType::f16 || type == DataType::bf16; }
-bool is_int8(DataType type) { return type == DataType::s8 || type == DataType::u8; }
+bool is_half(DataType type) {
+  return type == DataType::f16 || type == DataType::bf16;
+}
+bool is_int8(DataType type) {
+  return type == DataType::s8 || type == DataType::u8;
+}
 
 std::vector<int> vector_widths(DataType element) {
   std::vector<int> out;
@@ -18,7 +24,9 @@ std::vector<int> vector_widths(DataType element) {
   return out;
 }
 
-bool moves_16_byte_rows(int alignment, DataType element) { return alignment * bits_of(element) % 128 == 0; }
+bool moves_16_byte_rows(int alignment, DataType element) {
+  return alignment * bits_of(element) % 128 == 0;
+}
 
 bool tensor_op_types(const OperandTypes& t) {
   if (t.a != t.b) return false;
@@ -55,8 +63,8 @@ bool output_types_ok(int kernel_cc, const OperandTypes& t) {
 
 void check_operand_alignments(const KernelSpec& spec) {
   const std::pair<const char*, std::pair<int, DataType>> operands[] = {{"A", {spec.alignment_a, spec.element_a}},
-                                                                        {"B", {spec.alignment_b, spec.element_b}},
-                                                                        {"C", {spec.alignment_c, spec.element_c}}};
+                                                                       {"B", {spec.alignment_b, spec.element_b}},
+                                                                       {"C", {spec.alignment_c, spec.element_c}}};
   for (const auto& [name, info] : operands) {
     const auto [alignment, element] = info;
     const int widest = 128 / bits_of(element);
@@ -72,8 +80,9 @@ void check_threadblock_shape(const KernelSpec& spec) {
   const TileDescription& td = spec.tile;
   for (int i = 0; i < 3; ++i) {
     if (td.threadblock_shape[i] <= 0 || td.threadblock_shape[i] % td.cluster_shape[i] != 0) {
-      fail("Threadblock shape " + shape_text(td.threadblock_shape) + " must be a positive multiple of the cluster shape " +
-           shape_text(td.cluster_shape) + " in every dimension.");
+      fail("Threadblock shape " + shape_text(td.threadblock_shape) +
+           " must be a positive multiple of the cluster shape " + shape_text(td.cluster_shape) +
+           " in every dimension.");
     }
   }
 }

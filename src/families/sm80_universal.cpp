@@ -101,12 +101,14 @@ void check_types(const KernelSpec& spec) {
 // dimension: per column of a row-major D, per row of a column-major D (it runs the transposed problem).
 void check_bias(const KernelSpec& spec) {
   if (spec.opclass != OpClass::TensorOp || uses_stream_k(spec)) {
-    fail("A fused bias on CUTLASS 2.x kernels needs a TensorOp kernel without Stream-K; use an SM90 kernel or drop "
-         "the bias.");
+    fail(
+        "A fused bias on CUTLASS 2.x kernels needs a TensorOp kernel without Stream-K; use an SM90 kernel or drop "
+        "the bias.");
   }
   if ((spec.bias == BiasMode::PerColumn) != (spec.layout_c == Layout::RowMajor)) {
     fail(std::string("A per-") + std::string(to_string(spec.bias)) + " bias with " +
-         std::string(to_string(spec.layout_c)) + " C is not available in CUTLASS 2.x kernels (their bias runs along "
+         std::string(to_string(spec.layout_c)) +
+         " C is not available in CUTLASS 2.x kernels (their bias runs along "
          "D's contiguous dimension: per-column with RowMajor C, per-row with ColumnMajor C). Use the other C layout, "
          "or an SM90 kernel.");
   }
@@ -133,8 +135,8 @@ class Sm80Universal final : public Family {
     return out;
   }
 
-  std::vector<TileDescription> tile_descriptions(OpClass opclass, const OperandTypes& types,
-                                                 const DeviceLimits& limits, int, int) const override {
+  std::vector<TileDescription> tile_descriptions(OpClass opclass, const OperandTypes& types, const DeviceLimits& limits,
+                                                 int, int) const override {
     std::vector<TileDescription> out;
     for (const auto& row : tile_table(types.a, opclass)) {
       TileDescription td;
@@ -186,8 +188,9 @@ class Sm80Universal final : public Family {
       fail("Stream-K is only supported with opcode class TensorOp; this plan uses Simt.");
     }
     if (spec.swizzle == Swizzle::Horizontal) {
-      fail("HorizontalSwizzle does not compile with CUTLASS 4.2's 2.x GemmUniversal kernel (its tile-offset interface "
-           "changed); use IdentitySwizzle1/2/4/8 or ThreadblockSwizzleStreamK.");
+      fail(
+          "HorizontalSwizzle does not compile with CUTLASS 4.2's 2.x GemmUniversal kernel (its tile-offset interface "
+          "changed); use IdentitySwizzle1/2/4/8 or ThreadblockSwizzleStreamK.");
     }
     check_operand_alignments(spec);
     for (int i = 0; i < 3; ++i) {
@@ -222,8 +225,8 @@ class Sm80Universal final : public Family {
     const DataType acc = spec.element_accumulator;
     std::string extended = core;
     if (spec.element_a != acc) {
-      extended = (spec.element_c != acc ? std::string(to_string(spec.element_c)) + "_" : std::string()) + core +
-                 "_" + std::string(to_string(spec.element_a));
+      extended = (spec.element_c != acc ? std::string(to_string(spec.element_c)) + "_" : std::string()) + core + "_" +
+                 std::string(to_string(spec.element_a));
     }
     const auto& tb = spec.tile.threadblock_shape;
     return "cutlass_" + std::string(row_of(spec.opclass).in_kernel_name) + "_" + extended + "_" +
@@ -238,26 +241,26 @@ class Sm80Universal final : public Family {
     const Shape3& inst = tile.instruction_shape;
     auto text = [](int value) { return std::to_string(value); };
     Placeholders out = common_placeholders(spec);
-    out.insert(out.end(), {
-                              {"threadblock_m", text(tb[0])},
-                              {"threadblock_n", text(tb[1])},
-                              {"threadblock_k", text(tb[2])},
-                              {"warp_m", text(tb[0] / tile.warp_count[0])},
-                              {"warp_n", text(tb[1] / tile.warp_count[1])},
-                              {"warp_k", text(tb[2] / tile.warp_count[2])},
-                              {"instruction_m", text(inst[0])},
-                              {"instruction_n", text(inst[1])},
-                              {"instruction_k", text(inst[2])},
-                              {"stages", text(tile.stages)},
-                              {"swizzle", std::string(row_of(spec.swizzle).cutlass)},
-                              {"math_operation", std::string(row_of(tile.math_operation).cutlass)},
-                              {"bias", std::string(row_of(spec.bias).cutlass)},
-                              {"activation", activation_functor(spec.activation, spec.element_d)},
-                              {"device_gemm", spec.bias == BiasMode::None ? "GemmUniversal"
-                                                                         : "GemmUniversalWithBroadcast"},
-                              {"opclass", std::string(row_of(spec.opclass).cutlass)},
-                              {"arch", "cutlass::arch::Sm80"},
-                          });
+    out.insert(out.end(),
+               {
+                   {"threadblock_m", text(tb[0])},
+                   {"threadblock_n", text(tb[1])},
+                   {"threadblock_k", text(tb[2])},
+                   {"warp_m", text(tb[0] / tile.warp_count[0])},
+                   {"warp_n", text(tb[1] / tile.warp_count[1])},
+                   {"warp_k", text(tb[2] / tile.warp_count[2])},
+                   {"instruction_m", text(inst[0])},
+                   {"instruction_n", text(inst[1])},
+                   {"instruction_k", text(inst[2])},
+                   {"stages", text(tile.stages)},
+                   {"swizzle", std::string(row_of(spec.swizzle).cutlass)},
+                   {"math_operation", std::string(row_of(tile.math_operation).cutlass)},
+                   {"bias", std::string(row_of(spec.bias).cutlass)},
+                   {"activation", activation_functor(spec.activation, spec.element_d)},
+                   {"device_gemm", spec.bias == BiasMode::None ? "GemmUniversal" : "GemmUniversalWithBroadcast"},
+                   {"opclass", std::string(row_of(spec.opclass).cutlass)},
+                   {"arch", "cutlass::arch::Sm80"},
+               });
     return out;
   }
 };

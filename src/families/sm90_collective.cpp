@@ -17,7 +17,9 @@ struct Cta {
 const std::vector<Cta> kCtas = {{128, 256}, {256, 128}, {128, 128}, {64, 256}, {64, 128}};
 const std::vector<Shape3> kClusters = {{2, 1, 1}, {1, 2, 1}, {1, 1, 1}};
 
-int tile_k(DataType a) { return 128 * 8 / bits_of(a); }
+int tile_k(DataType a) {
+  return 128 * 8 / bits_of(a);
+}
 
 // Whether the mainloop is a cooperative kernel; Auto resolves as CUTLASS 4.2's builder does (and as
 // gemmkit::sm90::is_cooperative does for the generated source): TMA when A and B move 16-byte rows, then
@@ -107,9 +109,10 @@ void check_schedules(const KernelSpec& spec) {
          shape_text(td.cta_tile()) + ". Use a Pingpong schedule or a larger tile.");
   }
   if (td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative && !is_cooperative(spec)) {
-    fail("The TmaWarpSpecializedCooperative epilogue schedule needs a cooperative kernel schedule "
-         "(TmaWarpSpecializedCooperative or CpAsyncWarpSpecializedCooperative); got " +
-         std::string(to_string(td.kernel_schedule)) + ". Use the TmaWarpSpecialized epilogue schedule with it.");
+    fail(
+        "The TmaWarpSpecializedCooperative epilogue schedule needs a cooperative kernel schedule "
+        "(TmaWarpSpecializedCooperative or CpAsyncWarpSpecializedCooperative); got " +
+        std::string(to_string(td.kernel_schedule)) + ". Use the TmaWarpSpecialized epilogue schedule with it.");
   }
   if (spec.swizzle != Swizzle::Identity1 && spec.swizzle != Swizzle::StreamK) {
     fail("Swizzle " + std::string(to_string(spec.swizzle)) + " does not apply to SM" + std::to_string(spec.cc) +
@@ -118,8 +121,9 @@ void check_schedules(const KernelSpec& spec) {
   }
   // An auto epilogue with a fused activation resolves to the TMA epilogue; the no-smem one cannot fuse.
   if (has_fused_epilogue(spec) && td.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
-    fail("Fused activations and bias on SM90 kernels need a TMA epilogue (TmaWarpSpecialized, "
-         "TmaWarpSpecializedCooperative or auto); got epilogue schedule NoSmemWarpSpecialized.");
+    fail(
+        "Fused activations and bias on SM90 kernels need a TMA epilogue (TmaWarpSpecialized, "
+        "TmaWarpSpecializedCooperative or auto); got epilogue schedule NoSmemWarpSpecialized.");
   }
 }
 
@@ -129,8 +133,10 @@ void check_tma_alignments(const KernelSpec& spec) {
   const bool tma_operands =
       moves_16_byte_rows(spec.alignment_a, spec.element_a) && moves_16_byte_rows(spec.alignment_b, spec.element_b);
   if (!tma_operands && td.cluster_shape != Shape3{1, 1, 1}) {
-    fail("Cluster shape " + shape_text(td.cluster_shape) + " needs TMA loads, which need 16-byte aligned rows; "
-         "A/B alignments " + std::to_string(spec.alignment_a) + "/" + std::to_string(spec.alignment_b) +
+    fail("Cluster shape " + shape_text(td.cluster_shape) +
+         " needs TMA loads, which need 16-byte aligned rows; "
+         "A/B alignments " +
+         std::to_string(spec.alignment_a) + "/" + std::to_string(spec.alignment_b) +
          " take cp.async kernels with cluster shape 1x1x1.");
   }
   const bool tma_epilogue = td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecialized ||
@@ -142,8 +148,10 @@ void check_tma_alignments(const KernelSpec& spec) {
          std::to_string(spec.alignment_c) + ". Use NoSmemWarpSpecialized or pad the leading dimension.");
   }
   if (td.epilogue_schedule == EpilogueSchedule::Auto && has_fused_epilogue(spec) && !c_or_d_tma) {
-    fail("A fused activation or bias needs the TMA epilogue, which needs 16-byte aligned rows of C and D; their "
-         "alignment is " + std::to_string(spec.alignment_c) + ". Pad the leading dimension.");
+    fail(
+        "A fused activation or bias needs the TMA epilogue, which needs 16-byte aligned rows of C and D; their "
+        "alignment is " +
+        std::to_string(spec.alignment_c) + ". Pad the leading dimension.");
   }
   if (is_tma_schedule(td.kernel_schedule) && !tma_operands) {
     fail("Kernel schedule " + std::string(to_string(td.kernel_schedule)) +
@@ -209,8 +217,7 @@ class Sm90Collective final : public Family {
               TileScheduler::StreamK);
         }
         if (cta.m * cta.n <= 128 * 128 || cta.m == 64) {
-          add(KernelSchedule::TmaWarpSpecializedPingpong, EpilogueSchedule::TmaWarpSpecialized,
-              TileScheduler::Default);
+          add(KernelSchedule::TmaWarpSpecializedPingpong, EpilogueSchedule::TmaWarpSpecialized, TileScheduler::Default);
           add(KernelSchedule::TmaWarpSpecializedPingpong, EpilogueSchedule::NoSmemWarpSpecialized,
               TileScheduler::Default);
         }

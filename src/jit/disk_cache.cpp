@@ -21,10 +21,10 @@
 #include <sstream>
 #include <thread>
 
-#include "util/sha256.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
 #include "util/knobs.hpp"
+#include "util/sha256.hpp"
 
 #ifndef GEMMKIT_VERSION
 #error "GEMMKIT_VERSION must be defined by the build"
@@ -46,8 +46,12 @@ std::atomic<int> g_rebuilt_damaged{0};
 
 // ---- layout ----------------------------------------------------------------------------------------------
 
-fs::path v1_dir(const std::string& root) { return fs::path(root) / "v1"; }
-fs::path entry_dir(const std::string& root, const std::string& key) { return v1_dir(root) / key.substr(0, 2) / key; }
+fs::path v1_dir(const std::string& root) {
+  return fs::path(root) / "v1";
+}
+fs::path entry_dir(const std::string& root, const std::string& key) {
+  return v1_dir(root) / key.substr(0, 2) / key;
+}
 
 bool is_key(const std::string& key) {
   return key.size() == 64 && key.find_first_not_of("0123456789abcdef") == std::string::npos;
@@ -90,7 +94,8 @@ void write_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();
-  if (!out) throw Error("cannot write " + path.string() + "; check that the cache folder is writable and the disk not full");
+  if (!out)
+    throw Error("cannot write " + path.string() + "; check that the cache folder is writable and the disk not full");
 }
 
 std::string iso_time_now() {
@@ -195,8 +200,7 @@ enum class LockHeld { no, yes };
 
 // A complete entry, counting a disk hit. A damaged one is moved aside (under the key's lock, so we never
 // move aside an entry another process has just published) and `damaged` is set.
-std::optional<CacheEntry> find_complete(const std::string& root, const std::string& key, LockHeld held,
-                                        bool& damaged) {
+std::optional<CacheEntry> find_complete(const std::string& root, const std::string& key, LockHeld held, bool& damaged) {
   Probe probe = probe_entry(root, key);
   if (probe.state == EntryState::damaged) {
     // flock conflicts between two descriptors even in one process: never take the lock twice.
@@ -235,8 +239,8 @@ Json build_record(const fs::path& dir, const Json& cache_seconds) {
   return record;
 }
 
-void write_manifest(const fs::path& dir, const std::string& key, const Toolchain& toolchain,
-                    const KernelSource& source, const Json& cache_seconds) {
+void write_manifest(const fs::path& dir, const std::string& key, const Toolchain& toolchain, const KernelSource& source,
+                    const Json& cache_seconds) {
   Json manifest;
   manifest["key"] = key;
   manifest["kernel_name"] = source.kernel_name;
@@ -300,7 +304,7 @@ CacheEntry build_and_publish(const std::string& root, const std::string& key, co
       continue;
     }
     if (published.state == EntryState::absent) continue;  // e.g. clear() removed the parent meanwhile
-    if (ec) fs::remove_all(tmp, ec);  // another process published first: theirs is as good as ours
+    if (ec) fs::remove_all(tmp, ec);                      // another process published first: theirs is as good as ours
     if (damaged) ++g_rebuilt_damaged;
     CacheEntry entry;
     entry.key = key;
@@ -321,9 +325,12 @@ CacheEntry build_and_publish(const std::string& root, const std::string& key, co
 std::string record_field(const std::string& name, const std::string& value) {
   std::string line = name + ": ";
   for (const char c : value) {
-    if (c == '\\') line += "\\\\";
-    else if (c == '\n') line += "\\n";
-    else line += c;
+    if (c == '\\')
+      line += "\\\\";
+    else if (c == '\n')
+      line += "\\n";
+    else
+      line += c;
   }
   return line + "\n";
 }
@@ -344,8 +351,9 @@ std::string DiskCache::default_root() {
   if (const std::string dir = knobs::value("GEMMKIT_CACHE_DIR"); !dir.empty()) return dir;
   if (const std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return (fs::path(xdg) / "gemmkit").string();
   if (const std::string home = env("HOME"); !home.empty()) return (fs::path(home) / ".cache" / "gemmkit").string();
-  throw Error("cannot choose a kernel cache folder: none of GEMMKIT_CACHE_DIR, XDG_CACHE_HOME, HOME is set; "
-              "set GEMMKIT_CACHE_DIR");
+  throw Error(
+      "cannot choose a kernel cache folder: none of GEMMKIT_CACHE_DIR, XDG_CACHE_HOME, HOME is set; "
+      "set GEMMKIT_CACHE_DIR");
 }
 
 DiskCache::DiskCache(std::string root) : root_(std::move(root)) {}
@@ -417,8 +425,10 @@ std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
     bool damaged = false;
     std::optional<CacheEntry> entry;
     if (!knobs::flag("GEMMKIT_ALWAYS_COMPILE")) entry = find_complete(root_, keys[i], LockHeld::no, damaged);
-    if (entry) entries[i] = *entry;
-    else misses.push_back({i, damaged});
+    if (entry)
+      entries[i] = *entry;
+    else
+      misses.push_back({i, damaged});
   }
 
   std::vector<std::exception_ptr> errors(misses.size());

@@ -91,28 +91,13 @@ long long available_memory() {
 
 std::vector<std::string> nvcc_command(const Toolchain& toolchain, const KernelSource& source,
                                       const std::string& source_path, const std::string& output_path) {
-  return {toolchain.nvcc,
-          "-std=c++17",
-          "-O3",
-          "-DNDEBUG",
-          "--expt-relaxed-constexpr",
-          "-Xcompiler=-fPIC",
+  return {toolchain.nvcc, "-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "-Xcompiler=-fPIC",
           "-Xcompiler=-O2",
           // CUTLASS's template statics must stay private to each module, or two modules share device caches.
-          "-Xcompiler=-fvisibility=hidden",
-          "-Xcompiler=-fno-gnu-unique",
-          "-shared",
-          "-cudart",
-          "shared",
-          "-Xcudafe",
-          "--diag_suppress=esa_on_defaulted_function_ignored",
-          gencode_flag(source.arch_flag),
-          "-I" + toolchain.cutlass_root + "/include",
-          "-I" + toolchain.cutlass_root + "/tools/util/include",
-          "-I" + toolchain.device_include_dir,
-          source_path,
-          "-o",
-          output_path};
+          "-Xcompiler=-fvisibility=hidden", "-Xcompiler=-fno-gnu-unique", "-shared", "-cudart", "shared", "-Xcudafe",
+          "--diag_suppress=esa_on_defaulted_function_ignored", gencode_flag(source.arch_flag),
+          "-I" + toolchain.cutlass_root + "/include", "-I" + toolchain.cutlass_root + "/tools/util/include",
+          "-I" + toolchain.device_include_dir, source_path, "-o", output_path};
 }
 
 void compile_module(const Toolchain& toolchain, const KernelSource& source, const std::string& work_dir) {

@@ -107,8 +107,9 @@ std::string shell_quote(const std::vector<std::string>& argv) {
   std::string line;
   for (const std::string& arg : argv) {
     if (!line.empty()) line += ' ';
-    const bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                             "0123456789_-+=/.,:@%") == std::string::npos;
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789_-+=/.,:@%") == std::string::npos;
     if (plain) {
       line += arg;
       continue;

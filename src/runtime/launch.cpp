@@ -32,7 +32,8 @@ class Staging {
     void* device = nullptr;
     GK_CUDA_CHECK(cudaMallocAsync(&device, bytes_of(operand), stream_));
     buffers_.push_back(device);
-    if (copy_in) GK_CUDA_CHECK(cudaMemcpyAsync(device, operand.data, bytes_of(operand), cudaMemcpyHostToDevice, stream_));
+    if (copy_in)
+      GK_CUDA_CHECK(cudaMemcpyAsync(device, operand.data, bytes_of(operand), cudaMemcpyHostToDevice, stream_));
     return device;
   }
 
@@ -51,8 +52,9 @@ bool any_on_host(const GemmLaunch& gemm) {
 void launch(KernelModule& module, const GemmLaunch& gemm, cudaStream_t stream, bool sync, const Workspace& workspace) {
   const bool any_host = any_on_host(gemm);
   if (any_host && is_capturing(stream)) {
-    throw TensorError("Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy "
-                      "back needs a synchronisation); pass device tensors.");
+    throw TensorError(
+        "Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy "
+        "back needs a synchronisation); pass device tensors.");
   }
   Staging staging(stream);
   gk_gemm_args args{};

@@ -30,8 +30,8 @@ TEST(CompileTier, Sm80AndSm90KernelsBuildOnceThenHitTheCache) {
   // Both kernels at once, as many nvcc processes as memory allows.
   gk::DiskCache cache;
   const int builds_before = gk::cache_counters().builds;
-  const auto entries = cache.get_or_build_many(gk::Toolchain::discover(),
-                                               {gk::render(sm80.spec()), gk::render(sm90.spec())});
+  const auto entries =
+      cache.get_or_build_many(gk::Toolchain::discover(), {gk::render(sm80.spec()), gk::render(sm90.spec())});
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_FALSE(entries[0].hit);
   EXPECT_FALSE(entries[1].hit);
@@ -81,7 +81,8 @@ TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   sm80.set_activation(gk::Activation::LeakyReLU);
   sm80.set_bias(gk::BiasMode::PerColumn);
   gk::DiskCache cache(cache_dir.str());
-  const auto entries = cache.get_or_build_many(gk::Toolchain::discover(), {gk::render(sm90.spec()), gk::render(sm80.spec())});
+  const auto entries =
+      cache.get_or_build_many(gk::Toolchain::discover(), {gk::render(sm90.spec()), gk::render(sm80.spec())});
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_EQ(gk::KernelModule::load(entries[0].module_path)->kernel_name(), sm90.kernel_name());
   EXPECT_EQ(gk::KernelModule::load(entries[1].module_path)->kernel_name(), sm80.kernel_name());

@@ -16,7 +16,9 @@ namespace cases = gk::gpu_cases;
 
 namespace {
 
-int device_cc() { return gk::cuda_device_count() ? gk::device_info(gk::current_device()).cc : 90; }
+int device_cc() {
+  return gk::cuda_device_count() ? gk::device_info(gk::current_device()).cc : 90;
+}
 
 double exact_error(gk::Gemm& plan, const cases::Shape& s) {
   HostMatrix A(plan.element_a(), s.m, s.k, gk::Layout::RowMajor), B(plan.element_b(), s.k, s.n, gk::Layout::RowMajor);
@@ -36,8 +38,7 @@ class Configurations : public ::testing::TestWithParam<cases::ConfigCase> {};
 TEST_P(Configurations, MatchTheReferenceExactly) {
   if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   gk::Gemm plan = cases::config_plan(GetParam(), device_cc());
-  EXPECT_EQ(exact_error(plan, cases::kMatrixShape), 0.0) << plan.kernel_name() << "\n"
-                                                         << plan.spec().tile.to_string();
+  EXPECT_EQ(exact_error(plan, cases::kMatrixShape), 0.0) << plan.kernel_name() << "\n" << plan.spec().tile.to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, Configurations, ::testing::ValuesIn(cases::config_cases(device_cc())),

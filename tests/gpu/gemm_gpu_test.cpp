@@ -21,12 +21,14 @@ namespace cases = gk::gpu_cases;
 
 namespace {
 
-#define REQUIRE_GPU()                                                        \
-  do {                                                                       \
+#define REQUIRE_GPU()                                                           \
+  do {                                                                          \
     if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"; \
   } while (0)
 
-int device_cc() { return gk::device_info(gk::current_device()).cc; }
+int device_cc() {
+  return gk::device_info(gk::current_device()).cc;
+}
 
 struct Operands {
   HostMatrix A, B, C, D;
@@ -164,7 +166,8 @@ TEST(GpuPaths, StridedHostDKeepsItsPadding) {
   const auto D = gk::TensorView::strided(padded.data(), gk::DataType::f16, {m, n}, {ld, 1});
   plan.run(A.view(), B.view(), nullptr, D, 1.0, 0.0);
   for (long r = 0; r < m; ++r) {
-    for (long c = 0; c < n; ++c) ASSERT_EQ(padded.get(0, r, c), gk::testing::reference_element(A, B, nullptr, 1, 0, 0, r, c));
+    for (long c = 0; c < n; ++c)
+      ASSERT_EQ(padded.get(0, r, c), gk::testing::reference_element(A, B, nullptr, 1, 0, 0, r, c));
     for (long c = n; c < ld; ++c) ASSERT_EQ(padded.get(0, r, c), 7.0);
   }
 }

@@ -12,7 +12,9 @@
 namespace gemmkit::activation {
 namespace {
 
-double relative_error(double got, double want) { return std::fabs(got - want) / std::max(std::fabs(want), 1e-300); }
+double relative_error(double got, double want) {
+  return std::fabs(got - want) / std::max(std::fabs(want), 1e-300);
+}
 
 // The erfc fit keeps GELU's relative accuracy down its left tail (GELU(-10) ~ -7.6e-23), where 1 + erf would not;
 // float's rounding of x^2 / 2 grows the error to 6e-6 at x = -10 (3e-6 down to x = -6, where f16 GELU is 0).

@@ -56,8 +56,8 @@ ModuleBuilder fake_builder(std::chrono::milliseconds delay = std::chrono::millis
   return [delay, hook](const KernelSource& source, const std::string& work_dir) {
     std::this_thread::sleep_for(delay);
     if (hook) hook();
-    std::ofstream(fs::path(work_dir) / "kernel.so", std::ios::binary) << "ELF-ish module for " << source.text
-                                                                      << std::string(4096, '\x7f');
+    std::ofstream(fs::path(work_dir) / "kernel.so", std::ios::binary)
+        << "ELF-ish module for " << source.text << std::string(4096, '\x7f');
   };
 }
 
@@ -262,29 +262,31 @@ TEST_P(DamagedEntryTest, GetOrBuildRebuildsAndCounts) {
   EXPECT_TRUE(cache_.get_or_build(tc_, source_, fake_builder()).hit);
 }
 
-void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+void write(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Kinds, DamagedEntryTest,
-    ::testing::Values(
-        Damage{"ManifestMissing", [](const fs::path& e) { fs::remove(e / "manifest.json"); }},
-        Damage{"ManifestGarbage", [](const fs::path& e) { write(e / "manifest.json", "{\"key\": \"abc"); }},
-        Damage{"ManifestNotObject", [](const fs::path& e) { write(e / "manifest.json", "[1, 2]"); }},
-        Damage{"ManifestOtherKey",
-               [](const fs::path& e) {
-                 std::string text = read(e / "manifest.json");
-                 const std::string key = e.filename().string();
-                 text.replace(text.find(key), key.size(), std::string(64, '0'));
-                 write(e / "manifest.json", text);
-               }},
-        Damage{"ModuleMissing", [](const fs::path& e) { fs::remove(e / "kernel.so"); }},
-        Damage{"ModuleTruncated", [](const fs::path& e) { fs::resize_file(e / "kernel.so", 100); }},
-        Damage{"ModuleSameSizeOtherBytes",
-               [](const fs::path& e) {
-                 std::string bytes = read(e / "kernel.so");
-                 bytes[bytes.size() / 2] ^= 1;
-                 write(e / "kernel.so", bytes);
-               }}),
+    ::testing::Values(Damage{"ManifestMissing", [](const fs::path& e) { fs::remove(e / "manifest.json"); }},
+                      Damage{"ManifestGarbage",
+                             [](const fs::path& e) { write(e / "manifest.json", "{\"key\": \"abc"); }},
+                      Damage{"ManifestNotObject", [](const fs::path& e) { write(e / "manifest.json", "[1, 2]"); }},
+                      Damage{"ManifestOtherKey",
+                             [](const fs::path& e) {
+                               std::string text = read(e / "manifest.json");
+                               const std::string key = e.filename().string();
+                               text.replace(text.find(key), key.size(), std::string(64, '0'));
+                               write(e / "manifest.json", text);
+                             }},
+                      Damage{"ModuleMissing", [](const fs::path& e) { fs::remove(e / "kernel.so"); }},
+                      Damage{"ModuleTruncated", [](const fs::path& e) { fs::resize_file(e / "kernel.so", 100); }},
+                      Damage{"ModuleSameSizeOtherBytes",
+                             [](const fs::path& e) {
+                               std::string bytes = read(e / "kernel.so");
+                               bytes[bytes.size() / 2] ^= 1;
+                               write(e / "kernel.so", bytes);
+                             }}),
     [](const ::testing::TestParamInfo<Damage>& info) { return std::string(info.param.name); });
 
 // ---- concurrency -------------------------------------------------------------------------------------------
@@ -423,7 +425,9 @@ TEST_F(CacheTest, ListAndClear) {
   EXPECT_FALSE(cache_.get_or_build(tc_, fake_source("k1"), fake_builder()).hit);
 }
 
-TEST_F(CacheTest, ClearOnAnEmptyRootIsZero) { EXPECT_EQ(DiskCache((dir_.path() / "none").string()).clear(), 0u); }
+TEST_F(CacheTest, ClearOnAnEmptyRootIsZero) {
+  EXPECT_EQ(DiskCache((dir_.path() / "none").string()).clear(), 0u);
+}
 
 TEST(CacheRoot, EnvironmentPrecedence) {
   testenv::ScopedEnv cache_dir("GEMMKIT_CACHE_DIR", "/c/gemmkit");

@@ -8,7 +8,9 @@
 
 using gemmkit::testing::CliResult;
 
-CliResult cli(const std::string& arguments) { return gemmkit::testing::run_cli(arguments); }
+CliResult cli(const std::string& arguments) {
+  return gemmkit::testing::run_cli(arguments);
+}
 
 TEST(Cli, PlanPrintsTheReferenceKernelNamesAsJson) {
   auto r = cli("plan --cc 90 --element f16 --element-accumulator f32 --layout row --json");

@@ -114,7 +114,9 @@ void expect_golden(const std::string& golden, const KernelSpec& spec) {
                             << "; if intended, rerun with GEMMKIT_UPDATE_GOLDENS=1 and review the diff";
 }
 
-TEST(Codegen, Sm90F16AutoMatchesGolden) { expect_golden("codegen_sm90_f16_auto.cu", sm90_f16_auto()); }
+TEST(Codegen, Sm90F16AutoMatchesGolden) {
+  expect_golden("codegen_sm90_f16_auto.cu", sm90_f16_auto());
+}
 
 TEST(Codegen, Sm90Bf16StreamKLeakyMatchesGolden) {
   expect_golden("codegen_sm90_bf16_stream_k_leaky.cu", sm90_bf16_stream_k_leaky());
@@ -128,7 +130,9 @@ TEST(Codegen, Sm80F16ColumnBiasReluMatchesGolden) {
   expect_golden("codegen_sm80_f16_column_bias_relu.cu", sm80_f16_column_bias_relu());
 }
 
-TEST(Codegen, Sm80F16TensorOpMatchesGolden) { expect_golden("codegen_sm80_f16_tensorop.cu", sm80_f16_tensorop()); }
+TEST(Codegen, Sm80F16TensorOpMatchesGolden) {
+  expect_golden("codegen_sm80_f16_tensorop.cu", sm80_f16_tensorop());
+}
 
 TEST(Codegen, Sm80F32SimtGeluMatchesGolden) {
   expect_golden("codegen_sm80_f32_simt_gelu.cu", sm80_f32_simt_gelu_column_c());

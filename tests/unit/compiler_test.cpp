@@ -47,8 +47,8 @@ void write_script(const fs::path& path, const std::string& body) {
 // A fake nvcc that prints `version_text` for --version and otherwise runs `build_body`.
 void write_fake_nvcc(const fs::path& path, const std::string& version_text, const std::string& build_body) {
   write(path.parent_path() / "version.txt", version_text);
-  write_script(path, "if [ \"$1\" = --version ]; then cat \"$(dirname \"$0\")/version.txt\"; exit 0; fi\n" +
-                         build_body);
+  write_script(path,
+               "if [ \"$1\" = --version ]; then cat \"$(dirname \"$0\")/version.txt\"; exit 0; fi\n" + build_body);
 }
 
 // A CUTLASS tree with just the files discovery checks.
@@ -128,7 +128,8 @@ TEST(CompileModule, RecordsTheBuildAndHonoursTheDebugKnobs) {
   testenv::ScopedEnv keep("GEMMKIT_KEEP_TEMP", "1"), sass("GEMMKIT_DUMP_SASS", "1");
   compile_module(tc, {"k", "sm_90a", "int x;\n"}, work.string());
   std::ifstream sass_file(work / "kernel.sass");
-  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(sass_file), {}), "SASS of " + (work / "kernel.so").string() + "\n");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(sass_file), {}),
+            "SASS of " + (work / "kernel.so").string() + "\n");
   EXPECT_TRUE(fs::is_directory(work / "nvcc"));
   std::ifstream record_file(work / kBuildRecordFile);
   const auto record = nlohmann::ordered_json::parse(record_file);

@@ -230,8 +230,9 @@ TEST(PlanSwizzle, StreamKOnSm90PicksACooperativeConfiguration) {
 
 TEST(PlanSwizzle, HorizontalSwizzleIsRefusedWithTheReason) {
   gk::Gemm plan(f16_row(80));
-  EXPECT_NE(error_of([&] { plan.set_swizzling_functor(gk::Swizzle::Horizontal); }).find("does not compile with CUTLASS "
-                                                                                        "4.2"),
+  EXPECT_NE(error_of([&] { plan.set_swizzling_functor(gk::Swizzle::Horizontal); })
+                .find("does not compile with CUTLASS "
+                      "4.2"),
             std::string::npos);
   EXPECT_EQ(plan.swizzling_functors().size(), 5u);  // IdentitySwizzle1/2/4/8 and Stream-K
 }
@@ -239,8 +240,9 @@ TEST(PlanSwizzle, HorizontalSwizzleIsRefusedWithTheReason) {
 TEST(PlanSwizzle, StreamKNeedsTensorOp) {
   gk::Gemm plan(f16_row(80));
   plan.set_opclass(gk::OpClass::Simt);
-  EXPECT_NE(error_of([&] { plan.set_swizzling_functor(gk::Swizzle::StreamK); }).find("only supported with opcode class "
-                                                                                      "TensorOp"),
+  EXPECT_NE(error_of([&] { plan.set_swizzling_functor(gk::Swizzle::StreamK); })
+                .find("only supported with opcode class "
+                      "TensorOp"),
             std::string::npos);
 }
 

@@ -1,6 +1,6 @@
 // tools/gemmkit/main.cpp: the gemmkit command line (CLI11): plan, tiles, compile, run, cache, demo; --json everywhere.
-#include <CLI/CLI.hpp>
 #include <cuda_runtime_api.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -45,8 +45,9 @@ class PlanOptions {
     };
     const std::vector<Row> table = {
         {"cc", "N", "target compute capability, e.g. 80 or 90 (default: the current GPU's)"},
-        {"kernel-cc", "N", "kernel generation: 80 (CUTLASS 2.x kernels, any SM80+ GPU) or 90 (CUTLASS 3.x, SM90 "
-                           "only); default: the best for --cc"},
+        {"kernel-cc", "N",
+         "kernel generation: 80 (CUTLASS 2.x kernels, any SM80+ GPU) or 90 (CUTLASS 3.x, SM90 "
+         "only); default: the best for --cc"},
         {"element", "TYPE", "generic element type (default f16), " + one_of<gk::DataType>()},
         {"element-a", "TYPE", "element type of A"},
         {"element-b", "TYPE", "element type of B"},
@@ -67,7 +68,8 @@ class PlanOptions {
         {"tile", "N", "use the N-th entry of `gemmkit tiles` instead of the default"},
     };
     for (const Row& row : table) {
-      options_[row.name].push_back(command.add_option("--" + row.name, values_[row.name], row.help)->type_name(row.value));
+      options_[row.name].push_back(
+          command.add_option("--" + row.name, values_[row.name], row.help)->type_name(row.value));
     }
   }
 
@@ -185,9 +187,10 @@ int cmd_tiles(const PlanOptions& args, const Output& output) {
 int cmd_compile(const PlanOptions& args, const Output& output) {
   gk::Gemm plan = make_plan(args);
   const gk::CompiledKernel built = plan.compile();
-  output.print(built, "kernel: " + built.kernel_name + "\ncache:  " +
-                          (built.cache_hit ? "hit" : "miss (compiled in " + std::to_string(built.build_seconds) + " s)") +
-                          "\nmodule: " + built.module_path + "\n");
+  output.print(built,
+               "kernel: " + built.kernel_name + "\ncache:  " +
+                   (built.cache_hit ? "hit" : "miss (compiled in " + std::to_string(built.build_seconds) + " s)") +
+                   "\nmodule: " + built.module_path + "\n");
   return 0;
 }
 
@@ -233,9 +236,14 @@ int cmd_run(const PlanOptions& args, const RunArgs& r, const Output& output) {
   const double seconds = ms / 1e3 / static_cast<double>(std::max(r.repeat, 1L));
   const double tflops = 2.0 * r.m * r.n * r.k * r.batch / seconds / 1e12;
   dD.copy_to(D);
-  Json out = {{"kernel_name", plan.kernel_name()}, {"m", r.m},          {"n", r.n},
-              {"k", r.k},                          {"batch", r.batch},  {"first_run_seconds", first_seconds},
-              {"seconds_per_run", seconds},        {"tflops", tflops}};
+  Json out = {{"kernel_name", plan.kernel_name()},
+              {"m", r.m},
+              {"n", r.n},
+              {"k", r.k},
+              {"batch", r.batch},
+              {"first_run_seconds", first_seconds},
+              {"seconds_per_run", seconds},
+              {"tflops", tflops}};
   std::string text = "kernel: " + plan.kernel_name() + "\n" + std::to_string(tflops) + " TFLOP/s\n";
   if (!r.check) {
     output.print(out, text);
@@ -363,7 +371,8 @@ int main(int argc, char** argv) {
   CLI::App* plan = add_command("plan", "show the kernel a plan picks", true);
   plan->add_flag("--print-source", print_source, "also print the generated .cu");
   CLI::App* tiles = add_command("tiles", "list every valid configuration of a plan", true);
-  CLI::App* compile = add_command("compile", "generate and compile the plan's kernel (through the on-disk cache)", true);
+  CLI::App* compile =
+      add_command("compile", "generate and compile the plan's kernel (through the on-disk cache)", true);
   CLI::App* run = add_command("run", "run the plan on the GPU on small-integer data", true);
   run->add_option("--m", run_args.m, "rows of A and D")->capture_default_str();
   run->add_option("--n", run_args.n, "columns of B and D")->capture_default_str();

@@ -11,9 +11,13 @@ namespace {
 thread_local gemmkit_kernel::Module::Cache launch_cache;
 }  // namespace
 
-GK_EXPORT int gk_abi_version(void) { return GK_ABI_VERSION; }
+GK_EXPORT int gk_abi_version(void) {
+  return GK_ABI_VERSION;
+}
 
-GK_EXPORT const char* gk_kernel_name(void) { return gemmkit_kernel::kName; }
+GK_EXPORT const char* gk_kernel_name(void) {
+  return gemmkit_kernel::kName;
+}
 
 GK_EXPORT int gk_can_implement(const gk_gemm_args* args) {
   if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias); status != GK_OK) return status;
@@ -27,7 +31,10 @@ GK_EXPORT size_t gk_workspace_size(const gk_gemm_args* args) {
 
 GK_EXPORT int gk_run(const gk_gemm_args* args, void* workspace, void* stream) {
   if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias); status != GK_OK) return status;
-  return gemmkit::module::run<gemmkit_kernel::Module>(launch_cache, *args, workspace, static_cast<cudaStream_t>(stream));
+  return gemmkit::module::run<gemmkit_kernel::Module>(launch_cache, *args, workspace,
+                                                      static_cast<cudaStream_t>(stream));
 }
 
-GK_EXPORT int gk_last_cuda_error(void) { return static_cast<int>(gemmkit::module::last_cuda_error); }
+GK_EXPORT int gk_last_cuda_error(void) {
+  return static_cast<int>(gemmkit::module::last_cuda_error);
+}

@@ -97,7 +97,8 @@ class Module {
     if constexpr (BiasMode != module::Bias::None) {
       // The vector (ptr_Vector) is the same for every batch; no T output (ptr_Tensor). With a column-major C,
       // GemmUniversalWithBroadcast runs the transposed problem, whose columns are the rows of D: the vector is
-      // then per row, which is why the Sm80Universal family pairs PerRow with ColumnMajor C and PerColumn with RowMajor C.
+      // then per row, which is why the Sm80Universal family pairs PerRow with ColumnMajor C and PerColumn with RowMajor
+      // C.
       return Arguments(mode, problem, batch_count, epilogue, args.A, args.B, source.ptr, args.D,
                        const_cast<void*>(args.bias), nullptr, args.batch_stride_A, args.batch_stride_B,
                        source.batch_stride, args.batch_stride_D, /*batch_stride_Vector=*/0,

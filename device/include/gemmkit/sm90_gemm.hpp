@@ -69,12 +69,12 @@ constexpr bool is_cooperative() {
 // Auto without a fusion becomes the TMA epilogue too when every operand moves 16-byte rows: measured on the H200
 // (bench/results), CUTLASS's own Auto choice (the no-smem epilogue) is 10-25% slower on the benchmark shapes.
 template <class EpilogueSchedule, class FusionOp, bool Cooperative, bool TmaEverywhere>
-using ResolvedEpilogueSchedule = std::conditional_t<
-    std::is_same_v<EpilogueSchedule, cutlass::epilogue::collective::EpilogueScheduleAuto> &&
-        (FusionOp::IsEltActSupported || TmaEverywhere),
-    std::conditional_t<Cooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
-                       cutlass::epilogue::TmaWarpSpecialized>,
-    EpilogueSchedule>;
+using ResolvedEpilogueSchedule =
+    std::conditional_t<std::is_same_v<EpilogueSchedule, cutlass::epilogue::collective::EpilogueScheduleAuto> &&
+                           (FusionOp::IsEltActSupported || TmaEverywhere),
+                       std::conditional_t<Cooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
+                                          cutlass::epilogue::TmaWarpSpecialized>,
+                       EpilogueSchedule>;
 
 // Whether A, B, C and D all have 16-byte aligned rows (what TMA loads and stores need).
 template <class ElementA, int AlignmentA, class ElementB, int AlignmentB, class ElementC, int AlignmentC,
@@ -88,11 +88,10 @@ constexpr bool tma_everywhere() {
 
 // Mainloop stages: 0 = as many as fit next to the epilogue's shared storage.
 template <int Stages, class CollectiveEpilogue>
-using StageCount = std::conditional_t<
-    Stages == 0,
-    cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-        sizeof(typename CollectiveEpilogue::SharedStorage))>,
-    cutlass::gemm::collective::StageCount<(Stages > 0 ? Stages : 1)>>;
+using StageCount = std::conditional_t<Stages == 0,
+                                      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+                                          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+                                      cutlass::gemm::collective::StageCount<(Stages > 0 ? Stages : 1)>>;
 
 // A CuTe stride (M|N, K|N, L) of a layout tag with its one dynamic leading mode set to ld and L to batch_stride.
 template <class Stride>
