@@ -3,6 +3,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -15,12 +16,13 @@
 
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/types.hpp"
-#include "util/json.hpp"
+#include "testing/device_buffer.hpp"
 
 namespace bench {
 
 namespace gk = gemmkit;
-using gk::json::Value;
+using Value = nlohmann::ordered_json;
+using gk::testing::DeviceBuffer;
 
 struct Shape {
   std::int64_t m, n, k;
@@ -76,21 +78,6 @@ void check_cublas(cublasStatus_t status, const char* call, const char* file, int
 
 #define BENCH_CUDA(call) ::bench::check_cuda((call), #call, __FILE__, __LINE__)
 #define BENCH_CUBLAS(call) ::bench::check_cublas((call), #call, __FILE__, __LINE__)
-
-// Device memory, freed at scope exit.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return ptr_; }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
 
 class Event {
  public:

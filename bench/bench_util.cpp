@@ -1,23 +1,18 @@
 // bench/bench_util.cpp: CUDA/cuBLAS checks and RAII, timing, data generation, tables and child processes.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <thread>
 
 #include "bench.hpp"
-
-extern char** environ;
+#include "jit/process.hpp"
 
 namespace bench {
 
-std::string Shape::text() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
+std::string Shape::text() const {
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+}
 
 void check_cuda(cudaError_t status, const char* call, const char* file, int line) {
   if (status == cudaSuccess) return;
@@ -31,11 +26,12 @@ void check_cublas(cublasStatus_t status, const char* call, const char* file, int
                 ") at " + file + ":" + std::to_string(line));
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) { BENCH_CUDA(cudaMalloc(&ptr_, bytes)); }
-DeviceBuffer::~DeviceBuffer() { cudaFree(ptr_); }
-
-Event::Event() { BENCH_CUDA(cudaEventCreate(&event_)); }
-Event::~Event() { cudaEventDestroy(event_); }
+Event::Event() {
+  BENCH_CUDA(cudaEventCreate(&event_));
+}
+Event::~Event() {
+  cudaEventDestroy(event_);
+}
 
 double time_batch_ms(cudaStream_t stream, int iters, const std::function<void()>& call) {
   Event start, stop;
@@ -75,7 +71,9 @@ cudaDataType_t cuda_type(gk::DataType dtype) {
   }
 }
 
-std::size_t element_bytes(gk::DataType dtype) { return static_cast<std::size_t>(gk::bits_of(dtype) / 8); }
+std::size_t element_bytes(gk::DataType dtype) {
+  return static_cast<std::size_t>(gk::bits_of(dtype) / 8);
+}
 
 void cublas_gemm(cublasHandle_t handle, gk::DataType dtype, const Shape& s, const void* A, const void* B, void* D) {
   const float alpha = 1.0f, beta = 0.0f;
@@ -165,41 +163,16 @@ std::string Table::markdown() const {
 }
 
 ChildRun run_child(const std::string& path, const std::vector<std::string>& args) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw Failure(std::string("pipe2 failed: ") + std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);  // dup2 clears O_CLOEXEC on the copy
-  std::vector<std::string> words = {path};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
+  std::vector<std::string> argv = {path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  gk::ProcessOptions options;
+  options.capture_stderr = false;  // the child's errors pass through; its stdout ends with its JSON report
   ChildRun run;
-  pid_t pid = 0;
   run.spawn_ns = now_ns();
-  const int spawned = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  if (spawned != 0) {
-    close(fds[0]);
-    throw Failure("could not start " + path + ": " + std::strerror(spawned));
-  }
-  char buffer[4096];
-  for (;;) {
-    const ssize_t got = read(fds[0], buffer, sizeof buffer);
-    if (got > 0) {
-      run.out.append(buffer, static_cast<std::size_t>(got));
-    } else if (got == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const gk::ProcessResult result = gk::run_process(argv, options);
   run.exit_ns = now_ns();
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.exit_code = result.exit_code;
+  run.out = result.output;
   return run;
 }
 
@@ -213,7 +186,7 @@ Value child_json(const ChildRun& run, const std::string& what) {
   const auto newline = text.rfind('\n');
   const std::string last = newline == std::string::npos ? text : text.substr(newline + 1);
   try {
-    return gk::json::parse(last);
+    return Value::parse(last);
   } catch (const std::exception& e) {
     throw Failure(what + ": the child's last output line is not JSON (" + e.what() + "): " + last);
   }

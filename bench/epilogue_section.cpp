@@ -6,8 +6,7 @@
 #include <cstdio>
 
 #include "bench.hpp"
-#include "gemmkit/cache.hpp"
-#include "gemmkit/compiler.hpp"
+#include "gemmkit/jit.hpp"
 
 namespace bench {
 
@@ -32,14 +31,14 @@ SectionResult epilogue_section(Context& ctx) {
   };
   const std::vector<Shape> shapes = {{8192, 8192, 8192}, {4096, 4096, 4096}};
   // Every kernel first, in parallel.
-  std::vector<gk::KernelSource> sources;
+  std::vector<gk::KernelSpec> specs;
   for (const Shape& s : shapes) {
     for (const auto& v : variants) {
       gk::Gemm plan = plan_for(v);
-      sources.push_back(gk::emit(planned_spec(plan, t, s, ctx.device)));
+      specs.push_back(planned_spec(plan, t, s, ctx.device));
     }
   }
-  gk::DiskCache().get_or_build_many(gk::Toolchain::discover(), sources);
+  gk::compile_many(specs);
 
   const int rounds = ctx.options.repeats;
   const double batch_ms = 50.0;
@@ -68,24 +67,24 @@ SectionResult epilogue_section(Context& ctx) {
       const double tf = tflops(s, median(ms[i]));
       const std::string kernel = planned_spec(plans[i], t, s, ctx.device).name();
       Value row = Value::object();
-      row.set("shape", s.text());
-      row.set("epilogue", variants[i].label);
-      row.set("tflops", tf);
-      row.set("ratio_vs_identity", ratio);
-      row.set("ratio_min", *low);
-      row.set("ratio_max", *high);
+      row["shape"] = s.text();
+      row["epilogue"] = variants[i].label;
+      row["tflops"] = tf;
+      row["ratio_vs_identity"] = ratio;
+      row["ratio_min"] = *low;
+      row["ratio_max"] = *high;
       Value times = Value::array();
       for (double m : ms[i]) times.push_back(m);
-      row.set("ms_per_round", times);
-      row.set("kernel_name", kernel);
+      row["ms_per_round"] = times;
+      row["kernel_name"] = kernel;
       rows.push_back(row);
       table.rows.push_back(
           {s.text(), variants[i].label, fixed(tf, 1), fixed(ratio, 3), fixed(*low, 3) + "-" + fixed(*high, 3), kernel});
     }
   }
-  result.json.set("rounds", rounds);
-  result.json.set("batch_ms", batch_ms);
-  result.json.set("rows", rows);
+  result.json["rounds"] = rounds;
+  result.json["batch_ms"] = batch_ms;
+  result.json["rows"] = rows;
   result.markdown = "## Fused epilogues on SM90 (f16, f32 accumulate, beta 0)\n\nVariants of a shape timed in " +
                     std::to_string(rounds) + " interleaved rounds of one >= " + fixed(batch_ms, 0) +
                     " ms batch each, after a warm-up; vs identity = median over rounds of identity's time / "

@@ -14,7 +14,9 @@ namespace {
 // Both libraries accumulate in f32 and round once to the output type, so they may differ by one unit in the
 // last place (2^-10 relative for f16, 2^-7 for bf16); the bound allows two. Errors are measured relative to
 // max(|expected|, rms), rms = sqrt(K/9) being the typical magnitude of a dot product of uniform [-1, 1) data.
-double tolerance(gk::DataType dtype) { return dtype == gk::DataType::f16 ? 0x1p-9 : 0x1p-6; }
+double tolerance(gk::DataType dtype) {
+  return dtype == gk::DataType::f16 ? 0x1p-9 : 0x1p-6;
+}
 
 constexpr int kReferenceSamples = 256;
 
@@ -96,10 +98,10 @@ struct Timing {
   }
   Value json(double flop) const {
     Value v = Value::object();
-    v.set("ms_median", median(ms));
-    v.set("ms_min", *std::min_element(ms.begin(), ms.end()));
-    v.set("ms_max", *std::max_element(ms.begin(), ms.end()));
-    v.set("tflops", flop / (median(ms) * 1e-3) / 1e12);
+    v["ms_median"] = median(ms);
+    v["ms_min"] = *std::min_element(ms.begin(), ms.end());
+    v["ms_max"] = *std::max_element(ms.begin(), ms.end());
+    v["tflops"] = flop / (median(ms) * 1e-3) / 1e12;
     return v;
   }
 };
@@ -146,12 +148,12 @@ RowResult measure_row(Context& ctx, gk::Gemm& plan, gk::DataType dtype, const Sh
   const double gemmkit_ref_error = reference_error(dtype, s, hA, hB, hD_gemmkit, scale);
   const Agreement agreement = compare_outputs(dtype, hD_gemmkit, hD_cublas, count_d, scale);
   Value check = Value::object();
-  check.set("tolerance", bound);
-  check.set("max_rel_diff_vs_cublas", agreement.max_rel);
-  check.set("nonfinite", static_cast<std::uint64_t>(agreement.nonfinite));
-  check.set("reference_samples", kReferenceSamples);
-  check.set("gemmkit_max_rel_error_vs_fp64", gemmkit_ref_error);
-  check.set("cublas_max_rel_error_vs_fp64", cublas_ref_error);
+  check["tolerance"] = bound;
+  check["max_rel_diff_vs_cublas"] = agreement.max_rel;
+  check["nonfinite"] = static_cast<std::uint64_t>(agreement.nonfinite);
+  check["reference_samples"] = kReferenceSamples;
+  check["gemmkit_max_rel_error_vs_fp64"] = gemmkit_ref_error;
+  check["cublas_max_rel_error_vs_fp64"] = cublas_ref_error;
   if (!(cublas_ref_error <= bound)) {
     throw Failure("cuBLAS's own result is off the float64 reference by " + std::to_string(cublas_ref_error) +
                   " (bound " + std::to_string(bound) + "): the comparison itself is broken");
@@ -195,7 +197,7 @@ RowResult measure_row(Context& ctx, gk::Gemm& plan, gk::DataType dtype, const Sh
   // 4. The result after all timed calls must still match.
   copy_to_host(hD_gemmkit, dD_gemmkit);
   const Agreement after = compare_outputs(dtype, hD_gemmkit, hD_cublas, count_d, scale);
-  check.set("max_rel_diff_vs_cublas_after_timing", after.max_rel);
+  check["max_rel_diff_vs_cublas_after_timing"] = after.max_rel;
   if (after.nonfinite > 0 || !(after.max_rel <= bound)) {
     throw Failure("gemmkit's result changed during the timed runs: max relative difference to cuBLAS " +
                   std::to_string(after.max_rel) + ", " + std::to_string(after.nonfinite) + " non-finite elements");
@@ -204,13 +206,13 @@ RowResult measure_row(Context& ctx, gk::Gemm& plan, gk::DataType dtype, const Sh
   const double flop = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
   RowResult row;
   row.ratio = median(cublas.ms) / median(gemmkit.ms);
-  row.json.set("warmup_calls", warmup);
-  row.json.set("iters_per_batch", iters);
-  row.json.set("batches", o.repeats);
-  row.json.set("gemmkit", gemmkit.json(flop));
-  row.json.set("cublas", cublas.json(flop));
-  row.json.set("ratio", row.ratio);
-  row.json.set("check", check);
+  row.json["warmup_calls"] = warmup;
+  row.json["iters_per_batch"] = iters;
+  row.json["batches"] = o.repeats;
+  row.json["gemmkit"] = gemmkit.json(flop);
+  row.json["cublas"] = cublas.json(flop);
+  row.json["ratio"] = row.ratio;
+  row.json["check"] = check;
   const double tf_gemmkit = flop / (median(gemmkit.ms) * 1e-3) / 1e12;
   const double tf_cublas = flop / (median(cublas.ms) * 1e-3) / 1e12;
   row.cells = {fixed(tf_gemmkit, 1),
@@ -239,7 +241,7 @@ SectionResult gemm_section(Context& ctx) {
     std::string plan_error;
     try {
       plan.emplace(default_plan(dtype, ctx.cc));
-      kernels.set(type_name, plan->kernel_name());
+      kernels[type_name] = plan->kernel_name();
     } catch (const std::exception& e) {
       plan_error = std::string("the default plan could not be built: ") + e.what();
     }
@@ -249,24 +251,24 @@ SectionResult gemm_section(Context& ctx) {
       std::printf("gemm %s %s ...\n", type_name.c_str(), s.text().c_str());
       std::fflush(stdout);
       Value row = Value::object();
-      row.set("dtype", type_name);
-      row.set("m", s.m);
-      row.set("n", s.n);
-      row.set("k", s.k);
+      row["dtype"] = type_name;
+      row["m"] = s.m;
+      row["n"] = s.n;
+      row["k"] = s.k;
       std::vector<std::string> cells = {type_name, s.text()};
       try {
         if (!plan_error.empty()) throw Failure(plan_error);
-        row.set("kernel_name", planned_spec(*plan, dtype, s, ctx.device).name());  // the kernel run() picks
+        row["kernel_name"] = planned_spec(*plan, dtype, s, ctx.device).name();  // the kernel run() picks
         RowResult measured = measure_row(ctx, *plan, dtype, s);
-        for (const auto& [key, value] : measured.json.members()) row.set(key, value);
-        row.set("ok", true);
+        row.update(measured.json);
+        row["ok"] = true;
         cells.insert(cells.end(), measured.cells.begin(), measured.cells.end());
         log_sum += std::log(measured.ratio);
       } catch (const std::exception& e) {
         all_ok = false;
         result.ok = false;
-        row.set("ok", false);
-        row.set("error", e.what());
+        row["ok"] = false;
+        row["error"] = e.what();
         std::fprintf(stderr, "gemmkit_bench: FAILED gemm %s %s: %s\n", type_name.c_str(), s.text().c_str(), e.what());
         cells.push_back("**FAILED**: " + std::string(e.what()));
         cells.resize(table.header.size(), "-");
@@ -279,17 +281,17 @@ SectionResult gemm_section(Context& ctx) {
     const auto n = static_cast<double>(ctx.options.shapes.size());
     if (all_ok && n > 0) {
       const double geomean = std::exp(log_sum / n);
-      geomeans.set(type_name, geomean);
+      geomeans[type_name] = geomean;
       geomean_lines += "- " + type_name + ": geometric mean gemmkit/cuBLAS ratio over " +
                        std::to_string(ctx.options.shapes.size()) + " shapes = **" + fixed(geomean, 3) + "**\n";
     } else {
-      geomeans.set(type_name, nullptr);
+      geomeans[type_name] = nullptr;
       geomean_lines += "- " + type_name + ": no geometric mean (a row failed)\n";
     }
   }
-  result.json.set("rows", rows);
-  result.json.set("geomean_ratio", geomeans);
-  result.json.set("default_kernels", kernels);  // plan.kernel_name(); each row names the kernel run() used
+  result.json["rows"] = rows;
+  result.json["geomean_ratio"] = geomeans;
+  result.json["default_kernels"] = kernels;  // plan.kernel_name(); each row names the kernel run() used
   result.markdown =
       "## GEMM throughput (D = A@B, row-major, f32 accumulate, beta 0)\n\n" + table.markdown() + "\n" + geomean_lines;
   return result;

@@ -14,8 +14,8 @@
 
 #include "bench.hpp"
 #include "gemmkit/cache.hpp"
-#include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
+#include "gemmkit/jit.hpp"
 #include "gemmkit/runtime.hpp"
 
 namespace bench {
@@ -105,9 +105,9 @@ Options parse_options(int argc, char** argv) {
     } else if (name == "--only") {
       o.sections.clear();
       for (const auto& s : split(value, ',')) {
-        if (s != "gemm" && s != "overhead" && s != "startup" && s != "compile" && s != "sweep" &&
-            s != "epilogue") {
-          throw UsageError("--only: unknown section '" + s + "'; use gemm, overhead, startup, compile, sweep, epilogue");
+        if (s != "gemm" && s != "overhead" && s != "startup" && s != "compile" && s != "sweep" && s != "epilogue") {
+          throw UsageError("--only: unknown section '" + s +
+                           "'; use gemm, overhead, startup, compile, sweep, epilogue");
         }
         o.sections.insert(s);
       }
@@ -117,7 +117,7 @@ Options parse_options(int argc, char** argv) {
     } else if (name == "--dtypes") {
       o.dtypes.clear();
       for (const auto& s : split(value, ',')) {
-        const auto t = gk::parse_data_type(s);
+        const auto t = gk::parse_enum<gk::DataType>(s);
         if (!t || (*t != gk::DataType::f16 && *t != gk::DataType::bf16)) {
           throw UsageError("--dtypes: '" + s + "' is not f16 or bf16");
         }
@@ -155,7 +155,9 @@ std::string utc_now(const char* format) {
   return buffer;
 }
 
-std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+std::string cuda_version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
 
 Value environment(const Context& ctx, int argc, char** argv) {
   const gk::DeviceInfo& info = gk::device_info(ctx.device);
@@ -174,54 +176,54 @@ Value environment(const Context& ctx, int argc, char** argv) {
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
 
   Value device = Value::object();
-  device.set("id", ctx.device);
-  device.set("name", info.name);
-  device.set("cc", info.cc);
-  device.set("sm_count", info.sm_count);
-  device.set("memory_gib", static_cast<double>(total_bytes) / (1024.0 * 1024.0 * 1024.0));
+  device["id"] = ctx.device;
+  device["name"] = info.name;
+  device["cc"] = info.cc;
+  device["sm_count"] = info.sm_count;
+  device["memory_gib"] = static_cast<double>(total_bytes) / (1024.0 * 1024.0 * 1024.0);
   Value env = Value::object();
-  env.set("date_utc", utc_now("%Y-%m-%dT%H:%M:%SZ"));
-  env.set("host", host);
-  env.set("command", command);
-  env.set("device", device);
-  env.set("cuda_driver_version", cuda_version_text(driver));  // the CUDA version the driver supports
-  env.set("cuda_runtime_version", cuda_version_text(runtime));
-  env.set("cublas_version",
-          std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + "." + std::to_string(cublas_patch));
-  env.set("nvcc_version", toolchain.nvcc_version);
-  env.set("nvcc_build", toolchain.nvcc_build);
-  env.set("host_compiler", toolchain.host_compiler);
-  env.set("cutlass_version", toolchain.cutlass_version);
-  env.set("cutlass_root", toolchain.cutlass_root);
-  env.set("gemmkit_version", GEMMKIT_BENCH_VERSION);
-  env.set("cache_root", gk::DiskCache::default_root());
+  env["date_utc"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  env["host"] = host;
+  env["command"] = command;
+  env["device"] = device;
+  env["cuda_driver_version"] = cuda_version_text(driver);  // the CUDA version the driver supports
+  env["cuda_runtime_version"] = cuda_version_text(runtime);
+  env["cublas_version"] =
+      std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + "." + std::to_string(cublas_patch);
+  env["nvcc_version"] = toolchain.nvcc_version;
+  env["nvcc_build"] = toolchain.nvcc_build;
+  env["host_compiler"] = toolchain.host_compiler;
+  env["cutlass_version"] = toolchain.cutlass_version;
+  env["cutlass_root"] = toolchain.cutlass_root;
+  env["gemmkit_version"] = GEMMKIT_BENCH_VERSION;
+  env["cache_root"] = gk::DiskCache::default_root();
   return env;
 }
 
 Value method() {
   Value m = Value::object();
-  m.set("gemm",
-        "Per dtype and shape: A, B uniform [-1,1) (host generator, copied once); gemmkit's default plan and "
-        "cublasGemmEx (CUBLAS_COMPUTE_32F, D^T = B^T A^T, 32 MiB workspace) on one non-blocking stream. One call "
-        "each is verified first (gemmkit vs cuBLAS on every element, both vs a float64 reference on 256 samples; "
-        "bound: 2 output ulps relative to max(|x|, sqrt(K/9)); D pre-filled with NaN). Then interleaved warm-up calls "
-        "(>= 10 and >= 500 ms per library), then "
-        "repeats x (one batch per library, alternating which goes first), each batch = iters back-to-back calls "
-        "timed by CUDA events; reported time = median over batches of ms per call; gemmkit's output is checked "
-        "again after timing. TFLOP/s = 2MNK / time. ratio = cuBLAS time / gemmkit time (> 1: gemmkit faster).");
-  m.set("overhead",
-        "128^3 f16, device tensors, cached and loaded kernel, TensorViews built once. Launch only: host "
-        "steady_clock time of calls with sync=false, in chunks of 200 with a synchronize between chunks outside "
-        "the timed region (mean over all calls, and median of chunk means). Launch + sync: each call with "
-        "sync=true timed on its own (median, mean, p90). The same for cublasGemmEx (+ cudaStreamSynchronize).");
-  m.set("startup",
-        "A fresh process (gemmkit_bench_child, linked with gemmkit only, not cuBLAS) constructs the default f16 "
-        "plan, allocates and fills 128^3 device tensors, runs once with sync, checks exactly. Times: the parent's "
-        "posix_spawn to the child's main(), the child's main() to each phase, spawn to exit. Warm disk cache; "
-        "the CUDA driver files are in the page cache (the parent has used them).");
-  m.set("compile",
-        "A fresh process sets GEMMKIT_CACHE_DIR to a new empty folder and times Toolchain::discover() and then "
-        "plan.compile() of the default f16 kernel (one nvcc process); the folder is removed afterwards.");
+  m["gemm"] =
+      "Per dtype and shape: A, B uniform [-1,1) (host generator, copied once); gemmkit's default plan and "
+      "cublasGemmEx (CUBLAS_COMPUTE_32F, D^T = B^T A^T, 32 MiB workspace) on one non-blocking stream. One call "
+      "each is verified first (gemmkit vs cuBLAS on every element, both vs a float64 reference on 256 samples; "
+      "bound: 2 output ulps relative to max(|x|, sqrt(K/9)); D pre-filled with NaN). Then interleaved warm-up calls "
+      "(>= 10 and >= 500 ms per library), then "
+      "repeats x (one batch per library, alternating which goes first), each batch = iters back-to-back calls "
+      "timed by CUDA events; reported time = median over batches of ms per call; gemmkit's output is checked "
+      "again after timing. TFLOP/s = 2MNK / time. ratio = cuBLAS time / gemmkit time (> 1: gemmkit faster).";
+  m["overhead"] =
+      "128^3 f16, device tensors, cached and loaded kernel, TensorViews built once. Launch only: host "
+      "steady_clock time of calls with sync=false, in chunks of 200 with a synchronize between chunks outside "
+      "the timed region (mean over all calls, and median of chunk means). Launch + sync: each call with "
+      "sync=true timed on its own (median, mean, p90). The same for cublasGemmEx (+ cudaStreamSynchronize).";
+  m["startup"] =
+      "A fresh process (gemmkit_bench_child, linked with gemmkit only, not cuBLAS) constructs the default f16 "
+      "plan, allocates and fills 128^3 device tensors, runs once with sync, checks exactly. Times: the parent's "
+      "posix_spawn to the child's main(), the child's main() to each phase, spawn to exit. Warm disk cache; "
+      "the CUDA driver files are in the page cache (the parent has used them).";
+  m["compile"] =
+      "A fresh process sets GEMMKIT_CACHE_DIR to a new empty folder and times Toolchain::discover() and then "
+      "plan.compile() of the default f16 kernel (one nvcc process); the folder is removed afterwards.";
   return m;
 }
 
@@ -236,33 +238,33 @@ Value prepare_kernels(const Context& ctx) {
   if (ctx.options.sections.count("overhead") || ctx.options.sections.count("startup")) {
     problems.emplace_back(gk::DataType::f16, Shape{128, 128, 128});
   }
-  std::map<std::string, gk::KernelSource> unique;  // run() may pick a kernel per problem shape
+  std::map<std::string, gk::KernelSpec> unique;  // run() may pick a kernel per problem shape
   for (const auto& [t, s] : problems) {
     gk::Gemm plan = default_plan(t, ctx.cc);
     const gk::KernelSpec spec = planned_spec(plan, t, s, ctx.device);
-    unique.emplace(spec.canonical(), gk::emit(spec));
+    unique.emplace(spec.canonical(), spec);
   }
-  std::vector<gk::KernelSource> sources;
-  for (auto& [key, source] : unique) sources.push_back(std::move(source));
-  std::printf("preparing %zu kernel(s) in %s (a cache miss runs nvcc, about 45 s) ...\n", sources.size(),
+  std::vector<gk::KernelSpec> specs;
+  for (auto& [key, spec] : unique) specs.push_back(spec);
+  std::printf("preparing %zu kernel(s) in %s (a cache miss runs nvcc, about 45 s) ...\n", specs.size(),
               gk::DiskCache::default_root().c_str());
   std::fflush(stdout);
-  const auto entries = gk::DiskCache().get_or_build_many(gk::Toolchain::discover(), sources);
+  const auto entries = gk::compile_many(specs);
   Value out = Value::array();
   for (const auto& e : entries) {
     Value v = Value::object();
-    v.set("kernel_name", e.kernel_name);
-    v.set("cache_hit", e.hit);
-    v.set("build_seconds", e.build_seconds);
+    v["kernel_name"] = e.kernel_name;
+    v["cache_hit"] = e.cache_hit;
+    v["build_seconds"] = e.build_seconds;
     out.push_back(v);
   }
   return out;
 }
 
 std::string environment_markdown(const Value& env) {
-  const Value& d = *env.find("device");
-  auto s = [](const Value& v, const char* key) { return v.find(key)->as_string(); };
-  auto n = [](const Value& v, const char* key) { return fixed(v.find(key)->as_number(), 0); };
+  const Value& d = env.at("device");
+  auto s = [](const Value& v, const char* key) { return v.at(key).get<std::string>(); };
+  auto n = [](const Value& v, const char* key) { return fixed(v.at(key).get<double>(), 0); };
   return "# gemmkit_bench " + s(env, "date_utc") + "\n\n- device: " + s(d, "name") + " (cc " + n(d, "cc") + ", " +
          n(d, "sm_count") + " SMs)\n- CUDA driver " + s(env, "cuda_driver_version") + ", runtime " +
          s(env, "cuda_runtime_version") + ", cuBLAS " + s(env, "cublas_version") + ", nvcc " + s(env, "nvcc_version") +
@@ -315,17 +317,14 @@ int run(int argc, char** argv) {
 
   Value doc = Value::object();
   const Value env = environment(ctx, argc, argv);
-  doc.set("environment", env);
-  doc.set("method", method());
-  doc.set("prepared_kernels", prepare_kernels(ctx));
+  doc["environment"] = env;
+  doc["method"] = method();
+  doc["prepared_kernels"] = prepare_kernels(ctx);
   std::string markdown = environment_markdown(env);
   bool ok = true;
-  const std::pair<const char*, SectionResult (*)(Context&)> sections[] = {{"gemm", gemm_section},
-                                                                          {"overhead", overhead_section},
-                                                                          {"startup", startup_section},
-                                                                          {"compile", compile_section},
-                                                                          {"sweep", sweep_section},
-                                                                          {"epilogue", epilogue_section}};
+  const std::pair<const char*, SectionResult (*)(Context&)> sections[] = {
+      {"gemm", gemm_section},       {"overhead", overhead_section}, {"startup", startup_section},
+      {"compile", compile_section}, {"sweep", sweep_section},       {"epilogue", epilogue_section}};
   for (const auto& [name, section] : sections) {
     if (!ctx.options.sections.count(name)) continue;
     SectionResult r;
@@ -335,15 +334,15 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "gemmkit_bench: FAILED section %s: %s\n", name, e.what());
       r.ok = false;
       r.json = Value::object();
-      r.json.set("error", e.what());
+      r.json["error"] = e.what();
       r.markdown = "## " + std::string(name) + "\n\n**FAILED**: " + e.what() + "\n";
     }
-    r.json.set("ok", r.ok);
+    r.json["ok"] = r.ok;
     ok = ok && r.ok;
-    doc.set(name, r.json);
+    doc[name] = r.json;
     markdown += r.markdown + "\n";
   }
-  doc.set("ok", ok);
+  doc["ok"] = ok;
   if (!ok) markdown += "**Some measurements FAILED; the numbers above that are marked FAILED are not results.**\n";
 
   fs::create_directories(ctx.options.out_dir);
@@ -355,7 +354,7 @@ int run(int argc, char** argv) {
     file << text;
     if (!file.flush()) throw Failure("could not write " + path);
   };
-  write(stem + ".json", doc.dump() + "\n");
+  write(stem + ".json", doc.dump(2) + "\n");
   write(stem + ".md", markdown);
   std::cout << "\n" << markdown << "\nwrote " << stem << ".json and " << stem << ".md\n";
   return ok ? 0 : 1;

@@ -14,7 +14,9 @@ namespace {
 constexpr int kChunk = 200;
 constexpr int kWarmup = 200;
 
-double micros(std::int64_t ns) { return static_cast<double>(ns) * 1e-3; }
+double micros(std::int64_t ns) {
+  return static_cast<double>(ns) * 1e-3;
+}
 
 struct Overhead {
   double launch_mean_us = 0, launch_chunk_median_us = 0;
@@ -23,12 +25,12 @@ struct Overhead {
 
   Value json() const {
     Value v = Value::object();
-    v.set("launch_only_us_mean", launch_mean_us);
-    v.set("launch_only_us_chunk_median", launch_chunk_median_us);
-    v.set("launch_sync_us_median", sync_median_us);
-    v.set("launch_sync_us_mean", sync_mean_us);
-    v.set("launch_sync_us_p90", sync_p90_us);
-    v.set("gpu_us_per_call", gpu_us);
+    v["launch_only_us_mean"] = launch_mean_us;
+    v["launch_only_us_chunk_median"] = launch_chunk_median_us;
+    v["launch_sync_us_median"] = sync_median_us;
+    v["launch_sync_us_mean"] = sync_mean_us;
+    v["launch_sync_us_p90"] = sync_p90_us;
+    v["gpu_us_per_call"] = gpu_us;
     return v;
   }
 };
@@ -123,13 +125,13 @@ SectionResult overhead_section(Context& ctx) {
   });
 
   SectionResult result;
-  result.json.set("shape", s.text());
-  result.json.set("dtype", "f16");
-  result.json.set("kernel_name", plan.spec_for(vA, vB, nullptr, vD).name());
-  result.json.set("calls", ctx.options.calls);
-  result.json.set("launch_only_chunk", kChunk);
-  result.json.set("gemmkit", gemmkit.json());
-  result.json.set("cublas", cublas.json());
+  result.json["shape"] = s.text();
+  result.json["dtype"] = "f16";
+  result.json["kernel_name"] = plan.spec_for(vA, vB, nullptr, vD).name();
+  result.json["calls"] = ctx.options.calls;
+  result.json["launch_only_chunk"] = kChunk;
+  result.json["gemmkit"] = gemmkit.json();
+  result.json["cublas"] = cublas.json();
   Table table{
       {"", "launch only, µs/call (mean / chunk median)", "launch + sync, µs/call (median / mean / p90)", "GPU µs/call"},
       {}};

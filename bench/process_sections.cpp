@@ -4,9 +4,7 @@
 #include <filesystem>
 
 #include "bench.hpp"
-#include "gemmkit/cache.hpp"
-#include "gemmkit/codegen.hpp"
-#include "gemmkit/compiler.hpp"
+#include "gemmkit/jit.hpp"
 
 namespace bench {
 namespace {
@@ -34,18 +32,20 @@ class TempCache {
 };
 
 double number(const Value& v, const std::string& key) {
-  const Value* found = v.find(key);
-  if (found == nullptr || !found->is_number()) throw Failure("the child's report has no number '" + key + "'");
-  return found->as_number();
+  const auto found = v.find(key);
+  if (found == v.end() || !found->is_number()) throw Failure("the child's report has no number '" + key + "'");
+  return found->get<double>();
 }
 
 std::string text(const Value& v, const std::string& key) {
-  const Value* found = v.find(key);
-  if (found == nullptr || !found->is_string()) throw Failure("the child's report has no string '" + key + "'");
-  return found->as_string();
+  const auto found = v.find(key);
+  if (found == v.end() || !found->is_string()) throw Failure("the child's report has no string '" + key + "'");
+  return found->get<std::string>();
 }
 
-double ms_between(double from_ns, double to_ns) { return (to_ns - from_ns) * 1e-6; }
+double ms_between(double from_ns, double to_ns) {
+  return (to_ns - from_ns) * 1e-6;
+}
 
 }  // namespace
 
@@ -62,15 +62,15 @@ SectionResult compile_section(Context& ctx) {
   if (text(report, "kernel_name") != expected) {
     throw Failure("the child compiled " + text(report, "kernel_name") + ", not the default kernel " + expected);
   }
-  const Value* hit = report.find("cache_hit");
-  if (number(report, "builds") != 1 || hit == nullptr || hit->kind() != Value::Kind::boolean || hit->as_bool()) {
+  const auto hit = report.find("cache_hit");
+  if (number(report, "builds") != 1 || hit == report.end() || !hit->is_boolean() || hit->get<bool>()) {
     throw Failure("the cold compile did not build exactly one module in the empty cache (builds = " +
                   fixed(number(report, "builds"), 0) + ")");
   }
   const double wall_s = static_cast<double>(run.exit_ns - run.spawn_ns) * 1e-9;
   SectionResult result;
   result.json = report;
-  result.json.set("process_wall_seconds", wall_s);
+  result.json["process_wall_seconds"] = wall_s;
   Table table{{"kernel", "plan.compile() s", "of which nvcc build s", "Toolchain::discover() s", "child process s"},
               {{expected, fixed(number(report, "compile_seconds"), 2), fixed(number(report, "build_seconds"), 2),
                 fixed(number(report, "toolchain_seconds"), 2), fixed(wall_s, 2)}}};
@@ -81,8 +81,9 @@ SectionResult compile_section(Context& ctx) {
 SectionResult startup_section(Context& ctx) {
   gk::Gemm plan = default_plan(gk::DataType::f16, ctx.cc);
   const gk::KernelSpec spec = planned_spec(plan, gk::DataType::f16, {128, 128, 128}, ctx.device);
-  const gk::CacheEntry built = gk::DiskCache().get_or_build(gk::Toolchain::discover(), gk::emit(spec));
-  if (!built.hit) std::printf("startup: built %s first (the child must find it in the cache)\n", spec.name().c_str());
+  const gk::CompiledKernel built = gk::build_kernel(spec);
+  if (!built.cache_hit)
+    std::printf("startup: built %s first (the child must find it in the cache)\n", spec.name().c_str());
   std::printf("startup: %d fresh processes running 128^3 once ...\n", ctx.options.startup_runs);
   std::fflush(stdout);
   std::vector<double> to_main, to_plan, to_buffers, to_result, wall;
@@ -100,28 +101,28 @@ SectionResult startup_section(Context& ctx) {
     }
     const double main_ns = number(report, "main_entry_ns");
     Value r = Value::object();
-    r.set("spawn_to_main_ms", ms_between(static_cast<double>(run.spawn_ns), main_ns));
-    r.set("main_to_plan_ms", ms_between(main_ns, number(report, "plan_ready_ns")));
-    r.set("main_to_buffers_ms", ms_between(main_ns, number(report, "buffers_ready_ns")));
-    r.set("main_to_result_ms", ms_between(main_ns, number(report, "result_ns")));
-    r.set("process_wall_ms", static_cast<double>(run.exit_ns - run.spawn_ns) * 1e-6);
-    to_main.push_back(r.find("spawn_to_main_ms")->as_number());
-    to_plan.push_back(r.find("main_to_plan_ms")->as_number());
-    to_buffers.push_back(r.find("main_to_buffers_ms")->as_number());
-    to_result.push_back(r.find("main_to_result_ms")->as_number());
-    wall.push_back(r.find("process_wall_ms")->as_number());
+    r["spawn_to_main_ms"] = ms_between(static_cast<double>(run.spawn_ns), main_ns);
+    r["main_to_plan_ms"] = ms_between(main_ns, number(report, "plan_ready_ns"));
+    r["main_to_buffers_ms"] = ms_between(main_ns, number(report, "buffers_ready_ns"));
+    r["main_to_result_ms"] = ms_between(main_ns, number(report, "result_ns"));
+    r["process_wall_ms"] = static_cast<double>(run.exit_ns - run.spawn_ns) * 1e-6;
+    to_main.push_back(r.at("spawn_to_main_ms").get<double>());
+    to_plan.push_back(r.at("main_to_plan_ms").get<double>());
+    to_buffers.push_back(r.at("main_to_buffers_ms").get<double>());
+    to_result.push_back(r.at("main_to_result_ms").get<double>());
+    wall.push_back(r.at("process_wall_ms").get<double>());
     runs.push_back(r);
   }
   SectionResult result;
-  result.json.set("kernel_name", built.kernel_name);
-  result.json.set("runs", runs);
+  result.json["kernel_name"] = built.kernel_name;
+  result.json["runs"] = runs;
   Value medians = Value::object();
-  medians.set("spawn_to_main_ms", median(to_main));
-  medians.set("main_to_plan_ms", median(to_plan));
-  medians.set("main_to_buffers_ms", median(to_buffers));
-  medians.set("main_to_result_ms", median(to_result));
-  medians.set("process_wall_ms", median(wall));
-  result.json.set("median", medians);
+  medians["spawn_to_main_ms"] = median(to_main);
+  medians["main_to_plan_ms"] = median(to_plan);
+  medians["main_to_buffers_ms"] = median(to_buffers);
+  medians["main_to_result_ms"] = median(to_result);
+  medians["process_wall_ms"] = median(wall);
+  result.json["median"] = medians;
   Table table{{"median of " + std::to_string(ctx.options.startup_runs) + " runs", "ms"},
               {{"spawn -> main() (exec, dynamic loading)", fixed(median(to_main), 1)},
                {"main() -> plan constructed", fixed(median(to_plan), 1)},

@@ -48,7 +48,9 @@ Operands::Operands(gk::DataType t, const Shape& s)
   BENCH_CUDA(cudaMemcpy(B.get(), host.data(), B.bytes(), cudaMemcpyHostToDevice));
 }
 
-double tflops(const Shape& s, double ms) { return 2.0 * s.m * s.n * s.k / (ms * 1e-3) / 1e12; }
+double tflops(const Shape& s, double ms) {
+  return 2.0 * s.m * s.n * s.k / (ms * 1e-3) / 1e12;
+}
 
 std::function<void()> plan_call(Context& ctx, gk::Gemm& plan, gk::DataType t, const Shape& s, Operands& o,
                                 const gk::TensorView* bias) {

@@ -6,8 +6,7 @@
 #include <limits>
 
 #include "bench.hpp"
-#include "gemmkit/cache.hpp"
-#include "gemmkit/compiler.hpp"
+#include "gemmkit/jit.hpp"
 #include "gemmkit/runtime.hpp"
 
 namespace bench {
@@ -32,13 +31,13 @@ SectionResult sweep_section(Context& ctx) {
   gk::Gemm probe = default_plan(t, ctx.cc);
   const auto tiles = probe.tile_descriptions();
   // Build every configuration first, in parallel.
-  std::vector<gk::KernelSource> sources;
+  std::vector<gk::KernelSpec> specs;
   for (const auto& td : tiles) {
     gk::Gemm plan = default_plan(t, ctx.cc);
     plan.set_tile_description(td);
-    sources.push_back(gk::emit(plan.spec()));
+    specs.push_back(plan.spec());
   }
-  gk::DiskCache().get_or_build_many(gk::Toolchain::discover(), sources);
+  gk::compile_many(specs);
 
   std::vector<Shape> shapes = ctx.options.shapes;
   for (const Shape& extra : {Shape{1024, 1024, 4096}, Shape{128, 8192, 8192}, Shape{512, 512, 16384}}) {
@@ -56,10 +55,10 @@ SectionResult sweep_section(Context& ctx) {
     gk::Gemm default_plan_for_shape = default_plan(t, ctx.cc);
     const double default_ms = time_plan(ctx, default_plan_for_shape, t, s, b);
     Value row = Value::object();
-    row.set("shape", s.text());
-    row.set("cublas_tflops", tflops(s, cublas_ms));
-    row.set("default_kernel", planned_spec(default_plan_for_shape, t, s, ctx.device).name());
-    row.set("default_tflops", tflops(s, default_ms));
+    row["shape"] = s.text();
+    row["cublas_tflops"] = tflops(s, cublas_ms);
+    row["default_kernel"] = planned_spec(default_plan_for_shape, t, s, ctx.device).name();
+    row["default_tflops"] = tflops(s, default_ms);
     Value configs = Value::array();
     double best_ms = std::numeric_limits<double>::infinity();
     std::size_t best = 0;
@@ -67,41 +66,41 @@ SectionResult sweep_section(Context& ctx) {
       gk::Gemm plan = default_plan(t, ctx.cc);
       plan.set_tile_description(tiles[i]);
       Value c = Value::object();
-      c.set("index", static_cast<int>(i));
-      c.set("config", tile_text(tiles[i]));
+      c["index"] = static_cast<int>(i);
+      c["config"] = tile_text(tiles[i]);
       try {
         const double ms = time_plan(ctx, plan, t, s, b);
-        c.set("tflops", tflops(s, ms));
-        c.set("ratio_vs_cublas", cublas_ms / ms);
+        c["tflops"] = tflops(s, ms);
+        c["ratio_vs_cublas"] = cublas_ms / ms;
         if (ms < best_ms) {
           best_ms = ms;
           best = i;
         }
       } catch (const std::exception& e) {
-        c.set("error", e.what());
+        c["error"] = e.what();
         (void)cudaGetLastError();
       }
       configs.push_back(c);
     }
-    row.set("configs", configs);
-    row.set("best_index", static_cast<int>(best));
-    row.set("best_config", tile_text(tiles[best]));
-    row.set("best_tflops", tflops(s, best_ms));
+    row["configs"] = configs;
+    row["best_index"] = static_cast<int>(best);
+    row["best_config"] = tile_text(tiles[best]);
+    row["best_tflops"] = tflops(s, best_ms);
     rows.push_back(row);
     best_table.rows.push_back({s.text(), fixed(tflops(s, cublas_ms), 1), fixed(tflops(s, default_ms), 1),
                                fixed(cublas_ms / default_ms, 3), tile_text(tiles[best]), fixed(tflops(s, best_ms), 1),
                                fixed(cublas_ms / best_ms, 3)});
   }
-  result.json.set("dtype", "f16");
-  result.json.set("configurations", static_cast<int>(tiles.size()));
-  result.json.set("rows", rows);
+  result.json["dtype"] = "f16";
+  result.json["configurations"] = static_cast<int>(tiles.size());
+  result.json["rows"] = rows;
 
   // Stream-K against data-parallel tiles: one tile over a whole number of waves, and long K with small M, N.
   const int sms = gk::device_info(ctx.device).sm_count;
   const auto cta = probe.spec().tile.cta_tile();
   std::vector<Shape> streamk_shapes = {
-      {static_cast<std::int64_t>(cta[0]) * (2 * sms + 1), cta[1], 4096},           // 2 waves + 1 tile
-      {static_cast<std::int64_t>(cta[0]) * (sms + 1), cta[1] * 3, 4096},           // (132+1) x 3 tiles
+      {static_cast<std::int64_t>(cta[0]) * (2 * sms + 1), cta[1], 4096},  // 2 waves + 1 tile
+      {static_cast<std::int64_t>(cta[0]) * (sms + 1), cta[1] * 3, 4096},  // (132+1) x 3 tiles
       {512, 512, 16384},
       {256, 1024, 16384}};
   Table streamk_table{{"M x N x K", "data-parallel TFLOP/s", "Stream-K TFLOP/s", "Stream-K / DP", "cuBLAS TFLOP/s"},
@@ -116,16 +115,16 @@ SectionResult sweep_section(Context& ctx) {
     const double dp_ms = time_plan(ctx, dp, t, s, b), sk_ms = time_plan(ctx, sk, t, s, b);
     const double cublas_ms = time_cublas(ctx, t, s, b);
     Value row = Value::object();
-    row.set("shape", s.text());
-    row.set("data_parallel_tflops", tflops(s, dp_ms));
-    row.set("stream_k_tflops", tflops(s, sk_ms));
-    row.set("stream_k_kernel", sk.kernel_name());
-    row.set("cublas_tflops", tflops(s, cublas_ms));
+    row["shape"] = s.text();
+    row["data_parallel_tflops"] = tflops(s, dp_ms);
+    row["stream_k_tflops"] = tflops(s, sk_ms);
+    row["stream_k_kernel"] = sk.kernel_name();
+    row["cublas_tflops"] = tflops(s, cublas_ms);
     streamk_rows.push_back(row);
     streamk_table.rows.push_back({s.text(), fixed(tflops(s, dp_ms), 1), fixed(tflops(s, sk_ms), 1),
                                   fixed(dp_ms / sk_ms, 3), fixed(tflops(s, cublas_ms), 1)});
   }
-  result.json.set("stream_k", streamk_rows);
+  result.json["stream_k"] = streamk_rows;
   result.markdown = "## Configuration sweep (f16, every valid configuration; best per shape)\n\n" +
                     best_table.markdown() + "\n## Stream-K vs data-parallel (f16)\n\n" + streamk_table.markdown();
   return result;

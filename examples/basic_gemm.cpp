@@ -1,6 +1,8 @@
 // examples/basic_gemm.cpp: the reference's basic GEMM walk-through in C++ (also `gemmkit demo`).
 // Plan an fp16 GEMM, show its kernel, compile it, run it on small-integer data and check it exactly, switch to
 // SIMT, reuse the kernel on a large problem, pick a configuration, try Stream-K, and see a bad one rejected.
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -9,17 +11,17 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
-#include "util/host_matrix.hpp"
-#include "util/json.hpp"
+#include "testing/host_matrix.hpp"
+#include "testing/walkthrough.hpp"
 
 namespace gk = gemmkit;
-using gk::util::HostMatrix;
+using gk::testing::HostMatrix;
 
 namespace {
 
 struct Walkthrough {
   bool json;
-  gk::json::Value report = gk::json::Value::object();
+  nlohmann::ordered_json report = nlohmann::ordered_json::object();
   void say(const std::string& line) {
     if (!json) std::cout << line << "\n";
   }
@@ -38,16 +40,16 @@ bool run_and_check(Walkthrough& w, gk::Gemm& plan, long m, long n, long k, doubl
   plan.run(a, b, &c, d, 1.0, beta);
   const bool compiled = gk::cache_counters().builds > builds_before;
   const long samples = m * n <= 128 * 128 ? 0 : 4096;
-  const auto cmp = gk::util::compare_with_reference(A, B, &C, D, 1.0, beta, samples);
+  const auto cmp = gk::testing::compare_with_reference(A, B, &C, D, 1.0, beta, samples);
   const bool exact = cmp.max_abs_error == 0.0;
-  w.say("  " + label + ": " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " beta=" +
-        std::to_string(beta) + " -> " + (exact ? "D equals alpha*A@B + beta*C exactly" : "MISMATCH") + " (" +
+  w.say("  " + label + ": " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+        " beta=" + std::to_string(beta) + " -> " + (exact ? "D equals alpha*A@B + beta*C exactly" : "MISMATCH") + " (" +
         std::to_string(cmp.checked) + " elements checked, " + (compiled ? "compiled" : "no compile") + ")");
-  gk::json::Value step = gk::json::Value::object();
-  step.set("kernel_name", plan.kernel_name());
-  step.set("exact", exact);
-  step.set("compiled", compiled);
-  w.report.set(label, step);
+  nlohmann::ordered_json step = nlohmann::ordered_json::object();
+  step["kernel_name"] = plan.kernel_name();
+  step["exact"] = exact;
+  step["compiled"] = compiled;
+  w.report[label] = step;
   return exact;
 }
 
@@ -66,23 +68,24 @@ int basic_gemm_walkthrough(bool json) {
   w.say("1. Plan: Gemm(element=f16, layout=RowMajor, element_accumulator=f32) for SM" + std::to_string(plan.cc()));
   w.say("   opclass: " + std::string(gk::to_string(plan.opclass())));
   w.say("   kernel:  " + plan.kernel_name());
-  w.report.set("kernel_name", plan.kernel_name());
-  w.report.set("cc", plan.cc());
+  w.report["kernel_name"] = plan.kernel_name();
+  w.report["cc"] = plan.cc();
 
   const auto built = plan.compile();
-  w.say("2. Compile: " + std::string(built.cache_hit ? "cache hit" : "compiled in " + std::to_string(built.build_seconds) + " s"));
+  w.say("2. Compile: " +
+        std::string(built.cache_hit ? "cache hit" : "compiled in " + std::to_string(built.build_seconds) + " s"));
   w.say("   cached at " + built.module_path);
-  w.report.set("module_path", built.module_path);
-  w.report.set("cache", built.cache_hit ? "hit" : "miss");
+  w.report["module_path"] = built.module_path;
+  w.report["cache"] = built.cache_hit ? "hit" : "miss";
 
   if (!has_gpu) {
     w.say("3. Run: skipped. Running needs a CUDA device and none is visible on this machine; planning, emitting and");
     w.say("   compiling worked. Run `gemmkit demo` on a machine with an SM80 or SM90 GPU to run and check the kernel.");
-    w.report.set("ran", false);
-    if (json) std::cout << w.report.dump() << "\n";
+    w.report["ran"] = false;
+    if (json) std::cout << w.report.dump(2) << "\n";
     return 0;
   }
-  w.report.set("ran", true);
+  w.report["ran"] = true;
   bool ok = true;
   w.say("3. Run on host buffers (staged through the GPU):");
   ok &= run_and_check(w, plan, 128, 128, 128, 0.0, "tensorop_128");
@@ -118,10 +121,10 @@ int basic_gemm_walkthrough(bool json) {
     ok = false;
   } catch (const gk::ConfigError& e) {
     w.say(std::string("   ConfigError: ") + e.what());
-    w.report.set("rejected_8_stages", e.what());
+    w.report["rejected_8_stages"] = e.what();
   }
-  w.report.set("all_exact", ok);
-  if (json) std::cout << w.report.dump() << "\n";
+  w.report["all_exact"] = ok;
+  if (json) std::cout << w.report.dump(2) << "\n";
   return ok ? 0 : 1;
 }
 

@@ -7,10 +7,10 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
-#include "util/host_matrix.hpp"
+#include "testing/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::util::HostMatrix;
+using gk::testing::HostMatrix;
 
 int main() {
   try {
@@ -34,7 +34,7 @@ int main() {
     auto check = [&](gk::Activation activation, double parameter) {
       plan.set_activation(activation, parameter);
       plan.run(A.view(), B.view(), C.view(), D.view(), 1.0, 0.5);
-      const auto cmp = gk::util::compare_with_reference(A, B, &C, D, 1.0, 0.5, 0, 1, {activation, parameter});
+      const auto cmp = gk::testing::compare_with_reference(A, B, &C, D, 1.0, 0.5, 0, 1, {activation, parameter});
       const bool pass = cmp.max_rel_error <= 1e-2;
       ok &= pass;
       std::printf("  %-10s %-6s max relative error %.2e  %s\n", std::string(gk::to_string(activation)).c_str(),

@@ -9,8 +9,8 @@
 #include "gemmkit/runtime.hpp"
 
 // D = A @ B for device pointers of M x K, K x N and M x N row-major fp16 matrices, on `stream`.
-void quickstart_gemm(void* a_ptr, void* b_ptr, void* c_ptr, void* d_ptr, long M, long N, long K,
-                     cudaStream_t stream) {
+void quickstart_gemm(void* a_ptr, void* b_ptr, void* c_ptr, void* d_ptr, long M, long N, long K, cudaStream_t stream) {
+  // README begin (scripts/check-rules keeps the README's C++ example equal to these lines)
   gemmkit::GemmOptions options;
   options.element = gemmkit::DataType::f16;
   options.layout = gemmkit::Layout::RowMajor;
@@ -23,6 +23,7 @@ void quickstart_gemm(void* a_ptr, void* b_ptr, void* c_ptr, void* d_ptr, long M,
   auto C = gemmkit::TensorView::on_gpu(c_ptr, gemmkit::DataType::f16, {M, N});
   auto D = gemmkit::TensorView::on_gpu(d_ptr, gemmkit::DataType::f16, {M, N});
   plan.run(A, B, C, D, /*alpha=*/1.0, /*beta=*/0.0, {.stream = stream});
+  // README end
 }
 
 int main() {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# scripts/setup.sh: idempotent set-up — CUTLASS 4.2 headers into .deps/cutlass, then a CMake build.
+# scripts/setup.sh: idempotent set-up — CUTLASS 4.2 headers into .deps/cutlass, nlohmann-json and CLI11 (Debian
+# packages, their headers also copied into .deps/include), then a CMake build.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
@@ -28,6 +29,27 @@ check_toolchain() {
   fi
 }
 
+header_packages() {
+  # Header-only libraries from Debian. Their copies in .deps/include build on a machine without the packages and
+  # without a network (the GPU machine builds from a carried .deps/); CMake prefers the system packages.
+  local packages=(nlohmann-json3-dev libcli11-dev) headers=(nlohmann/json.hpp CLI/CLI.hpp) missing=() i
+  for i in "${!packages[@]}"; do [[ -f "/usr/include/${headers[$i]}" ]] || missing+=("${packages[$i]}"); done
+  if ((${#missing[@]})); then
+    if [[ -f "$deps/include/nlohmann/json.hpp" && -f "$deps/include/CLI/CLI.hpp" ]]; then
+      echo "gemmkit setup: ${missing[*]} not installed; using the headers in .deps/include"
+      return
+    fi
+    if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
+      echo "gemmkit setup: install ${missing[*]} (e.g. sudo apt-get install ${missing[*]}), then run this again" >&2
+      exit 1
+    fi
+    echo "gemmkit setup: installing ${missing[*]}"
+    apt-get install -y -q "${missing[@]}" >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}" >/dev/null; }
+  fi
+  mkdir -p "$deps/include"
+  for dir in nlohmann CLI; do rm -rf "$deps/include/$dir" && cp -r "/usr/include/$dir" "$deps/include/$dir"; done
+}
+
 python_tools() {
   # The Python package (nanobind extension) and its unit tests; quick when already installed.
   python3 -m pip install -q --disable-pip-version-check nanobind numpy pytest 2>&1 | grep -v "^WARNING: Running pip" || true
@@ -44,5 +66,6 @@ build() {
 
 check_toolchain
 if [[ -z "${CUTLASS_PATH:-}" ]]; then fetch_cutlass; fi
+header_packages
 python_tools
 build

@@ -5,6 +5,7 @@
 //   gemmkit_bench_child compile --cache-dir DIR --cc N   time plan.compile() of the default f16 kernel, empty cache
 //   gemmkit_bench_child first-result                     construct, run 128^3 once on device tensors, sync
 #include <cuda_runtime_api.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -17,11 +18,11 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
-#include "util/host_matrix.hpp"
-#include "util/json.hpp"
+#include "testing/device_buffer.hpp"
+#include "testing/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::json::Value;
+using Value = nlohmann::ordered_json;
 
 namespace {
 
@@ -32,7 +33,9 @@ double now_ns() {
           .count());
 }
 
-double seconds_since(double start_ns) { return (now_ns() - start_ns) * 1e-9; }
+double seconds_since(double start_ns) {
+  return (now_ns() - start_ns) * 1e-9;
+}
 
 gk::GemmOptions default_options() {
   gk::GemmOptions o;
@@ -59,53 +62,44 @@ int compile(const std::string& cache_dir, int cc) {
   const gk::CompiledKernel built = plan.compile();
   const double compile_seconds = seconds_since(t1);
   Value out = Value::object();
-  out.set("kernel_name", built.kernel_name);
-  out.set("cc", cc);
-  out.set("cache_hit", built.cache_hit);
-  out.set("builds", gk::cache_counters().builds);
-  out.set("toolchain_seconds", toolchain_seconds);
-  out.set("compile_seconds", compile_seconds);
-  out.set("build_seconds", built.build_seconds);
-  std::printf("%s\n", out.dump(false).c_str());
+  out["kernel_name"] = built.kernel_name;
+  out["cc"] = cc;
+  out["cache_hit"] = built.cache_hit;
+  out["builds"] = gk::cache_counters().builds;
+  out["toolchain_seconds"] = toolchain_seconds;
+  out["compile_seconds"] = compile_seconds;
+  out["build_seconds"] = built.build_seconds;
+  std::printf("%s\n", out.dump().c_str());
   return 0;
 }
 
 int first_result(double main_entry_ns) {
-  using gk::util::HostMatrix;
+  using gk::testing::HostMatrix;
   constexpr std::int64_t n = 128;
   gk::Gemm plan(default_options());
   const double plan_ready_ns = now_ns();
-  const int device = gk::current_device();
   HostMatrix A(gk::DataType::f16, n, n, gk::Layout::RowMajor), B(gk::DataType::f16, n, n, gk::Layout::RowMajor);
   HostMatrix D(gk::DataType::f16, n, n, gk::Layout::RowMajor);
   A.fill_integers(1, -2, 2);  // exact in f16 products and f32 sums: the check below is exact
   B.fill_integers(2, -2, 2);
-  void *dA = nullptr, *dB = nullptr, *dD = nullptr;
-  check(cudaMalloc(&dA, A.bytes()), "cudaMalloc");
-  check(cudaMalloc(&dB, B.bytes()), "cudaMalloc");
-  check(cudaMalloc(&dD, D.bytes()), "cudaMalloc");
-  check(cudaMemcpy(dA, A.data(), A.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
-  check(cudaMemcpy(dB, B.data(), B.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
-  check(cudaMemset(dD, 0xFF, D.bytes()), "cudaMemset");
+  const gk::testing::DeviceBuffer dA(A), dB(B), dD(D.bytes());
+  check(cudaMemset(dD.get(), 0xFF, D.bytes()), "cudaMemset");
   const double buffers_ready_ns = now_ns();
-  const gk::TensorView vA = A.view_at(dA, device), vB = B.view_at(dB, device), vD = D.view_at(dD, device);
+  const gk::TensorView vA = dA.view_like(A), vB = dB.view_like(B), vD = dD.view_like(D);
   plan.run(vA, vB, nullptr, vD, 1.0, 0.0, gk::RunOptions{nullptr, true, false});
   const double result_ns = now_ns();
-  check(cudaMemcpy(D.data(), dD, D.bytes(), cudaMemcpyDeviceToHost), "cudaMemcpy");
-  const auto cmp = gk::util::compare_with_reference(A, B, nullptr, D, 1.0, 0.0);
-  cudaFree(dA);
-  cudaFree(dB);
-  cudaFree(dD);
+  dD.copy_to(D);
+  const auto cmp = gk::testing::compare_with_reference(A, B, nullptr, D, 1.0, 0.0);
   Value out = Value::object();
-  out.set("kernel_name", plan.spec_for(vA, vB, nullptr, vD).name());
-  out.set("main_entry_ns", main_entry_ns);
-  out.set("plan_ready_ns", plan_ready_ns);
-  out.set("buffers_ready_ns", buffers_ready_ns);
-  out.set("result_ns", result_ns);
-  out.set("builds", gk::cache_counters().builds);
-  out.set("disk_hits", gk::cache_counters().disk_hits);
-  out.set("max_abs_error", cmp.max_abs_error);
-  std::printf("%s\n", out.dump(false).c_str());
+  out["kernel_name"] = plan.spec_for(vA, vB, nullptr, vD).name();
+  out["main_entry_ns"] = main_entry_ns;
+  out["plan_ready_ns"] = plan_ready_ns;
+  out["buffers_ready_ns"] = buffers_ready_ns;
+  out["result_ns"] = result_ns;
+  out["builds"] = gk::cache_counters().builds;
+  out["disk_hits"] = gk::cache_counters().disk_hits;
+  out["max_abs_error"] = cmp.max_abs_error;
+  std::printf("%s\n", out.dump().c_str());
   return 0;
 }
 

@@ -1,6 +1,8 @@
 // include/gemmkit/cache.hpp: the content-addressed on-disk kernel cache, safe for many processes at once.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -21,14 +23,15 @@ struct CacheEntry {
   std::string dir;          // <root>/v1/<aa>/<key>
   std::string module_path;  // dir/kernel.so
   std::string kernel_name;
-  bool hit = false;              // true if no build happened in this call
-  double build_seconds = 0.0;    // time spent building in this call (0 on a hit)
+  bool hit = false;            // true if no build happened in this call
+  double build_seconds = 0.0;  // time spent building in this call (0 on a hit)
 };
 
 struct CacheListing {
   std::string key, kernel_name, dir, created;
   std::uint64_t bytes = 0;
 };
+void to_json(nlohmann::ordered_json& json, const CacheListing& listing);
 
 class DiskCache {
  public:
@@ -66,8 +69,8 @@ class DiskCache {
 
 // Process-wide counters, so tests can tell a cache hit from a build without a clock.
 struct CacheCounters {
-  int builds = 0;       // modules built (nvcc or fake builder ran)
-  int disk_hits = 0;    // complete entries found on disk
+  int builds = 0;     // modules built (nvcc or fake builder ran)
+  int disk_hits = 0;  // complete entries found on disk
   int rebuilt_damaged = 0;
 };
 CacheCounters cache_counters();

@@ -14,8 +14,8 @@ struct KernelSource {
   std::string text;
 };
 
-// Render the spec through its family's template (templates/*.cu.in). Throws ConfigError for specs the
-// template cannot express (the catalog and validation are meant to catch those first).
-KernelSource emit(const KernelSpec& spec);
+// Renders the spec through its family's template (templates/*.cu.in). Throws ConfigError, naming the kernel, for a
+// spec its family's rules refuse (plans check those rules before they get here).
+KernelSource render(const KernelSpec& spec);
 
 }  // namespace gemmkit

@@ -31,7 +31,13 @@ struct Toolchain {
 std::vector<std::string> nvcc_command(const Toolchain& toolchain, const KernelSource& source,
                                       const std::string& source_path, const std::string& output_path);
 
-// Writes kernel.cu into work_dir and builds work_dir/kernel.so with one nvcc pass. Throws CompileError
+// What a module builder may leave in its work_dir for the cache's manifest: a JSON object ("nvcc_argv", "seconds" per
+// phase), merged into the manifest's "build" record.
+inline constexpr const char* kBuildRecordFile = "build.json";
+
+// Writes kernel.cu into work_dir and builds work_dir/kernel.so with one nvcc pass, and the build record. The debug
+// knobs GEMMKIT_KEEP_TEMP (nvcc's intermediates in work_dir/nvcc) and GEMMKIT_DUMP_SASS (work_dir/kernel.sass) apply
+// here, outside the cache key. Throws CompileError
 // (argv, exit code, full log, kept source path) on failure.
 void compile_module(const Toolchain& toolchain, const KernelSource& source, const std::string& work_dir);
 

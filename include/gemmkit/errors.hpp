@@ -35,7 +35,10 @@ class CompileError : public Error {
  public:
   CompileError(const std::string& message, std::vector<std::string> argv, int exit_code, std::string log,
                std::string source_path)
-      : Error(message), argv(std::move(argv)), exit_code(exit_code), log(std::move(log)),
+      : Error(message),
+        argv(std::move(argv)),
+        exit_code(exit_code),
+        log(std::move(log)),
         source_path(std::move(source_path)) {}
   std::vector<std::string> argv;
   int exit_code;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gemmkit/codegen.hpp"
+#include "gemmkit/jit.hpp"
 #include "gemmkit/kernel_spec.hpp"
 #include "gemmkit/runtime.hpp"
 #include "gemmkit/tensor.hpp"
@@ -17,6 +18,12 @@
 namespace gemmkit {
 
 class KernelModule;
+namespace catalog {
+struct Target;
+}
+namespace detail {
+struct MatrixOperand;
+}
 
 // What a plan is declared from. Per operand, a representative tensor wins over element_X/layout_X, which win
 // over the generic element/layout (giving both a tensor and element_X for one operand is an error).
@@ -34,25 +41,13 @@ struct GemmOptions {
 };
 
 struct RunOptions {
-  cudaStream_t stream = nullptr;  // device tensors run on this stream; host tensors are staged through it
-  bool sync = true;               // wait for the stream before returning (host outputs always land before return)
-  bool print_module = false;      // print the generated source before running
+  cudaStream_t stream = nullptr;     // device tensors run on this stream; host tensors are staged through it
+  bool sync = true;                  // wait for the stream before returning (host outputs always land before return)
+  bool print_module = false;         // print the generated source before running
   const TensorView* bias = nullptr;  // the bias vector when the plan has one (set_bias): m (per row) or n elements
   // A device buffer lent as the kernel's workspace (frameworks with their own allocator); by default each launch
   // takes one from gemmkit's stream-ordered pool. It must not be in use by another launch in flight.
   Workspace workspace = {};
-};
-
-// Order in which SM90 persistent schedulers walk output tiles.
-enum class RasterOrder { Heuristic, AlongM, AlongN };
-
-// What compile() produced: which kernel, where it is cached, and whether nvcc ran.
-struct CompiledKernel {
-  std::string kernel_name;
-  std::string module_path;
-  std::string cache_key;
-  bool cache_hit = false;
-  double build_seconds = 0.0;
 };
 
 // A plan. Its run() (and spec_for) may be called from many threads at once, each on its own stream or on the same
@@ -121,7 +116,7 @@ class Gemm {
   KernelSpec spec(std::optional<int> alignment_a = std::nullopt, std::optional<int> alignment_b = std::nullopt,
                   std::optional<int> alignment_c = std::nullopt) const;
   std::string kernel_name() const { return spec().name(); }
-  KernelSource emit_source() const;
+  KernelSource render_source() const;
 
   // Generates and compiles the kernel (through the on-disk cache); needs nvcc, not a GPU.
   CompiledKernel compile(const std::optional<TileDescription>& tile = std::nullopt);
@@ -148,10 +143,11 @@ class Gemm {
   struct Problem;
   Problem check_problem(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                         double beta);
-  struct Variant;
-  Variant& variant_for(const Problem& p);
-  KernelModule& module_for(Variant& variant, std::size_t choice);
-  std::size_t choose_tile(const Variant& variant, const Problem& p, int sm_count) const;
+  std::optional<detail::MatrixOperand> check_bias_operand(const TensorView* bias, const Problem& p) const;
+  struct KernelChoices;
+  KernelChoices& choices_for(const Problem& p);
+  KernelModule& module_for(KernelChoices& choices, std::size_t choice);
+  std::size_t choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const;
   void invalidate();
   // Sets one configuration field, keeps it only if the plan still validates, and drops stale kernels.
   template <class Field>
@@ -160,11 +156,11 @@ class Gemm {
                        std::optional<int> alignment_c) const;
   std::vector<TileDescription> valid_tiles(const KernelSpec& base) const;
 
-  // The compute capability whose kernel families the plan chooses from (kernel_cc when one was requested).
-  int catalog_cc() const { return kernel_cc_request_ != 0 ? kernel_cc_request_ : cc_; }
+  // The GPU and the requested kernel generation, as the catalog takes them.
+  catalog::Target target() const;
 
   int cc_ = 0;
-  int kernel_cc_request_ = 0;
+  std::optional<int> kernel_cc_;  // as requested (GemmOptions::kernel_cc); the plan's is kernel_cc()
   struct Types {
     DataType a, b, c, d, accumulator;
     Layout layout_a, layout_b, layout_c;

@@ -1,54 +1,24 @@
 // include/gemmkit/kernel_spec.hpp: KernelSpec, the plain value that fully determines one generated kernel.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <array>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gemmkit/types.hpp"
 
 namespace gemmkit {
 
-// Which emitter/template renders the kernel.
-enum class KernelFamily {
-  Sm80Universal,   // CUTLASS 2.x GemmUniversal (TensorOp or SIMT); also used on SM90 for SIMT and f64
-  Sm90Collective,  // CUTLASS 3.x collective-builder GEMM (TMA / cp.async, warp-specialized)
-};
-
-enum class MathOperation { MultiplyAdd, MultiplyAddFastF32, MultiplyAddSaturate };
-
-enum class KernelSchedule {
-  Auto,
-  TmaWarpSpecialized,
-  TmaWarpSpecializedPingpong,
-  TmaWarpSpecializedCooperative,
-  CpAsyncWarpSpecialized,
-  CpAsyncWarpSpecializedPingpong,
-  CpAsyncWarpSpecializedCooperative,
-};
-
-enum class EpilogueSchedule { Auto, NoSmemWarpSpecialized, TmaWarpSpecialized, TmaWarpSpecializedCooperative };
-
-enum class TileScheduler { Default, Persistent, StreamK };
-
-// Threadblock swizzles (SM80 kernels). On SM90 kernels StreamK selects the Stream-K tile scheduler.
-enum class Swizzle { Identity1, Identity2, Identity4, Identity8, Horizontal, StreamK };
-
-enum class Activation { Identity, ReLU, LeakyReLU, GELU, GELUTanh, HardSwish, Sigmoid, SiLU, Tanh };
-
-enum class BiasMode { None, PerRow, PerColumn };
-
-std::string_view to_string(KernelFamily family);
-std::string_view to_string(MathOperation op);
-std::string_view to_string(KernelSchedule schedule);
-std::string_view to_string(EpilogueSchedule schedule);
-std::string_view to_string(TileScheduler scheduler);
-std::string_view to_string(Swizzle swizzle);
-std::string_view to_string(Activation activation);
-std::string_view to_string(BiasMode bias);
-
 using Shape3 = std::array<int, 3>;
+
+// "AxBxC", as kernel names and messages write shapes.
+std::string shape_text(const Shape3& shape);
+// "[A, B, C]", as the reference prints them.
+std::string shape_list(const Shape3& shape);
 
 // One configuration of a kernel family, printable like the reference's TileDescription.
 // On SM90 threadblock_shape is the cluster's tile, as in the reference: each CTA computes
@@ -65,6 +35,13 @@ struct TileDescription {
   MathOperation math_operation = MathOperation::MultiplyAdd;
 
   Shape3 cta_tile() const;
+  // Every field in the reference's order: its name, the reference's label and its printed value (what both
+  // to_string() and the Python repr show).
+  struct Field {
+    std::string_view name, label;
+    std::string value;
+  };
+  std::vector<Field> fields() const;
   // The reference's multi-line block (ClusterShape / ThreadblockShape / WarpCount / Stages / ...).
   std::string to_string() const;
   bool operator==(const TileDescription&) const = default;
@@ -81,6 +58,9 @@ struct TileDescriptionUpdate {
 
   TileDescription applied_to(TileDescription base) const;
 };
+
+// JSON of every field, enums by name (nlohmann::json finds it: `nlohmann::ordered_json j = tile;`).
+void to_json(nlohmann::ordered_json& json, const TileDescription& tile);
 
 struct KernelSpec {
   int cc = 0;         // the GPU the module is built for (80 -> sm_80, 90 -> sm_90a, ...)
@@ -107,5 +87,8 @@ struct KernelSpec {
   std::string canonical() const;
   bool operator==(const KernelSpec&) const = default;
 };
+
+// JSON of the kernel: its name, target, types, layouts, alignments, epilogue, arch flag and tile.
+void to_json(nlohmann::ordered_json& json, const KernelSpec& spec);
 
 }  // namespace gemmkit

@@ -16,6 +16,7 @@ if not _os.environ.get("GEMMKIT_ROOT") and _os.path.isdir(_os.path.join(_here, "
 from . import _gemmkit  # noqa: E402
 from ._gemmkit import (  # noqa: E402
     Activation,
+    BiasMode,
     CacheCounters,
     CompiledKernel,
     CompileError,
@@ -31,6 +32,7 @@ from ._gemmkit import (  # noqa: E402
     LayoutType,
     MathOperation,
     OpcodeClass,
+    RasterOrder,
     SwizzlingFunctor,
     TensorError,
     TensorView,
@@ -42,7 +44,7 @@ from ._gemmkit import (  # noqa: E402
     compile_many,
     cuda_device_count,
     device_cc,
-    emit,
+    render,
     tensor_view,
 )
 from . import epilogue, op, swizzle  # noqa: E402
@@ -51,9 +53,9 @@ from .op import Gemm  # noqa: E402
 __version__ = _gemmkit.__version__
 
 __all__ = [
-    "Activation", "CacheCounters", "CompileError", "CompiledKernel", "ConfigError", "CudaError", "DataType",
+    "Activation", "BiasMode", "CacheCounters", "CompileError", "CompiledKernel", "ConfigError", "CudaError", "DataType",
     "EpilogueScheduleType", "Error", "Gemm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
-    "LayoutType", "MathOperation", "OpcodeClass", "SwizzlingFunctor", "TensorError", "TensorView",
+    "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "SwizzlingFunctor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
-    "cuda_device_count", "device_cc", "emit", "epilogue", "op", "swizzle", "tensor_view",
+    "cuda_device_count", "device_cc", "epilogue", "op", "render", "swizzle", "tensor_view",
 ]

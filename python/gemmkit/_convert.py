@@ -68,6 +68,11 @@ def _member(enum, value, what, choices):
     raise ConfigError(f"Invalid {what} {value!r}; available: {', '.join(m.name for m in choices)}.")
 
 
+def enum_member(enum, value, what):
+    """A member of `enum`, given as itself or by name."""
+    return _member(enum, value, what, list(enum))
+
+
 def activation(value, choices):
     """(Activation, slope or None) from an Activation, its name, or an (activation, slope) pair."""
     if isinstance(value, tuple):

@@ -1,5 +1,5 @@
-# python/gemmkit/_gemmkit.pyi: type stubs of the extension (nanobind.stubgen output; the error classes,
-# which stubgen imports from `gemmkit`, are written out here).
+# python/gemmkit/_gemmkit.pyi: type stubs of the extension (scripts/stubgen: nanobind.stubgen output; the
+# error classes, which stubgen imports from `gemmkit`, are written out here).
 """
 gemmkit's C++ core: plans, kernel specs, tensors and errors (use the `gemmkit` package).
 """
@@ -144,23 +144,41 @@ class Activation(enum.Enum):
     Elementwise activations fused into the epilogue: D = act(alpha * A @ B + beta * C).
     """
 
-    identity = 0
+    gelu = 0
 
-    relu = 1
+    hardswish = 1
 
-    leaky_relu = 2
+    identity = 2
 
-    gelu = 3
+    leaky_relu = 3
 
-    gelu_tanh = 4
+    relu = 4
 
-    hardswish = 5
+    sigmoid = 5
 
-    sigmoid = 6
+    silu = 6
 
-    silu = 7
+    tanh = 7
 
-    tanh = 8
+    gelu_tanh = 8
+
+class BiasMode(enum.Enum):
+    """A bias vector added before the activation, per output row or column."""
+
+    none = 0
+
+    row = 1
+
+    column = 2
+
+class RasterOrder(enum.Enum):
+    """Order in which SM90 persistent schedulers walk output tiles."""
+
+    Heuristic = 0
+
+    AlongM = 1
+
+    AlongN = 2
 
 class TensorView:
     """
@@ -391,7 +409,7 @@ class CacheCounters:
     @property
     def rebuilt_damaged(self) -> int: ...
 
-def emit(spec: KernelSpec) -> KernelSource:
+def render(spec: KernelSpec) -> KernelSource:
     """The kernel source for a spec (pure; no I/O)."""
 
 def compile_many(specs: Sequence[KernelSpec]) -> list[CompiledKernel]:
@@ -423,10 +441,14 @@ class Gemm:
     The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.
     """
 
-    def __init__(self, *, element: DataType | None = None, element_A: DataType | None = None, element_B: DataType | None = None, element_C: DataType | None = None, element_D: DataType | None = None, element_accumulator: DataType | None = None, layout: LayoutType | None = None, layout_A: LayoutType | None = None, layout_B: LayoutType | None = None, layout_C: LayoutType | None = None, A: object | None = None, B: object | None = None, C: object | None = None, D: object | None = None, cc: int | None = None) -> None: ...
+    def __init__(self, *, element: DataType | None = None, element_A: DataType | None = None, element_B: DataType | None = None, element_C: DataType | None = None, element_D: DataType | None = None, element_accumulator: DataType | None = None, layout: LayoutType | None = None, layout_A: LayoutType | None = None, layout_B: LayoutType | None = None, layout_C: LayoutType | None = None, A: object | None = None, B: object | None = None, C: object | None = None, D: object | None = None, cc: int | None = None, kernel_cc: int | None = None) -> None: ...
 
     @property
     def cc(self) -> int: ...
+
+    @property
+    def kernel_cc(self) -> int:
+        """The kernel generation the plan uses: 80 (CUTLASS 2.x) or 90 (3.x)."""
 
     @property
     def element_A(self) -> DataType: ...
@@ -490,6 +512,31 @@ class Gemm:
     @staticmethod
     def activations() -> list[Activation]: ...
 
+    @property
+    def bias(self) -> BiasMode:
+        """
+        A bias vector added before the activation, per output row or column (run(bias=...)).
+        """
+
+    @bias.setter
+    def bias(self, arg: BiasMode, /) -> None: ...
+
+    @property
+    def raster_order(self) -> RasterOrder:
+        """
+        SM90 persistent schedulers: the order output tiles are walked in (run-time only).
+        """
+
+    @raster_order.setter
+    def raster_order(self, arg: RasterOrder, /) -> None: ...
+
+    @property
+    def max_swizzle_size(self) -> int:
+        """SM90 persistent schedulers: 1, 2, 4 or 8 (run-time only)."""
+
+    @max_swizzle_size.setter
+    def max_swizzle_size(self, arg: int, /) -> None: ...
+
     def construct(self, tile_description: TileDescription | None = None, alignment_A: int | None = None, alignment_B: int | None = None, alignment_C: int | None = None) -> KernelSpec:
         """
         The KernelSpec for the widest alignments (or those given); a tile given here stays in the plan.
@@ -500,7 +547,7 @@ class Gemm:
 
     def kernel_name(self) -> str: ...
 
-    def emit_source(self) -> KernelSource: ...
+    def render_source(self) -> KernelSource: ...
 
     def compile(self, tile_description: TileDescription | None = None) -> CompiledKernel:
         """
@@ -512,7 +559,7 @@ class Gemm:
         The kernel run() would use for these tensors (same checks; nothing runs; no GPU needed).
         """
 
-    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:
+    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None) -> None:
         """
-        D = act(alpha * A @ B + beta * C) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result on return.
+        D = act(alpha * A @ B + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result on return.
         """

@@ -2,18 +2,13 @@
 
     plan.activation = gemmkit.epilogue.relu          # or "relu"
     plan.activation = ("leaky_relu", 0.1)            # the slope is honoured (a run-time argument)
+
+Every member of Activation (named by the C++ enum table) is an attribute here: identity, relu, leaky_relu, gelu,
+gelu_tanh, hardswish, sigmoid, silu, tanh.
 """
 from ._gemmkit import Activation
 
-identity = Activation.identity
-relu = Activation.relu
-leaky_relu = Activation.leaky_relu
-gelu = Activation.gelu
-gelu_tanh = Activation.gelu_tanh
-hardswish = Activation.hardswish
-sigmoid = Activation.sigmoid
-silu = Activation.silu
-tanh = Activation.tanh
+globals().update(Activation.__members__)
 
 
 def get_activations():
@@ -21,5 +16,4 @@ def get_activations():
     return list(Activation)
 
 
-__all__ = ["Activation", "gelu", "gelu_tanh", "get_activations", "hardswish", "identity", "leaky_relu", "relu",
-           "sigmoid", "silu", "tanh"]
+__all__ = ["Activation", "get_activations", *Activation.__members__]

@@ -1,26 +1,29 @@
 """gemmkit.op.Gemm: the reference's plan API over the C++ plan (gemmkit._gemmkit.Gemm). It converts names,
 numpy / torch dtypes and streams, and passes everything else through; checks and errors come from C++."""
 from . import _convert
+from ._gemmkit import BiasMode, RasterOrder
 from ._gemmkit import Gemm as _Plan
-from ._gemmkit import emit as _emit
+from ._gemmkit import render as _render
 
 
 class Gemm(_Plan):
-    """A GEMM plan, D = act(alpha * A @ B + beta * C).
+    """A GEMM plan, D = act(alpha * A @ B + beta * C + bias).
 
     Per operand, a representative tensor (A/B/C/D: its dtype and strides) wins over element_X / layout_X,
     which win over the generic element / layout; element_accumulator defaults to C's element type; cc defaults
-    to the current GPU's. Tensors and alpha / beta given here are the defaults of run().
+    to the current GPU's; kernel_cc asks for a kernel generation (80: CUTLASS 2.x kernels, also on an SM90 GPU).
+    Tensors and alpha / beta given here are the defaults of run().
     """
 
     def __init__(self, A=None, B=None, C=None, D=None, alpha=1.0, beta=0.0, element_accumulator=None, element=None,
                  layout=None, element_A=None, element_B=None, element_C=None, element_D=None, layout_A=None,
-                 layout_B=None, layout_C=None, cc=None):
+                 layout_B=None, layout_C=None, cc=None, kernel_cc=None):
         dt, lt = _convert.data_type, _convert.layout
         super().__init__(element=dt(element), element_A=dt(element_A), element_B=dt(element_B),
                          element_C=dt(element_C), element_D=dt(element_D),
                          element_accumulator=dt(element_accumulator), layout=lt(layout), layout_A=lt(layout_A),
-                         layout_B=lt(layout_B), layout_C=lt(layout_C), A=A, B=B, C=C, D=D, cc=cc)
+                         layout_B=lt(layout_B), layout_C=lt(layout_C), A=A, B=B, C=C, D=D, cc=cc,
+                         kernel_cc=kernel_cc)
         self._defaults = (A, B, C, D, alpha, beta)
 
     @property
@@ -55,6 +58,24 @@ class Gemm(_Plan):
         _Plan.swizzling_functor.__set__(self, _convert.swizzle(value, self.swizzling_functors()))
 
     @property
+    def bias(self):
+        """BiasMode.none, row or column; settable with the enum or its name. run() then takes bias=."""
+        return _Plan.bias.__get__(self)
+
+    @bias.setter
+    def bias(self, value):
+        _Plan.bias.__set__(self, _convert.enum_member(BiasMode, value, "bias"))
+
+    @property
+    def raster_order(self):
+        """RasterOrder.Heuristic, AlongM or AlongN (SM90 kernels); settable with the enum or its name."""
+        return _Plan.raster_order.__get__(self)
+
+    @raster_order.setter
+    def raster_order(self, value):
+        _Plan.raster_order.__set__(self, _convert.enum_member(RasterOrder, value, "raster order"))
+
+    @property
     def tile_description(self):
         """The configuration set on the plan (None: the default, chosen per alignment). Set a TileDescription, or
         a dict of fields laid over the current one."""
@@ -79,15 +100,16 @@ class Gemm(_Plan):
         if print_module:
             if tile is not None:
                 _Plan.construct(self, tile)
-            print(self.emit_source().text)
+            print(self.render_source().text)
         return _Plan.compile(self, tile)
 
     def run(self, A=None, B=None, C=None, D=None, alpha=None, beta=None, sync=True, print_module=False,
-            stream=None):
-        """D = act(alpha * A @ B + beta * C). Arguments left as None take the constructor's. Device tensors run in
-        place on `stream` (a torch / cupy stream or an int; by default torch's or cupy's current stream, else the
-        default stream); sync=False returns once launched. Host arrays (numpy, torch CPU) are staged through the
-        GPU and D holds the result on return."""
+            stream=None, bias=None):
+        """D = act(alpha * A @ B + beta * C + bias). Arguments left as None take the constructor's. Device tensors
+        run in place on `stream` (a torch / cupy stream or an int; by default torch's or cupy's current stream, else
+        the default stream); sync=False returns once launched. Host arrays (numpy, torch CPU) are staged through the
+        GPU and D holds the result on return. bias: the vector a plan with a bias adds (m or n elements of C's
+        type)."""
         A0, B0, C0, D0, alpha0, beta0 = self._defaults
         A = A0 if A is None else A
         B = B0 if B is None else B
@@ -97,5 +119,5 @@ class Gemm(_Plan):
         beta = beta0 if beta is None else beta
         handle = None if stream is None else _convert.stream_handle(stream)  # None: D's framework's stream
         if print_module:
-            print(_emit(self.spec_for(A, B, C, D, beta)).text)
-        _Plan.run(self, A, B, C, D, alpha, beta, handle, sync)
+            print(_render(self.spec_for(A, B, C, D, beta)).text)
+        _Plan.run(self, A, B, C, D, alpha, beta, handle, sync, bias)

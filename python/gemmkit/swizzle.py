@@ -1,16 +1,13 @@
 """Threadblock swizzles, set with plan.swizzling_functor = gemmkit.swizzle.<name> (or the name as a string).
 
-ThreadblockSwizzleStreamK selects Stream-K on SM80 and on SM90 kernels; SM90 kernels take only
-IdentitySwizzle1 and ThreadblockSwizzleStreamK (plan.swizzling_functors() lists what a plan accepts).
+Every member of SwizzlingFunctor (named by the C++ enum table) is an attribute here: IdentitySwizzle1, 2, 4 and 8,
+HorizontalSwizzle and ThreadblockSwizzleStreamK. ThreadblockSwizzleStreamK selects Stream-K on SM80 and on SM90
+kernels; SM90 kernels take only IdentitySwizzle1 and ThreadblockSwizzleStreamK (plan.swizzling_functors() lists what
+a plan accepts).
 """
 from ._gemmkit import SwizzlingFunctor
 
-IdentitySwizzle1 = SwizzlingFunctor.IdentitySwizzle1
-IdentitySwizzle2 = SwizzlingFunctor.IdentitySwizzle2
-IdentitySwizzle4 = SwizzlingFunctor.IdentitySwizzle4
-IdentitySwizzle8 = SwizzlingFunctor.IdentitySwizzle8
-HorizontalSwizzle = SwizzlingFunctor.HorizontalSwizzle
-ThreadblockSwizzleStreamK = SwizzlingFunctor.ThreadblockSwizzleStreamK
+globals().update(SwizzlingFunctor.__members__)
 
 
 def get_swizzling_functors():
@@ -18,5 +15,4 @@ def get_swizzling_functors():
     return list(SwizzlingFunctor)
 
 
-__all__ = ["HorizontalSwizzle", "IdentitySwizzle1", "IdentitySwizzle2", "IdentitySwizzle4", "IdentitySwizzle8",
-           "SwizzlingFunctor", "ThreadblockSwizzleStreamK", "get_swizzling_functors"]
+__all__ = ["SwizzlingFunctor", "get_swizzling_functors", *SwizzlingFunctor.__members__]

@@ -16,8 +16,8 @@ struct PyErrors {
 PyErrors errors{};  // created once at import; owned by the module (references kept alive by m.attr)
 
 PyObject* new_error(nb::module_& m, const char* name, PyObject* base, PyObject* builtin, const char* doc) {
-  nb::object bases = builtin != nullptr ? nb::make_tuple(nb::handle(base), nb::handle(builtin))
-                                        : nb::make_tuple(nb::handle(base));
+  nb::object bases =
+      builtin != nullptr ? nb::make_tuple(nb::handle(base), nb::handle(builtin)) : nb::make_tuple(nb::handle(base));
   const std::string qualified = std::string("gemmkit.") + name;
   PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), nullptr);
   if (type == nullptr) throw nb::python_error();

@@ -7,14 +7,12 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
-#include <sstream>
-
 #include "bindings.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/codegen.hpp"
-#include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "gemmkit/jit.hpp"
 #include "gemmkit/runtime.hpp"
 
 namespace gemmkit::python {
@@ -25,19 +23,12 @@ using OptType = std::optional<DataType>;
 using OptLayout = std::optional<Layout>;
 using OptInt = std::optional<int>;
 
-std::string shape_text(const Shape3& s) {
-  return "[" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " + std::to_string(s[2]) + "]";
-}
-
 std::string tile_repr(const TileDescription& t) {
-  std::ostringstream out;
-  out << "TileDescription(threadblock_shape=" << shape_text(t.threadblock_shape)
-      << ", warp_count=" << shape_text(t.warp_count) << ", stages=" << t.stages
-      << ", instruction_shape=" << shape_text(t.instruction_shape) << ", cluster_shape=" << shape_text(t.cluster_shape)
-      << ", kernel_schedule=" << to_string(t.kernel_schedule) << ", epilogue_schedule=" << to_string(t.epilogue_schedule)
-      << ", tile_scheduler=" << to_string(t.tile_scheduler) << ", math_operation=" << to_string(t.math_operation)
-      << ")";
-  return out.str();
+  std::string out = "TileDescription(";
+  for (const auto& field : t.fields()) {
+    out += (out.back() == '(' ? "" : ", ") + std::string(field.name) + "=" + field.value;
+  }
+  return out + ")";
 }
 
 void bind_values(nb::module_& m) {
@@ -50,9 +41,9 @@ void bind_values(nb::module_& m) {
           [](TileDescription* self, Shape3 threadblock_shape, Shape3 warp_count, int stages, Shape3 instruction_shape,
              Shape3 cluster_shape, KernelSchedule kernel_schedule, EpilogueSchedule epilogue_schedule,
              TileScheduler tile_scheduler, MathOperation math_operation) {
-            new (self) TileDescription{threadblock_shape, warp_count,      stages,         instruction_shape,
-                                       cluster_shape,     kernel_schedule, epilogue_schedule, tile_scheduler,
-                                       math_operation};
+            new (self)
+                TileDescription{threadblock_shape, warp_count,        stages,         instruction_shape, cluster_shape,
+                                kernel_schedule,   epilogue_schedule, tile_scheduler, math_operation};
           },
           nb::kw_only(), "threadblock_shape"_a, "warp_count"_a = Shape3{0, 0, 0}, "stages"_a = 0,
           "instruction_shape"_a = Shape3{0, 0, 0}, "cluster_shape"_a = Shape3{1, 1, 1},
@@ -72,7 +63,8 @@ void bind_values(nb::module_& m) {
       .def("__repr__", &tile_repr)
       .def("__eq__", [](const TileDescription& a, const TileDescription& b) { return a == b; })
       .def("__copy__", [](const TileDescription& t) { return t; })
-      .def("__deepcopy__", [](const TileDescription& t, nb::handle) { return t; }, "memo"_a);
+      .def(
+          "__deepcopy__", [](const TileDescription& t, nb::handle) { return t; }, "memo"_a);
 
   nb::class_<KernelSpec>(m, "KernelSpec", "Everything that determines one generated kernel (a plain value).")
       .def_ro("cc", &KernelSpec::cc)
@@ -124,27 +116,18 @@ void bind_values(nb::module_& m) {
 }
 
 void bind_functions(nb::module_& m) {
-  m.def("emit", &emit, "spec"_a, "The kernel source for a spec (pure; no I/O).");
-  m.def(
-      "compile_many",
-      [](const std::vector<KernelSpec>& specs) {
-        std::vector<KernelSource> sources;
-        for (const auto& s : specs) sources.push_back(emit(s));
-        const auto entries = DiskCache().get_or_build_many(Toolchain::discover(), sources);
-        std::vector<CompiledKernel> out;
-        for (const auto& e : entries) out.push_back({e.kernel_name, e.module_path, e.key, e.hit, e.build_seconds});
-        return out;
-      },
-      "specs"_a, nb::call_guard<nb::gil_scoped_release>(),
-      "Builds (or finds) every spec's module in the kernel cache, in parallel.");
+  m.def("render", &render, "spec"_a, "The kernel source for a spec (pure; no I/O).");
+  m.def("compile_many", &compile_many, "specs"_a, nb::call_guard<nb::gil_scoped_release>(),
+        "Builds (or finds) every spec's module in the kernel cache, in parallel.");
   m.def("cache_counters", &cache_counters);
   m.def("cache_dir", &DiskCache::default_root, "The kernel cache folder (GEMMKIT_CACHE_DIR, else per user).");
   m.def("cuda_device_count", &cuda_device_count, "Visible CUDA devices; 0 without a GPU or driver.");
-  m.def("device_cc", [](OptInt device) { return device_info(device ? *device : current_device()).cc; },
-        "device"_a = nb::none(), "The compute capability (e.g. 90) of a device, by default the current one.");
-  m.def("parse_data_type", &parse_data_type, "text"_a);
-  m.def("parse_layout", &parse_layout, "text"_a);
-  m.def("parse_opclass", &parse_opclass, "text"_a);
+  m.def(
+      "device_cc", [](OptInt device) { return device_info(device ? *device : current_device()).cc; },
+      "device"_a = nb::none(), "The compute capability (e.g. 90) of a device, by default the current one.");
+  m.def("parse_data_type", &parse_enum<DataType>, "text"_a);
+  m.def("parse_layout", &parse_enum<Layout>, "text"_a);
+  m.def("parse_opclass", &parse_enum<OpClass>, "text"_a);
 }
 
 void bind_gemm(nb::module_& m) {
@@ -152,8 +135,8 @@ void bind_gemm(nb::module_& m) {
       .def(
           "__init__",
           [](Gemm* self, OptType element, OptType element_A, OptType element_B, OptType element_C, OptType element_D,
-             OptType element_accumulator, OptLayout layout, OptLayout layout_A, OptLayout layout_B,
-             OptLayout layout_C, nb::handle A, nb::handle B, nb::handle C, nb::handle D, OptInt cc) {
+             OptType element_accumulator, OptLayout layout, OptLayout layout_A, OptLayout layout_B, OptLayout layout_C,
+             nb::handle A, nb::handle B, nb::handle C, nb::handle D, OptInt cc, OptInt kernel_cc) {
             const auto a = to_optional_tensor(A, "A", false), b = to_optional_tensor(B, "B", false),
                        c = to_optional_tensor(C, "C", false), d = to_optional_tensor(D, "D", false);
             GemmOptions o;
@@ -172,13 +155,16 @@ void bind_gemm(nb::module_& m) {
             o.C = c ? &c->view : nullptr;
             o.D = d ? &d->view : nullptr;
             o.cc = cc;
+            o.kernel_cc = kernel_cc;
             new (self) Gemm(o);
           },
           nb::kw_only(), "element"_a = nb::none(), "element_A"_a = nb::none(), "element_B"_a = nb::none(),
           "element_C"_a = nb::none(), "element_D"_a = nb::none(), "element_accumulator"_a = nb::none(),
           "layout"_a = nb::none(), "layout_A"_a = nb::none(), "layout_B"_a = nb::none(), "layout_C"_a = nb::none(),
-          "A"_a = nb::none(), "B"_a = nb::none(), "C"_a = nb::none(), "D"_a = nb::none(), "cc"_a = nb::none())
+          "A"_a = nb::none(), "B"_a = nb::none(), "C"_a = nb::none(), "D"_a = nb::none(), "cc"_a = nb::none(),
+          "kernel_cc"_a = nb::none())
       .def_prop_ro("cc", &Gemm::cc)
+      .def_prop_ro("kernel_cc", &Gemm::kernel_cc, "The kernel generation the plan uses: 80 (CUTLASS 2.x) or 90 (3.x).")
       .def_prop_ro("element_A", &Gemm::element_a)
       .def_prop_ro("element_B", &Gemm::element_b)
       .def_prop_ro("element_C", &Gemm::element_c)
@@ -198,13 +184,19 @@ void bind_gemm(nb::module_& m) {
       .def_prop_ro("activation_parameter", &Gemm::activation_parameter, "The leaky_relu slope.")
       .def("set_activation", &Gemm::set_activation, "activation"_a, "parameter"_a = 0.01)
       .def_static("activations", &Gemm::activations)
+      .def_prop_rw("bias", &Gemm::bias, &Gemm::set_bias,
+                   "A bias vector added before the activation, per output row or column (run(bias=...)).")
+      .def_prop_rw("raster_order", &Gemm::raster_order, &Gemm::set_raster_order,
+                   "SM90 persistent schedulers: the order output tiles are walked in (run-time only).")
+      .def_prop_rw("max_swizzle_size", &Gemm::max_swizzle_size, &Gemm::set_max_swizzle_size,
+                   "SM90 persistent schedulers: 1, 2, 4 or 8 (run-time only).")
       .def("construct", &Gemm::construct, "tile_description"_a = nb::none(), "alignment_A"_a = nb::none(),
            "alignment_B"_a = nb::none(), "alignment_C"_a = nb::none(),
            "The KernelSpec for the widest alignments (or those given); a tile given here stays in the plan.")
       .def("spec", &Gemm::spec, "alignment_A"_a = nb::none(), "alignment_B"_a = nb::none(),
            "alignment_C"_a = nb::none(), "Like construct() without storing anything.")
       .def("kernel_name", &Gemm::kernel_name)
-      .def("emit_source", &Gemm::emit_source)
+      .def("render_source", &Gemm::render_source)
       .def("compile", &Gemm::compile, "tile_description"_a = nb::none(), nb::call_guard<nb::gil_scoped_release>(),
            "Generates and compiles the kernel through the on-disk cache (needs nvcc, not a GPU).")
       .def(
@@ -219,19 +211,21 @@ void bind_gemm(nb::module_& m) {
       .def(
           "run",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
-             std::optional<std::uintptr_t> stream, bool sync) {
+             std::optional<std::uintptr_t> stream, bool sync, nb::handle bias) {
             const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
             const auto c = to_optional_tensor(C, "C", false);
+            const auto bias_tensor = to_optional_tensor(bias, "bias", false);
             RunOptions options;
+            options.bias = bias_tensor ? &bias_tensor->view : nullptr;
             options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.view.device));
             options.sync = sync;
             nb::gil_scoped_release release;  // the arrays above stay referenced until the GIL is back
             plan.run(a.view, b.view, c ? &c->view : nullptr, d.view, alpha, beta, options);
           },
           "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0,
-          "stream"_a = nb::none(), "sync"_a = true,
-          "D = act(alpha * A @ B + beta * C) on a stream handle (None: default_stream(D), i.e. torch's or cupy's "
-          "current stream). Host arrays are staged and D holds the result on return.");
+          "stream"_a = nb::none(), "sync"_a = true, "bias"_a = nb::none(),
+          "D = act(alpha * A @ B + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or "
+          "cupy's current stream). Host arrays are staged and D holds the result on return.");
 }
 
 }  // namespace

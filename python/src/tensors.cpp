@@ -18,7 +18,9 @@
 namespace gemmkit::python {
 namespace {
 
-std::string describe(const char* name) { return std::string("Tensor ") + name; }
+std::string describe(const char* name) {
+  return std::string("Tensor ") + name;
+}
 
 void check_rank(std::size_t rank, const char* name) {
   if (rank < 1 || rank > static_cast<std::size_t>(kMaxRank)) {
@@ -126,10 +128,9 @@ const TorchTypes* torch_types() {
   nb::object module = nb::steal(torch);
   auto* found = new TorchTypes();  // kept for the life of the process, like torch's own objects
   found->tensor = reinterpret_cast<PyTypeObject*>(module.attr("Tensor").inc_ref().ptr());
-  const std::pair<const char*, DataType> names[] = {{"float16", DataType::f16}, {"bfloat16", DataType::bf16},
-                                                    {"float32", DataType::f32}, {"float64", DataType::f64},
-                                                    {"int8", DataType::s8},     {"uint8", DataType::u8},
-                                                    {"int32", DataType::s32}};
+  const std::pair<const char*, DataType> names[] = {
+      {"float16", DataType::f16}, {"bfloat16", DataType::bf16}, {"float32", DataType::f32}, {"float64", DataType::f64},
+      {"int8", DataType::s8},     {"uint8", DataType::u8},      {"int32", DataType::s32}};
   for (const auto& [name, type] : names) found->dtypes.emplace_back(module.attr(name).inc_ref().ptr(), type);
   const nb::object c_module = module.attr("_C");
   if (nb::hasattr(c_module, "_cuda_getCurrentRawStream")) {
@@ -178,11 +179,17 @@ std::optional<PyTensor> from_torch(nb::handle obj, const char* name) {
 
 // torch refuses to export tensors that require grad; their detached alias is the same memory.
 nb::object detached(nb::handle obj) {
-  if (nb::hasattr(obj, "requires_grad") && nb::hasattr(obj, "detach") &&
-      nb::cast<bool>(obj.attr("requires_grad"))) {
+  if (nb::hasattr(obj, "requires_grad") && nb::hasattr(obj, "detach") && nb::cast<bool>(obj.attr("requires_grad"))) {
     return obj.attr("detach")();
   }
   return nb::object();
+}
+
+// A shape or strides as the tuple Python expects.
+nb::typed<nb::tuple, std::int64_t, nb::ellipsis> extents(const std::array<std::int64_t, kMaxRank>& values, int rank) {
+  nb::list out;
+  for (int i = 0; i < rank; ++i) out.append(values[i]);
+  return nb::typed<nb::tuple, std::int64_t, nb::ellipsis>(nb::tuple(out));
 }
 
 }  // namespace
@@ -237,27 +244,21 @@ std::uintptr_t framework_stream(nb::handle tensor, int device) {
 }
 
 void bind_tensors(nb::module_& m) {
-  nb::class_<TensorView>(m, "TensorView", "What gemmkit sees of an array: pointer, dtype, shape, strides (in "
-                                          "elements) and device (-1 = host). A view; it owns nothing.")
+  nb::class_<TensorView>(m, "TensorView",
+                         "What gemmkit sees of an array: pointer, dtype, shape, strides (in "
+                         "elements) and device (-1 = host). A view; it owns nothing.")
       .def_prop_ro("data", [](const TensorView& t) { return reinterpret_cast<std::uintptr_t>(t.data); })
       .def_ro("dtype", &TensorView::dtype)
-      .def_prop_ro("shape", [](const TensorView& t) {
-        nb::list out;
-        for (int i = 0; i < t.rank; ++i) out.append(t.shape[i]);
-        return nb::tuple(out);
-      })
-      .def_prop_ro("strides", [](const TensorView& t) {
-        nb::list out;
-        for (int i = 0; i < t.rank; ++i) out.append(t.strides[i]);
-        return nb::tuple(out);
-      })
+      .def_prop_ro("shape", [](const TensorView& t) { return extents(t.shape, t.rank); })
+      .def_prop_ro("strides", [](const TensorView& t) { return extents(t.strides, t.rank); })
       .def_ro("device", &TensorView::device)
       .def("__repr__", [](const TensorView& t) {
         return "TensorView(dtype=" + std::string(to_string(t.dtype)) + ", shape=" + t.shape_string() +
                ", strides=" + t.strides_string() + ", device=" + std::to_string(t.device) + ")";
       });
   m.def(
-      "default_stream", [](nb::handle tensor) { return framework_stream(tensor, to_tensor(tensor, "X", false).view.device); },
+      "default_stream",
+      [](nb::handle tensor) { return framework_stream(tensor, to_tensor(tensor, "X", false).view.device); },
       nb::arg("tensor"),
       "The stream run() uses for `tensor` when none is given: torch's or cupy's current stream of its device; 0 (the "
       "default stream) for other arrays and host memory.");

@@ -1,10 +1,8 @@
-// src/api/gemm.cpp: the Gemm plan: operand inference, configuration, compile, and the checked run path.
+// src/api/gemm.cpp: the Gemm plan: operand inference, configuration, compile, and run() as check -> choose -> launch.
 #include "gemmkit/gemm.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
-#include <cstring>
 #include <deque>
 #include <mutex>
 
@@ -12,16 +10,15 @@
 #include "catalog/catalog.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
-#include "runtime/cuda_check.hpp"
-#include "runtime/module_registry.hpp"
-#include "runtime/workspace.hpp"
+#include "jit/kernel_loader.hpp"
+#include "runtime/launch.hpp"
 
 namespace gemmkit {
 namespace {
 
 // The plan's element types and layouts as the catalog takes them (Gemm's private Types has the same fields).
 template <class PlanTypes>
-catalog::OperandTypes operand_types(const PlanTypes& t) {
+families::OperandTypes operand_types(const PlanTypes& t) {
   return {t.a, t.b, t.c, t.d, t.accumulator, t.layout_a, t.layout_b, t.layout_c};
 }
 
@@ -66,13 +63,15 @@ int resolve_cc(const std::optional<int>& cc) {
   return value;
 }
 
-std::string combination_text(const catalog::OperandTypes& t) {
+std::string combination_text(const families::OperandTypes& t) {
   return "(" + std::string(to_string(t.a)) + ", " + std::string(to_string(t.b)) + ", " +
          std::string(to_string(t.accumulator)) + ")x(" + std::string(to_string(t.layout_a)) + ", " +
          std::string(to_string(t.layout_b)) + ")";
 }
 
-int bytes_of(DataType t) { return bits_of(t) / 8; }
+int bytes_of(DataType t) {
+  return bits_of(t) / 8;
+}
 
 }  // namespace
 
@@ -83,21 +82,27 @@ struct Gemm::Problem {
   int alignment_a = 0, alignment_b = 0, alignment_c = 0;
 };
 
-// The kernels of one alignment triple: its valid configurations and those loaded so far.
-struct Gemm::Variant {
+// The kernels run() may choose from for one alignment triple: its valid configurations and those loaded so far.
+struct Gemm::KernelChoices {
   int a, b, c;
   KernelSpec base;
   std::vector<TileDescription> tiles;
   std::vector<std::shared_ptr<KernelModule>> modules;  // parallel to tiles, loaded on first use
+
+  KernelSpec spec(std::size_t choice) const {
+    KernelSpec s = base;
+    s.tile = tiles[choice];
+    return s;
+  }
 };
 
 // Made afresh whenever the configuration changes. run() may be called from many threads at once: the alignment
-// lists are fixed at construction, the variants grow under the mutex and never move (a deque keeps references).
+// lists are fixed at construction, the kernel choices grow under the mutex and never move (a deque keeps references).
 struct Gemm::RunCache {
   std::vector<int> alignments_a, alignments_b, alignments_c;
-  bool transposed = false;  // the kernel computes D^T = B^T A^T (see catalog::computes_transposed)
+  bool transposed = false;  // the kernel computes D^T = B^T A^T (see Family::computes_transposed)
   std::mutex mutex;
-  std::deque<Variant> variants;
+  std::deque<KernelChoices> choices;
 };
 
 Gemm::Gemm(const GemmOptions& o) {
@@ -116,7 +121,7 @@ Gemm::Gemm(const GemmOptions& o) {
       throw ConfigError("kernel_cc " + std::to_string(k) + " is not available for cc " + std::to_string(cc_) +
                         ": use 80 (CUTLASS 2.x kernels, any SM80+ GPU) or 90 (CUTLASS 3.x kernels, SM90 only).");
     }
-    kernel_cc_request_ = k;
+    kernel_cc_ = k;
   }
   const auto available = opclasses();
   if (available.empty()) {
@@ -136,16 +141,16 @@ Gemm::Gemm(Gemm&&) noexcept = default;
 Gemm& Gemm::operator=(Gemm&&) noexcept = default;
 
 std::vector<OpClass> Gemm::opclasses() const {
-  return catalog::supported_opclasses(catalog_cc(), operand_types(types_));
+  return catalog::supported_opclasses(target(), operand_types(types_));
 }
 
 void Gemm::invalidate() {
   const auto t = operand_types(types_);
   auto cache = std::make_unique<RunCache>();
-  cache->alignments_a = catalog::operand_alignments(catalog_cc(), opclass_, types_.a, t);
-  cache->alignments_b = catalog::operand_alignments(catalog_cc(), opclass_, types_.b, t);
-  cache->alignments_c = catalog::operand_alignments(catalog_cc(), opclass_, types_.c, t);
-  cache->transposed = catalog::computes_transposed(catalog_cc(), opclass_, t);
+  cache->alignments_a = catalog::operand_alignments(target(), opclass_, types_.a, t);
+  cache->alignments_b = catalog::operand_alignments(target(), opclass_, types_.b, t);
+  cache->alignments_c = catalog::operand_alignments(target(), opclass_, types_.c, t);
+  cache->transposed = catalog::family_for(target(), opclass_, t).computes_transposed(opclass_, t);
   run_cache_ = std::move(cache);
 }
 
@@ -168,7 +173,7 @@ void Gemm::set_opclass(OpClass opclass) {
 
 std::vector<TileDescription> Gemm::tile_descriptions() const {
   const auto t = operand_types(types_);
-  return catalog::tile_descriptions(catalog_cc(), opclass_, t, catalog::limits_for_cc(cc_));
+  return catalog::tile_descriptions(target(), opclass_, t, catalog::limits_for_cc(cc_));
 }
 
 KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
@@ -176,8 +181,9 @@ KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> al
   const auto t = operand_types(types_);
   KernelSpec s;
   s.cc = cc_;
-  s.kernel_cc = catalog::kernel_cc_for(catalog_cc(), opclass_, t);
-  s.family = catalog::family_for(s.kernel_cc);
+  const families::Family& family = catalog::family_for(target(), opclass_, t);
+  s.kernel_cc = family.kernel_cc();
+  s.family = family.id();
   s.opclass = opclass_;
   s.element_a = types_.a;
   s.element_b = types_.b;
@@ -187,13 +193,13 @@ KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> al
   s.layout_a = types_.layout_a;
   s.layout_b = types_.layout_b;
   s.layout_c = types_.layout_c;
-  s.alignment_a = alignment_a.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.a, t).front());
-  s.alignment_b = alignment_b.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.b, t).front());
-  s.alignment_c = alignment_c.value_or(catalog::operand_alignments(catalog_cc(), opclass_, types_.c, t).front());
+  s.alignment_a = alignment_a.value_or(catalog::operand_alignments(target(), opclass_, types_.a, t).front());
+  s.alignment_b = alignment_b.value_or(catalog::operand_alignments(target(), opclass_, types_.b, t).front());
+  s.alignment_c = alignment_c.value_or(catalog::operand_alignments(target(), opclass_, types_.c, t).front());
   s.swizzle = swizzle_;
   s.activation = activation_;
   s.bias = bias_;
-  if (catalog::computes_transposed(catalog_cc(), opclass_, t)) {
+  if (family.computes_transposed(opclass_, t)) {
     // The kernel sees A' = B^T, B' = A^T, C' = C^T: same memory, flipped layouts; run() swaps the arguments.
     auto flip = [](Layout l) { return l == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor; };
     std::swap(s.element_a, s.element_b);
@@ -218,7 +224,7 @@ std::vector<TileDescription> Gemm::valid_tiles(const KernelSpec& base) const {
   std::vector<TileDescription> valid;
   std::string last_error = "no configurations";
   for (const auto& tile :
-       catalog::tile_descriptions(catalog_cc(), opclass_, t, limits, base.alignment_a, base.alignment_b)) {
+       catalog::tile_descriptions(target(), opclass_, t, limits, base.alignment_a, base.alignment_b)) {
     KernelSpec s = base;
     s.tile = tile;
     try {
@@ -255,11 +261,12 @@ void Gemm::update_tile_description(const TileDescriptionUpdate& update) {
   set_tile_description(update.applied_to(tile_ ? *tile_ : spec().tile));
 }
 
+catalog::Target Gemm::target() const {
+  return {cc_, kernel_cc_};
+}
+
 std::vector<Swizzle> Gemm::swizzling_functors() const {
-  if (spec().family == KernelFamily::Sm90Collective) return {Swizzle::Identity1, Swizzle::StreamK};
-  std::vector<Swizzle> out = {Swizzle::Identity1, Swizzle::Identity2, Swizzle::Identity4, Swizzle::Identity8};
-  if (opclass_ == OpClass::TensorOp) out.push_back(Swizzle::StreamK);
-  return out;
+  return catalog::family_for(target(), opclass_, operand_types(types_)).swizzles(opclass_);
 }
 
 template <class Field>
@@ -276,26 +283,21 @@ void Gemm::change_checked(Field& field, Field value) {
 }
 
 void Gemm::set_swizzling_functor(Swizzle swizzle) {
-  if (swizzle == Swizzle::StreamK && opclass_ != OpClass::TensorOp) {
-    throw ConfigError("ThreadblockSwizzleStreamK is only supported with opcode class TensorOp; this plan uses Simt.");
-  }
-  if (swizzle == Swizzle::Horizontal) {
-    throw ConfigError("HorizontalSwizzle does not compile with CUTLASS 4.2's 2.x GemmUniversal kernel (its tile-offset "
-                      "interface changed); use IdentitySwizzle1/2/4/8 or ThreadblockSwizzleStreamK.");
-  }
   const auto allowed = swizzling_functors();
   if (std::find(allowed.begin(), allowed.end(), swizzle) == allowed.end()) {
-    throw ConfigError("Swizzle " + std::string(to_string(swizzle)) + " does not apply to SM" + std::to_string(cc_) +
-                      " tensor-op kernels (CUTLASS 3.x): they take IdentitySwizzle1 (persistent scheduler) or "
-                      "ThreadblockSwizzleStreamK.");
+    KernelSpec s = spec();
+    s.swizzle = swizzle;
+    catalog::validate(s, catalog::limits_for_cc(cc_));  // the family's rule says why it offers no such swizzle
+    throw Error("internal error: the " + std::string(to_string(s.family)) + " family offers no " +
+                std::string(to_string(swizzle)) + " but its rules accept it");
   }
   change_checked(swizzle_, swizzle);  // with an explicit tile, Stream-K needs it to be cooperative
 }
 
 std::vector<Activation> Gemm::activations() {
-  return {Activation::GELU,    Activation::HardSwish, Activation::Identity, Activation::LeakyReLU,
-          Activation::ReLU,    Activation::Sigmoid,   Activation::SiLU,     Activation::Tanh,
-          Activation::GELUTanh};
+  std::vector<Activation> all;
+  for (const auto& row : enum_rows<Activation>()) all.push_back(row.value);
+  return all;
 }
 
 void Gemm::set_activation(Activation activation, double parameter) {
@@ -303,13 +305,15 @@ void Gemm::set_activation(Activation activation, double parameter) {
   activation_parameter_ = parameter;  // a run-time argument: the kernel stays
 }
 
-void Gemm::set_bias(BiasMode bias) { change_checked(bias_, bias); }
-
+void Gemm::set_bias(BiasMode bias) {
+  change_checked(bias_, bias);
+}
 
 void Gemm::set_raster_order(RasterOrder order) {
-  if (order != RasterOrder::Heuristic && spec().family != KernelFamily::Sm90Collective) {
-    throw ConfigError("Raster order applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x kernels. "
-                      "Use swizzle = IdentitySwizzle2/4/8 instead.");
+  if (order != RasterOrder::Heuristic && !catalog::family_of(spec().family).has_persistent_scheduler()) {
+    throw ConfigError(
+        "Raster order applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x kernels. "
+        "Use swizzle = IdentitySwizzle2/4/8 instead.");
   }
   raster_order_ = order;
 }
@@ -318,9 +322,11 @@ void Gemm::set_max_swizzle_size(int size) {
   if (size != 1 && size != 2 && size != 4 && size != 8) {
     throw ConfigError("max_swizzle_size must be 1, 2, 4 or 8; got " + std::to_string(size) + ".");
   }
-  if (size != 1 && spec().family != KernelFamily::Sm90Collective) {
-    throw ConfigError("max_swizzle_size applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x "
-                      "kernels. Use swizzle = IdentitySwizzle" + std::to_string(size) + " instead.");
+  if (size != 1 && !catalog::family_of(spec().family).has_persistent_scheduler()) {
+    throw ConfigError(
+        "max_swizzle_size applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x "
+        "kernels. Use swizzle = IdentitySwizzle" +
+        std::to_string(size) + " instead.");
   }
   max_swizzle_size_ = size;
 }
@@ -331,85 +337,55 @@ KernelSpec Gemm::construct(const std::optional<TileDescription>& tile, std::opti
   return spec(alignment_a, alignment_b, alignment_c);
 }
 
-KernelSource Gemm::emit_source() const { return emit(spec()); }
+KernelSource Gemm::render_source() const {
+  return render(spec());
+}
 
 CompiledKernel Gemm::compile(const std::optional<TileDescription>& tile) {
-  const KernelSpec s = construct(tile);
-  const CacheEntry entry = runtime::build_kernel(s);
-  return {entry.kernel_name, entry.module_path, entry.key, entry.hit, entry.build_seconds};
+  return build_kernel(construct(tile));
 }
 
-Gemm::Variant& Gemm::variant_for(const Problem& p) {
+Gemm::KernelChoices& Gemm::choices_for(const Problem& p) {
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
-  for (auto& v : run_cache_->variants) {
-    if (v.a == p.alignment_a && v.b == p.alignment_b && v.c == p.alignment_c) return v;
+  for (auto& choices : run_cache_->choices) {
+    if (choices.a == p.alignment_a && choices.b == p.alignment_b && choices.c == p.alignment_c) return choices;
   }
-  Variant v{p.alignment_a, p.alignment_b, p.alignment_c,
-            base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
-  v.tiles = valid_tiles(v.base);
-  v.modules.resize(v.tiles.size());
-  run_cache_->variants.push_back(std::move(v));
-  return run_cache_->variants.back();
+  KernelChoices choices{
+      p.alignment_a, p.alignment_b, p.alignment_c, base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
+  choices.tiles = valid_tiles(choices.base);
+  choices.modules.resize(choices.tiles.size());
+  run_cache_->choices.push_back(std::move(choices));
+  return run_cache_->choices.back();
 }
 
-KernelModule& Gemm::module_for(Variant& variant, std::size_t choice) {
+KernelModule& Gemm::module_for(KernelChoices& choices, std::size_t choice) {
   {
     std::lock_guard<std::mutex> lock(run_cache_->mutex);
-    if (variant.modules[choice]) return *variant.modules[choice];
+    if (choices.modules[choice]) return *choices.modules[choice];
   }
   // Loaded (perhaps compiled) outside the plan's lock: other threads keep running the kernels already loaded.
-  KernelSpec s = variant.base;
-  s.tile = variant.tiles[choice];
-  auto module = runtime::load_kernel(s);
+  auto module = jit::load_kernel(choices.spec(choice));
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
-  if (!variant.modules[choice]) variant.modules[choice] = std::move(module);
-  return *variant.modules[choice];
+  if (!choices.modules[choice]) choices.modules[choice] = std::move(module);
+  return *choices.modules[choice];
 }
 
-std::size_t Gemm::choose_tile(const Variant& v, const Problem& p, int sm_count) const {
+std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const {
   if (tile_) return 0;
   // The kernel sees the transposed problem when it computes D^T.
   const bool swap = run_cache_->transposed;
   const catalog::ProblemShape shape{swap ? p.n : p.m, swap ? p.m : p.n, p.k, p.batch};
-  return catalog::choose_tile(v.tiles, v.base, shape, sm_count);
+  return catalog::choose_tile(choices.tiles, choices.base, shape, sm_count);
 }
 
 KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                           double beta) {
   const Problem p = check_problem(A, B, C, D, beta);
-  Variant& v = variant_for(p);
-  KernelSpec s = v.base;
-  const int sm_count = cuda_device_count() > 0 ? device_info(current_device()).sm_count
-                                               : catalog::limits_for_cc(cc_).sm_count;
-  s.tile = v.tiles[choose_tile(v, p, sm_count)];
-  return s;
+  const KernelChoices& choices = choices_for(p);
+  const int sm_count =
+      cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
+  return choices.spec(choose_tile(choices, p, sm_count));
 }
-
-namespace {
-
-// Device copies of host tensors for one run, freed on the stream when the run is done.
-class Staging {
- public:
-  explicit Staging(cudaStream_t stream) : stream_(stream) {}
-  ~Staging() {
-    for (void* p : buffers_) cudaFreeAsync(p, stream_);
-  }
-  void* to_device(const detail::MatrixOperand& m, int element_bytes, bool copy_in) {
-    void* device = nullptr;
-    const size_t bytes = static_cast<size_t>(std::max<std::int64_t>(m.span, 1)) * element_bytes;
-    GK_CUDA_CHECK(cudaMallocAsync(&device, bytes, stream_));
-    buffers_.push_back(device);
-    if (copy_in) GK_CUDA_CHECK(cudaMemcpyAsync(device, m.data, bytes, cudaMemcpyHostToDevice, stream_));
-    return device;
-  }
-
- private:
-  cudaStream_t stream_;
-  std::vector<void*> buffers_;
-};
-
-}  // namespace
-
 
 Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                                   double beta) {
@@ -463,7 +439,8 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
   }
 
   auto alignment = [&](const MatrixOperand& x, DataType type, const std::vector<int>& candidates, const char* name) {
-    const int fit = detail::fitting_alignment(x, bytes_of(type), candidates.data(), static_cast<int>(candidates.size()));
+    const int fit =
+        detail::fitting_alignment(x, bytes_of(type), candidates.data(), static_cast<int>(candidates.size()));
     if (fit == 0) {
       throw TensorError(std::string("Tensor ") + name + ": its leading dimension " + std::to_string(x.ld) +
                         (x.batch > 1 ? " / batch stride " + std::to_string(x.batch_stride) : std::string()) +
@@ -488,113 +465,75 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
   return p;
 }
 
+std::optional<detail::MatrixOperand> Gemm::check_bias_operand(const TensorView* bias, const Problem& p) const {
+  if (bias_ == BiasMode::None) {
+    if (bias == nullptr) return std::nullopt;
+    throw TensorError(
+        "Tensor bias: the plan has no bias epilogue; call set_bias(BiasMode::PerRow or PerColumn) "
+        "first.");
+  }
+  const bool per_row = bias_ == BiasMode::PerRow;
+  if (bias == nullptr) {
+    throw TensorError("Tensor bias: the plan adds a per-" + std::string(per_row ? "row" : "column") +
+                      " bias; pass it as RunOptions::bias (or set_bias(BiasMode::None)).");
+  }
+  return detail::check_bias(*bias, types_.c, per_row ? p.m : p.n, per_row ? "row" : "column");
+}
+
 void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha,
                double beta, const RunOptions& options) {
-  // 1. Check every tensor against the plan; nothing is written before all checks pass.
+  // Check every tensor against the plan; nothing is written before all checks pass.
   const Problem p = check_problem(A, B, C, D, beta);
-  const detail::MatrixOperand &a = p.a, &b = p.b, &c = p.c, &d = p.d;
-  const std::int64_t m = p.m, n = p.n, k = p.k, batch = p.batch;
-
-  detail::MatrixOperand bias;
-  if (bias_ != BiasMode::None) {
-    if (options.bias == nullptr) {
-      throw TensorError("Tensor bias: the plan adds a per-" + std::string(bias_ == BiasMode::PerRow ? "row" : "column") +
-                        " bias; pass it as RunOptions::bias (or set_bias(BiasMode::None)).");
-    }
-    const bool per_row = bias_ == BiasMode::PerRow;
-    bias = detail::check_bias(*options.bias, types_.c, per_row ? m : n, per_row ? "row" : "column");
-  } else if (options.bias != nullptr) {
-    throw TensorError("Tensor bias: the plan has no bias epilogue; call set_bias(BiasMode::PerRow or PerColumn) "
-                      "first.");
-  }
+  const std::optional<detail::MatrixOperand> bias = check_bias_operand(options.bias, p);
   const int device = current_device();
-  auto check_device = [&](const TensorView& t, const char* name) {
-    if (t.on_device() && t.device != device) {
-      throw TensorError(std::string("Tensor ") + name + " lives on CUDA device " + std::to_string(t.device) +
+  for (const auto& [tensor, name] : {std::pair{&A, "A"}, {&B, "B"}, {&D, "D"}, {C, "C"}, {options.bias, "bias"}}) {
+    if (tensor != nullptr && tensor->on_device() && tensor->device != device) {
+      throw TensorError(std::string("Tensor ") + name + " lives on CUDA device " + std::to_string(tensor->device) +
                         " but the current device is " + std::to_string(device) +
                         "; call cudaSetDevice first or move the tensor.");
     }
-  };
-  check_device(A, "A");
-  check_device(B, "B");
-  check_device(D, "D");
-  if (C != nullptr) check_device(*C, "C");
-  if (options.bias != nullptr) check_device(*options.bias, "bias");
-
-  // 2. The kernel for these alignments (resolved once per alignment triple).
-  Variant& variant = variant_for(p);
-  const int sm_count = device_info(device).sm_count;
-  const std::size_t choice = choose_tile(variant, p, sm_count);
-  if (options.print_module) {
-    KernelSpec s = variant.base;
-    s.tile = variant.tiles[choice];
-    std::fputs(emit(s).text.c_str(), stdout);
   }
-  KernelModule& module = module_for(variant, choice);
-  if (options.bias != nullptr && options.bias->on_device() && variant.base.family == KernelFamily::Sm80Universal) {
-    // 2.x kernels load the bias in C's vectors.
-    const auto bytes = static_cast<std::uintptr_t>(variant.c) * bytes_of(types_.c);
+
+  // Choose the kernel for these alignments (resolved once per alignment triple) and this problem's shape.
+  KernelChoices& choices = choices_for(p);
+  const int sm_count = device_info(device).sm_count;
+  const std::size_t choice = choose_tile(choices, p, sm_count);
+  if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
+  KernelModule& module = module_for(choices, choice);
+  if (options.bias != nullptr && options.bias->on_device()) {
+    const auto bytes =
+        static_cast<std::uintptr_t>(catalog::family_of(choices.base.family).bias_alignment_bytes(choices.base));
     if (reinterpret_cast<std::uintptr_t>(options.bias->data) % bytes != 0) {
       throw TensorError("Tensor bias: its address must be aligned to " + std::to_string(bytes) +
                         " bytes (the kernel's vector width for C); allocate it like C.");
     }
   }
 
-  // 3. Arguments; host tensors are staged through the GPU on the caller's stream.
-  const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device()) ||
-                        (options.bias != nullptr && !options.bias->on_device());
-  if (any_host && runtime::is_capturing(options.stream)) {
-    throw TensorError("Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy "
-                      "back needs a synchronisation); pass device tensors.");
-  }
-  Staging staging(options.stream);
-  gk_gemm_args args{};
-  args.m = static_cast<int32_t>(m);
-  args.n = static_cast<int32_t>(n);
-  args.k = static_cast<int32_t>(k);
-  args.batch = static_cast<int32_t>(batch);
-  args.A = A.on_device() ? a.data : staging.to_device(a, bytes_of(types_.a), true);
-  args.B = B.on_device() ? b.data : staging.to_device(b, bytes_of(types_.b), true);
-  // A strided host D is copied in too, so the gaps between its rows come back unchanged.
-  const bool d_has_gaps = d.span != d.rows * d.cols * d.batch;
-  args.D = D.on_device() ? d.data : staging.to_device(d, bytes_of(types_.d), d_has_gaps);
-  if (C != nullptr) args.C = C->on_device() ? c.data : staging.to_device(c, bytes_of(types_.c), true);
-  args.lda = a.ld;
-  args.ldb = b.ld;
-  args.ldc = C != nullptr ? c.ld : d.ld;
-  args.ldd = d.ld;
-  args.batch_stride_A = a.batch > 1 ? a.batch_stride : 0;
-  args.batch_stride_B = b.batch > 1 ? b.batch_stride : 0;
-  args.batch_stride_C = C != nullptr && c.batch > 1 ? c.batch_stride : 0;
-  args.batch_stride_D = d.batch > 1 ? d.batch_stride : 0;
-  if (run_cache_->transposed) {
-    std::swap(args.m, args.n);
-    std::swap(args.A, args.B);
-    std::swap(args.lda, args.ldb);
-    std::swap(args.batch_stride_A, args.batch_stride_B);
-  }
-  args.alpha = alpha;
-  args.beta = beta;
-  args.activation_params[0] = activation_parameter_;
-  args.device_id = device;
-  args.sm_count = sm_count;
-  if (options.bias != nullptr) {
-    args.bias = options.bias->on_device() ? bias.data : staging.to_device(bias, bytes_of(types_.c), true);
-  }
-  args.raster_order = static_cast<int32_t>(raster_order_);
-  args.max_swizzle_size = max_swizzle_size_;
-  args.splits = 1;
-  module.run(args, options.stream, options.workspace);
-
-  // 4. Results: host D is copied back and lands before return; device outputs sync if asked.
-  if (!D.on_device()) {
-    const size_t bytes = static_cast<size_t>(std::max<std::int64_t>(d.span, 1)) * bytes_of(types_.d);
-    GK_CUDA_CHECK(cudaMemcpyAsync(d.data, args.D, bytes, cudaMemcpyDeviceToHost, options.stream));
-  }
-  // A stream being captured into a graph cannot be synchronised (and nothing has run yet).
-  if (any_host || (options.sync && !runtime::is_capturing(options.stream))) {
-    GK_CUDA_CHECK(cudaStreamSynchronize(options.stream));
-  }
+  // Launch on the caller's stream; host tensors are staged through the GPU.
+  auto operand = [](const detail::MatrixOperand& m, const TensorView& tensor, DataType type) {
+    return runtime::LaunchOperand{m.data, tensor.on_device(), bytes_of(type), m.ld, m.batch > 1 ? m.batch_stride : 0,
+                                  m.span};
+  };
+  runtime::GemmLaunch gemm;
+  gemm.a = operand(p.a, A, types_.a);
+  gemm.b = operand(p.b, B, types_.b);
+  gemm.d = operand(p.d, D, types_.d);
+  if (C != nullptr) gemm.c = operand(p.c, *C, types_.c);
+  if (bias) gemm.bias = operand(*bias, *options.bias, types_.c);
+  gemm.d_has_gaps = p.d.span != p.d.rows * p.d.cols * p.d.batch;
+  gemm.m = p.m;
+  gemm.n = p.n;
+  gemm.k = p.k;
+  gemm.batch = p.batch;
+  gemm.transposed = run_cache_->transposed;
+  gemm.alpha = alpha;
+  gemm.beta = beta;
+  gemm.activation_parameter = activation_parameter_;
+  gemm.raster_order = raster_order_;
+  gemm.max_swizzle_size = max_swizzle_size_;
+  gemm.device = device;
+  gemm.sm_count = sm_count;
+  runtime::launch(module, gemm, options.stream, options.sync, options.workspace);
 }
 
 }  // namespace gemmkit

@@ -50,8 +50,12 @@ std::int64_t TensorView::numel() const {
   return n;
 }
 
-std::string TensorView::shape_string() const { return join(shape, rank); }
-std::string TensorView::strides_string() const { return join(strides, rank); }
+std::string TensorView::shape_string() const {
+  return join(shape, rank);
+}
+std::string TensorView::strides_string() const {
+  return join(strides, rank);
+}
 
 TensorView TensorView::host(void* data, DataType dtype, std::initializer_list<std::int64_t> shape, Layout layout) {
   return packed(data, dtype, shape, layout, -1);

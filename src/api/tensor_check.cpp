@@ -32,12 +32,12 @@ MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtyp
   if (t.data == nullptr) reject(name, "data pointer is null.");
   if (t.dtype != dtype) {
     reject(name, "has element type " + std::string(to_string(t.dtype)) + " but the plan expects " +
-                     std::string(to_string(dtype)) + ". Convert the tensor or declare the plan with element_" +
-                     name + "=" + std::string(to_string(t.dtype)) + ".");
+                     std::string(to_string(dtype)) + ". Convert the tensor or declare the plan with element_" + name +
+                     "=" + std::string(to_string(t.dtype)) + ".");
   }
   if (t.rank < 2) {
-    reject(name, "must be of rank 2 or more (a matrix, or a batch of matrices); received shape " + t.shape_string() +
-                     ".");
+    reject(name,
+           "must be of rank 2 or more (a matrix, or a batch of matrices); received shape " + t.shape_string() + ".");
   }
   for (int i = 0; i < t.rank; ++i) {
     if (t.shape[i] < 0 || t.strides[i] < 0) {
@@ -60,7 +60,8 @@ MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtyp
   m.rows = t.shape[r];
   m.cols = t.shape[c];
   m.ld = layout == Layout::RowMajor ? t.strides[r] : t.strides[c];
-  if (m.ld == 0) m.ld = layout == Layout::RowMajor ? std::max<std::int64_t>(m.cols, 1) : std::max<std::int64_t>(m.rows, 1);
+  if (m.ld == 0)
+    m.ld = layout == Layout::RowMajor ? std::max<std::int64_t>(m.cols, 1) : std::max<std::int64_t>(m.rows, 1);
   for (int i = 0; i < r; ++i) m.batch *= t.shape[i];
   if (t.rank > 2 && m.batch > 1) {
     // Several batch dimensions must fold into one stride, as a reshape would.
@@ -83,8 +84,8 @@ MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtyp
 }
 
 MatrixOperand check_bias(const TensorView& t, DataType dtype, std::int64_t length, const char* per) {
-  const std::string expected = std::to_string(length) + " elements of " + std::string(to_string(dtype)) +
-                               " (one per output " + per + ")";
+  const std::string expected =
+      std::to_string(length) + " elements of " + std::string(to_string(dtype)) + " (one per output " + per + ")";
   if (t.data == nullptr) reject("bias", "data pointer is null.");
   if (t.dtype != dtype) {
     reject("bias", "has element type " + std::string(to_string(t.dtype)) + "; the plan expects " + expected + ".");

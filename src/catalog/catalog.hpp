@@ -1,50 +1,50 @@
-// src/catalog/catalog.hpp: which kernel configurations exist per architecture, the default choice, and the
-// rules a configuration must satisfy. Pure data and functions: no I/O, no CUDA.
+// src/catalog/catalog.hpp: which kernel families each architecture uses (the registry), what they offer a plan, and
+// the problem-shape heuristic that picks a configuration at run time. Pure data and functions: no I/O, no CUDA.
 #pragma once
 
 #include <cstdint>
-#include <string>
+#include <optional>
 #include <vector>
 
-#include "gemmkit/kernel_spec.hpp"
-#include "gemmkit/types.hpp"
+#include "families/family.hpp"
 
 namespace gemmkit::catalog {
 
-struct OperandTypes {
-  DataType a, b, c, d, accumulator;
-  Layout layout_a, layout_b, layout_c;
+using families::DeviceLimits;
+using families::Family;
+using families::OperandTypes;
+
+// The GPU a plan builds for (cc) and, when the plan asks for one, the kernel generation (kernel_cc: 80 for CUTLASS
+// 2.x kernels, 90 for 3.x); without one the best family for cc is used.
+struct Target {
+  Target(int cc, std::optional<int> kernel_cc = std::nullopt) : cc(cc), kernel_cc(kernel_cc) {}
+  int cc;
+  std::optional<int> kernel_cc;
 };
 
-// What a GPU of a compute capability allows; from the device when there is one, else from this table.
-struct DeviceLimits {
-  int cc = 0;
-  int sm_count = 0;
-  int max_smem_per_block = 0;  // bytes, the opt-in maximum
-};
+// The opt-in shared memory and SM count of the flagship GPU of a compute capability.
 DeviceLimits limits_for_cc(int cc);
 
-// The kernel generation used for a plan: 90 (CUTLASS 3.x) for SM90 tensor-op kernels other than f64, else 80.
-int kernel_cc_for(int cc, OpClass opclass, const OperandTypes& types);
-KernelFamily family_for(int kernel_cc);
+// The family that renders specs of `id`.
+const Family& family_of(KernelFamily id);
+// The family a plan uses: the first of the target's families (newest first) that supports the operands.
+// Throws ConfigError when none does.
+const Family& family_for(const Target& target, OpClass opclass, const OperandTypes& types);
+int kernel_cc_for(const Target& target, OpClass opclass, const OperandTypes& types);
 
-// True when the kernel must compute the transposed problem D^T = B^T A^T: SM90 tf32 wgmma cannot read a
-// K-major A together with an N-major B (CUTLASS would swap them internally and need a transposed epilogue).
-bool computes_transposed(int cc, OpClass opclass, const OperandTypes& types);
+// Opclasses with kernels for these types/layouts on the target, TensorOp first. Empty: no kernel at all.
+std::vector<OpClass> supported_opclasses(const Target& target, const OperandTypes& types);
 
-// Opclasses with kernels for these types/layouts on cc, TensorOp first. Empty: no kernel at all.
-std::vector<OpClass> supported_opclasses(int cc, const OperandTypes& types);
+// Vector widths (elements) the plan's family accepts for an operand, widest first.
+std::vector<int> operand_alignments(const Target& target, OpClass opclass, DataType element, const OperandTypes& types);
 
-// Vector widths (elements) the family accepts for an operand, widest first.
-std::vector<int> operand_alignments(int cc, OpClass opclass, DataType element, const OperandTypes& types);
+// Every configuration of the plan's family, the default first; no duplicates. Alignments 0 mean the widest; narrower
+// A/B alignments on SM90 give the cp.async configurations (TMA needs 16-byte aligned rows).
+std::vector<TileDescription> tile_descriptions(const Target& target, OpClass opclass, const OperandTypes& types,
+                                               const DeviceLimits& limits, int alignment_a = 0, int alignment_b = 0);
 
-// Every valid configuration, the default first; no duplicates. Alignments 0 mean the widest; narrower A/B
-// alignments on SM90 give the cp.async configurations (TMA needs 16-byte aligned rows).
-std::vector<TileDescription> tile_descriptions(int cc, OpClass opclass, const OperandTypes& types,
-                                               const DeviceLimits& limits, int alignment_a = 0,
-                                               int alignment_b = 0);
-TileDescription default_tile_description(int cc, OpClass opclass, const OperandTypes& types,
-                                         const DeviceLimits& limits);
+// Checks every rule of the spec's family (families/); throws ConfigError naming the rule and the numbers.
+void validate(const KernelSpec& spec, const DeviceLimits& limits);
 
 // A GEMM's extent as the kernel sees it.
 struct ProblemShape {
@@ -52,15 +52,10 @@ struct ProblemShape {
 };
 
 // The configuration (index into `tiles`, all valid for `spec`) to run this problem with when the plan has none:
-// the default (index 0) for problems under 4 GFLOP and for problems that fill the GPU; for the others, the tile that minimises an estimated
-// time (waves x tile area / tile efficiency); for few tiles and a long K, the Stream-K configuration.
+// the default (index 0) for problems under 4 GFLOP and for problems that fill the GPU; for the others, the tile that
+// minimises an estimated time (waves x tile area / tile efficiency); for few tiles and a long K, the Stream-K
+// configuration.
 std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
                         int sm_count);
-
-// Mainloop shared memory of one pipeline stage, in bytes (the reference's estimate).
-int smem_bytes_per_stage(const TileDescription& tile, DataType a, DataType b);
-
-// Checks every rule a spec must satisfy before nvcc runs; throws ConfigError naming the rule and the numbers.
-void validate(const KernelSpec& spec, const DeviceLimits& limits);
 
 }  // namespace gemmkit::catalog

@@ -1,10 +1,12 @@
-// src/codegen/render.cpp: template lookup and {{placeholder}} substitution.
+// src/codegen/render.cpp: KernelSpec -> KernelSource: the spec's family fills its template's {{placeholders}}.
 #include "codegen/render.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <set>
 
+#include "catalog/catalog.hpp"
+#include "gemmkit/codegen.hpp"
 #include "gemmkit/errors.hpp"
 
 namespace gemmkit::codegen {
@@ -52,3 +54,20 @@ std::string render(std::string_view name, std::string_view text, const Placehold
 }
 
 }  // namespace gemmkit::codegen
+
+namespace gemmkit {
+
+KernelSource render(const KernelSpec& spec) {
+  const families::Family& family = catalog::family_of(spec.family);
+  // The family's own rules are the only ones: codegen asserts the spec passes them and adds none.
+  try {
+    family.validate(spec, catalog::limits_for_cc(spec.cc));
+  } catch (const ConfigError& error) {
+    throw ConfigError(spec.name() + ": " + error.what());
+  }
+  const std::string_view name = family.template_name();
+  return KernelSource{spec.name(), spec.arch_flag(),
+                      codegen::render(name, codegen::find_template(name), family.placeholders(spec))};
+}
+
+}  // namespace gemmkit

@@ -3,13 +3,12 @@
 
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
+
+#include "families/family.hpp"
 
 namespace gemmkit::codegen {
 
-// Values for a template's {{placeholder}}s, in the order a reader meets them.
-using Placeholders = std::vector<std::pair<std::string, std::string>>;
+using families::Placeholders;
 
 // The embedded template named `name` (its file name, e.g. "sm90_gemm.cu.in"); throws gemmkit::Error if absent.
 std::string_view find_template(std::string_view name);

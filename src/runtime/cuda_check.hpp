@@ -17,10 +17,10 @@ namespace gemmkit::runtime {
 
 }  // namespace gemmkit::runtime
 
-#define GK_CUDA_CHECK(call)                                                       \
-  do {                                                                            \
-    cudaError_t gk_status_ = (call);                                              \
-    if (gk_status_ != cudaSuccess) {                                              \
+#define GK_CUDA_CHECK(call)                                                        \
+  do {                                                                             \
+    cudaError_t gk_status_ = (call);                                               \
+    if (gk_status_ != cudaSuccess) {                                               \
       ::gemmkit::runtime::throw_cuda_error(gk_status_, #call, __FILE__, __LINE__); \
-    }                                                                             \
+    }                                                                              \
   } while (0)

@@ -56,7 +56,9 @@ std::shared_ptr<KernelModule> KernelModule::load(const std::string& path) {
   return module;
 }
 
-int KernelModule::can_implement(const gk_gemm_args& args) const { return can_implement_(&args); }
+int KernelModule::can_implement(const gk_gemm_args& args) const {
+  return can_implement_(&args);
+}
 
 std::size_t KernelModule::workspace_size(const gk_gemm_args& args) const {
   std::lock_guard<std::mutex> lock(workspace_mutex_);
@@ -83,9 +85,9 @@ void KernelModule::run(const gk_gemm_args& args, cudaStream_t stream, const Work
   if (status == GK_OK) return;
   if (status == GK_ERR_LAUNCH) {
     const auto error = static_cast<cudaError_t>(last_cuda_error_());
-    throw CudaError("Launching " + kernel_name_ + " failed: " + cudaGetErrorName(error) + " (" +
-                        cudaGetErrorString(error) + ")",
-                    static_cast<int>(error));
+    throw CudaError(
+        "Launching " + kernel_name_ + " failed: " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")",
+        static_cast<int>(error));
   }
   throw ConfigError("Kernel " + kernel_name_ + " refused the problem m=" + std::to_string(args.m) +
                     " n=" + std::to_string(args.n) + " k=" + std::to_string(args.k) + ": " + status_text(status) +

@@ -1,4 +1,4 @@
-// src/util/knobs.cpp: the environment table and its lookup.
+// src/util/knobs.cpp: the environment table and its typed lookup.
 #include "util/knobs.hpp"
 
 #include <cstdlib>
@@ -7,34 +7,70 @@
 #include "gemmkit/errors.hpp"
 
 namespace gemmkit::knobs {
+namespace {
+
+const Knob& knob(const char* name, Type type) {
+  for (const Knob& k : all()) {
+    if (std::strcmp(k.name, name) == 0 && k.type == type) return k;
+  }
+  throw Error(std::string("internal error: environment variable ") + name +
+              " is not in the knobs table with the type it is read as");
+}
+
+std::string read(const Knob& k) {
+  const char* v = std::getenv(k.name);
+  return v != nullptr ? v : "";
+}
+
+}  // namespace
 
 const std::vector<Knob>& all() {
   static const std::vector<Knob> kKnobs = {
-      {"GEMMKIT_CACHE_DIR", "$XDG_CACHE_HOME/gemmkit or ~/.cache/gemmkit", "the kernel cache folder"},
-      {"CUTLASS_PATH", ".deps/cutlass of the source tree", "a CUTLASS 4.2 tree holding include/ and tools/util/include"},
-      {"CUDA_HOME", "`which nvcc`, then /usr/local/cuda", "the CUDA toolkit (nvcc >= 12.4)"},
-      {"NVCC_CCBIN", "g++", "the host compiler nvcc uses (also enters the cache key)"},
-      {"GEMMKIT_ROOT", "the source tree", "where device/include (gemmkit's glue headers) lives"},
-      {"GEMMKIT_VERBOSE", "off", "1 prints every nvcc command line"},
-      {"GEMMKIT_MAX_JOBS", "cores, capped by memory (~4 GB each)", "parallel nvcc processes"},
+      {"GEMMKIT_CACHE_DIR", Type::Text, "$XDG_CACHE_HOME/gemmkit or ~/.cache/gemmkit", "the kernel cache folder"},
+      {"CUTLASS_PATH", Type::Text, ".deps/cutlass of the source tree",
+       "a CUTLASS 4.2 tree holding include/ and tools/util/include"},
+      {"CUDA_HOME", Type::Text, "`which nvcc`, then /usr/local/cuda", "the CUDA toolkit (nvcc >= 12.4)"},
+      {"NVCC_CCBIN", Type::Text, "g++", "the host compiler nvcc uses (also enters the cache key)"},
+      {"GEMMKIT_ROOT", Type::Text, "the source tree", "where device/include (gemmkit's glue headers) lives"},
+      {"GEMMKIT_VERBOSE", Type::Flag, "off", "1 prints every nvcc command line"},
+      {"GEMMKIT_MAX_JOBS", Type::Count, "cores, capped by memory (~4 GB each)", "parallel nvcc processes"},
+      {"GEMMKIT_KEEP_TEMP", Type::Flag, "off", "1 keeps nvcc's intermediate files (.ptx, .cubin, ...) in the entry"},
+      {"GEMMKIT_ALWAYS_COMPILE", Type::Flag, "off",
+       "1 builds each kernel once per process instead of taking it from the disk cache"},
+      {"GEMMKIT_DUMP_SASS", Type::Flag, "off", "1 writes kernel.sass (cuobjdump -sass) beside each built kernel.so"},
   };
   return kKnobs;
 }
 
 std::string value(const char* name) {
   for (const Knob& k : all()) {
-    if (std::strcmp(k.name, name) == 0) {
-      const char* v = std::getenv(name);
-      return v != nullptr ? v : "";
-    }
+    if (std::strcmp(k.name, name) == 0) return read(k);
   }
   throw Error(std::string("internal error: environment variable ") + name + " is not in the knobs table");
+}
+
+bool flag(const char* name) {
+  const std::string v = read(knob(name, Type::Flag));
+  return !v.empty() && v != "0";
+}
+
+std::optional<int> count(const char* name) {
+  const Knob& k = knob(name, Type::Count);
+  const std::string text = read(k);
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (*end != '\0' || value < 1 || value > 4096) {
+    throw ConfigError(std::string(k.name) + "='" + text + "' is not a positive integer; unset it or set it to the " +
+                      "number of " + k.doc + ", e.g. 4");
+  }
+  return static_cast<int>(value);
 }
 
 std::string help_text() {
   std::string out;
   for (const Knob& k : all()) {
-    const std::size_t pad = std::strlen(k.name) < 20 ? 20 - std::strlen(k.name) : 1;
+    const std::size_t pad = std::strlen(k.name) < 24 ? 24 - std::strlen(k.name) : 1;
     out += "  " + std::string(k.name) + std::string(pad, ' ') + k.doc + " (default: " + k.default_text + ")\n";
   }
   return out;

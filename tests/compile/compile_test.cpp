@@ -1,6 +1,7 @@
 // tests/compile/compile_test.cpp: nvcc really builds one SM80 and one SM90 kernel into a fresh cache; the second
 // request is a cache hit (counted, not timed), also from a fresh process; the module loads and names itself.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>
@@ -12,7 +13,6 @@
 #include "gemmkit/runtime.hpp"
 #include "support/cli.hpp"
 #include "unit/test_env.hpp"
-#include "util/json.hpp"
 
 namespace gk = gemmkit;
 
@@ -30,8 +30,8 @@ TEST(CompileTier, Sm80AndSm90KernelsBuildOnceThenHitTheCache) {
   // Both kernels at once, as many nvcc processes as memory allows.
   gk::DiskCache cache;
   const int builds_before = gk::cache_counters().builds;
-  const auto entries = cache.get_or_build_many(gk::Toolchain::discover(),
-                                               {gk::emit(sm80.spec()), gk::emit(sm90.spec())});
+  const auto entries =
+      cache.get_or_build_many(gk::Toolchain::discover(), {gk::render(sm80.spec()), gk::render(sm90.spec())});
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_FALSE(entries[0].hit);
   EXPECT_FALSE(entries[1].hit);
@@ -49,10 +49,10 @@ TEST(CompileTier, Sm80AndSm90KernelsBuildOnceThenHitTheCache) {
   EXPECT_EQ(gk::KernelModule::load(again90.module_path)->kernel_name(), sm90.kernel_name());
 
   // A fresh process finds the entry on disk.
-  const auto json = gk::json::parse(
+  const auto json = nlohmann::ordered_json::parse(
       run_cli(cache_dir.str(), "compile --cc 90 --element f16 --element-accumulator f32 --layout row --json"));
-  EXPECT_EQ(json.find("cache")->as_string(), "hit");
-  EXPECT_EQ(json.find("kernel_name")->as_string(), sm90.kernel_name());
+  EXPECT_EQ(json.at("cache").get<std::string>(), "hit");
+  EXPECT_EQ(json.at("kernel_name").get<std::string>(), sm90.kernel_name());
 }
 
 TEST(CompileTier, CompileErrorsCarryTheLogAndTheKeptSource) {
@@ -81,7 +81,8 @@ TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   sm80.set_activation(gk::Activation::LeakyReLU);
   sm80.set_bias(gk::BiasMode::PerColumn);
   gk::DiskCache cache(cache_dir.str());
-  const auto entries = cache.get_or_build_many(gk::Toolchain::discover(), {gk::emit(sm90.spec()), gk::emit(sm80.spec())});
+  const auto entries =
+      cache.get_or_build_many(gk::Toolchain::discover(), {gk::render(sm90.spec()), gk::render(sm80.spec())});
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_EQ(gk::KernelModule::load(entries[0].module_path)->kernel_name(), sm90.kernel_name());
   EXPECT_EQ(gk::KernelModule::load(entries[1].module_path)->kernel_name(), sm80.kernel_name());

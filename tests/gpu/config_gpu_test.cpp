@@ -8,15 +8,17 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
-#include "util/host_matrix.hpp"
+#include "testing/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::util::HostMatrix;
+using gk::testing::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
 
-int device_cc() { return gk::cuda_device_count() ? gk::device_info(gk::current_device()).cc : 90; }
+int device_cc() {
+  return gk::cuda_device_count() ? gk::device_info(gk::current_device()).cc : 90;
+}
 
 double exact_error(gk::Gemm& plan, const cases::Shape& s) {
   HostMatrix A(plan.element_a(), s.m, s.k, gk::Layout::RowMajor), B(plan.element_b(), s.k, s.n, gk::Layout::RowMajor);
@@ -26,7 +28,7 @@ double exact_error(gk::Gemm& plan, const cases::Shape& s) {
   C.fill_integers(53, -3, 3);
   plan.run(A.view(), B.view(), C.view(), D.view(), 1.0, 1.0);
   const long samples = s.m * s.n > (1 << 18) ? 8192 : 0;
-  return gk::util::compare_with_reference(A, B, &C, D, 1.0, 1.0, samples).max_abs_error;
+  return gk::testing::compare_with_reference(A, B, &C, D, 1.0, 1.0, samples).max_abs_error;
 }
 
 }  // namespace
@@ -36,8 +38,7 @@ class Configurations : public ::testing::TestWithParam<cases::ConfigCase> {};
 TEST_P(Configurations, MatchTheReferenceExactly) {
   if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   gk::Gemm plan = cases::config_plan(GetParam(), device_cc());
-  EXPECT_EQ(exact_error(plan, cases::kMatrixShape), 0.0) << plan.kernel_name() << "\n"
-                                                         << plan.spec().tile.to_string();
+  EXPECT_EQ(exact_error(plan, cases::kMatrixShape), 0.0) << plan.kernel_name() << "\n" << plan.spec().tile.to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, Configurations, ::testing::ValuesIn(cases::config_cases(device_cc())),

@@ -12,23 +12,28 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
-#include "util/host_matrix.hpp"
+#include "testing/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::util::HostMatrix;
+using gk::testing::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
 
-int device_cc() { return gk::device_info(gk::current_device()).cc; }
+int device_cc() {
+  return gk::device_info(gk::current_device()).cc;
+}
 
 struct Problem {
   HostMatrix A, B, C, D, bias_row, bias_column;
   explicit Problem(gk::DataType t, const cases::Shape& s = cases::kMatrixShape,
                    gk::Layout layout_c = gk::Layout::RowMajor)
-      : A(t, s.m, s.k, gk::Layout::RowMajor), B(t, s.k, s.n, gk::Layout::RowMajor),
-        C(t, s.m, s.n, layout_c), D(t, s.m, s.n, layout_c),
-        bias_row(t, 1, s.m, gk::Layout::RowMajor), bias_column(t, 1, s.n, gk::Layout::RowMajor) {}
+      : A(t, s.m, s.k, gk::Layout::RowMajor),
+        B(t, s.k, s.n, gk::Layout::RowMajor),
+        C(t, s.m, s.n, layout_c),
+        D(t, s.m, s.n, layout_c),
+        bias_row(t, 1, s.m, gk::Layout::RowMajor),
+        bias_column(t, 1, s.n, gk::Layout::RowMajor) {}
   void fill_uniform() {
     A.fill_uniform(31);
     B.fill_uniform(32);
@@ -46,21 +51,23 @@ struct Problem {
 };
 
 // Host tensors (staged by run) keep these tests short; the device path is covered by gemm_gpu_test.
-gk::util::Comparison run_checked(gk::Gemm& plan, Problem& p, double alpha, double beta,
-                                 gk::BiasMode bias = gk::BiasMode::None) {
+gk::testing::Comparison run_checked(gk::Gemm& plan, Problem& p, double alpha, double beta,
+                                    gk::BiasMode bias = gk::BiasMode::None) {
   const HostMatrix* bias_matrix = bias == gk::BiasMode::PerRow ? &p.bias_row : &p.bias_column;
-  const auto bias_view = gk::TensorView::host(const_cast<void*>(bias_matrix->data()), bias_matrix->dtype(),
-                                              {bias_matrix->cols()});
+  const auto bias_view =
+      gk::TensorView::host(const_cast<void*>(bias_matrix->data()), bias_matrix->dtype(), {bias_matrix->cols()});
   gk::RunOptions options;
   if (bias != gk::BiasMode::None) options.bias = &bias_view;
   const auto C = p.C.view();
   plan.run(p.A.view(), p.B.view(), beta != 0.0 ? &C : nullptr, p.D.view(), alpha, beta, options);
-  gk::util::Epilogue epilogue{plan.activation(), plan.activation_parameter(),
-                              bias != gk::BiasMode::None ? bias_matrix : nullptr, bias};
-  return gk::util::compare_with_reference(p.A, p.B, beta != 0.0 ? &p.C : nullptr, p.D, alpha, beta, 0, 1, epilogue);
+  gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(),
+                                 bias != gk::BiasMode::None ? bias_matrix : nullptr, bias};
+  return gk::testing::compare_with_reference(p.A, p.B, beta != 0.0 ? &p.C : nullptr, p.D, alpha, beta, 0, 1, epilogue);
 }
 
-double tolerance(gk::DataType t) { return t == gk::DataType::bf16 ? 4e-2 : 1e-2; }
+double tolerance(gk::DataType t) {
+  return t == gk::DataType::bf16 ? 4e-2 : 1e-2;
+}
 
 }  // namespace
 
@@ -113,7 +120,7 @@ TEST(GpuEpilogue, ApproximateTranscendentalsStayWithinOneAndAHalfUlpsOfFloat64) 
   for (int kernel_cc : cases::kernel_generations(device_cc())) {
     for (auto type : {gk::DataType::f16, gk::DataType::bf16}) {
       const double ulp = type == gk::DataType::f16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);  // relative
-      const double smallest = type == gk::DataType::f16 ? std::ldexp(1.0, -24) : 1e-30;         // subnormal step
+      const double smallest = type == gk::DataType::f16 ? std::ldexp(1.0, -24) : 1e-30;           // subnormal step
       for (auto activation : {gk::Activation::GELU, gk::Activation::Sigmoid, gk::Activation::SiLU}) {
         gk::Gemm plan(cases::epilogue_options(type, device_cc(), kernel_cc));
         plan.set_activation(activation);
@@ -122,11 +129,11 @@ TEST(GpuEpilogue, ApproximateTranscendentalsStayWithinOneAndAHalfUlpsOfFloat64) 
         const double alpha = 1.0 / 16, beta = 0.25;  // pre-activation values in about [-8, 8], exact in float32
         const auto C = p.C.view();
         plan.run(p.A.view(), p.B.view(), &C, p.D.view(), alpha, beta);
-        const gk::util::Epilogue epilogue{activation, 0.0, nullptr, gk::BiasMode::None};
+        const gk::testing::Epilogue epilogue{activation, 0.0, nullptr, gk::BiasMode::None};
         double worst_ulps = 0.0;
         for (std::int64_t r = 0; r < p.D.rows(); ++r) {
           for (std::int64_t c = 0; c < p.D.cols(); ++c) {
-            const double want = gk::util::reference_element(p.A, p.B, &p.C, alpha, beta, 0, r, c, epilogue);
+            const double want = gk::testing::reference_element(p.A, p.B, &p.C, alpha, beta, 0, r, c, epilogue);
             const double step = std::max(std::fabs(want) * ulp, smallest);
             worst_ulps = std::max(worst_ulps, std::fabs(p.D.get(0, r, c) - want) / step);
           }

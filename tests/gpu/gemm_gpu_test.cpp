@@ -11,40 +11,24 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
-#include "util/host_matrix.hpp"
+#include "testing/device_buffer.hpp"
+#include "testing/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::util::HostMatrix;
+using gk::testing::DeviceBuffer;
+using gk::testing::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
 
-#define REQUIRE_GPU()                                                        \
-  do {                                                                       \
+#define REQUIRE_GPU()                                                           \
+  do {                                                                          \
     if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"; \
   } while (0)
 
-int device_cc() { return gk::device_info(gk::current_device()).cc; }
-
-// A device copy of a host matrix that copies back on request.
-class DeviceMatrix {
- public:
-  explicit DeviceMatrix(const HostMatrix& host) : host_(host) {
-    EXPECT_EQ(cudaMalloc(&ptr_, host.bytes()), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), host.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ~DeviceMatrix() { cudaFree(ptr_); }
-  DeviceMatrix(const DeviceMatrix&) = delete;
-  DeviceMatrix& operator=(const DeviceMatrix&) = delete;
-  gk::TensorView view() const { return host_.view_at(ptr_, gk::current_device()); }
-  void copy_to(HostMatrix& host) const {
-    ASSERT_EQ(cudaMemcpy(host.data(), ptr_, host.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-  }
-
- private:
-  const HostMatrix& host_;
-  void* ptr_ = nullptr;
-};
+int device_cc() {
+  return gk::device_info(gk::current_device()).cc;
+}
 
 struct Operands {
   HostMatrix A, B, C, D;
@@ -66,11 +50,11 @@ struct Operands {
 };
 
 // Runs through device tensors and returns the comparison with the float64 reference.
-gk::util::Comparison run_on_device(gk::Gemm& plan, Operands& o, double alpha, double beta) {
-  DeviceMatrix dA(o.A), dB(o.B), dC(o.C), dD(o.D);
-  plan.run(dA.view(), dB.view(), dC.view(), dD.view(), alpha, beta);
+gk::testing::Comparison run_on_device(gk::Gemm& plan, Operands& o, double alpha, double beta) {
+  DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D);
+  plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), alpha, beta);
   dD.copy_to(o.D);
-  return gk::util::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta);
+  return gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta);
 }
 
 double tolerance(gk::DataType t) {
@@ -156,7 +140,7 @@ TEST(GpuPaths, HostStagedTensorsLandInDWhenRunReturns) {
   Operands o(plan, cases::kMatrixShape);
   o.fill_integers();
   plan.run(o.A.view(), o.B.view(), o.C.view(), o.D.view(), 1.0, 2.0);
-  EXPECT_EQ(gk::util::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 2.0).max_abs_error, 0.0);
+  EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 2.0).max_abs_error, 0.0);
 }
 
 TEST(GpuPaths, BetaZeroNeedsNoC) {
@@ -166,7 +150,7 @@ TEST(GpuPaths, BetaZeroNeedsNoC) {
   Operands o(plan, cases::kMatrixShape);
   o.fill_integers();
   plan.run(o.A.view(), o.B.view(), nullptr, o.D.view(), 1.0, 0.0);
-  EXPECT_EQ(gk::util::compare_with_reference(o.A, o.B, nullptr, o.D, 1.0, 0.0).max_abs_error, 0.0);
+  EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, nullptr, o.D, 1.0, 0.0).max_abs_error, 0.0);
 }
 
 TEST(GpuPaths, StridedHostDKeepsItsPadding) {
@@ -182,7 +166,8 @@ TEST(GpuPaths, StridedHostDKeepsItsPadding) {
   const auto D = gk::TensorView::strided(padded.data(), gk::DataType::f16, {m, n}, {ld, 1});
   plan.run(A.view(), B.view(), nullptr, D, 1.0, 0.0);
   for (long r = 0; r < m; ++r) {
-    for (long c = 0; c < n; ++c) ASSERT_EQ(padded.get(0, r, c), gk::util::reference_element(A, B, nullptr, 1, 0, 0, r, c));
+    for (long c = 0; c < n; ++c)
+      ASSERT_EQ(padded.get(0, r, c), gk::testing::reference_element(A, B, nullptr, 1, 0, 0, r, c));
     for (long c = n; c < ld; ++c) ASSERT_EQ(padded.get(0, r, c), 7.0);
   }
 }
@@ -227,10 +212,10 @@ TEST(GpuRepeat, SecondRunWithTheSameTensorsTakesTheCachedLaunch) {
   gk::Gemm plan(cases::options(cases::type_cases()[0], rrr, device_cc()));
   Operands o(plan, cases::kMatrixShape);
   o.fill_integers();
-  DeviceMatrix dA(o.A), dB(o.B), dC(o.C), dD(o.D);
+  DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D);
   for (double beta : {1.0, 1.0, 3.0, 3.0}) {  // a changed scalar must not reuse stale launch parameters
-    plan.run(dA.view(), dB.view(), dC.view(), dD.view(), 1.0, beta);
+    plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), 1.0, beta);
     dD.copy_to(o.D);
-    EXPECT_EQ(gk::util::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta).max_abs_error, 0.0) << beta;
+    EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta).max_abs_error, 0.0) << beta;
   }
 }

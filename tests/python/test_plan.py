@@ -118,6 +118,19 @@ def test_eight_stages_rejected_before_compiling():
     assert plan.tile_description is None  # a rejected tile is not stored
 
 
+def test_pingpong_kernel_with_cooperative_epilogue_is_refused_when_set():
+    # It used to be accepted here and refused only by render_source(): the rule was codegen's alone.
+    plan = fp16_plan(90)
+    tile = {"threadblock_shape": [128, 128, 64], "cluster_shape": [1, 1, 1],
+            "kernel_schedule": gemmkit.KernelScheduleType.TmaWarpSpecializedPingpong,
+            "epilogue_schedule": gemmkit.EpilogueScheduleType.TmaWarpSpecializedCooperative}
+    with pytest.raises(gemmkit.ConfigError, match="epilogue schedule needs a cooperative kernel schedule"):
+        plan.tile_description = tile
+    assert plan.tile_description is None
+    plan.tile_description = dict(tile, epilogue_schedule=gemmkit.EpilogueScheduleType.TmaWarpSpecialized)
+    assert "_warpspecialized_pingpong_epi_tma" in plan.render_source().kernel_name
+
+
 def test_activations():
     plan = fp16_plan(90)
     names = [a.name for a in plan.activations()]
@@ -158,11 +171,11 @@ def test_swizzling_functors():
     assert set(gemmkit.swizzle.get_swizzling_functors()) == set(gemmkit.SwizzlingFunctor)
 
 
-def test_emit_is_pure():
+def test_render_is_pure():
     plan = fp16_plan(80)
-    source = plan.emit_source()
+    source = plan.render_source()
     assert source.kernel_name == SM80_DEFAULT and source.arch_flag == "sm_80"
-    assert gemmkit.emit(plan.construct()).text == source.text
+    assert gemmkit.render(plan.construct()).text == source.text
 
 
 def test_module_surface():
@@ -173,3 +186,18 @@ def test_module_surface():
     assert {"f16", "bf16", "f32", "f64", "s8", "s32"} <= set(gemmkit.DataType.__members__)
     assert gemmkit.LayoutType.RowMajor != gemmkit.LayoutType.ColumnMajor
     assert isinstance(gemmkit.cache_dir(), str)
+
+
+def test_bias_kernel_cc_and_raster_order():
+    plan = gemmkit.Gemm(element=np.float16, layout="row", element_accumulator=np.float32, cc=90, kernel_cc=80)
+    assert plan.kernel_cc == 80
+    plan.bias = "column"
+    assert plan.bias == gemmkit.BiasMode.column
+    assert plan.kernel_name() == SM80_DEFAULT + "_biascolumn"
+    with pytest.raises(gemmkit.ConfigError, match="Raster order applies to SM90"):
+        plan.raster_order = "AlongN"
+    plan90 = fp16_plan(90)
+    plan90.raster_order = gemmkit.RasterOrder.AlongN
+    plan90.max_swizzle_size = 2
+    assert (plan90.raster_order, plan90.max_swizzle_size) == (gemmkit.RasterOrder.AlongN, 2)
+    assert plan90.kernel_name() == SM90_DEFAULT  # run-time arguments: the kernel stays

@@ -1,12 +1,12 @@
 // tests/support/cli.hpp: running the gemmkit command line from a test, and the plan most tests start from.
 #pragma once
 
-#include <sys/wait.h>
-
-#include <cstdio>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "gemmkit/gemm.hpp"
+#include "jit/process.hpp"
 
 namespace gemmkit::testing {
 
@@ -15,15 +15,15 @@ struct CliResult {
   std::string out;  // stdout and stderr together
 };
 
-// Runs `gemmkit <arguments>`, with GEMMKIT_CACHE_DIR set to cache_dir when one is given.
+// Runs `gemmkit <arguments>` (words separated by spaces), with GEMMKIT_CACHE_DIR set to cache_dir when one is given.
 inline CliResult run_cli(const std::string& arguments, const std::string& cache_dir = "") {
-  const std::string env = cache_dir.empty() ? "" : "GEMMKIT_CACHE_DIR='" + cache_dir + "' ";
-  FILE* pipe = popen((env + GEMMKIT_CLI_PATH + " " + arguments + " 2>&1").c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), out};
+  std::vector<std::string> argv = {GEMMKIT_CLI_PATH};
+  std::istringstream words(arguments);
+  for (std::string word; words >> word;) argv.push_back(word);
+  ProcessOptions options;
+  if (!cache_dir.empty()) options.environment.push_back("GEMMKIT_CACHE_DIR=" + cache_dir);
+  const ProcessResult result = run_process(argv, options);
+  return {result.exit_code, result.output};
 }
 
 // The reference's basic plan: f16 operands, f32 accumulation, every operand row-major.

@@ -25,9 +25,7 @@ inline std::vector<TypeCase> type_cases() {
 
 struct LayoutCase {
   Layout a, b, c;
-  std::string name() const {
-    return std::string(1, layout_letter(a)) + layout_letter(b) + layout_letter(c);
-  }
+  std::string name() const { return std::string(1, layout_letter(a)) + layout_letter(b) + layout_letter(c); }
 };
 
 inline std::vector<LayoutCase> layout_cases() {
@@ -100,7 +98,9 @@ inline const std::vector<DataType>& epilogue_types() {
   return kTypes;
 }
 
-inline std::vector<int> kernel_generations(int cc) { return cc >= 90 ? std::vector<int>{90, 80} : std::vector<int>{80}; }
+inline std::vector<int> kernel_generations(int cc) {
+  return cc >= 90 ? std::vector<int>{90, 80} : std::vector<int>{80};
+}
 
 // One configuration of the configuration tier: a plan (kernel generation, opclass, element) and a tile or swizzle.
 struct ConfigCase {

@@ -10,6 +10,7 @@
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
+#include "gemmkit/jit.hpp"
 #include "support/gpu_cases.hpp"
 
 int main(int argc, char** argv) {
@@ -23,28 +24,29 @@ int main(int argc, char** argv) {
   }
   try {
     std::set<std::string> seen;
-    std::vector<gemmkit::KernelSource> sources;
+    std::vector<gemmkit::KernelSpec> specs;
     int refused = 0;  // kernels the generator refuses: reported, and the tests that need them fail
     for (const auto& spec : gemmkit::gpu_cases::all_specs(cc, groups)) {
       if (!seen.insert(spec.canonical()).second) continue;
       try {
-        sources.push_back(gemmkit::emit(spec));
+        (void)gemmkit::render(spec);
+        specs.push_back(spec);
         std::cout << spec.name() << "\n";
       } catch (const gemmkit::ConfigError& e) {
         std::cout << "REFUSED " << spec.name() << ": " << e.what() << "\n";
         ++refused;
       }
     }
-    std::cout << sources.size() << " kernels for SM" << cc << "\n";
+    std::cout << specs.size() << " kernels for SM" << cc << "\n";
     if (list_only) return 0;
     const auto start = std::chrono::steady_clock::now();
-    gemmkit::DiskCache cache;
-    const auto entries = cache.get_or_build_many(gemmkit::Toolchain::discover(), sources);
+    const auto entries = gemmkit::compile_many(specs);
     int built = 0;
-    for (const auto& e : entries) built += e.hit ? 0 : 1;
+    for (const auto& e : entries) built += e.cache_hit ? 0 : 1;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::cout << "built " << built << ", cached " << entries.size() - built << " in " << seconds << " s with "
-              << gemmkit::max_parallel_compiles() << " parallel jobs into " << cache.root() << "\n";
+              << gemmkit::max_parallel_compiles() << " parallel jobs into " << gemmkit::DiskCache::default_root()
+              << "\n";
     return refused == 0 ? 0 : 1;
   } catch (const gemmkit::CompileError& e) {
     std::cerr << "gemmkit_gpu_prebuild: " << e.what() << "\n" << e.log.substr(0, 4000) << "\n";

@@ -7,12 +7,14 @@
 #include <cmath>
 
 #include "gemmkit/activations.hpp"
-#include "util/host_matrix.hpp"
+#include "testing/host_matrix.hpp"
 
 namespace gemmkit::activation {
 namespace {
 
-double relative_error(double got, double want) { return std::fabs(got - want) / std::max(std::fabs(want), 1e-300); }
+double relative_error(double got, double want) {
+  return std::fabs(got - want) / std::max(std::fabs(want), 1e-300);
+}
 
 // The erfc fit keeps GELU's relative accuracy down its left tail (GELU(-10) ~ -7.6e-23), where 1 + erf would not;
 // float's rounding of x^2 / 2 grows the error to 6e-6 at x = -10 (3e-6 down to x = -6, where f16 GELU is 0).
@@ -30,8 +32,8 @@ TEST(Activations, GeluErfMatchesFloat64WithinFloatPrecision) {
 // The float64 reference the gpu tier compares against keeps GELU's tail too (0.5 x (1 + erf) gave ~1e-16 there).
 TEST(Activations, Float64ReferenceGeluHasItsTail) {
   const double want = -7.6198530241604e-23;  // GELU(-10) = -10 * Phi(-10)
-  EXPECT_NEAR(util::apply_activation(Activation::GELU, -10.0, 0.0) / want, 1.0, 1e-9);
-  EXPECT_NEAR(util::apply_activation(Activation::GELU, 1.0, 0.0), 0.8413447460685429, 1e-15);
+  EXPECT_NEAR(gemmkit::testing::apply_activation(Activation::GELU, -10.0, 0.0) / want, 1.0, 1e-9);
+  EXPECT_NEAR(gemmkit::testing::apply_activation(Activation::GELU, 1.0, 0.0), 0.8413447460685429, 1e-15);
 }
 
 TEST(Activations, SigmoidAndSiluMatchFloat64) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -18,7 +19,6 @@
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
 #include "unit/test_env.hpp"
-#include "util/json.hpp"
 
 namespace fs = std::filesystem;
 
@@ -56,8 +56,8 @@ ModuleBuilder fake_builder(std::chrono::milliseconds delay = std::chrono::millis
   return [delay, hook](const KernelSource& source, const std::string& work_dir) {
     std::this_thread::sleep_for(delay);
     if (hook) hook();
-    std::ofstream(fs::path(work_dir) / "kernel.so", std::ios::binary) << "ELF-ish module for " << source.text
-                                                                      << std::string(4096, '\x7f');
+    std::ofstream(fs::path(work_dir) / "kernel.so", std::ios::binary)
+        << "ELF-ish module for " << source.text << std::string(4096, '\x7f');
   };
 }
 
@@ -141,6 +141,30 @@ TEST_F(CacheTest, RecordHoldsFlagsWithPlaceholdersAndTheSource) {
 
 // ---- publish and hit ---------------------------------------------------------------------------------------
 
+TEST_F(CacheTest, TheBuildersRecordJoinsTheManifest) {
+  const ModuleBuilder builder = [](const KernelSource& source, const std::string& work_dir) {
+    fake_builder()(source, work_dir);
+    std::ofstream(fs::path(work_dir) / kBuildRecordFile) << R"({"nvcc_argv": ["nvcc", "-O3"], "seconds": {"nvcc": 2}})";
+  };
+  const CacheEntry built = cache_.get_or_build(tc_, source_, builder);
+  const auto manifest = nlohmann::ordered_json::parse(read(fs::path(built.dir) / "manifest.json"));
+  EXPECT_EQ(manifest.at("build").at("nvcc_argv"), nlohmann::ordered_json({"nvcc", "-O3"}));
+  EXPECT_EQ(manifest.at("build").at("seconds").at("nvcc").get<double>(), 2.0);
+  EXPECT_TRUE(manifest.at("build").at("seconds").contains("builder"));
+  EXPECT_FALSE(fs::exists(fs::path(built.dir) / kBuildRecordFile));  // the manifest holds it
+}
+
+TEST_F(CacheTest, AlwaysCompileRebuildsWhatTheCacheHolds) {
+  const CacheEntry first = cache_.get_or_build(tc_, source_, fake_builder());
+  testenv::ScopedEnv always("GEMMKIT_ALWAYS_COMPILE", "1");
+  const CacheEntry again = cache_.get_or_build(tc_, source_, fake_builder());
+  EXPECT_FALSE(again.hit);
+  EXPECT_EQ(builds(), 2);
+  EXPECT_EQ(again.dir, first.dir);
+  EXPECT_TRUE(cache_.lookup(again.key).has_value());
+  EXPECT_EQ(count_entries(dir_.path()), 1u);
+}
+
 TEST_F(CacheTest, BuildThenHit) {
   const CacheEntry built = cache_.get_or_build(tc_, source_, fake_builder());
   EXPECT_FALSE(built.hit);
@@ -153,14 +177,16 @@ TEST_F(CacheTest, BuildThenHit) {
   EXPECT_EQ(read(fs::path(built.dir) / "kernel.cu"), source_.text);
   EXPECT_EQ(count_children(dir_.path() / "v1" / "tmp"), 0u);
 
-  const json::Value manifest = json::parse(read(fs::path(built.dir) / "manifest.json"));
-  EXPECT_EQ(manifest.find("key")->as_string(), key);
-  EXPECT_EQ(manifest.find("arch")->as_string(), "sm_90a");
-  EXPECT_EQ(manifest.find("nvcc_version")->as_string(), "13.0");
-  EXPECT_EQ(manifest.find("cutlass_version")->as_string(), "4.2.0");
-  EXPECT_FALSE(manifest.find("created")->as_string().empty());
-  EXPECT_FALSE(manifest.find("gemmkit_version")->as_string().empty());
-  EXPECT_EQ(manifest.find("files")->find("kernel.so")->find("bytes")->as_uint(), fs::file_size(built.module_path));
+  const auto manifest = nlohmann::ordered_json::parse(read(fs::path(built.dir) / "manifest.json"));
+  EXPECT_EQ(manifest.at("key").get<std::string>(), key);
+  EXPECT_EQ(manifest.at("arch").get<std::string>(), "sm_90a");
+  EXPECT_EQ(manifest.at("nvcc_version").get<std::string>(), "13.0");
+  EXPECT_EQ(manifest.at("cutlass_version").get<std::string>(), "4.2.0");
+  EXPECT_FALSE(manifest.at("created").get<std::string>().empty());
+  EXPECT_FALSE(manifest.at("gemmkit_version").get<std::string>().empty());
+  EXPECT_EQ(manifest.at("files").at("kernel.so").at("bytes").get<std::uintmax_t>(), fs::file_size(built.module_path));
+  EXPECT_TRUE(manifest.at("build").at("seconds").contains("builder"));
+  EXPECT_TRUE(manifest.at("build").at("seconds").contains("wait_for_lock"));
 
   const CacheEntry again = cache_.get_or_build(tc_, source_, fake_builder());
   EXPECT_TRUE(again.hit);
@@ -236,29 +262,31 @@ TEST_P(DamagedEntryTest, GetOrBuildRebuildsAndCounts) {
   EXPECT_TRUE(cache_.get_or_build(tc_, source_, fake_builder()).hit);
 }
 
-void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+void write(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Kinds, DamagedEntryTest,
-    ::testing::Values(
-        Damage{"ManifestMissing", [](const fs::path& e) { fs::remove(e / "manifest.json"); }},
-        Damage{"ManifestGarbage", [](const fs::path& e) { write(e / "manifest.json", "{\"key\": \"abc"); }},
-        Damage{"ManifestNotObject", [](const fs::path& e) { write(e / "manifest.json", "[1, 2]"); }},
-        Damage{"ManifestOtherKey",
-               [](const fs::path& e) {
-                 std::string text = read(e / "manifest.json");
-                 const std::string key = e.filename().string();
-                 text.replace(text.find(key), key.size(), std::string(64, '0'));
-                 write(e / "manifest.json", text);
-               }},
-        Damage{"ModuleMissing", [](const fs::path& e) { fs::remove(e / "kernel.so"); }},
-        Damage{"ModuleTruncated", [](const fs::path& e) { fs::resize_file(e / "kernel.so", 100); }},
-        Damage{"ModuleSameSizeOtherBytes",
-               [](const fs::path& e) {
-                 std::string bytes = read(e / "kernel.so");
-                 bytes[bytes.size() / 2] ^= 1;
-                 write(e / "kernel.so", bytes);
-               }}),
+    ::testing::Values(Damage{"ManifestMissing", [](const fs::path& e) { fs::remove(e / "manifest.json"); }},
+                      Damage{"ManifestGarbage",
+                             [](const fs::path& e) { write(e / "manifest.json", "{\"key\": \"abc"); }},
+                      Damage{"ManifestNotObject", [](const fs::path& e) { write(e / "manifest.json", "[1, 2]"); }},
+                      Damage{"ManifestOtherKey",
+                             [](const fs::path& e) {
+                               std::string text = read(e / "manifest.json");
+                               const std::string key = e.filename().string();
+                               text.replace(text.find(key), key.size(), std::string(64, '0'));
+                               write(e / "manifest.json", text);
+                             }},
+                      Damage{"ModuleMissing", [](const fs::path& e) { fs::remove(e / "kernel.so"); }},
+                      Damage{"ModuleTruncated", [](const fs::path& e) { fs::resize_file(e / "kernel.so", 100); }},
+                      Damage{"ModuleSameSizeOtherBytes",
+                             [](const fs::path& e) {
+                               std::string bytes = read(e / "kernel.so");
+                               bytes[bytes.size() / 2] ^= 1;
+                               write(e / "kernel.so", bytes);
+                             }}),
     [](const ::testing::TestParamInfo<Damage>& info) { return std::string(info.param.name); });
 
 // ---- concurrency -------------------------------------------------------------------------------------------
@@ -397,7 +425,9 @@ TEST_F(CacheTest, ListAndClear) {
   EXPECT_FALSE(cache_.get_or_build(tc_, fake_source("k1"), fake_builder()).hit);
 }
 
-TEST_F(CacheTest, ClearOnAnEmptyRootIsZero) { EXPECT_EQ(DiskCache((dir_.path() / "none").string()).clear(), 0u); }
+TEST_F(CacheTest, ClearOnAnEmptyRootIsZero) {
+  EXPECT_EQ(DiskCache((dir_.path() / "none").string()).clear(), 0u);
+}
 
 TEST(CacheRoot, EnvironmentPrecedence) {
   testenv::ScopedEnv cache_dir("GEMMKIT_CACHE_DIR", "/c/gemmkit");

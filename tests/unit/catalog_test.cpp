@@ -41,8 +41,8 @@ TEST(Catalog, EnumerationCountsPerArchitectureAndType) {
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::Simt, f32, sm80).size(), 11u);
   const auto f64 = types(gk::DataType::f64, gk::DataType::f64, gk::DataType::f64);
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, f64, sm80).size(), 13u);
-  const auto s8 = types(gk::DataType::s8, gk::DataType::s32, gk::DataType::s32, gk::Layout::RowMajor,
-                        gk::Layout::ColumnMajor);
+  const auto s8 =
+      types(gk::DataType::s8, gk::DataType::s32, gk::DataType::s32, gk::Layout::RowMajor, gk::Layout::ColumnMajor);
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, s8, sm80).size(), 16u);
   // 99 KB of shared memory (SM86/89) prunes the deepest SM80 tiles.
   EXPECT_LT(cat::tile_descriptions(86, gk::OpClass::TensorOp, f16, cat::limits_for_cc(86)).size(), 22u);
@@ -66,16 +66,16 @@ TEST(Catalog, OpclassesAndAlignments) {
   EXPECT_EQ(cat::operand_alignments(80, gk::OpClass::TensorOp, gk::DataType::f16, f16), (std::vector<int>{8, 4, 2}));
   const auto bf16 = types(gk::DataType::bf16, gk::DataType::bf16, gk::DataType::f32);
   EXPECT_EQ(cat::supported_opclasses(80, bf16), (std::vector<gk::OpClass>{gk::OpClass::TensorOp}));
-  EXPECT_EQ(cat::kernel_cc_for(90, gk::OpClass::TensorOp, types(gk::DataType::f64, gk::DataType::f64,
-                                                                 gk::DataType::f64)),
-            80);  // f64 tensor cores: CUTLASS 2.x kernels
+  EXPECT_EQ(
+      cat::kernel_cc_for(90, gk::OpClass::TensorOp, types(gk::DataType::f64, gk::DataType::f64, gk::DataType::f64)),
+      80);  // f64 tensor cores: CUTLASS 2.x kernels
 }
 
 TEST(CatalogHeuristic, LargeProblemsKeepTheDefault) {
   const auto spec = sm90_f16_spec();
-  const auto tiles = cat::tile_descriptions(90, gk::OpClass::TensorOp,
-                                            types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
-                                            cat::limits_for_cc(90));
+  const auto tiles =
+      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
+                             cat::limits_for_cc(90));
   EXPECT_EQ(cat::choose_tile(tiles, spec, {8192, 8192, 8192, 1}, 132), 0u);
   EXPECT_EQ(cat::choose_tile(tiles, spec, {2400, 3232, 4096, 1}, 132), 0u);
   EXPECT_EQ(cat::choose_tile(tiles, spec, {128, 128, 128, 1}, 132), 0u);  // tiny: one kernel serves them all
@@ -84,9 +84,9 @@ TEST(CatalogHeuristic, LargeProblemsKeepTheDefault) {
 
 TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
   const auto spec = sm90_f16_spec();
-  const auto tiles = cat::tile_descriptions(90, gk::OpClass::TensorOp,
-                                            types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
-                                            cat::limits_for_cc(90));
+  const auto tiles =
+      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
+                             cat::limits_for_cc(90));
   // 1024 x 1024 has 32 default (128x256) tiles for 132 SMs: 128x128 tiles give 64 CTAs for the same time.
   const auto mid = tiles[cat::choose_tile(tiles, spec, {1024, 1024, 4096, 1}, 132)];
   EXPECT_LT(mid.cta_tile()[0] * mid.cta_tile()[1], 128 * 256) << mid.to_string();
@@ -102,9 +102,9 @@ TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
 TEST(CatalogHeuristic, AnExplicitStreamKSwizzleOrSingleTileIsKept) {
   auto spec = sm90_f16_spec();
   spec.swizzle = gk::Swizzle::StreamK;
-  const auto tiles = cat::tile_descriptions(90, gk::OpClass::TensorOp,
-                                            types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
-                                            cat::limits_for_cc(90));
+  const auto tiles =
+      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
+                             cat::limits_for_cc(90));
   EXPECT_EQ(cat::choose_tile(tiles, spec, {128, 128, 128, 1}, 132), 0u);
   EXPECT_EQ(cat::choose_tile({tiles[5]}, sm90_f16_spec(), {128, 128, 128, 1}, 132), 0u);
 }
@@ -124,20 +124,23 @@ TEST(CatalogValidation, EveryRuleSaysWhatToChange) {
 
   auto s = base;
   s.tile.stages = 1;
-  EXPECT_EQ(message(s), "Stage count 1 is invalid for SM90 kernels: use 0 (as many as fit) or an explicit count of at "
-                        "least 2.");
+  EXPECT_EQ(message(s),
+            "Stage count 1 is invalid for SM90 kernels: use 0 (as many as fit) or an explicit count of at "
+            "least 2.");
   s = base;
   s.tile.cluster_shape = {3, 1, 1};
   s.tile.threadblock_shape = {384, 256, 64};
   EXPECT_EQ(message(s), "valid");  // 3 CTAs is a legal portable cluster
   s.tile.cluster_shape = {2, 1, 1};
   s.tile.threadblock_shape = {255, 256, 64};
-  EXPECT_EQ(message(s), "Threadblock shape 255x256x64 must be a positive multiple of the cluster shape 2x1x1 in every "
-                        "dimension.");
+  EXPECT_EQ(message(s),
+            "Threadblock shape 255x256x64 must be a positive multiple of the cluster shape 2x1x1 in every "
+            "dimension.");
   s = base;
   s.alignment_a = 16;
-  EXPECT_EQ(message(s), "Alignment 16 of operand A is invalid: it must be a power of two of at most 8 elements (128 "
-                        "bits of f16).");
+  EXPECT_EQ(message(s),
+            "Alignment 16 of operand A is invalid: it must be a power of two of at most 8 elements (128 "
+            "bits of f16).");
   s = base;
   s.alignment_a = 4;
   s.tile.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedCooperative;

@@ -1,4 +1,4 @@
-// tests/unit/codegen_test.cpp: emit() pinned by golden files, and the specs each family refuses.
+// tests/unit/codegen_test.cpp: render() pinned by golden files, and the specs it refuses by the families' rules.
 // GEMMKIT_UPDATE_GOLDENS=1 rewrites tests/golden/codegen_*.cu from the current output instead of comparing.
 #include <cstdlib>
 #include <fstream>
@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "catalog/catalog.hpp"
 #include "codegen/render.hpp"
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/errors.hpp"
@@ -101,7 +102,7 @@ std::string read_file(const std::string& path) {
 
 void expect_golden(const std::string& golden, const KernelSpec& spec) {
   const std::string path = std::string(GEMMKIT_GOLDEN_DIR) + "/" + golden;
-  const std::string text = emit(spec).text;
+  const std::string text = render(spec).text;
   const char* update = std::getenv("GEMMKIT_UPDATE_GOLDENS");
   if (update != nullptr && std::string(update) == "1") {
     std::ofstream(path, std::ios::binary) << text;
@@ -109,11 +110,13 @@ void expect_golden(const std::string& golden, const KernelSpec& spec) {
   }
   const std::string expected = read_file(path);
   ASSERT_FALSE(expected.empty()) << path << " is missing; run with GEMMKIT_UPDATE_GOLDENS=1 to create it";
-  EXPECT_EQ(text, expected) << "emit() output changed for " << golden
+  EXPECT_EQ(text, expected) << "render() output changed for " << golden
                             << "; if intended, rerun with GEMMKIT_UPDATE_GOLDENS=1 and review the diff";
 }
 
-TEST(Codegen, Sm90F16AutoMatchesGolden) { expect_golden("codegen_sm90_f16_auto.cu", sm90_f16_auto()); }
+TEST(Codegen, Sm90F16AutoMatchesGolden) {
+  expect_golden("codegen_sm90_f16_auto.cu", sm90_f16_auto());
+}
 
 TEST(Codegen, Sm90Bf16StreamKLeakyMatchesGolden) {
   expect_golden("codegen_sm90_bf16_stream_k_leaky.cu", sm90_bf16_stream_k_leaky());
@@ -127,7 +130,9 @@ TEST(Codegen, Sm80F16ColumnBiasReluMatchesGolden) {
   expect_golden("codegen_sm80_f16_column_bias_relu.cu", sm80_f16_column_bias_relu());
 }
 
-TEST(Codegen, Sm80F16TensorOpMatchesGolden) { expect_golden("codegen_sm80_f16_tensorop.cu", sm80_f16_tensorop()); }
+TEST(Codegen, Sm80F16TensorOpMatchesGolden) {
+  expect_golden("codegen_sm80_f16_tensorop.cu", sm80_f16_tensorop());
+}
 
 TEST(Codegen, Sm80F32SimtGeluMatchesGolden) {
   expect_golden("codegen_sm80_f32_simt_gelu.cu", sm80_f32_simt_gelu_column_c());
@@ -135,54 +140,59 @@ TEST(Codegen, Sm80F32SimtGeluMatchesGolden) {
 
 TEST(Codegen, SourceCarriesNameArchAndGlue) {
   const KernelSpec spec = sm90_f16_auto();
-  const KernelSource source = emit(spec);
+  const KernelSource source = render(spec);
   EXPECT_EQ(source.kernel_name, spec.name());
   EXPECT_EQ(source.arch_flag, spec.arch_flag());
   EXPECT_NE(source.text.find("inline constexpr char kName[] = \"" + spec.name() + "\";"), std::string::npos);
   EXPECT_NE(source.text.find("#include \"gemmkit/module_entry.hpp\""), std::string::npos);
   EXPECT_EQ(source.text.find("{{"), std::string::npos);
+  for (const KernelSpec& each : {sm90_f16_auto(), sm80_f16_tensorop()}) {
+    const auto& family = catalog::family_of(each.family);
+    const std::string glue = "#include \"" + std::string(family.glue_header()) + "\"";
+    EXPECT_NE(render(each).text.find(glue), std::string::npos) << glue;
+  }
 }
 
 TEST(Codegen, Sm90DerivesCtaTileAndSchedulerTags) {
-  const std::string text = emit(sm90_bf16_stream_k_leaky()).text;
+  const std::string text = render(sm90_bf16_stream_k_leaky()).text;
   EXPECT_NE(text.find("cute::Shape<cute::Int<128>, cute::Int<128>, cute::Int<64>>"), std::string::npos);
   EXPECT_NE(text.find("using TileScheduler = cutlass::gemm::StreamKScheduler;"), std::string::npos);
   EXPECT_NE(text.find("cutlass::epilogue::thread::LeakyReLU"), std::string::npos);
   EXPECT_NE(text.find("constexpr int AlignmentD = 8;"), std::string::npos);  // 16 bytes of f32 C = 8 bf16
   KernelSpec persistent = sm90_f16_auto();
   persistent.tile.tile_scheduler = TileScheduler::Persistent;
-  EXPECT_NE(emit(persistent).text.find("using TileScheduler = cutlass::gemm::PersistentScheduler;"),
+  EXPECT_NE(render(persistent).text.find("using TileScheduler = cutlass::gemm::PersistentScheduler;"),
             std::string::npos);
 }
 
 TEST(Codegen, BiasSelectsTheBroadcastEpilogues) {
   KernelSpec sm90_column = sm90_f16_auto();
   sm90_column.bias = BiasMode::PerColumn;
-  const std::string sm90_text = emit(sm90_column).text;
+  const std::string sm90_text = render(sm90_column).text;
   EXPECT_NE(sm90_text.find("gemmkit::module::Bias::PerColumn;"), std::string::npos);
   EXPECT_NE(sm90_text.find("using ElementBias = cutlass::half_t;"), std::string::npos);
   KernelSpec sm80_row = sm80_f16_tensorop();
   sm80_row.bias = BiasMode::PerRow;
   sm80_row.layout_c = Layout::ColumnMajor;
-  const std::string sm80_text = emit(sm80_row).text;
+  const std::string sm80_text = render(sm80_row).text;
   EXPECT_NE(sm80_text.find("gemmkit::module::Bias::PerRow;"), std::string::npos);
   EXPECT_NE(sm80_text.find("cutlass::gemm::device::GemmUniversalWithBroadcast<"), std::string::npos);
-  EXPECT_NE(emit(sm80_f16_tensorop()).text.find("cutlass::gemm::device::GemmUniversal<"), std::string::npos);
+  EXPECT_NE(render(sm80_f16_tensorop()).text.find("cutlass::gemm::device::GemmUniversal<"), std::string::npos);
 }
 
 TEST(Codegen, Sm80DerivesWarpShapeAndTags) {
-  const std::string text = emit(sm80_f32_simt_gelu_column_c()).text;
+  const std::string text = render(sm80_f32_simt_gelu_column_c()).text;
   EXPECT_NE(text.find("cutlass::gemm::GemmShape<32, 64, 8>"), std::string::npos);
   EXPECT_NE(text.find("GemmIdentityThreadblockSwizzle<4>"), std::string::npos);
   EXPECT_NE(text.find("cutlass::arch::OpClassSimt"), std::string::npos);
   EXPECT_NE(text.find("using LayoutC = cutlass::layout::ColumnMajor;"), std::string::npos);
 }
 
-// The refusal is a ConfigError whose message names the kernel and contains `needle`.
+// The refusal is a ConfigError whose message names the kernel and contains `needle`, the family rule's words.
 void expect_refused(const KernelSpec& spec, const std::string& needle) {
   try {
-    emit(spec);
-    ADD_FAILURE() << "emit() accepted a spec it cannot express: " << spec.name();
+    render(spec);
+    ADD_FAILURE() << "render() accepted a spec it cannot express: " << spec.name();
   } catch (const ConfigError& error) {
     const std::string message = error.what();
     EXPECT_NE(message.find(spec.name()), std::string::npos) << message;
@@ -193,40 +203,50 @@ void expect_refused(const KernelSpec& spec, const std::string& needle) {
 TEST(Codegen, RefusesWhatTheFamiliesCannotExpress) {
   KernelSpec mixed_c = sm80_f16_tensorop();
   mixed_c.element_c = DataType::f32;
-  expect_refused(mixed_c, "element C == element D");
+  expect_refused(mixed_c, "equal to element D");
 
   KernelSpec pingpong_stream_k = sm90_f16_auto();
   pingpong_stream_k.tile.kernel_schedule = KernelSchedule::TmaWarpSpecializedPingpong;
+  pingpong_stream_k.tile.epilogue_schedule = EpilogueSchedule::TmaWarpSpecialized;
   pingpong_stream_k.tile.tile_scheduler = TileScheduler::StreamK;
-  expect_refused(pingpong_stream_k, "cooperative");
+  expect_refused(pingpong_stream_k, "needs a cooperative kernel schedule");
 
   KernelSpec small_auto_stream_k = sm90_f16_auto();
   small_auto_stream_k.tile.threadblock_shape = {128, 128, 64};  // CTA M 64: Auto resolves to ping-pong
   small_auto_stream_k.swizzle = Swizzle::StreamK;
-  expect_refused(small_auto_stream_k, "cooperative");
+  expect_refused(small_auto_stream_k, "needs a cooperative kernel schedule");
+
+  // The rule catalog::validate used to lack: a ping-pong mainloop cannot feed the cooperative TMA epilogue.
+  KernelSpec pingpong_cooperative_epilogue = sm90_f16_auto();
+  pingpong_cooperative_epilogue.tile.threadblock_shape = {128, 128, 64};
+  pingpong_cooperative_epilogue.tile.cluster_shape = {1, 1, 1};
+  pingpong_cooperative_epilogue.tile.kernel_schedule = KernelSchedule::TmaWarpSpecializedPingpong;
+  pingpong_cooperative_epilogue.tile.epilogue_schedule = EpilogueSchedule::TmaWarpSpecializedCooperative;
+  expect_refused(pingpong_cooperative_epilogue, "TmaWarpSpecializedCooperative epilogue schedule needs a cooperative");
 
   KernelSpec nosmem_relu = sm90_f16_auto();
+  nosmem_relu.tile.kernel_schedule = KernelSchedule::TmaWarpSpecializedCooperative;
   nosmem_relu.tile.epilogue_schedule = EpilogueSchedule::NoSmemWarpSpecialized;
   nosmem_relu.activation = Activation::ReLU;
   expect_refused(nosmem_relu, "NoSmemWarpSpecialized");
 
-  KernelSpec nosmem_bias = sm90_f16_auto();
-  nosmem_bias.tile.epilogue_schedule = EpilogueSchedule::NoSmemWarpSpecialized;
+  KernelSpec nosmem_bias = nosmem_relu;
+  nosmem_bias.activation = Activation::Identity;
   nosmem_bias.bias = BiasMode::PerColumn;
   expect_refused(nosmem_bias, "NoSmemWarpSpecialized");
 
   KernelSpec sm80_row_bias_row_c = sm80_f16_tensorop();
   sm80_row_bias_row_c.bias = BiasMode::PerRow;
-  expect_refused(sm80_row_bias_row_c, "PerRow bias with RowMajor C");
+  expect_refused(sm80_row_bias_row_c, "per-row bias with RowMajor C");
 
   KernelSpec sm80_column_bias_column_c = sm80_f16_tensorop();
   sm80_column_bias_column_c.bias = BiasMode::PerColumn;
   sm80_column_bias_column_c.layout_c = Layout::ColumnMajor;
-  expect_refused(sm80_column_bias_column_c, "PerColumn bias with ColumnMajor C");
+  expect_refused(sm80_column_bias_column_c, "per-column bias with ColumnMajor C");
 
   KernelSpec simt_bias = sm80_f32_simt_gelu_column_c();
   simt_bias.bias = BiasMode::PerRow;
-  expect_refused(simt_bias, "TensorOp only");
+  expect_refused(simt_bias, "needs a TensorOp kernel");
 
   KernelSpec int8_nn = sm80_f16_tensorop();
   int8_nn.element_a = int8_nn.element_b = DataType::s8;
@@ -236,7 +256,7 @@ TEST(Codegen, RefusesWhatTheFamiliesCannotExpress) {
 
   KernelSpec uneven_warps = sm80_f16_tensorop();
   uneven_warps.tile.warp_count = {3, 2, 1};
-  expect_refused(uneven_warps, "not divisible by warp count");
+  expect_refused(uneven_warps, "must divide the threadblock shape");
 }
 
 TEST(Codegen, RenderRejectsMismatchedPlaceholders) {
@@ -266,7 +286,7 @@ TEST_P(CodegenActivations, BothFamiliesInstantiateTheFunctor) {
   const auto [activation, for_16bit_output, for_f32_output] = GetParam();
   for (KernelSpec spec : {sm90_f16_auto(), sm80_f16_tensorop(), sm80_f32_simt_gelu_column_c()}) {
     spec.activation = activation;
-    const KernelSource source = emit(spec);
+    const KernelSource source = render(spec);
     const std::string functor = spec.element_d == DataType::f32 ? for_f32_output : for_16bit_output;
     EXPECT_NE(source.text.find(functor + ","), std::string::npos) << to_string(spec.family) << " " << functor;
     if (activation != Activation::Identity) {

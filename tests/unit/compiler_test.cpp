@@ -1,16 +1,17 @@
 // tests/unit/compiler_test.cpp: the nvcc command line, toolchain discovery and compile errors, using fake
 // nvcc / host-compiler scripts (the real nvcc never runs in the unit tier).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "compiler/process.hpp"
-#include "compiler/toolchain_detail.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
+#include "jit/process.hpp"
+#include "jit/toolchain_detail.hpp"
 #include "unit/test_env.hpp"
 
 namespace fs = std::filesystem;
@@ -46,8 +47,8 @@ void write_script(const fs::path& path, const std::string& body) {
 // A fake nvcc that prints `version_text` for --version and otherwise runs `build_body`.
 void write_fake_nvcc(const fs::path& path, const std::string& version_text, const std::string& build_body) {
   write(path.parent_path() / "version.txt", version_text);
-  write_script(path, "if [ \"$1\" = --version ]; then cat \"$(dirname \"$0\")/version.txt\"; exit 0; fi\n" +
-                         build_body);
+  write_script(path,
+               "if [ \"$1\" = --version ]; then cat \"$(dirname \"$0\")/version.txt\"; exit 0; fi\n" + build_body);
 }
 
 // A CUTLASS tree with just the files discovery checks.
@@ -114,6 +115,29 @@ TEST(CompileModule, SuccessLeavesSourceAndModule) {
   EXPECT_TRUE(fs::exists(work / "kernel.so"));
   std::ifstream source(work / "kernel.cu");
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(source), {}), "int x;\n");
+}
+
+TEST(CompileModule, RecordsTheBuildAndHonoursTheDebugKnobs) {
+  testenv::TempDir dir;
+  const fs::path nvcc = dir.path() / "cuda" / "bin" / "nvcc";
+  write_fake_nvcc(nvcc, kNvcc130Version, "for a; do out=$a; done\necho module > \"$out\"");
+  write_script(dir.path() / "cuda" / "bin" / "cuobjdump", "echo \"SASS of $2\"");
+  Toolchain tc = toolchain_with(nvcc.string());
+  tc.cuda_home = (dir.path() / "cuda").string();
+  const fs::path work = dir.path() / "work";
+  testenv::ScopedEnv keep("GEMMKIT_KEEP_TEMP", "1"), sass("GEMMKIT_DUMP_SASS", "1");
+  compile_module(tc, {"k", "sm_90a", "int x;\n"}, work.string());
+  std::ifstream sass_file(work / "kernel.sass");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(sass_file), {}),
+            "SASS of " + (work / "kernel.so").string() + "\n");
+  EXPECT_TRUE(fs::is_directory(work / "nvcc"));
+  std::ifstream record_file(work / kBuildRecordFile);
+  const auto record = nlohmann::ordered_json::parse(record_file);
+  const auto argv = record.at("nvcc_argv").get<std::vector<std::string>>();
+  EXPECT_TRUE(contains(argv, "--keep")) << record.dump();
+  EXPECT_EQ(argv.front(), nvcc.string());
+  EXPECT_TRUE(record.at("seconds").contains("nvcc"));
+  EXPECT_TRUE(record.at("seconds").contains("dump_sass"));
 }
 
 TEST(CompileModule, FailureThrowsCompileErrorAndKeepsEverything) {

@@ -42,4 +42,6 @@ TEST(Knobs, HelpPrintsEveryKnob) {
   for (const auto& k : gemmkit::knobs::all()) EXPECT_NE(r.out.find(k.name), std::string::npos) << k.name;
 }
 
-TEST(Knobs, UnknownNamesAreAProgrammingError) { EXPECT_ANY_THROW(gemmkit::knobs::value("GEMMKIT_NO_SUCH_KNOB")); }
+TEST(Knobs, UnknownNamesAreAProgrammingError) {
+  EXPECT_ANY_THROW(gemmkit::knobs::value("GEMMKIT_NO_SUCH_KNOB"));
+}

@@ -202,6 +202,23 @@ TEST(PlanConfiguration, Sm90ScheduleAndClusterRules) {
   EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("non-portable"), std::string::npos);
 }
 
+// A Pingpong mainloop with the cooperative TMA epilogue used to pass the plan's checks and fail only when rendered:
+// the rule lived in codegen alone. Now the family's one copy refuses it where the tile is set.
+TEST(PlanConfiguration, PingpongKernelWithCooperativeEpilogueIsRefusedWhenSet) {
+  gk::Gemm plan(f16_row(90));
+  gk::TileDescription td = plan.tile_descriptions().front();
+  td.threadblock_shape = {128, 128, 64};
+  td.cluster_shape = {1, 1, 1};
+  td.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedPingpong;
+  td.epilogue_schedule = gk::EpilogueSchedule::TmaWarpSpecializedCooperative;
+  EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("epilogue schedule needs a cooperative kernel"),
+            std::string::npos);
+  EXPECT_FALSE(plan.tile_description().has_value());
+  td.epilogue_schedule = gk::EpilogueSchedule::TmaWarpSpecialized;
+  plan.set_tile_description(td);
+  EXPECT_NO_THROW(plan.render_source());
+}
+
 TEST(PlanSwizzle, StreamKOnSm90PicksACooperativeConfiguration) {
   gk::Gemm plan(f16_row(90));
   EXPECT_EQ(plan.swizzling_functors(), (std::vector<gk::Swizzle>{gk::Swizzle::Identity1, gk::Swizzle::StreamK}));
@@ -213,8 +230,9 @@ TEST(PlanSwizzle, StreamKOnSm90PicksACooperativeConfiguration) {
 
 TEST(PlanSwizzle, HorizontalSwizzleIsRefusedWithTheReason) {
   gk::Gemm plan(f16_row(80));
-  EXPECT_NE(error_of([&] { plan.set_swizzling_functor(gk::Swizzle::Horizontal); }).find("does not compile with CUTLASS "
-                                                                                        "4.2"),
+  EXPECT_NE(error_of([&] { plan.set_swizzling_functor(gk::Swizzle::Horizontal); })
+                .find("does not compile with CUTLASS "
+                      "4.2"),
             std::string::npos);
   EXPECT_EQ(plan.swizzling_functors().size(), 5u);  // IdentitySwizzle1/2/4/8 and Stream-K
 }
@@ -222,8 +240,9 @@ TEST(PlanSwizzle, HorizontalSwizzleIsRefusedWithTheReason) {
 TEST(PlanSwizzle, StreamKNeedsTensorOp) {
   gk::Gemm plan(f16_row(80));
   plan.set_opclass(gk::OpClass::Simt);
-  EXPECT_NE(error_of([&] { plan.set_swizzling_functor(gk::Swizzle::StreamK); }).find("only supported with opcode class "
-                                                                                      "TensorOp"),
+  EXPECT_NE(error_of([&] { plan.set_swizzling_functor(gk::Swizzle::StreamK); })
+                .find("only supported with opcode class "
+                      "TensorOp"),
             std::string::npos);
 }
 

@@ -1,398 +1,296 @@
-// tools/gemmkit/main.cpp: the gemmkit command line: plan, tiles, compile, run, cache, demo (--json everywhere).
+// tools/gemmkit/main.cpp: the gemmkit command line (CLI11): plan, tiles, compile, run, cache, demo; --json everywhere.
 #include <cuda_runtime_api.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "gemmkit/cache.hpp"
-#include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
-#include "util/host_matrix.hpp"
-#include "util/json.hpp"
+#include "testing/device_buffer.hpp"
+#include "testing/host_matrix.hpp"
+#include "testing/walkthrough.hpp"
 #include "util/knobs.hpp"
 
-// examples/basic_gemm.cpp, compiled into the CLI as `gemmkit demo`.
-int basic_gemm_walkthrough(bool json);
-
 namespace gk = gemmkit;
-using gk::json::Value;
+using Json = nlohmann::ordered_json;
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: gemmkit <command> [options] [--json]
-
-commands:
-  plan      show the kernel a plan picks (--print-source shows the generated .cu)
-  tiles     list every valid configuration of a plan
-  compile   generate and compile the plan's kernel (through the on-disk cache)
-  run       run the plan on the GPU: --m --n --k [--batch B] [--alpha A] [--beta B] [--check] [--repeat N]
-  cache     ls | info | clear
-  demo      the basic GEMM walk-through (plan, kernel name, compile, run, check)
-
-plan options (all commands that build a plan):
-  --cc N                   target compute capability (default: the current GPU's)
-  --element T              f16 | bf16 | f32 | f64 | s8 | s32 (generic element type)
-  --element-a/-b/-c/-d T   per-operand element types
-  --element-accumulator T  accumulator type (default: element C's)
-  --layout L               row | col (generic layout); --layout-a/-b/-c per operand
-  --opclass X              tensorop | simt
-  --swizzle S              IdentitySwizzle1|2|4|8 | HorizontalSwizzle | ThreadblockSwizzleStreamK
-  --activation A           identity | relu | leaky_relu | gelu | gelu_tanh | hardswish | sigmoid | silu | tanh
-  --tile N                 use the N-th entry of `gemmkit tiles` instead of the default
-
-environment:
-)";
-
-struct Args {
-  std::string command, subcommand;
-  std::map<std::string, std::string> options;
-  std::set<std::string> flags;
-
-  bool flag(const std::string& name) const { return flags.count(name) > 0; }
-  std::optional<std::string> get(const std::string& name) const {
-    auto it = options.find(name);
-    if (it == options.end()) return std::nullopt;
-    return it->second;
-  }
-  long number(const std::string& name, long fallback) const {
-    auto v = get(name);
-    if (!v) return fallback;
-    char* end = nullptr;
-    const long value = std::strtol(v->c_str(), &end, 10);
-    if (end == v->c_str() || *end != '\0') throw gk::ConfigError("--" + name + " expects an integer; got '" + *v + "'.");
-    return value;
-  }
-  double real(const std::string& name, double fallback) const {
-    auto v = get(name);
-    if (!v) return fallback;
-    char* end = nullptr;
-    const double value = std::strtod(v->c_str(), &end);
-    if (end == v->c_str() || *end != '\0') throw gk::ConfigError("--" + name + " expects a number; got '" + *v + "'.");
-    return value;
-  }
+// A command line that names no command, an unknown command or option, or lacks a value.
+class UsageError : public gk::Error {
+ public:
+  using gk::Error::Error;
 };
 
-const std::set<std::string> kFlags = {"json", "check", "print-source", "help"};
+template <class Enum>
+std::string one_of() {
+  return "one of: " + gk::enum_names<Enum>();
+}
 
-Args parse_args(int argc, char** argv) {
-  Args args;
-  std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string word = argv[i];
-    if (word.rfind("--", 0) != 0) {
-      positional.push_back(word);
-      continue;
-    }
-    std::string name = word.substr(2);
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      args.options[name.substr(0, eq)] = name.substr(eq + 1);
-    } else if (kFlags.count(name)) {
-      args.flags.insert(name);
-    } else if (i + 1 < argc) {
-      args.options[name] = argv[++i];
-    } else {
-      throw gk::ConfigError("Option --" + name + " needs a value.");
+// The options of every command that builds a plan, in one table; their values stay text until make_plan().
+class PlanOptions {
+ public:
+  void add_to(CLI::App& command) {
+    struct Row {
+      std::string name, value, help;
+    };
+    const std::vector<Row> table = {
+        {"cc", "N", "target compute capability, e.g. 80 or 90 (default: the current GPU's)"},
+        {"kernel-cc", "N",
+         "kernel generation: 80 (CUTLASS 2.x kernels, any SM80+ GPU) or 90 (CUTLASS 3.x, SM90 "
+         "only); default: the best for --cc"},
+        {"element", "TYPE", "generic element type (default f16), " + one_of<gk::DataType>()},
+        {"element-a", "TYPE", "element type of A"},
+        {"element-b", "TYPE", "element type of B"},
+        {"element-c", "TYPE", "element type of C"},
+        {"element-d", "TYPE", "element type of D"},
+        {"element-accumulator", "TYPE", "accumulator type (default: element C's; f32 for f16)"},
+        {"layout", "LAYOUT", "generic layout (default row), " + one_of<gk::Layout>() + " (or row, col)"},
+        {"layout-a", "LAYOUT", "layout of A"},
+        {"layout-b", "LAYOUT", "layout of B"},
+        {"layout-c", "LAYOUT", "layout of C and D"},
+        {"opclass", "CLASS", one_of<gk::OpClass>()},
+        {"swizzle", "NAME", one_of<gk::Swizzle>()},
+        {"activation", "NAME", one_of<gk::Activation>()},
+        {"activation-parameter", "X", "the leaky_relu slope (default 0.01)"},
+        {"bias", "MODE", "a bias vector added before the activation, " + one_of<gk::BiasMode>()},
+        {"raster-order", "ORDER", "SM90 persistent schedulers, " + one_of<gk::RasterOrder>()},
+        {"max-swizzle-size", "N", "SM90 persistent schedulers: 1, 2, 4 or 8"},
+        {"tile", "N", "use the N-th entry of `gemmkit tiles` instead of the default"},
+    };
+    for (const Row& row : table) {
+      options_[row.name].push_back(
+          command.add_option("--" + row.name, values_[row.name], row.help)->type_name(row.value));
     }
   }
-  if (!positional.empty()) args.command = positional[0];
-  if (positional.size() > 1) args.subcommand = positional[1];
-  return args;
-}
 
-gk::DataType data_type_option(const std::string& text, const std::string& option) {
-  if (auto t = gk::parse_data_type(text)) return *t;
-  throw gk::ConfigError("--" + option + ": unknown element type '" + text + "'; use f16, bf16, f32, f64, s8 or s32.");
-}
-
-gk::Layout layout_option(const std::string& text, const std::string& option) {
-  if (auto l = gk::parse_layout(text)) return *l;
-  throw gk::ConfigError("--" + option + ": unknown layout '" + text + "'; use row or col.");
-}
-
-template <class Enum, std::size_t N>
-Enum enum_option(const std::string& text, const std::string& option, const Enum (&values)[N]) {
-  std::string names;
-  for (Enum v : values) {
-    if (text == gk::to_string(v)) return v;
-    names += (names.empty() ? "" : ", ") + std::string(gk::to_string(v));
+  std::optional<std::string> get(const std::string& name) const {
+    const auto& options = options_.at(name);
+    if (std::none_of(options.begin(), options.end(), [](const CLI::Option* o) { return o->count() > 0; })) {
+      return std::nullopt;
+    }
+    return values_.at(name);
   }
-  throw gk::ConfigError("--" + option + ": unknown value '" + text + "'; use one of " + names + ".");
-}
 
-gk::Gemm make_plan(const Args& args) {
+  int integer(const std::string& name) const { return number<int>(name, "an integer"); }
+  double real(const std::string& name) const { return number<double>(name, "a number"); }
+
+  template <class Enum>
+  std::optional<Enum> enumerator(const std::string& name) const {
+    const std::optional<std::string> text = get(name);
+    if (!text) return std::nullopt;
+    if (auto value = gk::parse_enum<Enum>(*text)) return value;
+    throw gk::ConfigError("--" + name + ": unknown " + std::string(gk::EnumTable<Enum>::what) + " '" + *text +
+                          "'; use " + one_of<Enum>() + ".");
+  }
+
+ private:
+  template <class Number>
+  Number number(const std::string& name, const char* what) const {
+    const std::string text = *get(name);
+    Number value{};
+    if (CLI::detail::lexical_cast(text, value)) return value;
+    throw UsageError("--" + name + " expects " + what + "; got '" + text + "'.");
+  }
+
+  // Every command that builds a plan shares the values (node-based: CLI11 keeps pointers to them).
+  std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<CLI::Option*>> options_;
+};
+
+gk::Gemm make_plan(const PlanOptions& args) {
   gk::GemmOptions o;
-  auto type = [&](const char* name, std::optional<gk::DataType>& slot) {
-    if (auto v = args.get(name)) slot = data_type_option(*v, name);
-  };
-  auto layout = [&](const char* name, std::optional<gk::Layout>& slot) {
-    if (auto v = args.get(name)) slot = layout_option(*v, name);
-  };
-  type("element", o.element);
-  type("element-a", o.element_a);
-  type("element-b", o.element_b);
-  type("element-c", o.element_c);
-  type("element-d", o.element_d);
-  type("element-accumulator", o.element_accumulator);
-  layout("layout", o.layout);
-  layout("layout-a", o.layout_a);
-  layout("layout-b", o.layout_b);
-  layout("layout-c", o.layout_c);
+  o.element = args.enumerator<gk::DataType>("element");
+  o.element_a = args.enumerator<gk::DataType>("element-a");
+  o.element_b = args.enumerator<gk::DataType>("element-b");
+  o.element_c = args.enumerator<gk::DataType>("element-c");
+  o.element_d = args.enumerator<gk::DataType>("element-d");
+  o.element_accumulator = args.enumerator<gk::DataType>("element-accumulator");
+  o.layout = args.enumerator<gk::Layout>("layout");
+  o.layout_a = args.enumerator<gk::Layout>("layout-a");
+  o.layout_b = args.enumerator<gk::Layout>("layout-b");
+  o.layout_c = args.enumerator<gk::Layout>("layout-c");
   if (!o.element && !o.element_a) o.element = gk::DataType::f16;
   if (!o.layout && !o.layout_a) o.layout = gk::Layout::RowMajor;
-  if (!o.element_accumulator && !o.element_c && o.element == gk::DataType::f16) o.element_accumulator = gk::DataType::f32;
-  if (auto cc = args.get("cc")) o.cc = static_cast<int>(args.number("cc", 0));
+  if (!o.element_accumulator && !o.element_c && o.element == gk::DataType::f16) {
+    o.element_accumulator = gk::DataType::f32;
+  }
+  if (args.get("cc")) o.cc = args.integer("cc");
+  if (args.get("kernel-cc")) o.kernel_cc = args.integer("kernel-cc");
   gk::Gemm plan(o);
-  if (auto v = args.get("opclass")) {
-    auto oc = gk::parse_opclass(*v);
-    if (!oc) throw gk::ConfigError("--opclass: unknown value '" + *v + "'; use tensorop or simt.");
-    plan.set_opclass(*oc);
+  if (auto opclass = args.enumerator<gk::OpClass>("opclass")) plan.set_opclass(*opclass);
+  if (auto swizzle = args.enumerator<gk::Swizzle>("swizzle")) plan.set_swizzling_functor(*swizzle);
+  if (auto activation = args.enumerator<gk::Activation>("activation")) {
+    const double slope = args.get("activation-parameter") ? args.real("activation-parameter") : 0.01;
+    plan.set_activation(*activation, slope);
   }
-  if (auto v = args.get("swizzle")) {
-    const gk::Swizzle all[] = {gk::Swizzle::Identity1, gk::Swizzle::Identity2, gk::Swizzle::Identity4,
-                               gk::Swizzle::Identity8, gk::Swizzle::Horizontal, gk::Swizzle::StreamK};
-    plan.set_swizzling_functor(enum_option(*v, "swizzle", all));
-  }
-  if (auto v = args.get("activation")) {
-    const gk::Activation all[] = {gk::Activation::Identity, gk::Activation::ReLU,     gk::Activation::LeakyReLU,
-                                  gk::Activation::GELU,     gk::Activation::GELUTanh, gk::Activation::HardSwish,
-                                  gk::Activation::Sigmoid,  gk::Activation::SiLU,     gk::Activation::Tanh};
-    plan.set_activation(enum_option(*v, "activation", all), args.real("activation-parameter", 0.01));
-  }
-  if (auto v = args.get("tile")) {
+  if (auto bias = args.enumerator<gk::BiasMode>("bias")) plan.set_bias(*bias);
+  if (auto order = args.enumerator<gk::RasterOrder>("raster-order")) plan.set_raster_order(*order);
+  if (args.get("max-swizzle-size")) plan.set_max_swizzle_size(args.integer("max-swizzle-size"));
+  if (args.get("tile")) {
     const auto tiles = plan.tile_descriptions();
-    const long index = args.number("tile", 0);
-    if (index < 0 || index >= static_cast<long>(tiles.size())) {
-      throw gk::ConfigError("--tile " + *v + " is out of range: the plan has " + std::to_string(tiles.size()) +
-                            " configurations (see gemmkit tiles).");
+    const int index = args.integer("tile");
+    if (index < 0 || index >= static_cast<int>(tiles.size())) {
+      throw gk::ConfigError("--tile " + std::to_string(index) + " is out of range: the plan has " +
+                            std::to_string(tiles.size()) + " configurations (see gemmkit tiles).");
     }
     plan.set_tile_description(tiles[static_cast<std::size_t>(index)]);
   }
   return plan;
 }
 
-Value shape_json(const gk::Shape3& s) {
-  Value v = Value::array();
-  for (int x : s) v.push_back(x);
-  return v;
-}
-
-Value tile_json(const gk::TileDescription& td) {
-  Value v = Value::object();
-  v.set("threadblock_shape", shape_json(td.threadblock_shape));
-  v.set("warp_count", shape_json(td.warp_count));
-  v.set("stages", td.stages);
-  v.set("instruction_shape", shape_json(td.instruction_shape));
-  v.set("cluster_shape", shape_json(td.cluster_shape));
-  v.set("kernel_schedule", std::string(gk::to_string(td.kernel_schedule)));
-  v.set("epilogue_schedule", std::string(gk::to_string(td.epilogue_schedule)));
-  v.set("tile_scheduler", std::string(gk::to_string(td.tile_scheduler)));
-  v.set("math_operation", std::string(gk::to_string(td.math_operation)));
-  return v;
-}
-
-Value spec_json(const gk::KernelSpec& s) {
-  Value v = Value::object();
-  v.set("kernel_name", s.name());
-  v.set("cc", s.cc);
-  v.set("kernel_cc", s.kernel_cc);
-  v.set("family", std::string(gk::to_string(s.family)));
-  v.set("opclass", std::string(gk::to_string(s.opclass)));
-  v.set("element_a", std::string(gk::to_string(s.element_a)));
-  v.set("element_b", std::string(gk::to_string(s.element_b)));
-  v.set("element_c", std::string(gk::to_string(s.element_c)));
-  v.set("element_d", std::string(gk::to_string(s.element_d)));
-  v.set("element_accumulator", std::string(gk::to_string(s.element_accumulator)));
-  v.set("layout_a", std::string(gk::to_string(s.layout_a)));
-  v.set("layout_b", std::string(gk::to_string(s.layout_b)));
-  v.set("layout_c", std::string(gk::to_string(s.layout_c)));
-  Value align = Value::array();
-  align.push_back(s.alignment_a);
-  align.push_back(s.alignment_b);
-  align.push_back(s.alignment_c);
-  v.set("alignment", align);
-  v.set("swizzle", std::string(gk::to_string(s.swizzle)));
-  v.set("activation", std::string(gk::to_string(s.activation)));
-  v.set("arch", s.arch_flag());
-  v.set("tile", tile_json(s.tile));
-  return v;
-}
-
-void emit_result(const Args& args, const Value& json, const std::string& text) {
-  if (args.flag("json")) {
-    std::cout << json.dump() << "\n";
-  } else {
-    std::cout << text;
+struct Output {
+  bool json = false;
+  void print(const Json& value, const std::string& text) const {
+    if (json) {
+      std::cout << value.dump(2) << "\n";
+    } else {
+      std::cout << text;
+    }
   }
-}
-
-int cmd_plan(const Args& args) {
-  gk::Gemm plan = make_plan(args);
-  const gk::KernelSpec spec = plan.spec();
-  Value out = spec_json(spec);
-  std::string text = "kernel: " + spec.name() + "\n" + "cc " + std::to_string(spec.cc) + ", " +
-                     std::string(gk::to_string(spec.opclass)) + ", " + std::string(gk::to_string(spec.family)) +
-                     "\ntile:\n" + spec.tile.to_string() + "\n";
-  if (args.flag("print-source")) {
-    const std::string source = gk::emit(spec).text;
-    out.set("source", source);
-    text += "\n" + source;
-  }
-  emit_result(args, out, text);
-  return 0;
-}
-
-int cmd_tiles(const Args& args) {
-  gk::Gemm plan = make_plan(args);
-  const auto tiles = plan.tile_descriptions();
-  Value list = Value::array();
-  std::string text;
-  for (std::size_t i = 0; i < tiles.size(); ++i) {
-    list.push_back(tile_json(tiles[i]));
-    text += "[" + std::to_string(i) + "] " + tiles[i].to_string() + "\n";
-  }
-  Value out = Value::object();
-  out.set("count", static_cast<int>(tiles.size()));
-  out.set("tile_descriptions", list);
-  emit_result(args, out, text);
-  return 0;
-}
-
-int cmd_compile(const Args& args) {
-  gk::Gemm plan = make_plan(args);
-  const auto built = plan.compile();
-  Value out = Value::object();
-  out.set("kernel_name", built.kernel_name);
-  out.set("cache", built.cache_hit ? "hit" : "miss");
-  out.set("seconds", built.build_seconds);
-  out.set("module_path", built.module_path);
-  out.set("cache_key", built.cache_key);
-  emit_result(args, out,
-              "kernel: " + built.kernel_name + "\ncache:  " + (built.cache_hit ? "hit" : "miss (compiled in " +
-              std::to_string(built.build_seconds) + " s)") + "\nmodule: " + built.module_path + "\n");
-  return 0;
-}
-
-// Device copy of a host matrix, freed at scope exit.
-struct DeviceCopy {
-  void* ptr = nullptr;
-  explicit DeviceCopy(const gk::util::HostMatrix& m) {
-    if (cudaMalloc(&ptr, m.bytes()) != cudaSuccess) throw gk::CudaError("cudaMalloc failed for a test matrix", 2);
-    cudaMemcpy(ptr, m.data(), m.bytes(), cudaMemcpyHostToDevice);
-  }
-  ~DeviceCopy() { cudaFree(ptr); }
-  DeviceCopy(const DeviceCopy&) = delete;
-  DeviceCopy& operator=(const DeviceCopy&) = delete;
 };
 
-int cmd_run(const Args& args) {
+int cmd_plan(const PlanOptions& args, bool print_source, const Output& output) {
   gk::Gemm plan = make_plan(args);
-  const long m = args.number("m", 128), n = args.number("n", 128), k = args.number("k", 128);
-  const long batch = args.number("batch", 1);
-  const long repeat = args.number("repeat", 10);
-  const double alpha = args.real("alpha", 1.0), beta = args.real("beta", 0.0);
-  const int device = gk::current_device();
-  using gk::util::HostMatrix;
-  HostMatrix A(plan.element_a(), m, k, plan.layout_a(), batch), B(plan.element_b(), k, n, plan.layout_b(), batch);
-  HostMatrix C(plan.element_c(), m, n, plan.layout_c(), batch), D(plan.element_d(), m, n, plan.layout_c(), batch);
+  const gk::KernelSpec spec = plan.spec();
+  Json out = spec;
+  std::string text = "kernel: " + spec.name() + "\ncc " + std::to_string(spec.cc) + ", " +
+                     std::string(gk::to_string(spec.opclass)) + ", " + std::string(gk::to_string(spec.family)) +
+                     "\ntile:\n" + spec.tile.to_string() + "\n";
+  if (print_source) {
+    const std::string source = gk::render(spec).text;
+    out["source"] = source;
+    text += "\n" + source;
+  }
+  output.print(out, text);
+  return 0;
+}
+
+int cmd_tiles(const PlanOptions& args, const Output& output) {
+  gk::Gemm plan = make_plan(args);
+  const auto tiles = plan.tile_descriptions();
+  std::string text;
+  for (std::size_t i = 0; i < tiles.size(); ++i) text += "[" + std::to_string(i) + "] " + tiles[i].to_string() + "\n";
+  output.print({{"count", tiles.size()}, {"tile_descriptions", tiles}}, text);
+  return 0;
+}
+
+int cmd_compile(const PlanOptions& args, const Output& output) {
+  gk::Gemm plan = make_plan(args);
+  const gk::CompiledKernel built = plan.compile();
+  output.print(built,
+               "kernel: " + built.kernel_name + "\ncache:  " +
+                   (built.cache_hit ? "hit" : "miss (compiled in " + std::to_string(built.build_seconds) + " s)") +
+                   "\nmodule: " + built.module_path + "\n");
+  return 0;
+}
+
+struct RunArgs {
+  long m = 128, n = 128, k = 128, batch = 1, repeat = 10;
+  double alpha = 1.0, beta = 0.0;
+  bool check = false;
+};
+
+int cmd_run(const PlanOptions& args, const RunArgs& r, const Output& output) {
+  using gk::testing::DeviceBuffer;
+  using gk::testing::HostMatrix;
+  gk::Gemm plan = make_plan(args);
+  HostMatrix A(plan.element_a(), r.m, r.k, plan.layout_a(), r.batch);
+  HostMatrix B(plan.element_b(), r.k, r.n, plan.layout_b(), r.batch);
+  HostMatrix C(plan.element_c(), r.m, r.n, plan.layout_c(), r.batch);
+  HostMatrix D(plan.element_d(), r.m, r.n, plan.layout_c(), r.batch);
+  // Small integers: every product and sum is exact in the accumulator, so only D's rounding remains.
   A.fill_integers(1, -4, 4);
   B.fill_integers(2, -4, 4);
   C.fill_integers(3, -4, 4);
-  DeviceCopy dA(A), dB(B), dC(C), dD(D);
-  const auto vA = A.view_at(dA.ptr, device), vB = B.view_at(dB.ptr, device), vC = C.view_at(dC.ptr, device),
-             vD = D.view_at(dD.ptr, device);
+  const bool per_row = plan.bias() == gk::BiasMode::PerRow;
+  HostMatrix bias(plan.element_c(), 1, per_row ? r.m : r.n, gk::Layout::RowMajor);
+  bias.fill_integers(4, -4, 4);
+  const DeviceBuffer dA(A), dB(B), dC(C), dD(D), dBias(bias);
+  const gk::TensorView vA = dA.view_like(A), vB = dB.view_like(B), vC = dC.view_like(C), vD = dD.view_like(D);
+  const gk::TensorView vBias = dBias.view_like(bias);
+  gk::RunOptions options;
+  options.bias = plan.bias() == gk::BiasMode::None ? nullptr : &vBias;
   const auto t0 = std::chrono::steady_clock::now();
-  plan.run(vA, vB, &vC, vD, alpha, beta);  // first run: compile or load
+  plan.run(vA, vB, &vC, vD, r.alpha, r.beta, options);  // first run: compile or load
   const double first_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  options.sync = false;
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
   cudaEventRecord(start);
-  for (long i = 0; i < repeat; ++i) plan.run(vA, vB, &vC, vD, alpha, beta, {nullptr, false, false});
+  for (long i = 0; i < r.repeat; ++i) plan.run(vA, vB, &vC, vD, r.alpha, r.beta, options);
   cudaEventRecord(stop);
   cudaEventSynchronize(stop);
   float ms = 0.f;
   cudaEventElapsedTime(&ms, start, stop);
-  const double seconds = ms / 1e3 / static_cast<double>(std::max(repeat, 1L));
-  const double tflops = 2.0 * m * n * k * batch / seconds / 1e12;
-  cudaMemcpy(D.data(), dD.ptr, D.bytes(), cudaMemcpyDeviceToHost);
-  Value out = Value::object();
-  out.set("kernel_name", plan.kernel_name());
-  out.set("m", static_cast<std::int64_t>(m));
-  out.set("n", static_cast<std::int64_t>(n));
-  out.set("k", static_cast<std::int64_t>(k));
-  out.set("batch", static_cast<std::int64_t>(batch));
-  out.set("first_run_seconds", first_seconds);
-  out.set("seconds_per_run", seconds);
-  out.set("tflops", tflops);
+  const double seconds = ms / 1e3 / static_cast<double>(std::max(r.repeat, 1L));
+  const double tflops = 2.0 * r.m * r.n * r.k * r.batch / seconds / 1e12;
+  dD.copy_to(D);
+  Json out = {{"kernel_name", plan.kernel_name()},
+              {"m", r.m},
+              {"n", r.n},
+              {"k", r.k},
+              {"batch", r.batch},
+              {"first_run_seconds", first_seconds},
+              {"seconds_per_run", seconds},
+              {"tflops", tflops}};
   std::string text = "kernel: " + plan.kernel_name() + "\n" + std::to_string(tflops) + " TFLOP/s\n";
-  int status = 0;
-  if (args.flag("check")) {
-    const std::int64_t samples = static_cast<std::int64_t>(m) * n * batch <= (1 << 18) ? 0 : 4096;
-    const auto cmp = gk::util::compare_with_reference(A, B, &C, D, alpha, beta, samples);
-    // Small-integer data: every product and sum is exact in the accumulator, so only D's rounding remains.
-    const bool ok = cmp.max_rel_error <= (gk::bits_of(plan.element_d()) <= 16 ? 1e-2 : 1e-6);
-    out.set("checked", cmp.checked);
-    out.set("max_abs_error", cmp.max_abs_error);
-    out.set("max_rel_error", cmp.max_rel_error);
-    out.set("check", ok ? "pass" : "fail");
-    text += "check: " + std::string(ok ? "pass" : "FAIL") + " (max abs error " + std::to_string(cmp.max_abs_error) +
-            " over " + std::to_string(cmp.checked) + " elements)\n";
-    status = ok ? 0 : 1;
+  if (!r.check) {
+    output.print(out, text);
+    return 0;
   }
-  emit_result(args, out, text);
-  return status;
+  const std::int64_t samples = r.m * r.n * r.batch <= (1 << 18) ? 0 : 4096;
+  const gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(),
+                                       options.bias != nullptr ? &bias : nullptr, plan.bias()};
+  const auto cmp = gk::testing::compare_with_reference(A, B, &C, D, r.alpha, r.beta, samples, 1, epilogue);
+  const bool ok = cmp.max_rel_error <= (gk::bits_of(plan.element_d()) <= 16 ? 1e-2 : 1e-6);
+  out["checked"] = cmp.checked;
+  out["max_abs_error"] = cmp.max_abs_error;
+  out["max_rel_error"] = cmp.max_rel_error;
+  out["check"] = ok ? "pass" : "fail";
+  text += "check: " + std::string(ok ? "pass" : "FAIL") + " (max abs error " + std::to_string(cmp.max_abs_error) +
+          " over " + std::to_string(cmp.checked) + " elements)\n";
+  output.print(out, text);
+  return ok ? 0 : 1;
 }
 
-int cmd_cache(const Args& args) {
+int cmd_cache(const std::string& what, const Output& output) {
   gk::DiskCache cache;
-  Value out = Value::object();
-  out.set("root", cache.root());
-  if (args.subcommand == "clear") {
-    const auto removed = cache.clear();
-    out.set("removed", static_cast<std::uint64_t>(removed));
-    emit_result(args, out, "removed " + std::to_string(removed) + " entries from " + cache.root() + "\n");
+  Json out = {{"root", cache.root()}};
+  if (what == "clear") {
+    const std::size_t removed = cache.clear();
+    out["removed"] = removed;
+    output.print(out, "removed " + std::to_string(removed) + " entries from " + cache.root() + "\n");
     return 0;
   }
   const auto entries = cache.list();
   std::uint64_t total = 0;
-  Value list = Value::array();
   std::string text;
   for (const auto& e : entries) {
     total += e.bytes;
-    Value item = Value::object();
-    item.set("key", e.key);
-    item.set("kernel_name", e.kernel_name);
-    item.set("dir", e.dir);
-    item.set("created", e.created);
-    item.set("bytes", e.bytes);
-    list.push_back(item);
-    text += e.key.substr(0, 12) + "  " + e.created + "  " + e.kernel_name + "\n";
+    if (what == "ls") text += e.key.substr(0, 12) + "  " + e.created + "  " + e.kernel_name + "\n";
   }
-  out.set("entries", static_cast<std::uint64_t>(entries.size()));
-  out.set("bytes", total);
-  if (args.subcommand == "ls") out.set("list", list);
-  if (args.subcommand != "ls" && args.subcommand != "info") {
-    throw gk::ConfigError("gemmkit cache: unknown subcommand '" + args.subcommand + "'; use ls, info or clear.");
-  }
-  if (args.subcommand == "info") text = "";
+  out["entries"] = entries.size();
+  out["bytes"] = total;
+  if (what == "ls") out["list"] = entries;
   text += "cache " + cache.root() + ": " + std::to_string(entries.size()) + " entries, " + std::to_string(total) +
           " bytes\n";
-  emit_result(args, out, text);
+  output.print(out, text);
   return 0;
 }
 
-int cmd_demo(const Args& args) { return basic_gemm_walkthrough(args.flag("json")); }
-
 const char* error_kind(const std::exception& e) {
+  if (dynamic_cast<const UsageError*>(&e)) return "UsageError";
   if (dynamic_cast<const gk::ConfigError*>(&e)) return "ConfigError";
   if (dynamic_cast<const gk::TensorError*>(&e)) return "TensorError";
   if (dynamic_cast<const gk::ToolchainError*>(&e)) return "ToolchainError";
@@ -401,30 +299,127 @@ const char* error_kind(const std::exception& e) {
   return "Error";
 }
 
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t substituted = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      diagonal = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substituted});
+    }
+  }
+  return row[b.size()];
+}
+
+// Words the command line did not take: an unknown option names its nearest valid one; an extra word is refused.
+void refuse_leftovers(const CLI::App& app, const CLI::App* command) {
+  const CLI::App& scope = command != nullptr ? *command : app;
+  for (const std::string& word : scope.remaining(true)) {
+    if (word.rfind("--", 0) != 0) {
+      if (command == nullptr) throw UsageError("Unknown command '" + word + "'; run gemmkit help.");
+      throw UsageError("Unexpected argument '" + word + "' for gemmkit " + command->get_name() + ".");
+    }
+    const std::string name = word.substr(0, word.find('='));
+    std::string nearest;
+    for (const CLI::Option* option : scope.get_options()) {
+      for (const std::string& known : option->get_lnames()) {
+        if (nearest.empty() || edit_distance(name, "--" + known) < edit_distance(name, nearest)) {
+          nearest = "--" + known;
+        }
+      }
+    }
+    throw UsageError("Unknown option " + name + " for gemmkit " + scope.get_name() + "; did you mean " + nearest +
+                     "? (gemmkit " + scope.get_name() + " --help lists them)");
+  }
+}
+
+// CLI11's help with our usage line and the environment table below it.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    if (app->get_parent() != nullptr) return CLI::Formatter::make_usage(app, std::move(name));
+    return "usage: gemmkit <command> [options] [--json]\n";
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  Args args;
+  Output output;
+  output.json = std::any_of(argv + 1, argv + argc, [](const char* word) { return std::string(word) == "--json"; });
+  CLI::App app("gemmkit: declare, compile and run CUTLASS GEMM kernels.", "gemmkit");
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.footer("environment:\n" + gk::knobs::help_text());
+  app.allow_extras();
+  app.require_subcommand(0, 1);
+  bool json = false;  // registered so that CLI11 accepts and documents --json; read from argv above, for errors too
+  app.add_flag("--json", json, "print one JSON object");
+
+  PlanOptions plan_args;
+  RunArgs run_args;
+  bool print_source = false;
+  auto add_command = [&](const char* name, const char* help, bool builds_plan) {
+    CLI::App* command = app.add_subcommand(name, help);
+    command->allow_extras();
+    command->add_flag("--json", json, "print one JSON object");
+    if (builds_plan) plan_args.add_to(*command);
+    return command;
+  };
+  CLI::App* plan = add_command("plan", "show the kernel a plan picks", true);
+  plan->add_flag("--print-source", print_source, "also print the generated .cu");
+  CLI::App* tiles = add_command("tiles", "list every valid configuration of a plan", true);
+  CLI::App* compile =
+      add_command("compile", "generate and compile the plan's kernel (through the on-disk cache)", true);
+  CLI::App* run = add_command("run", "run the plan on the GPU on small-integer data", true);
+  run->add_option("--m", run_args.m, "rows of A and D")->capture_default_str();
+  run->add_option("--n", run_args.n, "columns of B and D")->capture_default_str();
+  run->add_option("--k", run_args.k, "columns of A, rows of B")->capture_default_str();
+  run->add_option("--batch", run_args.batch, "batch count")->capture_default_str();
+  run->add_option("--alpha", run_args.alpha)->capture_default_str();
+  run->add_option("--beta", run_args.beta)->capture_default_str();
+  run->add_option("--repeat", run_args.repeat, "timed runs after the first")->capture_default_str();
+  run->add_flag("--check", run_args.check, "compare D with a float64 reference");
+  CLI::App* cache = add_command("cache", "the on-disk kernel cache", false);
+  cache->require_subcommand(1);
+  std::string cache_what;
+  for (const char* what : {"ls", "info", "clear"}) {
+    CLI::App* sub = cache->add_subcommand(what, std::string("cache ") + what);
+    sub->add_flag("--json", json, "print one JSON object");
+    sub->callback([&cache_what, what] { cache_what = what; });
+  }
+  CLI::App* demo = add_command("demo", "the basic GEMM walk-through (plan, compile, run, check)", false);
+  CLI::App* help = add_command("help", "this text", false);
+
   try {
-    args = parse_args(argc, argv);
-    if (args.command.empty() || args.command == "help" || args.flag("help")) {
-      std::cout << kUsage << gk::knobs::help_text();
-      return args.command.empty() && !args.flag("help") ? 2 : 0;
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+      std::cout << app.help();
+      return 0;
+    } catch (const CLI::ParseError& e) {
+      throw UsageError(e.what());
     }
-    if (args.command == "plan") return cmd_plan(args);
-    if (args.command == "tiles") return cmd_tiles(args);
-    if (args.command == "compile") return cmd_compile(args);
-    if (args.command == "run") return cmd_run(args);
-    if (args.command == "cache") return cmd_cache(args);
-    if (args.command == "demo") return cmd_demo(args);
-    throw gk::ConfigError("Unknown command '" + args.command + "'; run gemmkit help.");
+    const auto chosen = app.get_subcommands();
+    refuse_leftovers(app, chosen.empty() ? nullptr : chosen.front());
+    if (chosen.empty() || help->parsed()) {
+      std::cout << app.help();
+      return chosen.empty() ? 2 : 0;
+    }
+    if (plan->parsed()) return cmd_plan(plan_args, print_source, output);
+    if (tiles->parsed()) return cmd_tiles(plan_args, output);
+    if (compile->parsed()) return cmd_compile(plan_args, output);
+    if (run->parsed()) return cmd_run(plan_args, run_args, output);
+    if (cache->parsed()) return cmd_cache(cache_what, output);
+    if (demo->parsed()) return basic_gemm_walkthrough(output.json);
+    return 2;
   } catch (const std::exception& e) {
-    if (args.flag("json")) {
-      Value out = Value::object();
-      out.set("error", error_kind(e));
-      out.set("message", e.what());
-      if (auto* ce = dynamic_cast<const gk::CompileError*>(&e)) out.set("source_path", ce->source_path);
-      std::cout << out.dump() << "\n";
+    if (output.json) {
+      Json out = {{"error", error_kind(e)}, {"message", e.what()}};
+      if (auto* ce = dynamic_cast<const gk::CompileError*>(&e)) out["source_path"] = ce->source_path;
+      std::cout << out.dump(2) << "\n";
     } else {
       std::cerr << "gemmkit: " << error_kind(e) << ": " << e.what() << "\n";
     }

@@ -1,4 +1,4 @@
-/* device/include/gemmkit/abi.h: the C interface every generated kernel module exports (shared by library and modules). */
+/* device/include/gemmkit/abi.h: the C interface every generated module exports (library and modules share it). */
 #ifndef GEMMKIT_ABI_H
 #define GEMMKIT_ABI_H
 
@@ -36,10 +36,10 @@ typedef struct gk_gemm_args {
   double activation_params[2]; /* e.g. the leaky_relu slope; unused entries are ignored */
   const void* bias;            /* per-row (m) or per-column (n) vector when the module was built with a bias */
   int32_t device_id;
-  int32_t sm_count;            /* multiprocessors of device_id, for persistent and Stream-K schedulers */
-  int32_t raster_order;        /* SM90 persistent schedulers: 0 = heuristic, 1 = along M, 2 = along N */
-  int32_t max_swizzle_size;    /* SM90 persistent schedulers: 1, 2, 4 or 8 */
-  int32_t splits;              /* Stream-K / split-K: number of splits, 1 = let the scheduler decide */
+  int32_t sm_count;         /* multiprocessors of device_id, for persistent and Stream-K schedulers */
+  int32_t raster_order;     /* SM90 persistent schedulers: 0 = heuristic, 1 = along M, 2 = along N */
+  int32_t max_swizzle_size; /* SM90 persistent schedulers: 1, 2, 4 or 8 */
+  int32_t splits;           /* Stream-K / split-K: number of splits, 1 = let the scheduler decide */
   int32_t reserved[3];
 } gk_gemm_args;
 

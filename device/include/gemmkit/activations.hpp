@@ -29,9 +29,13 @@ CUTLASS_HOST_DEVICE float reciprocal_of_one_plus(float x) {
 #endif
 }
 
-CUTLASS_HOST_DEVICE float sigmoid(float x) { return reciprocal_of_one_plus(exp_approx(-x)); }
+CUTLASS_HOST_DEVICE float sigmoid(float x) {
+  return reciprocal_of_one_plus(exp_approx(-x));
+}
 
-CUTLASS_HOST_DEVICE float silu(float x) { return x * sigmoid(x); }
+CUTLASS_HOST_DEVICE float silu(float x) {
+  return x * sigmoid(x);
+}
 
 // x * Phi(x) = 0.5 x erfc(-x / sqrt 2), through erfc(a) = t exp(-a^2 + P(t)), t = 1 / (1 + a/2), a >= 0: the
 // Chebyshev fit of Press et al. (Numerical Recipes, erfcc), fractional error < 1.2e-7 for every a. Using erfc

@@ -72,6 +72,15 @@ void set_activation_params(T& target, const gk_gemm_args& args) {
   set_leaky_alpha(target, args.activation_params[0], 0);
 }
 
+// What a launch keeps between calls: CUTLASS's arguments, the family's prepared state (a CUTLASS operator or its
+// Params), and whether the workspace must be initialized before every launch.
+template <class Arguments, class State>
+struct Prepared {
+  Arguments arguments{};
+  State state{};
+  bool reset_workspace = false;
+};
+
 // The last prepared launch of this thread: the arguments it was prepared for, the workspace it was bound to
 // and the prepared state (a CUTLASS operator or its Params). A hit skips CUTLASS's host-side preparation.
 template <class Prepared>
@@ -108,6 +117,51 @@ inline int launch_status(cutlass::Status status) {
   // CUTLASS's launchers read (and so clear) the error themselves; keep whatever is left, else "unknown".
   last_cuda_error = error != cudaSuccess ? error : cudaErrorUnknown;
   return GK_ERR_LAUNCH;
+}
+
+// The entry points' work, the same for every family. `Glue` is a family's glue class (gemmkit_kernel::Module):
+//   Gemm                        the CUTLASS device-level operator type
+//   to_arguments(args)          ABI arguments -> Gemm::Arguments
+//   Prepared, Cache             module::Prepared<Gemm::Arguments, its state> and module::LaunchCache of it
+//   prepare(prepared, ws, s)    prepares a launch after a miss (CUTLASS's initialize(), which binds the workspace)
+//   reset_workspace(p, ws, s)   re-initializes the workspace before a relaunch that needs it (Stream-K barriers)
+//   launch(prepared, s)         launches the prepared kernel
+template <class Glue>
+int can_implement(const gk_gemm_args& args) {
+  const auto status = Glue::Gemm::can_implement(Glue::to_arguments(args));
+  return status == cutlass::Status::kSuccess ? GK_OK : GK_ERR_CANNOT_IMPLEMENT;
+}
+
+template <class Glue>
+size_t workspace_size(const gk_gemm_args& args) {
+  return Glue::Gemm::get_workspace_size(Glue::to_arguments(args));
+}
+
+// A failed CUTLASS initialize() (or workspace initialization), with the CUDA error that caused it.
+inline int initialize_failed() {
+  record_cuda_error(cudaGetLastError());
+  return GK_ERR_INITIALIZE;
+}
+
+// A hit on this thread's last prepared launch skips CUTLASS's host-side preparation; only a workspace that must be
+// reset before every launch is initialized again.
+template <class Glue>
+int run(typename Glue::Cache& cache, const gk_gemm_args& args, void* workspace, cudaStream_t stream) {
+  const int device = current_device();
+  if (device < 0) return GK_ERR_LAUNCH;
+  typename Glue::Prepared& prepared = cache.prepared;
+  if (!cache.hit(args, workspace, device)) {
+    cache.valid = false;
+    prepared.arguments = Glue::to_arguments(args);
+    if (Glue::Gemm::can_implement(prepared.arguments) != cutlass::Status::kSuccess) return GK_ERR_CANNOT_IMPLEMENT;
+    prepared.reset_workspace = Glue::Gemm::get_workspace_size(prepared.arguments) > 0;
+    if (prepared.reset_workspace && workspace == nullptr) return GK_ERR_WORKSPACE;
+    if (Glue::prepare(prepared, workspace, stream) != cutlass::Status::kSuccess) return initialize_failed();
+    cache.store(args, workspace, device);
+  } else if (prepared.reset_workspace) {
+    if (Glue::reset_workspace(prepared, workspace, stream) != cutlass::Status::kSuccess) return initialize_failed();
+  }
+  return launch_status(Glue::launch(prepared, stream));
 }
 
 }  // namespace gemmkit::module

@@ -1,6 +1,6 @@
 // device/include/gemmkit/module_entry.hpp: the extern "C" entry points of abi.h, defined once for every family.
 // Included last by a generated kernel source, after it has declared gemmkit_kernel::kName (the kernel's name)
-// and gemmkit_kernel::Module (a family's glue class: kBias, can_implement / workspace_size / run).
+// and gemmkit_kernel::Module (a family's glue class: kBias and what gemmkit::module::run needs, module_common.hpp).
 #pragma once
 
 #include "gemmkit/module_common.hpp"
@@ -11,23 +11,30 @@ namespace {
 thread_local gemmkit_kernel::Module::Cache launch_cache;
 }  // namespace
 
-GK_EXPORT int gk_abi_version(void) { return GK_ABI_VERSION; }
+GK_EXPORT int gk_abi_version(void) {
+  return GK_ABI_VERSION;
+}
 
-GK_EXPORT const char* gk_kernel_name(void) { return gemmkit_kernel::kName; }
+GK_EXPORT const char* gk_kernel_name(void) {
+  return gemmkit_kernel::kName;
+}
 
 GK_EXPORT int gk_can_implement(const gk_gemm_args* args) {
   if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias); status != GK_OK) return status;
-  return gemmkit_kernel::Module::can_implement(*args);
+  return gemmkit::module::can_implement<gemmkit_kernel::Module>(*args);
 }
 
 GK_EXPORT size_t gk_workspace_size(const gk_gemm_args* args) {
   if (gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias) != GK_OK) return 0;
-  return gemmkit_kernel::Module::workspace_size(*args);
+  return gemmkit::module::workspace_size<gemmkit_kernel::Module>(*args);
 }
 
 GK_EXPORT int gk_run(const gk_gemm_args* args, void* workspace, void* stream) {
   if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias); status != GK_OK) return status;
-  return gemmkit_kernel::Module::run(launch_cache, *args, workspace, static_cast<cudaStream_t>(stream));
+  return gemmkit::module::run<gemmkit_kernel::Module>(launch_cache, *args, workspace,
+                                                      static_cast<cudaStream_t>(stream));
 }
 
-GK_EXPORT int gk_last_cuda_error(void) { return static_cast<int>(gemmkit::module::last_cuda_error); }
+GK_EXPORT int gk_last_cuda_error(void) {
+  return static_cast<int>(gemmkit::module::last_cuda_error);
+}

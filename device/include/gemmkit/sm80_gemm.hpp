@@ -65,9 +65,13 @@ void set_epilogue_activation(Params& params, const gk_gemm_args& args, long) {
 }
 
 // The module glue for one device::GemmUniversal, or device::GemmUniversalWithBroadcast when built with a bias:
-// ABI arguments -> CUTLASS arguments, and a cached launch.
-template <class Gemm, module::Bias BiasMode>
+// ABI arguments -> CUTLASS arguments, and how a launch is prepared (gemmkit::module::run caches it).
+template <class DeviceGemm, module::Bias BiasMode>
 class Module {
+ public:
+  using Gemm = DeviceGemm;
+
+ private:
   using Arguments = typename Gemm::Arguments;
   using EpilogueParams = typename Gemm::EpilogueOutputOp::Params;
   using ElementCompute = typename Gemm::EpilogueOutputOp::ElementCompute;
@@ -77,11 +81,7 @@ class Module {
  public:
   static constexpr module::Bias kBias = BiasMode;
 
-  struct Prepared {
-    Arguments arguments{};
-    Gemm op{};
-    bool reset_workspace = false;  // the workspace must be initialized before every launch
-  };
+  using Prepared = module::Prepared<Arguments, Gemm>;  // the state: the operator, initialized
   using Cache = module::LaunchCache<Prepared>;
 
   // One batch: kGemm, where batch_count is the split-K factor (serial split-K; Stream-K's splitting factor).
@@ -97,7 +97,8 @@ class Module {
     if constexpr (BiasMode != module::Bias::None) {
       // The vector (ptr_Vector) is the same for every batch; no T output (ptr_Tensor). With a column-major C,
       // GemmUniversalWithBroadcast runs the transposed problem, whose columns are the rows of D: the vector is
-      // then per row, which is why emit() pairs PerRow with ColumnMajor C and PerColumn with RowMajor C.
+      // then per row, which is why the Sm80Universal family pairs PerRow with ColumnMajor C and PerColumn with RowMajor
+      // C.
       return Arguments(mode, problem, batch_count, epilogue, args.A, args.B, source.ptr, args.D,
                        const_cast<void*>(args.bias), nullptr, args.batch_stride_A, args.batch_stride_B,
                        source.batch_stride, args.batch_stride_D, /*batch_stride_Vector=*/0,
@@ -113,40 +114,16 @@ class Module {
     }
   }
 
-  static int can_implement(const gk_gemm_args& args) {
-    return Gemm::can_implement(to_arguments(args)) == cutlass::Status::kSuccess ? GK_OK : GK_ERR_CANNOT_IMPLEMENT;
+  // The workspace (serial split-K semaphores, Stream-K barriers) must be zeroed before every launch; in CUTLASS 2.x
+  // only initialize() does that (cheap: no TMA descriptors). Without a workspace to reset, none is passed: CUTLASS
+  // would issue an empty memset for it.
+  static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
+    return prepared.state.initialize(prepared.arguments, prepared.reset_workspace ? workspace : nullptr, stream);
   }
-
-  static size_t workspace_size(const gk_gemm_args& args) { return Gemm::get_workspace_size(to_arguments(args)); }
-
-  // A hit relaunches the cached operator. A workspace (serial split-K semaphores, Stream-K barriers) must be
-  // zeroed before every launch; in CUTLASS 2.x only initialize() does that (cheap: no TMA descriptors).
-  static int run(Cache& cache, const gk_gemm_args& args, void* workspace, cudaStream_t stream) {
-    const int device = module::current_device();
-    if (device < 0) return GK_ERR_LAUNCH;
-    Prepared& prepared = cache.prepared;
-    if (!cache.hit(args, workspace, device)) {
-      cache.valid = false;
-      prepared.arguments = to_arguments(args);
-      if (Gemm::can_implement(prepared.arguments) != cutlass::Status::kSuccess) return GK_ERR_CANNOT_IMPLEMENT;
-      prepared.reset_workspace = Gemm::get_workspace_size(prepared.arguments) > 0;
-      if (prepared.reset_workspace && workspace == nullptr) return GK_ERR_WORKSPACE;
-      if (int status = initialize(prepared, workspace, stream); status != GK_OK) return status;
-      cache.store(args, workspace, device);
-    } else if (prepared.reset_workspace) {
-      if (int status = initialize(prepared, workspace, stream); status != GK_OK) return status;
-    }
-    return module::launch_status(prepared.op.run(stream));
+  static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
+    return prepare(prepared, workspace, stream);
   }
-
- private:
-  // Without a workspace to reset, no workspace is passed: CUTLASS would issue an empty memset for it.
-  static int initialize(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    void* used = prepared.reset_workspace ? workspace : nullptr;
-    if (prepared.op.initialize(prepared.arguments, used, stream) == cutlass::Status::kSuccess) return GK_OK;
-    module::record_cuda_error(cudaGetLastError());
-    return GK_ERR_INITIALIZE;
-  }
+  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return prepared.state.run(stream); }
 };
 
 }  // namespace gemmkit::sm80

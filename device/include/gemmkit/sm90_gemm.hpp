@@ -69,12 +69,12 @@ constexpr bool is_cooperative() {
 // Auto without a fusion becomes the TMA epilogue too when every operand moves 16-byte rows: measured on the H200
 // (bench/results), CUTLASS's own Auto choice (the no-smem epilogue) is 10-25% slower on the benchmark shapes.
 template <class EpilogueSchedule, class FusionOp, bool Cooperative, bool TmaEverywhere>
-using ResolvedEpilogueSchedule = std::conditional_t<
-    std::is_same_v<EpilogueSchedule, cutlass::epilogue::collective::EpilogueScheduleAuto> &&
-        (FusionOp::IsEltActSupported || TmaEverywhere),
-    std::conditional_t<Cooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
-                       cutlass::epilogue::TmaWarpSpecialized>,
-    EpilogueSchedule>;
+using ResolvedEpilogueSchedule =
+    std::conditional_t<std::is_same_v<EpilogueSchedule, cutlass::epilogue::collective::EpilogueScheduleAuto> &&
+                           (FusionOp::IsEltActSupported || TmaEverywhere),
+                       std::conditional_t<Cooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
+                                          cutlass::epilogue::TmaWarpSpecialized>,
+                       EpilogueSchedule>;
 
 // Whether A, B, C and D all have 16-byte aligned rows (what TMA loads and stores need).
 template <class ElementA, int AlignmentA, class ElementB, int AlignmentB, class ElementC, int AlignmentC,
@@ -88,11 +88,10 @@ constexpr bool tma_everywhere() {
 
 // Mainloop stages: 0 = as many as fit next to the epilogue's shared storage.
 template <int Stages, class CollectiveEpilogue>
-using StageCount = std::conditional_t<
-    Stages == 0,
-    cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-        sizeof(typename CollectiveEpilogue::SharedStorage))>,
-    cutlass::gemm::collective::StageCount<(Stages > 0 ? Stages : 1)>>;
+using StageCount = std::conditional_t<Stages == 0,
+                                      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+                                          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+                                      cutlass::gemm::collective::StageCount<(Stages > 0 ? Stages : 1)>>;
 
 // A CuTe stride (M|N, K|N, L) of a layout tag with its one dynamic leading mode set to ld and L to batch_stride.
 template <class Stride>
@@ -134,9 +133,14 @@ auto set_fusion_bias(Thread& thread, const gk_gemm_args& args, int) -> decltype(
 template <class Thread>
 void set_fusion_bias(Thread&, const gk_gemm_args&, long) {}
 
-// The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and a cached launch.
-template <class Gemm, module::Bias BiasMode>
+// The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and how a launch is prepared
+// (gemmkit::module::run caches it).
+template <class DeviceGemm, module::Bias BiasMode>
 class Module {
+ public:
+  using Gemm = DeviceGemm;
+
+ private:
   using Kernel = typename Gemm::GemmKernel;
   using Arguments = typename Gemm::Arguments;
   using Params = typename Gemm::Params;
@@ -144,11 +148,7 @@ class Module {
  public:
   static constexpr module::Bias kBias = BiasMode;
 
-  struct Prepared {
-    Arguments arguments{};
-    Params params{};
-    bool reset_workspace = false;  // the workspace must be initialized before every launch
-  };
+  using Prepared = module::Prepared<Arguments, Params>;  // the state: the kernel's Params (TMA descriptors included)
   using Cache = module::LaunchCache<Prepared>;
 
   static Arguments to_arguments(const gk_gemm_args& args) {
@@ -189,40 +189,18 @@ class Module {
     return out;
   }
 
-  static int can_implement(const gk_gemm_args& args) {
-    return Gemm::can_implement(to_arguments(args)) == cutlass::Status::kSuccess ? GK_OK : GK_ERR_CANNOT_IMPLEMENT;
+  // A miss builds the Params (TMA descriptors included), which a hit relaunches; only a workspace that must be reset
+  // per launch (Stream-K's barriers) is initialized again.
+  static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
+    Gemm op;
+    const cutlass::Status status = op.initialize(prepared.arguments, workspace, stream);
+    if (status == cutlass::Status::kSuccess) prepared.state = op.params();
+    return status;
   }
-
-  static size_t workspace_size(const gk_gemm_args& args) { return Gemm::get_workspace_size(to_arguments(args)); }
-
-  // A hit relaunches the cached Params (TMA descriptors included); only a workspace that must be reset per
-  // launch (Stream-K's barriers) is initialized again.
-  static int run(Cache& cache, const gk_gemm_args& args, void* workspace, cudaStream_t stream) {
-    const int device = module::current_device();
-    if (device < 0) return GK_ERR_LAUNCH;
-    if (!cache.hit(args, workspace, device)) {
-      cache.valid = false;
-      Prepared& prepared = cache.prepared;
-      prepared.arguments = to_arguments(args);
-      if (Gemm::can_implement(prepared.arguments) != cutlass::Status::kSuccess) return GK_ERR_CANNOT_IMPLEMENT;
-      prepared.reset_workspace = Gemm::get_workspace_size(prepared.arguments) > 0;
-      if (prepared.reset_workspace && workspace == nullptr) return GK_ERR_WORKSPACE;
-      Gemm op;
-      if (op.initialize(prepared.arguments, workspace, stream) != cutlass::Status::kSuccess) {
-        module::record_cuda_error(cudaGetLastError());
-        return GK_ERR_INITIALIZE;
-      }
-      prepared.params = op.params();
-      cache.store(args, workspace, device);
-    } else if (cache.prepared.reset_workspace) {
-      cutlass::Status status = Kernel::initialize_workspace(cache.prepared.arguments, workspace, stream, nullptr);
-      if (status != cutlass::Status::kSuccess) {
-        module::record_cuda_error(cudaGetLastError());
-        return GK_ERR_INITIALIZE;
-      }
-    }
-    return module::launch_status(Gemm::run(cache.prepared.params, stream));
+  static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
+    return Kernel::initialize_workspace(prepared.arguments, workspace, stream, nullptr);
   }
+  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return Gemm::run(prepared.state, stream); }
 };
 
 }  // namespace gemmkit::sm90

@@ -1,5 +1,5 @@
-// src/util/host_matrix.cpp: typed host buffers, deterministic fills and the float64 reference GEMM.
-#include "util/host_matrix.hpp"
+// testing/host_matrix.cpp: typed host buffers, deterministic fills and the float64 reference GEMM.
+#include "testing/host_matrix.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -11,7 +11,7 @@
 
 #include "gemmkit/errors.hpp"
 
-namespace gemmkit::util {
+namespace gemmkit::testing {
 namespace {
 
 int element_bytes(DataType t) {
@@ -22,7 +22,11 @@ int element_bytes(DataType t) {
 }  // namespace
 
 HostMatrix::HostMatrix(DataType dtype, std::int64_t rows, std::int64_t cols, Layout layout, std::int64_t batch)
-    : dtype_(dtype), rows_(rows), cols_(cols), batch_(batch), layout_(layout),
+    : dtype_(dtype),
+      rows_(rows),
+      cols_(cols),
+      batch_(batch),
+      layout_(layout),
       storage_(static_cast<std::size_t>(rows * cols * batch * element_bytes(dtype))) {}
 
 std::int64_t HostMatrix::offset(std::int64_t b, std::int64_t r, std::int64_t c) const {
@@ -79,7 +83,9 @@ void HostMatrix::fill_uniform(std::uint64_t seed) {
       for (std::int64_t c = 0; c < cols_; ++c) set(b, r, c, dist(rng));
 }
 
-TensorView HostMatrix::view() const { return view_at(const_cast<std::byte*>(storage_.data()), -1); }
+TensorView HostMatrix::view() const {
+  return view_at(const_cast<std::byte*>(storage_.data()), -1);
+}
 
 TensorView HostMatrix::view_at(void* data, int device) const {
   TensorView v;
@@ -107,8 +113,7 @@ double apply_activation(Activation activation, double x, double parameter) {
     case Activation::LeakyReLU: return x > 0 ? x : x * parameter;
     // erfc, not 1 + erf: the sum cancels to double's rounding (1e-16) where GELU's left tail is far smaller.
     case Activation::GELU: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
-    case Activation::GELUTanh:
-      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::GELUTanh: return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     case Activation::HardSwish: return x * std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0;
     case Activation::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
     case Activation::SiLU: return x / (1.0 + std::exp(-x));
@@ -160,4 +165,4 @@ Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, cons
   return result;
 }
 
-}  // namespace gemmkit::util
+}  // namespace gemmkit::testing

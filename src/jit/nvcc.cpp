@@ -1,8 +1,10 @@
-// src/compiler/nvcc.cpp: the nvcc command line, one nvcc pass per kernel module, and the parallel-job limit.
+// src/jit/nvcc.cpp: the nvcc command line, one nvcc pass per kernel module, and the parallel-job limit.
 #include <sched.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
-#include <cstdlib>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,9 +12,9 @@
 #include <sstream>
 #include <thread>
 
-#include "compiler/process.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
+#include "jit/process.hpp"
 #include "util/knobs.hpp"
 
 namespace fs = std::filesystem;
@@ -22,11 +24,6 @@ namespace {
 
 constexpr long long kBytesPerCompile = 4LL << 30;  // a CUTLASS SM90 translation unit peaks near 4 GiB in cicc/ptxas
 constexpr int kLogLinesInMessage = 40;
-
-bool verbose() {
-  const std::string v = knobs::value("GEMMKIT_VERBOSE");
-  return !v.empty() && v != "0";
-}
 
 // "sm_90a" -> "-gencode=arch=compute_90a,code=sm_90a".
 std::string gencode_flag(const std::string& arch_flag) {
@@ -55,6 +52,23 @@ std::string head_lines(const std::string& text, int lines) {
   return text.substr(0, pos) + "[... see compile.log for the rest]\n";
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The module's SASS through the toolkit's cuobjdump (GEMMKIT_DUMP_SASS): a debugging aid, so a failure only warns.
+void dump_sass(const Toolchain& toolchain, const fs::path& module_path, const fs::path& sass_path) {
+  const std::vector<std::string> argv = {(fs::path(toolchain.cuda_home) / "bin" / "cuobjdump").string(), "-sass",
+                                         module_path.string()};
+  try {
+    const ProcessResult result = run_process(argv, {{}, /*capture_stderr=*/false});
+    if (result.exit_code == 0) return write_file(sass_path, result.output);
+    std::cerr << "gemmkit: GEMMKIT_DUMP_SASS: `" << shell_quote(argv) << "` exited with " << result.exit_code << "\n";
+  } catch (const ToolchainError& e) {
+    std::cerr << "gemmkit: GEMMKIT_DUMP_SASS: " << e.what() << "\n";
+  }
+}
+
 int available_cores() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
@@ -77,28 +91,13 @@ long long available_memory() {
 
 std::vector<std::string> nvcc_command(const Toolchain& toolchain, const KernelSource& source,
                                       const std::string& source_path, const std::string& output_path) {
-  return {toolchain.nvcc,
-          "-std=c++17",
-          "-O3",
-          "-DNDEBUG",
-          "--expt-relaxed-constexpr",
-          "-Xcompiler=-fPIC",
+  return {toolchain.nvcc, "-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "-Xcompiler=-fPIC",
           "-Xcompiler=-O2",
           // CUTLASS's template statics must stay private to each module, or two modules share device caches.
-          "-Xcompiler=-fvisibility=hidden",
-          "-Xcompiler=-fno-gnu-unique",
-          "-shared",
-          "-cudart",
-          "shared",
-          "-Xcudafe",
-          "--diag_suppress=esa_on_defaulted_function_ignored",
-          gencode_flag(source.arch_flag),
-          "-I" + toolchain.cutlass_root + "/include",
-          "-I" + toolchain.cutlass_root + "/tools/util/include",
-          "-I" + toolchain.device_include_dir,
-          source_path,
-          "-o",
-          output_path};
+          "-Xcompiler=-fvisibility=hidden", "-Xcompiler=-fno-gnu-unique", "-shared", "-cudart", "shared", "-Xcudafe",
+          "--diag_suppress=esa_on_defaulted_function_ignored", gencode_flag(source.arch_flag),
+          "-I" + toolchain.cutlass_root + "/include", "-I" + toolchain.cutlass_root + "/tools/util/include",
+          "-I" + toolchain.device_include_dir, source_path, "-o", output_path};
 }
 
 void compile_module(const Toolchain& toolchain, const KernelSource& source, const std::string& work_dir) {
@@ -108,12 +107,26 @@ void compile_module(const Toolchain& toolchain, const KernelSource& source, cons
   const fs::path module_path = dir / "kernel.so";
   write_file(source_path, source.text);
 
-  const std::vector<std::string> argv = nvcc_command(toolchain, source, source_path.string(), module_path.string());
-  if (verbose()) std::cerr << "gemmkit: " << shell_quote(argv) << std::endl;
+  std::vector<std::string> argv = nvcc_command(toolchain, source, source_path.string(), module_path.string());
+  if (knobs::flag("GEMMKIT_KEEP_TEMP")) {
+    fs::create_directories(dir / "nvcc");
+    argv.insert(argv.begin() + 1, {"--keep", "--keep-dir", (dir / "nvcc").string()});
+  }
+  if (knobs::flag("GEMMKIT_VERBOSE")) std::cerr << "gemmkit: " << shell_quote(argv) << std::endl;
+  const auto start = std::chrono::steady_clock::now();
   const ProcessResult result = run_process(argv);
+  nlohmann::ordered_json record = {{"nvcc_argv", argv}, {"seconds", {{"nvcc", seconds_since(start)}}}};
 
   std::error_code ec;
-  if (result.exit_code == 0 && fs::is_regular_file(module_path, ec)) return;
+  if (result.exit_code == 0 && fs::is_regular_file(module_path, ec)) {
+    if (knobs::flag("GEMMKIT_DUMP_SASS")) {
+      const auto dump_start = std::chrono::steady_clock::now();
+      dump_sass(toolchain, module_path, dir / "kernel.sass");
+      record["seconds"]["dump_sass"] = seconds_since(dump_start);
+    }
+    write_file(dir / kBuildRecordFile, record.dump(2) + "\n");
+    return;
+  }
 
   const fs::path log_path = dir / "compile.log";
   write_file(log_path, "$ " + shell_quote(argv) + "\n" + result.output);
@@ -127,15 +140,7 @@ void compile_module(const Toolchain& toolchain, const KernelSource& source, cons
 }
 
 int max_parallel_compiles() {
-  if (const std::string jobs = knobs::value("GEMMKIT_MAX_JOBS"); !jobs.empty()) {
-    char* end = nullptr;
-    const long value = std::strtol(jobs.c_str(), &end, 10);
-    if (*end != '\0' || value < 1 || value > 4096) {
-      throw ConfigError(std::string("GEMMKIT_MAX_JOBS='") + jobs +
-                        "' is not a positive integer; unset it or set it to the number of parallel nvcc jobs, e.g. 4");
-    }
-    return static_cast<int>(value);
-  }
+  if (const std::optional<int> jobs = knobs::count("GEMMKIT_MAX_JOBS")) return *jobs;
   int jobs = available_cores();
   if (const long long memory = available_memory(); memory > 0) {
     jobs = static_cast<int>(std::min<long long>(jobs, memory / kBytesPerCompile));

@@ -1,4 +1,4 @@
-// src/compiler/toolchain_detail.hpp: the pieces of Toolchain::discover(), taking their inputs as arguments so
+// src/jit/toolchain_detail.hpp: the pieces of Toolchain::discover(), taking their inputs as arguments so
 // tests can drive them without touching the environment.
 #pragma once
 

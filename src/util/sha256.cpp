@@ -1,5 +1,5 @@
-// src/cache/sha256.cpp: SHA-256 compression and padding, straight from FIPS 180-4.
-#include "cache/sha256.hpp"
+// src/util/sha256.cpp: SHA-256 compression and padding, straight from FIPS 180-4.
+#include "util/sha256.hpp"
 
 #include <cstring>
 #include <fstream>
@@ -19,7 +19,9 @@ constexpr std::array<std::uint32_t, 64> kRound = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-constexpr std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+constexpr std::uint32_t rotr(std::uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
 
 }  // namespace
 
@@ -71,7 +73,9 @@ Sha256& Sha256::update(const void* data, std::size_t size) {
   return *this;
 }
 
-Sha256& Sha256::update(std::string_view bytes) { return update(bytes.data(), bytes.size()); }
+Sha256& Sha256::update(std::string_view bytes) {
+  return update(bytes.data(), bytes.size());
+}
 
 std::string Sha256::hex_digest() {
   const std::uint64_t bit_length = total_bytes_ * 8;
@@ -92,7 +96,9 @@ std::string Sha256::hex_digest() {
   return out;
 }
 
-std::string sha256_hex(std::string_view bytes) { return Sha256().update(bytes).hex_digest(); }
+std::string sha256_hex(std::string_view bytes) {
+  return Sha256().update(bytes).hex_digest();
+}
 
 std::string sha256_file_hex(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,4 +1,4 @@
-// src/util/host_matrix.hpp: host buffers of any element type, filled with test data, and a float64 reference
+// testing/host_matrix.hpp: host buffers of any element type, filled with test data, and a float64 reference
 // GEMM; shared by the CLI, the tests, the benchmark and the examples.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include "gemmkit/tensor.hpp"
 #include "gemmkit/types.hpp"
 
-namespace gemmkit::util {
+namespace gemmkit::testing {
 
 class HostMatrix {
  public:
@@ -49,8 +49,8 @@ class HostMatrix {
 // What follows the linear combination: act(x + bias), in float64.
 struct Epilogue {
   Activation activation = Activation::Identity;
-  double parameter = 0.01;              // leaky_relu slope
-  const HostMatrix* bias = nullptr;     // 1 x m (per row) or 1 x n (per column)
+  double parameter = 0.01;           // leaky_relu slope
+  const HostMatrix* bias = nullptr;  // 1 x m (per row) or 1 x n (per column)
   BiasMode bias_mode = BiasMode::None;
 };
 
@@ -70,9 +70,10 @@ struct Comparison {
   std::int64_t checked = 0;
 };
 
-// Compares D against the reference rounded to D's type (so exact arithmetic compares equal) on every element, or on `samples` random elements when samples > 0.
+// Compares D against the reference rounded to D's type (so exact arithmetic compares equal) on every element, or on
+// `samples` random elements when samples > 0.
 Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, const HostMatrix& D,
                                   double alpha, double beta, std::int64_t samples = 0, std::uint64_t seed = 1,
                                   const Epilogue& epilogue = {});
 
-}  // namespace gemmkit::util
+}  // namespace gemmkit::testing

@@ -1,4 +1,4 @@
-// src/cache/sha256.hpp: a small SHA-256 (FIPS 180-4) for cache keys and file checksums; no OpenSSL.
+// src/util/sha256.hpp: a small SHA-256 (FIPS 180-4) for cache keys and file checksums; no OpenSSL.
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// src/compiler/toolchain.cpp: Toolchain::discover() — finds nvcc, the host compiler, CUTLASS and our device
+// src/jit/toolchain.cpp: Toolchain::discover() — finds nvcc, the host compiler, CUTLASS and our device
 // headers, and records every version that can change a compiled module.
 #include <unistd.h>
 
@@ -13,12 +13,12 @@
 #include <utility>
 #include <vector>
 
-#include "cache/sha256.hpp"
-#include "compiler/process.hpp"
-#include "compiler/toolchain_detail.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
+#include "jit/process.hpp"
+#include "jit/toolchain_detail.hpp"
 #include "util/knobs.hpp"
+#include "util/sha256.hpp"
 
 #if !defined(GEMMKIT_CUTLASS_DEFAULT) || !defined(GEMMKIT_SOURCE_DIR)
 #error "GEMMKIT_CUTLASS_DEFAULT and GEMMKIT_SOURCE_DIR must be defined by the build"
@@ -33,7 +33,9 @@ namespace {
 constexpr int kMinCudaMajor = 12;
 constexpr int kMinCudaMinor = 4;
 
-bool is_set(const char* value) { return value != nullptr && *value != '\0'; }
+bool is_set(const char* value) {
+  return value != nullptr && *value != '\0';
+}
 
 bool is_executable_file(const fs::path& path) {
   std::error_code ec;
@@ -47,7 +49,9 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
 
 }  // namespace
 
@@ -59,7 +63,8 @@ std::string find_nvcc(const char* cuda_home, const char* path_env, const std::st
     std::stringstream dirs{std::string(path_env)};
     std::string dir;
     while (std::getline(dirs, dir, ':')) {
-      if (!dir.empty() && is_executable_file(fs::path(dir) / "nvcc")) return fs::absolute(fs::path(dir) / "nvcc").string();
+      if (!dir.empty() && is_executable_file(fs::path(dir) / "nvcc"))
+        return fs::absolute(fs::path(dir) / "nvcc").string();
     }
   }
   if (!fallback.empty() && is_executable_file(fallback)) return fallback;
@@ -80,13 +85,16 @@ NvccVersion parse_nvcc_version(const std::string& output) {
   NvccVersion out;
   out.version = release[1].str() + "." + release[2].str();
   if (major < kMinCudaMajor || (major == kMinCudaMajor && minor < kMinCudaMinor)) {
-    throw ToolchainError("nvcc is CUDA " + out.version + ", gemmkit needs CUDA >= 12.4; install CUDA >= 12.4 and set "
+    throw ToolchainError("nvcc is CUDA " + out.version +
+                         ", gemmkit needs CUDA >= 12.4; install CUDA >= 12.4 and set "
                          "CUDA_HOME to its root (or put its bin/ first on PATH)");
   }
   std::stringstream lines(output);
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("Build ", 0) == 0) out.build = line;
-    else if (out.build.empty() && line.find("release ") != std::string::npos) out.build = line;
+    if (line.rfind("Build ", 0) == 0)
+      out.build = line;
+    else if (out.build.empty() && line.find("release ") != std::string::npos)
+      out.build = line;
   }
   return out;
 }
@@ -155,7 +163,8 @@ std::string host_compiler_version(const char* nvcc_ccbin) {
     result.exit_code = -1;
   }
   if (result.exit_code != 0) {
-    throw ToolchainError("the host compiler `" + compiler + " --version` did not run; install g++ (or set "
+    throw ToolchainError("the host compiler `" + compiler +
+                         " --version` did not run; install g++ (or set "
                          "NVCC_CCBIN to the host compiler nvcc should use)");
   }
   return toolchain_detail::first_line(result.output);
@@ -180,8 +189,8 @@ Toolchain Toolchain::discover_uncached() {
   // CUTLASS first: it needs no subprocess, and its absence is the most common set-up mistake.
   const std::string cutlass_path = knobs::value("CUTLASS_PATH");
   tc.cutlass_root = find_cutlass(cutlass_path.empty() ? nullptr : cutlass_path.c_str(), GEMMKIT_CUTLASS_DEFAULT);
-  tc.cutlass_version = parse_cutlass_version(toolchain_detail::read_text(fs::path(tc.cutlass_root) / "include" /
-                                                                         "cutlass" / "version.h"));
+  tc.cutlass_version = parse_cutlass_version(
+      toolchain_detail::read_text(fs::path(tc.cutlass_root) / "include" / "cutlass" / "version.h"));
   if (tc.cutlass_version.empty()) {
     throw ToolchainError("cannot read CUTLASS_MAJOR/MINOR/PATCH from " + tc.cutlass_root +
                          "/include/cutlass/version.h; run scripts/setup.sh or set CUTLASS_PATH to a CUTLASS 4.2 "

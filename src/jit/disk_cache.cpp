@@ -1,9 +1,11 @@
-// src/cache/disk_cache.cpp: the content-addressed kernel cache. An entry appears only by rename() of a
+// src/jit/disk_cache.cpp: the content-addressed kernel cache. An entry appears only by rename() of a
 // complete private build folder whose manifest.json was written last; a per-key flock merely saves
 // duplicate nvcc work, so a crashed holder (the kernel drops its lock) or a missing lock costs nothing.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -19,17 +21,17 @@
 #include <sstream>
 #include <thread>
 
-#include "cache/sha256.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
 #include "util/knobs.hpp"
-#include "util/json.hpp"
+#include "util/sha256.hpp"
 
 #ifndef GEMMKIT_VERSION
 #error "GEMMKIT_VERSION must be defined by the build"
 #endif
 
 namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
 
 namespace gemmkit {
 namespace {
@@ -44,8 +46,12 @@ std::atomic<int> g_rebuilt_damaged{0};
 
 // ---- layout ----------------------------------------------------------------------------------------------
 
-fs::path v1_dir(const std::string& root) { return fs::path(root) / "v1"; }
-fs::path entry_dir(const std::string& root, const std::string& key) { return v1_dir(root) / key.substr(0, 2) / key; }
+fs::path v1_dir(const std::string& root) {
+  return fs::path(root) / "v1";
+}
+fs::path entry_dir(const std::string& root, const std::string& key) {
+  return v1_dir(root) / key.substr(0, 2) / key;
+}
 
 bool is_key(const std::string& key) {
   return key.size() == 64 && key.find_first_not_of("0123456789abcdef") == std::string::npos;
@@ -88,7 +94,8 @@ void write_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();
-  if (!out) throw Error("cannot write " + path.string() + "; check that the cache folder is writable and the disk not full");
+  if (!out)
+    throw Error("cannot write " + path.string() + "; check that the cache folder is writable and the disk not full");
 }
 
 std::string iso_time_now() {
@@ -140,7 +147,7 @@ enum class EntryState { absent, complete, damaged };
 
 struct Probe {
   EntryState state = EntryState::absent;
-  json::Value manifest;
+  Json manifest;
 };
 
 // Complete iff manifest.json parses, names `key`, and kernel.so has the recorded size and SHA-256.
@@ -152,30 +159,27 @@ Probe probe_entry(const std::string& root, const std::string& key) {
   const std::optional<std::string> text = read_file(dir / "manifest.json");
   if (!text) return damaged;
   try {
-    json::Value manifest = json::parse(*text);
-    const json::Value* recorded_key = manifest.find("key");
-    const json::Value* files = manifest.find("files");
-    const json::Value* module = files ? files->find("kernel.so") : nullptr;
-    if (!recorded_key || recorded_key->as_string() != key || !module || !module->find("bytes") ||
-        !module->find("sha256")) {
-      return damaged;
-    }
+    Json manifest = Json::parse(*text);
+    const Json& module = manifest.at("files").at("kernel.so");
+    if (manifest.at("key").get<std::string>() != key || !module.at("bytes").is_number_unsigned()) return damaged;
     const fs::path module_path = dir / "kernel.so";
     const std::uintmax_t size = fs::file_size(module_path, ec);
-    if (ec || size != module->find("bytes")->as_uint()) return damaged;
-    if (sha256_file_hex(module_path.string()) != module->find("sha256")->as_string()) return damaged;
+    if (ec || size != module.at("bytes").get<std::uintmax_t>()) return damaged;
+    if (sha256_file_hex(module_path.string()) != module.at("sha256").get<std::string>()) return damaged;
     return {EntryState::complete, std::move(manifest)};
+  } catch (const Json::exception&) {
+    return damaged;  // not JSON, or a field missing or of another type
   } catch (const Error&) {
-    return damaged;
+    return damaged;  // kernel.so unreadable
   }
 }
 
-std::string manifest_string(const json::Value& manifest, const char* name) {
-  const json::Value* value = manifest.find(name);
-  return value && value->is_string() ? value->as_string() : std::string();
+std::string manifest_string(const Json& manifest, const char* name) {
+  const auto value = manifest.find(name);
+  return value != manifest.end() && value->is_string() ? value->get<std::string>() : std::string();
 }
 
-CacheEntry make_entry(const std::string& root, const std::string& key, const json::Value& manifest, bool hit) {
+CacheEntry make_entry(const std::string& root, const std::string& key, const Json& manifest, bool hit) {
   CacheEntry entry;
   entry.key = key;
   entry.dir = entry_dir(root, key).string();
@@ -196,8 +200,7 @@ enum class LockHeld { no, yes };
 
 // A complete entry, counting a disk hit. A damaged one is moved aside (under the key's lock, so we never
 // move aside an entry another process has just published) and `damaged` is set.
-std::optional<CacheEntry> find_complete(const std::string& root, const std::string& key, LockHeld held,
-                                        bool& damaged) {
+std::optional<CacheEntry> find_complete(const std::string& root, const std::string& key, LockHeld held, bool& damaged) {
   Probe probe = probe_entry(root, key);
   if (probe.state == EntryState::damaged) {
     // flock conflicts between two descriptors even in one process: never take the lock twice.
@@ -214,36 +217,49 @@ std::optional<CacheEntry> find_complete(const std::string& root, const std::stri
   return make_entry(root, key, probe.manifest, true);
 }
 
-json::Value file_record(const fs::path& path) {
+Json file_record(const fs::path& path) {
   std::error_code ec;
-  json::Value record = json::Value::object();
-  record.set("bytes", static_cast<std::uint64_t>(fs::file_size(path, ec)));
-  record.set("sha256", sha256_file_hex(path.string()));
+  return {{"bytes", static_cast<std::uint64_t>(fs::file_size(path, ec))}, {"sha256", sha256_file_hex(path.string())}};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// How the entry was built: the builder's record (compile_module's nvcc argv and phase times) and the cache's own
+// phase times.
+Json build_record(const fs::path& dir, const Json& cache_seconds) {
+  const fs::path path = dir / kBuildRecordFile;
+  const std::optional<std::string> text = read_file(path);
+  Json record = text ? Json::parse(*text, nullptr, /*allow_exceptions=*/false) : Json::object();
+  if (!record.is_object()) record = Json::object();  // a builder that wrote no record, or a broken one
+  record["seconds"].update(cache_seconds);
+  std::error_code ec;
+  fs::remove(path, ec);  // the manifest holds it now
   return record;
 }
 
-void write_manifest(const fs::path& dir, const std::string& key, const Toolchain& toolchain,
-                    const KernelSource& source) {
-  json::Value files = json::Value::object();
-  files.set("kernel.so", file_record(dir / "kernel.so"));
-  files.set("kernel.cu", file_record(dir / "kernel.cu"));
-  json::Value manifest = json::Value::object();
-  manifest.set("key", key);
-  manifest.set("kernel_name", source.kernel_name);
-  manifest.set("arch", source.arch_flag);
-  manifest.set("created", iso_time_now());
-  manifest.set("gemmkit_version", GEMMKIT_VERSION);
-  manifest.set("cutlass_version", toolchain.cutlass_version);
-  manifest.set("nvcc_version", toolchain.nvcc_version);
-  manifest.set("files", std::move(files));
-  write_file(dir / "manifest.json", manifest.dump() + "\n");
+void write_manifest(const fs::path& dir, const std::string& key, const Toolchain& toolchain, const KernelSource& source,
+                    const Json& cache_seconds) {
+  Json manifest;
+  manifest["key"] = key;
+  manifest["kernel_name"] = source.kernel_name;
+  manifest["arch"] = source.arch_flag;
+  manifest["created"] = iso_time_now();
+  manifest["gemmkit_version"] = GEMMKIT_VERSION;
+  manifest["cutlass_version"] = toolchain.cutlass_version;
+  manifest["nvcc_version"] = toolchain.nvcc_version;
+  manifest["build"] = build_record(dir, cache_seconds);
+  manifest["files"] = {{"kernel.so", file_record(dir / "kernel.so")}, {"kernel.cu", file_record(dir / "kernel.cu")}};
+  write_file(dir / "manifest.json", manifest.dump(2) + "\n");
 }
 
 // Runs the builder in a private temp folder; returns it complete (kernel.so, kernel.cu, manifest.json).
 fs::path build_private(const std::string& root, const std::string& key, const Toolchain& toolchain,
-                       const KernelSource& source, const ModuleBuilder& builder) {
+                       const KernelSource& source, const ModuleBuilder& builder, Json seconds) {
   const fs::path tmp = make_dir(v1_dir(root) / "tmp" / (key + "." + unique_suffix()));
   std::error_code ec;
+  const auto start = std::chrono::steady_clock::now();
   try {
     builder(source, tmp.string());
   } catch (const CompileError&) {
@@ -253,25 +269,31 @@ fs::path build_private(const std::string& root, const std::string& key, const To
     throw;
   }
   ++g_builds;
+  seconds["builder"] = seconds_since(start);
   if (!fs::is_regular_file(tmp / "kernel.so", ec)) {
     fs::remove_all(tmp, ec);
     throw Error("building kernel " + source.kernel_name + " left no kernel.so behind (module builder bug)");
   }
   if (!fs::exists(tmp / "kernel.cu", ec)) write_file(tmp / "kernel.cu", source.text);
-  write_manifest(tmp, key, toolchain, source);  // last: a complete manifest means a complete entry
+  write_manifest(tmp, key, toolchain, source, seconds);  // last: a complete manifest means a complete entry
   return tmp;
 }
 
 CacheEntry build_and_publish(const std::string& root, const std::string& key, const Toolchain& toolchain,
                              const KernelSource& source, const ModuleBuilder& builder, bool damaged) {
-  KeyLock lock(root, key);
-  if (std::optional<CacheEntry> entry = find_complete(root, key, LockHeld::yes, damaged)) {
-    return *entry;  // another process or thread built it while we waited for the lock
-  }
   const auto start = std::chrono::steady_clock::now();
-
-  const fs::path tmp = build_private(root, key, toolchain, source, builder);
+  KeyLock lock(root, key);
+  const bool always_compile = knobs::flag("GEMMKIT_ALWAYS_COMPILE");
+  if (!always_compile) {
+    if (std::optional<CacheEntry> entry = find_complete(root, key, LockHeld::yes, damaged)) {
+      return *entry;  // another process or thread built it while we waited for the lock
+    }
+  }
+  const Json seconds = {{"wait_for_lock", seconds_since(start)}};
+  const auto build_start = std::chrono::steady_clock::now();
+  const fs::path tmp = build_private(root, key, toolchain, source, builder, seconds);
   const fs::path final_dir = entry_dir(root, key);
+  if (always_compile) move_aside(root, final_dir);  // the fresh build replaces the entry (we hold the key's lock)
   std::error_code ec;
   for (int attempt = 0; attempt < kPublishAttempts; ++attempt) {
     make_dir(final_dir.parent_path());
@@ -282,7 +304,7 @@ CacheEntry build_and_publish(const std::string& root, const std::string& key, co
       continue;
     }
     if (published.state == EntryState::absent) continue;  // e.g. clear() removed the parent meanwhile
-    if (ec) fs::remove_all(tmp, ec);  // another process published first: theirs is as good as ours
+    if (ec) fs::remove_all(tmp, ec);                      // another process published first: theirs is as good as ours
     if (damaged) ++g_rebuilt_damaged;
     CacheEntry entry;
     entry.key = key;
@@ -290,7 +312,7 @@ CacheEntry build_and_publish(const std::string& root, const std::string& key, co
     entry.module_path = (final_dir / "kernel.so").string();
     entry.kernel_name = source.kernel_name;
     entry.hit = false;
-    entry.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    entry.build_seconds = seconds_since(build_start);
     return entry;
   }
   const std::string reason = ec.message();
@@ -303,9 +325,12 @@ CacheEntry build_and_publish(const std::string& root, const std::string& key, co
 std::string record_field(const std::string& name, const std::string& value) {
   std::string line = name + ": ";
   for (const char c : value) {
-    if (c == '\\') line += "\\\\";
-    else if (c == '\n') line += "\\n";
-    else line += c;
+    if (c == '\\')
+      line += "\\\\";
+    else if (c == '\n')
+      line += "\\n";
+    else
+      line += c;
   }
   return line + "\n";
 }
@@ -326,8 +351,9 @@ std::string DiskCache::default_root() {
   if (const std::string dir = knobs::value("GEMMKIT_CACHE_DIR"); !dir.empty()) return dir;
   if (const std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return (fs::path(xdg) / "gemmkit").string();
   if (const std::string home = env("HOME"); !home.empty()) return (fs::path(home) / ".cache" / "gemmkit").string();
-  throw Error("cannot choose a kernel cache folder: none of GEMMKIT_CACHE_DIR, XDG_CACHE_HOME, HOME is set; "
-              "set GEMMKIT_CACHE_DIR");
+  throw Error(
+      "cannot choose a kernel cache folder: none of GEMMKIT_CACHE_DIR, XDG_CACHE_HOME, HOME is set; "
+      "set GEMMKIT_CACHE_DIR");
 }
 
 DiskCache::DiskCache(std::string root) : root_(std::move(root)) {}
@@ -368,6 +394,7 @@ CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSourc
                                    const ModuleBuilder& builder) {
   const std::string k = key(toolchain, source);
   bool damaged = false;
+  if (knobs::flag("GEMMKIT_ALWAYS_COMPILE")) return build_and_publish(root_, k, toolchain, source, builder, damaged);
   if (std::optional<CacheEntry> entry = find_complete(root_, k, LockHeld::no, damaged)) return *entry;
   return build_and_publish(root_, k, toolchain, source, builder, damaged);
 }
@@ -396,8 +423,12 @@ std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
     keys.push_back(key(toolchain, sources[i]));
     if (!first_with_key.emplace(keys[i], i).second) continue;  // a duplicate is served by its first copy
     bool damaged = false;
-    if (std::optional<CacheEntry> entry = find_complete(root_, keys[i], LockHeld::no, damaged)) entries[i] = *entry;
-    else misses.push_back({i, damaged});
+    std::optional<CacheEntry> entry;
+    if (!knobs::flag("GEMMKIT_ALWAYS_COMPILE")) entry = find_complete(root_, keys[i], LockHeld::no, damaged);
+    if (entry)
+      entries[i] = *entry;
+    else
+      misses.push_back({i, damaged});
   }
 
   std::vector<std::exception_ptr> errors(misses.size());
@@ -438,10 +469,10 @@ std::vector<CacheListing> DiskCache::list() const {
       const std::optional<std::string> text = read_file(dir.path() / "manifest.json");
       if (!text) continue;
       try {
-        const json::Value manifest = json::parse(*text);
+        const Json manifest = Json::parse(*text);
         listing.push_back({key, manifest_string(manifest, "kernel_name"), dir.path().string(),
                            manifest_string(manifest, "created"), folder_bytes(dir.path())});
-      } catch (const Error&) {
+      } catch (const Json::exception&) {
         continue;  // damaged; lookup() deals with it
       }
     }
@@ -473,6 +504,14 @@ std::size_t DiskCache::clear() {
     if (tmp.last_write_time(ec) < stale_before) fs::remove_all(tmp.path(), ec);
   }
   return removed;
+}
+
+void to_json(Json& json, const CacheListing& listing) {
+  json = {{"key", listing.key},
+          {"kernel_name", listing.kernel_name},
+          {"dir", listing.dir},
+          {"created", listing.created},
+          {"bytes", listing.bytes}};
 }
 
 CacheCounters cache_counters() {

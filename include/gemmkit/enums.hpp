@@ -1,0 +1,272 @@
+// include/gemmkit/enums.hpp: every enum of gemmkit, each with one table {value, name, CUTLASS spelling, kernel-name
+// part}; printing, parsing, code generation, the CLI and the Python binding all read these tables.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gemmkit {
+
+enum class DataType { f16, bf16, f32, tf32, f64, s8, u8, s32, void_t };
+enum class Layout { RowMajor, ColumnMajor };
+enum class OpClass { TensorOp, Simt };
+// Which family renders a kernel (src/families/).
+enum class KernelFamily {
+  Sm80Universal,   // CUTLASS 2.x GemmUniversal (TensorOp or SIMT); also used on SM90 for SIMT and f64
+  Sm90Collective,  // CUTLASS 3.x collective-builder GEMM (TMA / cp.async, warp-specialized)
+};
+enum class MathOperation { MultiplyAdd, MultiplyAddFastF32, MultiplyAddSaturate };
+enum class KernelSchedule {
+  Auto,
+  TmaWarpSpecialized,
+  TmaWarpSpecializedPingpong,
+  TmaWarpSpecializedCooperative,
+  CpAsyncWarpSpecialized,
+  CpAsyncWarpSpecializedPingpong,
+  CpAsyncWarpSpecializedCooperative,
+};
+enum class EpilogueSchedule { Auto, NoSmemWarpSpecialized, TmaWarpSpecialized, TmaWarpSpecializedCooperative };
+enum class TileScheduler { Default, Persistent, StreamK };
+// Threadblock swizzles (SM80 kernels). On SM90 kernels StreamK selects the Stream-K tile scheduler.
+enum class Swizzle { Identity1, Identity2, Identity4, Identity8, Horizontal, StreamK };
+// In the reference's order (its eight, then ours), which is the order Gemm::activations() lists.
+enum class Activation { GELU, HardSwish, Identity, LeakyReLU, ReLU, Sigmoid, SiLU, Tanh, GELUTanh };
+enum class BiasMode { None, PerRow, PerColumn };
+// Order in which SM90 persistent schedulers walk output tiles (a run-time argument).
+enum class RasterOrder { Heuristic, AlongM, AlongN };
+
+// One value of an enum and every way gemmkit spells it.
+template <class Enum>
+struct EnumRow {
+  Enum value;
+  std::string_view name;            // printed, parsed (case-insensitive), the CLI's and Python's member name
+  std::string_view cutlass;         // its C++ spelling in a generated kernel source; "" where none is rendered
+  std::string_view in_kernel_name;  // what it adds to a kernel's name; "" where nothing
+  std::string_view aliases = {};    // other names parsing accepts, space-separated
+};
+
+// An activation also names the approximated functor a 16-bit D instantiates (device/include/gemmkit/activations.hpp);
+// "" keeps `cutlass`.
+struct ActivationRow : EnumRow<Activation> {
+  std::string_view cutlass_for_16bit_d = {};
+};
+
+// EnumTable<E>::rows lists every value of E in declaration order; ::what names E in messages.
+template <class Enum>
+struct EnumTable;
+
+template <>
+struct EnumTable<DataType> {
+  static constexpr std::string_view what = "element type";
+  // in_kernel_name: the letter an accumulator of this type gives the math part of a name (s16816gemm = f32).
+  static constexpr EnumRow<DataType> rows[] = {
+      {DataType::f16, "f16", "cutlass::half_t", "h", "float16 half"},
+      {DataType::bf16, "bf16", "cutlass::bfloat16_t", "s", "bfloat16"},
+      {DataType::f32, "f32", "float", "s", "float32 float"},
+      {DataType::tf32, "tf32", "cutlass::tfloat32_t", "s"},
+      {DataType::f64, "f64", "double", "d", "float64 double"},
+      {DataType::s8, "s8", "int8_t", "s", "int8"},
+      {DataType::u8, "u8", "uint8_t", "s", "uint8"},
+      {DataType::s32, "s32", "int32_t", "i", "int32"},
+      {DataType::void_t, "void", "void", ""},
+  };
+};
+
+template <>
+struct EnumTable<Layout> {
+  static constexpr std::string_view what = "layout";
+  static constexpr EnumRow<Layout> rows[] = {
+      {Layout::RowMajor, "RowMajor", "cutlass::layout::RowMajor", "t", "row row_major t"},
+      {Layout::ColumnMajor, "ColumnMajor", "cutlass::layout::ColumnMajor", "n", "col column column_major n"},
+  };
+};
+
+template <>
+struct EnumTable<OpClass> {
+  static constexpr std::string_view what = "opcode class";
+  static constexpr EnumRow<OpClass> rows[] = {
+      {OpClass::TensorOp, "TensorOp", "cutlass::arch::OpClassTensorOp", "tensorop", "tensor_op"},
+      {OpClass::Simt, "Simt", "cutlass::arch::OpClassSimt", "simt"},
+  };
+};
+
+template <>
+struct EnumTable<KernelFamily> {
+  static constexpr std::string_view what = "kernel family";
+  static constexpr EnumRow<KernelFamily> rows[] = {
+      {KernelFamily::Sm80Universal, "sm80_universal", "", ""},
+      {KernelFamily::Sm90Collective, "sm90_collective", "", ""},
+  };
+};
+
+template <>
+struct EnumTable<MathOperation> {
+  static constexpr std::string_view what = "math operation";
+  static constexpr EnumRow<MathOperation> rows[] = {
+      {MathOperation::MultiplyAdd, "multiply_add", "cutlass::arch::OpMultiplyAdd", ""},
+      {MathOperation::MultiplyAddFastF32, "multiply_add_fast_f32", "cutlass::arch::OpMultiplyAddFastF32", ""},
+      {MathOperation::MultiplyAddSaturate, "multiply_add_saturate", "cutlass::arch::OpMultiplyAddSaturate", ""},
+  };
+};
+
+template <>
+struct EnumTable<KernelSchedule> {
+  static constexpr std::string_view what = "kernel schedule";
+  static constexpr EnumRow<KernelSchedule> rows[] = {
+      {KernelSchedule::Auto, "ScheduleAuto", "cutlass::gemm::collective::KernelScheduleAuto", ""},
+      {KernelSchedule::TmaWarpSpecialized, "TmaWarpSpecialized", "cutlass::gemm::KernelTmaWarpSpecialized",
+       "_warpspecialized"},
+      {KernelSchedule::TmaWarpSpecializedPingpong, "TmaWarpSpecializedPingpong",
+       "cutlass::gemm::KernelTmaWarpSpecializedPingpong", "_warpspecialized_pingpong"},
+      {KernelSchedule::TmaWarpSpecializedCooperative, "TmaWarpSpecializedCooperative",
+       "cutlass::gemm::KernelTmaWarpSpecializedCooperative", "_warpspecialized_cooperative"},
+      {KernelSchedule::CpAsyncWarpSpecialized, "CpAsyncWarpSpecialized", "cutlass::gemm::KernelCpAsyncWarpSpecialized",
+       "_cpasync_warpspecialized"},
+      {KernelSchedule::CpAsyncWarpSpecializedPingpong, "CpAsyncWarpSpecializedPingpong",
+       "cutlass::gemm::KernelCpAsyncWarpSpecializedPingpong", "_cpasync_warpspecialized_pingpong"},
+      {KernelSchedule::CpAsyncWarpSpecializedCooperative, "CpAsyncWarpSpecializedCooperative",
+       "cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative", "_cpasync_warpspecialized_cooperative"},
+  };
+};
+
+template <>
+struct EnumTable<EpilogueSchedule> {
+  static constexpr std::string_view what = "epilogue schedule";
+  static constexpr EnumRow<EpilogueSchedule> rows[] = {
+      {EpilogueSchedule::Auto, "ScheduleAuto", "cutlass::epilogue::collective::EpilogueScheduleAuto", ""},
+      {EpilogueSchedule::NoSmemWarpSpecialized, "NoSmemWarpSpecialized", "cutlass::epilogue::NoSmemWarpSpecialized",
+       "_epi_nosmem"},
+      {EpilogueSchedule::TmaWarpSpecialized, "TmaWarpSpecialized", "cutlass::epilogue::TmaWarpSpecialized", "_epi_tma"},
+      {EpilogueSchedule::TmaWarpSpecializedCooperative, "TmaWarpSpecializedCooperative",
+       "cutlass::epilogue::TmaWarpSpecializedCooperative", "_epi_tma"},
+  };
+};
+
+template <>
+struct EnumTable<TileScheduler> {
+  static constexpr std::string_view what = "tile scheduler";
+  static constexpr EnumRow<TileScheduler> rows[] = {
+      {TileScheduler::Default, "Default", "void", ""},
+      {TileScheduler::Persistent, "Persistent", "cutlass::gemm::PersistentScheduler", ""},
+      {TileScheduler::StreamK, "StreamK", "cutlass::gemm::StreamKScheduler", "_stream_k"},
+  };
+};
+
+template <>
+struct EnumTable<Swizzle> {
+  static constexpr std::string_view what = "swizzling functor";
+  static constexpr EnumRow<Swizzle> rows[] = {
+      {Swizzle::Identity1, "IdentitySwizzle1", "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<1>", ""},
+      {Swizzle::Identity2, "IdentitySwizzle2", "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<2>",
+       "_IdentitySwizzle2"},
+      {Swizzle::Identity4, "IdentitySwizzle4", "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>",
+       "_IdentitySwizzle4"},
+      {Swizzle::Identity8, "IdentitySwizzle8", "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>",
+       "_IdentitySwizzle8"},
+      {Swizzle::Horizontal, "HorizontalSwizzle", "cutlass::gemm::threadblock::GemmHorizontalThreadblockSwizzle",
+       "_HorizontalSwizzle"},
+      {Swizzle::StreamK, "ThreadblockSwizzleStreamK", "cutlass::gemm::threadblock::ThreadblockSwizzleStreamK",
+       "_stream_k"},
+  };
+};
+
+template <>
+struct EnumTable<Activation> {
+  static constexpr std::string_view what = "activation";
+  static constexpr ActivationRow rows[] = {
+      {{Activation::GELU, "gelu", "cutlass::epilogue::thread::GELU", "_gelu"}, "gemmkit::activation::GELU"},
+      {{Activation::HardSwish, "hardswish", "cutlass::epilogue::thread::HardSwish", "_hardswish"}},
+      {{Activation::Identity, "identity", "cutlass::epilogue::thread::Identity", ""}},
+      {{Activation::LeakyReLU, "leaky_relu", "cutlass::epilogue::thread::LeakyReLU", "_leaky_relu"}},
+      {{Activation::ReLU, "relu", "cutlass::epilogue::thread::ReLu", "_relu"}},
+      {{Activation::Sigmoid, "sigmoid", "cutlass::epilogue::thread::Sigmoid", "_sigmoid"},
+       "gemmkit::activation::Sigmoid"},
+      {{Activation::SiLU, "silu", "cutlass::epilogue::thread::SiLu", "_silu"}, "gemmkit::activation::SiLu"},
+      {{Activation::Tanh, "tanh", "cutlass::epilogue::thread::Tanh", "_tanh"}},
+      {{Activation::GELUTanh, "gelu_tanh", "cutlass::epilogue::thread::GELU_taylor", "_gelu_tanh"}},
+  };
+};
+
+template <>
+struct EnumTable<BiasMode> {
+  static constexpr std::string_view what = "bias";
+  // cutlass: the gemmkit::module::Bias enumerator of device/include/gemmkit/module_common.hpp.
+  static constexpr EnumRow<BiasMode> rows[] = {
+      {BiasMode::None, "none", "None", ""},
+      {BiasMode::PerRow, "row", "PerRow", "_biasrow", "per_row"},
+      {BiasMode::PerColumn, "column", "PerColumn", "_biascolumn", "per_column col"},
+  };
+};
+
+template <>
+struct EnumTable<RasterOrder> {
+  static constexpr std::string_view what = "raster order";
+  static constexpr EnumRow<RasterOrder> rows[] = {
+      {RasterOrder::Heuristic, "Heuristic", "", ""},
+      {RasterOrder::AlongM, "AlongM", "", "", "along_m m"},
+      {RasterOrder::AlongN, "AlongN", "", "", "along_n n"},
+  };
+};
+
+namespace enum_detail {
+
+template <class Enum>
+constexpr bool rows_in_declaration_order() {
+  std::size_t i = 0;
+  for (const auto& row : EnumTable<Enum>::rows) {
+    if (static_cast<std::size_t>(row.value) != i++) return false;
+  }
+  return true;
+}
+
+inline bool same_name(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](unsigned char x, unsigned char y) { return std::tolower(x) == std::tolower(y); });
+}
+
+}  // namespace enum_detail
+
+// Every row of Enum's table, in declaration order.
+template <class Enum>
+constexpr const auto& enum_rows() {
+  static_assert(enum_detail::rows_in_declaration_order<Enum>(), "an enum table must list its values in order");
+  return EnumTable<Enum>::rows;
+}
+
+template <class Enum>
+constexpr const auto& row_of(Enum value) {
+  return enum_rows<Enum>()[static_cast<std::size_t>(value)];
+}
+
+template <class Enum, class = decltype(EnumTable<Enum>::rows)>
+constexpr std::string_view to_string(Enum value) {
+  return row_of(value).name;
+}
+
+// The value whose name or alias is `text` (case-insensitive), or nullopt.
+template <class Enum>
+std::optional<Enum> parse_enum(std::string_view text) {
+  for (const auto& row : enum_rows<Enum>()) {
+    if (enum_detail::same_name(text, row.name)) return row.value;
+    for (std::string_view rest = row.aliases; !rest.empty();) {
+      const std::size_t space = std::min(rest.find(' '), rest.size());
+      if (enum_detail::same_name(text, rest.substr(0, space))) return row.value;
+      rest.remove_prefix(std::min(space + 1, rest.size()));
+    }
+  }
+  return std::nullopt;
+}
+
+// "a, b, c": every value's name, for help texts and error messages.
+template <class Enum>
+std::string enum_names() {
+  std::string out;
+  for (const auto& row : enum_rows<Enum>()) out += (out.empty() ? "" : ", ") + std::string(row.name);
+  return out;
+}
+
+}  // namespace gemmkit

@@ -1,0 +1,72 @@
+// src/families/family.hpp: the interface of a kernel family. A family is one unit in src/families/ (its tile table
+// and default, its rules, its kernel name, its template's placeholders), one template in templates/ and its device
+// glue in device/include/gemmkit/; catalog/ lists the families of each architecture, codegen/ renders them.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gemmkit/kernel_spec.hpp"
+#include "gemmkit/types.hpp"
+
+namespace gemmkit::families {
+
+// A plan's operand element types and layouts (the kernel's, after any transposition).
+struct OperandTypes {
+  DataType a, b, c, d, accumulator;
+  Layout layout_a, layout_b, layout_c;
+};
+
+// What a GPU of a compute capability allows; from the device when there is one, else from catalog::limits_for_cc.
+struct DeviceLimits {
+  int cc = 0;
+  int sm_count = 0;
+  int max_smem_per_block = 0;  // bytes, the opt-in maximum
+};
+
+// Values for a template's {{placeholder}}s, in the order a reader meets them.
+using Placeholders = std::vector<std::pair<std::string, std::string>>;
+
+class Family {
+ public:
+  virtual ~Family() = default;
+
+  virtual KernelFamily id() const = 0;
+  // The kernel generation it builds (KernelSpec::kernel_cc): 80 for CUTLASS 2.x kernels, 90 for 3.x.
+  virtual int kernel_cc() const = 0;
+  // templates/<template_name()>, which includes device/include/<glue_header()>.
+  virtual std::string_view template_name() const = 0;
+  virtual std::string_view glue_header() const = 0;
+
+  // Whether it has kernels for these operands with this opcode class.
+  virtual bool supports(OpClass opclass, const OperandTypes& types) const = 0;
+  // Vector widths (elements) it accepts for an operand of `element`, widest first.
+  virtual std::vector<int> operand_alignments(OpClass opclass, DataType element, const OperandTypes& types) const = 0;
+  // Its configurations, the default first, no duplicates; A/B alignments may select other mainloops.
+  virtual std::vector<TileDescription> tile_descriptions(OpClass opclass, const OperandTypes& types,
+                                                         const DeviceLimits& limits, int alignment_a,
+                                                         int alignment_b) const = 0;
+  // The swizzles a plan may set.
+  virtual std::vector<Swizzle> swizzles(OpClass opclass) const = 0;
+  // True when its kernel computes D^T = B^T A^T for these operands (the plan then swaps A and B).
+  virtual bool computes_transposed(OpClass opclass, const OperandTypes& types) const = 0;
+  // Whether its tile scheduler takes a raster order and a swizzle size at run time.
+  virtual bool has_persistent_scheduler() const = 0;
+  // The alignment, in bytes, a bias vector's address needs.
+  virtual int bias_alignment_bytes(const KernelSpec& spec) const = 0;
+
+  // Every rule a spec must satisfy before nvcc runs: the only copy. Throws ConfigError naming the rule.
+  virtual void validate(const KernelSpec& spec, const DeviceLimits& limits) const = 0;
+  // The kernel's name in the reference's format (plus ours for the epilogue), unique per kernel.
+  virtual std::string kernel_name(const KernelSpec& spec) const = 0;
+  // The template's placeholders for a valid spec.
+  virtual Placeholders placeholders(const KernelSpec& spec) const = 0;
+};
+
+// The families, each defined in its own unit; catalog/ says which architectures use them.
+const Family& sm80_universal();
+const Family& sm90_collective();
+
+}  // namespace gemmkit::families

@@ -1,0 +1,147 @@
+// src/families/rules.cpp: the rules, type support and name and template parts every kernel family shares.
+#include "families/rules.hpp"
+
+#include <sstream>
+
+#include "gemmkit/errors.hpp"
+
+namespace gemmkit::families {
+
+void fail(const std::string& message) {
+  throw ConfigError(message);
+}
+
+bool is_half(DataType type) {
+  return type == DataType::f16 || type == DataType::bf16;
+}
+bool is_int8(DataType type) {
+  return type == DataType::s8 || type == DataType::u8;
+}
+
+std::vector<int> vector_widths(DataType element) {
+  std::vector<int> out;
+  for (int a = 128 / bits_of(element); a * bits_of(element) >= 32; a /= 2) out.push_back(a);
+  return out;
+}
+
+bool moves_16_byte_rows(int alignment, DataType element) {
+  return alignment * bits_of(element) % 128 == 0;
+}
+
+bool tensor_op_types(const OperandTypes& t) {
+  if (t.a != t.b) return false;
+  if (t.a == DataType::f16) return t.accumulator == DataType::f32 || t.accumulator == DataType::f16;
+  if (t.a == DataType::bf16) return t.accumulator == DataType::f32;
+  if (t.a == DataType::f32) return t.accumulator == DataType::f32;
+  if (t.a == DataType::f64) return t.accumulator == DataType::f64;
+  if (is_int8(t.a)) return t.accumulator == DataType::s32;
+  return false;
+}
+
+bool layouts_ok_for_tensor_op(const OperandTypes& t) {
+  if (!is_int8(t.a)) return true;
+  return t.layout_a == Layout::RowMajor && t.layout_b == Layout::ColumnMajor;
+}
+
+bool simt_types(const OperandTypes& t) {
+  if (t.a != t.b) return false;
+  switch (t.a) {
+    case DataType::f16: return t.accumulator == DataType::f32 || t.accumulator == DataType::f16;
+    case DataType::f32: return t.accumulator == DataType::f32;
+    case DataType::f64: return t.accumulator == DataType::f64;
+    case DataType::s8: return t.accumulator == DataType::s32;
+    default: return false;
+  }
+}
+
+bool output_types_ok(int kernel_cc, const OperandTypes& t) {
+  if (t.d == DataType::void_t || t.c == DataType::void_t) return false;
+  if (kernel_cc < 90 && t.c != t.d) return false;
+  if (is_integer(t.accumulator)) return t.d == DataType::s32 || t.d == DataType::s8;
+  return !is_integer(t.d);
+}
+
+void check_operand_alignments(const KernelSpec& spec) {
+  const std::pair<const char*, std::pair<int, DataType>> operands[] = {{"A", {spec.alignment_a, spec.element_a}},
+                                                                       {"B", {spec.alignment_b, spec.element_b}},
+                                                                       {"C", {spec.alignment_c, spec.element_c}}};
+  for (const auto& [name, info] : operands) {
+    const auto [alignment, element] = info;
+    const int widest = 128 / bits_of(element);
+    if (alignment < 1 || alignment > widest || (alignment & (alignment - 1)) != 0) {
+      fail(std::string("Alignment ") + std::to_string(alignment) + " of operand " + name +
+           " is invalid: it must be a power of two of at most " + std::to_string(widest) + " elements (128 bits of " +
+           std::string(to_string(element)) + ").");
+    }
+  }
+}
+
+void check_threadblock_shape(const KernelSpec& spec) {
+  const TileDescription& td = spec.tile;
+  for (int i = 0; i < 3; ++i) {
+    if (td.threadblock_shape[i] <= 0 || td.threadblock_shape[i] % td.cluster_shape[i] != 0) {
+      fail("Threadblock shape " + shape_text(td.threadblock_shape) +
+           " must be a positive multiple of the cluster shape " + shape_text(td.cluster_shape) +
+           " in every dimension.");
+    }
+  }
+}
+
+int smem_bytes_per_stage(const TileDescription& tile, DataType a, DataType b) {
+  const Shape3 t = tile.cta_tile();
+  return bits_of(a) * t[0] * t[2] / 8 + bits_of(b) * t[2] * t[1] / 8 + 32;
+}
+
+void check_shared_memory(const KernelSpec& spec, const DeviceLimits& limits) {
+  const TileDescription& td = spec.tile;
+  const int per_stage = smem_bytes_per_stage(td, spec.element_a, spec.element_b);
+  const long total = static_cast<long>(per_stage) * (td.stages == 0 ? 1 : td.stages);
+  if (total <= limits.max_smem_per_block) return;
+  std::ostringstream msg;
+  msg << "Configuration uses too much shared memory: the mainloop uses " << per_stage << " bytes per stage and "
+      << td.stages << " stages for a total of " << total << " bytes, but a block on CC " << limits.cc
+      << " can use at most " << limits.max_smem_per_block << " bytes. Reduce the stage count (at most "
+      << limits.max_smem_per_block / per_stage << " fit) or the tile shape.";
+  fail(msg.str());
+}
+
+bool uses_stream_k(const KernelSpec& spec) {
+  return spec.swizzle == Swizzle::StreamK || spec.tile.tile_scheduler == TileScheduler::StreamK;
+}
+
+bool uses_tf32(const KernelSpec& spec) {
+  return spec.opclass == OpClass::TensorOp && spec.element_a == DataType::f32 &&
+         spec.tile.math_operation != MathOperation::MultiplyAddFastF32;
+}
+
+std::string epilogue_suffix(const KernelSpec& spec) {
+  return std::string(row_of(spec.activation).in_kernel_name) + std::string(row_of(spec.bias).in_kernel_name);
+}
+
+std::string activation_functor(Activation activation, DataType element_d) {
+  const ActivationRow& row = row_of(activation);
+  // A 16-bit output cannot show the error of the hardware's exp / reciprocal approximations; they are much cheaper.
+  const bool approximate = element_d == DataType::f16 || element_d == DataType::bf16;
+  return std::string(approximate && !row.cutlass_for_16bit_d.empty() ? row.cutlass_for_16bit_d : row.cutlass);
+}
+
+Placeholders common_placeholders(const KernelSpec& spec) {
+  auto text = [](int value) { return std::to_string(value); };
+  auto cutlass = [](auto value) { return std::string(row_of(value).cutlass); };
+  return {
+      {"kernel_name", spec.name()},
+      {"element_a", cutlass(spec.element_a)},
+      {"layout_a", cutlass(spec.layout_a)},
+      {"alignment_a", text(spec.alignment_a)},
+      {"element_b", cutlass(spec.element_b)},
+      {"layout_b", cutlass(spec.layout_b)},
+      {"alignment_b", text(spec.alignment_b)},
+      {"element_c", cutlass(spec.element_c)},
+      {"layout_c", cutlass(spec.layout_c)},
+      {"alignment_c", text(spec.alignment_c)},
+      {"element_accumulator", cutlass(spec.element_accumulator)},
+      {"element_compute", cutlass(spec.element_compute())},
+  };
+}
+
+}  // namespace gemmkit::families

@@ -1,0 +1,54 @@
+// src/families/rules.hpp: what the kernel families share: rules every kernel obeys, which types have tensor-core or
+// SIMT math, and the parts of names and templates that every family spells the same way.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "families/family.hpp"
+
+namespace gemmkit::families {
+
+// Throws ConfigError(message): every rule's failure.
+[[noreturn]] void fail(const std::string& message);
+
+bool is_half(DataType type);
+bool is_int8(DataType type);
+// Vector widths (elements) of `element` a cp.async mainloop can load, widest (128 bits) first, down to 4 bytes.
+std::vector<int> vector_widths(DataType element);
+// Whether `alignment` elements of `element` make 16-byte rows, which TMA loads and stores need.
+bool moves_16_byte_rows(int alignment, DataType element);
+
+// Tensor-core math exists for these operand and accumulator types.
+bool tensor_op_types(const OperandTypes& types);
+// Integer tensor cores read A row-major and B column-major ("TN") only.
+bool layouts_ok_for_tensor_op(const OperandTypes& types);
+// CUDA-core math exists for these operand and accumulator types.
+bool simt_types(const OperandTypes& types);
+// C and D of 2.x kernels share one type; 3.x kernels may differ (e.g. f32 C, f16 D).
+bool output_types_ok(int kernel_cc, const OperandTypes& types);
+
+// Every operand's alignment is a power of two of at most one 128-bit vector.
+void check_operand_alignments(const KernelSpec& spec);
+// The threadblock shape is a positive multiple of the cluster shape in every dimension.
+void check_threadblock_shape(const KernelSpec& spec);
+// Mainloop shared memory of one pipeline stage, in bytes (the reference's estimate).
+int smem_bytes_per_stage(const TileDescription& tile, DataType a, DataType b);
+// The mainloop's stages fit the block's shared memory (an automatic stage count counts as one).
+void check_shared_memory(const KernelSpec& spec, const DeviceLimits& limits);
+
+// Stream-K comes from the swizzle or the tile scheduler.
+bool uses_stream_k(const KernelSpec& spec);
+// Tensor-core f32 GEMMs run on tf32 instructions unless 3xTF32 (fast f32) is asked for.
+bool uses_tf32(const KernelSpec& spec);
+// Our additions to the reference's names (activation, bias), so that different kernels never share a name.
+std::string epilogue_suffix(const KernelSpec& spec);
+
+// The elementwise functor, e.g. cutlass::epilogue::thread::ReLu; sigmoid, SiLU and GELU of a 16-bit D use
+// gemmkit/activations.hpp (hardware exp / reciprocal approximations).
+std::string activation_functor(Activation activation, DataType element_d);
+// The placeholders every template has: kernel name, A/B/C element, layout and alignment, accumulator and compute
+// types.
+Placeholders common_placeholders(const KernelSpec& spec);
+
+}  // namespace gemmkit::families

@@ -1,0 +1,311 @@
+// src/families/sm90_collective.cpp: the Sm90Collective family: CUTLASS 3.x GEMMs from the collective builders (TMA or
+// cp.async mainloops, warp-specialized), rendered from templates/sm90_gemm.cu.in with the glue of
+// device/include/gemmkit/sm90_gemm.hpp.
+#include <algorithm>
+#include <string>
+
+#include "families/rules.hpp"
+
+namespace gemmkit::families {
+namespace {
+
+struct Cta {
+  int m, n;
+};
+
+// CTA tiles (M x N) of the SM90 table; K depth depends on the element width (128 bytes).
+const std::vector<Cta> kCtas = {{128, 256}, {256, 128}, {128, 128}, {64, 256}, {64, 128}};
+const std::vector<Shape3> kClusters = {{2, 1, 1}, {1, 2, 1}, {1, 1, 1}};
+
+int tile_k(DataType a) {
+  return 128 * 8 / bits_of(a);
+}
+
+// Whether the mainloop is a cooperative kernel; Auto resolves as CUTLASS 4.2's builder does (and as
+// gemmkit::sm90::is_cooperative does for the generated source): TMA when A and B move 16-byte rows, then
+// cooperative unless the CTA M is 64.
+bool is_cooperative(const KernelSpec& spec) {
+  switch (spec.tile.kernel_schedule) {
+    case KernelSchedule::TmaWarpSpecializedCooperative:
+    case KernelSchedule::CpAsyncWarpSpecializedCooperative: return true;
+    case KernelSchedule::Auto:
+      return moves_16_byte_rows(spec.alignment_a, spec.element_a) &&
+             moves_16_byte_rows(spec.alignment_b, spec.element_b) && spec.tile.cta_tile()[0] != 64;
+    default: return false;
+  }
+}
+
+bool is_tma_schedule(KernelSchedule k) {
+  return k == KernelSchedule::TmaWarpSpecialized || k == KernelSchedule::TmaWarpSpecializedPingpong ||
+         k == KernelSchedule::TmaWarpSpecializedCooperative;
+}
+
+bool has_fused_epilogue(const KernelSpec& spec) {
+  return spec.activation != Activation::Identity || spec.bias != BiasMode::None;
+}
+
+// C's element, or D's when there is no C: what the TMA epilogue moves, and the bias vector's element.
+DataType element_c_or_d(const KernelSpec& spec) {
+  return spec.element_c == DataType::void_t ? spec.element_d : spec.element_c;
+}
+
+// D's alignment: as many bytes per access as C's (C and D share the layout); C's when C is void or as wide as D.
+int alignment_d(const KernelSpec& spec) {
+  if (spec.element_c == DataType::void_t || bits_of(spec.element_c) == bits_of(spec.element_d)) {
+    return spec.alignment_c;
+  }
+  const int bits = bits_of(spec.element_c) * spec.alignment_c;
+  return std::clamp(bits / bits_of(spec.element_d), 1, 128 / bits_of(spec.element_d));
+}
+
+TileScheduler tile_scheduler_of(const KernelSpec& spec) {
+  return uses_stream_k(spec) ? TileScheduler::StreamK : spec.tile.tile_scheduler;
+}
+
+// Type-level rules: what the collective builders can be instantiated with at all.
+void check_types(const KernelSpec& spec) {
+  if (spec.kernel_cc != 90) {
+    fail("The Sm90Collective family builds SM90 kernels (kernel_cc 90), not kernel_cc " +
+         std::to_string(spec.kernel_cc) + ".");
+  }
+  if (spec.opclass != OpClass::TensorOp) fail("SM90 collective kernels are TensorOp only; use Sm80Universal.");
+  if (spec.element_d == DataType::void_t) fail("Element D cannot be void.");
+}
+
+// Cluster shape: rank 3 with a unit third dimension, at most 8 CTAs (portable size).
+void check_cluster(const TileDescription& td) {
+  if (td.cluster_shape[2] != 1) {
+    fail("The third dimension of the cluster shape must be 1; got " + shape_text(td.cluster_shape) + ".");
+  }
+  if (td.cluster_shape[0] < 1 || td.cluster_shape[1] < 1) {
+    fail("Cluster dimensions must be positive; got " + shape_text(td.cluster_shape) + ".");
+  }
+  const int cluster_size = td.cluster_shape[0] * td.cluster_shape[1];
+  if (cluster_size > 16) {
+    fail("Cluster shape " + shape_text(td.cluster_shape) + " has " + std::to_string(cluster_size) +
+         " CTAs; SM90 allows at most 16 (non-portable) and gemmkit launches portable clusters of at most 8.");
+  }
+  if (cluster_size > 8) {
+    fail("Cluster shape " + shape_text(td.cluster_shape) + " has " + std::to_string(cluster_size) +
+         " CTAs, a non-portable size; use at most 8 CTAs per cluster (e.g. 2x1x1, 2x2x1, 4x2x1).");
+  }
+}
+
+// Kernel and epilogue schedules, tile schedulers and swizzles, and which of them fit together.
+void check_schedules(const KernelSpec& spec) {
+  const TileDescription& td = spec.tile;
+  if ((td.kernel_schedule == KernelSchedule::Auto) != (td.epilogue_schedule == EpilogueSchedule::Auto)) {
+    fail("Kernel and epilogue schedules must either both be auto or neither be auto (got kernel " +
+         std::string(to_string(td.kernel_schedule)) + ", epilogue " + std::string(to_string(td.epilogue_schedule)) +
+         ").");
+  }
+  // An explicit one: Auto is not resolved to the cooperative kernel for Stream-K.
+  if (uses_stream_k(spec) && (td.kernel_schedule == KernelSchedule::Auto || !is_cooperative(spec))) {
+    fail("The Stream-K tile scheduler needs a cooperative kernel schedule (TmaWarpSpecializedCooperative); got " +
+         std::string(to_string(td.kernel_schedule)) + ".");
+  }
+  if (is_cooperative(spec) && td.cta_tile()[0] < 128) {
+    fail("Cooperative kernel schedules need a CTA tile M of at least 128; the CTA tile is " +
+         shape_text(td.cta_tile()) + ". Use a Pingpong schedule or a larger tile.");
+  }
+  if (td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative && !is_cooperative(spec)) {
+    fail(
+        "The TmaWarpSpecializedCooperative epilogue schedule needs a cooperative kernel schedule "
+        "(TmaWarpSpecializedCooperative or CpAsyncWarpSpecializedCooperative); got " +
+        std::string(to_string(td.kernel_schedule)) + ". Use the TmaWarpSpecialized epilogue schedule with it.");
+  }
+  if (spec.swizzle != Swizzle::Identity1 && spec.swizzle != Swizzle::StreamK) {
+    fail("Swizzle " + std::string(to_string(spec.swizzle)) + " does not apply to SM" + std::to_string(spec.cc) +
+         " tensor-op kernels (CUTLASS 3.x): it is a CUTLASS 2.x threadblock swizzle; they take IdentitySwizzle1 "
+         "(persistent scheduler) or ThreadblockSwizzleStreamK.");
+  }
+  // An auto epilogue with a fused activation resolves to the TMA epilogue; the no-smem one cannot fuse.
+  if (has_fused_epilogue(spec) && td.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
+    fail(
+        "Fused activations and bias on SM90 kernels need a TMA epilogue (TmaWarpSpecialized, "
+        "TmaWarpSpecializedCooperative or auto); got epilogue schedule NoSmemWarpSpecialized.");
+  }
+}
+
+// TMA loads and stores need 16-byte aligned rows.
+void check_tma_alignments(const KernelSpec& spec) {
+  const TileDescription& td = spec.tile;
+  const bool tma_operands =
+      moves_16_byte_rows(spec.alignment_a, spec.element_a) && moves_16_byte_rows(spec.alignment_b, spec.element_b);
+  if (!tma_operands && td.cluster_shape != Shape3{1, 1, 1}) {
+    fail("Cluster shape " + shape_text(td.cluster_shape) +
+         " needs TMA loads, which need 16-byte aligned rows; "
+         "A/B alignments " +
+         std::to_string(spec.alignment_a) + "/" + std::to_string(spec.alignment_b) +
+         " take cp.async kernels with cluster shape 1x1x1.");
+  }
+  const bool tma_epilogue = td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecialized ||
+                            td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative;
+  const bool c_or_d_tma = moves_16_byte_rows(spec.alignment_c, element_c_or_d(spec));
+  if (tma_epilogue && !c_or_d_tma) {
+    fail("Epilogue schedule " + std::string(to_string(td.epilogue_schedule)) +
+         " stores D with TMA, which needs 16-byte aligned rows of C and D; their alignment is " +
+         std::to_string(spec.alignment_c) + ". Use NoSmemWarpSpecialized or pad the leading dimension.");
+  }
+  if (td.epilogue_schedule == EpilogueSchedule::Auto && has_fused_epilogue(spec) && !c_or_d_tma) {
+    fail(
+        "A fused activation or bias needs the TMA epilogue, which needs 16-byte aligned rows of C and D; their "
+        "alignment is " +
+        std::to_string(spec.alignment_c) + ". Pad the leading dimension.");
+  }
+  if (is_tma_schedule(td.kernel_schedule) && !tma_operands) {
+    fail("Kernel schedule " + std::string(to_string(td.kernel_schedule)) +
+         " loads A and B with TMA, which needs 16-byte aligned rows (alignment " +
+         std::to_string(128 / bits_of(spec.element_a)) + " for " + std::string(to_string(spec.element_a)) +
+         "); got A " + std::to_string(spec.alignment_a) + ", B " + std::to_string(spec.alignment_b) +
+         ". Use a CpAsync schedule or pad the leading dimensions.");
+  }
+}
+
+class Sm90Collective final : public Family {
+ public:
+  KernelFamily id() const override { return KernelFamily::Sm90Collective; }
+  int kernel_cc() const override { return 90; }
+  std::string_view template_name() const override { return "sm90_gemm.cu.in"; }
+  std::string_view glue_header() const override { return "gemmkit/sm90_gemm.hpp"; }
+
+  // Tensor cores other than f64 (whose kernels are CUTLASS 2.x ones).
+  bool supports(OpClass opclass, const OperandTypes& types) const override {
+    return opclass == OpClass::TensorOp && types.a != DataType::f64 && tensor_op_types(types) &&
+           layouts_ok_for_tensor_op(types) && output_types_ok(90, types);
+  }
+
+  std::vector<int> operand_alignments(OpClass, DataType element, const OperandTypes&) const override {
+    return vector_widths(element);
+  }
+
+  std::vector<TileDescription> tile_descriptions(OpClass, const OperandTypes& types, const DeviceLimits&,
+                                                 int alignment_a, int alignment_b) const override {
+    const bool tma = moves_16_byte_rows(alignment_a, types.a) && moves_16_byte_rows(alignment_b, types.b);
+    std::vector<TileDescription> out;
+    for (const auto& cta : kCtas) {
+      if (is_int8(types.a) && cta.m == 256) continue;
+      for (const auto& cluster : kClusters) {
+        TileDescription td;
+        td.cluster_shape = cluster;
+        td.threadblock_shape = {cta.m * cluster[0], cta.n * cluster[1], tile_k(types.a)};
+        td.warp_count = {4, 1, 1};
+        td.stages = 0;
+        auto add = [&](KernelSchedule k, EpilogueSchedule e, TileScheduler s) {
+          td.kernel_schedule = k;
+          td.epilogue_schedule = e;
+          td.tile_scheduler = s;
+          out.push_back(td);
+        };
+        if (!tma) {
+          // Without 16-byte aligned rows TMA cannot load the operands: cp.async mainloops, no-smem epilogue.
+          if (cluster != Shape3{1, 1, 1}) continue;
+          add(KernelSchedule::Auto, EpilogueSchedule::Auto, TileScheduler::Default);
+          if (cta.m >= 128) {
+            add(KernelSchedule::CpAsyncWarpSpecializedCooperative, EpilogueSchedule::NoSmemWarpSpecialized,
+                TileScheduler::Default);
+          }
+          continue;
+        }
+        add(KernelSchedule::Auto, EpilogueSchedule::Auto, TileScheduler::Default);
+        if (cta.m >= 128) {
+          add(KernelSchedule::TmaWarpSpecializedCooperative, EpilogueSchedule::TmaWarpSpecializedCooperative,
+              TileScheduler::Default);
+          add(KernelSchedule::TmaWarpSpecializedCooperative, EpilogueSchedule::NoSmemWarpSpecialized,
+              TileScheduler::Default);
+          add(KernelSchedule::TmaWarpSpecializedCooperative, EpilogueSchedule::TmaWarpSpecializedCooperative,
+              TileScheduler::StreamK);
+        }
+        if (cta.m * cta.n <= 128 * 128 || cta.m == 64) {
+          add(KernelSchedule::TmaWarpSpecializedPingpong, EpilogueSchedule::TmaWarpSpecialized, TileScheduler::Default);
+          add(KernelSchedule::TmaWarpSpecializedPingpong, EpilogueSchedule::NoSmemWarpSpecialized,
+              TileScheduler::Default);
+        }
+        if (cta.m * cta.n <= 128 * 128) {
+          add(KernelSchedule::TmaWarpSpecialized, EpilogueSchedule::NoSmemWarpSpecialized, TileScheduler::Default);
+        }
+      }
+    }
+    return out;
+  }
+
+  std::vector<Swizzle> swizzles(OpClass) const override { return {Swizzle::Identity1, Swizzle::StreamK}; }
+
+  // tf32 wgmma cannot read a K-major A together with an N-major B (CUTLASS would swap them internally and need a
+  // transposed epilogue).
+  bool computes_transposed(OpClass, const OperandTypes& types) const override {
+    return types.a == DataType::f32 && types.layout_a == Layout::RowMajor && types.layout_b == Layout::RowMajor;
+  }
+
+  bool has_persistent_scheduler() const override { return true; }
+
+  // The fusion loads the bias element by element (AlignmentBias 1): nothing beyond its element's alignment.
+  int bias_alignment_bytes(const KernelSpec&) const override { return 1; }
+
+  void validate(const KernelSpec& spec, const DeviceLimits& limits) const override {
+    const TileDescription& td = spec.tile;
+    check_types(spec);
+    check_cluster(td);
+    check_threadblock_shape(spec);
+    check_schedules(spec);
+    check_operand_alignments(spec);
+    check_tma_alignments(spec);
+    // The collective builder fits as many stages as shared memory allows when asked for 0.
+    if (td.stages != 0 && td.stages < 2) {
+      fail("Stage count " + std::to_string(td.stages) +
+           " is invalid for SM90 kernels: use 0 (as many as fit) or an explicit count of at least 2.");
+    }
+    check_shared_memory(spec, limits);
+  }
+
+  std::string kernel_name(const KernelSpec& spec) const override {
+    std::string core(row_of(spec.element_accumulator).in_kernel_name);
+    core += "0x0x0";
+    if (uses_tf32(spec)) core += "tf32";
+    core += "gemm";
+    const TileDescription& td = spec.tile;
+    return "cutlass3x_sm" + std::to_string(spec.kernel_cc) + "_tensorop_" + core + "_" +
+           std::string(to_string(spec.element_a)) + "_" + std::string(to_string(spec.element_b)) + "_" +
+           std::string(to_string(spec.element_accumulator)) + "_" + std::string(to_string(spec.element_c)) + "_" +
+           std::string(to_string(spec.element_d)) + "_" + shape_text(td.threadblock_shape) + "_" +
+           shape_text(td.cluster_shape) + "_" + std::to_string(td.stages) + "_" + layout_letter(spec.layout_a) +
+           layout_letter(spec.layout_b) + layout_letter(spec.layout_c) + "_align" + std::to_string(spec.alignment_a) +
+           std::string(row_of(td.kernel_schedule).in_kernel_name) +
+           std::string(row_of(td.epilogue_schedule).in_kernel_name) +
+           std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) + epilogue_suffix(spec);
+  }
+
+  Placeholders placeholders(const KernelSpec& spec) const override {
+    const TileDescription& tile = spec.tile;
+    const Shape3 cta = tile.cta_tile();
+    auto text = [](int value) { return std::to_string(value); };
+    Placeholders out = common_placeholders(spec);
+    out.insert(out.end(), {
+                              {"element_d", std::string(row_of(spec.element_d).cutlass)},
+                              {"alignment_d", text(alignment_d(spec))},
+                              {"cta_m", text(cta[0])},
+                              {"cta_n", text(cta[1])},
+                              {"cta_k", text(cta[2])},
+                              {"cluster_m", text(tile.cluster_shape[0])},
+                              {"cluster_n", text(tile.cluster_shape[1])},
+                              {"cluster_k", text(tile.cluster_shape[2])},
+                              {"kernel_schedule", std::string(row_of(tile.kernel_schedule).cutlass)},
+                              {"tile_scheduler", std::string(row_of(tile_scheduler_of(spec)).cutlass)},
+                              {"bias", std::string(row_of(spec.bias).cutlass)},
+                              {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
+                              {"activation", activation_functor(spec.activation, spec.element_d)},
+                              {"epilogue_schedule", std::string(row_of(tile.epilogue_schedule).cutlass)},
+                              {"stages", text(tile.stages)},
+                          });
+    return out;
+  }
+};
+
+}  // namespace
+
+const Family& sm90_collective() {
+  static const Sm90Collective family;
+  return family;
+}
+
+}  // namespace gemmkit::families

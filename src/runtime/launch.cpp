@@ -1,0 +1,102 @@
+// src/runtime/launch.cpp: ABI arguments, staging of host tensors, the launch and the synchronisation of one GEMM.
+#include "runtime/launch.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "gemmkit/errors.hpp"
+#include "runtime/cuda_check.hpp"
+#include "runtime/workspace.hpp"
+
+namespace gemmkit::runtime {
+namespace {
+
+std::size_t bytes_of(const LaunchOperand& operand) {
+  return static_cast<std::size_t>(std::max<std::int64_t>(operand.span, 1)) * operand.element_bytes;
+}
+
+// Device copies of host tensors for one run, freed on the stream when the run is done.
+class Staging {
+ public:
+  explicit Staging(cudaStream_t stream) : stream_(stream) {}
+  ~Staging() {
+    for (void* p : buffers_) cudaFreeAsync(p, stream_);
+  }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  // The operand itself on the device, else a device copy (copied in when asked).
+  void* on_device(const LaunchOperand& operand, bool copy_in = true) {
+    if (operand.on_device) return operand.data;
+    void* device = nullptr;
+    GK_CUDA_CHECK(cudaMallocAsync(&device, bytes_of(operand), stream_));
+    buffers_.push_back(device);
+    if (copy_in)
+      GK_CUDA_CHECK(cudaMemcpyAsync(device, operand.data, bytes_of(operand), cudaMemcpyHostToDevice, stream_));
+    return device;
+  }
+
+ private:
+  cudaStream_t stream_;
+  std::vector<void*> buffers_;
+};
+
+bool any_on_host(const GemmLaunch& gemm) {
+  return !gemm.a.on_device || !gemm.b.on_device || !gemm.d.on_device || (gemm.c && !gemm.c->on_device) ||
+         (gemm.bias && !gemm.bias->on_device);
+}
+
+}  // namespace
+
+void launch(KernelModule& module, const GemmLaunch& gemm, cudaStream_t stream, bool sync, const Workspace& workspace) {
+  const bool any_host = any_on_host(gemm);
+  if (any_host && is_capturing(stream)) {
+    throw TensorError(
+        "Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy "
+        "back needs a synchronisation); pass device tensors.");
+  }
+  Staging staging(stream);
+  gk_gemm_args args{};
+  args.m = static_cast<int32_t>(gemm.m);
+  args.n = static_cast<int32_t>(gemm.n);
+  args.k = static_cast<int32_t>(gemm.k);
+  args.batch = static_cast<int32_t>(gemm.batch);
+  args.A = staging.on_device(gemm.a);
+  args.B = staging.on_device(gemm.b);
+  args.D = staging.on_device(gemm.d, gemm.d_has_gaps);
+  if (gemm.c) args.C = staging.on_device(*gemm.c);
+  args.lda = gemm.a.ld;
+  args.ldb = gemm.b.ld;
+  args.ldc = gemm.c ? gemm.c->ld : gemm.d.ld;
+  args.ldd = gemm.d.ld;
+  args.batch_stride_A = gemm.a.batch_stride;
+  args.batch_stride_B = gemm.b.batch_stride;
+  args.batch_stride_C = gemm.c ? gemm.c->batch_stride : 0;
+  args.batch_stride_D = gemm.d.batch_stride;
+  if (gemm.transposed) {
+    std::swap(args.m, args.n);
+    std::swap(args.A, args.B);
+    std::swap(args.lda, args.ldb);
+    std::swap(args.batch_stride_A, args.batch_stride_B);
+  }
+  args.alpha = gemm.alpha;
+  args.beta = gemm.beta;
+  args.activation_params[0] = gemm.activation_parameter;
+  args.device_id = gemm.device;
+  args.sm_count = gemm.sm_count;
+  if (gemm.bias) args.bias = staging.on_device(*gemm.bias);
+  args.raster_order = static_cast<int32_t>(gemm.raster_order);
+  args.max_swizzle_size = gemm.max_swizzle_size;
+  args.splits = 1;
+  module.run(args, stream, workspace);
+
+  // Host D is copied back and lands before return; device outputs sync if asked.
+  if (!gemm.d.on_device) {
+    GK_CUDA_CHECK(cudaMemcpyAsync(gemm.d.data, args.D, bytes_of(gemm.d), cudaMemcpyDeviceToHost, stream));
+  }
+  // A stream being captured into a graph cannot be synchronised (and nothing has run yet).
+  if (any_host || (sync && !is_capturing(stream))) GK_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+}  // namespace gemmkit::runtime

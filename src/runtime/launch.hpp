@@ -1,0 +1,42 @@
+// src/runtime/launch.hpp: one checked GEMM on a loaded module: the ABI arguments, host tensors staged through the
+// device, the launch on the caller's stream, host D copied back, and the synchronisation asked for.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "gemmkit/enums.hpp"
+#include "gemmkit/runtime.hpp"
+
+namespace gemmkit::runtime {
+
+// One operand of a launch as the plan checked it.
+struct LaunchOperand {
+  void* data = nullptr;  // device memory, or host memory to stage
+  bool on_device = true;
+  int element_bytes = 0;
+  std::int64_t ld = 0;
+  std::int64_t batch_stride = 0;  // 0: one matrix for every batch
+  std::int64_t span = 0;          // elements from the first to one past the last addressed element
+};
+
+struct GemmLaunch {
+  LaunchOperand a, b, d;
+  std::optional<LaunchOperand> c, bias;
+  bool d_has_gaps = false;  // a host D whose rows have gaps is copied in, so the gaps come back unchanged
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool transposed = false;  // the kernel computes D^T = B^T A^T: A and B swap places
+  double alpha = 1.0, beta = 0.0, activation_parameter = 0.0;
+  RasterOrder raster_order = RasterOrder::Heuristic;
+  int max_swizzle_size = 1;
+  int device = 0, sm_count = 0;
+};
+
+// Runs `gemm` on `stream`. Host tensors cannot be staged into a stream being captured (TensorError, before anything
+// runs); host D holds the result on return, and with host tensors or `sync` the stream is synchronised (unless it
+// is being captured: nothing has run yet).
+void launch(KernelModule& module, const GemmLaunch& gemm, cudaStream_t stream, bool sync, const Workspace& workspace);
+
+}  // namespace gemmkit::runtime
