@@ -18,10 +18,12 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
-#include "util/host_matrix.hpp"
+#include "testing/device_buffer.hpp"
+#include "testing/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::util::HostMatrix;
+using gk::testing::DeviceBuffer;
+using gk::testing::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
@@ -33,7 +35,9 @@ namespace {
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-int device_cc() { return gk::device_info(gk::current_device()).cc; }
+int device_cc() {
+  return gk::device_info(gk::current_device()).cc;
+}
 
 // Ends the process with a failure when a test makes no progress for `seconds` (a spinning kernel cannot be stopped
 // from the host, and a test that never returns would hang the whole tier); pet() marks progress.
@@ -73,26 +77,23 @@ class Watchdog {
 void wait_for(const std::vector<cudaStream_t>& streams, const std::string& what) {
   for (cudaStream_t s : streams) {
     cudaError_t status;
-    while ((status = cudaStreamQuery(s)) == cudaErrorNotReady) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    while ((status = cudaStreamQuery(s)) == cudaErrorNotReady)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
     ASSERT_EQ(status, cudaSuccess) << what << ": " << cudaGetErrorString(status);
   }
 }
 
-// Device memory freed on scope exit.
-struct DeviceBuffer {
-  explicit DeviceBuffer(std::size_t bytes) { EXPECT_EQ(cudaMalloc(&ptr, bytes), cudaSuccess); }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* ptr = nullptr;
-};
+HostMatrix small_integers(HostMatrix matrix, std::uint64_t seed) {
+  matrix.fill_integers(seed, -3, 3);
+  return matrix;
+}
 
 // The exact D = A@B + C: the float64 reference rounded to D's type (exact on small integers).
 HostMatrix exact_result(const HostMatrix& A, const HostMatrix& B, const HostMatrix& C, gk::DataType element_d) {
   HostMatrix out(element_d, C.rows(), C.cols(), C.layout());
   for (long r = 0; r < C.rows(); ++r) {
     for (long c = 0; c < C.cols(); ++c) {
-      out.set(0, r, c, gk::util::round_to(element_d, gk::util::reference_element(A, B, &C, 1.0, 1.0, 0, r, c)));
+      out.set(0, r, c, gk::testing::round_to(element_d, gk::testing::reference_element(A, B, &C, 1.0, 1.0, 0, r, c)));
     }
   }
   return out;
@@ -106,35 +107,29 @@ struct Problem {
   void* pinned = nullptr;
 
   Problem(const gk::Gemm& plan, long m, long n, long k, std::uint64_t seed)
-      : A(plan.element_a(), m, k, plan.layout_a()),
-        B(plan.element_b(), k, n, plan.layout_b()),
-        C(plan.element_c(), m, n, plan.layout_c()),
+      : A(small_integers(HostMatrix(plan.element_a(), m, k, plan.layout_a()), seed)),
+        B(small_integers(HostMatrix(plan.element_b(), k, n, plan.layout_b()), seed + 1)),
+        C(small_integers(HostMatrix(plan.element_c(), m, n, plan.layout_c()), seed + 2)),
         expected(plan.element_d(), 1, 1, plan.layout_c()),
-        dA(A.bytes()),
-        dB(B.bytes()),
-        dC(C.bytes()),
+        dA(A),
+        dB(B),
+        dC(C),
         dD(static_cast<std::size_t>(m) * n * gk::bits_of(plan.element_d()) / 8) {
-    A.fill_integers(seed, -3, 3);
-    B.fill_integers(seed + 1, -3, 3);
-    C.fill_integers(seed + 2, -3, 3);
     expected = exact_result(A, B, C, plan.element_d());
-    EXPECT_EQ(cudaMemcpy(dA.ptr, A.data(), A.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(dB.ptr, B.data(), B.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(dC.ptr, C.data(), C.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
     EXPECT_EQ(cudaMallocHost(&pinned, expected.bytes()), cudaSuccess);
   }
   ~Problem() { cudaFreeHost(pinned); }
 
   // Poisons D, runs the plan (without waiting, unless `sync`) and queues the copy back, all on `stream`.
   void launch(gk::Gemm& plan, cudaStream_t stream, bool sync = false) {
-    EXPECT_EQ(cudaMemsetAsync(dD.ptr, 0x7f, expected.bytes(), stream), cudaSuccess);
+    EXPECT_EQ(cudaMemsetAsync(dD.get(), 0x7f, expected.bytes(), stream), cudaSuccess);
     gk::RunOptions options;
     options.stream = stream;
     options.sync = sync;
-    plan.run(A.view_at(dA.ptr, gk::current_device()), B.view_at(dB.ptr, gk::current_device()),
-             C.view_at(dC.ptr, gk::current_device()), expected.view_at(dD.ptr, gk::current_device()), 1.0, 1.0,
+    plan.run(A.view_at(dA.get(), gk::current_device()), B.view_at(dB.get(), gk::current_device()),
+             C.view_at(dC.get(), gk::current_device()), expected.view_at(dD.get(), gk::current_device()), 1.0, 1.0,
              options);
-    EXPECT_EQ(cudaMemcpyAsync(pinned, dD.ptr, expected.bytes(), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+    EXPECT_EQ(cudaMemcpyAsync(pinned, dD.get(), expected.bytes(), cudaMemcpyDeviceToHost, stream), cudaSuccess);
   }
   bool exact() const { return std::memcmp(pinned, expected.data(), expected.bytes()) == 0; }
 };
@@ -188,8 +183,8 @@ gk::Gemm stream_k_plan(int kernel_cc) {
 std::vector<std::unique_ptr<Problem>> stream_problems(const gk::Gemm& plan, int count) {
   std::vector<std::unique_ptr<Problem>> out;
   for (int i = 0; i < count; ++i) {
-    out.push_back(std::make_unique<Problem>(plan, 256 + 64 * (i % 3), 256 + 128 * (i % 2), 2048 + 512 * (i % 4),
-                                            100 + 7 * i));
+    out.push_back(
+        std::make_unique<Problem>(plan, 256 + 64 * (i % 3), 256 + 128 * (i % 2), 2048 + 512 * (i % 4), 100 + 7 * i));
   }
   return out;
 }
@@ -210,8 +205,8 @@ void run_rounds(gk::Gemm& plan, int stream_count, int rounds) {
     gate.close_before(streams);
     for (int i = 0; i < stream_count; ++i) problems[i]->launch(plan, streams[i]);
     gate.open();
-    wait_for(streams, plan.kernel_name() + " on " + std::to_string(stream_count) + " streams, round " +
-                              std::to_string(round));
+    wait_for(streams,
+             plan.kernel_name() + " on " + std::to_string(stream_count) + " streams, round " + std::to_string(round));
     for (int i = 0; i < stream_count; ++i) {
       if (!problems[i]->exact()) {
         ADD_FAILURE() << "stream " << i << " round " << round << ": D differs from the exact result";
@@ -234,8 +229,7 @@ TEST_P(StreamKStreams, ThousandRoundsExactWithoutHanging) {
   run_rounds(plan, stream_count, 1000);
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpu, StreamKStreams,
-                         ::testing::Combine(::testing::Values(90, 80), ::testing::Values(2, 4, 8)),
+INSTANTIATE_TEST_SUITE_P(Gpu, StreamKStreams, ::testing::Combine(::testing::Values(90, 80), ::testing::Values(2, 4, 8)),
                          [](const auto& info) {
                            return "sm" + std::to_string(std::get<0>(info.param)) + "_" +
                                   std::to_string(std::get<1>(info.param)) + "_streams";
@@ -288,9 +282,9 @@ void capture_and_replay(gk::Gemm& plan, int replays) {
   A2.fill_integers(99, -3, 3);
   const HostMatrix expected2 = exact_result(A2, p.B, p.C, plan.element_d());
   DeviceBuffer dA2(A2.bytes());
-  CUDA_OK(cudaMemcpy(dA2.ptr, A2.data(), A2.bytes(), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dA2.get(), A2.data(), A2.bytes(), cudaMemcpyHostToDevice));
   DeviceBuffer dA1(p.A.bytes());
-  CUDA_OK(cudaMemcpy(dA1.ptr, p.A.data(), p.A.bytes(), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dA1.get(), p.A.data(), p.A.bytes(), cudaMemcpyHostToDevice));
   const auto streams = make_streams(2);
   cudaStream_t capture = streams[0], other = streams[1];
 
@@ -298,8 +292,7 @@ void capture_and_replay(gk::Gemm& plan, int replays) {
   CUDA_OK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeGlobal));
   gk::RunOptions capturing;
   capturing.stream = capture;
-  EXPECT_THROW(plan.run(p.A.view(), p.B.view(), p.C.view(), p.expected.view(), 1.0, 1.0, capturing),
-               gk::TensorError);
+  EXPECT_THROW(plan.run(p.A.view(), p.B.view(), p.C.view(), p.expected.view(), 1.0, 1.0, capturing), gk::TensorError);
   // sync = true inside a capture: nothing is synchronised (that would end the capture with an error).
   p.launch(plan, capture, /*sync=*/true);
   cudaGraph_t graph = nullptr;
@@ -312,7 +305,7 @@ void capture_and_replay(gk::Gemm& plan, int replays) {
   for (int i = 0; i < replays; ++i) {
     const bool second = i % 2 == 1;
     cudaStream_t replay_stream = i % 3 == 0 ? other : capture;
-    CUDA_OK(cudaMemcpyAsync(p.dA.ptr, second ? dA2.ptr : dA1.ptr, p.A.bytes(), cudaMemcpyDeviceToDevice,
+    CUDA_OK(cudaMemcpyAsync(p.dA.get(), second ? dA2.get() : dA1.get(), p.A.bytes(), cudaMemcpyDeviceToDevice,
                             replay_stream));
     CUDA_OK(cudaGraphLaunch(exec, replay_stream));
     if (replay_stream == other) eager.launch(plan, capture);  // the same plan, eagerly, beside the replay

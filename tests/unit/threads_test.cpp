@@ -60,12 +60,13 @@ TEST(Threads, PlansCreatedConcurrentlyAgreeWithOneCreatedAlone) {
 TEST(Threads, OnePlanResolvesKernelsForEightThreads) {
   Gemm shared(f16_options(Layout::RowMajor, 90));
   Gemm alone(f16_options(Layout::RowMajor, 90));
-  const long shapes[8][3] = {{128, 128, 64},   {4096, 4096, 4096}, {512, 512, 16384}, {264, 520, 72},
-                             {2, 4, 6},        {8192, 256, 1024},  {136, 200, 272},   {3000, 3000, 3000}};
+  const long shapes[8][3] = {{128, 128, 64}, {4096, 4096, 4096}, {512, 512, 16384}, {264, 520, 72},
+                             {2, 4, 6},      {8192, 256, 1024},  {136, 200, 272},   {3000, 3000, 3000}};
   std::vector<std::string> expected;
   for (const auto& s : shapes) {
-    expected.push_back(alone.spec_for(probe(s[0], s[2], Layout::RowMajor), probe(s[2], s[1], Layout::RowMajor),
-                                      nullptr, probe(s[0], s[1], Layout::RowMajor))
+    expected.push_back(alone
+                           .spec_for(probe(s[0], s[2], Layout::RowMajor), probe(s[2], s[1], Layout::RowMajor), nullptr,
+                                     probe(s[0], s[1], Layout::RowMajor))
                            .canonical());
   }
   std::atomic<int> mismatches{0};
@@ -74,9 +75,8 @@ TEST(Threads, OnePlanResolvesKernelsForEightThreads) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 200; ++i) {
         const auto& s = shapes[(t + i) % 8];
-        const KernelSpec got = shared.spec_for(probe(s[0], s[2], Layout::RowMajor),
-                                               probe(s[2], s[1], Layout::RowMajor), nullptr,
-                                               probe(s[0], s[1], Layout::RowMajor));
+        const KernelSpec got = shared.spec_for(probe(s[0], s[2], Layout::RowMajor), probe(s[2], s[1], Layout::RowMajor),
+                                               nullptr, probe(s[0], s[1], Layout::RowMajor));
         if (got.canonical() != expected[(t + i) % 8]) ++mismatches;
       }
     });
@@ -93,7 +93,8 @@ TEST(Threads, ParallelBuildsFromTwoThreadsBuildEachKernelOnce) {
   toolchain.nvcc_version = "13.0";
   toolchain.device_headers_hash = std::string(64, 'd');
   std::vector<KernelSource> sources;
-  for (const char* name : {"k1", "k2", "k3", "k4", "k5"}) sources.push_back({name, "sm_90a", std::string("// ") + name});
+  for (const char* name : {"k1", "k2", "k3", "k4", "k5"})
+    sources.push_back({name, "sm_90a", std::string("// ") + name});
   std::atomic<int> builds{0};
   const ModuleBuilder builder = [&](const KernelSource& source, const std::string& work_dir) {
     ++builds;
