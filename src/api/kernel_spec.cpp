@@ -1,6 +1,7 @@
 // src/api/kernel_spec.cpp: KernelSpec and TileDescription: names (reference format), canonical record, printing.
 #include "gemmkit/kernel_spec.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace gemmkit {
@@ -241,6 +242,11 @@ TileDescription TileDescriptionUpdate::applied_to(TileDescription base) const {
 
 std::string KernelSpec::name() const {
   return family == KernelFamily::Sm90Collective ? sm90_name(*this) : sm80_name(*this);
+}
+
+int output_alignment(DataType element_c, DataType element_d, int alignment_c) {
+  if (element_c == DataType::void_t || bits_of(element_c) == bits_of(element_d)) return alignment_c;
+  return std::clamp(bits_of(element_c) * alignment_c / bits_of(element_d), 1, 128 / bits_of(element_d));
 }
 
 DataType KernelSpec::element_compute() const {

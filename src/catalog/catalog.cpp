@@ -461,6 +461,12 @@ void validate(const KernelSpec& spec, const DeviceLimits& limits) {
   }
   const bool tma_epilogue = td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecialized ||
                             td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative;
+  if (sm90 && fused && td.epilogue_schedule == EpilogueSchedule::Auto &&
+      !tma_compatible(spec.alignment_c, spec.element_c)) {
+    fail("Fused activations and bias on SM90 kernels store C and D with TMA, which needs 16-byte aligned rows; "
+         "alignment " + std::to_string(spec.alignment_c) + " of " + std::string(to_string(spec.element_c)) +
+         " is narrower. Pad the leading dimensions of C and D, or use kernel_cc 80 (CUTLASS 2.x kernels).");
+  }
   if (sm90 && tma_epilogue && !tma_compatible(spec.alignment_c, spec.element_c)) {
     fail("Epilogue schedule " + std::string(to_string(td.epilogue_schedule)) +
          " stores D with TMA, which needs 16-byte aligned rows of C and D; their alignment is " +

@@ -1,5 +1,4 @@
 // src/codegen/sm90_gemm.cpp: the Sm90Collective renderer (CUTLASS 3.x collective builders).
-#include <algorithm>
 #include <string>
 
 #include "codegen/cutlass_names.hpp"
@@ -61,15 +60,6 @@ DataType element_c_or_d(const KernelSpec& spec) {
   return spec.element_c == DataType::void_t ? spec.element_d : spec.element_c;
 }
 
-// D's alignment: as many bytes per access as C's (C and D share the layout); C's when C is void or as wide as D.
-int alignment_d(const KernelSpec& spec) {
-  if (spec.element_c == DataType::void_t || bits_of(spec.element_c) == bits_of(spec.element_d)) {
-    return spec.alignment_c;
-  }
-  const int bits = bits_of(spec.element_c) * spec.alignment_c;
-  return std::clamp(bits / bits_of(spec.element_d), 1, 128 / bits_of(spec.element_d));
-}
-
 void check(const KernelSpec& spec) {
   const TileDescription& tile = spec.tile;
   if (spec.kernel_cc != 90) {
@@ -117,7 +107,7 @@ Placeholders sm90_placeholders(const KernelSpec& spec) {
   Placeholders out = common_placeholders(spec);
   out.insert(out.end(), {
       {"element_d", element_type(spec.element_d)},
-      {"alignment_d", text(alignment_d(spec))},
+      {"alignment_d", text(output_alignment(spec.element_c, spec.element_d, spec.alignment_c))},
       {"cta_m", text(cta[0])},
       {"cta_n", text(cta[1])},
       {"cta_k", text(cta[2])},
