@@ -125,11 +125,14 @@ struct TensorDraw {
       shape = {cols};
       strides = {1};
     } else {
-      std::int64_t stride = outer() * ld + batch_gap;
+      // Unused, and so free to pass 2^63, when every batch extent is 1 (as with an overflowing leading dimension).
+      std::int64_t stride = 0;
+      (void)(__builtin_mul_overflow(outer(), ld, &stride) || __builtin_add_overflow(stride, batch_gap, &stride));
       for (std::size_t i = batch_shape.size(); i-- > 0;) {
         shape.insert(shape.begin(), batch_shape[i]);
         strides.insert(strides.begin(), batch_shape[i] == 1 ? unit_strides[i] : stride);
-        if (batch_shape[i] != 1) stride *= batch_shape[i];
+        // The next stride out; it may pass 2^63 only beyond the outermost dimension, where it is never used.
+        if (batch_shape[i] != 1) (void)__builtin_mul_overflow(stride, batch_shape[i], &stride);
       }
       shape.push_back(rows);
       shape.push_back(cols);
@@ -590,7 +593,7 @@ class Generator {
         return;
       }
       case 16: {  // an extent or stride whose span overflows 64 bits
-        if (is_bias || !small(x) || t.outer() * t.ld > (std::int64_t{1} << 40)) break;
+        if (is_bias || !small(x) || t.ld > (1 << 30) || t.outer() * t.ld > (std::int64_t{1} << 40)) break;
         const bool one_matrix = std::all_of(t.batch_shape.begin(), t.batch_shape.end(), [](auto e) { return e == 1; });
         if (t.outer() >= 3 && one_matrix && chance(0.5)) {
           t.ld = std::int64_t{1} << 62;  // (outer - 1) * ld passes 2^63, unless the tensor addresses nothing
@@ -608,7 +611,7 @@ class Generator {
       case 17:  // K = 0: nothing to sum; an error unless the output is empty anyway
         if (!first) break;
         set_dimension(x, 'k', 0);
-        add("K = 0", {"A", "B"}, x.m * x.n * x.batch == 0 ? Verdict::Valid : Verdict::Invalid);
+        add("K = 0", {"A", "B"}, x.m == 0 || x.n == 0 || x.batch == 0 ? Verdict::Valid : Verdict::Invalid);
         return;
       case 18: {  // an empty output: nothing to do
         if (!first) break;
