@@ -1,9 +1,14 @@
 // tools/gemmkit/main.cpp: the gemmkit command line: plan, tiles, compile, run, cache, demo (--json everywhere).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -63,25 +68,38 @@ struct Args {
     if (it == options.end()) return std::nullopt;
     return it->second;
   }
-  long number(const std::string& name, long fallback) const {
+  // An integer from `low` to `high` (an int by default).
+  long number(const std::string& name, long fallback, long low = INT_MIN, long high = INT_MAX) const {
     auto v = get(name);
     if (!v) return fallback;
     char* end = nullptr;
+    errno = 0;
     const long value = std::strtol(v->c_str(), &end, 10);
-    if (end == v->c_str() || *end != '\0') throw gk::ConfigError("--" + name + " expects an integer; got '" + *v + "'.");
+    if (end == v->c_str() || *end != '\0' || errno == ERANGE || value < low || value > high) {
+      const std::string range = low == INT_MIN ? "" : " from " + std::to_string(low) + " to " + std::to_string(high);
+      throw gk::ConfigError("--" + name + " expects an integer" + range + "; got '" + *v + "'.");
+    }
     return value;
   }
+  // A problem extent or count: 1 to 2^31-1.
+  long positive(const std::string& name, long fallback) const { return number(name, fallback, 1, INT_MAX); }
   double real(const std::string& name, double fallback) const {
     auto v = get(name);
     if (!v) return fallback;
     char* end = nullptr;
     const double value = std::strtod(v->c_str(), &end);
-    if (end == v->c_str() || *end != '\0') throw gk::ConfigError("--" + name + " expects a number; got '" + *v + "'.");
+    if (end == v->c_str() || *end != '\0' || !std::isfinite(value)) {
+      throw gk::ConfigError("--" + name + " expects a finite number; got '" + *v + "'.");
+    }
     return value;
   }
 };
 
 const std::set<std::string> kFlags = {"json", "check", "print-source", "help"};
+const std::set<std::string> kOptions = {
+    "cc",     "element", "element-a", "element-b", "element-c", "element-d", "element-accumulator", "layout",
+    "layout-a", "layout-b", "layout-c", "opclass", "swizzle", "activation", "activation-parameter", "tile",
+    "m",      "n",       "k",         "batch",     "alpha",     "beta",      "repeat"};
 
 Args parse_args(int argc, char** argv) {
   Args args;
@@ -93,8 +111,13 @@ Args parse_args(int argc, char** argv) {
       continue;
     }
     std::string name = word.substr(2);
+    const std::string key = name.substr(0, name.find('='));
+    if (!kOptions.count(key) && !(kFlags.count(key) && key == name)) {
+      throw gk::ConfigError(kFlags.count(key) ? "Option --" + key + " takes no value."
+                                              : "Unknown option --" + key + "; run gemmkit help for the options.");
+    }
     if (auto eq = name.find('='); eq != std::string::npos) {
-      args.options[name.substr(0, eq)] = name.substr(eq + 1);
+      args.options[key] = name.substr(eq + 1);
     } else if (kFlags.count(name)) {
       args.flags.insert(name);
     } else if (i + 1 < argc) {
@@ -295,9 +318,9 @@ struct DeviceCopy {
 
 int cmd_run(const Args& args) {
   gk::Gemm plan = make_plan(args);
-  const long m = args.number("m", 128), n = args.number("n", 128), k = args.number("k", 128);
-  const long batch = args.number("batch", 1);
-  const long repeat = args.number("repeat", 10);
+  const long m = args.positive("m", 128), n = args.positive("n", 128), k = args.positive("k", 128);
+  const long batch = args.positive("batch", 1);
+  const long repeat = args.positive("repeat", 10);
   const double alpha = args.real("alpha", 1.0), beta = args.real("beta", 0.0);
   const int device = gk::current_device();
   using gk::util::HostMatrix;
@@ -405,6 +428,8 @@ const char* error_kind(const std::exception& e) {
 
 int main(int argc, char** argv) {
   Args args;
+  // Looked up before parsing, so that a parse error is reported as JSON too.
+  const bool json = std::any_of(argv + 1, argv + argc, [](const char* word) { return std::strcmp(word, "--json") == 0; });
   try {
     args = parse_args(argc, argv);
     if (args.command.empty() || args.command == "help" || args.flag("help")) {
@@ -419,7 +444,7 @@ int main(int argc, char** argv) {
     if (args.command == "demo") return cmd_demo(args);
     throw gk::ConfigError("Unknown command '" + args.command + "'; run gemmkit help.");
   } catch (const std::exception& e) {
-    if (args.flag("json")) {
+    if (json) {
       Value out = Value::object();
       out.set("error", error_kind(e));
       out.set("message", e.what());
