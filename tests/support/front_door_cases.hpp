@@ -55,18 +55,9 @@ struct PlanDraw {
   BiasMode bias = BiasMode::None;
 
   GemmOptions options() const {
-    GemmOptions o;
-    o.element_a = a;
-    o.element_b = b;
-    o.element_c = c;
-    o.element_d = d;
-    o.element_accumulator = accumulator;
-    o.layout_a = layout_a;
-    o.layout_b = layout_b;
-    o.layout_c = layout_c;
-    o.cc = cc;
-    o.kernel_cc = kernel_cc;
-    return o;
+    return {.element = std::nullopt, .element_a = a, .element_b = b, .element_c = c, .element_d = d,
+            .element_accumulator = accumulator, .layout = std::nullopt, .layout_a = layout_a, .layout_b = layout_b,
+            .layout_c = layout_c, .cc = cc, .kernel_cc = kernel_cc};
   }
   // The plan itself; throws ConfigError when the combination has no kernel.
   Gemm make() const {
