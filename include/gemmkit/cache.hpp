@@ -49,7 +49,8 @@ class DiskCache {
   // A complete entry (manifest present and consistent) or nothing; a damaged entry is moved aside.
   std::optional<CacheEntry> lookup(const std::string& key) const;
 
-  // lookup(), else build in a private temp folder and rename() it into place; manifest.json last.
+  // lookup(), else build in a private temp folder and rename() it into place; manifest.json last. A root this process
+  // cannot write is read but not written: new kernels go to a private temporary cache (one warning on stderr).
   CacheEntry get_or_build(const Toolchain& toolchain, const KernelSource& source, const ModuleBuilder& builder);
   CacheEntry get_or_build(const Toolchain& toolchain, const KernelSource& source);
 

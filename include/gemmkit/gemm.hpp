@@ -122,7 +122,8 @@ class Gemm {
   CompiledKernel compile(const std::optional<TileDescription>& tile = std::nullopt);
 
   // D = act(alpha * A@B + beta * C). Every tensor is checked first; on error nothing runs and D is untouched.
-  // C may be null when beta == 0. Host tensors are staged through the GPU.
+  // C may be null when beta == 0. Host tensors are staged through the GPU. An empty D (M, N or the batch 0) runs
+  // nothing; K = 0 with a non-empty D is refused.
   void run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha = 1.0,
            double beta = 0.0, const RunOptions& options = {});
   void run(const TensorView& A, const TensorView& B, const TensorView& C, const TensorView& D, double alpha = 1.0,

@@ -62,6 +62,10 @@ struct TileDescriptionUpdate {
 // JSON of every field, enums by name (nlohmann::json finds it: `nlohmann::ordered_json j = tile;`).
 void to_json(nlohmann::ordered_json& json, const TileDescription& tile);
 
+// The vector width (elements of D) at which a kernel stores D when it moves C in vectors of alignment_c elements:
+// as many bytes, within one 128-bit access.
+int output_alignment(DataType element_c, DataType element_d, int alignment_c);
+
 struct KernelSpec {
   int cc = 0;         // the GPU the module is built for (80 -> sm_80, 90 -> sm_90a, ...)
   int kernel_cc = 0;  // the kernel generation: 80 (2.x) or 90 (3.x)

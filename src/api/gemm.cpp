@@ -147,10 +147,15 @@ std::vector<OpClass> Gemm::opclasses() const {
 void Gemm::invalidate() {
   const auto t = operand_types(types_);
   auto cache = std::make_unique<RunCache>();
+  const families::Family& family = catalog::family_for(target(), opclass_, t);
   cache->alignments_a = catalog::operand_alignments(target(), opclass_, types_.a, t);
   cache->alignments_b = catalog::operand_alignments(target(), opclass_, types_.b, t);
   cache->alignments_c = catalog::operand_alignments(target(), opclass_, types_.c, t);
-  cache->transposed = catalog::family_for(target(), opclass_, t).computes_transposed(opclass_, t);
+  if (family.kernel_cc() >= 90 && (activation_ != Activation::Identity || bias_ != BiasMode::None)) {
+    // SM90 kernels fuse an activation or bias in a TMA epilogue, which moves C and D in 16-byte vectors only.
+    std::erase_if(cache->alignments_c, [&](int a) { return a * bits_of(types_.c) % 128 != 0; });
+  }
+  cache->transposed = family.computes_transposed(opclass_, t);
   run_cache_ = std::move(cache);
 }
 
@@ -416,7 +421,8 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
   };
   check_output_shape(d, "D");
   if (C != nullptr) check_output_shape(c, "C");
-  const std::int64_t batch = std::max(a.batch, b.batch);
+  // One of A and B may broadcast a single matrix over the other's batch (of any count, 0 included).
+  const std::int64_t batch = a.batch == 1 ? b.batch : a.batch;
   auto check_batch = [&](const MatrixOperand& x, const char* name) {
     if (x.batch != 1 && x.batch != batch) {
       throw TensorError(std::string("Tensor ") + name + " has a batch of " + std::to_string(x.batch) +
@@ -425,36 +431,55 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
     }
   };
   if (a.batch != 1 && b.batch != 1 && a.batch != b.batch) {
-    throw TensorError("Invalid batch counts: A has " + std::to_string(a.batch) + " and B has " +
+    throw TensorError("Tensors A and B: invalid batch counts: A has " + std::to_string(a.batch) + " and B has " +
                       std::to_string(b.batch) + "; they must be equal, or one of them 1 (broadcast).");
   }
-  check_batch(c, "C");
+  if (C != nullptr) check_batch(c, "C");
   if (d.batch != batch) {
     throw TensorError("Tensor D has a batch of " + std::to_string(d.batch) + " but the GEMM's batch is " +
                       std::to_string(batch) + "; D receives every result and cannot broadcast.");
   }
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX) {
-    throw TensorError("Problem " + std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) +
-                      " exceeds 2^31-1 in one dimension.");
+    const char* operands = m > INT32_MAX ? "Tensors A and D" : n > INT32_MAX ? "Tensors B and D"
+                           : k > INT32_MAX ? "Tensors A and B" : a.batch > INT32_MAX ? "Tensors A and D"
+                                                                                    : "Tensors B and D";
+    throw TensorError(std::string(operands) + ": the problem " + std::to_string(m) + " x " + std::to_string(n) +
+                      " x " + std::to_string(k) + " (batch " + std::to_string(batch) +
+                      ") exceeds 2^31-1 in one dimension, the kernels' limit; split it.");
+  }
+  if (k == 0 && m != 0 && n != 0 && batch != 0) {
+    throw TensorError("Tensors A and B: K is 0, so every output would be beta * C; gemmkit runs no kernel for that. "
+                      "Give A and B a K of at least 1.");
+  }
+  // D's matrices must not overlap, or the kernels would race on the shared elements.
+  const std::int64_t d_matrix = d.rows * d.cols == 0 ? 0 : (d.rows * d.cols / d.inner - 1) * d.ld + d.inner;
+  if (d.batch > 1 && d.batch_stride < d_matrix) {
+    throw TensorError("Tensor D: its batch stride " + std::to_string(d.batch_stride) + " is less than one matrix (" +
+                      std::to_string(d_matrix) + " elements), so the batches would overwrite each other; give D a "
+                      "batch stride of at least " + std::to_string(d_matrix) + ".");
   }
 
-  auto alignment = [&](const MatrixOperand& x, DataType type, const std::vector<int>& candidates, const char* name) {
-    const int fit =
-        detail::fitting_alignment(x, bytes_of(type), candidates.data(), static_cast<int>(candidates.size()));
-    if (fit == 0) {
-      throw TensorError(std::string("Tensor ") + name + ": its leading dimension " + std::to_string(x.ld) +
-                        (x.batch > 1 ? " / batch stride " + std::to_string(x.batch_stride) : std::string()) +
-                        " or address is not a multiple of " + std::to_string(candidates.back()) + " elements (" +
-                        std::to_string(candidates.back() * bytes_of(type)) + " bytes), the narrowest " +
-                        std::string(to_string(opclass_)) + " kernels for " + std::string(to_string(type)) +
-                        " accept. Pad the leading dimension, or set opclass = Simt.");
+  // The first (widest) candidate vector, in the operand's elements, that its layout and address fit.
+  auto fit = [&](const MatrixOperand& x, DataType type, const std::vector<int>& candidates, const char* name) {
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (detail::fitting_alignment(x, bytes_of(type), &candidates[i], 1) != 0) return i;
     }
-    return fit;
+    throw TensorError(std::string("Tensor ") + name + ": its leading dimension " + std::to_string(x.ld) +
+                      (x.batch > 1 ? ", batch stride " + std::to_string(x.batch_stride) : std::string()) +
+                      ", contiguous extent " + std::to_string(x.inner) + " or address is not a multiple of " +
+                      std::to_string(candidates.back()) + " elements (" +
+                      std::to_string(candidates.back() * bytes_of(type)) + " bytes), the narrowest " +
+                      std::string(to_string(opclass_)) + " kernels for " + std::string(to_string(type)) +
+                      " accept. Pad the leading dimension, or set opclass = Simt.");
   };
-  const int align_a = alignment(a, types_.a, run_cache_->alignments_a, "A");
-  const int align_b = alignment(b, types_.b, run_cache_->alignments_b, "B");
-  int align_c = alignment(d, types_.d, run_cache_->alignments_c, "D");
-  if (C != nullptr) align_c = std::min(align_c, alignment(c, types_.c, run_cache_->alignments_c, "C"));
+  const auto& alignments_c = run_cache_->alignments_c;
+  const int align_a = run_cache_->alignments_a[fit(a, types_.a, run_cache_->alignments_a, "A")];
+  const int align_b = run_cache_->alignments_b[fit(b, types_.b, run_cache_->alignments_b, "B")];
+  // D is stored in vectors of as many bytes as C's: C's candidates, counted in D's elements.
+  std::vector<int> d_vectors;
+  for (int a_c : alignments_c) d_vectors.push_back(output_alignment(types_.c, types_.d, a_c));
+  int align_c = alignments_c[fit(d, types_.d, d_vectors, "D")];
+  if (C != nullptr) align_c = std::min(align_c, alignments_c[fit(c, types_.c, alignments_c, "C")]);
   p.m = m;
   p.n = n;
   p.k = k;
@@ -493,6 +518,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
                         "; call cudaSetDevice first or move the tensor.");
     }
   }
+  if (p.m == 0 || p.n == 0 || p.batch == 0) return;  // an empty D: nothing to compute, nothing to write
 
   // Choose the kernel for these alignments (resolved once per alignment triple) and this problem's shape.
   KernelChoices& choices = choices_for(p);

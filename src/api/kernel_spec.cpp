@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 #include "catalog/catalog.hpp"
@@ -55,6 +56,11 @@ TileDescription TileDescriptionUpdate::applied_to(TileDescription base) const {
 
 std::string KernelSpec::name() const {
   return catalog::family_of(family).kernel_name(*this);
+}
+
+int output_alignment(DataType element_c, DataType element_d, int alignment_c) {
+  if (element_c == DataType::void_t || bits_of(element_c) == bits_of(element_d)) return alignment_c;
+  return std::clamp(bits_of(element_c) * alignment_c / bits_of(element_d), 1, 128 / bits_of(element_d));
 }
 
 DataType KernelSpec::element_compute() const {

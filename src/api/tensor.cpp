@@ -1,6 +1,7 @@
 // src/api/tensor.cpp: TensorView constructors and printing.
 #include "gemmkit/tensor.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "gemmkit/errors.hpp"
@@ -33,10 +34,13 @@ TensorView packed(void* data, DataType dtype, std::initializer_list<std::int64_t
   return view;
 }
 
+// A rank beyond the view's storage (a view filled in by hand) prints what is stored.
+int stored_rank(int rank) { return std::clamp(rank, 0, kMaxRank); }
+
 std::string join(const std::array<std::int64_t, kMaxRank>& values, int rank) {
   std::ostringstream out;
   out << '(';
-  for (int i = 0; i < rank; ++i) out << (i ? ", " : "") << values[i];
+  for (int i = 0; i < stored_rank(rank); ++i) out << (i ? ", " : "") << values[i];
   if (rank == 1) out << ',';
   out << ')';
   return out.str();
@@ -46,7 +50,7 @@ std::string join(const std::array<std::int64_t, kMaxRank>& values, int rank) {
 
 std::int64_t TensorView::numel() const {
   std::int64_t n = 1;
-  for (int i = 0; i < rank; ++i) n *= shape[i];
+  for (int i = 0; i < stored_rank(rank); ++i) n *= shape[i];
   return n;
 }
 

@@ -1,6 +1,7 @@
 // src/api/tensor_check.cpp: every tensor is checked against the plan before anything runs.
 #include "api/tensor_check.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "gemmkit/errors.hpp"
@@ -22,7 +23,7 @@ bool fits(const TensorView& t, Layout layout) {
 }  // namespace
 
 std::optional<Layout> infer_layout(const TensorView& t) {
-  if (t.rank < 2) return std::nullopt;
+  if (t.rank < 2 || t.rank > kMaxRank) return std::nullopt;
   if (fits(t, Layout::RowMajor)) return Layout::RowMajor;
   if (fits(t, Layout::ColumnMajor)) return Layout::ColumnMajor;
   return std::nullopt;
@@ -35,9 +36,10 @@ MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtyp
                      std::string(to_string(dtype)) + ". Convert the tensor or declare the plan with element_" + name +
                      "=" + std::string(to_string(t.dtype)) + ".");
   }
-  if (t.rank < 2) {
-    reject(name,
-           "must be of rank 2 or more (a matrix, or a batch of matrices); received shape " + t.shape_string() + ".");
+  if (t.rank < 2 || t.rank > kMaxRank) {
+    reject(name, "must be of rank 2 to " + std::to_string(kMaxRank) +
+                     " (a matrix, or a batch of matrices); received rank " + std::to_string(t.rank) + ", shape " +
+                     t.shape_string() + ".");
   }
   for (int i = 0; i < t.rank; ++i) {
     if (t.shape[i] < 0 || t.strides[i] < 0) {
@@ -60,24 +62,35 @@ MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtyp
   m.rows = t.shape[r];
   m.cols = t.shape[c];
   m.ld = layout == Layout::RowMajor ? t.strides[r] : t.strides[c];
-  if (m.ld == 0)
-    m.ld = layout == Layout::RowMajor ? std::max<std::int64_t>(m.cols, 1) : std::max<std::int64_t>(m.rows, 1);
-  for (int i = 0; i < r; ++i) m.batch *= t.shape[i];
-  if (t.rank > 2 && m.batch > 1) {
-    // Several batch dimensions must fold into one stride, as a reshape would.
-    for (int i = 0; i + 1 < r; ++i) {
-      if (t.shape[i] > 1 && t.strides[i] != t.strides[i + 1] * t.shape[i + 1]) {
-        reject(name, "has batch dimensions with strides " + t.strides_string() +
-                         " that do not fold into one batch stride; make the batch dimensions contiguous.");
-      }
+  if (m.ld == 0) m.ld = layout == Layout::RowMajor ? std::max<std::int64_t>(m.cols, 1) : std::max<std::int64_t>(m.rows, 1);
+  m.inner = layout == Layout::RowMajor ? m.cols : m.rows;
+  // The batch count and the span are computed without overflow: neither may pass 2^63.
+  bool overflow = false;
+  for (int i = 0; i < r; ++i) overflow |= __builtin_mul_overflow(m.batch, t.shape[i], &m.batch);
+  const bool empty = std::find(t.shape.begin(), t.shape.begin() + t.rank, 0) != t.shape.begin() + t.rank;
+  if (empty && !overflow) return m;  // nothing is addressed
+  // The batch dimensions of extent above 1 must fold into one stride, as a reshape would (an extent-1 dimension's
+  // stride never matters).
+  int inner_batch = -1;
+  for (int i = r - 1; i >= 0; --i) {
+    if (t.shape[i] == 1) continue;
+    std::int64_t folded = 0;
+    if (inner_batch >= 0 && (__builtin_mul_overflow(t.strides[inner_batch], t.shape[inner_batch], &folded) ||
+                             t.strides[i] != folded)) {
+      reject(name, "has batch dimensions with strides " + t.strides_string() +
+                       " that do not fold into one batch stride; make the batch dimensions contiguous.");
     }
-    m.batch_stride = t.strides[r - 1];
-    for (int i = r - 1; i >= 0 && m.batch_stride == 0 && t.shape[i] == 1; --i) m.batch_stride = t.strides[i];
+    if (inner_batch < 0) m.batch_stride = t.strides[i];
+    inner_batch = i;
   }
   std::int64_t last = 0;
   for (int i = 0; i < t.rank; ++i) {
-    if (t.shape[i] == 0) return m;
-    last += (t.shape[i] - 1) * t.strides[i];
+    std::int64_t step = 0;
+    overflow |= __builtin_mul_overflow(t.shape[i] - 1, t.strides[i], &step) || __builtin_add_overflow(last, step, &last);
+  }
+  if (overflow || last == INT64_MAX) {
+    reject(name, "has shape " + t.shape_string() + " and strides " + t.strides_string() +
+                     ", which address more than 2^63 elements; check the shape and strides.");
   }
   m.span = last + 1;
   return m;
@@ -89,6 +102,12 @@ MatrixOperand check_bias(const TensorView& t, DataType dtype, std::int64_t lengt
   if (t.data == nullptr) reject("bias", "data pointer is null.");
   if (t.dtype != dtype) {
     reject("bias", "has element type " + std::string(to_string(t.dtype)) + "; the plan expects " + expected + ".");
+  }
+  // A device bias is read in place, element by element at least; a host one is copied to an aligned buffer first.
+  const auto element_bytes = static_cast<std::uintptr_t>(std::max(1, bits_of(dtype) / 8));
+  if (t.on_device() && reinterpret_cast<std::uintptr_t>(t.data) % element_bytes != 0) {
+    reject("bias", "its address is not a multiple of " + std::to_string(element_bytes) + " bytes, the size of one " +
+                       std::string(to_string(dtype)) + " element; allocate it like C.");
   }
   const bool vector = t.rank == 1 || (t.rank == 2 && (t.shape[0] == 1 || t.shape[1] == 1));
   if (!vector || t.numel() != length) {
@@ -112,7 +131,7 @@ int fitting_alignment(const MatrixOperand& operand, int element_bytes, const int
   const auto address = reinterpret_cast<std::uintptr_t>(operand.data);
   for (int i = 0; i < count; ++i) {
     const int a = candidates[i];
-    if (operand.ld % a != 0) continue;
+    if (operand.ld % a != 0 || operand.inner % a != 0) continue;
     if (operand.batch > 1 && operand.batch_stride % a != 0) continue;
     if (address % (static_cast<std::uintptr_t>(a) * element_bytes) != 0) continue;
     return a;

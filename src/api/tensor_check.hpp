@@ -14,6 +14,7 @@ struct MatrixOperand {
   void* data = nullptr;
   std::int64_t rows = 0, cols = 0;
   std::int64_t ld = 0;
+  std::int64_t inner = 0;  // the extent along the contiguous dimension (cols when row-major): kernels read it in vectors
   std::int64_t batch = 1;
   std::int64_t batch_stride = 0;  // 0 when batch == 1
   std::int64_t span = 0;          // elements from the first to one past the last addressed element
@@ -22,7 +23,8 @@ struct MatrixOperand {
 // The layout a tensor's strides express for its last two dimensions, if any (RowMajor preferred when both fit).
 std::optional<Layout> infer_layout(const TensorView& tensor);
 
-// Checks dtype, rank (>= 2), strides against the layout, collapsible batch dimensions, non-negative extents.
+// Checks dtype, rank (2 to kMaxRank), strides against the layout, collapsible batch dimensions, non-negative extents,
+// a span that fits 64 bits.
 // Throws TensorError naming the operand and the rule.
 MatrixOperand check_operand(const TensorView& tensor, const char* name, DataType dtype, Layout layout);
 
@@ -30,8 +32,8 @@ MatrixOperand check_operand(const TensorView& tensor, const char* name, DataType
 // Throws TensorError saying what the plan expects.
 MatrixOperand check_bias(const TensorView& tensor, DataType dtype, std::int64_t length, const char* per);
 
-// Largest alignment (elements) from `candidates` (widest first) the operand's pointer, leading dimension and
-// batch stride are all divisible by; 0 if none.
+// Largest alignment (elements) from `candidates` (widest first) the operand's pointer, leading dimension, contiguous
+// extent and batch stride are all divisible by; 0 if none.
 int fitting_alignment(const MatrixOperand& operand, int element_bytes, const int* candidates, int count);
 
 }  // namespace gemmkit::detail

@@ -12,11 +12,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -189,11 +192,86 @@ CacheEntry make_entry(const std::string& root, const std::string& key, const Jso
   return entry;
 }
 
-// Renames `dir` into <root>/v1/trash, out of every reader's way at once; a concurrent mover may win.
+// Renames `dir` into <root>/v1/trash, out of every reader's way at once; a concurrent mover may win, and in a cache
+// that cannot be written the entry stays (lookups keep treating it as damaged).
 void move_aside(const std::string& root, const fs::path& dir) {
-  const fs::path trash = make_dir(v1_dir(root) / "trash");
+  const fs::path trash = v1_dir(root) / "trash";
   std::error_code ec;
+  fs::create_directories(trash, ec);
   fs::rename(dir, trash / (dir.filename().string() + "." + unique_suffix()), ec);
+}
+
+// Removes build folders older than kStaleTmpAge: those of builds that were killed (younger ones may be in progress in
+// other processes).
+void sweep_stale_tmp(const std::string& root) {
+  std::error_code ec;
+  const auto stale_before = fs::file_time_type::clock::now() - kStaleTmpAge;
+  for (const auto& tmp : fs::directory_iterator(v1_dir(root) / "tmp", ec)) {
+    if (tmp.last_write_time(ec) < stale_before) fs::remove_all(tmp.path(), ec);
+  }
+}
+
+// ---- an unwritable cache -----------------------------------------------------------------------------------
+
+// Why nothing can be created under <root>/v1/tmp ("" when it can).
+std::string unwritable_reason(const std::string& root) {
+  std::error_code ec;
+  const fs::path tmp = v1_dir(root) / "tmp";
+  fs::create_directories(tmp, ec);
+  if (ec) return ec.message();
+  const fs::path probe = tmp / (".probe." + unique_suffix());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  fs::remove(probe, ec);
+  return "";
+}
+
+// The folder this process builds into for a cache root: the root itself, or, when it cannot be written (read-only,
+// no permission, a path through a regular file), a private temporary cache made on first need, announced by one
+// warning and removed when the process that made it exits. Reading the root's existing entries still works.
+class BuildRoots {
+ public:
+  ~BuildRoots() {
+    if (::getpid() != owner_) return;  // a forked child leaves its parent's folders alone
+    std::error_code ec;
+    for (const auto& [root, dir] : dirs_) {
+      if (dir != root) fs::remove_all(dir, ec);
+    }
+  }
+  std::string for_root(const std::string& root) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = dirs_.find(root); it != dirs_.end()) return it->second;
+    const std::string reason = unwritable_reason(root);
+    if (reason.empty()) return dirs_[root] = root;
+    std::string pattern = (fs::temp_directory_path() / "gemmkit-cache-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw Error("the kernel cache " + root + " is not writable (" + reason + ") and no private cache can be made in " +
+                  fs::temp_directory_path().string() + " (" + std::strerror(errno) +
+                  "); set GEMMKIT_CACHE_DIR to a writable folder");
+    }
+    std::cerr << "gemmkit: warning: the kernel cache " << root << " is not writable (" << reason
+              << "); kernels built by this process go to the private cache " << pattern
+              << ", removed when it exits. Set GEMMKIT_CACHE_DIR to a writable folder to keep them.\n";
+    return dirs_[root] = pattern;
+  }
+  // The private cache standing in for `root`, if one was made.
+  std::optional<std::string> private_for(const std::string& root) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = dirs_.find(root);
+    if (it == dirs_.end() || it->second == root) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::string> dirs_;
+  const pid_t owner_ = ::getpid();
+};
+
+BuildRoots& build_roots() {
+  static BuildRoots roots;
+  return roots;
 }
 
 enum class LockHeld { no, yes };
@@ -270,12 +348,16 @@ fs::path build_private(const std::string& root, const std::string& key, const To
   }
   ++g_builds;
   seconds["builder"] = seconds_since(start);
-  if (!fs::is_regular_file(tmp / "kernel.so", ec)) {
-    fs::remove_all(tmp, ec);
-    throw Error("building kernel " + source.kernel_name + " left no kernel.so behind (module builder bug)");
+  try {
+    if (!fs::is_regular_file(tmp / "kernel.so", ec)) {
+      throw Error("building kernel " + source.kernel_name + " left no kernel.so behind (module builder bug)");
+    }
+    if (!fs::exists(tmp / "kernel.cu", ec)) write_file(tmp / "kernel.cu", source.text);
+    write_manifest(tmp, key, toolchain, source, seconds);  // last: a complete manifest means a complete entry
+  } catch (...) {
+    fs::remove_all(tmp, ec);  // e.g. a full disk: nothing half-written stays behind
+    throw;
   }
-  if (!fs::exists(tmp / "kernel.cu", ec)) write_file(tmp / "kernel.cu", source.text);
-  write_manifest(tmp, key, toolchain, source, seconds);  // last: a complete manifest means a complete entry
   return tmp;
 }
 
@@ -291,6 +373,7 @@ CacheEntry build_and_publish(const std::string& root, const std::string& key, co
   }
   const Json seconds = {{"wait_for_lock", seconds_since(start)}};
   const auto build_start = std::chrono::steady_clock::now();
+  sweep_stale_tmp(root);
   const fs::path tmp = build_private(root, key, toolchain, source, builder, seconds);
   const fs::path final_dir = entry_dir(root, key);
   if (always_compile) move_aside(root, final_dir);  // the fresh build replaces the entry (we hold the key's lock)
@@ -333,6 +416,16 @@ std::string record_field(const std::string& name, const std::string& value) {
       line += c;
   }
   return line + "\n";
+}
+
+// A complete entry in the root, or in the private cache this process builds into instead of it.
+std::optional<CacheEntry> find_built(const std::string& root, const std::string& key, bool& damaged) {
+  if (std::optional<CacheEntry> entry = find_complete(root, key, LockHeld::no, damaged)) return entry;
+  if (const std::optional<std::string> dir = build_roots().private_for(root)) {
+    bool ignored = false;
+    return find_complete(*dir, key, LockHeld::no, ignored);
+  }
+  return std::nullopt;
 }
 
 ModuleBuilder nvcc_builder(const Toolchain& toolchain) {
@@ -394,9 +487,10 @@ CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSourc
                                    const ModuleBuilder& builder) {
   const std::string k = key(toolchain, source);
   bool damaged = false;
-  if (knobs::flag("GEMMKIT_ALWAYS_COMPILE")) return build_and_publish(root_, k, toolchain, source, builder, damaged);
-  if (std::optional<CacheEntry> entry = find_complete(root_, k, LockHeld::no, damaged)) return *entry;
-  return build_and_publish(root_, k, toolchain, source, builder, damaged);
+  const std::string build_root = build_roots().for_root(root_);
+  if (knobs::flag("GEMMKIT_ALWAYS_COMPILE")) return build_and_publish(build_root, k, toolchain, source, builder, damaged);
+  if (std::optional<CacheEntry> entry = find_built(root_, k, damaged)) return *entry;
+  return build_and_publish(build_root, k, toolchain, source, builder, damaged);
 }
 
 CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSource& source) {
@@ -424,12 +518,13 @@ std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
     if (!first_with_key.emplace(keys[i], i).second) continue;  // a duplicate is served by its first copy
     bool damaged = false;
     std::optional<CacheEntry> entry;
-    if (!knobs::flag("GEMMKIT_ALWAYS_COMPILE")) entry = find_complete(root_, keys[i], LockHeld::no, damaged);
+    if (!knobs::flag("GEMMKIT_ALWAYS_COMPILE")) entry = find_built(root_, keys[i], damaged);
     if (entry)
       entries[i] = *entry;
     else
       misses.push_back({i, damaged});
   }
+  const std::string build_root = misses.empty() ? root_ : build_roots().for_root(root_);
 
   std::vector<std::exception_ptr> errors(misses.size());
   std::atomic<std::size_t> next{0};
@@ -437,7 +532,7 @@ std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
     for (std::size_t m = next++; m < misses.size(); m = next++) {
       const std::size_t i = misses[m].index;
       try {
-        entries[i] = build_and_publish(root_, keys[i], toolchain, sources[i], builder, misses[m].damaged);
+        entries[i] = build_and_publish(build_root, keys[i], toolchain, sources[i], builder, misses[m].damaged);
       } catch (...) {
         errors[m] = std::current_exception();
       }
@@ -498,11 +593,7 @@ std::size_t DiskCache::clear() {
   }
   fs::remove_all(v1 / "trash", ec);
   fs::remove_all(v1 / "locks", ec);
-  // Leave young temp folders alone: they may be builds in progress in other processes.
-  const auto stale_before = fs::file_time_type::clock::now() - kStaleTmpAge;
-  for (const auto& tmp : fs::directory_iterator(v1 / "tmp", ec)) {
-    if (tmp.last_write_time(ec) < stale_before) fs::remove_all(tmp.path(), ec);
-  }
+  sweep_stale_tmp(root_);
   return removed;
 }
 

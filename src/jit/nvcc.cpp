@@ -132,7 +132,11 @@ void compile_module(const Toolchain& toolchain, const KernelSource& source, cons
   write_file(log_path, "$ " + shell_quote(argv) + "\n" + result.output);
   std::ostringstream message;
   message << "nvcc failed to build kernel " << source.kernel_name << " for " << source.arch_flag << " (exit code "
-          << result.exit_code << (result.exit_code == 0 ? ", but it wrote no kernel.so" : "") << "); the source and "
+          << result.exit_code << (result.exit_code == 0 ? ", but it wrote no kernel.so" : "")
+          << (result.exit_code > 128 ? ": killed by signal " + std::to_string(result.exit_code - 128) +
+                                           ", perhaps for memory; lower GEMMKIT_MAX_JOBS"
+                                     : "")
+          << "); the source and "
           << "the log were kept in " << work_dir << " (kernel.cu, compile.log); reproduce with:\n  "
           << shell_quote(argv) << "\n"
           << head_lines(result.output, kLogLinesInMessage);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gemmkit/gemm.hpp"
+#include "support/front_door_cases.hpp"
 
 namespace gemmkit::gpu_cases {
 
@@ -141,11 +142,32 @@ inline std::vector<ConfigCase> config_cases(int cc) {
   return out;
 }
 
+// The front-door fuzzer's plans (tests/gpu/fuzz_gpu_test.cpp): f16 tensor-op kernels in two layouts, one with a
+// fused bias and activation, and f32 SIMT. Its problems stay under the shape-choice threshold and its operands are
+// aligned to the widest vector or not at all, so these four kernels are all it runs.
+inline std::vector<fuzz::PlanDraw> fuzz_plans(int cc) {
+  fuzz::PlanDraw f16;
+  f16.cc = cc;
+  fuzz::PlanDraw f16_tn = f16;
+  f16_tn.layout_b = Layout::ColumnMajor;
+  fuzz::PlanDraw simt = f16;
+  simt.a = simt.b = simt.c = simt.d = DataType::f32;
+  simt.opclass = OpClass::Simt;
+  fuzz::PlanDraw bias = f16;
+  bias.kernel_cc = cc >= 90 ? 90 : 80;
+  bias.activation = Activation::ReLU;
+  bias.bias = BiasMode::PerColumn;
+  return {f16, f16_tn, simt, bias};
+}
+inline constexpr std::uint64_t kFuzzSeed = 20261130;
+inline constexpr int kFuzzCases = 1200;
+
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` picks
-// "config", "epilogue", "concurrency" and/or "types" (empty: all).
+// "config", "epilogue", "concurrency", "types" and/or "fuzz" (empty: all).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
   auto wanted = [&](const char* group) { return groups.empty() || groups.find(group) != std::string::npos; };
   std::vector<KernelSpec> out;
+  for (const auto& p : wanted("fuzz") ? fuzz_plans(cc) : std::vector<fuzz::PlanDraw>{}) out.push_back(p.make().spec());
   for (const auto& c : wanted("config") ? config_cases(cc) : std::vector<ConfigCase>{}) {
     Gemm plan = config_plan(c, cc);
     out.push_back(spec_for_shape(plan, kMatrixShape));

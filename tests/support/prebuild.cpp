@@ -1,5 +1,5 @@
 // tests/support/prebuild.cpp: compiles every kernel of the gpu tier into the cache, in parallel, before the
-// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only config,epilogue,types] [--list]).
+// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only config,epilogue,types,fuzz] [--list]).
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -16,7 +16,7 @@
 int main(int argc, char** argv) {
   int cc = 90;
   bool list_only = false;
-  std::string groups;  // "config,epilogue,types" subsets; empty = all
+  std::string groups;  // "config,epilogue,types,fuzz" subsets; empty = all
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--cc") == 0 && i + 1 < argc) cc = std::atoi(argv[++i]);
     if (std::strcmp(argv[i], "--list") == 0) list_only = true;

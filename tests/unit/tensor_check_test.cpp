@@ -80,7 +80,7 @@ TEST(TensorCheck, EachRuleNamesTheOperandAndLeavesDUntouched) {
             "element_A=bf16.");
   const auto vector = gk::TensorView::host(buf.a.data(), gk::DataType::f16, {m * k});
   EXPECT_EQ(tensor_error(plan, vector, B, &C, D),
-            "Tensor A: must be of rank 2 or more (a matrix, or a batch of matrices); received shape (512,).");
+            "Tensor A: must be of rank 2 to 6 (a matrix, or a batch of matrices); received rank 1, shape (512,).");
   const auto column = gk::TensorView::host(buf.b.data(), gk::DataType::f16, {k, n}, gk::Layout::ColumnMajor);
   EXPECT_NE(tensor_error(plan, A, column, &C, D).find("which is ColumnMajor, but the plan expects RowMajor"),
             std::string::npos);
@@ -95,7 +95,7 @@ TEST(TensorCheck, EachRuleNamesTheOperandAndLeavesDUntouched) {
             std::string::npos);
   std::vector<std::uint16_t> batched_b(2 * k * n, 1);
   const auto B2 = gk::TensorView::host(batched_b.data(), gk::DataType::f16, {2, k, n});
-  EXPECT_NE(tensor_error(plan, A3, B2, &C, D).find("Invalid batch counts: A has 3 and B has 2"), std::string::npos);
+  EXPECT_NE(tensor_error(plan, A3, B2, &C, D).find("Tensors A and B: invalid batch counts: A has 3 and B has 2"), std::string::npos);
 
   for (auto value : buf.d) ASSERT_EQ(value, 0xBEEF);  // no error wrote a byte of D
 }
