@@ -440,23 +440,28 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
                       std::to_string(batch) + "; D receives every result and cannot broadcast.");
   }
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX) {
-    const char* operands = m > INT32_MAX ? "Tensors A and D" : n > INT32_MAX ? "Tensors B and D"
-                           : k > INT32_MAX ? "Tensors A and B" : a.batch > INT32_MAX ? "Tensors A and D"
-                                                                                    : "Tensors B and D";
-    throw TensorError(std::string(operands) + ": the problem " + std::to_string(m) + " x " + std::to_string(n) +
-                      " x " + std::to_string(k) + " (batch " + std::to_string(batch) +
+    const char* operands = m > INT32_MAX         ? "Tensors A and D"
+                           : n > INT32_MAX       ? "Tensors B and D"
+                           : k > INT32_MAX       ? "Tensors A and B"
+                           : a.batch > INT32_MAX ? "Tensors A and D"
+                                                 : "Tensors B and D";
+    throw TensorError(std::string(operands) + ": the problem " + std::to_string(m) + " x " + std::to_string(n) + " x " +
+                      std::to_string(k) + " (batch " + std::to_string(batch) +
                       ") exceeds 2^31-1 in one dimension, the kernels' limit; split it.");
   }
   if (k == 0 && m != 0 && n != 0 && batch != 0) {
-    throw TensorError("Tensors A and B: K is 0, so every output would be beta * C; gemmkit runs no kernel for that. "
-                      "Give A and B a K of at least 1.");
+    throw TensorError(
+        "Tensors A and B: K is 0, so every output would be beta * C; gemmkit runs no kernel for that. "
+        "Give A and B a K of at least 1.");
   }
   // D's matrices must not overlap, or the kernels would race on the shared elements.
   const std::int64_t d_matrix = d.rows * d.cols == 0 ? 0 : (d.rows * d.cols / d.inner - 1) * d.ld + d.inner;
   if (d.batch > 1 && d.batch_stride < d_matrix) {
     throw TensorError("Tensor D: its batch stride " + std::to_string(d.batch_stride) + " is less than one matrix (" +
-                      std::to_string(d_matrix) + " elements), so the batches would overwrite each other; give D a "
-                      "batch stride of at least " + std::to_string(d_matrix) + ".");
+                      std::to_string(d_matrix) +
+                      " elements), so the batches would overwrite each other; give D a "
+                      "batch stride of at least " +
+                      std::to_string(d_matrix) + ".");
   }
 
   // The first (widest) candidate vector, in the operand's elements, that its layout and address fit.

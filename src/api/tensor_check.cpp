@@ -62,7 +62,8 @@ MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtyp
   m.rows = t.shape[r];
   m.cols = t.shape[c];
   m.ld = layout == Layout::RowMajor ? t.strides[r] : t.strides[c];
-  if (m.ld == 0) m.ld = layout == Layout::RowMajor ? std::max<std::int64_t>(m.cols, 1) : std::max<std::int64_t>(m.rows, 1);
+  if (m.ld == 0)
+    m.ld = layout == Layout::RowMajor ? std::max<std::int64_t>(m.cols, 1) : std::max<std::int64_t>(m.rows, 1);
   m.inner = layout == Layout::RowMajor ? m.cols : m.rows;
   // The batch count and the span are computed without overflow: neither may pass 2^63.
   bool overflow = false;
@@ -75,8 +76,8 @@ MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtyp
   for (int i = r - 1; i >= 0; --i) {
     if (t.shape[i] == 1) continue;
     std::int64_t folded = 0;
-    if (inner_batch >= 0 && (__builtin_mul_overflow(t.strides[inner_batch], t.shape[inner_batch], &folded) ||
-                             t.strides[i] != folded)) {
+    if (inner_batch >= 0 &&
+        (__builtin_mul_overflow(t.strides[inner_batch], t.shape[inner_batch], &folded) || t.strides[i] != folded)) {
       reject(name, "has batch dimensions with strides " + t.strides_string() +
                        " that do not fold into one batch stride; make the batch dimensions contiguous.");
     }
@@ -86,7 +87,8 @@ MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtyp
   std::int64_t last = 0;
   for (int i = 0; i < t.rank; ++i) {
     std::int64_t step = 0;
-    overflow |= __builtin_mul_overflow(t.shape[i] - 1, t.strides[i], &step) || __builtin_add_overflow(last, step, &last);
+    overflow |=
+        __builtin_mul_overflow(t.shape[i] - 1, t.strides[i], &step) || __builtin_add_overflow(last, step, &last);
   }
   if (overflow || last == INT64_MAX) {
     reject(name, "has shape " + t.shape_string() + " and strides " + t.strides_string() +

@@ -49,15 +49,6 @@ DataType element_c_or_d(const KernelSpec& spec) {
   return spec.element_c == DataType::void_t ? spec.element_d : spec.element_c;
 }
 
-// D's alignment: as many bytes per access as C's (C and D share the layout); C's when C is void or as wide as D.
-int alignment_d(const KernelSpec& spec) {
-  if (spec.element_c == DataType::void_t || bits_of(spec.element_c) == bits_of(spec.element_d)) {
-    return spec.alignment_c;
-  }
-  const int bits = bits_of(spec.element_c) * spec.alignment_c;
-  return std::clamp(bits / bits_of(spec.element_d), 1, 128 / bits_of(spec.element_d));
-}
-
 TileScheduler tile_scheduler_of(const KernelSpec& spec) {
   return uses_stream_k(spec) ? TileScheduler::StreamK : spec.tile.tile_scheduler;
 }
@@ -176,6 +167,8 @@ class Sm90Collective final : public Family {
   }
 
   std::vector<int> operand_alignments(OpClass, DataType element, const OperandTypes&) const override {
+    // f64 operands (e.g. a C of another type than A and B) are read as scalars, as in the reference.
+    if (element == DataType::f64) return {1};
     return vector_widths(element);
   }
 
@@ -282,7 +275,7 @@ class Sm90Collective final : public Family {
     Placeholders out = common_placeholders(spec);
     out.insert(out.end(), {
                               {"element_d", std::string(row_of(spec.element_d).cutlass)},
-                              {"alignment_d", text(alignment_d(spec))},
+                              {"alignment_d", text(output_alignment(spec.element_c, spec.element_d, spec.alignment_c))},
                               {"cta_m", text(cta[0])},
                               {"cta_n", text(cta[1])},
                               {"cta_k", text(cta[2])},

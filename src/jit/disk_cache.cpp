@@ -246,9 +246,9 @@ class BuildRoots {
     if (reason.empty()) return dirs_[root] = root;
     std::string pattern = (fs::temp_directory_path() / "gemmkit-cache-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) {
-      throw Error("the kernel cache " + root + " is not writable (" + reason + ") and no private cache can be made in " +
-                  fs::temp_directory_path().string() + " (" + std::strerror(errno) +
-                  "); set GEMMKIT_CACHE_DIR to a writable folder");
+      throw Error("the kernel cache " + root + " is not writable (" + reason +
+                  ") and no private cache can be made in " + fs::temp_directory_path().string() + " (" +
+                  std::strerror(errno) + "); set GEMMKIT_CACHE_DIR to a writable folder");
     }
     std::cerr << "gemmkit: warning: the kernel cache " << root << " is not writable (" << reason
               << "); kernels built by this process go to the private cache " << pattern
@@ -487,10 +487,11 @@ CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSourc
                                    const ModuleBuilder& builder) {
   const std::string k = key(toolchain, source);
   bool damaged = false;
-  const std::string build_root = build_roots().for_root(root_);
-  if (knobs::flag("GEMMKIT_ALWAYS_COMPILE")) return build_and_publish(build_root, k, toolchain, source, builder, damaged);
-  if (std::optional<CacheEntry> entry = find_built(root_, k, damaged)) return *entry;
-  return build_and_publish(build_root, k, toolchain, source, builder, damaged);
+  if (!knobs::flag("GEMMKIT_ALWAYS_COMPILE")) {
+    if (std::optional<CacheEntry> entry = find_built(root_, k, damaged)) return *entry;
+  }
+  // Only a build asks whether the root is writable (and warns once when it is not).
+  return build_and_publish(build_roots().for_root(root_), k, toolchain, source, builder, damaged);
 }
 
 CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSource& source) {

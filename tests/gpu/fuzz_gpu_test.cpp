@@ -18,14 +18,14 @@
 #include "gemmkit/runtime.hpp"
 #include "support/front_door_cases.hpp"
 #include "support/gpu_cases.hpp"
-#include "util/host_matrix.hpp"
+#include "testing/host_matrix.hpp"
 
 namespace gk = gemmkit;
 using gk::fuzz::Case;
 using gk::fuzz::Outcome;
 using gk::fuzz::Stage;
 using gk::fuzz::TensorDraw;
-using gk::util::HostMatrix;
+using gk::testing::HostMatrix;
 
 namespace {
 
@@ -132,7 +132,7 @@ std::string check_result(const Case& x, const Buffer& a, const Buffer& b, const 
         if (c) value += x.beta * at_c->at(n, i, j);
         if (bias) value += at_bias->at(0, 0, x.plan.bias == gk::BiasMode::PerRow ? i : j);
         const double expected =
-            gk::util::round_to(x.plan.d, gk::util::apply_activation(x.plan.activation, value, x.plan.activation_parameter));
+            gk::testing::round_to(x.plan.d, gk::testing::apply_activation(x.plan.activation, value, x.plan.activation_parameter));
         inside[static_cast<std::size_t>(at_d.index(n, i, j))] = true;
         if (const double got = at_d.at(n, i, j); got != expected) {
           return "D(" + std::to_string(n) + ", " + std::to_string(i) + ", " + std::to_string(j) + ") is " +

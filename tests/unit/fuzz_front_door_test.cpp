@@ -67,8 +67,8 @@ class Tally {
 // the plan's own kernel at its widest alignments (everything drawn is 16-byte aligned; D is checked in C's vector
 // count, so only equal widths compare).
 std::string check_spec(const Case& x, const gk::Gemm& plan, const gk::KernelSpec& s) {
-  const Outcome emitted = gk::fuzz::capture([&] { (void)gk::emit(s); });
-  if (emitted.kind != Outcome::Result) return "spec_for chose " + s.name() + ", which emit refuses: " + emitted.message;
+  const Outcome rendered = gk::fuzz::capture([&] { (void)gk::render(s); });
+  if (rendered.kind != Outcome::Result) return "spec_for chose " + s.name() + ", which render refuses: " + rendered.message;
   if (!x.mutations.empty()) return "";
   const gk::KernelSpec widest = plan.spec();
   const bool same_c = gk::bits_of(x.plan.c) != gk::bits_of(x.plan.d) || s.alignment_c == widest.alignment_c;
