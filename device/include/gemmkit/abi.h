@@ -82,12 +82,15 @@ typedef enum gk_dtype {
 typedef enum gk_layout { GK_ROW_MAJOR = 0, GK_COLUMN_MAJOR = 1 } gk_layout;
 
 typedef struct gk_grouped_info {
-  int32_t element_a, element_b, element_c, element_d; /* gk_dtype */
-  int32_t layout_a, layout_b, layout_c;               /* gk_layout; D has C's layout */
-  int32_t alignment_a, alignment_b, alignment_c;      /* elements: leading dimensions and pointers are multiples */
-  int32_t contiguous;                                 /* 1 when gk_grouped_run_contiguous() can run (A, C row-major) */
+  int32_t element_a, element_b, element_c, element_d;         /* gk_dtype */
+  int32_t layout_a, layout_b, layout_c;                       /* gk_layout; D has C's layout */
+  int32_t alignment_a, alignment_b, alignment_c, alignment_d; /* elements; pointers and leading dimensions are
+                                                                 multiples of them */
+  int32_t contiguous;      /* 1 when gk_grouped_run_contiguous() can run (A and C row-major) */
+  int32_t aligned_extents; /* 1 when each operand's row (row-major) / column (column-major) length must be a
+                              multiple of its alignment too (2.x vector accesses); 0 for TMA kernels (any extent) */
   int32_t reserved;
-  const char* activation;                             /* as in kernel names: "identity", "relu", "silu", ... */
+  const char* activation;  /* as in kernel names: "identity", "relu", "silu", ... */
 } gk_grouped_info;
 
 /* What is common to every group of one call. */
@@ -133,7 +136,8 @@ typedef struct gk_grouped_contiguous {
 
 typedef int (*gk_module_kind_fn)(void);
 typedef const gk_grouped_info* (*gk_grouped_describe_fn)(void);
-/* Bytes of metadata for `groups` groups (both forms); the host and device buffers must be 16-byte aligned. */
+/* Bytes of metadata for `groups` groups (both forms); the host and device buffers must be 16-byte aligned.
+   A buffer shorter than that is refused with GK_ERR_WORKSPACE. */
 typedef size_t (*gk_grouped_metadata_bytes_fn)(int32_t groups);
 /* GK_OK, GK_ERR_ARGS or GK_ERR_CANNOT_IMPLEMENT for the call-wide arguments, and for `contiguous` when not null
    (the list form's per-group checks are gk_grouped_pack's). */
@@ -144,13 +148,16 @@ typedef size_t (*gk_grouped_workspace_size_fn)(const gk_grouped_args*);
 /* Checks every group, then writes the metadata of args->groups problems into host_metadata (metadata_bytes long);
    no allocation, no CUDA call. On GK_ERR_ARGS (null pointer, negative extent, leading dimension shorter than a
    row / column, C null with beta != 0) or GK_ERR_CANNOT_IMPLEMENT (a pointer or leading dimension not a multiple
-   of the compiled alignment), *failed_group (when not null) is the first bad group and nothing was written. */
+   of the compiled alignment, or a row / column length not one where gk_grouped_info.aligned_extents says so),
+   *failed_group (when not null) is the first bad group and nothing was written. */
 typedef int (*gk_grouped_pack_fn)(const gk_grouped_args*, const gk_grouped_problem* problems, void* host_metadata,
                                   size_t metadata_bytes, int32_t* failed_group);
-/* Launches on the stream over the metadata of args->groups groups already in device_metadata. */
+/* Launches on the stream over the metadata of args->groups groups already in device_metadata, with a workspace of
+   gk_grouped_workspace_size() bytes. */
 typedef int (*gk_grouped_run_fn)(const gk_grouped_args*, const void* device_metadata, void* workspace,
                                  void* stream /* cudaStream_t */);
-/* Derives the metadata into device_metadata on the stream, then launches: two kernels, no host synchronisation. */
+/* Checks the call (as gk_grouped_can_implement), derives the metadata into device_metadata on the stream, then
+   launches: two kernels, no host synchronisation, no allocation; nothing at all when total_m, n or k is 0. */
 typedef int (*gk_grouped_run_contiguous_fn)(const gk_grouped_args*, const gk_grouped_contiguous*, void* device_metadata,
                                             size_t metadata_bytes, void* workspace, void* stream /* cudaStream_t */);
 

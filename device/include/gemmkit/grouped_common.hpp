@@ -5,6 +5,7 @@
 //   Shape, static Shape shape(int m, int n, int k)  (host and device)
 //   PtrA, PtrB, PtrC, PtrD                           (what a pointer-array entry is)
 //   StrideA..StrideD, static StrideX stride_x(int64_t ld)  (host only)
+//   kAlignedExtents  (whether row / column lengths must be multiples of the alignment too)
 #pragma once
 
 #include <algorithm>
@@ -31,21 +32,26 @@ static_assert(sizeof(gk_grouped_args) == 6 * 4 + 4 * 8, "gk_grouped_args has pad
 static_assert(sizeof(gk_grouped_problem) == 4 * 4 + 4 * 8 + 4 * 8, "gk_grouped_problem has padding");
 static_assert(sizeof(gk_grouped_contiguous) == 4 * 4 + 5 * 8 + 5 * 8, "gk_grouped_contiguous has padding");
 
-// The element types, layouts and alignments (in elements) a grouped module is compiled for; D has C's layout.
+// One operand as compiled: element type, layout and alignment (in elements).
+template <class Element_, class Layout_, int Alignment_>
+struct Operand {
+  using Element = Element_;
+  using Layout = Layout_;
+  static constexpr int kAlignment = Alignment_;
+};
+
+// The operands a grouped module is compiled for; D has C's layout.
 template <class ElementA_, class LayoutA_, int AlignmentA_, class ElementB_, class LayoutB_, int AlignmentB_,
           class ElementC_, class LayoutC_, int AlignmentC_, class ElementD_, int AlignmentD_>
 struct Operands {
+  using A = Operand<ElementA_, LayoutA_, AlignmentA_>;
+  using B = Operand<ElementB_, LayoutB_, AlignmentB_>;
+  using C = Operand<ElementC_, LayoutC_, AlignmentC_>;
+  using D = Operand<ElementD_, LayoutC_, AlignmentD_>;
   using ElementA = ElementA_;
-  using LayoutA = LayoutA_;
   using ElementB = ElementB_;
-  using LayoutB = LayoutB_;
   using ElementC = ElementC_;
-  using LayoutC = LayoutC_;
   using ElementD = ElementD_;
-  static constexpr int kAlignmentA = AlignmentA_;
-  static constexpr int kAlignmentB = AlignmentB_;
-  static constexpr int kAlignmentC = AlignmentC_;
-  static constexpr int kAlignmentD = AlignmentD_;
 };
 
 template <class Layout>
@@ -54,7 +60,7 @@ constexpr bool kRowMajor = std::is_same_v<Layout, cutlass::layout::RowMajor>;
 // The contiguous (MoE) form stacks groups along the rows of A and D, which only row-major A and D keep aligned
 // without reading the group sizes.
 template <class Traits>
-constexpr bool kContiguous = kRowMajor<typename Traits::LayoutA> && kRowMajor<typename Traits::LayoutC>;
+constexpr bool kContiguous = (kRowMajor<typename Traits::A::Layout>) && (kRowMajor<typename Traits::D::Layout>);
 
 // ---- Metadata layout --------------------------------------------------------------------------------------------
 
@@ -116,57 +122,50 @@ inline int check_args(const gk_grouped_args* args) {
   return GK_OK;
 }
 
-// One rows x cols operand of the given element, layout and alignment: GK_ERR_ARGS for a null pointer or a leading
-// dimension shorter than a row (row-major) or column (column-major), GK_ERR_CANNOT_IMPLEMENT for a pointer or
-// leading dimension that is not a multiple of the alignment (TMA and the vectorized 2.x iterators need it).
-template <class Element, class Layout, int Alignment>
+// One rows x cols operand: GK_ERR_ARGS for a null pointer or a leading dimension shorter than a row (row-major) or
+// column (column-major), GK_ERR_CANNOT_IMPLEMENT for a pointer or leading dimension that is not a multiple of the
+// alignment (TMA and the vectorized 2.x iterators need it), or, when the family's kAlignedExtents says so, a row
+// (column) length that is not one either: a 2.x iterator reads a whole vector whenever its first element is inside
+// the matrix, where TMA clips at any extent.
+template <class Traits, class Operand>
 int check_operand(const void* pointer, int64_t ld, int64_t rows, int64_t cols) {
+  constexpr int alignment = Operand::kAlignment;
+  const int64_t extent = kRowMajor<typename Operand::Layout> ? cols : rows;
   if (pointer == nullptr) return GK_ERR_ARGS;
-  if (ld < std::max<int64_t>(1, kRowMajor<Layout> ? cols : rows)) return GK_ERR_ARGS;
-  constexpr std::size_t bytes = std::max<std::size_t>(1, cutlass::sizeof_bits<Element>::value * Alignment / 8);
-  if (ld % Alignment != 0 || !aligned(pointer, bytes)) return GK_ERR_CANNOT_IMPLEMENT;
+  if (ld < std::max<int64_t>(1, extent)) return GK_ERR_ARGS;
+  constexpr std::size_t bytes =
+      std::max<std::size_t>(1, cutlass::sizeof_bits<typename Operand::Element>::value * alignment / 8);
+  if (ld % alignment != 0 || !aligned(pointer, bytes)) return GK_ERR_CANNOT_IMPLEMENT;
+  if (Traits::kAlignedExtents && extent % alignment != 0) return GK_ERR_CANNOT_IMPLEMENT;
   return GK_OK;
 }
 
-// The operands of a grouped module, each with its compiled element, layout and alignment.
-template <class Traits>
-int check_a(const void* pointer, int64_t ld, int64_t rows, int64_t cols) {
-  return check_operand<typename Traits::ElementA, typename Traits::LayoutA, Traits::kAlignmentA>(pointer, ld, rows,
-                                                                                                 cols);
-}
-template <class Traits>
-int check_b(const void* pointer, int64_t ld, int64_t rows, int64_t cols) {
-  return check_operand<typename Traits::ElementB, typename Traits::LayoutB, Traits::kAlignmentB>(pointer, ld, rows,
-                                                                                                 cols);
-}
-template <class Traits>
-int check_d(const void* pointer, int64_t ld, int64_t rows, int64_t cols) {
-  return check_operand<typename Traits::ElementD, typename Traits::LayoutC, Traits::kAlignmentD>(pointer, ld, rows,
-                                                                                                 cols);
-}
 // C: absent (D is named in its place and never read, since beta is 0) or checked like the other operands.
 template <class Traits>
-int check_c(const void* pointer, int64_t ld, int64_t rows, int64_t cols, double beta) {
+int check_source(const void* pointer, int64_t ld, int64_t rows, int64_t cols, double beta) {
   if (pointer == nullptr) return beta == 0.0 ? GK_OK : GK_ERR_ARGS;
-  return check_operand<typename Traits::ElementC, typename Traits::LayoutC, Traits::kAlignmentC>(pointer, ld, rows,
-                                                                                                 cols);
+  return check_operand<Traits, typename Traits::C>(pointer, ld, rows, cols);
 }
 
-inline bool is_empty(const gk_grouped_problem& p) { return p.m == 0 || p.n == 0 || p.k == 0; }
+inline bool is_empty(const gk_grouped_problem& p) {
+  return p.m == 0 || p.n == 0 || p.k == 0;
+}
 
 // One group of the list form (the first failure is reported); an empty group's pointers are never read.
 template <class Traits>
 int check_problem(const gk_grouped_problem& p, double beta) {
   if (p.m < 0 || p.n < 0 || p.k < 0) return GK_ERR_ARGS;
   if (is_empty(p)) return GK_OK;
-  if (int status = check_a<Traits>(p.A, p.lda, p.m, p.k); status != GK_OK) return status;
-  if (int status = check_b<Traits>(p.B, p.ldb, p.k, p.n); status != GK_OK) return status;
-  if (int status = check_d<Traits>(p.D, p.ldd, p.m, p.n); status != GK_OK) return status;
-  return check_c<Traits>(p.C, p.ldc, p.m, p.n, beta);
+  if (int status = check_operand<Traits, typename Traits::A>(p.A, p.lda, p.m, p.k); status != GK_OK) return status;
+  if (int status = check_operand<Traits, typename Traits::B>(p.B, p.ldb, p.k, p.n); status != GK_OK) return status;
+  if (int status = check_operand<Traits, typename Traits::D>(p.D, p.ldd, p.m, p.n); status != GK_OK) return status;
+  return check_source<Traits>(p.C, p.ldc, p.m, p.n, beta);
 }
 
 // Whether a contiguous problem has no work at all (then nothing is launched and D is not written).
-inline bool is_empty(const gk_grouped_contiguous& c) { return c.total_m == 0 || c.n == 0 || c.k == 0; }
+inline bool is_empty(const gk_grouped_contiguous& c) {
+  return c.total_m == 0 || c.n == 0 || c.k == 0;
+}
 
 // The contiguous form: every group's A, C and D start row_start * ld elements after the base, and its B g *
 // batch_stride_b, so checking the bases, the leading dimensions and the batch stride covers every group.
@@ -176,11 +175,12 @@ int check_contiguous(const gk_grouped_args& args, const gk_grouped_contiguous* c
   if (!kContiguous<Traits>) return GK_ERR_CANNOT_IMPLEMENT;
   if (is_empty(*c)) return GK_OK;
   if (c->offsets == nullptr) return GK_ERR_ARGS;
-  if (c->batch_stride_b % Traits::kAlignmentB != 0) return GK_ERR_CANNOT_IMPLEMENT;
-  if (int status = check_a<Traits>(c->A, c->lda, c->total_m, c->k); status != GK_OK) return status;
-  if (int status = check_b<Traits>(c->B, c->ldb, c->k, c->n); status != GK_OK) return status;
-  if (int status = check_d<Traits>(c->D, c->ldd, c->total_m, c->n); status != GK_OK) return status;
-  return check_c<Traits>(c->C, c->ldc, c->total_m, c->n, args.beta);
+  if (c->batch_stride_b % Traits::B::kAlignment != 0) return GK_ERR_CANNOT_IMPLEMENT;
+  const int64_t m = c->total_m;
+  if (int status = check_operand<Traits, typename Traits::A>(c->A, c->lda, m, c->k); status != GK_OK) return status;
+  if (int status = check_operand<Traits, typename Traits::B>(c->B, c->ldb, c->k, c->n); status != GK_OK) return status;
+  if (int status = check_operand<Traits, typename Traits::D>(c->D, c->ldd, m, c->n); status != GK_OK) return status;
+  return check_source<Traits>(c->C, c->ldc, m, c->n, args.beta);
 }
 
 // Checks that a metadata buffer can hold `groups` groups.
@@ -329,6 +329,30 @@ struct LaunchCache {
   }
 };
 
+// Launches through `cache`: on a miss, `prepare(prepared, device)` (a gk_status) first builds the prepared state
+// for this key; then `launch(prepared)` (a gk_status) enqueues the kernel.
+template <class Prepared, class Prepare, class Launch>
+int cached_launch(LaunchCache<Prepared>& cache, const gk_grouped_args& args, const void* metadata, void* workspace,
+                  Prepare&& prepare, Launch&& launch) {
+  const int device = module::current_device();
+  if (device < 0) return GK_ERR_LAUNCH;
+  const LaunchKey key{args, metadata, workspace, device};
+  if (!cache.hit(key)) {
+    cache.valid = false;
+    if (int status = prepare(cache.prepared, device); status != GK_OK) return status;
+    cache.store(key);
+  }
+  return launch(cache.prepared);
+}
+
+// CUTLASS's own checks of prepared arguments: GK_OK, GK_ERR_CANNOT_IMPLEMENT or GK_ERR_WORKSPACE.
+template <class Gemm>
+int check_cutlass_arguments(const typename Gemm::Arguments& arguments, const void* workspace) {
+  if (Gemm::can_implement(arguments) != cutlass::Status::kSuccess) return GK_ERR_CANNOT_IMPLEMENT;
+  if (Gemm::get_workspace_size(arguments) > 0 && workspace == nullptr) return GK_ERR_WORKSPACE;
+  return GK_OK;
+}
+
 // ---- Description ------------------------------------------------------------------------------------------------
 
 template <class Element>
@@ -351,17 +375,23 @@ constexpr int32_t layout_of() {
 
 template <class Traits>
 constexpr gk_grouped_info describe(const char* activation) {
-  return gk_grouped_info{dtype_of<typename Traits::ElementA>(),
-                         dtype_of<typename Traits::ElementB>(),
-                         dtype_of<typename Traits::ElementC>(),
-                         dtype_of<typename Traits::ElementD>(),
-                         layout_of<typename Traits::LayoutA>(),
-                         layout_of<typename Traits::LayoutB>(),
-                         layout_of<typename Traits::LayoutC>(),
-                         Traits::kAlignmentA,
-                         Traits::kAlignmentB,
-                         Traits::kAlignmentC,
+  using A = typename Traits::A;
+  using B = typename Traits::B;
+  using C = typename Traits::C;
+  using D = typename Traits::D;
+  return gk_grouped_info{dtype_of<typename A::Element>(),
+                         dtype_of<typename B::Element>(),
+                         dtype_of<typename C::Element>(),
+                         dtype_of<typename D::Element>(),
+                         layout_of<typename A::Layout>(),
+                         layout_of<typename B::Layout>(),
+                         layout_of<typename C::Layout>(),
+                         A::kAlignment,
+                         B::kAlignment,
+                         C::kAlignment,
+                         D::kAlignment,
                          kContiguous<Traits> ? 1 : 0,
+                         Traits::kAlignedExtents ? 1 : 0,
                          0,
                          activation};
 }

@@ -17,17 +17,29 @@ thread_local gemmkit_kernel::Module::Cache launch_cache;
 constexpr gk_grouped_info kInfo = gemmkit::grouped::describe<Traits>(gemmkit_kernel::kActivation);
 }  // namespace
 
-GK_EXPORT int gk_abi_version(void) { return GK_ABI_VERSION; }
+GK_EXPORT int gk_abi_version(void) {
+  return GK_ABI_VERSION;
+}
 
-GK_EXPORT const char* gk_kernel_name(void) { return gemmkit_kernel::kName; }
+GK_EXPORT const char* gk_kernel_name(void) {
+  return gemmkit_kernel::kName;
+}
 
-GK_EXPORT int gk_last_cuda_error(void) { return static_cast<int>(gemmkit::module::last_cuda_error); }
+GK_EXPORT int gk_last_cuda_error(void) {
+  return static_cast<int>(gemmkit::module::last_cuda_error);
+}
 
-GK_EXPORT int gk_module_kind(void) { return GK_MODULE_GROUPED; }
+GK_EXPORT int gk_module_kind(void) {
+  return GK_MODULE_GROUPED;
+}
 
-GK_EXPORT const gk_grouped_info* gk_grouped_describe(void) { return &kInfo; }
+GK_EXPORT const gk_grouped_info* gk_grouped_describe(void) {
+  return &kInfo;
+}
 
-GK_EXPORT size_t gk_grouped_metadata_bytes(int32_t groups) { return groups < 1 ? 0 : Metadata::size(groups); }
+GK_EXPORT size_t gk_grouped_metadata_bytes(int32_t groups) {
+  return groups < 1 ? 0 : Metadata::size(groups);
+}
 
 GK_EXPORT int gk_grouped_can_implement(const gk_grouped_args* args, const gk_grouped_contiguous* contiguous) {
   if (int status = gemmkit::grouped::check_args(args); status != GK_OK) return status;
@@ -58,8 +70,7 @@ GK_EXPORT int gk_grouped_run(const gk_grouped_args* args, const void* device_met
 }
 
 GK_EXPORT int gk_grouped_run_contiguous(const gk_grouped_args* args, const gk_grouped_contiguous* contiguous,
-                                        void* device_metadata, size_t metadata_bytes, void* workspace,
-                                        void* stream) {
+                                        void* device_metadata, size_t metadata_bytes, void* workspace, void* stream) {
   if (int status = gemmkit::grouped::check_args(args); status != GK_OK) return status;
   if (int status = gemmkit::grouped::check_contiguous<Traits>(*args, contiguous); status != GK_OK) return status;
   if (gemmkit::grouped::is_empty(*contiguous)) return GK_OK;

@@ -68,6 +68,7 @@ struct Traits : CompiledOperands {
   using StrideB = typename Kernel::InternalStrideB;
   using StrideC = typename Kernel::InternalStrideC;
   using StrideD = typename Kernel::InternalStrideD;
+  static constexpr bool kAlignedExtents = false;  // TMA clips at any extent
   static_assert(std::is_same_v<typename Kernel::ElementA, typename CompiledOperands::ElementA> &&
                     std::is_same_v<typename Kernel::ElementB, typename CompiledOperands::ElementB> &&
                     std::is_same_v<typename Kernel::ElementC, typename CompiledOperands::ElementC> &&
@@ -152,23 +153,19 @@ class Module {
   // initializes its descriptors from Params before use.
   static int run(Cache& cache, const gk_grouped_args& args, const void* metadata, void* workspace,
                  cudaStream_t stream) {
-    const int device = module::current_device();
-    if (device < 0) return GK_ERR_LAUNCH;
-    const grouped::LaunchKey key{args, metadata, workspace, device};
-    if (!cache.hit(key)) {
-      cache.valid = false;
+    auto prepare = [&](Prepared& prepared, int) -> int {
       const Arguments arguments = to_arguments(args, metadata);
-      if (Gemm::can_implement(arguments) != cutlass::Status::kSuccess) return GK_ERR_CANNOT_IMPLEMENT;
-      if (Gemm::get_workspace_size(arguments) > 0 && workspace == nullptr) return GK_ERR_WORKSPACE;
+      if (int status = grouped::check_cutlass_arguments<Gemm>(arguments, workspace); status != GK_OK) return status;
       Gemm op;
       if (op.initialize(arguments, workspace, stream) != cutlass::Status::kSuccess) {
         module::record_cuda_error(cudaGetLastError());
         return GK_ERR_INITIALIZE;
       }
-      cache.prepared.params = op.params();
-      cache.store(key);
-    }
-    return module::launch_status(Gemm::run(cache.prepared.params, stream));
+      prepared.params = op.params();
+      return GK_OK;
+    };
+    auto launch = [&](Prepared& prepared) -> int { return module::launch_status(Gemm::run(prepared.params, stream)); };
+    return grouped::cached_launch(cache, args, metadata, workspace, prepare, launch);
   }
 };
 
