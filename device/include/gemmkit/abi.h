@@ -9,7 +9,7 @@
 extern "C" {
 #endif
 
-/* Bump whenever gk_gemm_args or an entry point changes shape; modules built for another version are rebuilt. */
+/* Bump whenever a struct below or an entry point changes shape; modules built for another version are rebuilt. */
 #define GK_ABI_VERSION 1
 
 typedef enum gk_status {
@@ -49,6 +49,117 @@ typedef int (*gk_can_implement_fn)(const gk_gemm_args*);
 typedef size_t (*gk_workspace_size_fn)(const gk_gemm_args*);
 typedef int (*gk_run_fn)(const gk_gemm_args*, void* workspace, void* stream /* cudaStream_t */);
 typedef int (*gk_last_cuda_error_fn)(void);
+
+/* ---- Grouped GEMM modules ---------------------------------------------------------------------------------------
+   A module tells its kind through gk_module_kind(); one without that export is a dense (gk_gemm_args) module.
+   A grouped module exports gk_abi_version, gk_kernel_name and gk_last_cuda_error as above, then the gk_grouped_*
+   entry points below (and none of the dense ones). It runs G independent problems D_g = act(alpha * A_g@B_g +
+   beta * C_g) in one launch; element types and layouts are compiled in, shapes / pointers / leading dimensions are
+   per group. Its per-group metadata (problem shapes, pointer and stride arrays in CUTLASS's own types) lives in a
+   device buffer of gk_grouped_metadata_bytes(G) bytes, filled either
+   - from a LIST of gk_grouped_problem: gk_grouped_pack() writes it into a host buffer (pinned, for an async copy);
+     the bytes hold no address of their own, so the caller copies them with ONE cudaMemcpyAsync into any device
+     buffer of that size and then calls gk_grouped_run() with it, or
+   - on the GPU from a CONTIGUOUS (MoE) problem: gk_grouped_run_contiguous() derives it with a small kernel on the
+     stream from device-side row offsets, then runs; no host sync, no host read, capturable in a CUDA graph.
+   A group with m, n or k == 0 is skipped: its D is not written. */
+typedef enum gk_module_kind_t {
+  GK_MODULE_GEMM = 0,   /* the dense entry points above */
+  GK_MODULE_GROUPED = 1 /* the gk_grouped_* entry points below */
+} gk_module_kind_t;
+
+/* Element types and layouts, as gk_grouped_describe() reports the ones compiled into a module. */
+typedef enum gk_dtype {
+  GK_DTYPE_F16 = 1,
+  GK_DTYPE_BF16 = 2,
+  GK_DTYPE_F32 = 3,
+  GK_DTYPE_TF32 = 4,
+  GK_DTYPE_F64 = 5,
+  GK_DTYPE_S8 = 6,
+  GK_DTYPE_U8 = 7,
+  GK_DTYPE_S32 = 8
+} gk_dtype;
+typedef enum gk_layout { GK_ROW_MAJOR = 0, GK_COLUMN_MAJOR = 1 } gk_layout;
+
+typedef struct gk_grouped_info {
+  int32_t element_a, element_b, element_c, element_d;         /* gk_dtype */
+  int32_t layout_a, layout_b, layout_c;                       /* gk_layout; D has C's layout */
+  int32_t alignment_a, alignment_b, alignment_c, alignment_d; /* elements; pointers and leading dimensions are
+                                                                 multiples of them */
+  int32_t contiguous;      /* 1 when gk_grouped_run_contiguous() can run (A and C row-major) */
+  int32_t aligned_extents; /* 1 when each operand's row (row-major) / column (column-major) length must be a
+                              multiple of its alignment too (2.x vector accesses); 0 for TMA kernels (any extent) */
+  int32_t reserved;
+  const char* activation;  /* as in kernel names: "identity", "relu", "silu", ... */
+} gk_grouped_info;
+
+/* What is common to every group of one call. */
+typedef struct gk_grouped_args {
+  int32_t groups;           /* G >= 1 */
+  int32_t device_id;
+  int32_t sm_count;         /* multiprocessors of device_id: the persistent grid (SM90) or occupancy grid (SM80) */
+  int32_t raster_order;     /* SM90 group scheduler: 0 = CUTLASS's default (along M), 1 = along M, 2 = along N */
+  int32_t max_swizzle_size; /* SM90 group scheduler: 1, 2, 4 or 8; 0 = CUTLASS's default */
+  int32_t reserved;
+  double alpha, beta;          /* converted to the kernel's compute type inside the module */
+  double activation_params[2]; /* e.g. the leaky_relu slope; unused entries are ignored */
+} gk_grouped_args;
+
+/* One group of the LIST form: A is m x k, B is k x n, C and D are m x n (logical shapes); leading dimensions in
+   elements. C may be null when beta == 0. Pointers of an empty group are never read. */
+typedef struct gk_grouped_problem {
+  int32_t m, n, k;
+  int32_t reserved;
+  const void* A;
+  const void* B;
+  const void* C;
+  void* D;
+  int64_t lda, ldb, ldc, ldd;
+} gk_grouped_problem;
+
+/* The CONTIGUOUS (MoE) form, as torch._grouped_mm: A is [total_m, k] row-major with the groups stacked along M;
+   B holds G matrices k x n, batch_stride_b elements apart ([G, k, n] with a row-major B, [G, n, k] with a
+   column-major B: transposed weights); C (optional) and D are [total_m, n] row-major. Group g owns the rows
+   [offsets[g-1], offsets[g]) (offsets[-1] = 0); offsets is a device array of G int32, read only by the GPU. Rows
+   past offsets[G-1] are not written; offsets are clamped to [0, total_m] and a decreasing one gives an empty group. */
+typedef struct gk_grouped_contiguous {
+  int32_t total_m, n, k;
+  int32_t reserved;
+  const void* A;
+  const void* B;
+  const void* C; /* may be null when beta == 0 */
+  void* D;
+  const int32_t* offsets;
+  int64_t lda, ldb, ldc, ldd;
+  int64_t batch_stride_b;
+} gk_grouped_contiguous;
+
+typedef int (*gk_module_kind_fn)(void);
+typedef const gk_grouped_info* (*gk_grouped_describe_fn)(void);
+/* Bytes of metadata for `groups` groups (both forms); the host and device buffers must be 16-byte aligned.
+   A buffer shorter than that is refused with GK_ERR_WORKSPACE. */
+typedef size_t (*gk_grouped_metadata_bytes_fn)(int32_t groups);
+/* GK_OK, GK_ERR_ARGS or GK_ERR_CANNOT_IMPLEMENT for the call-wide arguments, and for `contiguous` when not null
+   (the list form's per-group checks are gk_grouped_pack's). */
+typedef int (*gk_grouped_can_implement_fn)(const gk_grouped_args*, const gk_grouped_contiguous* contiguous);
+/* Device workspace bytes for a launch (depends on sm_count only); a workspace is never shared by two launches in
+   flight. */
+typedef size_t (*gk_grouped_workspace_size_fn)(const gk_grouped_args*);
+/* Checks every group, then writes the metadata of args->groups problems into host_metadata (metadata_bytes long);
+   no allocation, no CUDA call. On GK_ERR_ARGS (null pointer, negative extent, leading dimension shorter than a
+   row / column, C null with beta != 0) or GK_ERR_CANNOT_IMPLEMENT (a pointer or leading dimension not a multiple
+   of the compiled alignment, or a row / column length not one where gk_grouped_info.aligned_extents says so),
+   *failed_group (when not null) is the first bad group and nothing was written. */
+typedef int (*gk_grouped_pack_fn)(const gk_grouped_args*, const gk_grouped_problem* problems, void* host_metadata,
+                                  size_t metadata_bytes, int32_t* failed_group);
+/* Launches on the stream over the metadata of args->groups groups already in device_metadata, with a workspace of
+   gk_grouped_workspace_size() bytes. */
+typedef int (*gk_grouped_run_fn)(const gk_grouped_args*, const void* device_metadata, void* workspace,
+                                 void* stream /* cudaStream_t */);
+/* Checks the call (as gk_grouped_can_implement), derives the metadata into device_metadata on the stream, then
+   launches: two kernels, no host synchronisation, no allocation; nothing at all when total_m, n or k is 0. */
+typedef int (*gk_grouped_run_contiguous_fn)(const gk_grouped_args*, const gk_grouped_contiguous*, void* device_metadata,
+                                            size_t metadata_bytes, void* workspace, void* stream /* cudaStream_t */);
 
 #ifdef __cplusplus
 }

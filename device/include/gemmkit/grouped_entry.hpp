@@ -1,0 +1,87 @@
+// device/include/gemmkit/grouped_entry.hpp: the extern "C" entry points of a grouped module (abi.h), defined once
+// for both grouped families. Included last by a generated grouped kernel source, after it has declared, in
+// namespace gemmkit_kernel, kName (the kernel's name), kActivation (the activation's kernel-name spelling) and
+// Module (a family's grouped glue: Traits, Cache, can_implement / workspace_size / run).
+#pragma once
+
+#include "gemmkit/grouped_common.hpp"
+
+namespace {
+using Traits = gemmkit_kernel::Module::Traits;
+using Metadata = gemmkit::grouped::Metadata<Traits>;
+
+// This thread's last prepared launch. Internal linkage: a function-local static in the (template) glue would be
+// a GNU "unique" symbol, shared by every module in the process that holds the same kernel type.
+thread_local gemmkit_kernel::Module::Cache launch_cache;
+
+constexpr gk_grouped_info kInfo = gemmkit::grouped::describe<Traits>(gemmkit_kernel::kActivation);
+}  // namespace
+
+GK_EXPORT int gk_abi_version(void) {
+  return GK_ABI_VERSION;
+}
+
+GK_EXPORT const char* gk_kernel_name(void) {
+  return gemmkit_kernel::kName;
+}
+
+GK_EXPORT int gk_last_cuda_error(void) {
+  return static_cast<int>(gemmkit::module::last_cuda_error);
+}
+
+GK_EXPORT int gk_module_kind(void) {
+  return GK_MODULE_GROUPED;
+}
+
+GK_EXPORT const gk_grouped_info* gk_grouped_describe(void) {
+  return &kInfo;
+}
+
+GK_EXPORT size_t gk_grouped_metadata_bytes(int32_t groups) {
+  return groups < 1 ? 0 : Metadata::size(groups);
+}
+
+GK_EXPORT int gk_grouped_can_implement(const gk_grouped_args* args, const gk_grouped_contiguous* contiguous) {
+  if (int status = gemmkit::grouped::check_args(args); status != GK_OK) return status;
+  if (contiguous != nullptr) {
+    if (int status = gemmkit::grouped::check_contiguous<Traits>(*args, contiguous); status != GK_OK) return status;
+  }
+  return gemmkit_kernel::Module::can_implement(*args);
+}
+
+GK_EXPORT size_t gk_grouped_workspace_size(const gk_grouped_args* args) {
+  if (gemmkit::grouped::check_args(args) != GK_OK) return 0;
+  return gemmkit_kernel::Module::workspace_size(*args);
+}
+
+GK_EXPORT int gk_grouped_pack(const gk_grouped_args* args, const gk_grouped_problem* problems, void* host_metadata,
+                              size_t metadata_bytes, int32_t* failed_group) {
+  if (int status = gemmkit::grouped::check_args(args); status != GK_OK) return status;
+  return gemmkit::grouped::pack<Traits>(*args, problems, host_metadata, metadata_bytes, failed_group);
+}
+
+GK_EXPORT int gk_grouped_run(const gk_grouped_args* args, const void* device_metadata, void* workspace, void* stream) {
+  if (int status = gemmkit::grouped::check_args(args); status != GK_OK) return status;
+  if (device_metadata == nullptr || !gemmkit::grouped::aligned(device_metadata, gemmkit::grouped::kArrayAlignment)) {
+    return GK_ERR_ARGS;
+  }
+  return gemmkit_kernel::Module::run(launch_cache, *args, device_metadata, workspace,
+                                     static_cast<cudaStream_t>(stream));
+}
+
+GK_EXPORT int gk_grouped_run_contiguous(const gk_grouped_args* args, const gk_grouped_contiguous* contiguous,
+                                        void* device_metadata, size_t metadata_bytes, void* workspace, void* stream) {
+  if (int status = gemmkit::grouped::check_args(args); status != GK_OK) return status;
+  if (int status = gemmkit::grouped::check_contiguous<Traits>(*args, contiguous); status != GK_OK) return status;
+  if (gemmkit::grouped::is_empty(*contiguous)) return GK_OK;
+  if (int status = gemmkit::grouped::check_buffer<Traits>(device_metadata, metadata_bytes, args->groups);
+      status != GK_OK) {
+    return status;
+  }
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  if (int status = gemmkit::grouped::launch_derive_contiguous<Traits>(*args, *contiguous, device_metadata, cuda_stream);
+      status != GK_OK) {
+    return status;
+  }
+  return gemmkit_kernel::Module::run(launch_cache, *args, device_metadata, workspace, cuda_stream);
+}
