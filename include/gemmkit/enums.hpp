@@ -18,6 +18,8 @@ enum class OpClass { TensorOp, Simt };
 enum class KernelFamily {
   Sm80Universal,   // CUTLASS 2.x GemmUniversal (TensorOp or SIMT); also used on SM90 for SIMT and f64
   Sm90Collective,  // CUTLASS 3.x collective-builder GEMM (TMA / cp.async, warp-specialized)
+  Sm80Grouped,     // CUTLASS 2.x GemmGrouped: many GEMMs of different extents in one launch
+  Sm90Grouped,     // CUTLASS 3.x ptr-array grouped GEMM (TMA, warp-specialized, persistent group scheduler)
 };
 enum class MathOperation { MultiplyAdd, MultiplyAddFastF32, MultiplyAddSaturate };
 enum class KernelSchedule {
@@ -100,6 +102,8 @@ struct EnumTable<KernelFamily> {
   static constexpr EnumRow<KernelFamily> rows[] = {
       {KernelFamily::Sm80Universal, "sm80_universal", "", ""},
       {KernelFamily::Sm90Collective, "sm90_collective", "", ""},
+      {KernelFamily::Sm80Grouped, "sm80_grouped", "", ""},
+      {KernelFamily::Sm90Grouped, "sm90_grouped", "", ""},
   };
 };
 

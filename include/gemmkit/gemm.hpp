@@ -20,7 +20,8 @@ namespace gemmkit {
 class KernelModule;
 namespace catalog {
 struct Target;
-}
+enum class Operation;
+}  // namespace catalog
 namespace detail {
 struct MatrixOperand;
 }
@@ -57,7 +58,7 @@ struct RunOptions {
 class Gemm {
  public:
   explicit Gemm(const GemmOptions& options);
-  ~Gemm();
+  virtual ~Gemm();
   Gemm(Gemm&&) noexcept;
   Gemm& operator=(Gemm&&) noexcept;
 
@@ -139,7 +140,10 @@ class Gemm {
     return spec_for(A, B, &C, D, beta);
   }
 
- private:
+ protected:
+  // A plan for another operation than one GEMM (GroupedGemm): its own kernel families, the same configuration API.
+  Gemm(const GemmOptions& options, catalog::Operation operation);
+
   struct RunCache;
   struct Problem;
   Problem check_problem(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
@@ -160,6 +164,10 @@ class Gemm {
   // The GPU and the requested kernel generation, as the catalog takes them.
   catalog::Target target() const;
 
+  // Throws ConfigError when the plan computes another operation than `operation` (e.g. Gemm::run on a grouped plan).
+  void require_operation(catalog::Operation operation, const char* what) const;
+
+  catalog::Operation operation_;
   int cc_ = 0;
   std::optional<int> kernel_cc_;  // as requested (GemmOptions::kernel_cc); the plan's is kernel_cc()
   struct Types {

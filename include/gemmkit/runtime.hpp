@@ -55,8 +55,24 @@ class KernelModule {
   // CudaError if the launch fails.
   void run(const gk_gemm_args& args, cudaStream_t stream, const Workspace& workspace = {});
 
+  // A grouped module (gk_module_kind() == GK_MODULE_GROUPED) has the entry points below instead of the ones above.
+  bool grouped() const { return grouped_run_ != nullptr; }
+  const gk_grouped_info& grouped_info() const { return *grouped_describe_(); }
+  std::size_t grouped_metadata_bytes(int groups) const { return grouped_metadata_bytes_(groups); }
+  // Writes the metadata of args.groups problems into `host_metadata`; throws TensorError naming the first group the
+  // kernel cannot take (the plan's own checks are meant to catch it first).
+  void grouped_pack(const gk_grouped_args& args, const gk_grouped_problem* problems, void* host_metadata,
+                    std::size_t bytes) const;
+  // Launches over metadata already in device memory, with a stream-ordered workspace of its own.
+  void grouped_run(const gk_grouped_args& args, const void* device_metadata, cudaStream_t stream) const;
+  // Derives the metadata into `device_metadata` on the GPU from the row offsets, then launches.
+  void grouped_run_contiguous(const gk_grouped_args& args, const gk_grouped_contiguous& problem, void* device_metadata,
+                              std::size_t bytes, cudaStream_t stream) const;
+
  private:
   KernelModule() = default;
+  // Turns a gk_status other than GK_OK into the exception that says what happened.
+  [[noreturn]] void fail(int status, const std::string& problem) const;
 
   void* handle_ = nullptr;
   std::string path_, kernel_name_;
@@ -64,6 +80,12 @@ class KernelModule {
   gk_workspace_size_fn workspace_size_ = nullptr;
   gk_run_fn run_ = nullptr;
   gk_last_cuda_error_fn last_cuda_error_ = nullptr;
+  gk_grouped_describe_fn grouped_describe_ = nullptr;
+  gk_grouped_metadata_bytes_fn grouped_metadata_bytes_ = nullptr;
+  gk_grouped_workspace_size_fn grouped_workspace_size_ = nullptr;
+  gk_grouped_pack_fn grouped_pack_ = nullptr;
+  gk_grouped_run_fn grouped_run_ = nullptr;
+  gk_grouped_run_contiguous_fn grouped_run_contiguous_ = nullptr;
 
   // The last workspace_size() answer: the size depends only on the arguments, and asking CUTLASS costs a rebuild
   // of its argument struct.

@@ -6,6 +6,7 @@
 #include <deque>
 #include <mutex>
 
+#include "api/plan_state.hpp"
 #include "api/tensor_check.hpp"
 #include "catalog/catalog.hpp"
 #include "gemmkit/errors.hpp"
@@ -75,37 +76,9 @@ int bytes_of(DataType t) {
 
 }  // namespace
 
-// Per-plan state of the run path: allowed alignments and the modules already resolved per alignment triple.
-struct Gemm::Problem {
-  detail::MatrixOperand a, b, c, d;
-  std::int64_t m = 0, n = 0, k = 0, batch = 1;
-  int alignment_a = 0, alignment_b = 0, alignment_c = 0;
-};
+Gemm::Gemm(const GemmOptions& o) : Gemm(o, catalog::Operation::Gemm) {}
 
-// The kernels run() may choose from for one alignment triple: its valid configurations and those loaded so far.
-struct Gemm::KernelChoices {
-  int a, b, c;
-  KernelSpec base;
-  std::vector<TileDescription> tiles;
-  std::vector<std::shared_ptr<KernelModule>> modules;  // parallel to tiles, loaded on first use
-
-  KernelSpec spec(std::size_t choice) const {
-    KernelSpec s = base;
-    s.tile = tiles[choice];
-    return s;
-  }
-};
-
-// Made afresh whenever the configuration changes. run() may be called from many threads at once: the alignment
-// lists are fixed at construction, the kernel choices grow under the mutex and never move (a deque keeps references).
-struct Gemm::RunCache {
-  std::vector<int> alignments_a, alignments_b, alignments_c;
-  bool transposed = false;  // the kernel computes D^T = B^T A^T (see Family::computes_transposed)
-  std::mutex mutex;
-  std::deque<KernelChoices> choices;
-};
-
-Gemm::Gemm(const GemmOptions& o) {
+Gemm::Gemm(const GemmOptions& o, catalog::Operation operation) : operation_(operation) {
   types_.a = resolve_element("A", o.A, o.element_a, o.element);
   types_.b = resolve_element("B", o.B, o.element_b, o.element);
   types_.c = resolve_element("C", o.C, o.element_c, o.element);
@@ -156,6 +129,7 @@ void Gemm::invalidate() {
     std::erase_if(cache->alignments_c, [&](int a) { return a * bits_of(types_.c) % 128 != 0; });
   }
   cache->transposed = family.computes_transposed(opclass_, t);
+  cache->kernel_cc = family.kernel_cc();
   run_cache_ = std::move(cache);
 }
 
@@ -267,7 +241,15 @@ void Gemm::update_tile_description(const TileDescriptionUpdate& update) {
 }
 
 catalog::Target Gemm::target() const {
-  return {cc_, kernel_cc_};
+  return {cc_, kernel_cc_, operation_};
+}
+
+void Gemm::require_operation(catalog::Operation operation, const char* what) const {
+  if (operation_ == operation) return;
+  throw ConfigError(std::string(what) + " does not apply to this plan: it is a " +
+                    (operation_ == catalog::Operation::GroupedGemm ? "GroupedGemm; call its run(As, Bs, Cs, Ds)"
+                                                                   : "Gemm; call its run(A, B, C, D)") +
+                    ".");
 }
 
 std::vector<Swizzle> Gemm::swizzling_functors() const {
@@ -385,6 +367,7 @@ std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, in
 
 KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                           double beta) {
+  require_operation(catalog::Operation::Gemm, "spec_for(A, B, C, D)");
   const Problem p = check_problem(A, B, C, D, beta);
   const KernelChoices& choices = choices_for(p);
   const int sm_count =
@@ -512,6 +495,7 @@ std::optional<detail::MatrixOperand> Gemm::check_bias_operand(const TensorView* 
 
 void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha,
                double beta, const RunOptions& options) {
+  require_operation(catalog::Operation::Gemm, "run(A, B, C, D)");
   // Check every tensor against the plan; nothing is written before all checks pass.
   const Problem p = check_problem(A, B, C, D, beta);
   const std::optional<detail::MatrixOperand> bias = check_bias_operand(options.bias, p);
@@ -541,10 +525,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   }
 
   // Launch on the caller's stream; host tensors are staged through the GPU.
-  auto operand = [](const detail::MatrixOperand& m, const TensorView& tensor, DataType type) {
-    return runtime::LaunchOperand{m.data, tensor.on_device(), bytes_of(type), m.ld, m.batch > 1 ? m.batch_stride : 0,
-                                  m.span};
-  };
+  const auto operand = detail::launch_operand;
   runtime::GemmLaunch gemm;
   gemm.a = operand(p.a, A, types_.a);
   gemm.b = operand(p.b, B, types_.b);

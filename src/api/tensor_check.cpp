@@ -129,6 +129,11 @@ MatrixOperand check_bias(const TensorView& t, DataType dtype, std::int64_t lengt
   return m;
 }
 
+runtime::LaunchOperand launch_operand(const MatrixOperand& m, const TensorView& tensor, DataType dtype) {
+  return runtime::LaunchOperand{m.data, tensor.on_device(), bits_of(dtype) / 8, m.ld, m.batch > 1 ? m.batch_stride : 0,
+                                m.span};
+}
+
 int fitting_alignment(const MatrixOperand& operand, int element_bytes, const int* candidates, int count) {
   const auto address = reinterpret_cast<std::uintptr_t>(operand.data);
   for (int i = 0; i < count; ++i) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gemmkit/tensor.hpp"
+#include "runtime/staging.hpp"
 
 namespace gemmkit::detail {
 
@@ -14,7 +15,8 @@ struct MatrixOperand {
   void* data = nullptr;
   std::int64_t rows = 0, cols = 0;
   std::int64_t ld = 0;
-  std::int64_t inner = 0;  // the extent along the contiguous dimension (cols when row-major): kernels read it in vectors
+  std::int64_t inner =
+      0;  // the extent along the contiguous dimension (cols when row-major): kernels read it in vectors
   std::int64_t batch = 1;
   std::int64_t batch_stride = 0;  // 0 when batch == 1
   std::int64_t span = 0;          // elements from the first to one past the last addressed element
@@ -35,5 +37,8 @@ MatrixOperand check_bias(const TensorView& tensor, DataType dtype, std::int64_t 
 // Largest alignment (elements) from `candidates` (widest first) the operand's pointer, leading dimension, contiguous
 // extent and batch stride are all divisible by; 0 if none.
 int fitting_alignment(const MatrixOperand& operand, int element_bytes, const int* candidates, int count);
+
+// The checked operand as a launch takes it (batch stride 0 for a single matrix: it broadcasts).
+runtime::LaunchOperand launch_operand(const MatrixOperand& operand, const TensorView& tensor, DataType dtype);
 
 }  // namespace gemmkit::detail

@@ -9,16 +9,20 @@
 namespace gemmkit::catalog {
 namespace {
 
-// A family and the compute capabilities [min_cc, end_cc) it builds kernels for, newest family first.
+// A family, the operation it computes and the compute capabilities [min_cc, end_cc) it builds kernels for, newest
+// family first.
 struct Registered {
   const Family& family;
+  Operation operation;
   int min_cc, end_cc;
 };
 
 const std::vector<Registered>& registry() {
   static const std::vector<Registered> kRegistry = {
-      {families::sm90_collective(), 90, 100},
-      {families::sm80_universal(), 80, 100},
+      {families::sm90_collective(), Operation::Gemm, 90, 100},
+      {families::sm80_universal(), Operation::Gemm, 80, 100},
+      {families::sm90_grouped(), Operation::GroupedGemm, 90, 100},
+      {families::sm80_grouped(), Operation::GroupedGemm, 80, 100},
   };
   return kRegistry;
 }
@@ -47,7 +51,9 @@ std::vector<const Family*> families_for(const Target& target) {
   std::vector<const Family*> out;
   for (const Registered& r : registry()) {
     const bool for_cc = r.min_cc <= target.cc && target.cc < r.end_cc;
-    if (for_cc && r.family.kernel_cc() <= target.kernel_cc.value_or(target.cc)) out.push_back(&r.family);
+    if (for_cc && r.operation == target.operation && r.family.kernel_cc() <= target.kernel_cc.value_or(target.cc)) {
+      out.push_back(&r.family);
+    }
   }
   return out;
 }

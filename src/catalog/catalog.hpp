@@ -14,12 +14,17 @@ using families::DeviceLimits;
 using families::Family;
 using families::OperandTypes;
 
-// The GPU a plan builds for (cc) and, when the plan asks for one, the kernel generation (kernel_cc: 80 for CUTLASS
-// 2.x kernels, 90 for 3.x); without one the best family for cc is used.
+// What a plan computes: one (batched) GEMM, or many GEMMs of different extents in one launch.
+enum class Operation { Gemm, GroupedGemm };
+
+// The GPU a plan builds for (cc), the operation and, when the plan asks for one, the kernel generation (kernel_cc: 80
+// for CUTLASS 2.x kernels, 90 for 3.x); without one the best family for cc is used.
 struct Target {
-  Target(int cc, std::optional<int> kernel_cc = std::nullopt) : cc(cc), kernel_cc(kernel_cc) {}
+  Target(int cc, std::optional<int> kernel_cc = std::nullopt, Operation operation = Operation::Gemm)
+      : cc(cc), kernel_cc(kernel_cc), operation(operation) {}
   int cc;
   std::optional<int> kernel_cc;
+  Operation operation;
 };
 
 // The opt-in shared memory and SM count of the flagship GPU of a compute capability.

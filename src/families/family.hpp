@@ -68,5 +68,7 @@ class Family {
 // The families, each defined in its own unit; catalog/ says which architectures use them.
 const Family& sm80_universal();
 const Family& sm90_collective();
+const Family& sm80_grouped();
+const Family& sm90_grouped();
 
 }  // namespace gemmkit::families

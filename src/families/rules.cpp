@@ -1,6 +1,7 @@
 // src/families/rules.cpp: the rules, type support and name and template parts every kernel family shares.
 #include "families/rules.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "gemmkit/errors.hpp"
@@ -142,6 +143,39 @@ Placeholders common_placeholders(const KernelSpec& spec) {
       {"element_accumulator", cutlass(spec.element_accumulator)},
       {"element_compute", cutlass(spec.element_compute())},
   };
+}
+
+KernelSpec as_dense(const KernelSpec& spec, KernelFamily dense) {
+  KernelSpec out = spec;
+  out.family = dense;
+  return out;
+}
+
+std::string grouped_name(const std::string& dense_name) {
+  const std::size_t gemm = dense_name.find("gemm_");
+  if (gemm == std::string::npos) throw Error("internal error: kernel name " + dense_name + " has no gemm part");
+  return dense_name.substr(0, gemm) + "gemm_grouped_" + dense_name.substr(gemm + 5);
+}
+
+void check_grouped_rules(const KernelSpec& spec) {
+  if (spec.swizzle != Swizzle::Identity1 || spec.tile.tile_scheduler != TileScheduler::Default) {
+    fail(
+        "Grouped GEMM does not currently support different swizzling functors: its kernels walk the groups' tiles "
+        "with their own scheduler. Leave the swizzle at IdentitySwizzle1 and the tile scheduler at Default.");
+  }
+  if (spec.bias != BiasMode::None) {
+    fail("Grouped GEMM kernels have no bias epilogue; pass the bias as C with beta = 1, or use Gemm.");
+  }
+}
+
+Placeholders placeholders_for_template(Placeholders values, const std::vector<std::string>& unused,
+                                       const std::string& kernel_name) {
+  std::erase_if(values,
+                [&](const auto& kv) { return std::find(unused.begin(), unused.end(), kv.first) != unused.end(); });
+  for (auto& [key, value] : values) {
+    if (key == "kernel_name") value = kernel_name;
+  }
+  return values;
 }
 
 }  // namespace gemmkit::families

@@ -51,4 +51,14 @@ std::string activation_functor(Activation activation, DataType element_d);
 // types.
 Placeholders common_placeholders(const KernelSpec& spec);
 
+// Grouped families build on a dense family's tiles and rules: the spec as that family would see it.
+KernelSpec as_dense(const KernelSpec& spec, KernelFamily dense);
+// A dense kernel name made the grouped kernel's, as the reference spells it (..._s16816gemm_grouped_f16_...).
+std::string grouped_name(const std::string& dense_name);
+// What no grouped kernel has: a bias, a swizzle other than IdentitySwizzle1, Stream-K.
+void check_grouped_rules(const KernelSpec& spec);
+// Values for a template's placeholders, without those it does not use; `kernel_name` replaced.
+Placeholders placeholders_for_template(Placeholders values, const std::vector<std::string>& unused,
+                                       const std::string& kernel_name);
+
 }  // namespace gemmkit::families

@@ -49,10 +49,21 @@ std::shared_ptr<KernelModule> KernelModule::load(const std::string& path) {
                 " but this gemmkit speaks version " + std::to_string(GK_ABI_VERSION) + "; it will be rebuilt.");
   }
   module->kernel_name_ = resolve<gk_kernel_name_fn>(handle, "gk_kernel_name", path)();
+  module->last_cuda_error_ = resolve<gk_last_cuda_error_fn>(handle, "gk_last_cuda_error", path);
+  // A module without gk_module_kind is a dense one (modules built before grouped kernels existed).
+  const auto kind = reinterpret_cast<gk_module_kind_fn>(dlsym(handle, "gk_module_kind"));
+  if (kind != nullptr && kind() == GK_MODULE_GROUPED) {
+    module->grouped_describe_ = resolve<gk_grouped_describe_fn>(handle, "gk_grouped_describe", path);
+    module->grouped_metadata_bytes_ = resolve<gk_grouped_metadata_bytes_fn>(handle, "gk_grouped_metadata_bytes", path);
+    module->grouped_workspace_size_ = resolve<gk_grouped_workspace_size_fn>(handle, "gk_grouped_workspace_size", path);
+    module->grouped_pack_ = resolve<gk_grouped_pack_fn>(handle, "gk_grouped_pack", path);
+    module->grouped_run_ = resolve<gk_grouped_run_fn>(handle, "gk_grouped_run", path);
+    module->grouped_run_contiguous_ = resolve<gk_grouped_run_contiguous_fn>(handle, "gk_grouped_run_contiguous", path);
+    return module;
+  }
   module->can_implement_ = resolve<gk_can_implement_fn>(handle, "gk_can_implement", path);
   module->workspace_size_ = resolve<gk_workspace_size_fn>(handle, "gk_workspace_size", path);
   module->run_ = resolve<gk_run_fn>(handle, "gk_run", path);
-  module->last_cuda_error_ = resolve<gk_last_cuda_error_fn>(handle, "gk_last_cuda_error", path);
   return module;
 }
 
@@ -61,6 +72,7 @@ int KernelModule::can_implement(const gk_gemm_args& args) const {
 }
 
 std::size_t KernelModule::workspace_size(const gk_gemm_args& args) const {
+  if (grouped()) throw Error("internal error: " + kernel_name_ + " is a grouped module; it has no single-GEMM entry");
   std::lock_guard<std::mutex> lock(workspace_mutex_);
   if (!workspace_known_ || std::memcmp(&workspace_args_, &args, sizeof(args)) != 0) {
     workspace_needed_ = workspace_size_(&args);
@@ -82,16 +94,46 @@ void KernelModule::run(const gk_gemm_args& args, cudaStream_t stream, const Work
   void* workspace = lent.data;
   if (workspace == nullptr && needed > 0) workspace = own.emplace(args.device_id, needed, stream).get();
   const int status = run_(&args, workspace, stream);
-  if (status == GK_OK) return;
+  if (status != GK_OK) {
+    fail(status,
+         "the problem m=" + std::to_string(args.m) + " n=" + std::to_string(args.n) + " k=" + std::to_string(args.k));
+  }
+}
+
+void KernelModule::fail(int status, const std::string& problem) const {
   if (status == GK_ERR_LAUNCH) {
     const auto error = static_cast<cudaError_t>(last_cuda_error_());
     throw CudaError(
         "Launching " + kernel_name_ + " failed: " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")",
         static_cast<int>(error));
   }
-  throw ConfigError("Kernel " + kernel_name_ + " refused the problem m=" + std::to_string(args.m) +
-                    " n=" + std::to_string(args.n) + " k=" + std::to_string(args.k) + ": " + status_text(status) +
+  throw ConfigError("Kernel " + kernel_name_ + " refused " + problem + ": " + status_text(status) +
                     ". Check alignment of the leading dimensions or choose another tile description.");
+}
+
+void KernelModule::grouped_pack(const gk_grouped_args& args, const gk_grouped_problem* problems, void* host_metadata,
+                                std::size_t bytes) const {
+  std::int32_t failed = -1;
+  const int status = grouped_pack_(&args, problems, host_metadata, bytes, &failed);
+  if (status == GK_OK) return;
+  if (failed >= 0) {
+    throw TensorError("Group " + std::to_string(failed) + ": kernel " + kernel_name_ + " cannot take its tensors (" +
+                      status_text(status) + "): check that A, B, C and D are aligned to the kernel's vectors.");
+  }
+  fail(status, "the grouped problem");
+}
+
+void KernelModule::grouped_run(const gk_grouped_args& args, const void* device_metadata, cudaStream_t stream) const {
+  runtime::LaunchWorkspace workspace(args.device_id, grouped_workspace_size_(&args), stream);
+  const int status = grouped_run_(&args, device_metadata, workspace.get(), stream);
+  if (status != GK_OK) fail(status, "a grouped problem of " + std::to_string(args.groups) + " groups");
+}
+
+void KernelModule::grouped_run_contiguous(const gk_grouped_args& args, const gk_grouped_contiguous& problem,
+                                          void* device_metadata, std::size_t bytes, cudaStream_t stream) const {
+  runtime::LaunchWorkspace workspace(args.device_id, grouped_workspace_size_(&args), stream);
+  const int status = grouped_run_contiguous_(&args, &problem, device_metadata, bytes, workspace.get(), stream);
+  if (status != GK_OK) fail(status, "a contiguous grouped problem of " + std::to_string(args.groups) + " groups");
 }
 
 }  // namespace gemmkit

@@ -12,36 +12,6 @@
 namespace gemmkit::runtime {
 namespace {
 
-std::size_t bytes_of(const LaunchOperand& operand) {
-  return static_cast<std::size_t>(std::max<std::int64_t>(operand.span, 1)) * operand.element_bytes;
-}
-
-// Device copies of host tensors for one run, freed on the stream when the run is done.
-class Staging {
- public:
-  explicit Staging(cudaStream_t stream) : stream_(stream) {}
-  ~Staging() {
-    for (void* p : buffers_) cudaFreeAsync(p, stream_);
-  }
-  Staging(const Staging&) = delete;
-  Staging& operator=(const Staging&) = delete;
-
-  // The operand itself on the device, else a device copy (copied in when asked).
-  void* on_device(const LaunchOperand& operand, bool copy_in = true) {
-    if (operand.on_device) return operand.data;
-    void* device = nullptr;
-    GK_CUDA_CHECK(cudaMallocAsync(&device, bytes_of(operand), stream_));
-    buffers_.push_back(device);
-    if (copy_in)
-      GK_CUDA_CHECK(cudaMemcpyAsync(device, operand.data, bytes_of(operand), cudaMemcpyHostToDevice, stream_));
-    return device;
-  }
-
- private:
-  cudaStream_t stream_;
-  std::vector<void*> buffers_;
-};
-
 bool any_on_host(const GemmLaunch& gemm) {
   return !gemm.a.on_device || !gemm.b.on_device || !gemm.d.on_device || (gemm.c && !gemm.c->on_device) ||
          (gemm.bias && !gemm.bias->on_device);
@@ -92,9 +62,7 @@ void launch(KernelModule& module, const GemmLaunch& gemm, cudaStream_t stream, b
   module.run(args, stream, workspace);
 
   // Host D is copied back and lands before return; device outputs sync if asked.
-  if (!gemm.d.on_device) {
-    GK_CUDA_CHECK(cudaMemcpyAsync(gemm.d.data, args.D, bytes_of(gemm.d), cudaMemcpyDeviceToHost, stream));
-  }
+  if (!gemm.d.on_device) staging.copy_back(gemm.d, args.D);
   // A stream being captured into a graph cannot be synchronised (and nothing has run yet).
   if (any_host || (sync && !is_capturing(stream))) GK_CUDA_CHECK(cudaStreamSynchronize(stream));
 }

@@ -9,18 +9,9 @@
 
 #include "gemmkit/enums.hpp"
 #include "gemmkit/runtime.hpp"
+#include "runtime/staging.hpp"
 
 namespace gemmkit::runtime {
-
-// One operand of a launch as the plan checked it.
-struct LaunchOperand {
-  void* data = nullptr;  // device memory, or host memory to stage
-  bool on_device = true;
-  int element_bytes = 0;
-  std::int64_t ld = 0;
-  std::int64_t batch_stride = 0;  // 0: one matrix for every batch
-  std::int64_t span = 0;          // elements from the first to one past the last addressed element
-};
 
 struct GemmLaunch {
   LaunchOperand a, b, d;

@@ -1,0 +1,63 @@
+// include/gemmkit/grouped_gemm.hpp: GroupedGemm, many GEMMs of different extents in one launch (SM80 and SM90).
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "gemmkit/gemm.hpp"
+
+namespace gemmkit {
+
+namespace runtime {
+class PinnedMetadata;
+}
+
+// A grouped GEMM plan: D_g = act(alpha * A_g @ B_g + beta * C_g) for every group g, in one launch. It is declared and
+// configured like a Gemm (element types, layouts, opclass, tile descriptions, activation, cc / kernel_cc) and picks
+// from the grouped kernel families: CUTLASS 3.x ptr-array grouped kernels on SM90, 2.x GemmGrouped otherwise (or with
+// kernel_cc = 80). Swizzles, Stream-K and bias do not apply. Thread-safe like Gemm::run.
+class GroupedGemm : public Gemm {
+ public:
+  explicit GroupedGemm(const GemmOptions& options);
+  ~GroupedGemm() override;
+  GroupedGemm(GroupedGemm&&) noexcept;
+  GroupedGemm& operator=(GroupedGemm&&) noexcept;
+
+  // The list form: group g reads A[g] (m x k), B[g] (k x n), C[g] (m x n, or none when C is empty and beta is 0) and
+  // writes D[g]; each group has its own extents and strides (2-D tensors). A group with m, n or k of 0 leaves its D
+  // untouched. Every tensor is checked first: a TensorError names the group and the operand, and nothing runs.
+  // Problem sizes, pointers and strides reach the GPU in one copy from a pinned buffer the plan reuses. Host tensors
+  // are staged through the GPU.
+  void run(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
+           std::span<const TensorView> D, double alpha = 1.0, double beta = 0.0, const RunOptions& options = {});
+
+  // The MoE form (as torch._grouped_mm): A is [total_m, k] with the groups stacked along M, B is [G, k, n] (row-major
+  // B) or [G, n, k] (column-major B: transposed weights), C (optional) and D are [total_m, n]; offsets is a device
+  // int32 tensor [G] of cumulative row ends. The GPU reads the group sizes: no host synchronisation, capturable in
+  // a CUDA graph. Device tensors only; A, C and D row-major.
+  void run_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                      const TensorView& offsets, double alpha = 1.0, double beta = 0.0, const RunOptions& options = {});
+
+  // The kernel run() would use for these lists (the same checks; nothing runs; no GPU needed).
+  KernelSpec spec_for(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
+                      std::span<const TensorView> D, double beta = 0.0);
+
+ private:
+  // A grouped plan runs lists, not the single-GEMM forms.
+  using Gemm::run;
+  using Gemm::spec_for;
+
+  struct Groups;
+  Groups check_groups(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
+                      std::span<const TensorView> D, double beta);
+  KernelModule& module_for_alignments(int alignment_a, int alignment_b, int alignment_c);
+  // The index (into the plan's C alignments) of the widest vector both D and C (when given) fit.
+  std::size_t output_alignment_index(const detail::MatrixOperand& d, const detail::MatrixOperand* c,
+                                     const std::string& d_name, const std::string& c_name) const;
+  // What to try when a tensor fits no vector of the plan's kernels.
+  const char* alignment_hint() const;
+
+  std::unique_ptr<runtime::PinnedMetadata> metadata_;
+};
+
+}  // namespace gemmkit

@@ -1,0 +1,271 @@
+// src/api/grouped_gemm.cpp: the GroupedGemm plan: every group checked, one kernel chosen for the alignments all
+// groups share, one launch (list form), or the MoE form whose group sizes only the GPU reads.
+#include "gemmkit/grouped_gemm.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "api/plan_state.hpp"
+#include "api/tensor_check.hpp"
+#include "catalog/catalog.hpp"
+#include "gemmkit/errors.hpp"
+#include "runtime/grouped_launch.hpp"
+
+namespace gemmkit {
+namespace {
+
+std::string group_name(const char* operand, std::size_t group) {
+  return std::string(operand) + "[" + std::to_string(group) + "]";
+}
+
+std::string dims(const detail::MatrixOperand& m) {
+  return std::to_string(m.rows) + " x " + std::to_string(m.cols);
+}
+
+// Grouped kernels read one matrix per group.
+void require_matrix(const detail::MatrixOperand& m, const std::string& name) {
+  if (m.batch != 1) {
+    throw TensorError("Tensor " + name + ": grouped GEMMs take one matrix per group (2-D); it holds a batch of " +
+                      std::to_string(m.batch) + ". Pass each matrix as its own group.");
+  }
+}
+
+void require_extent(std::int64_t extent, const std::string& tensors) {
+  if (extent > INT32_MAX) {
+    throw TensorError("Tensors " + tensors + ": an extent of " + std::to_string(extent) +
+                      " exceeds 2^31-1, the kernels' limit; split the group.");
+  }
+}
+
+// The index of the widest candidate vector `x` fits, else a TensorError naming it; `hint` says what else to try.
+std::size_t fitting_index(const detail::MatrixOperand& x, DataType type, const std::vector<int>& candidates,
+                          const std::string& name, const std::string& hint) {
+  const int bytes = bits_of(type) / 8;
+  if (const int a = detail::fitting_alignment(x, bytes, candidates.data(), static_cast<int>(candidates.size()))) {
+    return std::find(candidates.begin(), candidates.end(), a) - candidates.begin();
+  }
+  throw TensorError("Tensor " + name + ": its leading dimension " + std::to_string(x.ld) + ", contiguous extent " +
+                    std::to_string(x.inner) + " or address is not a multiple of " + std::to_string(candidates.back()) +
+                    " elements (" + std::to_string(candidates.back() * bytes) + " bytes), the narrowest vector the " +
+                    "plan's grouped kernels take. Pad the leading dimension" + hint + ".");
+}
+
+}  // namespace
+
+// The checked groups and the widest vector width every non-empty group allows, per operand.
+struct GroupedGemm::Groups {
+  std::vector<runtime::GroupOperands> operands;
+  int alignment_a = 0, alignment_b = 0, alignment_c = 0;
+  bool any_work = false;  // some group has m, n and k above 0
+};
+
+GroupedGemm::GroupedGemm(const GemmOptions& options)
+    : Gemm(options, catalog::Operation::GroupedGemm), metadata_(std::make_unique<runtime::PinnedMetadata>()) {}
+
+GroupedGemm::~GroupedGemm() = default;
+GroupedGemm::GroupedGemm(GroupedGemm&&) noexcept = default;
+GroupedGemm& GroupedGemm::operator=(GroupedGemm&&) noexcept = default;
+
+GroupedGemm::Groups GroupedGemm::check_groups(std::span<const TensorView> A, std::span<const TensorView> B,
+                                              std::span<const TensorView> C, std::span<const TensorView> D,
+                                              double beta) {
+  const std::size_t count = A.size();
+  if (B.size() != count || D.size() != count || (!C.empty() && C.size() != count)) {
+    throw TensorError("Lengths of A, B, C, and D lists must be equal: got " + std::to_string(A.size()) + ", " +
+                      std::to_string(B.size()) + ", " + std::to_string(C.size()) + " and " + std::to_string(D.size()) +
+                      " (C may also be empty when beta is 0).");
+  }
+  if (count == 0) throw TensorError("Tensors A, B and D: the lists are empty; pass at least one group.");
+  if (C.empty() && beta != 0.0) {
+    throw TensorError("Tensors C: beta is " + std::to_string(beta) +
+                      " but no C list was given; pass C or set beta = 0.");
+  }
+  const RunCache& cache = *run_cache_;
+  Groups groups;
+  groups.alignment_a = cache.alignments_a.front();
+  groups.alignment_b = cache.alignments_b.front();
+  groups.alignment_c = cache.alignments_c.front();
+  std::size_t index_a = 0, index_b = 0, index_c = 0;  // the narrowest vector any group needs, as candidate indices
+  groups.operands.resize(count);
+  for (std::size_t g = 0; g < count; ++g) {
+    const std::string a_name = group_name("A", g), b_name = group_name("B", g), d_name = group_name("D", g);
+    const detail::MatrixOperand a = detail::check_operand(A[g], a_name.c_str(), types_.a, types_.layout_a);
+    const detail::MatrixOperand b = detail::check_operand(B[g], b_name.c_str(), types_.b, types_.layout_b);
+    const detail::MatrixOperand d = detail::check_operand(D[g], d_name.c_str(), types_.d, types_.layout_c);
+    require_matrix(a, a_name);
+    require_matrix(b, b_name);
+    require_matrix(d, d_name);
+    if (a.cols != b.rows) {
+      throw TensorError("Tensors " + a_name + " and " + b_name + ": A is " + dims(a) + " (M x K) but B is " + dims(b) +
+                        " (K x N); their K extents must agree.");
+    }
+    if (d.rows != a.rows || d.cols != b.cols) {
+      throw TensorError("Tensor " + d_name + " is " + dims(d) + " but " + a_name + " @ " + b_name + " is " +
+                        std::to_string(a.rows) + " x " + std::to_string(b.cols) + " (M x N).");
+    }
+    require_extent(std::max({a.rows, a.cols, b.cols}), a_name + " and " + b_name);
+    runtime::GroupOperands& operands = groups.operands[g];
+    operands.m = a.rows;
+    operands.n = b.cols;
+    operands.k = a.cols;
+    operands.a = detail::launch_operand(a, A[g], types_.a);
+    operands.b = detail::launch_operand(b, B[g], types_.b);
+    operands.d = detail::launch_operand(d, D[g], types_.d);
+    std::optional<detail::MatrixOperand> c;
+    if (!C.empty()) {
+      const std::string c_name = group_name("C", g);
+      c = detail::check_operand(C[g], c_name.c_str(), types_.c, types_.layout_c);
+      require_matrix(*c, c_name);
+      if (c->rows != d.rows || c->cols != d.cols) {
+        throw TensorError("Tensor " + c_name + " is " + dims(*c) + " but " + d_name + " is " + dims(d) +
+                          "; C and D of a group have the same shape.");
+      }
+      operands.c = detail::launch_operand(*c, C[g], types_.c);
+    }
+    if (operands.m == 0 || operands.n == 0 || operands.k == 0) continue;  // never read: any alignment will do
+    groups.any_work = true;
+    index_a = std::max(index_a, fitting_index(a, types_.a, cache.alignments_a, a_name, alignment_hint()));
+    index_b = std::max(index_b, fitting_index(b, types_.b, cache.alignments_b, b_name, alignment_hint()));
+    index_c = std::max(index_c, output_alignment_index(d, c ? &*c : nullptr, d_name, group_name("C", g)));
+  }
+  groups.alignment_a = cache.alignments_a[index_a];
+  groups.alignment_b = cache.alignments_b[index_b];
+  groups.alignment_c = cache.alignments_c[index_c];
+  return groups;
+}
+
+const char* GroupedGemm::alignment_hint() const {
+  return run_cache_->kernel_cc >= 90 ? ", or use kernel_cc = 80 (CUTLASS 2.x grouped kernels take narrower vectors)"
+                                     : "";
+}
+
+std::size_t GroupedGemm::output_alignment_index(const detail::MatrixOperand& d, const detail::MatrixOperand* c,
+                                                const std::string& d_name, const std::string& c_name) const {
+  const std::vector<int>& candidates = run_cache_->alignments_c;
+  // D is stored in vectors of as many bytes as C's: C's candidates, counted in D's elements.
+  std::vector<int> d_vectors;
+  for (int a_c : candidates) d_vectors.push_back(output_alignment(types_.c, types_.d, a_c));
+  std::size_t index = fitting_index(d, types_.d, d_vectors, d_name, alignment_hint());
+  if (c) index = std::max(index, fitting_index(*c, types_.c, candidates, c_name, alignment_hint()));
+  return index;
+}
+
+KernelModule& GroupedGemm::module_for_alignments(int alignment_a, int alignment_b, int alignment_c) {
+  Problem p;
+  p.alignment_a = alignment_a;
+  p.alignment_b = alignment_b;
+  p.alignment_c = alignment_c;
+  return module_for(choices_for(p), 0);  // the set tile, else the family's default: no per-shape choice
+}
+
+KernelSpec GroupedGemm::spec_for(std::span<const TensorView> A, std::span<const TensorView> B,
+                                 std::span<const TensorView> C, std::span<const TensorView> D, double beta) {
+  const Groups groups = check_groups(A, B, C, D, beta);
+  Problem p;
+  p.alignment_a = groups.alignment_a;
+  p.alignment_b = groups.alignment_b;
+  p.alignment_c = groups.alignment_c;
+  return choices_for(p).spec(0);
+}
+
+void GroupedGemm::run(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
+                      std::span<const TensorView> D, double alpha, double beta, const RunOptions& options) {
+  const Groups groups = check_groups(A, B, C, D, beta);
+  const int device = current_device();
+  for (std::span<const TensorView> list : {A, B, C, D}) {
+    for (std::size_t g = 0; g < list.size(); ++g) {
+      const TensorView& t = list[g];
+      if (t.on_device() && t.device != device) {
+        const char* operand = list.data() == A.data()   ? "A"
+                              : list.data() == B.data() ? "B"
+                              : list.data() == C.data() ? "C"
+                                                        : "D";
+        throw TensorError("Tensor " + group_name(operand, g) + " lives on CUDA device " + std::to_string(t.device) +
+                          " but the current device is " + std::to_string(device) +
+                          "; call cudaSetDevice first or move the tensor.");
+      }
+    }
+  }
+  if (!groups.any_work) return;  // every group is empty: nothing to compute, nothing to write
+  KernelModule& module = module_for_alignments(groups.alignment_a, groups.alignment_b, groups.alignment_c);
+  if (options.print_module) std::fputs(render(spec_for(A, B, C, D, beta)).text.c_str(), stdout);
+  const runtime::GroupedCall call{alpha, beta, activation_parameter_, device, device_info(device).sm_count};
+  runtime::launch_grouped(module, groups.operands, call, *metadata_, options.stream, options.sync);
+}
+
+void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                                 const TensorView& offsets, double alpha, double beta, const RunOptions& options) {
+  if (types_.layout_a != Layout::RowMajor || types_.layout_c != Layout::RowMajor) {
+    throw ConfigError(
+        "run_contiguous stacks the groups' rows in A, C and D: the plan needs layout_A and layout_C "
+        "RowMajor (B may be either: ColumnMajor reads transposed weights [G, N, K]).");
+  }
+  if (C == nullptr && beta != 0.0) {
+    throw TensorError("Tensor C: beta is " + std::to_string(beta) + " but no C was given; pass C or set beta = 0.");
+  }
+  const detail::MatrixOperand a = detail::check_operand(A, "A", types_.a, types_.layout_a);
+  const detail::MatrixOperand b = detail::check_operand(B, "B", types_.b, types_.layout_b);
+  const detail::MatrixOperand d = detail::check_operand(D, "D", types_.d, types_.layout_c);
+  require_matrix(a, "A");
+  require_matrix(d, "D");
+  if (B.rank != 3) {
+    throw TensorError(
+        "Tensor B: run_contiguous takes one k x n matrix per group, [G, K, N] (or a transposed [G, N, K] "
+        "weight viewed as [G, K, N]); received shape " +
+        B.shape_string() + ".");
+  }
+  const std::int64_t groups = b.batch;
+  if (a.cols != b.rows || d.rows != a.rows || d.cols != b.cols) {
+    throw TensorError("Tensors A, B and D: A is " + dims(a) + " (total M x K), each group of B is " + dims(b) +
+                      " (K x N) and D is " + dims(d) + "; they must be [total_M, K], [G, K, N] and [total_M, N].");
+  }
+  std::optional<detail::MatrixOperand> c;
+  if (C != nullptr) {
+    c = detail::check_operand(*C, "C", types_.c, types_.layout_c);
+    require_matrix(*c, "C");
+    if (c->rows != d.rows || c->cols != d.cols) {
+      throw TensorError("Tensor C is " + dims(*c) + " but D is " + dims(d) + "; C and D have the same shape.");
+    }
+  }
+  if (offsets.dtype != DataType::s32 || offsets.rank != 1 || offsets.shape[0] != groups ||
+      (groups > 1 && offsets.strides[0] != 1)) {
+    throw TensorError("Tensor offsets: expected a contiguous int32 vector of " + std::to_string(groups) +
+                      " cumulative row ends (one per group of B); received " + std::string(to_string(offsets.dtype)) +
+                      " of shape " + offsets.shape_string() + ".");
+  }
+  require_extent(std::max({a.rows, a.cols, b.cols, groups}), "A, B and D");
+  const int device = current_device();
+  for (const auto& [tensor, name] : {std::pair{&A, "A"}, {&B, "B"}, {&D, "D"}, {C, "C"}, {&offsets, "offsets"}}) {
+    if (tensor == nullptr) continue;
+    if (!tensor->on_device() || tensor->device != device) {
+      throw TensorError(std::string("Tensor ") + name + ": run_contiguous takes tensors on the current CUDA device (" +
+                        std::to_string(device) + "), where the GPU reads the group sizes; move it there.");
+    }
+  }
+  if (a.rows == 0 || b.cols == 0 || a.cols == 0 || groups == 0) return;  // nothing to compute, nothing to write
+
+  const RunCache& cache = *run_cache_;
+  KernelModule& module =
+      module_for_alignments(cache.alignments_a[fitting_index(a, types_.a, cache.alignments_a, "A", alignment_hint())],
+                            cache.alignments_b[fitting_index(b, types_.b, cache.alignments_b, "B", alignment_hint())],
+                            cache.alignments_c[output_alignment_index(d, c ? &*c : nullptr, "D", "C")]);
+  gk_grouped_contiguous problem{};
+  problem.total_m = static_cast<std::int32_t>(a.rows);
+  problem.n = static_cast<std::int32_t>(b.cols);
+  problem.k = static_cast<std::int32_t>(a.cols);
+  problem.A = a.data;
+  problem.B = b.data;
+  problem.C = c ? c->data : nullptr;
+  problem.D = d.data;
+  problem.offsets = static_cast<const std::int32_t*>(offsets.data);
+  problem.lda = a.ld;
+  problem.ldb = b.ld;
+  problem.ldc = c ? c->ld : d.ld;
+  problem.ldd = d.ld;
+  problem.batch_stride_b = groups > 1 ? b.batch_stride : 0;
+  const runtime::GroupedCall call{alpha, beta, activation_parameter_, device, device_info(device).sm_count};
+  runtime::launch_grouped_contiguous(module, problem, static_cast<int>(groups), call, options.stream, options.sync);
+}
+
+}  // namespace gemmkit

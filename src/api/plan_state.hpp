@@ -1,0 +1,46 @@
+// src/api/plan_state.hpp: the run-path state of a Gemm plan, shared by Gemm and GroupedGemm: the checked problem,
+// the kernels one alignment triple may use, and the per-configuration cache of them.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "api/tensor_check.hpp"
+#include "gemmkit/gemm.hpp"
+
+namespace gemmkit {
+
+// Per-plan state of the run path: allowed alignments and the modules already resolved per alignment triple.
+struct Gemm::Problem {
+  detail::MatrixOperand a, b, c, d;
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  int alignment_a = 0, alignment_b = 0, alignment_c = 0;
+};
+
+// The kernels run() may choose from for one alignment triple: its valid configurations and those loaded so far.
+struct Gemm::KernelChoices {
+  int a, b, c;
+  KernelSpec base;
+  std::vector<TileDescription> tiles;
+  std::vector<std::shared_ptr<KernelModule>> modules;  // parallel to tiles, loaded on first use
+
+  KernelSpec spec(std::size_t choice) const {
+    KernelSpec s = base;
+    s.tile = tiles[choice];
+    return s;
+  }
+};
+
+// Made afresh whenever the configuration changes. run() may be called from many threads at once: the alignment
+// lists are fixed at construction, the kernel choices grow under the mutex and never move (a deque keeps references).
+struct Gemm::RunCache {
+  std::vector<int> alignments_a, alignments_b, alignments_c;
+  bool transposed = false;  // the kernel computes D^T = B^T A^T (see Family::computes_transposed)
+  int kernel_cc = 0;        // the kernel generation of the plan's family
+  std::mutex mutex;
+  std::deque<KernelChoices> choices;
+};
+
+}  // namespace gemmkit
