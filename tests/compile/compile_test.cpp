@@ -10,6 +10,7 @@
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/cli.hpp"
 #include "unit/test_env.hpp"
@@ -88,4 +89,28 @@ TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   EXPECT_EQ(gk::KernelModule::load(entries[1].module_path)->kernel_name(), sm80.kernel_name());
   EXPECT_NE(sm90.kernel_name().find("_gelu_biasrow"), std::string::npos) << sm90.kernel_name();
   EXPECT_NE(sm80.kernel_name().find("_leaky_relu_biascolumn"), std::string::npos) << sm80.kernel_name();
+}
+
+// One grouped kernel of each family: the modules build, load as grouped modules and describe what they compiled.
+TEST(CompileTier, GroupedKernelsOfBothFamiliesBuildAndDescribeThemselves) {
+  gk::testenv::TempDir cache_dir;
+  gk::GroupedGemm sm90(f16_row(90));
+  gk::GemmOptions sm80_options = f16_row(90);
+  sm80_options.kernel_cc = 80;
+  gk::GroupedGemm sm80(sm80_options);
+  sm80.set_activation(gk::Activation::ReLU);
+  gk::DiskCache cache(cache_dir.str());
+  const auto entries =
+      cache.get_or_build_many(gk::Toolchain::discover(), {gk::render(sm90.spec()), gk::render(sm80.spec())});
+  ASSERT_EQ(entries.size(), 2u);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto module = gk::KernelModule::load(entries[i].module_path);
+    EXPECT_TRUE(module->grouped());
+    EXPECT_EQ(module->kernel_name(), (i == 0 ? sm90 : sm80).kernel_name());
+    const gk_grouped_info& info = module->grouped_info();
+    EXPECT_EQ(info.element_a, GK_DTYPE_F16);
+    EXPECT_EQ(info.alignment_a, 8);
+    EXPECT_EQ(std::string(info.activation), i == 0 ? "identity" : "relu");
+    EXPECT_GT(module->grouped_metadata_bytes(50), 50u * 3 * sizeof(int));
+  }
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gemmkit/gemm.hpp"
+#include "gemmkit/grouped_gemm.hpp"
 #include "support/front_door_cases.hpp"
 
 namespace gemmkit::gpu_cases {
@@ -162,8 +163,59 @@ inline std::vector<fuzz::PlanDraw> fuzz_plans(int cc) {
 inline constexpr std::uint64_t kFuzzSeed = 20261130;
 inline constexpr int kFuzzCases = 1200;
 
+// One grouped plan of the gpu tier (tests/gpu/grouped_gpu_test.cpp).
+struct GroupedCase {
+  std::string label;
+  GemmOptions options;
+  Activation activation = Activation::Identity;
+};
+
+inline GroupedGemm grouped_plan(const GroupedCase& c) {
+  GroupedGemm plan(c.options);
+  plan.set_activation(c.activation);
+  return plan;
+}
+
+// f16 in all 8 layouts and each activation on the default (SM90) family; bf16 and tf32; the SM80 family.
+inline std::vector<GroupedCase> grouped_cases(int cc) {
+  std::vector<GroupedCase> out;
+  const int newest = cc >= 90 ? 90 : 80;
+  for (const auto& l : layout_cases()) {
+    GemmOptions o = options(type_cases()[0], l, cc);
+    o.kernel_cc = newest;
+    out.push_back({"f16_" + l.name() + "_sm" + std::to_string(newest), o});
+  }
+  for (Activation activation : all_activations()) {
+    if (activation == Activation::Identity) continue;
+    GemmOptions o = epilogue_options(DataType::f16, cc, newest);
+    out.push_back({"f16_" + std::string(to_string(activation)) + "_sm" + std::to_string(newest), o, activation});
+  }
+  GemmOptions bf16 = epilogue_options(DataType::bf16, cc, newest);
+  out.push_back({"bf16_ttt_sm" + std::to_string(newest), bf16});
+  GemmOptions tf32 = epilogue_options(DataType::f32, cc, newest);
+  tf32.layout_b = Layout::ColumnMajor;  // tf32 row/row takes the SM80 family on SM90
+  out.push_back({"tf32_tnt_sm" + std::to_string(newest), tf32});
+  if (cc >= 90) {
+    out.push_back({"f16_ttt_sm80", epilogue_options(DataType::f16, cc, 80)});
+    out.push_back({"bf16_ttt_sm80", epilogue_options(DataType::bf16, cc, 80)});
+  }
+  return out;
+}
+
+// The MoE form's plans: bf16 with transposed ([G, N, K]) weights on each family, and row-major weights.
+inline std::vector<GroupedCase> contiguous_cases(int cc) {
+  std::vector<GroupedCase> out;
+  for (int kernel_cc : kernel_generations(cc)) {
+    GemmOptions o = epilogue_options(DataType::bf16, cc, kernel_cc);
+    o.layout_b = Layout::ColumnMajor;
+    out.push_back({"bf16_weights_nk_sm" + std::to_string(kernel_cc), o});
+  }
+  out.push_back({"bf16_weights_kn", epilogue_options(DataType::bf16, cc, cc >= 90 ? 90 : 80)});
+  return out;
+}
+
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` picks
-// "config", "epilogue", "concurrency", "types" and/or "fuzz" (empty: all).
+// "config", "epilogue", "concurrency", "types", "fuzz" and/or "grouped" (empty: all).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
   auto wanted = [&](const char* group) { return groups.empty() || groups.find(group) != std::string::npos; };
   std::vector<KernelSpec> out;
@@ -196,6 +248,11 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
         plan.set_swizzling_functor(swizzle);
         out.push_back(spec_for_shape(plan, kMatrixShape));
       }
+    }
+  }
+  if (wanted("grouped")) {
+    for (const auto& cases : {grouped_cases(cc), contiguous_cases(cc)}) {
+      for (const auto& c : cases) out.push_back(grouped_plan(c).spec());
     }
   }
   if (!wanted("types")) return out;

@@ -1,8 +1,9 @@
 // tests/support/prebuild.cpp: compiles every kernel of the gpu tier into the cache, in parallel, before the
-// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only config,epilogue,types,fuzz] [--list]).
+// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only config,epilogue,types,fuzz,grouped] [--match REGEX] [--list]).
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -16,18 +17,20 @@
 int main(int argc, char** argv) {
   int cc = 90;
   bool list_only = false;
-  std::string groups;  // "config,epilogue,types,fuzz" subsets; empty = all
+  std::string groups;       // "config,epilogue,types,fuzz,grouped" subsets; empty = all
+  std::string match = ".";  // only kernels whose name this regular expression finds
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--cc") == 0 && i + 1 < argc) cc = std::atoi(argv[++i]);
     if (std::strcmp(argv[i], "--list") == 0) list_only = true;
     if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) groups = argv[++i];
+    if (std::strcmp(argv[i], "--match") == 0 && i + 1 < argc) match = argv[++i];
   }
   try {
     std::set<std::string> seen;
     std::vector<gemmkit::KernelSpec> specs;
     int refused = 0;  // kernels the generator refuses: reported, and the tests that need them fail
     for (const auto& spec : gemmkit::gpu_cases::all_specs(cc, groups)) {
-      if (!seen.insert(spec.canonical()).second) continue;
+      if (!std::regex_search(spec.name(), std::regex(match)) || !seen.insert(spec.canonical()).second) continue;
       try {
         (void)gemmkit::render(spec);
         specs.push_back(spec);
