@@ -30,7 +30,10 @@ std::optional<Layout> infer_layout(const TensorView& t) {
 }
 
 MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtype, Layout layout) {
-  if (t.data == nullptr) reject(name, "data pointer is null.");
+  // An empty tensor addresses nothing (frameworks often give it no storage); any other needs its data.
+  const bool no_elements = t.rank >= 0 && t.rank <= kMaxRank &&
+                           std::find(t.shape.begin(), t.shape.begin() + t.rank, 0) != t.shape.begin() + t.rank;
+  if (t.data == nullptr && !no_elements) reject(name, "data pointer is null.");
   if (t.dtype != dtype) {
     reject(name, "has element type " + std::string(to_string(t.dtype)) + " but the plan expects " +
                      std::string(to_string(dtype)) + ". Convert the tensor or declare the plan with element_" + name +

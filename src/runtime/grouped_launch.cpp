@@ -111,6 +111,7 @@ void launch_grouped(const KernelModule& module, const std::vector<GroupOperands>
     p.m = static_cast<std::int32_t>(g.m);
     p.n = static_cast<std::int32_t>(g.n);
     p.k = static_cast<std::int32_t>(g.k);
+    if (g.m == 0 || g.n == 0 || g.k == 0) continue;  // an empty group's pointers are never read: nothing to stage
     p.A = staging.on_device(g.a);
     p.B = staging.on_device(g.b);
     p.C = g.c ? staging.on_device(*g.c) : nullptr;
@@ -127,7 +128,7 @@ void launch_grouped(const KernelModule& module, const std::vector<GroupOperands>
   metadata.upload(module, args, problems, device_metadata.get(), bytes, stream);
   module.grouped_run(args, device_metadata.get(), stream);
   for (std::size_t i = 0; i < groups.size(); ++i) {
-    if (!groups[i].d.on_device) staging.copy_back(groups[i].d, device_d[i]);
+    if (!groups[i].d.on_device && device_d[i] != nullptr) staging.copy_back(groups[i].d, device_d[i]);
   }
   finish(stream, any_host, sync);
 }

@@ -159,6 +159,18 @@ TEST(GroupedLists, MixedShapesWithEmptyGroupsKeepTheWidestVectors) {
   EXPECT_EQ(spec.alignment_c, 8);
 }
 
+TEST(GroupedLists, EmptyGroupsMayComeWithoutDataOthersMayNot) {
+  GroupedGemm plan(f16_options(90));
+  Lists l;
+  l.add(64, 64, 64);
+  l.add(0, 64, 64);
+  for (auto* list : {&l.A, &l.C, &l.D}) (*list)[1].data = nullptr;  // M = 0: no element anywhere but in B
+  EXPECT_NO_THROW(plan.spec_for(l.A, l.B, l.C, l.D, 1.0));
+  l.B[1].data = nullptr;  // B[1] is 64 x 64: it has elements, so it needs its data
+  EXPECT_EQ(error_of([&] { plan.spec_for(l.A, l.B, l.C, l.D, 1.0); }).rfind("Tensor B[1]: data pointer is null", 0),
+            0u);
+}
+
 TEST(GroupedLists, ListsOfDifferentLengthsAreRefused) {
   GroupedGemm plan(f16_options(90));
   Lists l;
