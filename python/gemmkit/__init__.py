@@ -48,13 +48,13 @@ from ._gemmkit import (  # noqa: E402
     tensor_view,
 )
 from . import epilogue, op, swizzle  # noqa: E402
-from .op import Gemm  # noqa: E402
+from .op import Gemm, GroupedGemm  # noqa: E402
 
 __version__ = _gemmkit.__version__
 
 __all__ = [
     "Activation", "BiasMode", "CacheCounters", "CompileError", "CompiledKernel", "ConfigError", "CudaError", "DataType",
-    "EpilogueScheduleType", "Error", "Gemm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
+    "EpilogueScheduleType", "Error", "Gemm", "GroupedGemm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
     "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "SwizzlingFunctor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
     "cuda_device_count", "device_cc", "epilogue", "op", "render", "swizzle", "tensor_view",

@@ -1,9 +1,21 @@
-"""gemmkit.op.Gemm: the reference's plan API over the C++ plan (gemmkit._gemmkit.Gemm). It converts names,
-numpy / torch dtypes and streams, and passes everything else through; checks and errors come from C++."""
+"""gemmkit.op.Gemm and GroupedGemm: the reference's plan API over the C++ plans (gemmkit._gemmkit.Gemm and
+GroupedGemm). They convert names, numpy / torch dtypes and streams, and pass everything else through; checks and
+errors come from C++."""
 from . import _convert
-from ._gemmkit import BiasMode, RasterOrder
+from ._gemmkit import BiasMode, RasterOrder, TensorError
 from ._gemmkit import Gemm as _Plan
+from ._gemmkit import GroupedGemm as _GroupedPlan
 from ._gemmkit import render as _render
+
+
+def _plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C, element_D, layout_A,
+                    layout_B, layout_C, A, B, C, D, cc, kernel_cc):
+    """The C++ plans' keyword arguments: names and numpy / torch dtypes converted."""
+    dt, lt = _convert.data_type, _convert.layout
+    return dict(element=dt(element), element_A=dt(element_A), element_B=dt(element_B), element_C=dt(element_C),
+                element_D=dt(element_D), element_accumulator=dt(element_accumulator), layout=lt(layout),
+                layout_A=lt(layout_A), layout_B=lt(layout_B), layout_C=lt(layout_C), A=A, B=B, C=C, D=D, cc=cc,
+                kernel_cc=kernel_cc)
 
 
 class Gemm(_Plan):
@@ -18,12 +30,8 @@ class Gemm(_Plan):
     def __init__(self, A=None, B=None, C=None, D=None, alpha=1.0, beta=0.0, element_accumulator=None, element=None,
                  layout=None, element_A=None, element_B=None, element_C=None, element_D=None, layout_A=None,
                  layout_B=None, layout_C=None, cc=None, kernel_cc=None):
-        dt, lt = _convert.data_type, _convert.layout
-        super().__init__(element=dt(element), element_A=dt(element_A), element_B=dt(element_B),
-                         element_C=dt(element_C), element_D=dt(element_D),
-                         element_accumulator=dt(element_accumulator), layout=lt(layout), layout_A=lt(layout_A),
-                         layout_B=lt(layout_B), layout_C=lt(layout_C), A=A, B=B, C=C, D=D, cc=cc,
-                         kernel_cc=kernel_cc)
+        super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
+                                           element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
         self._defaults = (A, B, C, D, alpha, beta)
 
     @property
@@ -121,3 +129,48 @@ class Gemm(_Plan):
         if print_module:
             print(_render(self.spec_for(A, B, C, D, beta)).text)
         _Plan.run(self, A, B, C, D, alpha, beta, handle, sync, bias)
+
+
+class GroupedGemm(_GroupedPlan):
+    """Many GEMMs of different extents in one launch: D[g] = act(alpha * A[g] @ B[g] + beta * C[g]).
+
+    Declared like Gemm (tensors given here are representative: their dtypes and layouts); SM90 GPUs get CUTLASS 3.x
+    ptr-array grouped kernels, kernel_cc=80 (or an SM80 GPU) the 2.x GemmGrouped. Swizzles and bias do not apply.
+    """
+
+    def __init__(self, A=None, B=None, C=None, D=None, alpha=1.0, beta=0.0, element_accumulator=None, element=None,
+                 layout=None, element_A=None, element_B=None, element_C=None, element_D=None, layout_A=None,
+                 layout_B=None, layout_C=None, cc=None, kernel_cc=None):
+        super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
+                                           element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
+        self._defaults = (alpha, beta)
+
+    # The configuration API is Gemm's (its properties call the C++ base class both plans share).
+    opclass = Gemm.opclass
+    activation = Gemm.activation
+    swizzling_functor = Gemm.swizzling_functor
+    tile_description = Gemm.tile_description
+    _tile = Gemm._tile
+    construct = Gemm.construct
+    compile = Gemm.compile
+
+    def run(self, A, B, C=None, D=None, alpha=None, beta=None, sync=True, print_module=False, stream=None):
+        """Runs every group in one launch: A, B, C and D are lists (C may be None when beta is 0). Device tensors run
+        in place on `stream` (by default D[0]'s framework's current stream); host arrays are staged and land in D
+        before return."""
+        alpha0, beta0 = self._defaults
+        alpha = alpha0 if alpha is None else alpha
+        beta = beta0 if beta is None else beta
+        if D is None:
+            raise TensorError("Tensors D: pass the list of outputs (one per group).")
+        handle = None if stream is None else _convert.stream_handle(stream)
+        if print_module:
+            print(_render(self.spec_for(A, B, C, D, beta)).text)
+        _GroupedPlan.run(self, A, B, C, D, alpha, beta, handle, sync)
+
+    def run_contiguous(self, A, B, D, offsets, C=None, alpha=1.0, beta=0.0, sync=True, stream=None):
+        """The MoE form (as torch._grouped_mm): A [total_M, K] with the groups stacked along M, B [G, K, N] (a
+        [G, N, K] weight tensor transposed, i.e. column-major, also works), D [total_M, N], offsets a device int32
+        [G] of cumulative row ends. The GPU reads the group sizes: no host sync, capturable in a CUDA graph."""
+        handle = None if stream is None else _convert.stream_handle(stream)
+        _GroupedPlan.run_contiguous(self, A, B, D, offsets, C, alpha, beta, handle, sync)

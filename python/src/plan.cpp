@@ -12,6 +12,7 @@
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/jit.hpp"
 #include "gemmkit/runtime.hpp"
 
@@ -130,40 +131,111 @@ void bind_functions(nb::module_& m) {
   m.def("parse_opclass", &parse_enum<OpClass>, "text"_a);
 }
 
-void bind_gemm(nb::module_& m) {
-  nb::class_<Gemm>(m, "Gemm", "The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.")
+// The constructor both plans share (keyword arguments only, as the pure-Python layer passes them).
+template <class Class>
+void def_plan_init(Class& cls) {
+  using Plan = typename Class::Type;
+  cls.def(
+      "__init__",
+      [](Plan* self, OptType element, OptType element_A, OptType element_B, OptType element_C, OptType element_D,
+         OptType element_accumulator, OptLayout layout, OptLayout layout_A, OptLayout layout_B, OptLayout layout_C,
+         nb::handle A, nb::handle B, nb::handle C, nb::handle D, OptInt cc, OptInt kernel_cc) {
+        const auto a = to_optional_tensor(A, "A", false), b = to_optional_tensor(B, "B", false),
+                   c = to_optional_tensor(C, "C", false), d = to_optional_tensor(D, "D", false);
+        GemmOptions o;
+        o.element = element;
+        o.element_a = element_A;
+        o.element_b = element_B;
+        o.element_c = element_C;
+        o.element_d = element_D;
+        o.element_accumulator = element_accumulator;
+        o.layout = layout;
+        o.layout_a = layout_A;
+        o.layout_b = layout_B;
+        o.layout_c = layout_C;
+        o.A = a ? &a->view : nullptr;
+        o.B = b ? &b->view : nullptr;
+        o.C = c ? &c->view : nullptr;
+        o.D = d ? &d->view : nullptr;
+        o.cc = cc;
+        o.kernel_cc = kernel_cc;
+        new (self) Plan(o);
+      },
+      nb::kw_only(), "element"_a = nb::none(), "element_A"_a = nb::none(), "element_B"_a = nb::none(),
+      "element_C"_a = nb::none(), "element_D"_a = nb::none(), "element_accumulator"_a = nb::none(),
+      "layout"_a = nb::none(), "layout_A"_a = nb::none(), "layout_B"_a = nb::none(), "layout_C"_a = nb::none(),
+      "A"_a = nb::none(), "B"_a = nb::none(), "C"_a = nb::none(), "D"_a = nb::none(), "cc"_a = nb::none(),
+      "kernel_cc"_a = nb::none());
+}
+
+// A Python list of tensors as views, named A[0], A[1], ...; `held` keeps what they point into alive.
+std::vector<TensorView> to_views(nb::handle list, const char* name, bool writable, std::vector<PyTensor>& held) {
+  std::vector<TensorView> views;
+  if (list.is_none()) return views;
+  std::size_t g = 0;
+  for (nb::handle item : list) {
+    const std::string item_name = std::string(name) + "[" + std::to_string(g++) + "]";
+    held.push_back(to_tensor(item, item_name.c_str(), writable));
+    views.push_back(held.back().view);
+  }
+  return views;
+}
+
+void bind_grouped_gemm(nb::module_& m) {
+  auto cls = nb::class_<GroupedGemm, Gemm>(
+      m, "GroupedGemm", "The C++ grouped plan, typed. Use gemmkit.GroupedGemm, which also takes names and dtypes.");
+  def_plan_init(cls);
+  cls.def(
+         "spec_for",
+         [](GroupedGemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double beta) {
+           std::vector<PyTensor> held;
+           return plan.spec_for(to_views(A, "A", false, held), to_views(B, "B", false, held),
+                                to_views(C, "C", false, held), to_views(D, "D", true, held), beta);
+         },
+         "A"_a, "B"_a, "C"_a.none(), "D"_a, "beta"_a = 0.0,
+         "The kernel run() would use for these lists (same checks; nothing runs; no GPU needed).")
       .def(
-          "__init__",
-          [](Gemm* self, OptType element, OptType element_A, OptType element_B, OptType element_C, OptType element_D,
-             OptType element_accumulator, OptLayout layout, OptLayout layout_A, OptLayout layout_B, OptLayout layout_C,
-             nb::handle A, nb::handle B, nb::handle C, nb::handle D, OptInt cc, OptInt kernel_cc) {
-            const auto a = to_optional_tensor(A, "A", false), b = to_optional_tensor(B, "B", false),
-                       c = to_optional_tensor(C, "C", false), d = to_optional_tensor(D, "D", false);
-            GemmOptions o;
-            o.element = element;
-            o.element_a = element_A;
-            o.element_b = element_B;
-            o.element_c = element_C;
-            o.element_d = element_D;
-            o.element_accumulator = element_accumulator;
-            o.layout = layout;
-            o.layout_a = layout_A;
-            o.layout_b = layout_B;
-            o.layout_c = layout_C;
-            o.A = a ? &a->view : nullptr;
-            o.B = b ? &b->view : nullptr;
-            o.C = c ? &c->view : nullptr;
-            o.D = d ? &d->view : nullptr;
-            o.cc = cc;
-            o.kernel_cc = kernel_cc;
-            new (self) Gemm(o);
+          "run",
+          [](GroupedGemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
+             std::optional<std::uintptr_t> stream, bool sync) {
+            std::vector<PyTensor> held;
+            const auto a = to_views(A, "A", false, held), b = to_views(B, "B", false, held),
+                       c = to_views(C, "C", false, held), d = to_views(D, "D", true, held);
+            RunOptions options;
+            // By default the stream of D[0]'s framework (torch's or cupy's current one).
+            const std::uintptr_t framework = d.empty() ? 0 : framework_stream(D.attr("__getitem__")(0), d[0].device);
+            options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework);
+            options.sync = sync;
+            nb::gil_scoped_release release;  // the arrays above stay referenced until the GIL is back
+            plan.run(a, b, c, d, alpha, beta, options);
           },
-          nb::kw_only(), "element"_a = nb::none(), "element_A"_a = nb::none(), "element_B"_a = nb::none(),
-          "element_C"_a = nb::none(), "element_D"_a = nb::none(), "element_accumulator"_a = nb::none(),
-          "layout"_a = nb::none(), "layout_A"_a = nb::none(), "layout_B"_a = nb::none(), "layout_C"_a = nb::none(),
-          "A"_a = nb::none(), "B"_a = nb::none(), "C"_a = nb::none(), "D"_a = nb::none(), "cc"_a = nb::none(),
-          "kernel_cc"_a = nb::none())
-      .def_prop_ro("cc", &Gemm::cc)
+          "A"_a, "B"_a, "C"_a.none(), "D"_a, "alpha"_a = 1.0, "beta"_a = 0.0, "stream"_a = nb::none(), "sync"_a = true,
+          "D[g] = act(alpha * A[g] @ B[g] + beta * C[g]) for every group, in one launch (lists of 2-D tensors; C may "
+          "be None when beta is 0).")
+      .def(
+          "run_contiguous",
+          [](GroupedGemm& plan, nb::handle A, nb::handle B, nb::handle D, nb::handle offsets, nb::handle C,
+             double alpha, double beta, std::optional<std::uintptr_t> stream, bool sync) {
+            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true),
+                       o = to_tensor(offsets, "offsets", false);
+            const auto c = to_optional_tensor(C, "C", false);
+            RunOptions options;
+            options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.view.device));
+            options.sync = sync;
+            nb::gil_scoped_release release;
+            plan.run_contiguous(a.view, b.view, c ? &c->view : nullptr, d.view, o.view, alpha, beta, options);
+          },
+          "A"_a, "B"_a, "D"_a, "offsets"_a, "C"_a = nb::none(), "alpha"_a = 1.0, "beta"_a = 0.0,
+          "stream"_a = nb::none(), "sync"_a = true,
+          "The MoE form: A [total_M, K], B [G, K, N] (a [G, N, K] weight transposed also works), D [total_M, N], "
+          "offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable).");
+}
+
+void bind_gemm(nb::module_& m) {
+  auto cls = nb::class_<Gemm>(m, "Gemm",
+                              "The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.");
+  def_plan_init(cls);
+  cls.def_prop_ro("cc", &Gemm::cc)
       .def_prop_ro("kernel_cc", &Gemm::kernel_cc, "The kernel generation the plan uses: 80 (CUTLASS 2.x) or 90 (3.x).")
       .def_prop_ro("element_A", &Gemm::element_a)
       .def_prop_ro("element_B", &Gemm::element_b)
@@ -234,6 +306,7 @@ void bind_plan(nb::module_& m) {
   bind_values(m);
   bind_functions(m);
   bind_gemm(m);
+  bind_grouped_gemm(m);
 }
 
 }  // namespace gemmkit::python

@@ -27,6 +27,12 @@ def specs(cc=None):
     transposed_b = gemmkit.Gemm(element=np.float16, layout_A="row", layout_B="col", layout_C="row",
                                 element_accumulator=np.float32, cc=cc)
     out.append(transposed_b.construct())
+    for kernel_cc in (None, 80):  # the grouped walk-through's kernels, on each family
+        grouped = gemmkit.GroupedGemm(element=np.float16, layout="row", element_accumulator=np.float32, cc=cc,
+                                      kernel_cc=kernel_cc)
+        out.append(grouped.construct())
+    moe = gemmkit.GroupedGemm(element="bf16", layout="row", layout_B="col", element_accumulator=np.float32, cc=cc)
+    out.append(moe.construct())
     unique = {}
     for spec in out:
         unique.setdefault(spec.canonical(), spec)
