@@ -3,6 +3,7 @@
 #include "catalog/catalog.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "gemmkit/errors.hpp"
 
@@ -77,6 +78,61 @@ std::vector<OpClass> supported_opclasses(const Target& target, const OperandType
     if (supporting_family(target, row.value, types) != nullptr) out.push_back(row.value);
   }
   return out;
+}
+
+namespace {
+
+// OperandTypes' fields in the order a suggestion prefers changing them: the accumulator, the outputs, B (to match A)
+// and A, then the layouts.
+constexpr DataType OperandTypes::*kTypeFields[] = {&OperandTypes::accumulator, &OperandTypes::c, &OperandTypes::d,
+                                                   &OperandTypes::b, &OperandTypes::a};
+constexpr Layout OperandTypes::*kLayoutFields[] = {&OperandTypes::layout_c, &OperandTypes::layout_b,
+                                                   &OperandTypes::layout_a};
+constexpr std::size_t kTypeFieldCount = std::size(kTypeFields);
+constexpr std::size_t kFieldCount = kTypeFieldCount + std::size(kLayoutFields);
+
+std::size_t value_count(std::size_t field) {
+  return field < kTypeFieldCount ? std::size(enum_rows<DataType>()) : std::size(enum_rows<Layout>());
+}
+
+// Sets the field to its enum's value-th value; false when that is the value it has, or void (no operand to add).
+bool change(OperandTypes& types, std::size_t field, std::size_t value) {
+  if (field < kTypeFieldCount) {
+    const DataType type = enum_rows<DataType>()[value].value;
+    if (type == DataType::void_t || types.*kTypeFields[field] == type) return false;
+    types.*kTypeFields[field] = type;
+    return true;
+  }
+  const Layout layout = enum_rows<Layout>()[value].value;
+  if (types.*kLayoutFields[field - kTypeFieldCount] == layout) return false;
+  types.*kLayoutFields[field - kTypeFieldCount] = layout;
+  return true;
+}
+
+// Depth-first over `changes` more fields from `first` on, in preference order; the first supported variant wins.
+std::optional<OperandTypes> first_supported(const Target& target, const OperandTypes& types, std::size_t first,
+                                            int changes) {
+  for (std::size_t field = first; field < kFieldCount; ++field) {
+    for (std::size_t value = 0; value < value_count(field); ++value) {
+      OperandTypes variant = types;
+      if (!change(variant, field, value)) continue;
+      if (changes == 1) {
+        if (!supported_opclasses(target, variant).empty()) return variant;
+      } else if (auto found = first_supported(target, variant, field + 1, changes - 1)) {
+        return found;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<OperandTypes> nearest_supported(const Target& target, const OperandTypes& types) {
+  for (int changes = 1; changes <= 3; ++changes) {
+    if (auto found = first_supported(target, types, 0, changes)) return found;
+  }
+  return std::nullopt;
 }
 
 std::vector<int> operand_alignments(const Target& target, OpClass opclass, DataType element,
