@@ -3,6 +3,7 @@
 #include "catalog/catalog.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
 
 #include "gemmkit/errors.hpp"
@@ -88,34 +89,42 @@ constexpr DataType OperandTypes::*kTypeFields[] = {&OperandTypes::accumulator, &
                                                    &OperandTypes::b, &OperandTypes::a};
 constexpr Layout OperandTypes::*kLayoutFields[] = {&OperandTypes::layout_c, &OperandTypes::layout_b,
                                                    &OperandTypes::layout_a};
-constexpr std::size_t kTypeFieldCount = std::size(kTypeFields);
-constexpr std::size_t kFieldCount = kTypeFieldCount + std::size(kLayoutFields);
+constexpr std::size_t kFieldCount = std::size(kTypeFields) + std::size(kLayoutFields);
 
-std::size_t value_count(std::size_t field) {
-  return field < kTypeFieldCount ? std::size(enum_rows<DataType>()) : std::size(enum_rows<Layout>());
+// How far apart two element types are for a suggestion: same kind (float or integer) first, then closest width.
+int type_distance(DataType a, DataType b) {
+  return (is_integer(a) != is_integer(b) ? 1000 : 0) + std::abs(bits_of(a) - bits_of(b));
 }
 
-// Sets the field to its enum's value-th value; false when that is the value it has, or void (no operand to add).
-bool change(OperandTypes& types, std::size_t field, std::size_t value) {
-  if (field < kTypeFieldCount) {
-    const DataType type = enum_rows<DataType>()[value].value;
-    if (type == DataType::void_t || types.*kTypeFields[field] == type) return false;
-    types.*kTypeFields[field] = type;
-    return true;
+// `types` with one field (in the order above) set to each other value it may take, nearest first (never void: a
+// suggestion does not drop an operand).
+std::vector<OperandTypes> variants(const OperandTypes& types, std::size_t field) {
+  std::vector<OperandTypes> out;
+  if (field >= std::size(kTypeFields)) {
+    OperandTypes flipped = types;
+    Layout& layout = flipped.*kLayoutFields[field - std::size(kTypeFields)];
+    layout = layout == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor;
+    return {flipped};
   }
-  const Layout layout = enum_rows<Layout>()[value].value;
-  if (types.*kLayoutFields[field - kTypeFieldCount] == layout) return false;
-  types.*kLayoutFields[field - kTypeFieldCount] = layout;
-  return true;
+  const DataType current = types.*kTypeFields[field];
+  std::vector<DataType> values;
+  for (const auto& row : enum_rows<DataType>()) {
+    if (row.value != current && row.value != DataType::void_t) values.push_back(row.value);
+  }
+  std::stable_sort(values.begin(), values.end(),
+                   [&](DataType x, DataType y) { return type_distance(current, x) < type_distance(current, y); });
+  for (const DataType value : values) {
+    out.push_back(types);
+    out.back().*kTypeFields[field] = value;
+  }
+  return out;
 }
 
 // Depth-first over `changes` more fields from `first` on, in preference order; the first supported variant wins.
 std::optional<OperandTypes> first_supported(const Target& target, const OperandTypes& types, std::size_t first,
                                             int changes) {
   for (std::size_t field = first; field < kFieldCount; ++field) {
-    for (std::size_t value = 0; value < value_count(field); ++value) {
-      OperandTypes variant = types;
-      if (!change(variant, field, value)) continue;
+    for (const OperandTypes& variant : variants(types, field)) {
       if (changes == 1) {
         if (!supported_opclasses(target, variant).empty()) return variant;
       } else if (auto found = first_supported(target, variant, field + 1, changes - 1)) {
