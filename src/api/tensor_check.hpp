@@ -14,7 +14,8 @@ struct MatrixOperand {
   void* data = nullptr;
   std::int64_t rows = 0, cols = 0;
   std::int64_t ld = 0;
-  std::int64_t inner = 0;  // the extent along the contiguous dimension (cols when row-major): kernels read it in vectors
+  std::int64_t inner =
+      0;  // the extent along the contiguous dimension (cols when row-major): kernels read it in vectors
   std::int64_t batch = 1;
   std::int64_t batch_stride = 0;  // 0 when batch == 1
   std::int64_t span = 0;          // elements from the first to one past the last addressed element

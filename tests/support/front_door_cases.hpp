@@ -55,9 +55,18 @@ struct PlanDraw {
   BiasMode bias = BiasMode::None;
 
   GemmOptions options() const {
-    return {.element = std::nullopt, .element_a = a, .element_b = b, .element_c = c, .element_d = d,
-            .element_accumulator = accumulator, .layout = std::nullopt, .layout_a = layout_a, .layout_b = layout_b,
-            .layout_c = layout_c, .cc = cc, .kernel_cc = kernel_cc};
+    return {.element = std::nullopt,
+            .element_a = a,
+            .element_b = b,
+            .element_c = c,
+            .element_d = d,
+            .element_accumulator = accumulator,
+            .layout = std::nullopt,
+            .layout_a = layout_a,
+            .layout_b = layout_b,
+            .layout_c = layout_c,
+            .cc = cc,
+            .kernel_cc = kernel_cc};
   }
   // The plan itself; throws ConfigError when the combination has no kernel.
   Gemm make() const {
@@ -252,8 +261,9 @@ struct Profile {
 };
 
 inline const std::vector<DataType>& all_data_types() {
-  static const std::vector<DataType> kAll = {DataType::f16, DataType::bf16, DataType::f32, DataType::tf32, DataType::f64,
-                                             DataType::s8,  DataType::u8,   DataType::s32, DataType::void_t};
+  static const std::vector<DataType> kAll = {DataType::f16,  DataType::bf16, DataType::f32,
+                                             DataType::tf32, DataType::f64,  DataType::s8,
+                                             DataType::u8,   DataType::s32,  DataType::void_t};
   return kAll;
 }
 
@@ -278,7 +288,9 @@ class Generator {
   }
 
  private:
-  std::int64_t uniform(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_); }
+  std::int64_t uniform(std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_);
+  }
   bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
   template <class T>
   T pick(const std::vector<T>& values) {
@@ -292,10 +304,10 @@ class Generator {
       DataType ab, cd, acc;
     };
     static const std::vector<Types> kSupported = {
-        {DataType::f16, DataType::f16, DataType::f32},   {DataType::f16, DataType::f32, DataType::f32},
-        {DataType::f16, DataType::f16, DataType::f16},   {DataType::bf16, DataType::bf16, DataType::f32},
-        {DataType::f32, DataType::f32, DataType::f32},   {DataType::f64, DataType::f64, DataType::f64},
-        {DataType::s8, DataType::s32, DataType::s32},    {DataType::s8, DataType::s8, DataType::s32}};
+        {DataType::f16, DataType::f16, DataType::f32}, {DataType::f16, DataType::f32, DataType::f32},
+        {DataType::f16, DataType::f16, DataType::f16}, {DataType::bf16, DataType::bf16, DataType::f32},
+        {DataType::f32, DataType::f32, DataType::f32}, {DataType::f64, DataType::f64, DataType::f64},
+        {DataType::s8, DataType::s32, DataType::s32},  {DataType::s8, DataType::s8, DataType::s32}};
     if (chance(0.85)) {
       const Types t = pick(kSupported);
       p.a = p.b = t.ab;
@@ -461,7 +473,9 @@ class Generator {
 
   void mutate(Case& x) {
     auto add = [&](std::string what, std::vector<std::string> names, Verdict v, Stage s = Stage::Tensors,
-                   bool exact = true) { x.mutations.push_back({std::move(what), std::move(names), v, s, exact}); };
+                   bool exact = true) {
+      x.mutations.push_back({std::move(what), std::move(names), v, s, exact});
+    };
     std::vector<TensorDraw*> targets = operands(x, true);
     TensorDraw& t = *pick(targets);
     const std::string name = name_of(x, &t);
@@ -524,7 +538,7 @@ class Generator {
             stage);
         return;
       }
-      case 8:  // an odd leading dimension: only narrow-alignment kernels take it
+      case 8:                                    // an odd leading dimension: only narrow-alignment kernels take it
         if (is_bias || t.ld < t.inner()) break;  // not over rows that already overlap
         t.ld += t.ld % 2 == 0 ? 1 : 2;
         add("odd leading dimension " + name, {name}, Verdict::Either);
@@ -543,8 +557,10 @@ class Generator {
       case 11: {  // C or D of another M x N
         TensorDraw& out = x.c.present && chance(0.5) ? x.c : x.d;
         const std::int64_t delta = pick(std::vector<std::int64_t>{1, 16});
-        if (chance(0.5)) resize(out, out.rows + delta, out.cols);
-        else resize(out, out.rows, out.cols + delta);
+        if (chance(0.5))
+          resize(out, out.rows + delta, out.cols);
+        else
+          resize(out, out.rows, out.cols + delta);
         add("shape " + name_of(x, &out), {name_of(x, &out)}, Verdict::Invalid);
         return;
       }
@@ -577,7 +593,7 @@ class Generator {
         if (!first || !small(x)) break;
         const char dim = "mnk"[uniform(0, 2)];
         set_dimension(x, dim, std::int64_t{1} << uniform(31, 33));  // no span passes 2^63
-        const std::vector<std::string> names = dim == 'm' ? std::vector<std::string>{"A", "D"}
+        const std::vector<std::string> names = dim == 'm'   ? std::vector<std::string>{"A", "D"}
                                                : dim == 'n' ? std::vector<std::string>{"B", "D"}
                                                             : std::vector<std::string>{"A", "B"};
         add(std::string("huge ") + dim, names, Verdict::Invalid);
