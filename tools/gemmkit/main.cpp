@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -75,41 +76,43 @@ std::string got(const std::string& text) {
   return "got '" + text + "'";
 }
 
-// Checks run by CLI11 as it parses; their messages follow "--option: ".
-CLI::Validator integer_check(std::int64_t min, std::int64_t max, std::vector<std::int64_t> allowed = {}) {
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        const auto value = parse_integer(text);
-        if (!allowed.empty()) {
-          if (value && std::find(allowed.begin(), allowed.end(), *value) != allowed.end()) return "";
-          std::string list;
-          for (const std::int64_t a : allowed) list += (list.empty() ? "" : ", ") + std::to_string(a);
-          return "expects one of " + list + "; " + got(text) + ".";
-        }
-        if (value && *value >= min && *value <= max) return "";
-        return "expects an integer from " + std::to_string(min) + " to " + std::to_string(max) + "; " + got(text) + ".";
-      },
-      "");
+// A check CLI11 runs on an option's value as it parses it: "" for a good value, else why not (after "--option: ").
+CLI::Validator value_check(std::function<std::string(const std::string&)> why_not) {
+  return CLI::Validator([why_not](std::string& text) { return why_not(text); }, "");
+}
+
+CLI::Validator integer_check(std::int64_t min, std::int64_t max) {
+  return value_check([=](const std::string& text) -> std::string {
+    const auto value = parse_integer(text);
+    if (value && *value >= min && *value <= max) return "";
+    return "expects an integer from " + std::to_string(min) + " to " + std::to_string(max) + "; " + got(text) + ".";
+  });
+}
+
+CLI::Validator integer_one_of(const std::vector<std::int64_t>& allowed) {
+  std::string list;
+  for (const std::int64_t a : allowed) list += (list.empty() ? "" : ", ") + std::to_string(a);
+  return value_check([=](const std::string& text) -> std::string {
+    const auto value = parse_integer(text);
+    if (value && std::find(allowed.begin(), allowed.end(), *value) != allowed.end()) return "";
+    return "expects one of " + list + "; " + got(text) + ".";
+  });
 }
 
 CLI::Validator real_check() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        return parse_real(text) ? "" : "expects a finite number; " + got(text) + ".";
-      },
-      "");
+  return value_check([](const std::string& text) -> std::string {
+    return parse_real(text) ? "" : "expects a finite number; " + got(text) + ".";
+  });
 }
 
 template <class Enum>
 CLI::Validator enum_check() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        if (gk::parse_enum<Enum>(text)) return "";
-        const std::string what(gk::EnumTable<Enum>::what);
-        if (text.rfind("--", 0) == 0) return "expects " + what + " (" + one_of<Enum>() + "); " + got(text) + ".";
-        return "unknown " + what + " '" + text + "'; use " + one_of<Enum>() + ".";
-      },
-      "");
+  return value_check([](const std::string& text) -> std::string {
+    if (gk::parse_enum<Enum>(text)) return "";
+    const std::string what(gk::EnumTable<Enum>::what);
+    if (text.rfind("--", 0) == 0) return "expects " + what + " (" + one_of<Enum>() + "); " + got(text) + ".";
+    return "unknown " + what + " '" + text + "'; use " + one_of<Enum>() + ".";
+  });
 }
 
 constexpr std::int64_t kInt32Max = INT32_MAX;
@@ -122,8 +125,9 @@ struct OptionRow {
   std::string default_value = {};
 };
 
-// Every command that builds a plan takes these; each value reaches the library as given (its defaults are the
-// library's: GemmOptions and the Gemm setters).
+// Every command that builds a plan takes these. Each value reaches the library as given, and what is not given is
+// left to the library's defaults (GemmOptions, the Gemm setters), except --element and --layout: the library takes
+// no default for an operand's type and layout, the command line fills in f16 and row.
 std::vector<OptionRow> plan_table() {
   return {
       {"cc", "N", "target compute capability, e.g. 80 or 90 (default: the current GPU's)", integer_check(1, kInt32Max)},
@@ -152,7 +156,7 @@ std::vector<OptionRow> plan_table() {
       {"raster-order", "ORDER", "SM90 persistent schedulers, " + one_of<gk::RasterOrder>(),
        enum_check<gk::RasterOrder>()},
       // The library's rule (Gemm::set_max_swizzle_size), checked here too so that it fails before any GPU query.
-      {"max-swizzle-size", "N", "SM90 persistent schedulers: 1, 2, 4 or 8", integer_check(1, 8, {1, 2, 4, 8})},
+      {"max-swizzle-size", "N", "SM90 persistent schedulers: 1, 2, 4 or 8", integer_one_of({1, 2, 4, 8})},
       {"tile", "N", "use the N-th entry of `gemmkit tiles` instead of the default", integer_check(0, kInt32Max)},
   };
 }
@@ -175,9 +179,9 @@ class Values {
  public:
   void add_to(CLI::App& command, const std::vector<OptionRow>& table) {
     for (const OptionRow& row : table) {
-      std::string help = row.help;
-      if (!row.default_value.empty())
-        help += (help.empty() ? "" : " ") + std::string("(default ") + row.default_value + ")";
+      const std::string help = row.default_value.empty()
+                                   ? row.help
+                                   : row.help + (row.help.empty() ? "" : " ") + "(default " + row.default_value + ")";
       CLI::Option* option = command.add_option("--" + row.name, given_[row.name], help);
       option->check(row.check)->type_name(row.value);
       options_[row.name].push_back(option);
