@@ -72,8 +72,9 @@ int basic_gemm_walkthrough(bool json) {
   w.report["cc"] = plan.cc();
 
   const auto built = plan.compile();
-  w.say("2. Compile: " +
-        std::string(built.cache_hit ? "cache hit" : "compiled in " + std::to_string(built.build_seconds) + " s"));
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", built.build_seconds);
+  w.say("2. Compile: " + std::string(built.cache_hit ? "cache hit" : "compiled in " + std::string(seconds) + " s"));
   w.say("   cached at " + built.module_path);
   w.report["module_path"] = built.module_path;
   w.report["cache"] = built.cache_hit ? "hit" : "miss";

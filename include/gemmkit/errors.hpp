@@ -15,7 +15,17 @@ class Error : public std::runtime_error {
 // A plan that cannot be built: dtype/layout/opclass/tile/alignment/shared-memory/arch rule.
 class ConfigError : public Error {
  public:
+  // One option of a plan (GemmOptions' field in the reference's spelling: element_accumulator, element_C,
+  // layout_A, ...) and the value to give it.
+  struct Setting {
+    std::string option, value;
+    bool operator==(const Setting&) const = default;
+  };
   using Error::Error;
+  ConfigError(const std::string& message, std::vector<Setting> nearest) : Error(message), nearest(std::move(nearest)) {}
+  // When no kernel exists for the plan's types and layouts: the fewest options to change so that one does, also
+  // named in the message. Empty otherwise.
+  std::vector<Setting> nearest;
 };
 
 // A tensor that does not match the plan: dtype, rank, shape, stride, alignment, device.

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 #include "api/plan_state.hpp"
 #include "api/tensor_check.hpp"
@@ -70,6 +72,26 @@ std::string combination_text(const families::OperandTypes& t) {
          std::string(to_string(t.layout_b)) + ")";
 }
 
+// The options to change from `from` to `to`, in the reference's names (as GemmOptions' fields take them).
+std::vector<ConfigError::Setting> nearest_settings(const families::OperandTypes& from,
+                                                   const std::optional<families::OperandTypes>& to) {
+  using T = families::OperandTypes;
+  std::vector<ConfigError::Setting> out;
+  if (!to) return out;
+  for (const auto& [option, field] : {std::pair{"element_accumulator", &T::accumulator},
+                                      {"element_A", &T::a},
+                                      {"element_B", &T::b},
+                                      {"element_C", &T::c},
+                                      {"element_D", &T::d}}) {
+    if (from.*field != (*to).*field) out.push_back({option, std::string(to_string((*to).*field))});
+  }
+  for (const auto& [option, field] :
+       {std::pair{"layout_A", &T::layout_a}, {"layout_B", &T::layout_b}, {"layout_C", &T::layout_c}}) {
+    if (from.*field != (*to).*field) out.push_back({option, std::string(to_string((*to).*field))});
+  }
+  return out;
+}
+
 int bytes_of(DataType t) {
   return bits_of(t) / 8;
 }
@@ -99,11 +121,17 @@ Gemm::Gemm(const GemmOptions& o, catalog::Operation operation) : operation_(oper
   const auto available = opclasses();
   if (available.empty()) {
     const auto t = operand_types(types_);
-    throw ConfigError("No kernel configuration found for supported data type and layout combination " +
-                      combination_text(t) + " with C=" + std::string(to_string(types_.c)) +
-                      ", D=" + std::string(to_string(types_.d)) + " on SM" + std::to_string(cc_) +
-                      ". Supported: f16/bf16 (accumulate f32; f16 also f16), f32, f64, s8 -> s32 (tensor cores: A "
-                      "row-major, B column-major).");
+    const auto nearest = nearest_settings(t, catalog::nearest_supported(target(), t));
+    std::string message = "No kernel configuration found for supported data type and layout combination " +
+                          combination_text(t) + " with C=" + std::string(to_string(types_.c)) +
+                          ", D=" + std::string(to_string(types_.d)) + " on SM" + std::to_string(cc_) +
+                          ". Supported: f16/bf16 (accumulate f32; f16 also f16), f32, f64, s8 -> s32 (tensor cores: "
+                          "A row-major, B column-major).";
+    for (std::size_t i = 0; i < nearest.size(); ++i) {
+      message +=
+          (i == 0 ? " The nearest combination with a kernel sets " : ", ") + nearest[i].option + "=" + nearest[i].value;
+    }
+    throw ConfigError(nearest.empty() ? message : message + ".", nearest);
   }
   opclass_ = available.front();
   invalidate();

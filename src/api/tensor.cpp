@@ -35,7 +35,9 @@ TensorView packed(void* data, DataType dtype, std::initializer_list<std::int64_t
 }
 
 // A rank beyond the view's storage (a view filled in by hand) prints what is stored.
-int stored_rank(int rank) { return std::clamp(rank, 0, kMaxRank); }
+int stored_rank(int rank) {
+  return std::clamp(rank, 0, kMaxRank);
+}
 
 std::string join(const std::array<std::int64_t, kMaxRank>& values, int rank) {
   std::ostringstream out;

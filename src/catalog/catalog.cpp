@@ -3,6 +3,8 @@
 #include "catalog/catalog.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iterator>
 
 #include "gemmkit/errors.hpp"
 
@@ -83,6 +85,69 @@ std::vector<OpClass> supported_opclasses(const Target& target, const OperandType
     if (supporting_family(target, row.value, types) != nullptr) out.push_back(row.value);
   }
   return out;
+}
+
+namespace {
+
+// OperandTypes' fields in the order a suggestion prefers changing them: the accumulator, the outputs, B (to match A)
+// and A, then the layouts.
+constexpr DataType OperandTypes::*kTypeFields[] = {&OperandTypes::accumulator, &OperandTypes::c, &OperandTypes::d,
+                                                   &OperandTypes::b, &OperandTypes::a};
+constexpr Layout OperandTypes::*kLayoutFields[] = {&OperandTypes::layout_c, &OperandTypes::layout_b,
+                                                   &OperandTypes::layout_a};
+constexpr std::size_t kFieldCount = std::size(kTypeFields) + std::size(kLayoutFields);
+
+// How far apart two element types are for a suggestion: same kind (float or integer) first, then closest width.
+int type_distance(DataType a, DataType b) {
+  return (is_integer(a) != is_integer(b) ? 1000 : 0) + std::abs(bits_of(a) - bits_of(b));
+}
+
+// `types` with one field (in the order above) set to each other value it may take, nearest first (never void: a
+// suggestion does not drop an operand).
+std::vector<OperandTypes> variants(const OperandTypes& types, std::size_t field) {
+  std::vector<OperandTypes> out;
+  if (field >= std::size(kTypeFields)) {
+    OperandTypes flipped = types;
+    Layout& layout = flipped.*kLayoutFields[field - std::size(kTypeFields)];
+    layout = layout == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor;
+    return {flipped};
+  }
+  const DataType current = types.*kTypeFields[field];
+  std::vector<DataType> values;
+  for (const auto& row : enum_rows<DataType>()) {
+    if (row.value != current && row.value != DataType::void_t) values.push_back(row.value);
+  }
+  std::stable_sort(values.begin(), values.end(),
+                   [&](DataType x, DataType y) { return type_distance(current, x) < type_distance(current, y); });
+  for (const DataType value : values) {
+    out.push_back(types);
+    out.back().*kTypeFields[field] = value;
+  }
+  return out;
+}
+
+// Depth-first over `changes` more fields from `first` on, in preference order; the first supported variant wins.
+std::optional<OperandTypes> first_supported(const Target& target, const OperandTypes& types, std::size_t first,
+                                            int changes) {
+  for (std::size_t field = first; field < kFieldCount; ++field) {
+    for (const OperandTypes& variant : variants(types, field)) {
+      if (changes == 1) {
+        if (!supported_opclasses(target, variant).empty()) return variant;
+      } else if (auto found = first_supported(target, variant, field + 1, changes - 1)) {
+        return found;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<OperandTypes> nearest_supported(const Target& target, const OperandTypes& types) {
+  for (int changes = 1; changes <= 3; ++changes) {
+    if (auto found = first_supported(target, types, 0, changes)) return found;
+  }
+  return std::nullopt;
 }
 
 std::vector<int> operand_alignments(const Target& target, OpClass opclass, DataType element,

@@ -40,6 +40,10 @@ int kernel_cc_for(const Target& target, OpClass opclass, const OperandTypes& typ
 // Opclasses with kernels for these types/layouts on the target, TensorOp first. Empty: no kernel at all.
 std::vector<OpClass> supported_opclasses(const Target& target, const OperandTypes& types);
 
+// The types and layouts nearest to `types` that have a kernel on the target: the fewest fields changed (at most
+// three), preferring the accumulator, then C, D, B, A and the layouts. nullopt when none is that near.
+std::optional<OperandTypes> nearest_supported(const Target& target, const OperandTypes& types);
+
 // Vector widths (elements) the plan's family accepts for an operand, widest first.
 std::vector<int> operand_alignments(const Target& target, OpClass opclass, DataType element, const OperandTypes& types);
 

@@ -34,8 +34,12 @@ constexpr std::int64_t kMaxBytes = std::int64_t{64} << 20;
 constexpr std::int64_t kSmallBytes = 4096;
 
 // The element type an operand's memory is filled as (bytes when its type has no size).
-gk::DataType content_type(gk::DataType t) { return gk::bits_of(t) == 0 ? gk::DataType::u8 : t; }
-std::int64_t element_bytes(gk::DataType t) { return gk::bits_of(content_type(t)) / 8; }
+gk::DataType content_type(gk::DataType t) {
+  return gk::bits_of(t) == 0 ? gk::DataType::u8 : t;
+}
+std::int64_t element_bytes(gk::DataType t) {
+  return gk::bits_of(content_type(t)) / 8;
+}
 
 // One operand's memory: a 256-byte aligned host or device buffer, and a host copy of what it should hold (its
 // elements as a 1 x n matrix of the operand's type).
@@ -55,8 +59,10 @@ class Buffer {
     }
   }
   ~Buffer() {
-    if (on_device_) cudaFree(data_);
-    else std::free(data_);
+    if (on_device_)
+      cudaFree(data_);
+    else
+      std::free(data_);
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -66,8 +72,10 @@ class Buffer {
   // What the buffer holds now, as bytes.
   std::vector<unsigned char> read() const {
     std::vector<unsigned char> out(bytes_);
-    if (on_device_) EXPECT_EQ(cudaMemcpy(out.data(), data_, bytes_, cudaMemcpyDeviceToHost), cudaSuccess);
-    else std::memcpy(out.data(), data_, bytes_);
+    if (on_device_)
+      EXPECT_EQ(cudaMemcpy(out.data(), data_, bytes_, cudaMemcpyDeviceToHost), cudaSuccess);
+    else
+      std::memcpy(out.data(), data_, bytes_);
     return out;
   }
 
@@ -84,7 +92,9 @@ class Buffer {
 class Reader {
  public:
   Reader(const TensorDraw& t, const void* bytes)
-      : bytes_(static_cast<const unsigned char*>(bytes)), offset_(t.byte_offset), one_(t.dtype, 1, 1, gk::Layout::RowMajor) {
+      : bytes_(static_cast<const unsigned char*>(bytes)),
+        offset_(t.byte_offset),
+        one_(t.dtype, 1, 1, gk::Layout::RowMajor) {
     t.dims(shape_, strides_);
   }
   // The element's index in the buffer (its byte address over the element size).
@@ -131,8 +141,8 @@ std::string check_result(const Case& x, const Buffer& a, const Buffer& b, const 
         double value = x.alpha * sum;
         if (c) value += x.beta * at_c->at(n, i, j);
         if (bias) value += at_bias->at(0, 0, x.plan.bias == gk::BiasMode::PerRow ? i : j);
-        const double expected =
-            gk::testing::round_to(x.plan.d, gk::testing::apply_activation(x.plan.activation, value, x.plan.activation_parameter));
+        const double expected = gk::testing::round_to(
+            x.plan.d, gk::testing::apply_activation(x.plan.activation, value, x.plan.activation_parameter));
         inside[static_cast<std::size_t>(at_d.index(n, i, j))] = true;
         if (const double got = at_d.at(n, i, j); got != expected) {
           return "D(" + std::to_string(n) + ", " + std::to_string(i) + ", " + std::to_string(j) + ") is " +
@@ -180,8 +190,7 @@ TEST(FrontDoorFuzzGpu, ValidCallsAreExactAndInvalidOnesLeaveDUntouched) {
 
     const std::vector<unsigned char> before = d.read();
     gk::Gemm& plan = plans[static_cast<std::size_t>(x.plan_index)];
-    const Outcome outcome =
-        gk::fuzz::capture([&] { plan.run(A, B, c ? &C : nullptr, D, x.alpha, x.beta, options); });
+    const Outcome outcome = gk::fuzz::capture([&] { plan.run(A, B, c ? &C : nullptr, D, x.alpha, x.beta, options); });
     const cudaError_t synced = cudaDeviceSynchronize();
     const cudaError_t pending = cudaGetLastError();
     ASSERT_EQ(synced, cudaSuccess) << cudaGetErrorName(synced) << "\n" << x.describe();

@@ -38,6 +38,15 @@ def test_config_errors_carry_the_cxx_messages():
         fp16_plan(75)
 
 
+def test_no_kernel_names_the_nearest_combination_that_has_one():
+    # The accumulator defaults to C's type, bf16, which no kernel accumulates in; the C++ error says what to set.
+    with pytest.raises(gemmkit.ConfigError) as e:
+        gemmkit.Gemm(element="bf16", layout="col", cc=80)
+    assert "The nearest combination with a kernel sets element_accumulator=f32." in str(e.value)
+    plan = gemmkit.Gemm(element="bf16", layout="col", element_accumulator="f32", cc=80)
+    assert plan.element_accumulator == gemmkit.DataType.f32
+
+
 def test_python_side_conversion_errors():
     with pytest.raises(gemmkit.ConfigError, match="No available conversion from type"):
         gemmkit.Gemm(element=np.complex64, layout="row", cc=80)

@@ -1,6 +1,9 @@
 """tests/python/test_plan.py (unit: no nvcc, no GPU): planning through the Python package — kernel names,
 enumeration, opclass / activation / swizzle / tile setters, dtype and layout conversions."""
 import copy
+import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -201,3 +204,25 @@ def test_bias_kernel_cc_and_raster_order():
     plan90.max_swizzle_size = 2
     assert (plan90.raster_order, plan90.max_swizzle_size) == (gemmkit.RasterOrder.AlongN, 2)
     assert plan90.kernel_name() == SM90_DEFAULT  # run-time arguments: the kernel stays
+
+
+# The gemmkit command line and the Python package resolve types and layouts through the same C++ code: for each
+# option set, `gemmkit plan --json` and the Python plan agree (the CLI's help: --element f16 and --layout row when
+# a line names neither).
+@pytest.mark.skipif("GEMMKIT_CLI" not in os.environ, reason="needs GEMMKIT_CLI, the gemmkit binary (ctest sets it)")
+@pytest.mark.parametrize("line, kwargs", [
+    ("", dict(element="f16", layout="row")),
+    ("--element bf16 --element-accumulator f32", dict(element="bf16", layout="row", element_accumulator="f32")),
+    ("--element f32 --layout col", dict(element="f32", layout="col")),
+    ("--element-c f32 --element-d f32 --layout-b col",
+     dict(element="f16", layout="row", element_C="f32", element_D="f32", layout_B="col")),
+])
+def test_the_cli_resolves_types_as_python_does(line, kwargs):
+    out = subprocess.run([os.environ["GEMMKIT_CLI"], "plan", "--cc", "90", "--json", *line.split()],
+                         capture_output=True, text=True, check=True).stdout
+    cli = json.loads(out)
+    plan = gemmkit.Gemm(cc=90, **kwargs)
+    for field in ["element_A", "element_B", "element_C", "element_D", "element_accumulator", "layout_A", "layout_B",
+                  "layout_C"]:
+        assert cli[field.lower()] == getattr(plan, field).name, (line, field)
+    assert cli["kernel_name"] == plan.kernel_name()

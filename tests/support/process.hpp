@@ -24,14 +24,16 @@ struct ProgramResult {
   std::string out, err;
   // How it ended, for failure messages.
   std::string summary() const {
-    std::string s = timed_out ? "timed out" : signal ? "killed by signal " + std::to_string(signal)
-                                                     : "exit " + std::to_string(exit_code);
+    std::string s = timed_out ? "timed out"
+                    : signal  ? "killed by signal " + std::to_string(signal)
+                              : "exit " + std::to_string(exit_code);
     return s + "\nstdout: " + out + "\nstderr: " + err;
   }
 };
 
 // Runs argv[0] (a path) with the environment plus `env` (an empty value unsets a variable).
-inline ProgramResult run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+inline ProgramResult run_program(const std::vector<std::string>& argv,
+                                 const std::map<std::string, std::string>& env = {},
                                  std::chrono::seconds limit = std::chrono::seconds(60)) {
   std::vector<std::string> environment;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -66,7 +68,8 @@ inline ProgramResult run_program(const std::vector<std::string>& argv, const std
   std::string* sinks[2] = {&result.out, &result.err};
   int open_pipes = 2;
   while (open_pipes > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
       kill(pid, SIGKILL);

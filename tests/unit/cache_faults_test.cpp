@@ -1,7 +1,8 @@
 // tests/unit/cache_faults_test.cpp: the kernel cache when things go wrong: nvcc or gemmkit killed mid-build, a full
 // disk, a read-only or unwritable cache, a path with spaces, a lock held by a dead process, two gemmkit versions in
 // one folder. Each time the next call rebuilds or fails with a clear error, never loads a broken module and never
-// waits on a dead lock. A fake nvcc (a shell script) stands in for the compiler; mounts are skipped where not permitted.
+// waits on a dead lock. A fake nvcc (a shell script) stands in for the compiler; mounts are skipped where not
+// permitted.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -40,17 +41,18 @@ std::string read(const fs::path& path) {
 fs::path write_nvcc(const fs::path& dir, const std::string& build) {
   const fs::path nvcc = dir / "bin" / "nvcc";
   fs::create_directories(nvcc.parent_path());
-  std::ofstream(nvcc) << "#!/bin/sh\n"
-                         "if [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0, V13.0.88'; exit 0; "
-                         "fi\n"
-                         "prev=; src=; out=\n"
-                         "for a in \"$@\"; do\n"
-                         "  [ \"$prev\" = -o ] && out=$a\n"
-                         "  case $a in *.cu) src=$a;; esac\n"
-                         "  prev=$a\n"
-                         "done\n"
-                         "[ -f \"$src\" ] || { echo \"fake nvcc: no source at '$src'\" >&2; exit 3; }\n"
-                      << build << "\n";
+  std::ofstream(nvcc)
+      << "#!/bin/sh\n"
+         "if [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0, V13.0.88'; exit 0; "
+         "fi\n"
+         "prev=; src=; out=\n"
+         "for a in \"$@\"; do\n"
+         "  [ \"$prev\" = -o ] && out=$a\n"
+         "  case $a in *.cu) src=$a;; esac\n"
+         "  prev=$a\n"
+         "done\n"
+         "[ -f \"$src\" ] || { echo \"fake nvcc: no source at '$src'\" >&2; exit 3; }\n"
+      << build << "\n";
   fs::permissions(nvcc, fs::perms::owner_all);
   return nvcc;
 }
@@ -65,7 +67,9 @@ Toolchain toolchain_with(const fs::path& nvcc) {
   return tc;
 }
 
-KernelSource source(const std::string& name) { return {name, "sm_90a", "// kernel " + name + "\n"}; }
+KernelSource source(const std::string& name) {
+  return {name, "sm_90a", "// kernel " + name + "\n"};
+}
 
 std::size_t count_children(const fs::path& dir) {
   std::error_code ec;
@@ -123,8 +127,8 @@ class Mount {
   std::string reason_;
 };
 
-#define SKIP_UNLESS_MOUNTED(mount)                                                                            \
-  do {                                                                                                        \
+#define SKIP_UNLESS_MOUNTED(mount)                                                                         \
+  do {                                                                                                     \
     if (!(mount).reason().empty()) GTEST_SKIP() << "mounting is not permitted here: " << (mount).reason(); \
   } while (0)
 
@@ -173,7 +177,8 @@ TEST_F(CacheFaults, GemmkitKilledMidBuildLeavesNoLockToWaitOnAndItsFolderIsSwept
   ::kill(builder, SIGKILL);  // mid-build, holding the lock
   ::waitpid(builder, nullptr, 0);
 
-  const int rebuilt = in_child([&] { return DiskCache(root).get_or_build(toolchain_with(good_nvcc_), source("k")).hit ? 1 : 0; });
+  const int rebuilt =
+      in_child([&] { return DiskCache(root).get_or_build(toolchain_with(good_nvcc_), source("k")).hit ? 1 : 0; });
   ::kill(std::stoi(nvcc_pid), SIGKILL);  // the orphaned fake nvcc this test started
   EXPECT_EQ(rebuilt, 0) << (rebuilt == -1 ? "the build waited on the dead process's lock" : "no fresh build");
 
@@ -245,15 +250,16 @@ TEST_F(CacheFaults, AnUnwritableCacheDegradesToAPrivateCacheWithOneWarning) {
 // The same through the CLI: the run succeeds with one warning, and the private cache is gone when the process exits.
 TEST_F(CacheFaults, TheCliBuildsIntoAPrivateCacheWhenItsCacheIsUnwritable) {
   std::ofstream(dir_.path() / "file") << "not a folder";
-  const auto r = testing::run_program(
-      {GEMMKIT_CLI_PATH, "compile", "--cc", "90", "--json"},
-      {{"GEMMKIT_CACHE_DIR", (dir_.path() / "file" / "cache").string()}, {"CUDA_HOME", (dir_.path() / "good").string()}});
+  const auto r = testing::run_program({GEMMKIT_CLI_PATH, "compile", "--cc", "90", "--json"},
+                                      {{"GEMMKIT_CACHE_DIR", (dir_.path() / "file" / "cache").string()},
+                                       {"CUDA_HOME", (dir_.path() / "good").string()}});
   ASSERT_EQ(r.exit_code, 0) << r.summary();
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.summary();
   EXPECT_NE(r.err.find("gemmkit: warning: the kernel cache"), std::string::npos) << r.summary();
   const auto at = r.out.find(fs::temp_directory_path().string() + "/gemmkit-cache-");
   ASSERT_NE(at, std::string::npos) << r.summary();
-  const fs::path private_cache = r.out.substr(at, r.out.find('/', at + fs::temp_directory_path().string().size() + 1) - at);
+  const fs::path private_cache =
+      r.out.substr(at, r.out.find('/', at + fs::temp_directory_path().string().size() + 1) - at);
   EXPECT_FALSE(fs::exists(private_cache)) << private_cache;
 }
 
@@ -325,7 +331,8 @@ TEST_F(CacheFaults, TwoGemmkitVersionsShareOneFolderWithoutTouchingEachOther) {
 
   // The other version's entries: one in today's format, one in a format this version cannot read.
   const std::string older_key(64, 'a'), newer_key(64, 'b');
-  for (const auto& [key, text] : {std::pair<std::string, std::string>{older_key, manifest}, {newer_key, "{\"v\": 2}"}}) {
+  for (const auto& [key, text] :
+       {std::pair<std::string, std::string>{older_key, manifest}, {newer_key, "{\"v\": 2}"}}) {
     const fs::path dir = root / "v1" / key.substr(0, 2) / key;
     fs::create_directories(dir);
     fs::copy_file(ours.module_path, dir / "kernel.so");

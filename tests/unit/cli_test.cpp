@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "support/cli.hpp"
 
@@ -39,31 +42,156 @@ TEST(Cli, TilesListsEveryConfiguration) {
   EXPECT_EQ(json.at("tile_descriptions").size(), 22u);
 }
 
-TEST(Cli, BadInputIsATypedErrorInJson) {
+// Usage errors (a bad value, an unknown command or option) exit 2; what only the plan can refuse exits 1.
+TEST(Cli, BadInputIsATypedErrorInJsonAndTheExitCodeSaysWhichKind) {
   auto r = cli("plan --cc 90 --element f17 --json");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);
   auto json = nlohmann::ordered_json::parse(r.out);
-  EXPECT_EQ(json.at("error").get<std::string>(), "ConfigError");
-  EXPECT_NE(json.at("message").get<std::string>().find("unknown element type 'f17'"), std::string::npos);
+  EXPECT_EQ(json.at("error").get<std::string>(), "UsageError");
+  EXPECT_NE(json.at("message").get<std::string>().find("--element: unknown element type 'f17'"), std::string::npos);
   r = cli("plan --cc 75");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("gemmkit: ConfigError: gemmkit builds kernels for compute capability 80"), std::string::npos);
-  r = cli("frobnicate");
+  r = cli("plan --cc 90 --tile 999 --json");
   EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(nlohmann::ordered_json::parse(r.out).at("error").get<std::string>(), "ConfigError");
+  r = cli("frobnicate");
+  EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("Unknown command 'frobnicate'"), std::string::npos);
 }
 
 TEST(Cli, AnUnknownOptionIsAnErrorNamingTheNearestValidOne) {
   auto r = cli("plan --cc 90 --tiel 3");
-  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("Unknown option --tiel"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("did you mean --tile?"), std::string::npos) << r.out;
   r = cli("plan --cc 90 extra");
-  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_EQ(r.status, 2) << r.out;
+}
+
+TEST(Cli, VersionAndHelpForEveryCommand) {
+  auto r = cli("--version");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, "gemmkit " GEMMKIT_VERSION "\n");
+  // Each command's help: its usage line and an option only it takes; `gemmkit help <command>` says the same.
+  for (const auto& [command, option] : std::vector<std::pair<std::string, std::string>>{{"plan", "--print-source"},
+                                                                                        {"tiles", "--tile"},
+                                                                                        {"compile", "--kernel-cc"},
+                                                                                        {"run", "--repeat"},
+                                                                                        {"cache", "ls"},
+                                                                                        {"cache ls", "--json"},
+                                                                                        {"demo", "--json"}}) {
+    r = cli(command + " --help");
+    EXPECT_EQ(r.status, 0) << command << ": " << r.out;
+    EXPECT_NE(r.out.find("Usage: gemmkit " + command + " [OPTIONS]"), std::string::npos) << command << ": " << r.out;
+    EXPECT_NE(r.out.find(option), std::string::npos) << command << ": " << r.out;
+    if (command.find(' ') == std::string::npos) {
+      EXPECT_EQ(cli("help " + command).out, r.out) << command;
+    }
+  }
+  EXPECT_EQ(cli("run --help").out.find("--print-source"), std::string::npos);
+  r = cli("help frob");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("no command 'frob'"), std::string::npos) << r.out;
+}
+
+// One line per configuration under a header: index, CTA tile, cluster, stages, schedules, the kernel name's
+// ending; --json keeps every field.
+TEST(Cli, TilesPrintsOneLinePerEntry) {
+  const auto json = nlohmann::ordered_json::parse(cli("tiles --cc 90 --json").out);
+  const auto& tiles = json.at("tile_descriptions");
+  const auto r = cli("tiles --cc 90");
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::vector<std::string> lines;
+  std::istringstream text(r.out);
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), tiles.size() + 1) << r.out;
+  EXPECT_EQ(lines[0].rfind("#  ", 0), 0u) << lines[0];
+  auto shape = [](const nlohmann::ordered_json& s) {
+    return std::to_string(s[0].get<int>()) + "x" + std::to_string(s[1].get<int>()) + "x" +
+           std::to_string(s[2].get<int>());
+  };
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    std::istringstream words(lines[i + 1]);
+    std::vector<std::string> w;
+    for (std::string word; words >> word;) w.push_back(word);
+    ASSERT_EQ(w.size(), 8u) << lines[i + 1];
+    const auto& t = tiles[i];
+    EXPECT_EQ(w[0], std::to_string(i));
+    EXPECT_EQ(w[1], shape(t.at("cta_tile")));
+    EXPECT_EQ(w[2], shape(t.at("cluster_shape")));
+    EXPECT_EQ(w[3], t.at("stages").get<int>() == 0 ? "auto" : std::to_string(t.at("stages").get<int>()));
+    EXPECT_EQ(w[4], t.at("kernel_schedule").get<std::string>());
+    EXPECT_EQ(w[5], t.at("epilogue_schedule").get<std::string>());
+    EXPECT_EQ(w[6], t.at("tile_scheduler").get<std::string>());
+    const std::string name = t.at("kernel_name").get<std::string>();
+    EXPECT_EQ(name.substr(name.size() - w[7].size()), w[7]);
+    EXPECT_LT(w[7].size(), name.size());
+  }
+}
+
+// No kernel for the combination: the library's nearest combination, as this command line would ask for it.
+TEST(Cli, NoKernelSuggestsTheNearestCombinationAsOptions) {
+  auto r = cli("tiles --cc 80 --element bf16 --layout col");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("element_accumulator=f32. On the command line: --element-accumulator f32."), std::string::npos)
+      << r.out;
+  r = cli("tiles --cc 80 --element bf16 --layout col --json");
+  EXPECT_EQ(nlohmann::ordered_json::parse(r.out).at("nearest"),
+            nlohmann::ordered_json({{"--element-accumulator", "f32"}}));
+  EXPECT_EQ(cli("tiles --cc 80 --element bf16 --layout col --element-accumulator f32").status, 0);
+}
+
+// The CLI resolves every type and layout through the library: its plan --json equals the C++ plan given the same
+// options (the CLI's --element f16 and --layout row where a line names neither, as its help says).
+TEST(Cli, PlanResolvesTypesAsTheLibraryDoes) {
+  struct Case {
+    std::string line;
+    gemmkit::GemmOptions options;
+  };
+  using gemmkit::DataType;
+  using gemmkit::Layout;
+  auto options = [](DataType element, Layout layout) {
+    gemmkit::GemmOptions o;
+    o.element = element;
+    o.layout = layout;
+    o.cc = 90;
+    return o;
+  };
+  std::vector<Case> cases = {
+      {"", options(DataType::f16, Layout::RowMajor)},
+      {"--element bf16 --element-accumulator f32", options(DataType::bf16, Layout::RowMajor)},
+      {"--element f32 --layout col", options(DataType::f32, Layout::ColumnMajor)},
+      {"--element-c f32 --element-d f32 --layout-b col", options(DataType::f16, Layout::RowMajor)},
+      {"--element s8 --element-accumulator s32 --element-c s32 --element-d s32 --layout-b col",
+       options(DataType::s8, Layout::RowMajor)}};
+  cases[1].options.element_accumulator = DataType::f32;
+  cases[3].options.element_c = cases[3].options.element_d = DataType::f32;
+  cases[3].options.layout_b = Layout::ColumnMajor;
+  cases[4].options.element_accumulator = cases[4].options.element_c = cases[4].options.element_d = DataType::s32;
+  cases[4].options.layout_b = Layout::ColumnMajor;
+  for (const Case& c : cases) {
+    const auto r = cli("plan --cc 90 --json " + c.line);
+    ASSERT_EQ(r.status, 0) << c.line << ": " << r.out;
+    const auto json = nlohmann::ordered_json::parse(r.out);
+    const gemmkit::Gemm plan(c.options);
+    auto name = [](auto value) { return std::string(gemmkit::to_string(value)); };
+    EXPECT_EQ(json.at("element_a"), name(plan.element_a())) << c.line;
+    EXPECT_EQ(json.at("element_b"), name(plan.element_b())) << c.line;
+    EXPECT_EQ(json.at("element_c"), name(plan.element_c())) << c.line;
+    EXPECT_EQ(json.at("element_d"), name(plan.element_d())) << c.line;
+    EXPECT_EQ(json.at("element_accumulator"), name(plan.element_accumulator())) << c.line;
+    EXPECT_EQ(json.at("layout_a"), name(plan.layout_a())) << c.line;
+    EXPECT_EQ(json.at("layout_b"), name(plan.layout_b())) << c.line;
+    EXPECT_EQ(json.at("layout_c"), name(plan.layout_c())) << c.line;
+    EXPECT_EQ(json.at("kernel_name"), plan.kernel_name()) << c.line;
+  }
+  // Without --element-accumulator the accumulator is C's type, as in C++ and Python (no f32 forced for f16).
+  EXPECT_EQ(nlohmann::ordered_json::parse(cli("plan --cc 90 --json").out).at("element_accumulator"), "f16");
 }
 
 TEST(Cli, PlansTakeBiasKernelCcAndRasterOrder) {
-  auto r = cli("plan --cc 90 --kernel-cc 80 --bias column --activation relu --json");
+  auto r = cli("plan --cc 90 --kernel-cc 80 --element-accumulator f32 --bias column --activation relu --json");
   ASSERT_EQ(r.status, 0) << r.out;
   auto json = nlohmann::ordered_json::parse(r.out);
   EXPECT_EQ(json.at("kernel_cc").get<int>(), 80);
@@ -73,7 +201,7 @@ TEST(Cli, PlansTakeBiasKernelCcAndRasterOrder) {
   EXPECT_EQ(r.status, 0) << r.out;
   r = cli("plan --cc 80 --raster-order AlongN");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("Raster order applies to SM90"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--raster-order AlongN: Raster order applies to SM90"), std::string::npos) << r.out;
 }
 
 TEST(Cli, UsageWithoutCommand) {

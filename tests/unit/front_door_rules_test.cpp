@@ -58,7 +58,8 @@ TEST(FrontDoorRules, ARankBeyondTheViewIsRefusedWithoutReadingPastIt) {
 
 TEST(FrontDoorRules, ASpanPast2To63IsRefusedNotWrapped) {
   gk::Gemm plan(gk::testing::f16_row(90));
-  const auto huge = view(f16, {std::int64_t{1} << 40, 3, 64, 64}, {std::int64_t{3} << 40, std::int64_t{1} << 40, 64, 1});
+  const auto huge =
+      view(f16, {std::int64_t{1} << 40, 3, 64, 64}, {std::int64_t{3} << 40, std::int64_t{1} << 40, 64, 1});
   EXPECT_TRUE(StartsWith(refusal(plan, huge, row(f16, 64, 64), nullptr, row(f16, 64, 64)),
                          "Tensor A: has shape (1099511627776, 3, 64, 64)"));
 }
@@ -92,9 +93,9 @@ TEST(FrontDoorRules, OverlappingBatchesOfDAreRefused) {
 
 TEST(FrontDoorRules, DsBatchErrorNamesDWhenThereIsNoC) {
   gk::Gemm plan(gk::testing::f16_row(90));
-  EXPECT_TRUE(StartsWith(refusal(plan, row(f16, 64, 64), row(f16, 64, 64), nullptr,
-                                 view(f16, {4, 64, 64}, {4096, 64, 1})),
-                         "Tensor D has a batch of 4"));
+  EXPECT_TRUE(
+      StartsWith(refusal(plan, row(f16, 64, 64), row(f16, 64, 64), nullptr, view(f16, {4, 64, 64}, {4096, 64, 1})),
+                 "Tensor D has a batch of 4"));
 }
 
 TEST(FrontDoorRules, TheContiguousExtentMustFitTheVectorToo) {

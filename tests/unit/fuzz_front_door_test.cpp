@@ -41,7 +41,10 @@ void* arena() {
 struct Views {
   gk::TensorView A, B, C, D, bias;
   explicit Views(const Case& x)
-      : A(x.a.view(arena())), B(x.b.view(arena())), C(x.c.view(arena())), D(x.d.view(arena())),
+      : A(x.a.view(arena())),
+        B(x.b.view(arena())),
+        C(x.c.view(arena())),
+        D(x.d.view(arena())),
         bias(x.bias.view(arena())) {}
 };
 
@@ -68,7 +71,8 @@ class Tally {
 // count, so only equal widths compare).
 std::string check_spec(const Case& x, const gk::Gemm& plan, const gk::KernelSpec& s) {
   const Outcome rendered = gk::fuzz::capture([&] { (void)gk::render(s); });
-  if (rendered.kind != Outcome::Result) return "spec_for chose " + s.name() + ", which render refuses: " + rendered.message;
+  if (rendered.kind != Outcome::Result)
+    return "spec_for chose " + s.name() + ", which render refuses: " + rendered.message;
   if (!x.mutations.empty()) return "";
   const gk::KernelSpec widest = plan.spec();
   const bool same_c = gk::bits_of(x.plan.c) != gk::bits_of(x.plan.d) || s.alignment_c == widest.alignment_c;
@@ -114,8 +118,8 @@ TEST(FrontDoorFuzz, EveryCallEndsInAKernelOrATypedErrorNamingABrokenOperand) {
       // Without a GPU, run() checks every tensor and the bias, then stops asking for the current device.
       gk::RunOptions options;
       options.bias = x.bias.present ? &v.bias : nullptr;
-      Outcome run = gk::fuzz::capture(
-          [&] { plan->run(v.A, v.B, x.c.present ? &v.C : nullptr, v.D, x.alpha, x.beta, options); });
+      Outcome run =
+          gk::fuzz::capture([&] { plan->run(v.A, v.B, x.c.present ? &v.C : nullptr, v.D, x.alpha, x.beta, options); });
       if (run.kind == Outcome::CudaError && run.message.find("No CUDA device is available") == 0) {
         run = Outcome{};  // every host-side check passed
       }
@@ -157,7 +161,9 @@ TEST(FrontDoorFuzz, TheGpuFuzzersCallsNeedOnlyPrebuiltKernels) {
     const Views v(x);
     std::string name;
     const Outcome spec = gk::fuzz::capture([&] {
-      name = made[static_cast<std::size_t>(x.plan_index)].spec_for(v.A, v.B, x.c.present ? &v.C : nullptr, v.D, x.beta).name();
+      name = made[static_cast<std::size_t>(x.plan_index)]
+                 .spec_for(v.A, v.B, x.c.present ? &v.C : nullptr, v.D, x.beta)
+                 .name();
     });
     EXPECT_EQ(gk::fuzz::judge(x, spec, {Stage::Tensors}), "") << x.describe();
     if (spec.kind != Outcome::Result) continue;

@@ -3,6 +3,8 @@
 
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
@@ -142,6 +144,64 @@ TEST(PlanOpclass, NoKernelForTheCombination) {
                          "f32)x(RowMajor, RowMajor)"),
             std::string::npos)
       << message;
+}
+
+// The error of a plan without kernels names the nearest combination that has one (in the message and as data),
+// and that combination builds.
+TEST(PlanOpclass, NoKernelNamesTheNearestCombinationThatHasOne) {
+  using Setting = gk::ConfigError::Setting;
+  auto nearest_of = [](const gk::GemmOptions& o) -> std::pair<std::vector<Setting>, std::string> {
+    try {
+      gk::Gemm plan(o);
+    } catch (const gk::ConfigError& e) {
+      return {e.nearest, e.what()};
+    }
+    return {{}, "no ConfigError"};
+  };
+  struct Case {
+    gk::GemmOptions options;
+    std::vector<Setting> nearest;
+  };
+  gk::GemmOptions bf16_col;  // the accumulator defaults to C's type, bf16: no bf16-accumulating kernel
+  bf16_col.element = gk::DataType::bf16;
+  bf16_col.layout = gk::Layout::ColumnMajor;
+  bf16_col.cc = 80;
+  gk::GemmOptions mixed = f16_row(90);
+  mixed.element_b = gk::DataType::bf16;
+  gk::GemmOptions tf32 = f16_row(80);  // tf32 operands want f32 beside them, not f16
+  tf32.element = gk::DataType::tf32;
+  tf32.element_accumulator = std::nullopt;
+  gk::GemmOptions int8 = f16_row(90);
+  int8.element = gk::DataType::s8;
+  int8.element_accumulator = std::nullopt;
+  for (const Case& c : std::vector<Case>{
+           {bf16_col, {{"element_accumulator", "f32"}}},
+           {mixed, {{"element_B", "f16"}}},
+           {tf32, {{"element_accumulator", "f32"}, {"element_A", "f32"}, {"element_B", "f32"}}},
+           {int8, {{"element_accumulator", "s32"}}},
+       }) {
+    const auto [nearest, message] = nearest_of(c.options);
+    EXPECT_EQ(nearest, c.nearest) << message;
+    std::string named = "The nearest combination with a kernel sets ";
+    for (const Setting& s : c.nearest) named += (&s == &c.nearest.front() ? "" : ", ") + s.option + "=" + s.value;
+    EXPECT_NE(message.find(named + "."), std::string::npos) << message;
+    gk::GemmOptions fixed = c.options;
+    for (const Setting& s : nearest) {
+      const gk::DataType type = *gk::parse_enum<gk::DataType>(s.value);
+      if (s.option == "element_accumulator") fixed.element_accumulator = type;
+      if (s.option == "element_A") fixed.element_a = type;
+      if (s.option == "element_B") fixed.element_b = type;
+    }
+    EXPECT_NO_THROW(gk::Gemm{fixed}) << message;
+  }
+  // Nothing within three changes (u8 has no kernel at all): no suggestion, and the message does not pretend one.
+  gk::GemmOptions u8 = f16_row(80);
+  u8.element = gk::DataType::u8;
+  u8.element_accumulator = std::nullopt;
+  const auto [nearest, message] = nearest_of(u8);
+  EXPECT_TRUE(nearest.empty()) << message;
+  EXPECT_NE(message.find("No kernel configuration found"), std::string::npos) << message;
+  EXPECT_EQ(message.find("nearest"), std::string::npos) << message;
 }
 
 TEST(PlanConfiguration, TileDescriptionsAreUniqueValidAndStartWithTheDefault) {

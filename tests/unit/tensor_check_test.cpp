@@ -95,7 +95,8 @@ TEST(TensorCheck, EachRuleNamesTheOperandAndLeavesDUntouched) {
             std::string::npos);
   std::vector<std::uint16_t> batched_b(2 * k * n, 1);
   const auto B2 = gk::TensorView::host(batched_b.data(), gk::DataType::f16, {2, k, n});
-  EXPECT_NE(tensor_error(plan, A3, B2, &C, D).find("Tensors A and B: invalid batch counts: A has 3 and B has 2"), std::string::npos);
+  EXPECT_NE(tensor_error(plan, A3, B2, &C, D).find("Tensors A and B: invalid batch counts: A has 3 and B has 2"),
+            std::string::npos);
 
   for (auto value : buf.d) ASSERT_EQ(value, 0xBEEF);  // no error wrote a byte of D
 }

@@ -1,14 +1,26 @@
 // tools/gemmkit/main.cpp: the gemmkit command line (CLI11): plan, tiles, compile, run, cache, demo; --json everywhere.
+// Every option's value is checked as it is parsed, before any GPU query or compile: a bad one is a usage error
+// (exit 2). What only the plan can judge (an unsupported cc, a tile index past the plan's list) is the library's
+// ConfigError (exit 1), as are toolchain and CUDA failures.
 #include <cuda_runtime_api.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gemmkit/cache.hpp"
@@ -20,12 +32,16 @@
 #include "testing/walkthrough.hpp"
 #include "util/knobs.hpp"
 
+#ifndef GEMMKIT_VERSION
+#error "GEMMKIT_VERSION must be defined by the build"
+#endif
+
 namespace gk = gemmkit;
 using Json = nlohmann::ordered_json;
 
 namespace {
 
-// A command line that names no command, an unknown command or option, or lacks a value.
+// A command line gemmkit cannot take: an unknown command or option, a missing or bad value. Exits 2.
 class UsageError : public gk::Error {
  public:
   using gk::Error::Error;
@@ -36,78 +52,185 @@ std::string one_of() {
   return "one of: " + gk::enum_names<Enum>();
 }
 
-// The options of every command that builds a plan, in one table; their values stay text until make_plan().
-class PlanOptions {
+// A whole word in decimal, or nullopt.
+std::optional<std::int64_t> parse_integer(const std::string& text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// A whole word that is a finite number, or nullopt.
+std::optional<double> parse_real(const std::string& text) {
+  double value = 0.0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// CLI11 takes the word after an option as its value even when that word is the next option.
+std::string got(const std::string& text) {
+  if (text.rfind("--", 0) == 0) return "got the option " + text + " instead of a value";
+  return "got '" + text + "'";
+}
+
+// A check CLI11 runs on an option's value as it parses it: "" for a good value, else why not (after "--option: ").
+CLI::Validator value_check(std::function<std::string(const std::string&)> why_not) {
+  return CLI::Validator([why_not](std::string& text) { return why_not(text); }, "");
+}
+
+CLI::Validator integer_check(std::int64_t min, std::int64_t max) {
+  return value_check([=](const std::string& text) -> std::string {
+    const auto value = parse_integer(text);
+    if (value && *value >= min && *value <= max) return "";
+    return "expects an integer from " + std::to_string(min) + " to " + std::to_string(max) + "; " + got(text) + ".";
+  });
+}
+
+CLI::Validator integer_one_of(const std::vector<std::int64_t>& allowed) {
+  std::string list;
+  for (const std::int64_t a : allowed) list += (list.empty() ? "" : ", ") + std::to_string(a);
+  return value_check([=](const std::string& text) -> std::string {
+    const auto value = parse_integer(text);
+    if (value && std::find(allowed.begin(), allowed.end(), *value) != allowed.end()) return "";
+    return "expects one of " + list + "; " + got(text) + ".";
+  });
+}
+
+CLI::Validator real_check() {
+  return value_check([](const std::string& text) -> std::string {
+    return parse_real(text) ? "" : "expects a finite number; " + got(text) + ".";
+  });
+}
+
+template <class Enum>
+CLI::Validator enum_check() {
+  return value_check([](const std::string& text) -> std::string {
+    if (gk::parse_enum<Enum>(text)) return "";
+    const std::string what(gk::EnumTable<Enum>::what);
+    if (text.rfind("--", 0) == 0) return "expects " + what + " (" + one_of<Enum>() + "); " + got(text) + ".";
+    return "unknown " + what + " '" + text + "'; use " + one_of<Enum>() + ".";
+  });
+}
+
+constexpr std::int64_t kInt32Max = INT32_MAX;
+
+// One option: its name (without --), value name, help, the check of its value, and its value when not given ("":
+// none; the library decides).
+struct OptionRow {
+  std::string name, value, help;
+  CLI::Validator check;
+  std::string default_value = {};
+};
+
+// Every command that builds a plan takes these. Each value reaches the library as given, and what is not given is
+// left to the library's defaults (GemmOptions, the Gemm setters), except --element and --layout: the library takes
+// no default for an operand's type and layout, the command line fills in f16 and row.
+std::vector<OptionRow> plan_table() {
+  return {
+      {"cc", "N", "target compute capability, e.g. 80 or 90 (default: the current GPU's)", integer_check(1, kInt32Max)},
+      {"kernel-cc", "N",
+       "kernel generation: 80 (CUTLASS 2.x kernels, any SM80+ GPU) or 90 (CUTLASS 3.x, SM90 only); default: the "
+       "best for --cc",
+       integer_check(1, kInt32Max)},
+      {"element", "TYPE", "element type of every operand not given its own, " + one_of<gk::DataType>(),
+       enum_check<gk::DataType>(), "f16"},
+      {"element-a", "TYPE", "element type of A", enum_check<gk::DataType>()},
+      {"element-b", "TYPE", "element type of B", enum_check<gk::DataType>()},
+      {"element-c", "TYPE", "element type of C", enum_check<gk::DataType>()},
+      {"element-d", "TYPE", "element type of D", enum_check<gk::DataType>()},
+      {"element-accumulator", "TYPE", "accumulator type (default: C's element type)", enum_check<gk::DataType>()},
+      {"layout", "LAYOUT", "layout of every operand not given its own, " + one_of<gk::Layout>() + " (or row, col)",
+       enum_check<gk::Layout>(), "row"},
+      {"layout-a", "LAYOUT", "layout of A", enum_check<gk::Layout>()},
+      {"layout-b", "LAYOUT", "layout of B", enum_check<gk::Layout>()},
+      {"layout-c", "LAYOUT", "layout of C and D", enum_check<gk::Layout>()},
+      {"opclass", "CLASS", one_of<gk::OpClass>(), enum_check<gk::OpClass>()},
+      {"swizzle", "NAME", one_of<gk::Swizzle>(), enum_check<gk::Swizzle>()},
+      {"activation", "NAME", one_of<gk::Activation>(), enum_check<gk::Activation>()},
+      {"activation-parameter", "X", "the leaky_relu slope (needs --activation; default 0.01)", real_check()},
+      {"bias", "MODE", "a bias vector added before the activation, " + one_of<gk::BiasMode>(),
+       enum_check<gk::BiasMode>()},
+      {"raster-order", "ORDER", "SM90 persistent schedulers, " + one_of<gk::RasterOrder>(),
+       enum_check<gk::RasterOrder>()},
+      // The library's rule (Gemm::set_max_swizzle_size), checked here too so that it fails before any GPU query.
+      {"max-swizzle-size", "N", "SM90 persistent schedulers: 1, 2, 4 or 8", integer_one_of({1, 2, 4, 8})},
+      {"tile", "N", "use the N-th entry of `gemmkit tiles` instead of the default", integer_check(0, kInt32Max)},
+  };
+}
+
+// gemmkit run's problem: each operand (batch included) holds at most 2^31-1 elements (checked after parsing).
+std::vector<OptionRow> run_table() {
+  return {
+      {"m", "M", "rows of A and D", integer_check(1, kInt32Max), "128"},
+      {"n", "N", "columns of B and D", integer_check(1, kInt32Max), "128"},
+      {"k", "K", "columns of A, rows of B", integer_check(1, kInt32Max), "128"},
+      {"batch", "B", "batch count", integer_check(1, kInt32Max), "1"},
+      {"alpha", "X", "D = alpha * A@B + beta * C", real_check(), "1"},
+      {"beta", "X", "", real_check(), "0"},
+      {"repeat", "N", "timed runs after the first", integer_check(1, 1000000), "10"},
+  };
+}
+
+// The options' values as given, checked by CLI11 as it parsed them; shared by every command that takes them.
+class Values {
  public:
-  void add_to(CLI::App& command) {
-    struct Row {
-      std::string name, value, help;
-    };
-    const std::vector<Row> table = {
-        {"cc", "N", "target compute capability, e.g. 80 or 90 (default: the current GPU's)"},
-        {"kernel-cc", "N",
-         "kernel generation: 80 (CUTLASS 2.x kernels, any SM80+ GPU) or 90 (CUTLASS 3.x, SM90 "
-         "only); default: the best for --cc"},
-        {"element", "TYPE", "generic element type (default f16), " + one_of<gk::DataType>()},
-        {"element-a", "TYPE", "element type of A"},
-        {"element-b", "TYPE", "element type of B"},
-        {"element-c", "TYPE", "element type of C"},
-        {"element-d", "TYPE", "element type of D"},
-        {"element-accumulator", "TYPE", "accumulator type (default: element C's; f32 for f16)"},
-        {"layout", "LAYOUT", "generic layout (default row), " + one_of<gk::Layout>() + " (or row, col)"},
-        {"layout-a", "LAYOUT", "layout of A"},
-        {"layout-b", "LAYOUT", "layout of B"},
-        {"layout-c", "LAYOUT", "layout of C and D"},
-        {"opclass", "CLASS", one_of<gk::OpClass>()},
-        {"swizzle", "NAME", one_of<gk::Swizzle>()},
-        {"activation", "NAME", one_of<gk::Activation>()},
-        {"activation-parameter", "X", "the leaky_relu slope (default 0.01)"},
-        {"bias", "MODE", "a bias vector added before the activation, " + one_of<gk::BiasMode>()},
-        {"raster-order", "ORDER", "SM90 persistent schedulers, " + one_of<gk::RasterOrder>()},
-        {"max-swizzle-size", "N", "SM90 persistent schedulers: 1, 2, 4 or 8"},
-        {"tile", "N", "use the N-th entry of `gemmkit tiles` instead of the default"},
-    };
-    for (const Row& row : table) {
-      options_[row.name].push_back(
-          command.add_option("--" + row.name, values_[row.name], row.help)->type_name(row.value));
+  void add_to(CLI::App& command, const std::vector<OptionRow>& table) {
+    for (const OptionRow& row : table) {
+      const std::string help = row.default_value.empty()
+                                   ? row.help
+                                   : row.help + (row.help.empty() ? "" : " ") + "(default " + row.default_value + ")";
+      CLI::Option* option = command.add_option("--" + row.name, given_[row.name], help);
+      option->check(row.check)->type_name(row.value);
+      options_[row.name].push_back(option);
+      defaults_[row.name] = row.default_value;
     }
   }
 
-  std::optional<std::string> get(const std::string& name) const {
+  bool given(const std::string& name) const {
     const auto& options = options_.at(name);
-    if (std::none_of(options.begin(), options.end(), [](const CLI::Option* o) { return o->count() > 0; })) {
-      return std::nullopt;
-    }
-    return values_.at(name);
+    return std::any_of(options.begin(), options.end(), [](const CLI::Option* o) { return o->count() > 0; });
   }
-
-  int integer(const std::string& name) const { return number<int>(name, "an integer"); }
-  double real(const std::string& name) const { return number<double>(name, "a number"); }
-
+  // The value given, else the option's default, else nullopt.
+  std::optional<std::string> text(const std::string& name) const {
+    if (given(name)) return given_.at(name);
+    if (!defaults_.at(name).empty()) return defaults_.at(name);
+    return std::nullopt;
+  }
+  std::optional<std::int64_t> integer(const std::string& name) const { return typed(name, parse_integer); }
+  std::optional<double> real(const std::string& name) const { return typed(name, parse_real); }
   template <class Enum>
   std::optional<Enum> enumerator(const std::string& name) const {
-    const std::optional<std::string> text = get(name);
-    if (!text) return std::nullopt;
-    if (auto value = gk::parse_enum<Enum>(*text)) return value;
-    throw gk::ConfigError("--" + name + ": unknown " + std::string(gk::EnumTable<Enum>::what) + " '" + *text +
-                          "'; use " + one_of<Enum>() + ".");
+    return typed(name, [](const std::string& t) { return gk::parse_enum<Enum>(t); });
   }
 
  private:
-  template <class Number>
-  Number number(const std::string& name, const char* what) const {
-    const std::string text = *get(name);
-    Number value{};
-    if (CLI::detail::lexical_cast(text, value)) return value;
-    throw UsageError("--" + name + " expects " + what + "; got '" + text + "'.");
+  template <class Parse>
+  auto typed(const std::string& name, Parse parse) const -> decltype(parse(std::string())) {
+    const std::optional<std::string> value = text(name);
+    if (!value) return std::nullopt;
+    if (auto parsed = parse(*value)) return parsed;
+    throw gk::Error("internal error: --" + name + " '" + *value + "' passed its check but does not parse");
   }
 
-  // Every command that builds a plan shares the values (node-based: CLI11 keeps pointers to them).
-  std::map<std::string, std::string> values_;
+  // Node-based maps: CLI11 keeps pointers to the strings.
+  std::map<std::string, std::string> given_, defaults_;
   std::map<std::string, std::vector<CLI::Option*>> options_;
 };
 
-gk::Gemm make_plan(const PlanOptions& args) {
+// Runs one of the plan's setters; its ConfigError names the option that asked for the change.
+template <class Set>
+void apply(const Values& args, const std::string& name, Set set) {
+  try {
+    set();
+  } catch (const gk::ConfigError& e) {
+    throw gk::ConfigError("--" + name + " " + *args.text(name) + ": " + e.what());
+  }
+}
+
+gk::Gemm make_plan(const Values& args) {
   gk::GemmOptions o;
   o.element = args.enumerator<gk::DataType>("element");
   o.element_a = args.enumerator<gk::DataType>("element-a");
@@ -119,31 +242,35 @@ gk::Gemm make_plan(const PlanOptions& args) {
   o.layout_a = args.enumerator<gk::Layout>("layout-a");
   o.layout_b = args.enumerator<gk::Layout>("layout-b");
   o.layout_c = args.enumerator<gk::Layout>("layout-c");
-  if (!o.element && !o.element_a) o.element = gk::DataType::f16;
-  if (!o.layout && !o.layout_a) o.layout = gk::Layout::RowMajor;
-  if (!o.element_accumulator && !o.element_c && o.element == gk::DataType::f16) {
-    o.element_accumulator = gk::DataType::f32;
-  }
-  if (args.get("cc")) o.cc = args.integer("cc");
-  if (args.get("kernel-cc")) o.kernel_cc = args.integer("kernel-cc");
+  if (auto cc = args.integer("cc")) o.cc = static_cast<int>(*cc);
+  if (auto kernel_cc = args.integer("kernel-cc")) o.kernel_cc = static_cast<int>(*kernel_cc);
   gk::Gemm plan(o);
-  if (auto opclass = args.enumerator<gk::OpClass>("opclass")) plan.set_opclass(*opclass);
-  if (auto swizzle = args.enumerator<gk::Swizzle>("swizzle")) plan.set_swizzling_functor(*swizzle);
-  if (auto activation = args.enumerator<gk::Activation>("activation")) {
-    const double slope = args.get("activation-parameter") ? args.real("activation-parameter") : 0.01;
-    plan.set_activation(*activation, slope);
+  if (auto opclass = args.enumerator<gk::OpClass>("opclass")) {
+    apply(args, "opclass", [&] { plan.set_opclass(*opclass); });
   }
-  if (auto bias = args.enumerator<gk::BiasMode>("bias")) plan.set_bias(*bias);
-  if (auto order = args.enumerator<gk::RasterOrder>("raster-order")) plan.set_raster_order(*order);
-  if (args.get("max-swizzle-size")) plan.set_max_swizzle_size(args.integer("max-swizzle-size"));
-  if (args.get("tile")) {
+  if (auto swizzle = args.enumerator<gk::Swizzle>("swizzle")) {
+    apply(args, "swizzle", [&] { plan.set_swizzling_functor(*swizzle); });
+  }
+  if (auto activation = args.enumerator<gk::Activation>("activation")) {
+    const auto slope = args.real("activation-parameter");
+    apply(args, "activation",
+          [&] { slope ? plan.set_activation(*activation, *slope) : plan.set_activation(*activation); });
+  }
+  if (auto bias = args.enumerator<gk::BiasMode>("bias")) apply(args, "bias", [&] { plan.set_bias(*bias); });
+  if (auto order = args.enumerator<gk::RasterOrder>("raster-order")) {
+    apply(args, "raster-order", [&] { plan.set_raster_order(*order); });
+  }
+  if (auto size = args.integer("max-swizzle-size")) {
+    apply(args, "max-swizzle-size", [&] { plan.set_max_swizzle_size(static_cast<int>(*size)); });
+  }
+  if (auto index = args.integer("tile")) {
     const auto tiles = plan.tile_descriptions();
-    const int index = args.integer("tile");
-    if (index < 0 || index >= static_cast<int>(tiles.size())) {
-      throw gk::ConfigError("--tile " + std::to_string(index) + " is out of range: the plan has " +
-                            std::to_string(tiles.size()) + " configurations (see gemmkit tiles).");
+    if (*index >= static_cast<std::int64_t>(tiles.size())) {
+      throw gk::ConfigError("--tile " + std::to_string(*index) + " is out of range: the plan has " +
+                            std::to_string(tiles.size()) + " configurations, 0 to " + std::to_string(tiles.size() - 1) +
+                            " (see gemmkit tiles).");
     }
-    plan.set_tile_description(tiles[static_cast<std::size_t>(index)]);
+    apply(args, "tile", [&] { plan.set_tile_description(tiles[static_cast<std::size_t>(*index)]); });
   }
   return plan;
 }
@@ -159,7 +286,13 @@ struct Output {
   }
 };
 
-int cmd_plan(const PlanOptions& args, bool print_source, const Output& output) {
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+int cmd_plan(const Values& args, bool print_source, const Output& output) {
   gk::Gemm plan = make_plan(args);
   const gk::KernelSpec spec = plan.spec();
   Json out = spec;
@@ -175,34 +308,97 @@ int cmd_plan(const PlanOptions& args, bool print_source, const Output& output) {
   return 0;
 }
 
-int cmd_tiles(const PlanOptions& args, const Output& output) {
+// Text columns padded to their widest cell.
+std::string table_text(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      line += row[c] + (c + 1 < row.size() ? std::string(width[c] - row[c].size() + 2, ' ') : "");
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+// One line per configuration: index, CTA tile, cluster, stages, schedules and what it adds to the kernels' shared
+// name prefix (printed once, above).
+int cmd_tiles(const Values& args, const Output& output) {
   gk::Gemm plan = make_plan(args);
   const auto tiles = plan.tile_descriptions();
-  std::string text;
-  for (std::size_t i = 0; i < tiles.size(); ++i) text += "[" + std::to_string(i) + "] " + tiles[i].to_string() + "\n";
-  output.print({{"count", tiles.size()}, {"tile_descriptions", tiles}}, text);
+  std::vector<std::string> names;
+  for (const auto& tile : tiles) {
+    gk::KernelSpec spec = plan.spec();
+    spec.tile = tile;
+    names.push_back(spec.name());
+  }
+  // The prefix every name shares, cut after its last '_'.
+  std::string prefix = names.empty() ? "" : names.front();
+  for (const std::string& name : names) {
+    prefix.resize(std::mismatch(prefix.begin(), prefix.end(), name.begin(), name.end()).first - prefix.begin());
+  }
+  prefix.resize(prefix.rfind('_') == std::string::npos ? 0 : prefix.rfind('_') + 1);
+  std::vector<std::vector<std::string>> rows = {
+      {"#", "cta tile", "cluster", "stages", "kernel schedule", "epilogue schedule", "tile scheduler", prefix + "..."}};
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    const gk::TileDescription& t = tiles[i];
+    rows.push_back({std::to_string(i), gk::shape_text(t.cta_tile()), gk::shape_text(t.cluster_shape),
+                    t.stages == 0 ? "auto" : std::to_string(t.stages), std::string(gk::to_string(t.kernel_schedule)),
+                    std::string(gk::to_string(t.epilogue_schedule)), std::string(gk::to_string(t.tile_scheduler)),
+                    names[i].substr(prefix.size())});
+  }
+  Json records = Json::array();
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    Json record = tiles[i];
+    record["cta_tile"] = tiles[i].cta_tile();
+    record["kernel_name"] = names[i];
+    records.push_back(record);
+  }
+  output.print({{"count", tiles.size()}, {"tile_descriptions", records}}, table_text(rows));
   return 0;
 }
 
-int cmd_compile(const PlanOptions& args, const Output& output) {
+int cmd_compile(const Values& args, const Output& output) {
   gk::Gemm plan = make_plan(args);
   const gk::CompiledKernel built = plan.compile();
-  output.print(built,
-               "kernel: " + built.kernel_name + "\ncache:  " +
-                   (built.cache_hit ? "hit" : "miss (compiled in " + std::to_string(built.build_seconds) + " s)") +
-                   "\nmodule: " + built.module_path + "\n");
+  output.print(built, "kernel: " + built.kernel_name + "\ncache:  " +
+                          (built.cache_hit ? "hit" : "miss (compiled in " + fixed(built.build_seconds, 1) + " s)") +
+                          "\nmodule: " + built.module_path + "\n");
   return 0;
 }
 
-struct RunArgs {
-  long m = 128, n = 128, k = 128, batch = 1, repeat = 10;
-  double alpha = 1.0, beta = 0.0;
-  bool check = false;
+struct Problem {
+  std::int64_t m, n, k, batch, repeat;
+  double alpha, beta;
 };
 
-int cmd_run(const PlanOptions& args, const RunArgs& r, const Output& output) {
+// gemmkit run's sizes: every operand, batch included, within 2^31-1 elements (so every product fits, and no host
+// or device buffer is larger than 16 GiB). Checked before the plan is made.
+Problem run_problem(const Values& args) {
+  const Problem p{*args.integer("m"),      *args.integer("n"),  *args.integer("k"), *args.integer("batch"),
+                  *args.integer("repeat"), *args.real("alpha"), *args.real("beta")};
+  for (const auto& [operand, rows, cols, names] :
+       {std::tuple{"A", p.m, p.k, "--m, --k"}, {"B", p.k, p.n, "--k, --n"}, {"C and D", p.m, p.n, "--m, --n"}}) {
+    // Each factor is at most 2^31-1, so the first product cannot overflow; the second is checked by division.
+    const std::int64_t matrix = rows * cols;
+    if (matrix > kInt32Max / p.batch) {
+      throw UsageError(std::string(names) + " and --batch: " + operand + " would hold " + std::to_string(rows) + " x " +
+                       std::to_string(cols) + " x " + std::to_string(p.batch) +
+                       " elements; gemmkit run takes at most 2147483647 (2^31-1) per operand.");
+    }
+  }
+  return p;
+}
+
+int cmd_run(const Values& args, bool check, const Output& output) {
   using gk::testing::DeviceBuffer;
   using gk::testing::HostMatrix;
+  const Problem r = run_problem(args);
   gk::Gemm plan = make_plan(args);
   HostMatrix A(plan.element_a(), r.m, r.k, plan.layout_a(), r.batch);
   HostMatrix B(plan.element_b(), r.k, r.n, plan.layout_b(), r.batch);
@@ -228,12 +424,12 @@ int cmd_run(const PlanOptions& args, const RunArgs& r, const Output& output) {
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
   cudaEventRecord(start);
-  for (long i = 0; i < r.repeat; ++i) plan.run(vA, vB, &vC, vD, r.alpha, r.beta, options);
+  for (std::int64_t i = 0; i < r.repeat; ++i) plan.run(vA, vB, &vC, vD, r.alpha, r.beta, options);
   cudaEventRecord(stop);
   cudaEventSynchronize(stop);
   float ms = 0.f;
   cudaEventElapsedTime(&ms, start, stop);
-  const double seconds = ms / 1e3 / static_cast<double>(std::max(r.repeat, 1L));
+  const double seconds = ms / 1e3 / static_cast<double>(r.repeat);
   const double tflops = 2.0 * r.m * r.n * r.k * r.batch / seconds / 1e12;
   dD.copy_to(D);
   Json out = {{"kernel_name", plan.kernel_name()},
@@ -244,8 +440,9 @@ int cmd_run(const PlanOptions& args, const RunArgs& r, const Output& output) {
               {"first_run_seconds", first_seconds},
               {"seconds_per_run", seconds},
               {"tflops", tflops}};
-  std::string text = "kernel: " + plan.kernel_name() + "\n" + std::to_string(tflops) + " TFLOP/s\n";
-  if (!r.check) {
+  std::string text = "kernel: " + plan.kernel_name() + "\nfirst run (compile or load): " + fixed(first_seconds, 1) +
+                     " s\n" + fixed(tflops, 1) + " TFLOP/s\n";
+  if (!check) {
     output.print(out, text);
     return 0;
   }
@@ -299,6 +496,12 @@ const char* error_kind(const std::exception& e) {
   return "Error";
 }
 
+// The command-line spelling of a library option: element_accumulator -> --element-accumulator, layout_A -> --layout-a.
+std::string option_of(std::string field) {
+  for (char& ch : field) ch = ch == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return "--" + field;
+}
+
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -314,26 +517,94 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-// Words the command line did not take: an unknown option names its nearest valid one; an extra word is refused.
-void refuse_leftovers(const CLI::App& app, const CLI::App* command) {
-  const CLI::App& scope = command != nullptr ? *command : app;
-  for (const std::string& word : scope.remaining(true)) {
-    if (word.rfind("--", 0) != 0) {
-      if (command == nullptr) throw UsageError("Unknown command '" + word + "'; run gemmkit help.");
-      throw UsageError("Unexpected argument '" + word + "' for gemmkit " + command->get_name() + ".");
-    }
-    const std::string name = word.substr(0, word.find('='));
-    std::string nearest;
-    for (const CLI::Option* option : scope.get_options()) {
-      for (const std::string& known : option->get_lnames()) {
-        if (nearest.empty() || edit_distance(name, "--" + known) < edit_distance(name, nearest)) {
-          nearest = "--" + known;
-        }
+std::string command_name(const CLI::App& command) {
+  return command.get_parent() == nullptr ? "gemmkit" : command_name(*command.get_parent()) + " " + command.get_name();
+}
+
+bool takes_option(const CLI::App& command, const std::string& name) {
+  const auto options = command.get_options();
+  return std::any_of(options.begin(), options.end(), [&](const CLI::Option* o) { return o->check_lname(name); });
+}
+
+// Why `command` does not take the option word `word`: another command's option, a single dash, or the nearest of its
+// own.
+std::string unknown_option(const CLI::App& app, const CLI::App& command, const std::string& word) {
+  const std::string given = word.substr(0, word.find('='));
+  const std::string name = given.substr(std::min(given.find_first_not_of('-'), given.size()));
+  const std::string usage = "Unknown option " + given + " for " + command_name(command);
+  if (given.rfind("--", 0) != 0 && takes_option(command, name))
+    return usage + ": options take two dashes, --" + name + ".";
+  if (!takes_option(command, name)) {
+    for (const CLI::App* other : app.get_subcommands({})) {
+      if (other != &command && takes_option(*other, name)) {
+        return usage + ": --" + name + " is an option of " + command_name(*other) + ", not of " +
+               command_name(command) + ".";
       }
     }
-    throw UsageError("Unknown option " + name + " for gemmkit " + scope.get_name() + "; did you mean " + nearest +
-                     "? (gemmkit " + scope.get_name() + " --help lists them)");
   }
+  std::string nearest;
+  for (const CLI::Option* option : command.get_options()) {
+    for (const std::string& known : option->get_lnames()) {
+      if (nearest.empty() || edit_distance(name, known) < edit_distance(name, nearest)) nearest = known;
+    }
+  }
+  return usage + "; did you mean --" + nearest + "? (" + command_name(command) + " --help lists them)";
+}
+
+// Words CLI11 did not take: an unknown option or an argument no command takes.
+void refuse_leftovers(const CLI::App& app, const CLI::App& command) {
+  for (const std::string& word : app.remaining(true)) {
+    if (word.size() > 1 && word[0] == '-') throw UsageError(unknown_option(app, command, word));
+    if (!command.get_subcommands({}).empty()) {
+      std::string names;
+      for (const CLI::App* sub : command.get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
+      throw UsageError("Unknown command '" + word + "' for " + command_name(command) + "; use one of: " + names + ".");
+    }
+    throw UsageError("Unexpected argument '" + word + "' for " + command_name(command) + ": it takes options only (" +
+                     command_name(command) + " --help lists them).");
+  }
+}
+
+// CLI11's messages in gemmkit's words, each naming the option; the others (value checks, --x requires --y) as they are.
+std::string usage_message(const CLI::ParseError& e) {
+  const std::string text = e.what();
+  const std::string option = text.substr(0, text.find(':'));
+  if (text.find(": At Most 1 required but received ") != std::string::npos) {
+    return option + " is given more than once; give it once.";
+  }
+  if (e.get_name() == "ArgumentMismatch" && text.size() > 8 && text.compare(text.size() - 8, 8, " missing") == 0) {
+    return option + " needs a value.";
+  }
+  const std::string flag_override = " was given a disallowed flag override";
+  if (text.size() > flag_override.size() &&
+      text.compare(text.size() - flag_override.size(), flag_override.size(), flag_override) == 0) {
+    return "--" + text.substr(0, text.size() - flag_override.size()) + " is a flag: it takes no value.";
+  }
+  return text;
+}
+
+// The nearest combination the library found, as this command line would ask for it.
+std::string nearest_options(const std::vector<gk::ConfigError::Setting>& nearest) {
+  std::string out;
+  for (const auto& s : nearest) out += (out.empty() ? "" : " ") + option_of(s.option) + " " + s.value;
+  return out;
+}
+
+int report(const std::exception& e, const Output& output) {
+  std::string message = e.what();
+  Json out = {{"error", error_kind(e)}, {"message", ""}};
+  if (auto* ce = dynamic_cast<const gk::ConfigError*>(&e); ce != nullptr && !ce->nearest.empty()) {
+    message += " On the command line: " + nearest_options(ce->nearest) + ".";
+    for (const auto& s : ce->nearest) out["nearest"][option_of(s.option)] = s.value;
+  }
+  if (auto* ce = dynamic_cast<const gk::CompileError*>(&e)) out["source_path"] = ce->source_path;
+  out["message"] = message;
+  if (output.json) {
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cerr << "gemmkit: " << error_kind(e) << ": " << message << "\n";
+  }
+  return dynamic_cast<const UsageError*>(&e) != nullptr ? 2 : 1;
 }
 
 // CLI11's help with our usage line and the environment table below it.
@@ -341,7 +612,7 @@ class HelpFormatter : public CLI::Formatter {
  public:
   std::string make_usage(const CLI::App* app, std::string name) const override {
     if (app->get_parent() != nullptr) return CLI::Formatter::make_usage(app, std::move(name));
-    return "usage: gemmkit <command> [options] [--json]\n";
+    return "usage: gemmkit <command> [options] [--json]   (gemmkit <command> --help lists its options)\n";
   }
 };
 
@@ -353,76 +624,95 @@ int main(int argc, char** argv) {
   CLI::App app("gemmkit: declare, compile and run CUTLASS GEMM kernels.", "gemmkit");
   app.formatter(std::make_shared<HelpFormatter>());
   app.footer("environment:\n" + gk::knobs::help_text());
+  app.set_version_flag("--version", "gemmkit " GEMMKIT_VERSION);
   app.allow_extras();
   app.require_subcommand(0, 1);
   bool json = false;  // registered so that CLI11 accepts and documents --json; read from argv above, for errors too
-  app.add_flag("--json", json, "print one JSON object");
+  auto add_flag = [&](CLI::App& command, const char* name, bool& value, const char* help) {
+    command.add_flag(name, value, help)->disable_flag_override();
+  };
+  add_flag(app, "--json", json, "print one JSON object (errors too)");
 
-  PlanOptions plan_args;
-  RunArgs run_args;
-  bool print_source = false;
-  auto add_command = [&](const char* name, const char* help, bool builds_plan) {
-    CLI::App* command = app.add_subcommand(name, help);
+  Values values;
+  bool print_source = false, check = false;
+  auto add_command = [&](CLI::App& parent, const char* name, const char* help) {
+    CLI::App* command = parent.add_subcommand(name, help);
     command->allow_extras();
-    command->add_flag("--json", json, "print one JSON object");
-    if (builds_plan) plan_args.add_to(*command);
+    add_flag(*command, "--json", json, "print one JSON object (errors too)");
     return command;
   };
-  CLI::App* plan = add_command("plan", "show the kernel a plan picks", true);
-  plan->add_flag("--print-source", print_source, "also print the generated .cu");
-  CLI::App* tiles = add_command("tiles", "list every valid configuration of a plan", true);
-  CLI::App* compile =
-      add_command("compile", "generate and compile the plan's kernel (through the on-disk cache)", true);
-  CLI::App* run = add_command("run", "run the plan on the GPU on small-integer data", true);
-  run->add_option("--m", run_args.m, "rows of A and D")->capture_default_str();
-  run->add_option("--n", run_args.n, "columns of B and D")->capture_default_str();
-  run->add_option("--k", run_args.k, "columns of A, rows of B")->capture_default_str();
-  run->add_option("--batch", run_args.batch, "batch count")->capture_default_str();
-  run->add_option("--alpha", run_args.alpha)->capture_default_str();
-  run->add_option("--beta", run_args.beta)->capture_default_str();
-  run->add_option("--repeat", run_args.repeat, "timed runs after the first")->capture_default_str();
-  run->add_flag("--check", run_args.check, "compare D with a float64 reference");
-  CLI::App* cache = add_command("cache", "the on-disk kernel cache", false);
-  cache->require_subcommand(1);
+  std::vector<CLI::App*> planning;
+  for (const auto& [name, help] : {std::pair{"plan", "show the kernel a plan picks"},
+                                   {"tiles", "list every valid configuration of a plan"},
+                                   {"compile", "generate and compile the plan's kernel (through the on-disk cache)"},
+                                   {"run", "run the plan on the GPU on small-integer data"}}) {
+    planning.push_back(add_command(app, name, help));
+    values.add_to(*planning.back(), plan_table());
+  }
+  CLI::App& plan = *planning[0];
+  CLI::App& run = *planning[3];
+  add_flag(plan, "--print-source", print_source, "also print the generated .cu");
+  values.add_to(run, run_table());
+  add_flag(run, "--check", check, "compare D with a float64 reference");
+  CLI::App* cache = add_command(app, "cache", "the on-disk kernel cache: ls, info or clear");
   std::string cache_what;
   for (const char* what : {"ls", "info", "clear"}) {
-    CLI::App* sub = cache->add_subcommand(what, std::string("cache ") + what);
-    sub->add_flag("--json", json, "print one JSON object");
+    CLI::App* sub = add_command(*cache, what, (std::string("cache ") + what).c_str());
     sub->callback([&cache_what, what] { cache_what = what; });
   }
-  CLI::App* demo = add_command("demo", "the basic GEMM walk-through (plan, compile, run, check)", false);
-  CLI::App* help = add_command("help", "this text", false);
+  CLI::App* demo = add_command(app, "demo", "the basic GEMM walk-through (plan, compile, run, check)");
+  CLI::App* help = add_command(app, "help", "this text, or a command's: gemmkit help <command>");
+  std::string help_topic;
+  help->add_option("command", help_topic, "a command")
+      ->check(CLI::Validator(
+          [&app](std::string& name) -> std::string {
+            const auto commands = std::as_const(app).get_subcommands({});
+            if (std::any_of(commands.begin(), commands.end(), [&](const CLI::App* c) { return c->check_name(name); })) {
+              return "";
+            }
+            return "no command '" + name + "'; gemmkit help lists them.";
+          },
+          ""));
 
   try {
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
-      std::cout << app.help();
+      std::cout << app.help();  // the chosen command's
+      return 0;
+    } catch (const CLI::CallForVersion& e) {
+      std::cout << e.what() << "\n";
       return 0;
     } catch (const CLI::ParseError& e) {
-      throw UsageError(e.what());
+      throw UsageError(usage_message(e));
     }
     const auto chosen = app.get_subcommands();
-    refuse_leftovers(app, chosen.empty() ? nullptr : chosen.front());
-    if (chosen.empty() || help->parsed()) {
-      std::cout << app.help();
-      return chosen.empty() ? 2 : 0;
+    CLI::App* command = chosen.empty() ? &app : chosen.front();
+    while (!command->get_subcommands().empty()) command = command->get_subcommands().front();
+    refuse_leftovers(app, *command);
+    if (values.given("activation-parameter") && !values.given("activation")) {
+      throw UsageError("--activation-parameter needs --activation (leaky_relu takes it).");
     }
-    if (plan->parsed()) return cmd_plan(plan_args, print_source, output);
-    if (tiles->parsed()) return cmd_tiles(plan_args, output);
-    if (compile->parsed()) return cmd_compile(plan_args, output);
-    if (run->parsed()) return cmd_run(plan_args, run_args, output);
-    if (cache->parsed()) return cmd_cache(cache_what, output);
+    if (chosen.empty()) {
+      if (output.json) throw UsageError("No command; run gemmkit --help for the list.");
+      std::cerr << app.help();
+      return 2;
+    }
+    if (help->parsed()) {
+      std::cout << (help_topic.empty() ? app.help() : app.get_subcommand(help_topic)->help("gemmkit"));
+      return 0;
+    }
+    if (plan.parsed()) return cmd_plan(values, print_source, output);
+    if (planning[1]->parsed()) return cmd_tiles(values, output);
+    if (planning[2]->parsed()) return cmd_compile(values, output);
+    if (run.parsed()) return cmd_run(values, check, output);
+    if (cache->parsed()) {
+      if (cache_what.empty()) throw UsageError("gemmkit cache needs one of: ls, info, clear.");
+      return cmd_cache(cache_what, output);
+    }
     if (demo->parsed()) return basic_gemm_walkthrough(output.json);
     return 2;
   } catch (const std::exception& e) {
-    if (output.json) {
-      Json out = {{"error", error_kind(e)}, {"message", e.what()}};
-      if (auto* ce = dynamic_cast<const gk::CompileError*>(&e)) out["source_path"] = ce->source_path;
-      std::cout << out.dump(2) << "\n";
-    } else {
-      std::cerr << "gemmkit: " << error_kind(e) << ": " << e.what() << "\n";
-    }
-    return 1;
+    return report(e, output);
   }
 }
