@@ -404,9 +404,12 @@ int cmd_run(const Values& args, bool check, const Output& output) {
   HostMatrix B(plan.element_b(), r.k, r.n, plan.layout_b(), r.batch);
   HostMatrix C(plan.element_c(), r.m, r.n, plan.layout_c(), r.batch);
   HostMatrix D(plan.element_d(), r.m, r.n, plan.layout_c(), r.batch);
-  // Small integers: every product and sum is exact in the accumulator, so only D's rounding remains.
-  A.fill_integers(1, -4, 4);
-  B.fill_integers(2, -4, 4);
+  // Small integers: every product and sum is exact in the accumulator, so only D's rounding remains. A 16-bit
+  // accumulator holds integers exactly up to 2048 only: there A and B take -1, 0 and 1 (sums of K terms then stay
+  // within a few sqrt(K), far below 2048 for any K this command takes in practice).
+  const int ab = gk::bits_of(plan.element_accumulator()) <= 16 ? 1 : 4;
+  A.fill_integers(1, -ab, ab);
+  B.fill_integers(2, -ab, ab);
   C.fill_integers(3, -4, 4);
   const bool per_row = plan.bias() == gk::BiasMode::PerRow;
   HostMatrix bias(plan.element_c(), 1, per_row ? r.m : r.n, gk::Layout::RowMajor);
