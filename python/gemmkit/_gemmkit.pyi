@@ -76,6 +76,10 @@ class KernelFamily(enum.Enum):
 
     sm90_collective = 1
 
+    sm80_grouped = 2
+
+    sm90_grouped = 3
+
 class MathOperation(enum.Enum):
     """The tensor-core math variant."""
 
@@ -562,4 +566,26 @@ class Gemm:
     def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None) -> None:
         """
         D = act(alpha * A @ B + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result on return.
+        """
+
+class GroupedGemm(Gemm):
+    """
+    The C++ grouped plan, typed. Use gemmkit.GroupedGemm, which also takes names and dtypes.
+    """
+
+    def __init__(self, *, element: DataType | None = None, element_A: DataType | None = None, element_B: DataType | None = None, element_C: DataType | None = None, element_D: DataType | None = None, element_accumulator: DataType | None = None, layout: LayoutType | None = None, layout_A: LayoutType | None = None, layout_B: LayoutType | None = None, layout_C: LayoutType | None = None, A: object | None = None, B: object | None = None, C: object | None = None, D: object | None = None, cc: int | None = None, kernel_cc: int | None = None) -> None: ...
+
+    def spec_for(self, A: object, B: object, C: object | None, D: object, beta: float = 0.0) -> KernelSpec:
+        """
+        The kernel run() would use for these lists (same checks; nothing runs; no GPU needed).
+        """
+
+    def run(self, A: object, B: object, C: object | None, D: object, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:
+        """
+        D[g] = act(alpha * A[g] @ B[g] + beta * C[g]) for every group, in one launch (lists of 2-D tensors; C may be None when beta is 0).
+        """
+
+    def run_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:
+        """
+        The MoE form: A [total_M, K], B [G, K, N] (a [G, N, K] weight transposed also works), D [total_M, N], offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable).
         """

@@ -90,12 +90,12 @@ typedef struct gk_grouped_info {
   int32_t aligned_extents; /* 1 when each operand's row (row-major) / column (column-major) length must be a
                               multiple of its alignment too (2.x vector accesses); 0 for TMA kernels (any extent) */
   int32_t reserved;
-  const char* activation;  /* as in kernel names: "identity", "relu", "silu", ... */
+  const char* activation; /* as in kernel names: "identity", "relu", "silu", ... */
 } gk_grouped_info;
 
 /* What is common to every group of one call. */
 typedef struct gk_grouped_args {
-  int32_t groups;           /* G >= 1 */
+  int32_t groups; /* G >= 1 */
   int32_t device_id;
   int32_t sm_count;         /* multiprocessors of device_id: the persistent grid (SM90) or occupancy grid (SM80) */
   int32_t raster_order;     /* SM90 group scheduler: 0 = CUTLASS's default (along M), 1 = along M, 2 = along N */
