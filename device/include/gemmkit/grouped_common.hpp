@@ -60,7 +60,8 @@ constexpr bool kRowMajor = std::is_same_v<Layout, cutlass::layout::RowMajor>;
 // The contiguous (MoE) form stacks groups along the rows of A and D, which only row-major A and D keep aligned
 // without reading the group sizes.
 template <class Traits>
-constexpr bool kContiguous = (kRowMajor<typename Traits::A::Layout>)&&(kRowMajor<typename Traits::D::Layout>);
+constexpr bool kContiguous = std::conjunction_v<std::bool_constant<kRowMajor<typename Traits::A::Layout>>,
+                                                std::bool_constant<kRowMajor<typename Traits::D::Layout>>>;
 
 // ---- Metadata layout --------------------------------------------------------------------------------------------
 
