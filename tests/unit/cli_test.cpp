@@ -209,3 +209,22 @@ TEST(Cli, UsageWithoutCommand) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("usage: gemmkit <command>"), std::string::npos);
 }
+
+// --grouped plans, lists and compiles GroupedGemm kernels with the same options; --groups belongs to grouped runs.
+TEST(Cli, GroupedPlansNameTheGroupedFamilies) {
+  const auto sm90 = gemmkit::testing::run_cli("plan --cc 90 --grouped --element-accumulator f32 --json");
+  ASSERT_EQ(sm90.status, 0) << sm90.out;
+  const auto json = nlohmann::ordered_json::parse(sm90.out.substr(sm90.out.find('{')));
+  EXPECT_EQ(json.at("family").get<std::string>(), "sm90_grouped");
+  EXPECT_EQ(json.at("kernel_name").get<std::string>(),
+            "cutlass3x_sm90_tensorop_s0x0x0gemm_grouped_f16_f16_f32_f16_f16_128x128x64_1x1x1_0_ttt_align8");
+  const auto sm80 = gemmkit::testing::run_cli("plan --cc 90 --grouped --kernel-cc 80 --element-accumulator f32");
+  EXPECT_NE(sm80.out.find("cutlass_tensorop_f16_s16816gemm_grouped_f16_256x128_64x3_tt_align8"), std::string::npos);
+  const auto swizzle = gemmkit::testing::run_cli("plan --cc 90 --grouped --swizzle ThreadblockSwizzleStreamK");
+  EXPECT_EQ(swizzle.status, 1);
+  EXPECT_NE(swizzle.out.find("Grouped GEMM does not currently support different swizzling functors"),
+            std::string::npos);
+  const auto groups = gemmkit::testing::run_cli("run --groups 4");
+  EXPECT_EQ(groups.status, 2);
+  EXPECT_NE(groups.out.find("--groups needs --grouped"), std::string::npos);
+}

@@ -17,7 +17,9 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -26,6 +28,7 @@
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "testing/device_buffer.hpp"
 #include "testing/host_matrix.hpp"
@@ -171,6 +174,8 @@ std::vector<OptionRow> run_table() {
       {"alpha", "X", "D = alpha * A@B + beta * C", real_check(), "1"},
       {"beta", "X", "", real_check(), "0"},
       {"repeat", "N", "timed runs after the first", integer_check(1, 1000000), "10"},
+      {"groups", "G", "with --grouped: problems in one launch, M rows each drawn from [1, --m]",
+       integer_check(1, 1000000), "16"},
   };
 }
 
@@ -230,7 +235,8 @@ void apply(const Values& args, const std::string& name, Set set) {
   }
 }
 
-gk::Gemm make_plan(const Values& args) {
+// A Gemm, or with --grouped a GroupedGemm (the same configuration options).
+std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped) {
   gk::GemmOptions o;
   o.element = args.enumerator<gk::DataType>("element");
   o.element_a = args.enumerator<gk::DataType>("element-a");
@@ -244,7 +250,8 @@ gk::Gemm make_plan(const Values& args) {
   o.layout_c = args.enumerator<gk::Layout>("layout-c");
   if (auto cc = args.integer("cc")) o.cc = static_cast<int>(*cc);
   if (auto kernel_cc = args.integer("kernel-cc")) o.kernel_cc = static_cast<int>(*kernel_cc);
-  gk::Gemm plan(o);
+  std::unique_ptr<gk::Gemm> owned = grouped ? std::make_unique<gk::GroupedGemm>(o) : std::make_unique<gk::Gemm>(o);
+  gk::Gemm& plan = *owned;
   if (auto opclass = args.enumerator<gk::OpClass>("opclass")) {
     apply(args, "opclass", [&] { plan.set_opclass(*opclass); });
   }
@@ -272,7 +279,7 @@ gk::Gemm make_plan(const Values& args) {
     }
     apply(args, "tile", [&] { plan.set_tile_description(tiles[static_cast<std::size_t>(*index)]); });
   }
-  return plan;
+  return owned;
 }
 
 struct Output {
@@ -292,8 +299,9 @@ std::string fixed(double value, int digits) {
   return text;
 }
 
-int cmd_plan(const Values& args, bool print_source, const Output& output) {
-  gk::Gemm plan = make_plan(args);
+int cmd_plan(const Values& args, bool grouped, bool print_source, const Output& output) {
+  const auto owned = make_plan(args, grouped);
+  gk::Gemm& plan = *owned;
   const gk::KernelSpec spec = plan.spec();
   Json out = spec;
   std::string text = "kernel: " + spec.name() + "\ncc " + std::to_string(spec.cc) + ", " +
@@ -328,8 +336,9 @@ std::string table_text(const std::vector<std::vector<std::string>>& rows) {
 
 // One line per configuration: index, CTA tile, cluster, stages, schedules and what it adds to the kernels' shared
 // name prefix (printed once, above).
-int cmd_tiles(const Values& args, const Output& output) {
-  gk::Gemm plan = make_plan(args);
+int cmd_tiles(const Values& args, bool grouped, const Output& output) {
+  const auto owned = make_plan(args, grouped);
+  gk::Gemm& plan = *owned;
   const auto tiles = plan.tile_descriptions();
   std::vector<std::string> names;
   for (const auto& tile : tiles) {
@@ -363,8 +372,9 @@ int cmd_tiles(const Values& args, const Output& output) {
   return 0;
 }
 
-int cmd_compile(const Values& args, const Output& output) {
-  gk::Gemm plan = make_plan(args);
+int cmd_compile(const Values& args, bool grouped, const Output& output) {
+  const auto owned = make_plan(args, grouped);
+  gk::Gemm& plan = *owned;
   const gk::CompiledKernel built = plan.compile();
   output.print(built, "kernel: " + built.kernel_name + "\ncache:  " +
                           (built.cache_hit ? "hit" : "miss (compiled in " + fixed(built.build_seconds, 1) + " s)") +
@@ -395,11 +405,96 @@ Problem run_problem(const Values& args) {
   return p;
 }
 
-int cmd_run(const Values& args, bool check, const Output& output) {
+// gemmkit run --grouped: --groups problems of M rows drawn from [1, --m] (N and K as given), in one launch.
+int cmd_run_grouped(const Values& args, bool check, const Output& output) {
   using gk::testing::DeviceBuffer;
   using gk::testing::HostMatrix;
   const Problem r = run_problem(args);
-  gk::Gemm plan = make_plan(args);
+  if (r.batch != 1) throw UsageError("--batch: a grouped run takes one matrix per group; use --groups.");
+  const std::int64_t groups = *args.integer("groups");
+  if (groups * r.m * std::max(r.n, r.k) > kInt32Max) {
+    throw UsageError("--groups, --m, --n, --k: the groups would hold more than 2147483647 (2^31-1) elements.");
+  }
+  const auto owned = make_plan(args, true);
+  auto& plan = static_cast<gk::GroupedGemm&>(*owned);
+  std::mt19937_64 random(2023);
+  std::vector<HostMatrix> A, B, C, D;
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
+  std::vector<gk::TensorView> a, b, c, d;
+  double flops = 0;
+  const int ab = gk::bits_of(plan.element_accumulator()) <= 16 ? 1 : 4;  // see cmd_run
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t m = 1 + static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(r.m));
+    A.emplace_back(plan.element_a(), m, r.k, plan.layout_a());
+    B.emplace_back(plan.element_b(), r.k, r.n, plan.layout_b());
+    C.emplace_back(plan.element_c(), m, r.n, plan.layout_c());
+    D.emplace_back(plan.element_d(), m, r.n, plan.layout_c());
+    A.back().fill_integers(4 * g, -ab, ab);
+    B.back().fill_integers(4 * g + 1, -ab, ab);
+    C.back().fill_integers(4 * g + 2, -4, 4);
+    flops += 2.0 * m * r.n * r.k;
+  }
+  for (auto* list : {&A, &B, &C, &D}) {
+    auto& views = list == &A ? a : list == &B ? b : list == &C ? c : d;
+    for (const HostMatrix& host : *list) {
+      buffers.push_back(std::make_unique<DeviceBuffer>(host));
+      views.push_back(buffers.back()->view_like(host));
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  plan.run(a, b, c, d, r.alpha, r.beta);  // first run: compile or load
+  const double first_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  gk::RunOptions options;
+  options.sync = false;
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start);
+  for (std::int64_t i = 0; i < r.repeat; ++i) plan.run(a, b, c, d, r.alpha, r.beta, options);
+  cudaEventRecord(stop);
+  cudaEventSynchronize(stop);
+  float ms = 0.f;
+  cudaEventElapsedTime(&ms, start, stop);
+  const double seconds = ms / 1e3 / static_cast<double>(r.repeat);
+  Json out = {{"kernel_name", plan.kernel_name()},
+              {"groups", groups},
+              {"m_max", r.m},
+              {"n", r.n},
+              {"k", r.k},
+              {"first_run_seconds", first_seconds},
+              {"seconds_per_run", seconds},
+              {"tflops", flops / seconds / 1e12}};
+  std::string text = "kernel: " + plan.kernel_name() + "\n" + std::to_string(groups) +
+                     " groups; first run (compile or load): " + fixed(first_seconds, 1) + " s\n" +
+                     fixed(flops / seconds / 1e12, 1) + " TFLOP/s, " + fixed(seconds * 1e6, 1) + " us per run\n";
+  if (!check) {
+    output.print(out, text);
+    return 0;
+  }
+  std::int64_t wrong = 0;
+  for (std::size_t g = 0; g < D.size(); ++g) {
+    buffers[3 * D.size() + g]->copy_to(D[g]);
+    const std::int64_t samples = D[g].rows() * D[g].cols() <= (1 << 14) ? 0 : 512;
+    const gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(), nullptr, gk::BiasMode::None};
+    const auto cmp =
+        gk::testing::compare_with_reference(A[g], B[g], &C[g], D[g], r.alpha, r.beta, samples, g, epilogue);
+    wrong += cmp.max_rel_error > (gk::bits_of(plan.element_d()) <= 16 ? 1e-2 : 1e-6) ? 1 : 0;
+  }
+  out["groups_wrong"] = wrong;
+  out["check"] = wrong == 0 ? "pass" : "fail";
+  text += "check: " + std::string(wrong == 0 ? "pass" : "FAIL") + " (" + std::to_string(wrong) + " of " +
+          std::to_string(groups) + " groups differ from the float64 reference)\n";
+  output.print(out, text);
+  return wrong == 0 ? 0 : 1;
+}
+
+int cmd_run(const Values& args, bool check, const Output& output) {
+  using gk::testing::DeviceBuffer;
+  using gk::testing::HostMatrix;
+  const bool grouped = false;
+  const Problem r = run_problem(args);
+  const auto owned = make_plan(args, grouped);
+  gk::Gemm& plan = *owned;
   HostMatrix A(plan.element_a(), r.m, r.k, plan.layout_a(), r.batch);
   HostMatrix B(plan.element_b(), r.k, r.n, plan.layout_b(), r.batch);
   HostMatrix C(plan.element_c(), r.m, r.n, plan.layout_c(), r.batch);
@@ -637,7 +732,7 @@ int main(int argc, char** argv) {
   add_flag(app, "--json", json, "print one JSON object (errors too)");
 
   Values values;
-  bool print_source = false, check = false;
+  bool print_source = false, check = false, grouped = false;
   auto add_command = [&](CLI::App& parent, const char* name, const char* help) {
     CLI::App* command = parent.add_subcommand(name, help);
     command->allow_extras();
@@ -651,6 +746,7 @@ int main(int argc, char** argv) {
                                    {"run", "run the plan on the GPU on small-integer data"}}) {
     planning.push_back(add_command(app, name, help));
     values.add_to(*planning.back(), plan_table());
+    add_flag(*planning.back(), "--grouped", grouped, "a GroupedGemm: many GEMMs of different extents in one launch");
   }
   CLI::App& plan = *planning[0];
   CLI::App& run = *planning[3];
@@ -705,10 +801,11 @@ int main(int argc, char** argv) {
       std::cout << (help_topic.empty() ? app.help() : app.get_subcommand(help_topic)->help("gemmkit"));
       return 0;
     }
-    if (plan.parsed()) return cmd_plan(values, print_source, output);
-    if (planning[1]->parsed()) return cmd_tiles(values, output);
-    if (planning[2]->parsed()) return cmd_compile(values, output);
-    if (run.parsed()) return cmd_run(values, check, output);
+    if (values.given("groups") && !grouped) throw UsageError("--groups needs --grouped.");
+    if (plan.parsed()) return cmd_plan(values, grouped, print_source, output);
+    if (planning[1]->parsed()) return cmd_tiles(values, grouped, output);
+    if (planning[2]->parsed()) return cmd_compile(values, grouped, output);
+    if (run.parsed()) return grouped ? cmd_run_grouped(values, check, output) : cmd_run(values, check, output);
     if (cache->parsed()) {
       if (cache_what.empty()) throw UsageError("gemmkit cache needs one of: ls, info, clear.");
       return cmd_cache(cache_what, output);
