@@ -9,4 +9,5 @@ NB_MODULE(_gemmkit, m) {
   gp::bind_enums(m);
   gp::bind_tensors(m);
   gp::bind_plan(m);
+  gp::bind_toolchain(m);
 }

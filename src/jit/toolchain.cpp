@@ -184,9 +184,9 @@ std::string find_device_include_dir() {
 
 }  // namespace
 
-Toolchain Toolchain::discover_uncached() {
+Toolchain Toolchain::find_headers() {
   Toolchain tc;
-  // CUTLASS first: it needs no subprocess, and its absence is the most common set-up mistake.
+  // CUTLASS first: its absence is the most common set-up mistake.
   const std::string cutlass_path = knobs::value("CUTLASS_PATH");
   tc.cutlass_root = find_cutlass(cutlass_path.empty() ? nullptr : cutlass_path.c_str(), GEMMKIT_CUTLASS_DEFAULT);
   tc.cutlass_version = parse_cutlass_version(
@@ -196,7 +196,14 @@ Toolchain Toolchain::discover_uncached() {
                          "/include/cutlass/version.h; run scripts/setup.sh or set CUTLASS_PATH to a CUTLASS 4.2 "
                          "checkout (the folder holding include/ and tools/util/include)");
   }
+  tc.device_include_dir = find_device_include_dir();
+  tc.device_headers_hash = hash_directory(tc.device_include_dir);
+  return tc;
+}
 
+Toolchain Toolchain::discover_uncached() {
+  // The headers first: they need no subprocess.
+  Toolchain tc = find_headers();
   const std::string cuda_home = knobs::value("CUDA_HOME");
   tc.nvcc = find_nvcc(cuda_home.empty() ? nullptr : cuda_home.c_str(), std::getenv("PATH"), "/usr/local/cuda/bin/nvcc");
   std::error_code ec;
@@ -212,9 +219,6 @@ Toolchain Toolchain::discover_uncached() {
   tc.nvcc_build = nvcc.build;
   const std::string ccbin = knobs::value("NVCC_CCBIN");
   tc.host_compiler = host_compiler_version(ccbin.empty() ? nullptr : ccbin.c_str());
-
-  tc.device_include_dir = find_device_include_dir();
-  tc.device_headers_hash = hash_directory(tc.device_include_dir);
   return tc;
 }
 

@@ -285,6 +285,18 @@ TEST_F(DiscoverTest, FindsEverything) {
   EXPECT_EQ(tc.device_headers_hash, hash_directory(tc.device_include_dir));
 }
 
+TEST_F(DiscoverTest, FindHeadersRunsNoProgram) {
+  // With no usable nvcc or host compiler discover() throws; find_headers() still finds both header trees.
+  testenv::ScopedEnv cuda_home("CUDA_HOME", "/bogus/cuda");
+  testenv::ScopedEnv ccbin("NVCC_CCBIN", at("cc/no-such-compiler"));
+  EXPECT_THROW(Toolchain::discover_uncached(), ToolchainError);
+  const Toolchain tc = Toolchain::find_headers();
+  EXPECT_EQ(tc.cutlass_root, at("cutlass"));
+  EXPECT_EQ(tc.cutlass_version, "4.2.0");
+  EXPECT_EQ(tc.device_headers_hash, hash_directory(tc.device_include_dir));
+  EXPECT_TRUE(tc.nvcc.empty() && tc.nvcc_version.empty() && tc.host_compiler.empty());
+}
+
 TEST_F(DiscoverTest, EmptyCutlassPathSaysHowToFixIt) {
   fs::create_directories(dir_.path() / "empty");
   testenv::ScopedEnv cutlass("CUTLASS_PATH", at("empty"));
