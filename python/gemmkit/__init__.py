@@ -47,7 +47,7 @@ from ._gemmkit import (  # noqa: E402
     render,
     tensor_view,
 )
-from . import epilogue, op, swizzle  # noqa: E402
+from . import emit, epilogue, op, swizzle  # noqa: E402
 from .op import Gemm, GroupedGemm  # noqa: E402
 
 __version__ = _gemmkit.__version__
@@ -57,5 +57,5 @@ __all__ = [
     "EpilogueScheduleType", "Error", "Gemm", "GroupedGemm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
     "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "SwizzlingFunctor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
-    "cuda_device_count", "device_cc", "epilogue", "op", "render", "swizzle", "tensor_view",
+    "cuda_device_count", "device_cc", "emit", "epilogue", "op", "render", "swizzle", "tensor_view",
 ]

@@ -1,0 +1,309 @@
+"""python/gemmkit/emit/pytorch.py: gemmkit.emit.pytorch, a kernel as a PyTorch CUDA extension.
+
+It writes <name>_kernel.cu (the very source gemmkit compiles), <name>.cpp (the binding: a description of the kernel
+that includes no torch header), gemmkit/ (gemmkit's device headers and its torch glue, torch_export.cpp: checks,
+launch, op registration) and setup.py (an ahead-of-time build of all three, with gemmkit's nvcc flags for the
+kernel). With jit=True it builds in seconds: the kernel library comes from gemmkit's cache (built there when
+missing) and the glue library from a per-torch cache, both placed next to the extension, so that only the binding
+is compiled.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import keyword
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import types
+from typing import Callable, Optional
+
+from .. import _gemmkit
+from .._gemmkit import (Activation, CompiledKernel, ConfigError, DataType, KernelSource, KernelSpec, LayoutType,
+                        Toolchain)
+
+_TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+# The C++ binding names the kernel-source renderer emit() on main and render() on the refactor branch.
+_render_source: Callable[[KernelSpec], KernelSource] = getattr(_gemmkit, "render", None) or _gemmkit.emit
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Namespaces torch or gemmkit already register ops under: an extension of that name could not register its own.
+_RESERVED_NAMES = frozenset({"aten", "prim", "prims", "torch", "gemmkit"})
+
+# gemmkit element types as gemmkit/torch_export.h names torch's (tf32 operands are stored as float).
+_TORCH_DTYPES = {
+    DataType.f16: "GK_TORCH_HALF", DataType.bf16: "GK_TORCH_BFLOAT16", DataType.f32: "GK_TORCH_FLOAT",
+    DataType.tf32: "GK_TORCH_FLOAT", DataType.f64: "GK_TORCH_DOUBLE", DataType.s8: "GK_TORCH_INT8",
+    DataType.u8: "GK_TORCH_UINT8", DataType.s32: "GK_TORCH_INT32",
+}
+_TORCH_LAYOUTS = {LayoutType.RowMajor: "GK_TORCH_ROW_MAJOR", LayoutType.ColumnMajor: "GK_TORCH_COLUMN_MAJOR"}
+# gemmkit's torch glue, written into gemmkit/ beside the device headers (torch_export.h includes abi.h).
+_GLUE_FILES = ("torch_export.h", "torch_module.h", "torch_export.cpp")
+_DEFAULT_SLOPE = "0.01"  # gemmkit.Gemm.set_activation's default leaky_relu slope
+
+# The files that nvcc_command() names itself, which setup.py replaces with its own.
+_SOURCE, _OUTPUT = "kernel.cu", "kernel.so"
+# torch's CUDAExtension defines these for every nvcc call; gemmkit compiles without them.
+_UNDO_TORCH_NVCC_DEFINES = ["-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
+                            "-U__CUDA_NO_BFLOAT16_CONVERSIONS__", "-U__CUDA_NO_HALF2_OPERATORS__"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Parameter:
+    """One parameter of the exported `run`, as its torch schema and its Python signature spell it."""
+
+    name: str
+    schema_type: str
+    default: Optional[str] = None
+
+    def schema(self) -> str:
+        return f"{self.schema_type} {self.name}" + (f"={self.default}" if self.default is not None else "")
+
+    def python(self) -> str:
+        return self.name + (f"={self.default}" if self.default is not None else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class JitBuild:
+    """How a jit=True export was built (the module's `gemmkit_build` attribute)."""
+
+    kernel: CompiledKernel  # gemmkit's cache entry of the kernel (cache_hit, build_seconds)
+    kernel_library: str  # its copy next to the extension, which the extension links
+    glue_library: str  # the copy of gemmkit's torch glue the extension links
+    glue_seconds: float  # its build; 0 when it came from the cache (built once per torch installation)
+    binding_seconds: float  # torch's build of <name>.cpp, linking both libraries
+    total_seconds: float
+
+
+def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool = False) -> Optional[types.ModuleType]:
+    """Writes `op` (a plan's construct() result) as the PyTorch extension `name` into `sourcedir`:
+    <name>_kernel.cu, <name>.cpp, setup.py and gemmkit/ (headers, torch glue). `cc` must be the op's.
+    With jit=True, builds and returns the module; its `run` is torch.ops.<name>.run:
+    Gemm: run(A, B, C=None, alpha=1.0, beta=0.0) -> D (leaky_relu kernels also take slope=0.01).
+    Without jit nothing is compiled (no nvcc, no torch needed) and None is returned."""
+    binding = _binding_for(op)
+    _check_name(name)
+    if cc != op.cc:
+        raise ConfigError(f"cc={cc} but the kernel {op.name()} was constructed for cc {op.cc} ({op.arch_flag()}); pass "
+                          "the plan's cc (plan.cc) or construct the op for this cc.")
+    sourcedir = os.path.abspath(sourcedir or os.curdir)
+    os.makedirs(sourcedir, exist_ok=True)
+    source = _render_source(op)
+    toolchain = Toolchain.find_headers()
+    _write_text(os.path.join(sourcedir, f"{name}_kernel.cu"), source.text)
+    binding_path = os.path.join(sourcedir, f"{name}.cpp")
+    _write_text(binding_path, _render(binding.template, binding.placeholders(op, name)))
+    _write_text(os.path.join(sourcedir, "setup.py"), _setup_py(op, name, source, toolchain))
+    _copy_headers(toolchain.device_include_dir, os.path.join(sourcedir, "gemmkit"))
+    return _jit_build(op, name, sourcedir, binding_path) if jit else None
+
+
+# ---- one binding per operation kind (GroupedGemm adds its row to _BINDINGS) ----------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Binding:
+    template: str  # file in templates/
+    placeholders: Callable[[KernelSpec, str], dict[str, str]]
+
+
+def _torch_dtype(element: DataType) -> str:
+    if element not in _TORCH_DTYPES:
+        raise ConfigError(f"element type {element.name} has no torch dtype; export a kernel with f16, bf16, f32, f64, "
+                          "s8, u8 or s32 operands.")
+    return _TORCH_DTYPES[element]
+
+
+def _gemm_parameters(spec: KernelSpec) -> list[Parameter]:
+    parameters = [Parameter("A", "Tensor"), Parameter("B", "Tensor"), Parameter("C", "Tensor?", "None"),
+                  Parameter("alpha", "float", "1.0"), Parameter("beta", "float", "0.0")]
+    if spec.activation == Activation.leaky_relu:  # the slope is a run-time argument of the kernel
+        parameters.append(Parameter("slope", "float", _DEFAULT_SLOPE))
+    return parameters
+
+
+def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
+    parameters = _gemm_parameters(spec)
+    leaky = spec.activation == Activation.leaky_relu
+    has_c = spec.element_C != DataType.void
+    return {
+        "name": name,
+        "version": _gemmkit.__version__,
+        "kernel_name": spec.name(),
+        "run_arguments": ", ".join(p.python() for p in parameters),
+        "schema": "run(" + ", ".join(p.schema() for p in parameters) + ") -> Tensor",
+        "dtype_a": _torch_dtype(spec.element_A),
+        "dtype_b": _torch_dtype(spec.element_B),
+        "dtype_c": _torch_dtype(spec.element_C if has_c else spec.element_D),
+        "dtype_d": _torch_dtype(spec.element_D),
+        "layout_a": _TORCH_LAYOUTS[spec.layout_A],
+        "layout_b": _TORCH_LAYOUTS[spec.layout_B],
+        "layout_c": _TORCH_LAYOUTS[spec.layout_C],
+        "alignment_a": str(spec.alignment_A),
+        "alignment_b": str(spec.alignment_B),
+        "alignment_c": str(spec.alignment_C),
+        "has_c": "1" if has_c else "0",
+        "takes_slope": "1" if leaky else "0",
+        "activation": spec.activation.name,
+    }
+
+
+_BINDINGS: dict[type, _Binding] = {
+    KernelSpec: _Binding("gemm.cpp.in", _gemm_placeholders),
+}
+
+
+def _binding_for(op: object) -> _Binding:
+    binding = _BINDINGS.get(type(op))
+    if binding is None:
+        raise TypeError(f"Operation type {type(op).__name__} is not currently supported for PyTorch emission; pass "
+                        "the op a plan's construct() returns (e.g. gemmkit.Gemm(...).construct()).")
+    return binding
+
+
+def _check_name(name: object) -> None:
+    if not isinstance(name, str) or not _NAME.match(name) or keyword.iskeyword(name):
+        raise ConfigError(f"name {name!r} must be a Python identifier (letters, digits, underscores; not a keyword): it "
+                          "names the module, the files and the torch.ops namespace.")
+    if name in _RESERVED_NAMES:
+        raise ConfigError(f"name {name!r} is a torch.ops namespace torch or gemmkit registers already; choose "
+                          "another.")
+
+
+# ---- files ---------------------------------------------------------------------------------------------------
+
+
+def _render(template: str, values: dict[str, str]) -> str:
+    """{{key}} substitution; like gemmkit's kernel templates, every placeholder set and every value used."""
+    with open(os.path.join(_TEMPLATES, template), encoding="utf-8") as f:
+        text = f.read()
+    used = set(re.findall(r"\{\{(\w+)\}\}", text))
+    if used != set(values):
+        raise AssertionError(f"template {template}: unset {sorted(used - set(values))}, unused "
+                             f"{sorted(set(values) - used)}")
+    return re.sub(r"\{\{(\w+)\}\}", lambda match: values[match.group(1)], text)
+
+
+def _nvcc_flags(toolchain: Toolchain, source: KernelSource) -> list[str]:
+    """gemmkit's nvcc command for the kernel without what setup.py sets itself: the compiler, the files, linking
+    a standalone shared object (-shared, -cudart) and the include folders."""
+    argv = _gemmkit.nvcc_command(toolchain, source, _SOURCE, _OUTPUT)[1:]
+    flags: list[str] = []
+    skip_next = False
+    for flag in argv:
+        if skip_next:
+            skip_next = False
+        elif flag in ("-o", "-cudart"):
+            skip_next = True
+        elif flag not in (_SOURCE, "-shared") and not flag.startswith("-I"):
+            flags.append(flag)
+    return flags + _UNDO_TORCH_NVCC_DEFINES
+
+
+def _setup_py(op: KernelSpec, name: str, source: KernelSource, toolchain: Toolchain) -> str:
+    flags = _nvcc_flags(toolchain, source)
+    return _render("setup.py.in", {
+        "name": name,
+        "version": _gemmkit.__version__,
+        "kernel_name": op.name(),
+        "cutlass_default": toolchain.cutlass_root,
+        "nvcc_flags": "[\n" + "".join(f"    {flag!r},\n" for flag in flags) + "]",
+    })
+
+
+def _write_text(path: str, text: str) -> None:
+    """Written whole or not at all (another process may be reading an earlier export)."""
+    folder = os.path.dirname(path)
+    with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, encoding="utf-8", suffix=".tmp") as f:
+        f.write(text)
+    os.replace(f.name, path)
+
+
+def _copy_file(source: str, destination: str) -> None:
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(destination), suffix=".tmp")
+    os.close(handle)
+    shutil.copyfile(source, temporary)
+    os.replace(temporary, destination)
+
+
+def _copy_headers(device_include_dir: str, destination: str) -> None:
+    """gemmkit's device headers (those the kernel's cache key hashes) and its torch glue."""
+    os.makedirs(destination, exist_ok=True)
+    device_headers = os.path.join(device_include_dir, "gemmkit")
+    for header in sorted(os.listdir(device_headers)):
+        _copy_file(os.path.join(device_headers, header), os.path.join(destination, header))
+    for glue in _GLUE_FILES:
+        _copy_file(os.path.join(_TEMPLATES, glue), os.path.join(destination, glue))
+
+
+# ---- jit -----------------------------------------------------------------------------------------------------
+
+
+def _glue_library(sourcedir: str, cpp_extension: types.ModuleType, arch_flag: str) -> tuple[str, float]:
+    """gemmkit's torch glue (gemmkit/torch_export.cpp) built for this torch, compiler and glue source, once per
+    machine: the library and the seconds its build took (0 when cached)."""
+    import torch
+
+    compiler = os.environ.get("CXX", "c++")  # the compiler torch's build uses
+    compiler_version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+    digest = hashlib.sha256()
+    for part in (torch.__version__, str(torch.version.cuda), str(cpp_extension.CUDA_HOME), compiler, compiler_version):
+        digest.update(part.encode() + b"\0")
+    for glue in ("abi.h", "torch_export.h", "torch_export.cpp"):
+        with open(os.path.join(sourcedir, "gemmkit", glue), "rb") as f:
+            digest.update(f.read() + b"\0")
+    name = f"gemmkit_torch_{digest.hexdigest()[:16]}"
+    folder = os.path.join(_gemmkit.cache_dir(), "torch-glue", name)
+    library = os.path.join(folder, f"{name}.so")
+    complete = os.path.join(folder, "complete")  # written after the library: another process may be linking it
+    if os.path.isfile(complete):
+        return library, 0.0
+    start = time.perf_counter()
+    include = os.path.join(folder, "include")
+    os.makedirs(os.path.join(include, "gemmkit"), exist_ok=True)
+    for glue in ("abi.h", "torch_export.h", "torch_export.cpp"):
+        _copy_file(os.path.join(sourcedir, "gemmkit", glue), os.path.join(include, "gemmkit", glue))
+    cpp_extension.load(name=name, sources=[os.path.join(include, "gemmkit", "torch_export.cpp")],
+                       extra_include_paths=[include], build_directory=folder, with_cuda=True,
+                       # No .cu is compiled; an arch flag only keeps torch from probing for a GPU to choose one.
+                       extra_cuda_cflags=[f"-arch={arch_flag}"], is_python_module=False)
+    _write_text(complete, name + "\n")
+    return library, time.perf_counter() - start
+
+
+def _jit_build(op: KernelSpec, name: str, sourcedir: str, binding_path: str) -> types.ModuleType:
+    try:
+        from torch.utils import cpp_extension
+    except ImportError as error:
+        raise ImportError("gemmkit.emit.pytorch(jit=True) builds with torch.utils.cpp_extension; install torch") from error
+    start = time.perf_counter()
+    kernel = _gemmkit.compile_many([op])[0]
+    glue, glue_seconds = _glue_library(sourcedir, cpp_extension, op.arch_flag())
+    build_dir = os.path.join(sourcedir, "build-jit")
+    os.makedirs(build_dir, exist_ok=True)
+    # Both libraries beside the extension, which finds them through $ORIGIN. The kernel's copy is named after its
+    # cache key: the dynamic loader reuses an already loaded library of the same file name.
+    kernel_library = os.path.join(build_dir, f"lib{name}_{kernel.cache_key[:16]}.so")
+    glue_library = os.path.join(build_dir, os.path.basename(glue))
+    for source, copy in ((kernel.module_path, kernel_library), (glue, glue_library)):
+        if not os.path.isfile(copy):
+            _copy_file(source, copy)
+    binding_start = time.perf_counter()
+    module = cpp_extension.load(
+        name=name,
+        sources=[binding_path],
+        # torch's JIT default (no -O): the binding only fills a struct.
+        # $$ survives ninja and the quotes the shell: the linker sees $ORIGIN, the extension's own folder.
+        extra_ldflags=[f"-L{build_dir}", f"-l:{os.path.basename(kernel_library)}",
+                       f"-l:{os.path.basename(glue_library)}", "-Wl,-rpath,'$$ORIGIN'"],
+        extra_include_paths=[sourcedir],
+        build_directory=build_dir,
+        with_cuda=False,
+    )
+    end = time.perf_counter()
+    module.gemmkit_build = JitBuild(kernel, kernel_library, glue_library, glue_seconds, end - binding_start,
+                                    end - start)
+    return module

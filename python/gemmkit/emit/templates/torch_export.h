@@ -1,0 +1,60 @@
+/* gemmkit/torch_export.h: the interface between an exported extension's binding (<name>.cpp, which includes no
+   torch header and builds in about a second) and gemmkit's torch glue (gemmkit/torch_export.cpp: tensor checks,
+   launch, op registration; compiled into the extension by setup.py, taken ready-built from gemmkit's cache by the
+   JIT build). Plain C, so that neither side depends on the other's compiler settings. */
+#ifndef GEMMKIT_TORCH_EXPORT_H
+#define GEMMKIT_TORCH_EXPORT_H
+
+#include "gemmkit/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types as torch names them. */
+typedef enum gk_torch_dtype {
+  GK_TORCH_HALF,
+  GK_TORCH_BFLOAT16,
+  GK_TORCH_FLOAT,
+  GK_TORCH_DOUBLE,
+  GK_TORCH_INT8,
+  GK_TORCH_UINT8,
+  GK_TORCH_INT32
+} gk_torch_dtype;
+
+typedef enum gk_torch_layout { GK_TORCH_ROW_MAJOR, GK_TORCH_COLUMN_MAJOR } gk_torch_layout;
+
+/* One operand as the kernel was compiled for it. */
+typedef struct gk_torch_operand {
+  gk_torch_dtype dtype;
+  gk_torch_layout layout;
+  int alignment; /* in elements: leading dimension, batch stride and address are multiples of it */
+} gk_torch_operand;
+
+typedef struct gk_torch_gemm_kernel {
+  gk_torch_operand a, b, c; /* D has C's layout and alignment */
+  gk_torch_dtype d;
+  int has_c;       /* 0: built without a source operand (element_C = void), so run() refuses a C */
+  int takes_slope; /* 1: run() ends with leaky_relu's slope */
+} gk_torch_gemm_kernel;
+
+/* The kernel module's entry points (abi.h), linked into the extension. */
+typedef struct gk_torch_entry_points {
+  gk_abi_version_fn abi_version;
+  gk_kernel_name_fn kernel_name;
+  gk_workspace_size_fn workspace_size;
+  gk_run_fn run;
+  gk_last_cuda_error_fn last_cuda_error;
+} gk_torch_entry_points;
+
+/* Registers the op `run` with `schema` in the torch.ops namespace `ns`, for every device (CUDA tensors run; meta
+   and fake tensors get D's shape). NULL on success, else the reason (valid until this thread's next call).
+   The version suffix changes with the structs above, so that a stale glue library fails to link. */
+const char* gk_torch_register_gemm_v1(const char* ns, const char* schema, const gk_torch_gemm_kernel* kernel,
+                                      const gk_torch_entry_points* entry_points);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GEMMKIT_TORCH_EXPORT_H */

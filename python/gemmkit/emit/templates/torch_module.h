@@ -1,0 +1,67 @@
+// gemmkit/torch_module.h: what every exported binding (<name>.cpp) shares: the kernel's entry points and the
+// Python module around the op it registers. Includes Python.h and gemmkit's C headers only, no torch header.
+#pragma once
+
+#include <Python.h>  // first, as Python asks
+
+#include "gemmkit/torch_export.h"
+
+// The kernel's entry points (gemmkit/module_entry.hpp), linked in: from <name>_kernel.cu (setup.py) or the kernel
+// library of gemmkit's cache (the JIT build).
+extern "C" {
+int gk_abi_version(void);
+const char* gk_kernel_name(void);
+size_t gk_workspace_size(const gk_gemm_args* args);
+int gk_run(const gk_gemm_args* args, void* workspace, void* stream);
+int gk_last_cuda_error(void);
+}
+
+namespace gemmkit::torch_module {
+
+inline constexpr gk_torch_entry_points kEntryPoints = {gk_abi_version, gk_kernel_name, gk_workspace_size, gk_run,
+                                                       gk_last_cuda_error};
+
+// Registers the op (torch.ops.<ns>.run) and returns the module with `run` (that op: its schema brings keywords
+// and defaults) and `kernel_name`; nullptr with a Python ImportError when something does not fit.
+inline PyObject* make_module(PyModuleDef* definition, const char* ns, const char* (*register_op)(const char* ns)) {
+  if (gk_abi_version() != GK_ABI_VERSION) {
+    PyErr_Format(PyExc_ImportError, "kernel %s speaks gemmkit ABI %d but this binding was generated for %d; export "
+                 "it again", gk_kernel_name(), gk_abi_version(), GK_ABI_VERSION);
+    return nullptr;
+  }
+  PyObject* torch = PyImport_ImportModule("torch");  // torch's libraries first: the glue's op registry lives there
+  if (torch == nullptr) return nullptr;
+  if (const char* error = register_op(ns)) {
+    Py_DECREF(torch);
+    PyErr_Format(PyExc_ImportError, "cannot register torch.ops.%s.run: %s", ns, error);
+    return nullptr;
+  }
+  PyObject* module = PyModule_Create(definition);
+  PyObject* ops = module ? PyObject_GetAttrString(torch, "ops") : nullptr;
+  PyObject* library = ops ? PyObject_GetAttrString(ops, ns) : nullptr;
+  PyObject* run = library ? PyObject_GetAttrString(library, "run") : nullptr;
+  const bool ok = run != nullptr && PyModule_AddObjectRef(module, "run", run) == 0 &&
+                  PyModule_AddStringConstant(module, "kernel_name", gk_kernel_name()) == 0;
+  Py_XDECREF(run);
+  Py_XDECREF(library);
+  Py_XDECREF(ops);
+  Py_DECREF(torch);
+  if (ok) return module;
+  Py_XDECREF(module);
+  return nullptr;
+}
+
+}  // namespace gemmkit::torch_module
+
+// One level of indirection, so that TORCH_EXTENSION_NAME (set by torch's build) is expanded before use.
+#define GK_STRINGIFY_(x) #x
+#define GK_STRINGIFY(x) GK_STRINGIFY_(x)
+#define GK_CONCAT_(a, b) a##b
+#define GK_CONCAT(a, b) GK_CONCAT_(a, b)
+// PyInit_<name>, which torch's JIT loader and `import <name>` call: registers the op under the namespace <name>.
+#define GK_PYTHON_MODULE(name, register_op, doc)                                                      \
+  PyMODINIT_FUNC GK_CONCAT(PyInit_, name)(void) {                                                     \
+    static PyModuleDef definition = {PyModuleDef_HEAD_INIT, GK_STRINGIFY(name), doc, -1, nullptr,    \
+                                     nullptr, nullptr, nullptr, nullptr};                             \
+    return gemmkit::torch_module::make_module(&definition, GK_STRINGIFY(name), register_op);          \
+  }
