@@ -70,8 +70,13 @@ def _from_output(activation: str, parameter: float) -> bool:
 # ---- shapes (shared by the CUDA and the fake implementation) ---------------------------------------------------
 
 
-def _output_shape(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor]) -> list[int]:
-    """D's shape, after every check that needs no data; raises TensorError like gemmkit's run."""
+def _output_shape(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor], beta: float,
+                  activation: str) -> list[int]:
+    """D's shape, after every check that needs no data (the fake implementation's too); raises TensorError or
+    ConfigError like gemmkit's run."""
+    _activation(activation)
+    if C is None and beta != 0.0:
+        raise TensorError(f"beta is {beta} but no C was given; pass C or beta=0.")
     if A.dtype not in _ACCUMULATORS:
         raise TensorError(f"Tensor A has dtype {A.dtype}; gemmkit.torch.gemm takes "
                           f"{', '.join(str(t) for t in _ACCUMULATORS)}.")
@@ -139,10 +144,7 @@ def plans() -> dict[tuple, Gemm]:
 def gemm(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 0.0,
          activation: str = "identity", activation_parameter: float = 0.01) -> torch.Tensor:
     """D = activation(alpha * A @ B + beta * C) by a gemmkit kernel (activation_parameter: leaky_relu's slope)."""
-    shape = _output_shape(A, B, C)
-    _activation(activation)
-    if C is None and beta != 0.0:
-        raise TensorError(f"beta is {beta} but no C was given; pass C or beta=0.")
+    shape = _output_shape(A, B, C, beta, activation)
     D = torch.empty(shape, dtype=A.dtype, device=A.device)
     if D.numel() == 0:
         return D
@@ -164,9 +166,7 @@ def gemm(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = None, alp
 @gemm.register_fake
 def _gemm_fake(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = None, alpha: float = 1.0,
                beta: float = 0.0, activation: str = "identity", activation_parameter: float = 0.01) -> torch.Tensor:
-    shape = _output_shape(A, B, C)
-    _activation(activation)
-    return A.new_empty(shape)
+    return A.new_empty(_output_shape(A, B, C, beta, activation))
 
 
 def _gemm_setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:

@@ -33,10 +33,27 @@ def specs(cc=None):
         out.append(grouped.construct())
     moe = gemmkit.GroupedGemm(element="bf16", layout="row", layout_B="col", element_accumulator=np.float32, cc=cc)
     out.append(moe.construct())
+    out += torch_specs(cc)
     unique = {}
     for spec in out:
         unique.setdefault(spec.canonical(), spec)
     return list(unique.values())
+
+
+def torch_specs(cc=None):
+    """What the torch tier adds (test_torch_*.py, examples/python/tensor_parallel.py): gemmkit.torch.gemm's plans
+    for transposed operands (autograd's dB = A^T dD), an MLP's fused GELU, and the tensor-parallel example's f32."""
+    out = []
+    for element, layout_A, layout_B, activation in [(np.float16, "col", "row", "identity"),
+                                                    (np.float16, "col", "col", "identity"),
+                                                    (np.float16, "row", "col", "gelu"),
+                                                    (np.float32, "row", "col", "relu"),
+                                                    (np.float32, "row", "col", "identity")]:
+        plan = gemmkit.Gemm(element=element, layout_A=layout_A, layout_B=layout_B, layout_C="row",
+                            element_accumulator=np.float32, cc=cc)
+        plan.activation = activation
+        out.append(plan.construct())
+    return out
 
 
 if __name__ == "__main__":

@@ -169,8 +169,13 @@ JIT_BUILD = """
             mod.run(*args)
         except ValueError as error:
             errors.append(str(error).splitlines()[0])
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():  # how torch.compile sees the op: its meta path, no GPU
+        fake = mod.run(torch.empty(4, 64, 32, dtype=torch.float16, device="cuda"),
+                       torch.empty(32, 48, dtype=torch.float16, device="cuda"))
+    traced = torch.compile(lambda a, b: mod.run(a, b) + 1, fullgraph=True, backend="aot_eager")(A, B)
     build = mod.gemmkit_build
-    print(json.dumps({"seconds": seconds, "binding_seconds": build.binding_seconds,
+    print(json.dumps({"fake": [list(fake.shape), str(fake.device)], "traced": list(traced.shape),"seconds": seconds, "binding_seconds": build.binding_seconds,
                       "first_glue_seconds": first.gemmkit_build.glue_seconds, "glue_seconds": build.glue_seconds,
                       "hit": build.kernel.cache_hit, "builds": gemmkit.cache_counters().builds - builds,
                       "kernel_name": mod.kernel_name, "op_name": op.name(),
@@ -194,6 +199,7 @@ def test_jit_links_the_cached_kernel_and_compiles_only_the_binding(tmp_path):
     assert result["kernel_name"] == result["op_name"]
     assert result["ops_run"]
     assert (result["shape"], result["dtype"], result["device"]) == ([64, 48], "torch.float16", "meta")
+    assert result["fake"] == [[4, 64, 48], "cuda:0"] and result["traced"] == [64, 48]
     assert "A has dtype Float but the kernel was built for Half" in result["errors"][0]
     assert "the kernel reads it row-major" in result["errors"][1]
     assert "beta is 2 but no C was given" in result["errors"][2]
@@ -237,3 +243,84 @@ def test_setup_py_builds_on_a_clean_folder(tmp_path):
                               capture_output=True, text=True, timeout=300)
     assert imported.returncode == 0, imported.stderr
     assert json.loads(imported.stdout.splitlines()[-1]) == {"kernel_name": op.name(), "shape": [2, 64, 48]}
+
+
+# ---- gpu tier: the exported module on the device --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The walk-through's f16 Gemm (and a fused-ReLU one) for this GPU, exported and built with jit=True."""
+    torch = pytest.importorskip("torch")
+    cc = gemmkit.device_cc()
+    out = tmp_path_factory.mktemp("exported")
+    plain = gemmkit.emit.pytorch(spec(cc), "gk_test_gemm", cc, str(out / "gemm"), jit=True)
+    relu = gemmkit.emit.pytorch(spec(cc, "relu"), "gk_test_gemm_relu", cc, str(out / "relu"), jit=True)
+    return torch, plain, relu
+
+
+def small_integers(torch, shape, seed, low=-3, high=3):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(low, high, shape, generator=generator).half().cuda()
+
+
+def exact(torch, A, B, C=None, alpha=1.0, beta=0.0, relu=False):
+    """alpha * A @ B + beta * C in float64, rounded once to f16 as the kernel's f32 epilogue does (every value here
+    is an integer below 2^24, so the f32 sums are exact)."""
+    z = alpha * torch.matmul(A.double(), B.double()) + (beta * C.double() if C is not None else 0.0)
+    return (torch.relu(z) if relu else z).half()
+
+
+@pytest.mark.gpu
+def test_exported_gemm_matches_matmul(exported):
+    """The reference's test_gemm: every call form of run against A @ B, and 2 A @ B - C."""
+    torch, mod, _ = exported
+    A, B, C = (small_integers(torch, s, i) for i, s in enumerate([(1024, 512), (512, 256), (1024, 256)]))
+    for D in (mod.run(A, B), mod.run(A, B, C), mod.run(A, B, C, 1.0), mod.run(A, B, C, 1.0, 0.0)):
+        assert D.dtype == torch.float16 and D.device == A.device
+        torch.testing.assert_close(D, exact(torch, A, B), rtol=0, atol=0)
+        torch.testing.assert_close(D, torch.matmul(A, B))
+    torch.testing.assert_close(mod.run(A, B, C, 2.0, -1.0), exact(torch, A, B, C, 2.0, -1.0), rtol=0, atol=0)
+    torch.testing.assert_close(mod.run(A, B, C=C, beta=1.0), exact(torch, A, B, C, 1.0, 1.0), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+def test_exported_fused_relu_and_batches(exported):
+    torch, mod, relu = exported
+    A, B, C = small_integers(torch, (3, 128, 64), 5), small_integers(torch, (64, 96), 6), small_integers(torch, (3, 128, 96), 7)
+    torch.testing.assert_close(relu.run(A, B, C, 1.0, 1.0), exact(torch, A, B, C, 1.0, 1.0, relu=True), rtol=0, atol=0)
+    B3 = small_integers(torch, (3, 64, 96), 8)
+    torch.testing.assert_close(mod.run(A, B3), exact(torch, A, B3), rtol=0, atol=0)
+    torch.testing.assert_close(mod.run(A[0], B3), exact(torch, A[0], B3), rtol=0, atol=0)  # A broadcast
+
+
+@pytest.mark.gpu
+def test_exported_gemm_refuses_what_its_kernel_cannot_read(exported):
+    torch, mod, _ = exported
+    A, B = small_integers(torch, (128, 64), 9), small_integers(torch, (64, 96), 10)
+    cases = [((A.float(), B), "A has dtype Float but the kernel was built for Half"),
+             ((A, B.cpu()), "B is on cpu but A is on cuda"),
+             ((A, B.mT.contiguous().mT), "the kernel reads it row-major"),
+             ((small_integers(torch, (128, 66), 11)[:, 1:65], B), "multiples of 8 elements"),
+             ((A, B, small_integers(torch, (127, 96), 12)), "C is 127 x 96 but A @ B is 128 x 96"),
+             ((A, small_integers(torch, (63, 96), 13)), "their K extents must agree")]
+    for args, message in cases:
+        with pytest.raises(ValueError, match=message):
+            mod.run(*args)
+
+
+@pytest.mark.gpu
+def test_exported_gemm_on_the_current_stream_in_a_cuda_graph_and_torch_compile(exported):
+    torch, mod, _ = exported
+    A, B = small_integers(torch, (256, 128), 14), small_integers(torch, (128, 64), 15)
+    mod.run(A, B)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):  # captured on torch's capture stream, the op's current stream
+        D = mod.run(A, B)
+    A.copy_(small_integers(torch, (256, 128), 16))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(D, exact(torch, A, B), rtol=0, atol=0)
+    # torch.compile traces the op through its meta path (no graph break) and runs the kernel.
+    compiled = torch.compile(lambda a, b: mod.run(a, b) * 2, fullgraph=True)
+    torch.testing.assert_close(compiled(A, B), exact(torch, A, B, alpha=2.0), rtol=0, atol=0)
