@@ -9,6 +9,7 @@ is compiled.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import hashlib
 import keyword
@@ -267,7 +268,8 @@ def _glue_library(sourcedir: str, cpp_extension: types.ModuleType, arch_flag: st
     for glue in ("abi.h", "torch_export.h", "torch_export.cpp"):
         _copy_file(os.path.join(sourcedir, "gemmkit", glue), os.path.join(include, "gemmkit", glue))
     cpp_extension.load(name=name, sources=[os.path.join(include, "gemmkit", "torch_export.cpp")],
-                       extra_include_paths=[include], build_directory=folder, with_cuda=True,
+                       # -O2: the run path of every exported op; built once, so its build time matters little.
+                       extra_cflags=["-O2"], extra_include_paths=[include], build_directory=folder, with_cuda=True,
                        # No .cu is compiled; an arch flag only keeps torch from probing for a GPU to choose one.
                        extra_cuda_cflags=[f"-arch={arch_flag}"], is_python_module=False)
     _write_text(complete, name + "\n")
@@ -280,8 +282,11 @@ def _jit_build(op: KernelSpec, name: str, sourcedir: str, binding_path: str) -> 
     except ImportError as error:
         raise ImportError("gemmkit.emit.pytorch(jit=True) builds with torch.utils.cpp_extension; install torch") from error
     start = time.perf_counter()
-    kernel = _gemmkit.compile_many([op])[0]
-    glue, glue_seconds = _glue_library(sourcedir, cpp_extension, op.arch_flag())
+    # Both usually come from their caches; when not, the glue builds while nvcc builds the kernel.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        glue_build = pool.submit(_glue_library, sourcedir, cpp_extension, op.arch_flag())
+        kernel = _gemmkit.compile_many([op])[0]
+        glue, glue_seconds = glue_build.result()
     build_dir = os.path.join(sourcedir, "build-jit")
     os.makedirs(build_dir, exist_ok=True)
     # Both libraries beside the extension, which finds them through $ORIGIN. The kernel's copy is named after its

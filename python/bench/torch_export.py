@@ -1,0 +1,167 @@
+"""python/bench/torch_export.py: gemmkit's PyTorch export, measured on the GPU machine. Writes JSON (--out):
+- the JIT build of an exported Gemm (gemmkit.emit.pytorch(..., jit=True)): with the kernel and gemmkit's torch glue
+  cached (the usual case), and cold (a fresh kernel cache: nvcc builds the kernel while the glue builds);
+- throughput of the exported extension's run against gemmkit's own run of the same kernel (and cuBLAS through
+  torch.matmul) on 2400x3232x4096, 4096^3, 8192^3, 16384^3, f16 in and out, f32 accumulation: CUDA events around
+  back-to-back calls, after a warm-up, median of interleaved repeats;
+- host time per call at 128^3: gemmkit.torch.gemm (the custom op), the exported run, gemmkit's run, torch.matmul."""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+import gemmkit
+import gemmkit.torch as gt
+from overhead import per_call_us
+
+SHAPES = [(2400, 3232, 4096), (4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 16384)]
+
+
+def f16_plan() -> gemmkit.Gemm:
+    return gemmkit.Gemm(element=torch.float16, layout="row", element_accumulator=torch.float32)
+
+
+def jit_child(sourcedir: str) -> None:
+    """One cold export in this process (run with a fresh GEMMKIT_CACHE_DIR): prints its JitBuild."""
+    plan = f16_plan()
+    start = time.perf_counter()
+    module = gemmkit.emit.pytorch(plan.construct(), "gk_bench_cold", plan.cc, sourcedir, jit=True)
+    build = module.gemmkit_build
+    print(json.dumps({"total_s": time.perf_counter() - start, "kernel_cache_hit": build.kernel.cache_hit,
+                      "kernel_build_s": build.kernel.build_seconds, "glue_build_s": build.glue_seconds,
+                      "binding_build_s": build.binding_seconds, "kernel": module.kernel_name}))
+
+
+def jit_times(workdir: str) -> dict:
+    cold = subprocess.run([sys.executable, __file__, "--jit-child", os.path.join(workdir, "cold")],
+                          env=dict(os.environ, GEMMKIT_CACHE_DIR=os.path.join(workdir, "cache")),
+                          capture_output=True, text=True, timeout=1800)
+    if cold.returncode != 0:
+        raise RuntimeError(f"the cold JIT build failed:\n{cold.stdout[-3000:]}\n{cold.stderr[-3000:]}")
+    plan = f16_plan()
+    op = plan.construct()
+    # Warm both caches of this process's cache folder, then time a fresh export: only its binding is compiled.
+    gemmkit.emit.pytorch(op, "gk_bench_warm", plan.cc, os.path.join(workdir, "warm"), jit=True)
+    start = time.perf_counter()
+    module = gemmkit.emit.pytorch(op, "gk_bench_cached", plan.cc, os.path.join(workdir, "cached"), jit=True)
+    cached = {"total_s": time.perf_counter() - start, "kernel_cache_hit": module.gemmkit_build.kernel.cache_hit,
+              "glue_build_s": module.gemmkit_build.glue_seconds,
+              "binding_build_s": module.gemmkit_build.binding_seconds}
+    return {"cached": cached, "cold": json.loads(cold.stdout.splitlines()[-1]), "module": module, "op": op}
+
+
+def gpu_ms(fn, iterations: int) -> float:
+    """Mean GPU time of one call over `iterations` back-to-back calls (CUDA events on the current stream)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iterations):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / iterations
+
+
+def throughput(module, op, warmup: int, repeats: int) -> list[dict]:
+    plan = f16_plan()
+    plan.tile_description = op.tile_description  # gemmkit's own run of exactly the exported kernel
+    rows = []
+    for m, n, k in SHAPES:
+        A = torch.randn(m, k, device="cuda").half()
+        B = torch.randn(k, n, device="cuda").half()
+        D = torch.empty(m, n, device="cuda", dtype=torch.float16)
+        variants = {
+            "exported_run": lambda: module.run(A, B),
+            "gemmkit_run": lambda: plan.run(A, B, None, D, sync=False),
+            "torch_matmul": lambda: torch.matmul(A, B),
+        }
+        flop = 2.0 * m * n * k
+        iterations = max(3, int(0.05 / (flop / 600e12)))  # ~50 ms of work per timed repeat
+        for fn in variants.values():
+            gpu_ms(fn, warmup)
+        samples = {name: [] for name in variants}
+        for _ in range(repeats):  # interleaved, so that clock and thermal drift hit every variant alike
+            for name, fn in variants.items():
+                samples[name].append(gpu_ms(fn, iterations))
+        exported = module.run(A, B)
+        plan.run(A, B, None, D)
+        row = {"m": m, "n": n, "k": k, "iterations": iterations,
+               "exported_equals_gemmkit": bool(torch.equal(exported, D))}
+        for name, values in samples.items():
+            ms = statistics.median(values)
+            row[name] = {"ms": ms, "tflops": flop / ms / 1e9}
+        row["exported_over_gemmkit"] = row["exported_run"]["tflops"] / row["gemmkit_run"]["tflops"]
+        row["gemmkit_over_cublas"] = row["gemmkit_run"]["tflops"] / row["torch_matmul"]["tflops"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del A, B, D, exported
+        torch.cuda.empty_cache()
+    return rows
+
+
+def overhead(module, iterations: int, repeats: int) -> dict:
+    n = 128
+    A, B = (torch.randn(n, n, device="cuda").half() for _ in range(2))
+    D = torch.empty(n, n, device="cuda", dtype=torch.float16)
+    plan = f16_plan()
+    gt.gemm(A, B)
+    plan.run(A, B, None, D)
+    sync = torch.cuda.synchronize
+    calls = {
+        "gemmkit_torch_gemm": lambda: gt.gemm(A, B),
+        "exported_run": lambda: module.run(A, B),
+        "gemmkit_run": lambda: plan.run(A, B, None, D, sync=False),
+        "torch_matmul": lambda: torch.matmul(A, B),
+    }
+    results = {f"{name}_launch_us": per_call_us(fn, iterations, repeats, sync) for name, fn in calls.items()}
+    results["custom_op_minus_gemmkit_run_us"] = (results["gemmkit_torch_gemm_launch_us"] -
+                                                 results["gemmkit_run_launch_us"])
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="torch-export.json")
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--iterations", type=int, default=2000, help="calls per repeat of the 128^3 host timing")
+    parser.add_argument("--jit-child", metavar="SOURCEDIR", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.jit_child:
+        jit_child(args.jit_child)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="gk-torch-bench-") as workdir:
+        jit = jit_times(workdir)
+        module, op = jit.pop("module"), jit.pop("op")
+        print(json.dumps({"jit": jit}), flush=True)
+        rows = throughput(module, op, args.warmup, args.repeats)
+        host = overhead(module, args.iterations, 7)
+    report = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(),
+        "versions": {"gemmkit": gemmkit.__version__, "torch": torch.__version__, "cuda": torch.version.cuda,
+                     "python": platform.python_version()},
+        "kernel": op.name(),
+        "jit_build_s": jit,
+        "throughput": rows,
+        "host_us_128": host,
+        "method": "throughput: CUDA events around back-to-back calls (~50 ms per repeat), median of interleaved "
+                  f"repeats after {args.warmup} warm-up calls; the exported run allocates D each call (as torch "
+                  "ops do), gemmkit's run writes a preallocated D. Host time: mean per call over "
+                  f"{args.iterations} calls without sync (one sync after the loop), median of 7 repeats.",
+    }
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=2)
+    print(json.dumps({k: report[k] for k in ("kernel", "jit_build_s", "host_us_128")}, indent=2))
+    return 0 if all(row["exported_equals_gemmkit"] for row in rows) else 1  # speed is reported, not judged
+
+
+if __name__ == "__main__":
+    sys.exit(main())
