@@ -174,8 +174,16 @@ JIT_BUILD = """
         fake = mod.run(torch.empty(4, 64, 32, dtype=torch.float16, device="cuda"),
                        torch.empty(32, 48, dtype=torch.float16, device="cuda"))
     traced = torch.compile(lambda a, b: mod.run(a, b) + 1, fullgraph=True, backend="aot_eager")(A, B)
+    again = gemmkit.emit.pytorch(op, "jit_gemm2", 80, out + "/again", jit=True) is mod  # loaded: no rebuild
+    plan.activation = "relu"
+    try:  # another kernel under a namespace this process registered already
+        gemmkit.emit.pytorch(plan.construct(), "jit_gemm2", 80, out + "/other", jit=True)
+        refused = ""
+    except gemmkit.ConfigError as error:
+        refused = str(error)
     build = mod.gemmkit_build
-    print(json.dumps({"fake": [list(fake.shape), str(fake.device)], "traced": list(traced.shape),"seconds": seconds, "binding_seconds": build.binding_seconds,
+    print(json.dumps({"fake": [list(fake.shape), str(fake.device)], "traced": list(traced.shape), "again": again,
+                      "refused": refused,"seconds": seconds, "binding_seconds": build.binding_seconds,
                       "first_glue_seconds": first.gemmkit_build.glue_seconds, "glue_seconds": build.glue_seconds,
                       "hit": build.kernel.cache_hit, "builds": gemmkit.cache_counters().builds - builds,
                       "kernel_name": mod.kernel_name, "op_name": op.name(),
@@ -190,8 +198,13 @@ JIT_BUILD = """
 def test_jit_links_the_cached_kernel_and_compiles_only_the_binding(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "out"
+    # A ninja that does not run (as on the GPU machine) must not matter: the JIT build does not use ninja.
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "ninja").write_text("#!/bin/sh\nexit 1\n")
+    (fake_bin / "ninja").chmod(0o755)
     result = json.loads(run_isolated(JIT_BUILD, timeout=900, GEMMKIT_CACHE_DIR=str(tmp_path / "cache"),
-                                     OUT_DIR=str(out)))
+                                     OUT_DIR=str(out), PATH=f"{fake_bin}:{os.environ['PATH']}"))
     print(f"\nJIT build with the kernel and gemmkit's torch glue cached: {result['seconds']:.1f} s (binding "
           f"{result['binding_seconds']:.1f} s); the glue's one-time build took {result['first_glue_seconds']:.1f} s")
     assert result["hit"] and result["builds"] == 0 and result["same_module"]
@@ -200,13 +213,14 @@ def test_jit_links_the_cached_kernel_and_compiles_only_the_binding(tmp_path):
     assert result["ops_run"]
     assert (result["shape"], result["dtype"], result["device"]) == ([64, 48], "torch.float16", "meta")
     assert result["fake"] == [[4, 64, 48], "cuda:0"] and result["traced"] == [64, 48]
+    assert result["again"] and "torch.ops.jit_gemm2 was registered in this process by another kernel" in result["refused"]
     assert "A has dtype Float but the kernel was built for Half" in result["errors"][0]
     assert "the kernel reads it row-major" in result["errors"][1]
     assert "beta is 2 but no C was given" in result["errors"][2]
     assert "A is on cpu; the kernel runs on CUDA tensors" in result["errors"][3]
     # Only the binding was compiled (no CUDA object), linked to the cached kernel's and glue's copies via $ORIGIN.
     build = out / "second" / "build-jit"
-    assert sorted(p.name for p in build.glob("*.o")) == ["jit_gemm2.o"]
+    assert sorted(p.name for p in build.rglob("*.o")) == ["jit_gemm2.o"]
     library, glue = pathlib.Path(result["library"]), pathlib.Path(result["glue"])
     assert library.parent == build and glue.parent == build
     assert filecmp.cmp(library, next((tmp_path / "cache").rglob("kernel.so")), shallow=False)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import fcntl
 import hashlib
+import importlib.util
 import keyword
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import types
 from typing import Callable, Optional
@@ -241,12 +244,39 @@ def _copy_headers(device_include_dir: str, destination: str) -> None:
 
 
 # ---- jit -----------------------------------------------------------------------------------------------------
+# Built with torch's BuildExtension, as setup.py builds, but without ninja (one source per library, nothing to
+# schedule; and a ninja that does not run, as on the GPU machine, would stop torch.utils.cpp_extension.load).
+
+_loaded: dict[str, tuple[str, types.ModuleType]] = {}  # torch.ops namespaces this process registered: name -> module
+_loaded_lock = threading.Lock()
 
 
-def _glue_library(sourcedir: str, cpp_extension: types.ModuleType, arch_flag: str) -> tuple[str, float]:
+def _build_library(name: str, source: str, include_dir: str, build_dir: str, cuda: bool, compile_args: list[str],
+                   link_args: list[str]) -> str:
+    """Compiles `source` into <build_dir>/<name><EXT_SUFFIX> with torch's flags (and CUDA's with `cuda`)."""
+    from setuptools import Distribution
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+    extension = (CUDAExtension if cuda else CppExtension)(
+        name, [source], include_dirs=[include_dir],
+        extra_compile_args={"cxx": compile_args}, extra_link_args=link_args)
+    distribution = Distribution({"name": name, "ext_modules": [extension],
+                                 "cmdclass": {"build_ext": BuildExtension.with_options(use_ninja=False)}})
+    distribution.verbose = 0
+    command = distribution.get_command_obj("build_ext")
+    command.build_lib = build_dir
+    command.build_temp = os.path.join(build_dir, "objects")
+    command.force = True  # its inputs include libraries setuptools does not track
+    command.ensure_finalized()
+    command.run()
+    return command.get_ext_fullpath(name)
+
+
+def _glue_library(sourcedir: str) -> tuple[str, float]:
     """gemmkit's torch glue (gemmkit/torch_export.cpp) built for this torch, compiler and glue source, once per
     machine: the library and the seconds its build took (0 when cached)."""
     import torch
+    from torch.utils import cpp_extension
 
     compiler = os.environ.get("CXX", "c++")  # the compiler torch's build uses
     compiler_version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
@@ -259,56 +289,64 @@ def _glue_library(sourcedir: str, cpp_extension: types.ModuleType, arch_flag: st
     name = f"gemmkit_torch_{digest.hexdigest()[:16]}"
     folder = os.path.join(_gemmkit.cache_dir(), "torch-glue", name)
     library = os.path.join(folder, f"{name}.so")
-    complete = os.path.join(folder, "complete")  # written after the library: another process may be linking it
-    if os.path.isfile(complete):
+    if os.path.isfile(library):  # published by rename: complete when present
         return library, 0.0
-    start = time.perf_counter()
-    include = os.path.join(folder, "include")
-    os.makedirs(os.path.join(include, "gemmkit"), exist_ok=True)
-    for glue in ("abi.h", "torch_export.h", "torch_export.cpp"):
-        _copy_file(os.path.join(sourcedir, "gemmkit", glue), os.path.join(include, "gemmkit", glue))
-    cpp_extension.load(name=name, sources=[os.path.join(include, "gemmkit", "torch_export.cpp")],
-                       # -O2: the run path of every exported op; built once, so its build time matters little.
-                       extra_cflags=["-O2"], extra_include_paths=[include], build_directory=folder, with_cuda=True,
-                       # No .cu is compiled; an arch flag only keeps torch from probing for a GPU to choose one.
-                       extra_cuda_cflags=[f"-arch={arch_flag}"], is_python_module=False)
-    _write_text(complete, name + "\n")
-    return library, time.perf_counter() - start
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build per machine; the others wait and find it
+        if os.path.isfile(library):
+            return library, 0.0
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory(dir=folder) as work:
+            include = os.path.join(work, "gemmkit")
+            os.makedirs(include)
+            for glue in ("abi.h", "torch_export.h", "torch_export.cpp"):
+                shutil.copyfile(os.path.join(sourcedir, "gemmkit", glue), os.path.join(include, glue))
+            # -O2: the run path of every exported op; built once, so its build time matters little.
+            built = _build_library(name, os.path.join(include, "torch_export.cpp"), work, work, cuda=True,
+                                   compile_args=["-O2"], link_args=[])
+            os.replace(built, library)
+        return library, time.perf_counter() - start
 
 
 def _jit_build(op: KernelSpec, name: str, sourcedir: str, binding_path: str) -> types.ModuleType:
     try:
-        from torch.utils import cpp_extension
+        import torch.utils.cpp_extension  # noqa: F401
     except ImportError as error:
         raise ImportError("gemmkit.emit.pytorch(jit=True) builds with torch.utils.cpp_extension; install torch") from error
-    start = time.perf_counter()
-    # Both usually come from their caches; when not, the glue builds while nvcc builds the kernel.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        glue_build = pool.submit(_glue_library, sourcedir, cpp_extension, op.arch_flag())
-        kernel = _gemmkit.compile_many([op])[0]
-        glue, glue_seconds = glue_build.result()
-    build_dir = os.path.join(sourcedir, "build-jit")
-    os.makedirs(build_dir, exist_ok=True)
-    # Both libraries beside the extension, which finds them through $ORIGIN. The kernel's copy is named after its
-    # cache key: the dynamic loader reuses an already loaded library of the same file name.
-    kernel_library = os.path.join(build_dir, f"lib{name}_{kernel.cache_key[:16]}.so")
-    glue_library = os.path.join(build_dir, os.path.basename(glue))
-    for source, copy in ((kernel.module_path, kernel_library), (glue, glue_library)):
-        if not os.path.isfile(copy):
-            _copy_file(source, copy)
-    binding_start = time.perf_counter()
-    module = cpp_extension.load(
-        name=name,
-        sources=[binding_path],
-        # torch's JIT default (no -O): the binding only fills a struct.
-        # $$ survives ninja and the quotes the shell: the linker sees $ORIGIN, the extension's own folder.
-        extra_ldflags=[f"-L{build_dir}", f"-l:{os.path.basename(kernel_library)}",
-                       f"-l:{os.path.basename(glue_library)}", "-Wl,-rpath,'$$ORIGIN'"],
-        extra_include_paths=[sourcedir],
-        build_directory=build_dir,
-        with_cuda=False,
-    )
-    end = time.perf_counter()
-    module.gemmkit_build = JitBuild(kernel, kernel_library, glue_library, glue_seconds, end - binding_start,
-                                    end - start)
-    return module
+    with open(binding_path, encoding="utf-8") as f:
+        binding = f.read()
+    with _loaded_lock:
+        if name in _loaded:
+            if _loaded[name][0] == binding:
+                return _loaded[name][1]
+            raise ConfigError(f"torch.ops.{name} was registered in this process by another kernel, and torch cannot "
+                              "register a namespace twice; export this one under another name.")
+        start = time.perf_counter()
+        # Both usually come from their caches; when not, the glue builds while nvcc builds the kernel.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            glue_build = pool.submit(_glue_library, sourcedir)
+            kernel = _gemmkit.compile_many([op])[0]
+            glue, glue_seconds = glue_build.result()
+        build_dir = os.path.join(sourcedir, "build-jit")
+        os.makedirs(build_dir, exist_ok=True)
+        # Both libraries beside the extension, which finds them through $ORIGIN. The kernel's copy is named after
+        # its cache key: the dynamic loader reuses an already loaded library of the same file name.
+        kernel_library = os.path.join(build_dir, f"lib{name}_{kernel.cache_key[:16]}.so")
+        glue_library = os.path.join(build_dir, os.path.basename(glue))
+        for source, copy in ((kernel.module_path, kernel_library), (glue, glue_library)):
+            if not os.path.isfile(copy):
+                _copy_file(source, copy)
+        binding_start = time.perf_counter()
+        # No -O: the binding only fills a struct.
+        path = _build_library(name, binding_path, sourcedir, build_dir, cuda=False, compile_args=[], link_args=[
+            f"-L{build_dir}", f"-l:{os.path.basename(kernel_library)}", f"-l:{os.path.basename(glue_library)}",
+            "-Wl,-rpath,$ORIGIN"])
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        end = time.perf_counter()
+        module.gemmkit_build = JitBuild(kernel, kernel_library, glue_library, glue_seconds, end - binding_start,
+                                        end - start)
+        _loaded[name] = (binding, module)
+        return module
