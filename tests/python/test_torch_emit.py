@@ -58,7 +58,7 @@ def test_writes_kernel_binding_setup_and_headers(tmp_path, cc, activation, layou
     assert gemmkit.emit.pytorch(op, "my_gemm", cc, str(tmp_path / "out")) is None
     out = tmp_path / "out"
     # The kernel is exactly the source gemmkit compiles, fused epilogue included.
-    assert (out / "my_gemm_kernel.cu").read_text() == _gemmkit.emit(op).text
+    assert (out / "my_gemm_kernel.cu").read_text() == _gemmkit.render(op).text
     binding = (out / "my_gemm.cpp").read_text()
     assert f"//   {op.name()}\n" in binding
     assert '#include "gemmkit/torch_module.h"' in binding
@@ -91,7 +91,7 @@ def test_setup_py_has_gemmkits_nvcc_flags(tmp_path):
     values = setup_flags(tmp_path / "setup.py")
     toolchain = _gemmkit.Toolchain.find_headers()
     # Every compile flag of gemmkit's own command, in order; files, linking and include folders are setup.py's own.
-    command = _gemmkit.nvcc_command(toolchain, _gemmkit.emit(op), "k.cu", "k.so")
+    command = _gemmkit.nvcc_command(toolchain, _gemmkit.render(op), "k.cu", "k.so")
     compile_flags = [f for f in command[1:] if f not in ("k.cu", "-o", "k.so", "-shared", "-cudart", "shared")
                      and not f.startswith("-I")]
     assert values["flags"][:len(compile_flags)] == compile_flags

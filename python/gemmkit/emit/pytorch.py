@@ -30,8 +30,6 @@ from .._gemmkit import (Activation, CompiledKernel, ConfigError, DataType, Kerne
                         Toolchain)
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
-# The C++ binding names the kernel-source renderer emit() on main and render() on the refactor branch.
-_render_source: Callable[[KernelSpec], KernelSource] = getattr(_gemmkit, "render", None) or _gemmkit.emit
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Namespaces torch or gemmkit already register ops under: an extension of that name could not register its own.
@@ -95,7 +93,7 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
                           "the plan's cc (plan.cc) or construct the op for this cc.")
     sourcedir = os.path.abspath(sourcedir or os.curdir)
     os.makedirs(sourcedir, exist_ok=True)
-    source = _render_source(op)
+    source = _gemmkit.render(op)
     toolchain = Toolchain.find_headers()
     _write_text(os.path.join(sourcedir, f"{name}_kernel.cu"), source.text)
     binding_path = os.path.join(sourcedir, f"{name}.cpp")
