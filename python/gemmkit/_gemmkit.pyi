@@ -351,6 +351,9 @@ class KernelSpec:
     @property
     def activation(self) -> Activation: ...
 
+    @property
+    def bias(self) -> BiasMode: ...
+
     def name(self) -> str:
         """The kernel's name in the reference's format."""
 

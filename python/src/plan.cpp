@@ -86,6 +86,7 @@ void bind_values(nb::module_& m) {
       .def_ro("tile_description", &KernelSpec::tile)
       .def_ro("swizzling_functor", &KernelSpec::swizzle)
       .def_ro("activation", &KernelSpec::activation)
+      .def_ro("bias", &KernelSpec::bias)
       .def("name", &KernelSpec::name, "The kernel's name in the reference's format.")
       .def("procedural_name", &KernelSpec::name, "Alias of name(), as the reference calls it.")
       .def("element_compute", &KernelSpec::element_compute)
