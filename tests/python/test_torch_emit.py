@@ -128,6 +128,14 @@ def test_bad_names_are_refused_before_writing(tmp_path, name):
     assert not (tmp_path / "out").exists()
 
 
+def test_bias_kernels_are_refused_before_writing(tmp_path):
+    plan = f16_plan(90, layout="row")
+    plan.bias = "column"
+    with pytest.raises(gemmkit.ConfigError, match="adds a bias vector"):
+        gemmkit.emit.pytorch(plan.construct(), "biased", 90, str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
 def test_cc_must_be_the_ops(tmp_path):
     with pytest.raises(gemmkit.ConfigError, match="constructed for cc 90"):
         gemmkit.emit.pytorch(spec(90), "x", 80, str(tmp_path))

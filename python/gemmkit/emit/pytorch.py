@@ -26,8 +26,8 @@ import types
 from typing import Callable, Optional
 
 from .. import _gemmkit
-from .._gemmkit import (Activation, CompiledKernel, ConfigError, DataType, KernelSource, KernelSpec, LayoutType,
-                        Toolchain)
+from .._gemmkit import (Activation, BiasMode, CompiledKernel, ConfigError, DataType, KernelSource, KernelSpec,
+                        LayoutType, Toolchain)
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
@@ -91,14 +91,17 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
     if cc != op.cc:
         raise ConfigError(f"cc={cc} but the kernel {op.name()} was constructed for cc {op.cc} ({op.arch_flag()}); pass "
                           "the plan's cc (plan.cc) or construct the op for this cc.")
+    # Everything rendered before anything is written: a refused op leaves no files behind.
+    source = _gemmkit.render(op)
+    binding_text = _render(binding.template, binding.placeholders(op, name))
+    toolchain = Toolchain.find_headers()
+    setup_text = _setup_py(op, name, source, toolchain)
     sourcedir = os.path.abspath(sourcedir or os.curdir)
     os.makedirs(sourcedir, exist_ok=True)
-    source = _gemmkit.render(op)
-    toolchain = Toolchain.find_headers()
     _write_text(os.path.join(sourcedir, f"{name}_kernel.cu"), source.text)
     binding_path = os.path.join(sourcedir, f"{name}.cpp")
-    _write_text(binding_path, _render(binding.template, binding.placeholders(op, name)))
-    _write_text(os.path.join(sourcedir, "setup.py"), _setup_py(op, name, source, toolchain))
+    _write_text(binding_path, binding_text)
+    _write_text(os.path.join(sourcedir, "setup.py"), setup_text)
     _copy_headers(toolchain.device_include_dir, os.path.join(sourcedir, "gemmkit"))
     return _jit_build(op, name, sourcedir, binding_path) if jit else None
 
@@ -128,6 +131,9 @@ def _gemm_parameters(spec: KernelSpec) -> list[Parameter]:
 
 
 def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
+    if spec.bias != BiasMode.none:
+        raise ConfigError(f"kernel {spec.name()} adds a bias vector, which the exported run does not take yet; export "
+                          "a plan without a bias (plan.bias = 'none') and add the bias with C (beta=1).")
     parameters = _gemm_parameters(spec)
     leaky = spec.activation == Activation.leaky_relu
     has_c = spec.element_C != DataType.void
@@ -245,6 +251,9 @@ def _copy_headers(device_include_dir: str, destination: str) -> None:
 # Built with torch's BuildExtension, as setup.py builds, but without ninja (one source per library, nothing to
 # schedule; and a ninja that does not run, as on the GPU machine, would stop torch.utils.cpp_extension.load).
 
+# A C++ runtime that the compiler links statically (the GPU machine's g++ does) stays private to each library, as
+# in gemmkit's own extension: two exported copies of its state in one process crashed there.
+_PRIVATE_RUNTIME = "-Wl,--exclude-libs,ALL"
 _loaded: dict[str, tuple[str, types.ModuleType]] = {}  # torch.ops namespaces this process registered: name -> module
 _loaded_lock = threading.Lock()
 
@@ -302,7 +311,7 @@ def _glue_library(sourcedir: str) -> tuple[str, float]:
                 shutil.copyfile(os.path.join(sourcedir, "gemmkit", glue), os.path.join(include, glue))
             # -O2: the run path of every exported op; built once, so its build time matters little.
             built = _build_library(name, os.path.join(include, "torch_export.cpp"), work, work, cuda=True,
-                                   compile_args=["-O2"], link_args=[])
+                                   compile_args=["-O2"], link_args=[_PRIVATE_RUNTIME])
             os.replace(built, library)
         return library, time.perf_counter() - start
 
@@ -339,7 +348,7 @@ def _jit_build(op: KernelSpec, name: str, sourcedir: str, binding_path: str) -> 
         # No -O: the binding only fills a struct.
         path = _build_library(name, binding_path, sourcedir, build_dir, cuda=False, compile_args=[], link_args=[
             f"-L{build_dir}", f"-l:{os.path.basename(kernel_library)}", f"-l:{os.path.basename(glue_library)}",
-            "-Wl,-rpath,$ORIGIN"])
+            "-Wl,-rpath,$ORIGIN", _PRIVATE_RUNTIME])
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

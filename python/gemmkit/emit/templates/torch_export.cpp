@@ -57,7 +57,9 @@ struct Matrix {
   int64_t rows = 0, cols = 0, batch = 1, ld = 0, batch_stride = 0;
 };
 
-const char* layout_name(bool row_major) { return row_major ? "row-major" : "column-major"; }
+const char* layout_name(bool row_major) {
+  return row_major ? "row-major" : "column-major";
+}
 
 std::string status_text(int status) {
   switch (status) {
@@ -206,8 +208,8 @@ at::Tensor run_gemm(const GemmKernel& kernel, const at::Tensor& A, const at::Ten
     TORCH_CHECK(false, "launching ", kernel_module.kernel_name(), " failed: ", cudaGetErrorName(error), " (",
                 cudaGetErrorString(error), ")");
   }
-  TORCH_CHECK(status == GK_OK, "kernel ", kernel_module.kernel_name(), " refused the problem m=", m, " n=", n,
-              " k=", k, " batch=", batch, ": ", status_text(status));
+  TORCH_CHECK(status == GK_OK, "kernel ", kernel_module.kernel_name(), " refused the problem m=", m, " n=", n, " k=", k,
+              " batch=", batch, ": ", status_text(status));
   return D;
 }
 
@@ -221,8 +223,8 @@ thread_local std::string last_error;
 extern "C" const char* gk_torch_register_gemm_v1(const char* ns, const char* schema, const gk_torch_gemm_kernel* k,
                                                  const gk_torch_entry_points* entry_points) {
   try {
-    const GemmKernel kernel{operand(k->a), operand(k->b), operand(k->c),
-                            {scalar_type(k->d), k->c.layout == GK_TORCH_ROW_MAJOR, k->c.alignment},
+    const GemmKernel kernel{operand(k->a), operand(k->b),
+                            operand(k->c), {scalar_type(k->d), k->c.layout == GK_TORCH_ROW_MAJOR, k->c.alignment},
                             k->has_c != 0, *entry_points};
     // What TORCH_LIBRARY expands to, with the namespace known only when the extension is imported.
     auto definition = std::make_unique<torch::Library>(torch::Library::DEF, ns, std::nullopt, __FILE__, __LINE__);
@@ -231,15 +233,13 @@ extern "C" const char* gk_torch_register_gemm_v1(const char* ns, const char* sch
     auto implementation = std::make_unique<torch::Library>(
         torch::Library::IMPL, ns, c10::DispatchKey::CompositeExplicitAutograd, __FILE__, __LINE__);
     if (k->takes_slope) {
-      implementation->impl("run", [kernel](const at::Tensor& A, const at::Tensor& B, const std::optional<at::Tensor>& C,
-                                           double alpha, double beta, double slope) {
-        return run_gemm(kernel, A, B, C, alpha, beta, slope);
-      });
+      implementation->impl(
+          "run", [kernel](const at::Tensor& A, const at::Tensor& B, const std::optional<at::Tensor>& C, double alpha,
+                          double beta, double slope) { return run_gemm(kernel, A, B, C, alpha, beta, slope); });
     } else {
-      implementation->impl("run", [kernel](const at::Tensor& A, const at::Tensor& B, const std::optional<at::Tensor>& C,
-                                           double alpha, double beta) {
-        return run_gemm(kernel, A, B, C, alpha, beta, 0.0);
-      });
+      implementation->impl(
+          "run", [kernel](const at::Tensor& A, const at::Tensor& B, const std::optional<at::Tensor>& C, double alpha,
+                          double beta) { return run_gemm(kernel, A, B, C, alpha, beta, 0.0); });
     }
     const std::lock_guard<std::mutex> lock(libraries_mutex);
     libraries.push_back(std::move(definition));

@@ -25,8 +25,8 @@ inline constexpr gk_torch_entry_points kEntryPoints = {gk_abi_version, gk_kernel
 // and defaults) and `kernel_name`; nullptr with a Python ImportError when something does not fit.
 inline PyObject* make_module(PyModuleDef* definition, const char* ns, const char* (*register_op)(const char* ns)) {
   if (gk_abi_version() != GK_ABI_VERSION) {
-    PyErr_Format(PyExc_ImportError, "kernel %s speaks gemmkit ABI %d but this binding was generated for %d; export "
-                 "it again", gk_kernel_name(), gk_abi_version(), GK_ABI_VERSION);
+    PyErr_Format(PyExc_ImportError, "kernel %s speaks gemmkit ABI %d, this binding %d; export it again",
+                 gk_kernel_name(), gk_abi_version(), GK_ABI_VERSION);
     return nullptr;
   }
   PyObject* torch = PyImport_ImportModule("torch");  // torch's libraries first: the glue's op registry lives there
@@ -59,9 +59,9 @@ inline PyObject* make_module(PyModuleDef* definition, const char* ns, const char
 #define GK_CONCAT_(a, b) a##b
 #define GK_CONCAT(a, b) GK_CONCAT_(a, b)
 // PyInit_<name>, which torch's JIT loader and `import <name>` call: registers the op under the namespace <name>.
-#define GK_PYTHON_MODULE(name, register_op, doc)                                                      \
-  PyMODINIT_FUNC GK_CONCAT(PyInit_, name)(void) {                                                     \
-    static PyModuleDef definition = {PyModuleDef_HEAD_INIT, GK_STRINGIFY(name), doc, -1, nullptr,    \
-                                     nullptr, nullptr, nullptr, nullptr};                             \
-    return gemmkit::torch_module::make_module(&definition, GK_STRINGIFY(name), register_op);          \
+#define GK_PYTHON_MODULE(name, register_op, doc)                                                          \
+  PyMODINIT_FUNC GK_CONCAT(PyInit_, name)(void) {                                                         \
+    static PyModuleDef definition = {                                                                     \
+        PyModuleDef_HEAD_INIT, GK_STRINGIFY(name), doc, -1, nullptr, nullptr, nullptr, nullptr, nullptr}; \
+    return gemmkit::torch_module::make_module(&definition, GK_STRINGIFY(name), register_op);              \
   }
