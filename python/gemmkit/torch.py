@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import torch
 
 from . import _gemmkit
-from ._gemmkit import Activation, LayoutType, TensorError
+from ._gemmkit import LayoutType, TensorError
 from .op import Gemm
 
 __all__ = ["gemm", "plans"]
@@ -45,8 +45,8 @@ _ACTIVATIONS: dict[str, _Activation] = {
     "identity": _Activation(lambda z, p: z, lambda g, d, p: g, True),
     "relu": _Activation(lambda z, p: torch.relu(z), lambda g, d, p: _aten.threshold_backward(g, d, 0), True),
     # The output has the sign of the input only for a non-negative slope (see _from_output).
-    "leaky_relu": _Activation(lambda z, p: _F.leaky_relu(z, p), lambda g, y, p: _aten.leaky_relu_backward(g, y, p, p >= 0),
-                              True),
+    "leaky_relu": _Activation(lambda z, p: _F.leaky_relu(z, p),
+                              lambda g, y, p: _aten.leaky_relu_backward(g, y, p, p >= 0), True),
     "sigmoid": _Activation(lambda z, p: torch.sigmoid(z), lambda g, d, p: _aten.sigmoid_backward(g, d), True),
     "tanh": _Activation(lambda z, p: torch.tanh(z), lambda g, d, p: _aten.tanh_backward(g, d), True),
     "gelu": _Activation(lambda z, p: _F.gelu(z), lambda g, z, p: _aten.gelu_backward(g, z), False),
@@ -93,7 +93,8 @@ def _output_shape(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor], b
     else:
         a_batch = A.shape[0] if A.dim() == 3 else 1
         if a_batch != B.shape[0] and 1 not in (a_batch, B.shape[0]):
-            raise TensorError(f"A has a batch of {a_batch} and B of {B.shape[0]}; they must be equal, or one of them 1.")
+            raise TensorError(f"A has a batch of {a_batch} and B of {B.shape[0]}; they must be equal, or one of "
+                              "them 1.")
         shape = [max(a_batch, B.shape[0]), A.shape[-2], B.shape[-1]]
     if C is not None and list(C.shape) != shape:
         raise TensorError(f"Tensor C is {tuple(C.shape)} but D is {tuple(shape)}; C must have D's shape.")
@@ -169,7 +170,7 @@ def _gemm_fake(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = Non
     return A.new_empty(_output_shape(A, B, C, beta, activation))
 
 
-def _gemm_setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:
+def _gemm_setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
     A, B, C, alpha, beta, activation, parameter = inputs
     from_output = _from_output(activation, parameter)
     # D serves the derivative when the activation's output determines it; otherwise backward recomputes Z (one
@@ -178,7 +179,7 @@ def _gemm_setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:
     ctx.options = (alpha, beta, activation, parameter, from_output, C is not None)
 
 
-def _gemm_backward(ctx, dD: torch.Tensor) -> tuple:
+def _gemm_backward(ctx: Any, dD: torch.Tensor) -> tuple:
     A, B, C, D = ctx.saved_tensors
     alpha, beta, activation, parameter, from_output, has_c = ctx.options
     saved = D if from_output else gemm(A, B, C, alpha, beta if has_c else 0.0)

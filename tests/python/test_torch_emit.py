@@ -221,7 +221,8 @@ def test_jit_links_the_cached_kernel_and_compiles_only_the_binding(tmp_path):
     assert result["ops_run"]
     assert (result["shape"], result["dtype"], result["device"]) == ([64, 48], "torch.float16", "meta")
     assert result["fake"] == [[4, 64, 48], "cuda:0"] and result["traced"] == [64, 48]
-    assert result["again"] and "torch.ops.jit_gemm2 was registered in this process by another kernel" in result["refused"]
+    assert result["again"]
+    assert "torch.ops.jit_gemm2 was registered in this process by another kernel" in result["refused"]
     assert "A has dtype Float but the kernel was built for Half" in result["errors"][0]
     assert "the kernel reads it row-major" in result["errors"][1]
     assert "beta is 2 but no C was given" in result["errors"][2]
@@ -309,7 +310,8 @@ def test_exported_gemm_matches_matmul(exported):
 @pytest.mark.gpu
 def test_exported_fused_relu_and_batches(exported):
     torch, mod, relu = exported
-    A, B, C = small_integers(torch, (3, 128, 64), 5), small_integers(torch, (64, 96), 6), small_integers(torch, (3, 128, 96), 7)
+    A, B = small_integers(torch, (3, 128, 64), 5), small_integers(torch, (64, 96), 6)
+    C = small_integers(torch, (3, 128, 96), 7)
     torch.testing.assert_close(relu.run(A, B, C, 1.0, 1.0), exact(torch, A, B, C, 1.0, 1.0, relu=True), rtol=0, atol=0)
     B3 = small_integers(torch, (3, 64, 96), 8)
     torch.testing.assert_close(mod.run(A, B3), exact(torch, A, B3), rtol=0, atol=0)

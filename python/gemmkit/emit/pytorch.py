@@ -42,8 +42,10 @@ _TORCH_DTYPES = {
     DataType.u8: "GK_TORCH_UINT8", DataType.s32: "GK_TORCH_INT32",
 }
 _TORCH_LAYOUTS = {LayoutType.RowMajor: "GK_TORCH_ROW_MAJOR", LayoutType.ColumnMajor: "GK_TORCH_COLUMN_MAJOR"}
-# gemmkit's torch glue, written into gemmkit/ beside the device headers (torch_export.h includes abi.h).
+# gemmkit's torch glue, written into gemmkit/ beside the device headers; the glue library is built from
+# _GLUE_SOURCES (torch_export.h includes abi.h), torch_module.h goes into every binding.
 _GLUE_FILES = ("torch_export.h", "torch_module.h", "torch_export.cpp")
+_GLUE_SOURCES = ("abi.h", "torch_export.h", "torch_export.cpp")
 _DEFAULT_SLOPE = "0.01"  # gemmkit.Gemm.set_activation's default leaky_relu slope
 
 # The files that nvcc_command() names itself, which setup.py replaces with its own.
@@ -174,8 +176,8 @@ def _binding_for(op: object) -> _Binding:
 
 def _check_name(name: object) -> None:
     if not isinstance(name, str) or not _NAME.match(name) or keyword.iskeyword(name):
-        raise ConfigError(f"name {name!r} must be a Python identifier (letters, digits, underscores; not a keyword): it "
-                          "names the module, the files and the torch.ops namespace.")
+        raise ConfigError(f"name {name!r} must be a Python identifier (letters, digits, underscores; not a "
+                          "keyword): it names the module, the files and the torch.ops namespace.")
     if name in _RESERVED_NAMES:
         raise ConfigError(f"name {name!r} is a torch.ops namespace torch or gemmkit registers already; choose "
                           "another.")
@@ -290,7 +292,7 @@ def _glue_library(sourcedir: str) -> tuple[str, float]:
     digest = hashlib.sha256()
     for part in (torch.__version__, str(torch.version.cuda), str(cpp_extension.CUDA_HOME), compiler, compiler_version):
         digest.update(part.encode() + b"\0")
-    for glue in ("abi.h", "torch_export.h", "torch_export.cpp"):
+    for glue in _GLUE_SOURCES:
         with open(os.path.join(sourcedir, "gemmkit", glue), "rb") as f:
             digest.update(f.read() + b"\0")
     name = f"gemmkit_torch_{digest.hexdigest()[:16]}"
@@ -307,7 +309,7 @@ def _glue_library(sourcedir: str) -> tuple[str, float]:
         with tempfile.TemporaryDirectory(dir=folder) as work:
             include = os.path.join(work, "gemmkit")
             os.makedirs(include)
-            for glue in ("abi.h", "torch_export.h", "torch_export.cpp"):
+            for glue in _GLUE_SOURCES:
                 shutil.copyfile(os.path.join(sourcedir, "gemmkit", glue), os.path.join(include, glue))
             # -O2: the run path of every exported op; built once, so its build time matters little.
             built = _build_library(name, os.path.join(include, "torch_export.cpp"), work, work, cuda=True,
@@ -320,7 +322,8 @@ def _jit_build(op: KernelSpec, name: str, sourcedir: str, binding_path: str) -> 
     try:
         import torch.utils.cpp_extension  # noqa: F401
     except ImportError as error:
-        raise ImportError("gemmkit.emit.pytorch(jit=True) builds with torch.utils.cpp_extension; install torch") from error
+        raise ImportError("gemmkit.emit.pytorch(jit=True) builds with torch.utils.cpp_extension; install "
+                          "torch") from error
     with open(binding_path, encoding="utf-8") as f:
         binding = f.read()
     with _loaded_lock:
