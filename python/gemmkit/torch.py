@@ -141,9 +141,15 @@ def plans() -> dict[tuple, Gemm]:
 # ---- gemm ----------------------------------------------------------------------------------------------------
 
 
-@torch.library.custom_op("gemmkit::gemm", mutates_args=(), device_types="cuda")
-def gemm(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 0.0,
-         activation: str = "identity", activation_parameter: float = 0.01) -> torch.Tensor:
+def _launch(plan: Gemm, A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor], D: torch.Tensor, alpha: float,
+            beta: float) -> None:
+    """The plan's kernel on A's device and torch's current stream (gemmkit's run reads it), without a sync."""
+    with torch.cuda.device(A.device):
+        plan.run(A, B, C, D, alpha, beta, sync=False)
+
+
+def _gemm(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 0.0,
+          activation: str = "identity", activation_parameter: float = 0.01) -> torch.Tensor:
     """D = activation(alpha * A @ B + beta * C) by a gemmkit kernel (activation_parameter: leaky_relu's slope)."""
     shape = _output_shape(A, B, C, beta, activation)
     D = torch.empty(shape, dtype=A.dtype, device=A.device)
@@ -153,15 +159,17 @@ def gemm(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = None, alp
         return D.copy_(_activation(activation).forward(beta * C if C is not None else torch.zeros_like(D),
                                                        activation_parameter))
     if B.dim() == 2:  # (..., M, K) @ (K, N): one GEMM over the folded rows
-        A, D = A.reshape(-1, A.shape[-1]), D.view(-1, shape[-1])
-        C = C.reshape(-1, shape[-1]) if C is not None else None
+        A, D = A.flatten(0, -2), D.flatten(0, -2)
+        C = C.flatten(0, -2) if C is not None else None
     A, layout_a = _matrix(A)
     B, layout_b = _matrix(B)
     C = C.contiguous() if C is not None else None
-    with torch.cuda.device(A.device):
-        _plan(A.dtype, layout_a, layout_b, activation, activation_parameter, A.device.index).run(
-            A, B, C, D, alpha, beta, sync=False)
+    _launch(_plan(A.dtype, layout_a, layout_b, activation, activation_parameter, A.device.index), A, B, C, D, alpha,
+            beta)
     return D.view(shape)
+
+
+gemm = torch.library.custom_op("gemmkit::gemm", _gemm, mutates_args=(), device_types="cuda")
 
 
 @gemm.register_fake
@@ -189,7 +197,7 @@ def _gemm_backward(ctx: Any, dD: torch.Tensor) -> tuple:
         dA = gemm(dZ, B.mT, alpha=alpha).sum_to_size(A.shape)
     if ctx.needs_input_grad[1]:  # dB = alpha * A^T @ dZ
         if B.dim() == 2:
-            dB = gemm(A.reshape(-1, A.shape[-1]).mT, dZ.reshape(-1, dZ.shape[-1]), alpha=alpha)
+            dB = gemm(A.flatten(0, -2).mT, dZ.flatten(0, -2), alpha=alpha)  # flatten: K may be 0
         else:
             dB = gemm(A.mT, dZ, alpha=alpha).sum_to_size(B.shape)
     if has_c and ctx.needs_input_grad[2]:

@@ -97,6 +97,73 @@ def test_torch_compile_traces_forward_and_backward_without_graph_breaks():
     assert not counters["graph_break"]
 
 
+# What the op does around the kernel (folding, layouts, plans, K = 0) and its backward formulas, checked on the
+# CPU: a CPU kernel emulates gemmkit's launch in float64, in a process of its own (the registration is global).
+EMULATED = """
+    import json, torch, gemmkit, gemmkit.torch as gt
+    from gemmkit import LayoutType
+    launched = []
+
+    def launch(plan, A, B, C, D, alpha, beta):
+        activation, parameter, layout_a, layout_b = plan
+        for t, layout in ((A, layout_a), (B, layout_b)):  # what the plan was chosen for is what the kernel reads
+            assert (t.stride(-1) == 1 if layout == LayoutType.RowMajor else t.stride(-2) == 1), (t.stride(), layout)
+        launched.append([list(A.shape), list(B.shape), layout_a.name, layout_b.name])
+        z = alpha * torch.matmul(A.double(), B.double()) + (beta * C.double() if C is not None else 0)
+        D.copy_(gt._ACTIVATIONS[activation].forward(z, parameter).to(D.dtype))
+
+    gt._launch = launch
+    gt._plan = lambda dtype, layout_a, layout_b, activation, parameter, device: (activation, parameter, layout_a,
+                                                                               layout_b)
+    gt.gemm.register_kernel("cpu")(gt._gemm)
+
+    def reference(A, B, C, alpha, beta, activation, parameter=0.01):
+        z = alpha * torch.matmul(A, B) + (beta * C if C is not None else 0)
+        return gt._ACTIVATIONS[activation].forward(z, parameter)
+
+    torch.manual_seed(0)
+    rand = lambda *shape: torch.randn(*shape, dtype=torch.float64)
+    results = {"forward": [], "gradcheck": []}
+    for a, b in [((6, 4), (4, 5)), ((2, 3, 6, 4), (4, 5)), ((3, 6, 4), (3, 4, 5)), ((6, 4), (3, 4, 5)),
+                 ((1, 6, 4), (3, 4, 5)), ((6, 4), (5, 4)), ((4, 6), (4, 5)), ((6, 0), (0, 5))]:
+        A, B = rand(*a), rand(*b)
+        if a == (4, 6):
+            A = A.mT  # column-major A
+        if b == (5, 4):
+            B = B.mT  # column-major B
+        d = torch.matmul(A, B).shape
+        C = rand(*d)
+        for activation in gt._ACTIVATIONS:
+            got = gt.gemm(A, B, C, 0.5, 2.0, activation, 0.2)
+            results["forward"].append(bool(torch.allclose(got, reference(A, B, C, 0.5, 2.0, activation, 0.2))))
+            inputs = (A.detach().requires_grad_(), B.detach().requires_grad_(), C.requires_grad_(), 0.5, 2.0,
+                      activation, 0.2)
+            results["gradcheck"].append(bool(torch.autograd.gradcheck(gt.gemm, inputs, fast_mode=True)))
+    results["launched"] = sorted({json.dumps(x) for x in launched})
+    results["opcheck"] = torch.library.opcheck(gt.gemm, (rand(6, 4).requires_grad_(), rand(4, 5).requires_grad_(),
+                                                         rand(6, 5).requires_grad_(), 1.0, 1.0, "gelu"))
+    print(json.dumps(results))
+"""
+
+
+def test_op_logic_and_gradients_with_an_emulated_kernel():
+    import json
+
+    from isolated import run_isolated
+
+    result = json.loads(run_isolated(EMULATED, timeout=300))
+    assert all(result["forward"]) and len(result["forward"]) == 8 * len(gt._ACTIVATIONS)
+    assert all(result["gradcheck"]) and len(result["gradcheck"]) == 8 * len(gt._ACTIVATIONS)
+    launched = [json.loads(x) for x in result["launched"]]
+    # (2, 3, 6, 4) @ (4, 5) is one GEMM over 36 rows, its dB = A^T dZ one over K x 36 x N; layouts follow strides.
+    assert [[36, 4], [4, 5], "RowMajor", "RowMajor"] in launched
+    assert [[4, 36], [36, 5], "ColumnMajor", "RowMajor"] in launched
+    assert [[6, 5], [5, 4], "RowMajor", "ColumnMajor"] in launched  # dA = dZ B^T
+    assert [[6, 4], [4, 5], "ColumnMajor", "RowMajor"] in launched  # A.mT given
+    assert [[6, 4], [4, 5], "RowMajor", "ColumnMajor"] in launched  # B.mT given
+    assert set(result["opcheck"].values()) == {"SUCCESS"}
+
+
 # ---- gpu: exact on small integers (fp16 holds every integer up to 2048) --------------------------------------
 
 def integers(*shape, seed, dtype=torch.float16, low=-4, high=5):
