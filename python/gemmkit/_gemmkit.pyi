@@ -343,6 +343,10 @@ class KernelSpec:
     def alignment_C(self) -> int: ...
 
     @property
+    def alignment_D(self) -> int:
+        """The vector width (elements) at which the kernel stores D."""
+
+    @property
     def tile_description(self) -> TileDescription: ...
 
     @property

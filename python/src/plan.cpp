@@ -83,6 +83,9 @@ void bind_values(nb::module_& m) {
       .def_ro("alignment_A", &KernelSpec::alignment_a)
       .def_ro("alignment_B", &KernelSpec::alignment_b)
       .def_ro("alignment_C", &KernelSpec::alignment_c)
+      .def_prop_ro(
+          "alignment_D", [](const KernelSpec& s) { return output_alignment(s.element_c, s.element_d, s.alignment_c); },
+          "The vector width (elements) at which the kernel stores D.")
       .def_ro("tile_description", &KernelSpec::tile)
       .def_ro("swizzling_functor", &KernelSpec::swizzle)
       .def_ro("activation", &KernelSpec::activation)
