@@ -62,10 +62,10 @@ def test_writes_kernel_binding_setup_and_headers(tmp_path, cc, activation, layou
     binding = (out / "my_gemm.cpp").read_text()
     assert f"//   {op.name()}\n" in binding
     assert '#include "gemmkit/torch_module.h"' in binding
-    assert "/*a=*/{GK_TORCH_HALF, GK_TORCH_ROW_MAJOR, 8}," in binding
-    b_layout = "GK_TORCH_ROW_MAJOR" if layout_B == "row" else "GK_TORCH_COLUMN_MAJOR"
-    assert f"/*b=*/{{GK_TORCH_HALF, {b_layout}, 8}}," in binding
-    assert "/*d=*/GK_TORCH_HALF," in binding
+    assert "/*a=*/{GK_DTYPE_F16, GK_ROW_MAJOR, 8}," in binding
+    b_layout = "GK_ROW_MAJOR" if layout_B == "row" else "GK_COLUMN_MAJOR"
+    assert f"/*b=*/{{GK_DTYPE_F16, {b_layout}, 8}}," in binding
+    assert "/*d=*/{GK_DTYPE_F16, GK_ROW_MAJOR, 8}," in binding
     assert "/*has_c=*/1," in binding
     assert f"// Activation {op.activation.name}." in binding
     leaky = op.activation == gemmkit.Activation.leaky_relu

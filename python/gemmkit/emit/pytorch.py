@@ -35,13 +35,13 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Namespaces torch or gemmkit already register ops under: an extension of that name could not register its own.
 _RESERVED_NAMES = frozenset({"aten", "prim", "prims", "torch", "gemmkit"})
 
-# gemmkit element types as gemmkit/torch_export.h names torch's (tf32 operands are stored as float).
-_TORCH_DTYPES = {
-    DataType.f16: "GK_TORCH_HALF", DataType.bf16: "GK_TORCH_BFLOAT16", DataType.f32: "GK_TORCH_FLOAT",
-    DataType.tf32: "GK_TORCH_FLOAT", DataType.f64: "GK_TORCH_DOUBLE", DataType.s8: "GK_TORCH_INT8",
-    DataType.u8: "GK_TORCH_UINT8", DataType.s32: "GK_TORCH_INT32",
+# gemmkit's element types and layouts as abi.h spells them (the glue maps them to torch's).
+_ABI_DTYPES = {
+    DataType.f16: "GK_DTYPE_F16", DataType.bf16: "GK_DTYPE_BF16", DataType.f32: "GK_DTYPE_F32",
+    DataType.tf32: "GK_DTYPE_TF32", DataType.f64: "GK_DTYPE_F64", DataType.s8: "GK_DTYPE_S8",
+    DataType.u8: "GK_DTYPE_U8", DataType.s32: "GK_DTYPE_S32",
 }
-_TORCH_LAYOUTS = {LayoutType.RowMajor: "GK_TORCH_ROW_MAJOR", LayoutType.ColumnMajor: "GK_TORCH_COLUMN_MAJOR"}
+_ABI_LAYOUTS = {LayoutType.RowMajor: "GK_ROW_MAJOR", LayoutType.ColumnMajor: "GK_COLUMN_MAJOR"}
 # gemmkit's torch glue, written into gemmkit/ beside the device headers; the glue library is built from
 # _GLUE_SOURCES (torch_export.h includes abi.h), torch_module.h goes into every binding.
 _GLUE_FILES = ("torch_export.h", "torch_module.h", "torch_export.cpp")
@@ -117,11 +117,11 @@ class _Binding:
     placeholders: Callable[[KernelSpec, str], dict[str, str]]
 
 
-def _torch_dtype(element: DataType) -> str:
-    if element not in _TORCH_DTYPES:
+def _abi_dtype(element: DataType) -> str:
+    if element not in _ABI_DTYPES:
         raise ConfigError(f"element type {element.name} has no torch dtype; export a kernel with f16, bf16, f32, f64, "
                           "s8, u8 or s32 operands.")
-    return _TORCH_DTYPES[element]
+    return _ABI_DTYPES[element]
 
 
 def _gemm_parameters(spec: KernelSpec) -> list[Parameter]:
@@ -145,16 +145,17 @@ def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
         "kernel_name": spec.name(),
         "run_arguments": ", ".join(p.python() for p in parameters),
         "schema": "run(" + ", ".join(p.schema() for p in parameters) + ") -> Tensor",
-        "dtype_a": _torch_dtype(spec.element_A),
-        "dtype_b": _torch_dtype(spec.element_B),
-        "dtype_c": _torch_dtype(spec.element_C if has_c else spec.element_D),
-        "dtype_d": _torch_dtype(spec.element_D),
-        "layout_a": _TORCH_LAYOUTS[spec.layout_A],
-        "layout_b": _TORCH_LAYOUTS[spec.layout_B],
-        "layout_c": _TORCH_LAYOUTS[spec.layout_C],
+        "dtype_a": _abi_dtype(spec.element_A),
+        "dtype_b": _abi_dtype(spec.element_B),
+        "dtype_c": _abi_dtype(spec.element_C if has_c else spec.element_D),
+        "dtype_d": _abi_dtype(spec.element_D),
+        "layout_a": _ABI_LAYOUTS[spec.layout_A],
+        "layout_b": _ABI_LAYOUTS[spec.layout_B],
+        "layout_c": _ABI_LAYOUTS[spec.layout_C],
         "alignment_a": str(spec.alignment_A),
         "alignment_b": str(spec.alignment_B),
         "alignment_c": str(spec.alignment_C),
+        "alignment_d": str(spec.alignment_D),
         "has_c": "1" if has_c else "0",
         "takes_slope": "1" if leaky else "0",
         "activation": spec.activation.name,

@@ -22,17 +22,18 @@
 
 namespace {
 
-at::ScalarType scalar_type(gk_torch_dtype dtype) {
+at::ScalarType scalar_type(gk_dtype dtype) {
   switch (dtype) {
-    case GK_TORCH_HALF: return at::kHalf;
-    case GK_TORCH_BFLOAT16: return at::kBFloat16;
-    case GK_TORCH_FLOAT: return at::kFloat;
-    case GK_TORCH_DOUBLE: return at::kDouble;
-    case GK_TORCH_INT8: return at::kChar;
-    case GK_TORCH_UINT8: return at::kByte;
-    case GK_TORCH_INT32: return at::kInt;
+    case GK_DTYPE_F16: return at::kHalf;
+    case GK_DTYPE_BF16: return at::kBFloat16;
+    case GK_DTYPE_F32:
+    case GK_DTYPE_TF32: return at::kFloat;  // tf32 operands are stored as float
+    case GK_DTYPE_F64: return at::kDouble;
+    case GK_DTYPE_S8: return at::kChar;
+    case GK_DTYPE_U8: return at::kByte;
+    case GK_DTYPE_S32: return at::kInt;
   }
-  TORCH_CHECK(false, "unknown gk_torch_dtype ", static_cast<int>(dtype));
+  TORCH_CHECK(false, "unknown gk_dtype ", static_cast<int>(dtype));
 }
 
 struct Operand {
@@ -42,12 +43,12 @@ struct Operand {
 };
 
 Operand operand(const gk_torch_operand& op) {
-  return {scalar_type(op.dtype), op.layout == GK_TORCH_ROW_MAJOR, op.alignment};
+  return {scalar_type(op.dtype), op.layout == GK_ROW_MAJOR, op.alignment};
 }
 
 // An exported Gemm kernel: what its binding declared, and where its entry points are.
 struct GemmKernel {
-  Operand a, b, c, d;  // D has C's layout and alignment
+  Operand a, b, c, d;  // D has C's layout
   bool has_c;
   gk_torch_entry_points entry_points;
 };
@@ -223,9 +224,7 @@ thread_local std::string last_error;
 extern "C" const char* gk_torch_register_gemm_v1(const char* ns, const char* schema, const gk_torch_gemm_kernel* k,
                                                  const gk_torch_entry_points* entry_points) {
   try {
-    const GemmKernel kernel{operand(k->a), operand(k->b),
-                            operand(k->c), {scalar_type(k->d), k->c.layout == GK_TORCH_ROW_MAJOR, k->c.alignment},
-                            k->has_c != 0, *entry_points};
+    const GemmKernel kernel{operand(k->a), operand(k->b), operand(k->c), operand(k->d), k->has_c != 0, *entry_points};
     // What TORCH_LIBRARY expands to, with the namespace known only when the extension is imported.
     auto definition = std::make_unique<torch::Library>(torch::Library::DEF, ns, std::nullopt, __FILE__, __LINE__);
     definition->def(schema);

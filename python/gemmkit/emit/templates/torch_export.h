@@ -11,31 +11,17 @@
 extern "C" {
 #endif
 
-/* Element types as torch names them. */
-typedef enum gk_torch_dtype {
-  GK_TORCH_HALF,
-  GK_TORCH_BFLOAT16,
-  GK_TORCH_FLOAT,
-  GK_TORCH_DOUBLE,
-  GK_TORCH_INT8,
-  GK_TORCH_UINT8,
-  GK_TORCH_INT32
-} gk_torch_dtype;
-
-typedef enum gk_torch_layout { GK_TORCH_ROW_MAJOR, GK_TORCH_COLUMN_MAJOR } gk_torch_layout;
-
-/* One operand as the kernel was compiled for it. */
+/* One operand as the kernel was compiled for it (element types and layouts as abi.h spells them). */
 typedef struct gk_torch_operand {
-  gk_torch_dtype dtype;
-  gk_torch_layout layout;
+  gk_dtype dtype;
+  gk_layout layout;
   int alignment; /* in elements: leading dimension, batch stride and address are multiples of it */
 } gk_torch_operand;
 
 typedef struct gk_torch_gemm_kernel {
-  gk_torch_operand a, b, c; /* D has C's layout and alignment */
-  gk_torch_dtype d;
-  int has_c;       /* 0: built without a source operand (element_C = void), so run() refuses a C */
-  int takes_slope; /* 1: run() ends with leaky_relu's slope */
+  gk_torch_operand a, b, c, d; /* D has C's layout */
+  int has_c;                   /* 0: built without a source operand (element_C = void), so run() refuses a C */
+  int takes_slope;             /* 1: run() ends with leaky_relu's slope */
 } gk_torch_gemm_kernel;
 
 /* The kernel module's entry points (abi.h), linked into the extension. */
