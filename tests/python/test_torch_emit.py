@@ -128,6 +128,13 @@ def test_bad_names_are_refused_before_writing(tmp_path, name):
     assert not (tmp_path / "out").exists()
 
 
+def test_grouped_kernels_wait_for_their_binding(tmp_path):
+    plan = gemmkit.GroupedGemm(element=np.float16, layout="row", element_accumulator=np.float32, cc=90)
+    with pytest.raises(NotImplementedError, match="sm90_grouped kernels"):
+        gemmkit.emit.pytorch(plan.construct(), "grouped", 90, str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
 def test_bias_kernels_are_refused_before_writing(tmp_path):
     plan = f16_plan(90, layout="row")
     plan.bias = "column"

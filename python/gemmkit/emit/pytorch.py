@@ -26,8 +26,8 @@ import types
 from typing import Callable, Optional
 
 from .. import _gemmkit
-from .._gemmkit import (Activation, BiasMode, CompiledKernel, ConfigError, DataType, KernelSource, KernelSpec,
-                        LayoutType, Toolchain)
+from .._gemmkit import (Activation, BiasMode, CompiledKernel, ConfigError, DataType, KernelFamily, KernelSource,
+                        KernelSpec, LayoutType, Toolchain)
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
@@ -108,7 +108,7 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
     return _jit_build(op, name, sourcedir, binding_path) if jit else None
 
 
-# ---- one binding per operation kind (GroupedGemm adds its row to _BINDINGS) ----------------------------------
+# ---- one binding per operation kind: a row of _BINDINGS per kernel family (GroupedGemm's families come next) --
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,17 +162,21 @@ def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
     }
 
 
-_BINDINGS: dict[type, _Binding] = {
-    KernelSpec: _Binding("gemm.cpp.in", _gemm_placeholders),
+_GEMM = _Binding("gemm.cpp.in", _gemm_placeholders)
+_BINDINGS: dict[KernelFamily, _Binding] = {
+    KernelFamily.sm80_universal: _GEMM,
+    KernelFamily.sm90_collective: _GEMM,
 }
 
 
 def _binding_for(op: object) -> _Binding:
-    binding = _BINDINGS.get(type(op))
-    if binding is None:
+    if not isinstance(op, KernelSpec):
         raise TypeError(f"Operation type {type(op).__name__} is not currently supported for PyTorch emission; pass "
                         "the op a plan's construct() returns (e.g. gemmkit.Gemm(...).construct()).")
-    return binding
+    if op.family not in _BINDINGS:
+        raise NotImplementedError(f"PyTorch emission of {op.family.name} kernels ({op.name()}) is not implemented "
+                                  "yet; Gemm kernels (sm80_universal, sm90_collective) export.")
+    return _BINDINGS[op.family]
 
 
 def _check_name(name: object) -> None:
