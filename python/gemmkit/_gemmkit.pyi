@@ -596,3 +596,37 @@ class GroupedGemm(Gemm):
         """
         The MoE form: A [total_M, K], B [G, K, N] (a [G, N, K] weight transposed also works), D [total_M, N], offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable).
         """
+
+class Toolchain:
+    """
+    The build environment gemmkit compiles kernels with (see find_headers()).
+    """
+
+    @property
+    def nvcc(self) -> str: ...
+
+    @property
+    def cuda_home(self) -> str: ...
+
+    @property
+    def nvcc_version(self) -> str: ...
+
+    @property
+    def cutlass_root(self) -> str: ...
+
+    @property
+    def cutlass_version(self) -> str: ...
+
+    @property
+    def device_include_dir(self) -> str: ...
+
+    @staticmethod
+    def find_headers() -> Toolchain:
+        """
+        CUTLASS and gemmkit's device headers as the compiler finds them (CUTLASS_PATH, GEMMKIT_ROOT, else the configured defaults); runs no program, so nvcc and the host compiler stay empty.
+        """
+
+def nvcc_command(toolchain: Toolchain, source: KernelSource, source_path: str, output_path: str) -> list[str]:
+    """
+    The nvcc command line gemmkit builds `source_path` into the shared object `output_path` with.
+    """
