@@ -148,7 +148,8 @@ std::vector<OpClass> Gemm::opclasses() const {
 void Gemm::invalidate() {
   const auto t = operand_types(types_);
   auto cache = std::make_unique<RunCache>();
-  const families::Family& family = catalog::family_for(target(), opclass_, t);
+  const catalog::Target where = target();  // a named value: the family is not tied to a temporary
+  const families::Family& family = catalog::family_for(where, opclass_, t);
   cache->alignments_a = catalog::operand_alignments(target(), opclass_, types_.a, t);
   cache->alignments_b = catalog::operand_alignments(target(), opclass_, types_.b, t);
   cache->alignments_c = catalog::operand_alignments(target(), opclass_, types_.c, t);
@@ -188,7 +189,8 @@ KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> al
   const auto t = operand_types(types_);
   KernelSpec s;
   s.cc = cc_;
-  const families::Family& family = catalog::family_for(target(), opclass_, t);
+  const catalog::Target where = target();  // a named value: the family is not tied to a temporary
+  const families::Family& family = catalog::family_for(where, opclass_, t);
   s.kernel_cc = family.kernel_cc();
   s.family = family.id();
   s.opclass = opclass_;

@@ -104,7 +104,7 @@ MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtyp
 MatrixOperand check_bias(const TensorView& t, DataType dtype, std::int64_t length, const char* per) {
   const std::string expected =
       std::to_string(length) + " elements of " + std::string(to_string(dtype)) + " (one per output " + per + ")";
-  if (t.data == nullptr) reject("bias", "data pointer is null.");
+  if (t.data == nullptr && t.numel() != 0) reject("bias", "data pointer is null.");  // empty: no storage needed
   if (t.dtype != dtype) {
     reject("bias", "has element type " + std::string(to_string(t.dtype)) + "; the plan expects " + expected + ".");
   }

@@ -163,7 +163,7 @@ Probe probe_entry(const std::string& root, const std::string& key) {
   if (!text) return damaged;
   try {
     Json manifest = Json::parse(*text);
-    const Json& module = manifest.at("files").at("kernel.so");
+    const Json module = manifest.at("files").at("kernel.so");
     if (manifest.at("key").get<std::string>() != key || !module.at("bytes").is_number_unsigned()) return damaged;
     const fs::path module_path = dir / "kernel.so";
     const std::uintmax_t size = fs::file_size(module_path, ec);

@@ -47,6 +47,7 @@ PinnedMetadata::~PinnedMetadata() {
 
 PinnedMetadata::Buffer& PinnedMetadata::take(std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
+  RelaxedCaptureMode relaxed;  // querying events and pinning memory while the caller's stream is being captured
   for (Buffer& buffer : buffers_) {
     if (buffer.busy || buffer.kept_by_graph || buffer.bytes < bytes) continue;
     if (buffer.copy_recorded && cudaEventQuery(buffer.copied) == cudaErrorNotReady) {

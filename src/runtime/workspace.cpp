@@ -21,6 +21,7 @@ cudaMemPool_t pool_for(int device) {
   }
   std::lock_guard<std::mutex> lock(mutex);
   if (pools[device] != nullptr) return pools[device];
+  RelaxedCaptureMode relaxed;  // the first launch may be one being captured
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
@@ -46,6 +47,10 @@ LaunchWorkspace::~LaunchWorkspace() {
   // After the launch in stream order: the next launch on this stream may reuse the block, one in flight elsewhere not.
   if (data_ != nullptr) cudaFreeAsync(data_, stream_);
 }
+
+RelaxedCaptureMode::RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&previous_); }
+
+RelaxedCaptureMode::~RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&previous_); }
 
 bool is_capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

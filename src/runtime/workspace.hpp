@@ -25,6 +25,19 @@ class LaunchWorkspace {
   cudaStream_t stream_;
 };
 
+// While alive, lets this thread make calls that global-mode stream capture forbids (creating a pool, pinned host
+// memory, querying an event): gemmkit's own bookkeeping never touches the captured stream, so it cannot corrupt it.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode();
+  ~RelaxedCaptureMode();
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  cudaStreamCaptureMode previous_ = cudaStreamCaptureModeRelaxed;
+};
+
 // Whether `stream` is being captured into a CUDA graph (synchronising or copying to pageable memory would break it).
 bool is_capturing(cudaStream_t stream);
 

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -132,6 +133,9 @@ std::string check_result(const Case& x, const Buffer& a, const Buffer& b, const 
   if (c) at_c.emplace(x.c, c->content().data());
   if (bias) at_bias.emplace(x.bias, bias->content().data());
   const std::size_t width = static_cast<std::size_t>(element_bytes(x.plan.d));
+  // A host bias at an odd byte reads bytes that straddle two integers: fractional (often subnormal) values, which the
+  // kernel adds in float32 and this reference in float64, so only there a rounding step of D's type may differ.
+  const bool exact = !bias || x.bias.byte_offset % element_bytes(x.bias.dtype) == 0;
   std::vector<bool> inside(d_after.size() / width, false);
   for (std::int64_t n = 0; n < x.batch; ++n) {
     for (std::int64_t i = 0; i < x.m; ++i) {
@@ -144,7 +148,8 @@ std::string check_result(const Case& x, const Buffer& a, const Buffer& b, const 
         const double expected = gk::testing::round_to(
             x.plan.d, gk::testing::apply_activation(x.plan.activation, value, x.plan.activation_parameter));
         inside[static_cast<std::size_t>(at_d.index(n, i, j))] = true;
-        if (const double got = at_d.at(n, i, j); got != expected) {
+        const double got = at_d.at(n, i, j);
+        if (exact ? got != expected : std::abs(got - expected) > 1e-2 * std::abs(expected) + 1e-6) {
           return "D(" + std::to_string(n) + ", " + std::to_string(i) + ", " + std::to_string(j) + ") is " +
                  std::to_string(got) + ", expected " + std::to_string(expected);
         }
