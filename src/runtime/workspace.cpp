@@ -48,9 +48,13 @@ LaunchWorkspace::~LaunchWorkspace() {
   if (data_ != nullptr) cudaFreeAsync(data_, stream_);
 }
 
-RelaxedCaptureMode::RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&previous_); }
+RelaxedCaptureMode::RelaxedCaptureMode() {
+  cudaThreadExchangeStreamCaptureMode(&previous_);
+}
 
-RelaxedCaptureMode::~RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&previous_); }
+RelaxedCaptureMode::~RelaxedCaptureMode() {
+  cudaThreadExchangeStreamCaptureMode(&previous_);
+}
 
 bool is_capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

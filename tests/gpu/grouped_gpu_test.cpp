@@ -124,8 +124,8 @@ TEST_P(GroupedPlans, ExactOnOneTwoFiftyAndAThousandGroups) {
   plan.set_activation(GetParam().activation, 0.25);
   if (plan.kernel_cc() > device_cc()) GTEST_SKIP() << "needs an SM" << plan.kernel_cc() << " GPU";
   // SM90's TMA needs 16-byte leading dimensions: an odd M only where M is never one (row-major A, C and D).
-  const bool odd_m = plan.kernel_cc() < 90 ||
-                     (plan.layout_a() == gk::Layout::RowMajor && plan.layout_c() == gk::Layout::RowMajor);
+  const bool odd_m =
+      plan.kernel_cc() < 90 || (plan.layout_a() == gk::Layout::RowMajor && plan.layout_c() == gk::Layout::RowMajor);
   for (int count : {1, 2, 50, 1000}) {
     Groups groups(plan, mixed_extents(count, 100 + count, count == 1000 ? 64 : 264, odd_m), 7 * count);
     plan.run(groups.vA, groups.vB, groups.vC, groups.vD, 2.0, 1.0);
