@@ -20,7 +20,13 @@ int current_device() {
   int device = 0;
   const cudaError_t status = cudaGetDevice(&device);
   // cudaGetDevice succeeds only with a usable device; the run path pays for nothing more.
-  if (status == cudaSuccess) return device;
+  if (status == cudaSuccess) {
+    // A thread that never called cudaSetDevice (torch's autograd threads) may have no current context, and the
+    // driver calls in a kernel's set-up (TMA descriptors) then fail; binding the device once per thread makes it so.
+    thread_local bool bound = false;
+    if (!bound && cudaSetDevice(device) == cudaSuccess) bound = true;
+    return device;
+  }
   cudaGetLastError();
   throw CudaError(std::string("No CUDA device is available (") + cudaGetErrorName(status) +
                       "). Planning, emitting and compiling work without one when the plan is given cc explicitly "
