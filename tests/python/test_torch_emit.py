@@ -244,6 +244,10 @@ def test_jit_links_the_cached_kernel_and_compiles_only_the_binding(tmp_path):
     assert f"Shared library: [{library.name}]" in dynamic and f"Shared library: [{glue.name}]" in dynamic
     assert "[$ORIGIN]" in dynamic
     assert "libgemmkit" not in dynamic and "_gemmkit" not in dynamic
+    # Nothing the binding defines is shared with another extension: a GNU unique symbol (an inline variable) is one
+    # object for the whole process, and a second exported kernel then ran the first one's entry points.
+    symbols = subprocess.run(["readelf", "-sW", "--dyn-syms", result["extension"]], capture_output=True, text=True)
+    assert " UNIQUE " not in symbols.stdout, symbols.stdout
 
 
 AOT_IMPORT = """

@@ -18,7 +18,9 @@ int gk_last_cuda_error(void);
 
 namespace gemmkit::torch_module {
 
-inline constexpr gk_torch_entry_points kEntryPoints = {gk_abi_version, gk_kernel_name, gk_workspace_size, gk_run,
+// Internal linkage: an inline variable would be a GNU "unique" symbol, which the dynamic linker shares between every
+// extension of the process, so that the second exported kernel's op ran the first one's entry points.
+static constexpr gk_torch_entry_points kEntryPoints = {gk_abi_version, gk_kernel_name, gk_workspace_size, gk_run,
                                                        gk_last_cuda_error};
 
 // Registers the op (torch.ops.<ns>.run) and returns the module with `run` (that op: its schema brings keywords
