@@ -273,12 +273,29 @@ def _grouped_shapes(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional
     return shapes
 
 
+def _fits(t: torch.Tensor, layout: LayoutType) -> bool:
+    """gemmkit's rule: contiguous along the layout's fast dimension (extents of 0 or 1 need nothing), rows (or
+    columns) not overlapping."""
+    rows, cols = t.shape[-2], t.shape[-1]
+    if layout == LayoutType.RowMajor:
+        return (cols <= 1 or t.stride(-1) == 1) and t.stride(-2) >= (0 if rows <= 1 else cols)
+    return (rows <= 1 or t.stride(-2) == 1) and t.stride(-1) >= (0 if cols <= 1 else rows)
+
+
 def _matrices(ts: list[torch.Tensor]) -> tuple[list[torch.Tensor], LayoutType]:
     """The list and the one layout the plan reads it with: column-major when every matrix is, else row-major, with a
     copy of those that are not."""
-    if all(t.stride(-2) == 1 and t.stride(-1) != 1 for t in ts):
+    if all(_fits(t, LayoutType.ColumnMajor) for t in ts) and not all(_fits(t, LayoutType.RowMajor) for t in ts):
         return ts, LayoutType.ColumnMajor
-    return [t if t.stride(-1) == 1 else t.contiguous() for t in ts], LayoutType.RowMajor
+    return [t if _fits(t, LayoutType.RowMajor) else t.contiguous() for t in ts], LayoutType.RowMajor
+
+
+def _grouped_launch(plan: GroupedGemm, As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[list[torch.Tensor]],
+                    Ds: list[torch.Tensor], alpha: float, beta: float) -> None:
+    """Every group in one launch on the operands' device and torch's current stream (gemmkit's run reads it): the
+    metadata goes up in one stream-ordered copy, no sync."""
+    with torch.cuda.device(As[0].device):
+        plan.run(As, Bs, Cs, Ds, alpha, beta, sync=False)
 
 
 def _grouped_gemm(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[list[torch.Tensor]] = None,
@@ -292,8 +309,7 @@ def _grouped_gemm(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[l
     Cs = [C.contiguous() for C in Cs] if Cs is not None else None
     if any(D.numel() > 0 and A.shape[1] > 0 for A, D in zip(As, Ds)):
         plan = _grouped_plan(As[0].dtype, layout_a, layout_b, activation, activation_parameter, As[0].device.index)
-        with torch.cuda.device(As[0].device):  # on torch's current stream (gemmkit's run reads it), without a sync
-            plan.run(As, Bs, Cs, Ds, alpha, beta, sync=False)
+        _grouped_launch(plan, As, Bs, Cs, Ds, alpha, beta)
     for g, D in enumerate(Ds):  # no product to compute: the kernel skips K = 0 groups, torch fills them
         if As[g].shape[1] == 0 and D.numel() > 0:
             D.copy_(_activation(activation).forward(beta * Cs[g] if Cs is not None else torch.zeros_like(D),
