@@ -438,3 +438,108 @@ def test_torch_compile_mlp_block_matches_eager_torch():
     # The compiled graph computes what eager gemmkit does (Inductor may hand the op other strides, so another
     # kernel of the same plan family may run: equal up to the order of the f32 sums).
     torch.testing.assert_close(out, mlp_block(x, w1, w2), rtol=1e-3, atol=1e-3)
+
+
+# ---- gpu: grouped_gemm ---------------------------------------------------------------------------------------
+
+
+def walkthrough_groups(count=50, seed=2023):
+    """The reference's grouped workload: M, N, K from {128, 256, 512, 1024} (random.seed(2023)), small integers."""
+    import random
+
+    random.seed(seed)
+    sizes = [128, 256, 512, 1024]
+    shapes = [tuple(random.choice(sizes) for _ in range(3)) for _ in range(count)]
+    return ([integers(m, k, seed=3 * g) for g, (m, n, k) in enumerate(shapes)],
+            [integers(k, n, seed=3 * g + 1) for g, (m, n, k) in enumerate(shapes)])
+
+
+@pytest.mark.gpu
+def test_grouped_gemm_walkthrough_matches_matmul_exactly():
+    As, Bs = walkthrough_groups()
+    Ds = gt.grouped_gemm(As, Bs)
+    for g, (A, B, D) in enumerate(zip(As, Bs, Ds)):
+        torch.testing.assert_close(D, reference(A, B), rtol=0, atol=0, msg=lambda m: f"group {g}: {m}")
+    Cs = [integers(A.shape[0], B.shape[1], seed=200 + g) for g, (A, B) in enumerate(zip(As, Bs))]
+    for A, B, C, D in zip(As, Bs, Cs, gt.grouped_gemm(As, Bs, Cs, 2.0, -1.0)):
+        torch.testing.assert_close(D, reference(A, B, C, 2.0, -1.0), rtol=0, atol=0)
+
+
+# The grouped plans the gpu tier uses (tests/python/gpu_specs.py compiles their kernels ahead).
+GROUPED_KINDS = [("row", "row", "identity"), ("row", "row", "relu"), ("col", "col", "identity"), ("row", "col", "relu")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout_a, layout_b, activation", GROUPED_KINDS)
+def test_grouped_gemm_layouts_activations_and_empty_groups(layout_a, layout_b, activation):
+    shapes = [(128, 64, 96), (0, 64, 32), (64, 32, 0), (32, 0, 48), (256, 128, 64)]  # (m, k, n); K = 0 in group 3
+    As = [LAYOUTS[layout_a](integers(m, k, seed=g)) for g, (m, k, n) in enumerate(shapes)]
+    Bs = [LAYOUTS[layout_b](integers(k, n, seed=10 + g)) for g, (m, k, n) in enumerate(shapes)]
+    Cs = [integers(m, n, seed=20 + g) for g, (m, k, n) in enumerate(shapes)]
+    Ds = gt.grouped_gemm(As, Bs, Cs, 1.0, 1.0, activation)
+    assert [tuple(D.shape) for D in Ds] == [(m, n) for m, k, n in shapes]
+    for A, B, C, D in zip(As, Bs, Cs, Ds):
+        torch.testing.assert_close(D, reference(A, B, C, 1.0, 1.0, activation), rtol=0, atol=0)
+    layout = {"row": gemmkit.LayoutType.RowMajor, "col": gemmkit.LayoutType.ColumnMajor}
+    # The plan reads each list in its own layout (no copy to another one).
+    assert (torch.float16, layout[layout_a], layout[layout_b], activation, None,
+            torch.cuda.current_device()) in gt.grouped_plans()
+
+
+@pytest.mark.gpu
+def test_grouped_gemm_one_plan_per_operand_kind_and_no_rebuilds():
+    As, Bs = walkthrough_groups(count=4, seed=3)
+    gt.grouped_gemm(As, Bs)
+    plans, builds = gt.grouped_plans(), gemmkit.cache_counters().builds
+    for seed in range(3):
+        gt.grouped_gemm(*walkthrough_groups(count=6, seed=seed))  # other shapes, the same plan
+    assert gt.grouped_plans() == plans and gemmkit.cache_counters().builds == builds
+
+
+@pytest.mark.gpu
+def test_grouped_gemm_runs_on_the_current_stream():
+    As, Bs = walkthrough_groups(count=6, seed=4)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        doubled = [A * 2 for A in As]  # produced on the side stream: the grouped GEMM must be ordered after it
+        Ds = gt.grouped_gemm(doubled, Bs)
+    stream.synchronize()
+    for A, B, D in zip(As, Bs, Ds):
+        torch.testing.assert_close(D, reference(2 * A, B), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+def test_grouped_gemm_cuda_graph_capture_and_replay():
+    As, Bs = walkthrough_groups(count=8, seed=5)
+    Cs = [integers(A.shape[0], B.shape[1], seed=50 + g) for g, (A, B) in enumerate(zip(As, Bs))]
+    gt.grouped_gemm(As, Bs, Cs, 1.0, 1.0, "relu")  # eager first: the plan resolves and loads its kernel
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        Ds = gt.grouped_gemm(As, Bs, Cs, 1.0, 1.0, "relu")
+    for replay in range(3):
+        for g, A in enumerate(As):
+            A.copy_(integers(*A.shape, seed=1000 * replay + g))
+        graph.replay()
+        torch.cuda.synchronize()
+        for A, B, C, D in zip(As, Bs, Cs, Ds):
+            torch.testing.assert_close(D, reference(A, B, C, 1.0, 1.0, "relu"), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+def test_grouped_gemm_under_torch_compile_matches_eager():
+    torch._dynamo.reset()
+    x = [integers(16 * (g + 1), 64, seed=60 + g) for g in range(4)]
+    w = [integers(128, 64, seed=70 + g) for g in range(4)]
+    compiled = torch.compile(moe_block, fullgraph=True)
+    torch.testing.assert_close(compiled(x, w), moe_block(x, w), rtol=0, atol=0)
+    expected = torch.cat([torch.relu(a.double() @ b.double().mT).sum(0, keepdim=True) for a, b in zip(x, w)])
+    torch.testing.assert_close(compiled(x, w).double(), expected, rtol=1e-3, atol=1)
+
+
+@pytest.mark.gpu
+def test_grouped_opcheck_on_cuda_tensors():
+    As, Bs = walkthrough_groups(count=3, seed=6)
+    Cs = [integers(A.shape[0], B.shape[1], seed=80 + g) for g, (A, B) in enumerate(zip(As, Bs))]
+    result = torch.library.opcheck(gt.grouped_gemm_op, (As, Bs, Cs, 1.0, 1.0, "relu", 0.01))
+    assert set(result.values()) == {"SUCCESS"}
