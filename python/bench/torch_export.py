@@ -25,6 +25,7 @@ import torch
 
 import gemmkit
 import gemmkit.torch as gt
+from grouped import host_us_per_call
 from overhead import per_call_us
 
 SHAPES = [(2400, 3232, 4096), (4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 16384)]
@@ -148,22 +149,7 @@ def walkthrough_groups() -> tuple[list, list]:
     return As, Bs
 
 
-def synced_us(fn, calls: int, repeats: int) -> float:
-    """Median over repeats of the wall time per call with a synchronize after each (as a user waits for D)."""
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-            torch.cuda.synchronize()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(samples)
-
-
-def grouped(module, iterations: int, repeats: int) -> dict:
+def grouped_walkthrough(module, iterations: int, repeats: int) -> dict:
     """The walk-through through the exported extension, against per-pair matmul, gemmkit's run and the custom op."""
     As, Bs = walkthrough_groups()
     plan = f16_grouped_plan()
@@ -183,7 +169,7 @@ def grouped(module, iterations: int, repeats: int) -> dict:
     results = {"groups": len(As), "gflop": sum(2 * a.shape[0] * a.shape[1] * b.shape[1] for a, b in zip(As, Bs)) / 1e9,
                "kernel": module.kernel_name, "exact": exact}
     for name, fn in calls.items():
-        results[f"{name}_synced_us"] = synced_us(fn, 100, repeats)
+        results[f"{name}_synced_us"] = host_us_per_call(fn, 100, repeats)
         results[f"{name}_gpu_us"] = gpu_ms(fn, 100) * 1e3  # back to back: the host may hide behind the GPU
         results[f"{name}_launch_us"] = per_call_us(fn, iterations, repeats, torch.cuda.synchronize)
     results["custom_op_minus_gemmkit_run_us"] = (results["gemmkit_torch_grouped_gemm_launch_us"] -
@@ -218,7 +204,7 @@ def main() -> int:
             grouped_module, grouped_op = grouped_jit.pop("module"), grouped_jit.pop("op")
             print(json.dumps({"grouped_jit": grouped_jit}), flush=True)
             grouped_results = {"kernel": grouped_op.name(), "jit_build_s": grouped_jit,
-                               "walkthrough": grouped(grouped_module, 200, 7)}
+                               "walkthrough": grouped_walkthrough(grouped_module, 200, 7)}
     report = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "device": torch.cuda.get_device_name(),

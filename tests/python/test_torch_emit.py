@@ -16,6 +16,7 @@ import pytest
 import gemmkit
 from gemmkit import _gemmkit
 from isolated import run_isolated
+from workloads import doubled_on_a_side_stream, walkthrough_shapes
 
 
 def f16_plan(cc, **kwargs):
@@ -209,13 +210,17 @@ def test_setup_py_refuses_a_missing_cutlass(tmp_path):
 
 # ---- compile tier: nvcc and torch, no GPU ------------------------------------------------------------------
 
-JIT_BUILD = """
+# A JIT test's start: the walk-through's f16 plan (Gemm or GroupedGemm) for SM80, its kernel in gemmkit's cache.
+JIT_SETUP = """
     import json, os, time, torch, numpy as np, gemmkit
-    plan = gemmkit.Gemm(element=np.float16, layout="row", element_accumulator=np.float32, cc=80)
+    plan = gemmkit.{plan}(element=np.float16, layout="row", element_accumulator=np.float32, cc=80)
     op = plan.construct()
     cached = plan.compile()  # the kernel as gemmkit's cache holds it
     builds = gemmkit.cache_counters().builds
     out = os.environ["OUT_DIR"]
+"""
+
+JIT_BUILD = JIT_SETUP.format(plan="Gemm") + """
     first = gemmkit.emit.pytorch(op, "jit_gemm", 80, out + "/first", jit=True)  # also builds gemmkit's torch glue
     start = time.perf_counter()
     mod = gemmkit.emit.pytorch(op, "jit_gemm2", 80, out + "/second", jit=True)  # the usual case: all cached
@@ -280,25 +285,23 @@ def test_jit_links_the_cached_kernel_and_compiles_only_the_binding(tmp_path):
     assert "the kernel reads it row-major" in result["errors"][1]
     assert "beta is 2 but no C was given" in result["errors"][2]
     assert "A is on cpu; the kernel runs on CUDA tensors" in result["errors"][3]
-    # Only the binding was compiled (no CUDA object), linked to the cached kernel's and glue's copies via $ORIGIN.
-    build = out / "second" / "build-jit"
-    assert sorted(p.name for p in build.rglob("*.o")) == ["jit_gemm2.o"]
+    assert_only_the_binding_was_compiled(result, out / "second" / "build-jit", "jit_gemm2", tmp_path / "cache")
+
+
+def assert_only_the_binding_was_compiled(result, build, name, cache):
+    """No CUDA object was built: the binding links copies of the cached kernel and glue via $ORIGIN, and never
+    libgemmkit."""
+    assert sorted(p.name for p in build.rglob("*.o")) == [f"{name}.o"]
     library, glue = pathlib.Path(result["library"]), pathlib.Path(result["glue"])
     assert library.parent == build and glue.parent == build
-    assert filecmp.cmp(library, next((tmp_path / "cache").rglob("kernel.so")), shallow=False)
+    assert filecmp.cmp(library, next(cache.rglob("kernel.so")), shallow=False)
     dynamic = subprocess.run(["readelf", "-d", result["extension"]], capture_output=True, text=True).stdout
     assert f"Shared library: [{library.name}]" in dynamic and f"Shared library: [{glue.name}]" in dynamic
     assert "[$ORIGIN]" in dynamic
     assert "libgemmkit" not in dynamic and "_gemmkit" not in dynamic
 
 
-GROUPED_JIT_BUILD = """
-    import json, os, time, torch, numpy as np, gemmkit
-    plan = gemmkit.GroupedGemm(element=np.float16, layout="row", element_accumulator=np.float32, cc=80)
-    op = plan.construct()
-    cached = plan.compile()  # the kernel as gemmkit's cache holds it
-    builds = gemmkit.cache_counters().builds
-    out = os.environ["OUT_DIR"]
+GROUPED_JIT_BUILD = JIT_SETUP.format(plan="GroupedGemm") + """
     gemmkit.emit.pytorch(op, "jit_grouped", 80, out + "/first", jit=True)  # also builds gemmkit's torch glue
     start = time.perf_counter()
     mod = gemmkit.emit.pytorch(op, "jit_grouped2", 80, out + "/second", jit=True)  # the usual case: all cached
@@ -369,14 +372,7 @@ def test_grouped_jit_links_the_cached_kernel_and_compiles_only_the_binding(tmp_p
     assert "Bs[0] is on cpu but As[0] is on meta" in errors[9]
     assert errors[10].startswith("NotImplementedError: There were no tensor arguments to this function")
     assert all(e.startswith("ValueError: ") for e in errors[:10])
-    # Only the binding was compiled, linked to the cached kernel's and the glue's copies; no libgemmkit.
-    build = out / "second" / "build-jit"
-    assert sorted(p.name for p in build.rglob("*.o")) == ["jit_grouped2.o"]
-    library, glue = pathlib.Path(result["library"]), pathlib.Path(result["glue"])
-    assert filecmp.cmp(library, next((tmp_path / "cache").rglob("kernel.so")), shallow=False)
-    dynamic = subprocess.run(["readelf", "-d", result["extension"]], capture_output=True, text=True).stdout
-    assert f"Shared library: [{library.name}]" in dynamic and f"Shared library: [{glue.name}]" in dynamic
-    assert "libgemmkit" not in dynamic and "_gemmkit" not in dynamic
+    assert_only_the_binding_was_compiled(result, out / "second" / "build-jit", "jit_grouped2", tmp_path / "cache")
 
 
 AOT_IMPORT = """
@@ -536,12 +532,8 @@ def exported_grouped(tmp_path_factory):
 
 
 def walkthrough_operands(torch, count=50, seed=2023):
-    """The reference's workload: M, N, K from {128, 256, 512, 1024} (random.seed(2023)), small integers."""
-    import random
-
-    random.seed(seed)
-    sizes = [128, 256, 512, 1024]
-    shapes = [tuple(random.choice(sizes) for _ in range(3)) for _ in range(count)]
+    """The reference's workload (M, N, K from {128, 256, 512, 1024}) in small integers."""
+    shapes = walkthrough_shapes(count, seed)
     As = [small_integers(torch, (m, k), 3 * g) for g, (m, n, k) in enumerate(shapes)]
     Bs = [small_integers(torch, (k, n), 3 * g + 1) for g, (m, n, k) in enumerate(shapes)]
     return As, Bs
@@ -605,13 +597,7 @@ def test_exported_grouped_on_the_current_stream_in_a_cuda_graph_and_torch_compil
     torch, modules = exported_grouped
     mod = modules["native"]
     As, Bs = walkthrough_operands(torch, count=8, seed=7)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        doubled = [a * 2 for a in As]  # produced on the side stream: the grouped GEMM must be ordered after it
-        Ds = mod.run(doubled, Bs)
-    stream.synchronize()
-    for a, b, d in zip(As, Bs, Ds):
+    for a, b, d in zip(As, Bs, doubled_on_a_side_stream(torch, mod.run, As, Bs)):
         torch.testing.assert_close(d, exact(torch, a, b, alpha=2.0), rtol=0, atol=0)
     mod.run(As, Bs)
     graph = torch.cuda.CUDAGraph()

@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 import gemmkit  # noqa: E402
 import gemmkit.torch as gt  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+from workloads import doubled_on_a_side_stream, walkthrough_shapes  # noqa: E402
 
 F = torch.nn.functional
 
@@ -444,12 +445,8 @@ def test_torch_compile_mlp_block_matches_eager_torch():
 
 
 def walkthrough_groups(count=50, seed=2023):
-    """The reference's grouped workload: M, N, K from {128, 256, 512, 1024} (random.seed(2023)), small integers."""
-    import random
-
-    random.seed(seed)
-    sizes = [128, 256, 512, 1024]
-    shapes = [tuple(random.choice(sizes) for _ in range(3)) for _ in range(count)]
+    """The reference's grouped workload (M, N, K from {128, 256, 512, 1024}) in small integers."""
+    shapes = walkthrough_shapes(count, seed)
     return ([integers(m, k, seed=3 * g) for g, (m, n, k) in enumerate(shapes)],
             [integers(k, n, seed=3 * g + 1) for g, (m, n, k) in enumerate(shapes)])
 
@@ -499,13 +496,7 @@ def test_grouped_gemm_one_plan_per_operand_kind_and_no_rebuilds():
 @pytest.mark.gpu
 def test_grouped_gemm_runs_on_the_current_stream():
     As, Bs = walkthrough_groups(count=6, seed=4)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        doubled = [A * 2 for A in As]  # produced on the side stream: the grouped GEMM must be ordered after it
-        Ds = gt.grouped_gemm(doubled, Bs)
-    stream.synchronize()
-    for A, B, D in zip(As, Bs, Ds):
+    for A, B, D in zip(As, Bs, doubled_on_a_side_stream(torch, gt.grouped_gemm, As, Bs)):
         torch.testing.assert_close(D, reference(2 * A, B), rtol=0, atol=0)
 
 
