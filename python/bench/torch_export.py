@@ -53,12 +53,17 @@ def jit_child(kind: str, sourcedir: str) -> None:
                       "binding_build_s": build.binding_seconds, "kernel": module.kernel_name}))
 
 
-def jit_times(workdir: str, kind: str = "gemm") -> dict:
+def cold_jit_time(workdir: str, kind: str) -> dict:
+    """An export in a fresh process and kernel cache: nvcc builds the kernel while the glue builds."""
     cold = subprocess.run([sys.executable, __file__, "--jit-child", kind, os.path.join(workdir, f"cold-{kind}")],
                           env=dict(os.environ, GEMMKIT_CACHE_DIR=os.path.join(workdir, f"cache-{kind}")),
                           capture_output=True, text=True, timeout=1800)
     if cold.returncode != 0:
         raise RuntimeError(f"the cold JIT build failed:\n{cold.stdout[-3000:]}\n{cold.stderr[-3000:]}")
+    return json.loads(cold.stdout.splitlines()[-1])
+
+
+def jit_times(workdir: str, kind: str = "gemm", cold: bool = True) -> dict:
     plan = PLANS[kind]()
     op = plan.construct()
     # Warm both caches of this process's cache folder, then time a fresh export: only its binding is compiled.
@@ -69,7 +74,7 @@ def jit_times(workdir: str, kind: str = "gemm") -> dict:
     cached = {"total_s": time.perf_counter() - start, "kernel_cache_hit": module.gemmkit_build.kernel.cache_hit,
               "glue_build_s": module.gemmkit_build.glue_seconds,
               "binding_build_s": module.gemmkit_build.binding_seconds}
-    return {"cached": cached, "cold": json.loads(cold.stdout.splitlines()[-1]), "module": module, "op": op}
+    return {"cached": cached, "cold": cold_jit_time(workdir, kind) if cold else None, "module": module, "op": op}
 
 
 def gpu_ms(fn, iterations: int) -> float:
@@ -186,6 +191,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--iterations", type=int, default=2000, help="calls per repeat of the 128^3 host timing")
     parser.add_argument("--only", choices=["gemm", "grouped"], help="one of the two exports (default: both)")
+    parser.add_argument("--skip-cold", action="store_true", help="no cold JIT build (it compiles the kernel afresh)")
     parser.add_argument("--jit-child", nargs=2, metavar=("KIND", "SOURCEDIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.jit_child:
@@ -194,13 +200,13 @@ def main() -> int:
     jit, rows, host, grouped_results, op = {}, [], {}, {}, None
     with tempfile.TemporaryDirectory(prefix="gk-torch-bench-") as workdir:
         if args.only in (None, "gemm"):
-            jit = jit_times(workdir)
+            jit = jit_times(workdir, cold=not args.skip_cold)
             module, op = jit.pop("module"), jit.pop("op")
             print(json.dumps({"jit": jit}), flush=True)
             rows = throughput(module, op, args.warmup, args.repeats)
             host = overhead(module, args.iterations, 7)
         if args.only in (None, "grouped"):
-            grouped_jit = jit_times(workdir, "grouped")
+            grouped_jit = jit_times(workdir, "grouped", cold=not args.skip_cold)
             grouped_module, grouped_op = grouped_jit.pop("module"), grouped_jit.pop("op")
             print(json.dumps({"grouped_jit": grouped_jit}), flush=True)
             grouped_results = {"kernel": grouped_op.name(), "jit_build_s": grouped_jit,

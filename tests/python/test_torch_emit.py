@@ -323,8 +323,8 @@ GROUPED_JIT_BUILD = JIT_SETUP.format(plan="GroupedGemm") + """
         try:
             mod.run(*args)
             errors.append("")
-        except (ValueError, NotImplementedError) as error:  # the latter: torch's dispatcher, for empty lists
-            errors.append(type(error).__name__ + ": " + str(error).splitlines()[0])
+        except ValueError as error:
+            errors.append(str(error).splitlines()[0])
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode():  # how torch.compile sees the op: its meta path, no GPU
         fake = mod.run([half(64, 32, device="cuda")], [half(32, 48, device="cuda")], [half(64, 48, device="cuda")],
@@ -370,8 +370,7 @@ def test_grouped_jit_links_the_cached_kernel_and_compiles_only_the_binding(tmp_p
     assert "As[0] must be a matrix (rank 2): a grouped kernel takes one matrix per group" in errors[7]
     assert "As[0] is on cpu; the kernel runs on CUDA tensors" in errors[8]
     assert "Bs[0] is on cpu but As[0] is on meta" in errors[9]
-    assert errors[10].startswith("NotImplementedError: There were no tensor arguments to this function")
-    assert all(e.startswith("ValueError: ") for e in errors[:10])
+    assert "As is empty; pass at least one group" in errors[10]
     assert_only_the_binding_was_compiled(result, out / "second" / "build-jit", "jit_grouped2", tmp_path / "cache")
 
 
