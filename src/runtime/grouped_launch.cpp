@@ -34,6 +34,24 @@ void finish(cudaStream_t stream, bool any_host, bool sync) {
   if (any_host || (sync && !is_capturing(stream))) GK_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
+// cudaMallocHost and cudaEventQuery from a thread capturing in the global mode (torch's default) would invalidate
+// the capture; the thread's mode is relaxed while it looks after the buffers (none of them is a captured event).
+class RelaxedCaptureMode {
+ public:
+  explicit RelaxedCaptureMode(bool capturing) : active_(capturing) {
+    if (active_) cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  ~RelaxedCaptureMode() {
+    if (active_) cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  bool active_;
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 }  // namespace
 
 PinnedMetadata::~PinnedMetadata() {
@@ -45,7 +63,8 @@ PinnedMetadata::~PinnedMetadata() {
   }
 }
 
-PinnedMetadata::Buffer& PinnedMetadata::take(std::size_t bytes) {
+PinnedMetadata::Buffer& PinnedMetadata::take(std::size_t bytes, bool capturing) {
+  const RelaxedCaptureMode relaxed(capturing);
   std::lock_guard<std::mutex> lock(mutex_);
   for (Buffer& buffer : buffers_) {
     if (buffer.busy || buffer.kept_by_graph || buffer.bytes < bytes) continue;
@@ -67,7 +86,8 @@ PinnedMetadata::Buffer& PinnedMetadata::take(std::size_t bytes) {
 void PinnedMetadata::upload(const KernelModule& module, const gk_grouped_args& args,
                             const std::vector<gk_grouped_problem>& problems, void* device_metadata, std::size_t bytes,
                             cudaStream_t stream) {
-  Buffer& buffer = take(bytes);
+  const bool capturing = is_capturing(stream);
+  Buffer& buffer = take(bytes, capturing);
   struct Release {
     std::mutex& mutex;
     Buffer& buffer;
@@ -83,7 +103,7 @@ void PinnedMetadata::upload(const KernelModule& module, const gk_grouped_args& a
     buffer.packed = problems;
   }
   GK_CUDA_CHECK(cudaMemcpyAsync(device_metadata, buffer.host, bytes, cudaMemcpyHostToDevice, stream));
-  if (is_capturing(stream)) {
+  if (capturing) {
     buffer.kept_by_graph = true;
   } else {
     GK_CUDA_CHECK(cudaEventRecord(buffer.copied, stream));

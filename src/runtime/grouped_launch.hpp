@@ -51,7 +51,7 @@ class PinnedMetadata {
     gk_grouped_args args{};
     std::vector<gk_grouped_problem> packed;
   };
-  Buffer& take(std::size_t bytes);
+  Buffer& take(std::size_t bytes, bool capturing);
 
   std::mutex mutex_;
   std::deque<Buffer> buffers_;
