@@ -2,9 +2,8 @@
 
 It writes <name>_kernel.cu (the very source gemmkit compiles), <name>.cpp (the binding, which includes no torch
 header: a Gemm kernel's description, or a grouped kernel's run schema, since grouped kernels describe themselves),
-gemmkit/ (gemmkit's device headers and its torch glue, torch_export.cpp: checks,
-launch, op registration) and setup.py (an ahead-of-time build of all three, with gemmkit's nvcc flags for the
-kernel). With jit=True it builds in seconds: the kernel library comes from gemmkit's cache (built there when
+gemmkit/ (gemmkit's device headers and its torch glue, torch_export.cpp: checks, launch, op registration) and
+setup.py (an ahead-of-time build of all three, with gemmkit's nvcc flags for the kernel). With jit=True it builds in seconds: the kernel library comes from gemmkit's cache (built there when
 missing) and the glue library from a per-torch cache, both placed next to the extension, so that only the binding
 is compiled.
 """
