@@ -3,10 +3,13 @@
 50 fp16 problems with M, N and K drawn from {128, 256, 512, 1024} (random.seed(2023)) run in one launch by
 GroupedGemm, compared with [a @ b for a, b in zip(As, Bs)], then timed against per-pair matmuls (20 warm-up rounds,
 100 timed, as the reference does). With --torch the operands are torch CUDA tensors; otherwise numpy arrays are
-staged through the GPU. Needs a CUDA GPU and nvcc. Exits 0 when every group is exact.
+staged through the GPU. With --torch --export the plan's kernel also becomes a torch extension, as in the
+reference's third walk-through (gemmkit.emit.pytorch(..., jit=True) into a temporary folder), whose run(As, Bs) is
+checked and timed the same way. Needs a CUDA GPU and nvcc. Exits 0 when every group is exact.
 """
 import random
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -40,21 +43,27 @@ def main():
              if not np.array_equal(to_numpy(d), (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16))]
     print(f"2. 50 groups in one launch: {'every D equals a @ b exactly' if not wrong else f'groups {wrong} differ'}")
     if torch is not None:
-        def grouped():
-            plan.run(As, Bs, None, Ds, sync=False)
-
-        def per_pair():
-            return [a @ b for a, b in zip(As, Bs)]
-
-        for name, fn in (("Grouped", grouped), ("Non-Grouped", per_pair)):
-            for _ in range(20):
-                fn()
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(100):
-                fn()
+        timings = [("Grouped", lambda: plan.run(As, Bs, None, Ds, sync=False)),
+                   ("Non-Grouped", lambda: [a @ b for a, b in zip(As, Bs)])]
+        with tempfile.TemporaryDirectory(prefix="gk-grouped-export-") as sourcedir:
+            if "--export" in sys.argv[1:]:
+                module = gemmkit.emit.pytorch(plan.construct(), "gk_grouped_walkthrough", plan.cc, sourcedir, jit=True)
+                build = module.gemmkit_build
+                differ = [g for g, (d, e) in enumerate(zip(module.run(As, Bs), Ds)) if not torch.equal(d, e)]
+                print(f"   exported as a torch extension in {build.total_seconds:.1f} s (binding "
+                      f"{build.binding_seconds:.1f} s, kernel cached: {build.kernel.cache_hit}); its run(As, Bs): "
+                      f"{'every D as above' if not differ else f'groups {differ} differ'}")
+                wrong += differ
+                timings.append(("Exported", lambda: module.run(As, Bs)))
+            for name, fn in timings:
+                for _ in range(20):
+                    fn()
                 torch.cuda.synchronize()
-            print(f"3. {name:12s} {(time.perf_counter() - start) / 100 * 1e6:9.1f} us per call (incl. sync)")
+                start = time.perf_counter()
+                for _ in range(100):
+                    fn()
+                    torch.cuda.synchronize()
+                print(f"3. {name:12s} {(time.perf_counter() - start) / 100 * 1e6:9.1f} us per call (incl. sync)")
     return 0 if not wrong else 1
 
 

@@ -1,14 +1,17 @@
 """python/gemmkit/torch.py: gemmkit kernels as torch custom ops (torch.ops.gemmkit.*), which torch.compile traces
-(fake implementations), CUDA graphs capture and autograd differentiates.
+(fake implementations) and CUDA graphs capture; autograd differentiates gemm.
 
     import gemmkit.torch
     D = gemmkit.torch.gemm(A, B)                                       # also torch.ops.gemmkit.gemm
     D = gemmkit.torch.gemm(x, w.mT, bias_matrix, beta=1.0, activation="gelu")
+    Ds = gemmkit.torch.grouped_gemm([A0, A1], [B0, B1])                # also torch.ops.gemmkit.grouped_gemm
 
 One gemmkit plan serves each (dtypes, layouts, activation, device); the first call of a plan compiles its kernel
 (or finds it in gemmkit's disk cache). Run one call eagerly before capturing a CUDA graph, as for any lazily
 built kernel. Tensors: float16, bfloat16, float32 (TF32 tensor cores) or float64, on one CUDA device; A is
 (..., M, K) with B (K, N), or batched (L, M, K) / (M, K) with B (L, K, N); C has D's shape; D is contiguous.
+grouped_gemm takes lists of matrices (group g: As[g] M_g x K_g, Bs[g] K_g x N_g, Cs[g] M_g x N_g), runs every
+group in one launch and returns the list of D; it has no backward (differentiate per group with gemm).
 """
 from __future__ import annotations
 
@@ -20,9 +23,9 @@ import torch
 
 from . import _gemmkit
 from ._gemmkit import LayoutType, TensorError
-from .op import Gemm
+from .op import Gemm, GroupedGemm
 
-__all__ = ["gemm", "plans"]
+__all__ = ["gemm", "grouped_gemm", "grouped_gemm_op", "plans", "grouped_plans"]
 
 _ACCUMULATORS = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.float32: torch.float32,
                  torch.float64: torch.float64}
@@ -113,29 +116,46 @@ def _matrix(t: torch.Tensor) -> tuple[torch.Tensor, LayoutType]:
 # ---- plans -------------------------------------------------------------------------------------------------------
 
 _plans: dict[tuple, Gemm] = {}
+_grouped_plans: dict[tuple, GroupedGemm] = {}
 _plans_lock = threading.Lock()
+
+
+def _cached_plan(cache: dict, plan_class: type, dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType,
+                 activation: str, parameter: float, device: int) -> Any:
+    """The plan for these operands; created once (plans are safe to run from many threads, not to reconfigure)."""
+    key = (dtype, layout_a, layout_b, activation, parameter if activation == "leaky_relu" else None, device)
+    plan = cache.get(key)
+    if plan is not None:
+        return plan
+    with _plans_lock:
+        if key not in cache:
+            plan = plan_class(element=dtype, element_accumulator=_ACCUMULATORS[dtype], layout_A=layout_a,
+                              layout_B=layout_b, layout_C=LayoutType.RowMajor, cc=_gemmkit.device_cc(device))
+            plan.activation = (activation, parameter) if activation == "leaky_relu" else activation
+            cache[key] = plan
+        return cache[key]
 
 
 def _plan(dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType, activation: str, parameter: float,
           device: int) -> Gemm:
-    """The plan for these operands; created once (plans are safe to run from many threads, not to reconfigure)."""
-    key = (dtype, layout_a, layout_b, activation, parameter if activation == "leaky_relu" else None, device)
-    plan = _plans.get(key)
-    if plan is not None:
-        return plan
-    with _plans_lock:
-        if key not in _plans:
-            plan = Gemm(element=dtype, element_accumulator=_ACCUMULATORS[dtype], layout_A=layout_a,
-                        layout_B=layout_b, layout_C=LayoutType.RowMajor, cc=_gemmkit.device_cc(device))
-            plan.activation = (activation, parameter) if activation == "leaky_relu" else activation
-            _plans[key] = plan
-        return _plans[key]
+    return _cached_plan(_plans, Gemm, dtype, layout_a, layout_b, activation, parameter, device)
+
+
+def _grouped_plan(dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType, activation: str, parameter: float,
+                  device: int) -> GroupedGemm:
+    return _cached_plan(_grouped_plans, GroupedGemm, dtype, layout_a, layout_b, activation, parameter, device)
 
 
 def plans() -> dict[tuple, Gemm]:
-    """The plans built so far, by (dtype, layout_A, layout_B, activation, leaky_relu slope, device)."""
+    """gemm's plans built so far, by (dtype, layout_A, layout_B, activation, leaky_relu slope, device)."""
     with _plans_lock:
         return dict(_plans)
+
+
+def grouped_plans() -> dict[tuple, GroupedGemm]:
+    """grouped_gemm's plans built so far, keyed as plans()."""
+    with _plans_lock:
+        return dict(_grouped_plans)
 
 
 # ---- gemm ----------------------------------------------------------------------------------------------------
@@ -207,5 +227,122 @@ def _gemm_backward(ctx: Any, dD: torch.Tensor) -> tuple:
 
 gemm.register_autograd(_gemm_backward, setup_context=_gemm_setup_context)
 
-# grouped_gemm: torch.ops.gemmkit.grouped_gemm(As, Bs, Cs=None, alpha, beta) joins here with GroupedGemm (issue 12):
-# a custom op over lists of tensors, its fake implementation from _output_shape per pair, and its plan cache.
+
+# ---- grouped_gemm ---------------------------------------------------------------------------------------------
+
+
+def _grouped_shapes(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[list[torch.Tensor]], beta: float,
+                    activation: str) -> list[list[int]]:
+    """Every D's shape, after every check that needs no data (the fake implementation's too); errors name the
+    group and the operand."""
+    _activation(activation)
+    groups = len(As)
+    if groups == 0:
+        raise TensorError("Tensors As: the list is empty; pass at least one group.")
+    if len(Bs) != groups or (Cs is not None and len(Cs) != groups):
+        lengths = f"{len(As)}, {len(Bs)}" + (f" and {len(Cs)}" if Cs is not None else "")
+        raise TensorError(f"Lengths of As, Bs{' and Cs' if Cs is not None else ''} must be equal (one matrix per "
+                          f"group): got {lengths}.")
+    if Cs is None and beta != 0.0:
+        raise TensorError(f"beta is {beta} but no Cs were given; pass Cs or beta=0.")
+    dtype, device = As[0].dtype, As[0].device
+    if dtype not in _ACCUMULATORS:
+        raise TensorError(f"Tensor As[0] has dtype {dtype}; gemmkit.torch.grouped_gemm takes "
+                          f"{', '.join(str(t) for t in _ACCUMULATORS)}.")
+    shapes = []
+    for g in range(groups):
+        C = Cs[g] if Cs is not None else None
+        for name, t in ((f"As[{g}]", As[g]), (f"Bs[{g}]", Bs[g]), (f"Cs[{g}]", C)):
+            if t is None:
+                continue
+            if t.dim() != 2:
+                raise TensorError(f"Tensor {name} is {tuple(t.shape)}; grouped_gemm takes one matrix (2-D) per group.")
+            if t.dtype != dtype:
+                raise TensorError(f"Tensor {name} has dtype {t.dtype} but As[0] has {dtype}; give every operand As[0]'s "
+                                  "dtype.")
+            if t.device != device:
+                raise TensorError(f"Tensor {name} is on {t.device} but As[0] is on {device}; put every operand on one "
+                                  "device.")
+        if As[g].shape[1] != Bs[g].shape[0]:
+            raise TensorError(f"Tensors As[{g}] and Bs[{g}]: A is {tuple(As[g].shape)} (M x K) but B is "
+                              f"{tuple(Bs[g].shape)} (K x N); their K extents must agree.")
+        shape = [As[g].shape[0], Bs[g].shape[1]]
+        if C is not None and list(C.shape) != shape:
+            raise TensorError(f"Tensor Cs[{g}] is {tuple(C.shape)} but As[{g}] @ Bs[{g}] is {tuple(shape)}.")
+        shapes.append(shape)
+    return shapes
+
+
+def _fits(t: torch.Tensor, layout: LayoutType) -> bool:
+    """gemmkit's rule: contiguous along the layout's fast dimension (extents of 0 or 1 need nothing), rows (or
+    columns) not overlapping."""
+    rows, cols = t.shape[-2], t.shape[-1]
+    if layout == LayoutType.RowMajor:
+        return (cols <= 1 or t.stride(-1) == 1) and t.stride(-2) >= (0 if rows <= 1 else cols)
+    return (rows <= 1 or t.stride(-2) == 1) and t.stride(-1) >= (0 if cols <= 1 else rows)
+
+
+def _matrices(ts: list[torch.Tensor]) -> tuple[list[torch.Tensor], LayoutType]:
+    """The list and the one layout the plan reads it with: column-major when every matrix is, else row-major, with a
+    copy of those that are not."""
+    if all(_fits(t, LayoutType.ColumnMajor) for t in ts) and not all(_fits(t, LayoutType.RowMajor) for t in ts):
+        return ts, LayoutType.ColumnMajor
+    return [t if _fits(t, LayoutType.RowMajor) else t.contiguous() for t in ts], LayoutType.RowMajor
+
+
+def _grouped_launch(plan: GroupedGemm, As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[list[torch.Tensor]],
+                    Ds: list[torch.Tensor], alpha: float, beta: float) -> None:
+    """Every group in one launch on the operands' device and torch's current stream (gemmkit's run reads it): the
+    metadata goes up in one stream-ordered copy, no sync."""
+    with torch.cuda.device(As[0].device):
+        plan.run(As, Bs, Cs, Ds, alpha, beta, sync=False)
+
+
+def _grouped_gemm(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[list[torch.Tensor]] = None,
+                  alpha: float = 1.0, beta: float = 0.0, activation: str = "identity",
+                  activation_parameter: float = 0.01) -> list[torch.Tensor]:
+    """D[g] = activation(alpha * As[g] @ Bs[g] + beta * Cs[g]) for every group, in one gemmkit launch."""
+    shapes = _grouped_shapes(As, Bs, Cs, beta, activation)
+    Ds = [torch.empty(shape, dtype=As[0].dtype, device=As[0].device) for shape in shapes]
+    As, layout_a = _matrices(As)
+    Bs, layout_b = _matrices(Bs)
+    Cs = [C.contiguous() for C in Cs] if Cs is not None else None
+    if any(D.numel() > 0 and A.shape[1] > 0 for A, D in zip(As, Ds)):
+        plan = _grouped_plan(As[0].dtype, layout_a, layout_b, activation, activation_parameter, As[0].device.index)
+        _grouped_launch(plan, As, Bs, Cs, Ds, alpha, beta)
+    for g, D in enumerate(Ds):  # no product to compute: the kernel skips K = 0 groups, torch fills them
+        if As[g].shape[1] == 0 and D.numel() > 0:
+            D.copy_(_activation(activation).forward(beta * Cs[g] if Cs is not None else torch.zeros_like(D),
+                                                    activation_parameter))
+    return Ds
+
+
+grouped_gemm_op = torch.library.custom_op("gemmkit::grouped_gemm", _grouped_gemm, mutates_args=(),
+                                          device_types="cuda")
+
+
+def grouped_gemm(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[list[torch.Tensor]] = None,
+                 alpha: float = 1.0, beta: float = 0.0, activation: str = "identity",
+                 activation_parameter: float = 0.01) -> list[torch.Tensor]:
+    """D[g] = activation(alpha * As[g] @ Bs[g] + beta * Cs[g]) for every group g in one gemmkit launch (the op
+    torch.ops.gemmkit.grouped_gemm, grouped_gemm_op here; activation_parameter: leaky_relu's slope). Not
+    differentiable: its backward raises NotImplementedError."""
+    if len(As) == 0:  # torch's dispatcher finds no device without a tensor; say what is wrong instead
+        raise TensorError("Tensors As: the list is empty; pass at least one group.")
+    return grouped_gemm_op(As, Bs, Cs, alpha, beta, activation, activation_parameter)
+
+
+@grouped_gemm_op.register_fake
+def _grouped_gemm_fake(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[list[torch.Tensor]] = None,
+                       alpha: float = 1.0, beta: float = 0.0, activation: str = "identity",
+                       activation_parameter: float = 0.01) -> list[torch.Tensor]:
+    return [As[0].new_empty(shape) for shape in _grouped_shapes(As, Bs, Cs, beta, activation)]
+
+
+def _grouped_gemm_backward(ctx: Any, dDs: list[torch.Tensor]) -> tuple:
+    raise NotImplementedError("gemmkit.torch.grouped_gemm has no backward; to differentiate, call gemmkit.torch.gemm "
+                              "per group (its backward is two gemmkit GEMMs) or detach the inputs.")
+
+
+grouped_gemm_op.register_autograd(_grouped_gemm_backward)
+

@@ -68,6 +68,7 @@ PinnedMetadata::Buffer& PinnedMetadata::take(std::size_t bytes) {
 void PinnedMetadata::upload(const KernelModule& module, const gk_grouped_args& args,
                             const std::vector<gk_grouped_problem>& problems, void* device_metadata, std::size_t bytes,
                             cudaStream_t stream) {
+  const bool capturing = is_capturing(stream);
   Buffer& buffer = take(bytes);
   struct Release {
     std::mutex& mutex;
@@ -84,7 +85,7 @@ void PinnedMetadata::upload(const KernelModule& module, const gk_grouped_args& a
     buffer.packed = problems;
   }
   GK_CUDA_CHECK(cudaMemcpyAsync(device_metadata, buffer.host, bytes, cudaMemcpyHostToDevice, stream));
-  if (is_capturing(stream)) {
+  if (capturing) {
     buffer.kept_by_graph = true;
   } else {
     GK_CUDA_CHECK(cudaEventRecord(buffer.copied, stream));

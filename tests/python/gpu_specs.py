@@ -42,7 +42,8 @@ def specs(cc=None):
 
 def torch_specs(cc=None):
     """What the torch tier adds (test_torch_*.py, examples/python/tensor_parallel.py): gemmkit.torch.gemm's plans
-    for transposed operands (autograd's dB = A^T dD), an MLP's fused GELU, and the tensor-parallel example's f32."""
+    for transposed operands (autograd's dB = A^T dD), an MLP's fused GELU, the tensor-parallel example's f32, and
+    the grouped plans of grouped_gemm and the grouped export."""
     out = []
     for element, layout_A, layout_B, activation in [(np.float16, "col", "row", "identity"),
                                                     (np.float16, "col", "col", "identity"),
@@ -51,6 +52,12 @@ def torch_specs(cc=None):
                                                     (np.float32, "row", "col", "identity")]:
         plan = gemmkit.Gemm(element=element, layout_A=layout_A, layout_B=layout_B, layout_C="row",
                             element_accumulator=np.float32, cc=cc)
+        plan.activation = activation
+        out.append(plan.construct())
+    # gemmkit.torch.grouped_gemm's plans (test_torch_ops.GROUPED_KINDS) and the exported grouped ReLU kernel.
+    for layout_A, layout_B, activation in [("row", "row", "relu"), ("col", "col", "identity"), ("row", "col", "relu")]:
+        plan = gemmkit.GroupedGemm(element=np.float16, layout_A=layout_A, layout_B=layout_B, layout_C="row",
+                                   element_accumulator=np.float32, cc=cc)
         plan.activation = activation
         out.append(plan.construct())
     return out

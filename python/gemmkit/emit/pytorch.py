@@ -1,9 +1,9 @@
 """python/gemmkit/emit/pytorch.py: gemmkit.emit.pytorch, a kernel as a PyTorch CUDA extension.
 
-It writes <name>_kernel.cu (the very source gemmkit compiles), <name>.cpp (the binding: a description of the kernel
-that includes no torch header), gemmkit/ (gemmkit's device headers and its torch glue, torch_export.cpp: checks,
-launch, op registration) and setup.py (an ahead-of-time build of all three, with gemmkit's nvcc flags for the
-kernel). With jit=True it builds in seconds: the kernel library comes from gemmkit's cache (built there when
+It writes <name>_kernel.cu (the very source gemmkit compiles), <name>.cpp (the binding, which includes no torch
+header: a Gemm kernel's description, or a grouped kernel's run schema, since grouped kernels describe themselves),
+gemmkit/ (gemmkit's device headers and its torch glue, torch_export.cpp: checks, launch, op registration) and
+setup.py (an ahead-of-time build of all three, with gemmkit's nvcc flags for the kernel). With jit=True it builds in seconds: the kernel library comes from gemmkit's cache (built there when
 missing) and the glue library from a per-torch cache, both placed next to the extension, so that only the binding
 is compiled.
 """
@@ -86,7 +86,10 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
     """Writes `op` (a plan's construct() result) as the PyTorch extension `name` into `sourcedir`:
     <name>_kernel.cu, <name>.cpp, setup.py and gemmkit/ (headers, torch glue). `cc` must be the op's.
     With jit=True, builds and returns the module; its `run` is torch.ops.<name>.run:
-    Gemm: run(A, B, C=None, alpha=1.0, beta=0.0) -> D (leaky_relu kernels also take slope=0.01).
+    Gemm: run(A, B, C=None, alpha=1.0, beta=0.0) -> D;
+    GroupedGemm: run(As, Bs, Cs=None, alpha=1.0, beta=0.0) -> [D[0], ...], all groups in one launch
+    (leaky_relu kernels also take slope=0.01). The outputs are new tensors on the operands' device, allocated and
+    computed on its current stream. run is not differentiable (gemmkit.torch.gemm is).
     Without jit nothing is compiled (no nvcc, no torch needed) and None is returned."""
     binding = _binding_for(op)
     _check_name(name)
@@ -108,7 +111,7 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
     return _jit_build(op, name, sourcedir, binding_path) if jit else None
 
 
-# ---- one binding per operation kind: a row of _BINDINGS per kernel family (GroupedGemm's families come next) --
+# ---- one binding per operation kind: a row of _BINDINGS per kernel family -------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,12 +127,21 @@ def _abi_dtype(element: DataType) -> str:
     return _ABI_DTYPES[element]
 
 
-def _gemm_parameters(spec: KernelSpec) -> list[Parameter]:
-    parameters = [Parameter("A", "Tensor"), Parameter("B", "Tensor"), Parameter("C", "Tensor?", "None"),
-                  Parameter("alpha", "float", "1.0"), Parameter("beta", "float", "0.0")]
+def _parameters(spec: KernelSpec, operands: list[Parameter]) -> list[Parameter]:
+    """run's parameters: the operands, then the epilogue's scalars."""
+    parameters = operands + [Parameter("alpha", "float", "1.0"), Parameter("beta", "float", "0.0")]
     if spec.activation == Activation.leaky_relu:  # the slope is a run-time argument of the kernel
         parameters.append(Parameter("slope", "float", _DEFAULT_SLOPE))
     return parameters
+
+
+def _signature(parameters: list[Parameter], returns: str) -> dict[str, str]:
+    return {"run_arguments": ", ".join(p.python() for p in parameters),
+            "schema": "run(" + ", ".join(p.schema() for p in parameters) + f") -> {returns}"}
+
+
+def _gemm_parameters(spec: KernelSpec) -> list[Parameter]:
+    return _parameters(spec, [Parameter("A", "Tensor"), Parameter("B", "Tensor"), Parameter("C", "Tensor?", "None")])
 
 
 def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
@@ -143,8 +155,7 @@ def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
         "name": name,
         "version": _gemmkit.__version__,
         "kernel_name": spec.name(),
-        "run_arguments": ", ".join(p.python() for p in parameters),
-        "schema": "run(" + ", ".join(p.schema() for p in parameters) + ") -> Tensor",
+        **_signature(parameters, "Tensor"),
         "dtype_a": _abi_dtype(spec.element_A),
         "dtype_b": _abi_dtype(spec.element_B),
         "dtype_c": _abi_dtype(spec.element_C if has_c else spec.element_D),
@@ -162,10 +173,29 @@ def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
     }
 
 
+def _grouped_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
+    """A grouped kernel describes its operands itself (gk_grouped_describe); its binding only names run's schema."""
+    for element in (spec.element_A, spec.element_B, spec.element_C, spec.element_D):
+        _abi_dtype(element)  # refused here, before anything is written, rather than when the extension loads
+    parameters = _parameters(spec, [Parameter("As", "Tensor[]"), Parameter("Bs", "Tensor[]"),
+                                    Parameter("Cs", "Tensor[]?", "None")])
+    return {
+        "name": name,
+        "version": _gemmkit.__version__,
+        "kernel_name": spec.name(),
+        **_signature(parameters, "Tensor[]"),
+        "takes_slope": "1" if spec.activation == Activation.leaky_relu else "0",
+        "activation": spec.activation.name,
+    }
+
+
 _GEMM = _Binding("gemm.cpp.in", _gemm_placeholders)
+_GROUPED = _Binding("grouped.cpp.in", _grouped_placeholders)
 _BINDINGS: dict[KernelFamily, _Binding] = {
     KernelFamily.sm80_universal: _GEMM,
     KernelFamily.sm90_collective: _GEMM,
+    KernelFamily.sm80_grouped: _GROUPED,
+    KernelFamily.sm90_grouped: _GROUPED,
 }
 
 
@@ -175,7 +205,7 @@ def _binding_for(op: object) -> _Binding:
                         "the op a plan's construct() returns (e.g. gemmkit.Gemm(...).construct()).")
     if op.family not in _BINDINGS:
         raise NotImplementedError(f"PyTorch emission of {op.family.name} kernels ({op.name()}) is not implemented "
-                                  "yet; Gemm kernels (sm80_universal, sm90_collective) export.")
+                                  "yet; Gemm and GroupedGemm kernels export.")
     return _BINDINGS[op.family]
 
 

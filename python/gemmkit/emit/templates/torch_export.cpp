@@ -1,20 +1,25 @@
 // gemmkit/torch_export.cpp: gemmkit's torch glue for exported kernels (gemmkit/torch_export.h): tensors checked
 // against the compiled kernel, the kernel's C arguments (abi.h), the launch on torch's current stream with a
-// workspace from torch's allocator, and the op's registration. One translation unit for every exported kernel:
+// workspace from torch's allocator, and the op's registration; for grouped kernels also the per-group metadata,
+// packed into pinned memory and sent in one copy per call. One translation unit for every exported kernel:
 // setup.py compiles it into the extension, the JIT build compiles it once per torch installation and links it.
 //
 // Only the headers it needs: torch/extension.h (pybind11) would triple its build time; output tensors come from
-// Tensor methods (new_empty) rather than ATen/ops headers, and the device is switched with the CUDA runtime rather
-// than c10/cuda/CUDAGuard.h.
+// torch's CUDA allocator directly (ATen/cuda/EmptyTensor.h, no dispatch: a grouped call allocates one D per group)
+// or Tensor methods (new_empty, for meta tensors) rather than ATen/ops headers, and the device is switched with the
+// CUDA runtime rather than c10/cuda/CUDAGuard.h.
 #include <ATen/core/Tensor.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 #include <torch/library.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -72,6 +77,18 @@ std::string status_text(int status) {
   }
 }
 
+// How errors name an operand: "A", or "As[3]" for group 3 of a list.
+struct Name {
+  const char* operand;
+  int64_t group = -1;
+};
+
+std::ostream& operator<<(std::ostream& out, const Name& name) {
+  out << name.operand;
+  if (name.group >= 0) out << "[" << name.group << "]";
+  return out;
+}
+
 // The rule gemmkit's run applies: contiguous along the layout's fast dimension, rows (or columns) not overlapping.
 bool fits(const at::Tensor& t, bool row_major) {
   const int64_t rows = t.size(-2), cols = t.size(-1);
@@ -79,13 +96,21 @@ bool fits(const at::Tensor& t, bool row_major) {
   return (rows <= 1 || t.stride(-2) == 1) && t.stride(-1) >= (cols <= 1 ? 0 : rows);
 }
 
-Matrix check_operand(const at::Tensor& t, const char* name, const Operand& op, const at::Tensor& A) {
-  TORCH_CHECK_VALUE(t.dim() == 2 || t.dim() == 3, name, " must be a matrix or a batch of matrices (rank 2 or 3); got ",
-                    "shape ", t.sizes());
+// Rank, dtype, device and layout of one operand, and the kernel's view of it; `batches`: rank 3 is allowed too.
+// `first` names the tensor whose device every operand shares.
+Matrix check_matrix(const at::Tensor& t, const Name& name, const Operand& op, const at::Tensor& first,
+                    const Name& first_name, bool batches) {
+  if (batches) {
+    TORCH_CHECK_VALUE(t.dim() == 2 || t.dim() == 3, name, " must be a matrix or a batch of matrices (rank 2 or 3); ",
+                      "got shape ", t.sizes());
+  } else {
+    TORCH_CHECK_VALUE(t.dim() == 2, name, " must be a matrix (rank 2): a grouped kernel takes one matrix per group; ",
+                      "got shape ", t.sizes());
+  }
   TORCH_CHECK_VALUE(t.scalar_type() == op.dtype, name, " has dtype ", t.scalar_type(), " but the kernel was built for ",
                     op.dtype);
-  TORCH_CHECK_VALUE(t.device() == A.device(), name, " is on ", t.device(), " but A is on ", A.device(),
-                    "; every tensor must be on A's device");
+  TORCH_CHECK_VALUE(t.device() == first.device(), name, " is on ", t.device(), " but ", first_name, " is on ",
+                    first.device(), "; every tensor must be on ", first_name, "'s device");
   TORCH_CHECK_VALUE(fits(t, op.row_major), name, " has shape ", t.sizes(), " and strides ", t.strides(),
                     " but the kernel reads it ", layout_name(op.row_major), "; pass a ", layout_name(op.row_major),
                     " tensor (", op.row_major ? "x.contiguous()" : "x.mT.contiguous().mT",
@@ -99,6 +124,12 @@ Matrix check_operand(const at::Tensor& t, const char* name, const Operand& op, c
     m.batch = t.size(0);
     m.batch_stride = m.batch > 1 ? t.stride(0) : 0;
   }
+  return m;
+}
+
+// The kernel's vector accesses: leading dimension, batch stride and address multiples of the alignment, and with
+// `aligned_extents` (CUTLASS 2.x grouped kernels) the contiguous extent too.
+void check_alignment(const at::Tensor& t, const Name& name, const Operand& op, const Matrix& m, bool aligned_extents) {
   const auto address = t.is_meta() ? 0 : reinterpret_cast<std::uintptr_t>(t.data_ptr());
   const bool aligned = m.ld % op.alignment == 0 && m.batch_stride % op.alignment == 0 &&
                        address % static_cast<std::uintptr_t>(op.alignment * t.element_size()) == 0;
@@ -107,16 +138,45 @@ Matrix check_operand(const at::Tensor& t, const char* name, const Operand& op, c
                     op.alignment, " elements (", op.alignment * t.element_size(),
                     " bytes), the kernel's alignment; pad the leading dimension or export a kernel with a smaller "
                     "alignment");
+  const int64_t extent = op.row_major ? m.cols : m.rows;
+  TORCH_CHECK_VALUE(!aligned_extents || extent % op.alignment == 0, name, " is ", m.rows, " x ", m.cols, ": its ",
+                    op.row_major ? "rows" : "columns", " (", extent, " elements) must be a multiple of ", op.alignment,
+                    " elements, since this CUTLASS 2.x kernel reads whole vectors; pad them or export "
+                    "a kernel with a smaller alignment");
+}
+
+Matrix check_operand(const at::Tensor& t, const Name& name, const Operand& op, const at::Tensor& A) {
+  const Matrix m = check_matrix(t, name, op, A, Name{"A"}, /*batches=*/true);
+  check_alignment(t, name, op, m, /*aligned_extents=*/false);
   return m;
 }
 
-// D in C's layout, on A's device and torch's current stream: (L,) M x N, row-major or column-major.
-at::Tensor allocate_output(const GemmKernel& kernel, const at::Tensor& A, int64_t batch, bool batched, int64_t m,
-                           int64_t n) {
-  const at::TensorOptions options = A.options().dtype(kernel.d.dtype);
-  if (kernel.c.row_major) return batched ? A.new_empty({batch, m, n}, options) : A.new_empty({m, n}, options);
-  return batched ? A.new_empty_strided({batch, m, n}, {m * n, 1, m}, options)
-                 : A.new_empty_strided({m, n}, {1, m}, options);
+// An output in `d`'s dtype and layout on `like`'s device, (batch x) rows x cols; CUDA tensors straight from torch's
+// caching allocator (on the device's current stream), meta tensors (torch.compile's tracing) through new_empty.
+at::Tensor allocate_output(const Operand& d, const at::Tensor& like, std::optional<int64_t> batch, int64_t rows,
+                           int64_t cols) {
+  std::vector<int64_t> sizes{rows, cols}, strides{d.row_major ? cols : 1, d.row_major ? 1 : rows};
+  if (batch) {
+    sizes.insert(sizes.begin(), *batch);
+    strides.insert(strides.begin(), rows * cols);
+  }
+  if (like.is_meta()) return like.new_empty_strided(sizes, strides, like.options().dtype(d.dtype));
+  return at::detail::empty_strided_cuda(sizes, strides, d.dtype, like.device());
+}
+
+int multiprocessor_count(int device) {
+  int count = 0;
+  TORCH_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) == cudaSuccess,
+              "cannot read the multiprocessor count of CUDA device ", device);
+  return count;
+}
+
+// A failed launch as an error with CUDA's reason; other statuses are the caller's to report.
+void check_launch(int status, gk_kernel_name_fn kernel_name, gk_last_cuda_error_fn last_cuda_error) {
+  if (status != GK_ERR_LAUNCH) return;
+  const auto error = static_cast<cudaError_t>(last_cuda_error());
+  TORCH_CHECK(false, "launching ", kernel_name(), " failed: ", cudaGetErrorName(error), " (", cudaGetErrorString(error),
+              ")");
 }
 
 // Makes `device` current for the launch and restores the caller's device afterwards.
@@ -141,8 +201,8 @@ class DeviceGuard {
 at::Tensor run_gemm(const GemmKernel& kernel, const at::Tensor& A, const at::Tensor& B,
                     const std::optional<at::Tensor>& C, double alpha, double beta, double activation_parameter) {
   TORCH_CHECK_VALUE(A.is_cuda() || A.is_meta(), "A is on ", A.device(), "; the kernel runs on CUDA tensors");
-  const Matrix a = check_operand(A, "A", kernel.a, A);
-  const Matrix b = check_operand(B, "B", kernel.b, A);
+  const Matrix a = check_operand(A, Name{"A"}, kernel.a, A);
+  const Matrix b = check_operand(B, Name{"B"}, kernel.b, A);
   TORCH_CHECK_VALUE(a.cols == b.rows, "A is ", a.rows, " x ", a.cols, " (M x K) but B is ", b.rows, " x ", b.cols,
                     " (K x N); their K extents must agree");
   TORCH_CHECK_VALUE(a.batch == b.batch || a.batch == 1 || b.batch == 1, "A has a batch of ", a.batch, " and B of ",
@@ -154,17 +214,17 @@ at::Tensor run_gemm(const GemmKernel& kernel, const at::Tensor& A, const at::Ten
   const bool batched = A.dim() == 3 || B.dim() == 3;
   Matrix c;
   if (c_given) {
-    c = check_operand(*C, "C", kernel.c, A);
+    c = check_operand(*C, Name{"C"}, kernel.c, A);
     TORCH_CHECK_VALUE(c.rows == m && c.cols == n, "C is ", c.rows, " x ", c.cols, " but A @ B is ", m, " x ", n);
     TORCH_CHECK_VALUE(c.batch == 1 || c.batch == batch, "C has a batch of ", c.batch, " but the GEMM's batch is ",
                       batch);
   }
-  at::Tensor D = allocate_output(kernel, A, batch, batched, m, n);
+  at::Tensor D = allocate_output(kernel.d, A, batched ? std::optional<int64_t>(batch) : std::nullopt, m, n);
   if (A.is_meta() || m == 0 || n == 0 || batch == 0) return D;
   TORCH_CHECK_VALUE(k > 0, "K is 0: the kernel needs K >= 1");
   TORCH_CHECK_VALUE(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && batch <= INT32_MAX, "the problem ", m, " x ",
                     n, " x ", k, " exceeds 2^31-1 in one dimension");
-  const Matrix d = check_operand(D, "D", kernel.d, A);
+  const Matrix d = check_operand(D, Name{"D"}, kernel.d, A);
 
   const int device = A.get_device();
   const DeviceGuard guard(device);
@@ -189,8 +249,7 @@ at::Tensor run_gemm(const GemmKernel& kernel, const at::Tensor& A, const at::Ten
   args.beta = beta;
   args.activation_params[0] = activation_parameter;
   args.device_id = device;
-  TORCH_CHECK(cudaDeviceGetAttribute(&args.sm_count, cudaDevAttrMultiProcessorCount, device) == cudaSuccess,
-              "cannot read the multiprocessor count of CUDA device ", device);
+  args.sm_count = multiprocessor_count(device);
   args.raster_order = 0;  // gemmkit's defaults: the heuristic raster order, swizzle 1, one split
   args.max_swizzle_size = 1;
   args.splits = 1;
@@ -204,13 +263,211 @@ at::Tensor run_gemm(const GemmKernel& kernel, const at::Tensor& A, const at::Ten
   }
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device).stream();
   const int status = kernel_module.run(&args, workspace_bytes > 0 ? workspace.data_ptr() : nullptr, stream);
-  if (status == GK_ERR_LAUNCH) {
-    const auto error = static_cast<cudaError_t>(kernel_module.last_cuda_error());
-    TORCH_CHECK(false, "launching ", kernel_module.kernel_name(), " failed: ", cudaGetErrorName(error), " (",
-                cudaGetErrorString(error), ")");
-  }
+  check_launch(status, kernel_module.kernel_name, kernel_module.last_cuda_error);
   TORCH_CHECK(status == GK_OK, "kernel ", kernel_module.kernel_name(), " refused the problem m=", m, " n=", n, " k=", k,
               " batch=", batch, ": ", status_text(status));
+  return D;
+}
+
+// ---- grouped kernels --------------------------------------------------------------------------------------------
+
+// An exported grouped kernel: the operands it describes (gk_grouped_describe) and its entry points.
+struct GroupedKernel {
+  Operand a, b, c, d;  // D has C's layout
+  bool aligned_extents;
+  gk_torch_grouped_entry_points entry_points;
+};
+
+GroupedKernel grouped_kernel(const gk_torch_grouped_entry_points& entry_points) {
+  const gk_grouped_info& info = *entry_points.describe();
+  const auto operand_of = [](int32_t dtype, int32_t layout, int32_t alignment) {
+    return operand(gk_torch_operand{static_cast<gk_dtype>(dtype), static_cast<gk_layout>(layout), alignment});
+  };
+  return {operand_of(info.element_a, info.layout_a, info.alignment_a),
+          operand_of(info.element_b, info.layout_b, info.alignment_b),
+          operand_of(info.element_c, info.layout_c, info.alignment_c),
+          operand_of(info.element_d, info.layout_c, info.alignment_d),
+          info.aligned_extents != 0,
+          entry_points};
+}
+
+// While a stream is captured into a CUDA graph (torch captures in the global mode), calls such as cudaHostAlloc or
+// cudaEventQuery would invalidate the capture; this thread relaxes the mode while it manages its pinned buffers.
+class RelaxedCapture {
+ public:
+  explicit RelaxedCapture(bool capturing) : active_(capturing) {
+    if (active_) cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  ~RelaxedCapture() {
+    if (active_) cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  bool active_;
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+// Pinned host buffers for the packed metadata of grouped calls, so that each call sends it in one asynchronous
+// copy. A buffer is reused once the copy that read it has finished (an event recorded after the copy); a buffer
+// whose copy was captured into a CUDA graph is read by every replay, so it is never reused nor freed (the process
+// keeps it: a few KB per captured call).
+class PinnedBuffers {
+ public:
+  // Packs `problems` into a free buffer and queues its copy to `device_metadata` (`bytes` long) on `stream`.
+  void upload(const GroupedKernel& kernel, const gk_grouped_args& args, const std::vector<gk_grouped_problem>& problems,
+              void* device_metadata, size_t bytes, cudaStream_t stream) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    TORCH_CHECK(cudaStreamIsCapturing(stream, &capture) == cudaSuccess, "cannot query the stream's capture status");
+    const bool capturing = capture != cudaStreamCaptureStatusNone;
+    Buffer& buffer = take(bytes, args.device_id, capturing);
+    struct Release {  // on every exit, errors included
+      PinnedBuffers& owner;
+      Buffer& buffer;
+      ~Release() {
+        const std::lock_guard<std::mutex> lock(owner.mutex_);
+        buffer.busy = false;
+      }
+    } release{*this, buffer};
+    const gk_torch_grouped_entry_points& module = kernel.entry_points;
+    int32_t failed = -1;
+    const int status = module.pack(&args, problems.data(), buffer.host, bytes, &failed);
+    TORCH_CHECK(status == GK_OK, "kernel ", module.kernel_name(), " refused group ", failed, ": ", status_text(status));
+    TORCH_CHECK(cudaMemcpyAsync(device_metadata, buffer.host, bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess,
+                "cannot copy the grouped metadata to the GPU: ", cudaGetErrorString(cudaGetLastError()));
+    if (capturing) {
+      buffer.kept_by_graph = true;
+    } else {
+      TORCH_CHECK(cudaEventRecord(buffer.copied, stream) == cudaSuccess, "cannot record an event on the stream");
+      buffer.copy_recorded = true;
+    }
+  }
+
+ private:
+  struct Buffer {
+    void* host = nullptr;
+    size_t bytes = 0;
+    int device = 0;  // of its event
+    cudaEvent_t copied = nullptr;
+    bool copy_recorded = false, busy = false, kept_by_graph = false;
+  };
+
+  Buffer& take(size_t bytes, int device, bool capturing) {
+    const RelaxedCapture relaxed(capturing);
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (Buffer& buffer : buffers_) {
+      if (buffer.busy || buffer.kept_by_graph || buffer.device != device || buffer.bytes < bytes) continue;
+      if (buffer.copy_recorded && cudaEventQuery(buffer.copied) != cudaSuccess) {
+        cudaGetLastError();  // cudaErrorNotReady: still copying, which is no error for later calls
+        continue;
+      }
+      buffer.busy = true;
+      return buffer;
+    }
+    Buffer buffer;
+    buffer.bytes = std::max<size_t>(bytes, 4096);  // most calls of a process then share a few buffers
+    buffer.device = device;
+    TORCH_CHECK(cudaHostAlloc(&buffer.host, buffer.bytes, cudaHostAllocPortable) == cudaSuccess, "cannot allocate ",
+                buffer.bytes, " bytes of pinned host memory: ", cudaGetErrorString(cudaGetLastError()));
+    TORCH_CHECK(cudaEventCreateWithFlags(&buffer.copied, cudaEventDisableTiming) == cudaSuccess,
+                "cannot create a CUDA event");
+    buffer.busy = true;
+    return buffers_.emplace_back(buffer);
+  }
+
+  std::mutex mutex_;
+  std::deque<Buffer> buffers_;  // stable addresses; never freed (the process may exit while copies are queued)
+};
+
+PinnedBuffers pinned_buffers;
+
+// D[g] = act(alpha * As[g] @ Bs[g] + beta * Cs[g]) for every group in one launch; `activation_parameter` is
+// leaky_relu's slope. Groups with an empty D are skipped; one with K = 0 but a non-empty D is refused.
+std::vector<at::Tensor> run_grouped(const GroupedKernel& kernel, at::TensorList As, at::TensorList Bs,
+                                    const std::optional<at::TensorList>& Cs, double alpha, double beta,
+                                    double activation_parameter) {
+  const int64_t groups = static_cast<int64_t>(As.size());
+  const bool c_given = Cs.has_value();
+  TORCH_CHECK_VALUE(groups > 0, "As is empty; pass at least one group");
+  TORCH_CHECK_VALUE(
+      static_cast<int64_t>(Bs.size()) == groups && (!c_given || static_cast<int64_t>(Cs->size()) == groups), "As has ",
+      groups, " tensors, Bs ", Bs.size(), c_given ? ", Cs " : "", c_given ? std::to_string(Cs->size()) : std::string(),
+      "; pass one A, B", c_given ? " and C" : "", " per group");
+  TORCH_CHECK_VALUE(c_given || beta == 0.0, "beta is ", beta, " but no Cs were given; pass Cs or beta=0");
+  TORCH_CHECK_VALUE(groups <= INT32_MAX, "the kernel takes at most 2^31-1 groups");
+  const at::Tensor& first = As[0];
+  const Name first_name{"As", 0};
+  TORCH_CHECK_VALUE(first.is_cuda() || first.is_meta(), first_name, " is on ", first.device(),
+                    "; the kernel runs on CUDA tensors");
+  std::vector<at::Tensor> D;
+  D.reserve(groups);
+  std::vector<gk_grouped_problem> problems(static_cast<size_t>(groups));
+  bool any_work = false;
+  for (int64_t g = 0; g < groups; ++g) {
+    const Name a_name{"As", g}, b_name{"Bs", g}, c_name{"Cs", g}, d_name{"D", g};
+    const Matrix a = check_matrix(As[g], a_name, kernel.a, first, first_name, /*batches=*/false);
+    const Matrix b = check_matrix(Bs[g], b_name, kernel.b, first, first_name, /*batches=*/false);
+    TORCH_CHECK_VALUE(a.cols == b.rows, a_name, " is ", a.rows, " x ", a.cols, " (M x K) but ", b_name, " is ", b.rows,
+                      " x ", b.cols, " (K x N); their K extents must agree");
+    const int64_t m = a.rows, n = b.cols, k = a.cols;
+    Matrix c;
+    if (c_given) {
+      c = check_matrix((*Cs)[g], c_name, kernel.c, first, first_name, /*batches=*/false);
+      TORCH_CHECK_VALUE(c.rows == m && c.cols == n, c_name, " is ", c.rows, " x ", c.cols, " but ", a_name, " @ ",
+                        b_name, " is ", m, " x ", n);
+    }
+    D.push_back(allocate_output(kernel.d, first, std::nullopt, m, n));
+    if (m == 0 || n == 0) continue;  // nothing to compute; the kernel skips the group and reads none of its pointers
+    TORCH_CHECK_VALUE(k > 0, a_name, " and ", b_name, ": K is 0 but ", d_name, " is ", m, " x ", n,
+                      "; the kernel needs K >= 1 (D is then beta * C, activated: compute that group without it)");
+    TORCH_CHECK_VALUE(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX, "group ", g, ": the problem ", m, " x ", n,
+                      " x ", k, " exceeds 2^31-1 in one dimension");
+    if (first.is_meta()) continue;
+    const Matrix d = check_matrix(D.back(), d_name, kernel.d, first, first_name, /*batches=*/false);
+    check_alignment(As[g], a_name, kernel.a, a, kernel.aligned_extents);
+    check_alignment(Bs[g], b_name, kernel.b, b, kernel.aligned_extents);
+    if (c_given) check_alignment((*Cs)[g], c_name, kernel.c, c, kernel.aligned_extents);
+    check_alignment(D.back(), d_name, kernel.d, d, kernel.aligned_extents);
+    gk_grouped_problem& p = problems[static_cast<size_t>(g)];
+    p.m = static_cast<int32_t>(m);
+    p.n = static_cast<int32_t>(n);
+    p.k = static_cast<int32_t>(k);
+    p.A = As[g].data_ptr();
+    p.B = Bs[g].data_ptr();
+    p.C = c_given ? (*Cs)[g].data_ptr() : nullptr;
+    p.D = D.back().data_ptr();
+    p.lda = a.ld;
+    p.ldb = b.ld;
+    p.ldc = c_given ? c.ld : d.ld;
+    p.ldd = d.ld;
+    any_work = true;
+  }
+  if (!any_work) return D;
+
+  const int device = first.get_device();
+  const DeviceGuard guard(device);
+  const gk_torch_grouped_entry_points& module = kernel.entry_points;
+  gk_grouped_args args{};
+  args.groups = static_cast<int32_t>(groups);
+  args.device_id = device;
+  args.sm_count = multiprocessor_count(device);
+  args.alpha = alpha;
+  args.beta = beta;
+  args.activation_params[0] = activation_parameter;
+  // One block from torch's allocator, stream-ordered like the launch: the metadata, then the workspace.
+  const size_t metadata_bytes = module.metadata_bytes(args.groups);
+  const size_t workspace_offset = (metadata_bytes + 255) / 256 * 256;
+  const size_t workspace_bytes = module.workspace_size(&args);
+  const at::Tensor buffer = at::detail::empty_cuda({static_cast<int64_t>(workspace_offset + workspace_bytes)},
+                                                   at::kByte, first.device(), std::nullopt);
+  auto* metadata = static_cast<char*>(buffer.data_ptr());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device).stream();
+  pinned_buffers.upload(kernel, args, problems, metadata, metadata_bytes, stream);
+  const int status = module.run(&args, metadata, workspace_bytes > 0 ? metadata + workspace_offset : nullptr, stream);
+  check_launch(status, module.kernel_name, module.last_cuda_error);
+  TORCH_CHECK(status == GK_OK, "kernel ", module.kernel_name(), " refused the call of ", groups,
+              " groups: ", status_text(status));
   return D;
 }
 
@@ -219,27 +476,17 @@ std::mutex libraries_mutex;
 std::vector<std::unique_ptr<torch::Library>> libraries;
 thread_local std::string last_error;
 
-}  // namespace
-
-extern "C" const char* gk_torch_register_gemm_v1(const char* ns, const char* schema, const gk_torch_gemm_kernel* k,
-                                                 const gk_torch_entry_points* entry_points) {
+// Defines `schema` in the namespace `ns` and lets `implement` register its one function for every device (CUDA
+// tensors run, meta and fake tensors, as torch.compile traces, get the outputs' shapes only): what TORCH_LIBRARY
+// expands to, with the namespace known only when the extension is imported. NULL, or the reason it failed.
+template <class Implement>
+const char* register_op(const char* ns, const char* schema, Implement&& implement) {
   try {
-    const GemmKernel kernel{operand(k->a), operand(k->b), operand(k->c), operand(k->d), k->has_c != 0, *entry_points};
-    // What TORCH_LIBRARY expands to, with the namespace known only when the extension is imported.
     auto definition = std::make_unique<torch::Library>(torch::Library::DEF, ns, std::nullopt, __FILE__, __LINE__);
     definition->def(schema);
-    // One function for every device: CUDA tensors run, meta and fake tensors (torch.compile) get D's shape only.
     auto implementation = std::make_unique<torch::Library>(
         torch::Library::IMPL, ns, c10::DispatchKey::CompositeExplicitAutograd, __FILE__, __LINE__);
-    if (k->takes_slope) {
-      implementation->impl(
-          "run", [kernel](const at::Tensor& A, const at::Tensor& B, const std::optional<at::Tensor>& C, double alpha,
-                          double beta, double slope) { return run_gemm(kernel, A, B, C, alpha, beta, slope); });
-    } else {
-      implementation->impl(
-          "run", [kernel](const at::Tensor& A, const at::Tensor& B, const std::optional<at::Tensor>& C, double alpha,
-                          double beta) { return run_gemm(kernel, A, B, C, alpha, beta, 0.0); });
-    }
+    implement(*implementation);
     const std::lock_guard<std::mutex> lock(libraries_mutex);
     libraries.push_back(std::move(definition));
     libraries.push_back(std::move(implementation));
@@ -248,4 +495,37 @@ extern "C" const char* gk_torch_register_gemm_v1(const char* ns, const char* sch
     last_error = error.what();
     return last_error.c_str();
   }
+}
+
+}  // namespace
+
+extern "C" const char* gk_torch_register_gemm_v1(const char* ns, const char* schema, const gk_torch_gemm_kernel* k,
+                                                 const gk_torch_entry_points* entry_points) {
+  return register_op(ns, schema, [&](torch::Library& library) {
+    const GemmKernel kernel{operand(k->a), operand(k->b), operand(k->c), operand(k->d), k->has_c != 0, *entry_points};
+    if (k->takes_slope) {
+      library.impl("run",
+                   [kernel](const at::Tensor& A, const at::Tensor& B, const std::optional<at::Tensor>& C, double alpha,
+                            double beta, double slope) { return run_gemm(kernel, A, B, C, alpha, beta, slope); });
+    } else {
+      library.impl("run", [kernel](const at::Tensor& A, const at::Tensor& B, const std::optional<at::Tensor>& C,
+                                   double alpha, double beta) { return run_gemm(kernel, A, B, C, alpha, beta, 0.0); });
+    }
+  });
+}
+
+extern "C" const char* gk_torch_register_grouped_v1(const char* ns, const char* schema, int takes_slope,
+                                                    const gk_torch_grouped_entry_points* entry_points) {
+  return register_op(ns, schema, [&](torch::Library& library) {
+    const GroupedKernel kernel = grouped_kernel(*entry_points);
+    if (takes_slope) {
+      library.impl("run",
+                   [kernel](at::TensorList As, at::TensorList Bs, const std::optional<at::TensorList>& Cs, double alpha,
+                            double beta, double slope) { return run_grouped(kernel, As, Bs, Cs, alpha, beta, slope); });
+    } else {
+      library.impl("run",
+                   [kernel](at::TensorList As, at::TensorList Bs, const std::optional<at::TensorList>& Cs, double alpha,
+                            double beta) { return run_grouped(kernel, As, Bs, Cs, alpha, beta, 0.0); });
+    }
+  });
 }

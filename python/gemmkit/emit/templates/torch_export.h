@@ -1,7 +1,8 @@
 /* gemmkit/torch_export.h: the interface between an exported extension's binding (<name>.cpp, which includes no
    torch header and builds in about a second) and gemmkit's torch glue (gemmkit/torch_export.cpp: tensor checks,
    launch, op registration; compiled into the extension by setup.py, taken ready-built from gemmkit's cache by the
-   JIT build). Plain C, so that neither side depends on the other's compiler settings. */
+   JIT build). Plain C, so that neither side depends on the other's compiler settings. Gemm and GroupedGemm
+   kernels each have their registration below. */
 #ifndef GEMMKIT_TORCH_EXPORT_H
 #define GEMMKIT_TORCH_EXPORT_H
 
@@ -33,11 +34,28 @@ typedef struct gk_torch_entry_points {
   gk_last_cuda_error_fn last_cuda_error;
 } gk_torch_entry_points;
 
+/* A grouped kernel module's entry points (abi.h's grouped section), linked into the extension; the module
+   describes its own operands (describe), so a grouped binding declares nothing else. */
+typedef struct gk_torch_grouped_entry_points {
+  gk_abi_version_fn abi_version;
+  gk_kernel_name_fn kernel_name;
+  gk_last_cuda_error_fn last_cuda_error;
+  gk_grouped_describe_fn describe;
+  gk_grouped_metadata_bytes_fn metadata_bytes;
+  gk_grouped_workspace_size_fn workspace_size;
+  gk_grouped_pack_fn pack;
+  gk_grouped_run_fn run;
+} gk_torch_grouped_entry_points;
+
 /* Registers the op `run` with `schema` in the torch.ops namespace `ns`, for every device (CUDA tensors run; meta
    and fake tensors get D's shape). NULL on success, else the reason (valid until this thread's next call).
    The version suffix changes with the structs above, so that a stale glue library fails to link. */
 const char* gk_torch_register_gemm_v1(const char* ns, const char* schema, const gk_torch_gemm_kernel* kernel,
                                       const gk_torch_entry_points* entry_points);
+
+/* The same for a grouped kernel: run(As, Bs, Cs, alpha, beta[, slope]) -> list of D (`takes_slope` as above). */
+const char* gk_torch_register_grouped_v1(const char* ns, const char* schema, int takes_slope,
+                                         const gk_torch_grouped_entry_points* entry_points);
 
 #ifdef __cplusplus
 }

@@ -6,22 +6,38 @@
 
 #include "gemmkit/torch_export.h"
 
-// The kernel's entry points (gemmkit/module_entry.hpp), linked in: from <name>_kernel.cu (setup.py) or the kernel
-// library of gemmkit's cache (the JIT build).
+// The kernel's entry points (gemmkit/module_entry.hpp, gemmkit/grouped_entry.hpp), linked in: from
+// <name>_kernel.cu (setup.py) or the kernel library of gemmkit's cache (the JIT build). A Gemm module defines the
+// dense ones, a grouped module the gk_grouped_* ones; a binding names only its kind's table below, so the other
+// kind's symbols are never referenced.
 extern "C" {
 int gk_abi_version(void);
 const char* gk_kernel_name(void);
+int gk_last_cuda_error(void);
 size_t gk_workspace_size(const gk_gemm_args* args);
 int gk_run(const gk_gemm_args* args, void* workspace, void* stream);
-int gk_last_cuda_error(void);
+const gk_grouped_info* gk_grouped_describe(void);
+size_t gk_grouped_metadata_bytes(int32_t groups);
+size_t gk_grouped_workspace_size(const gk_grouped_args* args);
+int gk_grouped_pack(const gk_grouped_args* args, const gk_grouped_problem* problems, void* host_metadata,
+                    size_t metadata_bytes, int32_t* failed_group);
+int gk_grouped_run(const gk_grouped_args* args, const void* device_metadata, void* workspace, void* stream);
 }
 
 namespace gemmkit::torch_module {
 
 // Internal linkage: an inline variable would be a GNU "unique" symbol, which the dynamic linker shares between every
 // extension of the process, so that the second exported kernel's op ran the first one's entry points.
-static constexpr gk_torch_entry_points kEntryPoints = {gk_abi_version, gk_kernel_name, gk_workspace_size, gk_run,
-                                                       gk_last_cuda_error};
+static constexpr gk_torch_entry_points kGemmEntryPoints = {gk_abi_version, gk_kernel_name, gk_workspace_size, gk_run,
+                                                           gk_last_cuda_error};
+static constexpr gk_torch_grouped_entry_points kGroupedEntryPoints = {gk_abi_version,
+                                                                      gk_kernel_name,
+                                                                      gk_last_cuda_error,
+                                                                      gk_grouped_describe,
+                                                                      gk_grouped_metadata_bytes,
+                                                                      gk_grouped_workspace_size,
+                                                                      gk_grouped_pack,
+                                                                      gk_grouped_run};
 
 // Registers the op (torch.ops.<ns>.run) and returns the module with `run` (that op: its schema brings keywords
 // and defaults) and `kernel_name`; nullptr with a Python ImportError when something does not fit.
