@@ -67,15 +67,9 @@ Comparison compare_conv(ConvKind kind, const ConvShape& sh, const HostMatrix& A,
             for (std::int64_t k = 0; k < sh.k; ++k)
               for (std::int64_t c = 0; c < sh.c; ++c) {
                 switch (kind) {
-                  case ConvKind::Fprop:
-                    acc[index(n, p, q, k)] += at(A, xe, n, h, w, c) * at(B, we, k, r, s, c);
-                    break;
-                  case ConvKind::Dgrad:
-                    acc[index(n, h, w, c)] += at(A, ye, n, p, q, k) * at(B, we, k, r, s, c);
-                    break;
-                  case ConvKind::Wgrad:
-                    acc[index(k, r, s, c)] += at(A, ye, n, p, q, k) * at(B, xe, n, h, w, c);
-                    break;
+                  case ConvKind::Fprop: acc[index(n, p, q, k)] += at(A, xe, n, h, w, c) * at(B, we, k, r, s, c); break;
+                  case ConvKind::Dgrad: acc[index(n, h, w, c)] += at(A, ye, n, p, q, k) * at(B, we, k, r, s, c); break;
+                  case ConvKind::Wgrad: acc[index(k, r, s, c)] += at(A, ye, n, p, q, k) * at(B, xe, n, h, w, c); break;
                 }
               }
           }
@@ -87,8 +81,7 @@ Comparison compare_conv(ConvKind kind, const ConvShape& sh, const HostMatrix& A,
         for (std::int64_t i3 = 0; i3 < de[3]; ++i3) {
           double value = alpha * acc[index(i0, i1, i2, i3)];
           if (C != nullptr && beta != 0.0) value += beta * at(*C, de, i0, i1, i2, i3);
-          const double expected =
-              round_to(D.dtype(), apply_activation(epilogue.activation, value, epilogue.parameter));
+          const double expected = round_to(D.dtype(), apply_activation(epilogue.activation, value, epilogue.parameter));
           const double error = std::fabs(at(D, de, i0, i1, i2, i3) - expected);
           result.max_abs_error = std::max(result.max_abs_error, error);
           result.max_rel_error = std::max(result.max_rel_error, error / std::max(1.0, std::fabs(expected)));

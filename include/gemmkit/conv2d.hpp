@@ -75,10 +75,10 @@ class Conv2d : public Gemm {
 
  private:
   using Gemm::run;
-  using Gemm::spec_for;
   using Gemm::set_bias;
-  using Gemm::set_raster_order;
   using Gemm::set_max_swizzle_size;
+  using Gemm::set_raster_order;
+  using Gemm::spec_for;
 
   struct ConvProblem;
   ConvProblem check_conv(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,

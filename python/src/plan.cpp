@@ -280,8 +280,7 @@ void bind_conv2d(nb::module_& m) {
           "output_size",
           [](std::array<std::int64_t, 4> input, std::array<std::int64_t, 4> weight, Pair padding, Pair stride,
              Pair dilation) { return Conv2d::output_size(input, weight, geometry(stride, padding, dilation)); },
-          "input_size"_a, "weight_size"_a, "padding"_a = Pair{0, 0}, "stride"_a = Pair{1, 1},
-          "dilation"_a = Pair{1, 1},
+          "input_size"_a, "weight_size"_a, "padding"_a = Pair{0, 0}, "stride"_a = Pair{1, 1}, "dilation"_a = Pair{1, 1},
           "(N, P, Q, K) of an input (N, H, W, C) under a filter (K, R, S, C): P = (H + 2 pad - dilation (R - 1) - 1) "
           "/ stride + 1.")
       .def(

@@ -61,7 +61,8 @@ Extent check_packed(const TensorView& t, const std::string& name, DataType dtype
                       ". Convert the tensor or declare the plan with this element type.");
   }
   if (t.rank != 4) {
-    throw TensorError("Tensor " + name + " must be 4-D (channels innermost: NHWC activations, KRSC filters); got shape " +
+    throw TensorError("Tensor " + name +
+                      " must be 4-D (channels innermost: NHWC activations, KRSC filters); got shape " +
                       t.shape_string() + ".");
   }
   Extent e{t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
@@ -150,7 +151,8 @@ Conv2d::Conv2d(const Conv2dOptions& options) : Gemm(gemm_options(options), catal
   kind_ = options.kind;
   if (options.kernel_cc && *options.kernel_cc != 80) {
     throw ConfigError("Conv2d has CUTLASS 2.x kernels only (kernel_cc 80, on SM80 and SM90 GPUs); kernel_cc " +
-                      std::to_string(*options.kernel_cc) + " has no conv family yet. Pass kernel_cc=80 or leave it "
+                      std::to_string(*options.kernel_cc) +
+                      " has no conv family yet. Pass kernel_cc=80 or leave it "
                       "unset.");
   }
 }
@@ -167,7 +169,8 @@ std::array<std::int64_t, 4> Conv2d::output_size(const Extent& x, const Extent& w
     throw ConfigError("Conv2d: the filter " + std::to_string(w[1]) + " x " + std::to_string(w[2]) + " (dilation " +
                       std::to_string(g.dilation[0]) + " x " + std::to_string(g.dilation[1]) +
                       ") is larger than the padded input " + std::to_string(x[1] + 2 * g.padding[0]) + " x " +
-                      std::to_string(x[2] + 2 * g.padding[1]) + ": the output would be empty. Pad more or use a "
+                      std::to_string(x[2] + 2 * g.padding[1]) +
+                      ": the output would be empty. Pad more or use a "
                       "smaller filter or dilation.");
   }
   return {x[0], p, q, w[0]};
@@ -179,8 +182,8 @@ void Conv2d::set_iterator_algorithm(std::optional<IteratorAlgorithm> algorithm) 
 
 void Conv2d::set_stride_support(std::optional<StrideSupport> support) {
   if (support == StrideSupport::Unity && kind_ != ConvKind::Dgrad) {
-    throw ConfigError("Stride support 'unity' selects the unit-stride dgrad kernels; " +
-                      std::string(to_string(kind_)) + " kernels take any stride.");
+    throw ConfigError("Stride support 'unity' selects the unit-stride dgrad kernels; " + std::string(to_string(kind_)) +
+                      " kernels take any stride.");
   }
   change_checked(stride_support_, support);
 }
@@ -269,21 +272,22 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
   // Optimized iterators precompute masks for filters of at most 32 x 32 (channel counts already fit the vectors).
   const bool optimized_ok = p.r <= 32 && p.s <= 32;
   if (iterator_ == IteratorAlgorithm::Optimized && !optimized_ok) {
-    throw ConfigError("Iterator algorithm optimized is invalid for this problem: its filter is " +
-                      std::to_string(p.r) + " x " + std::to_string(p.s) +
+    throw ConfigError("Iterator algorithm optimized is invalid for this problem: its filter is " + std::to_string(p.r) +
+                      " x " + std::to_string(p.s) +
                       ", over the 32 x 32 the optimized iterators take. Set the iterator algorithm to analytic.");
   }
   p.iterator = iterator_.value_or(optimized_ok ? IteratorAlgorithm::Optimized : IteratorAlgorithm::Analytic);
   const bool unit_stride = g.stride[0] == 1 && g.stride[1] == 1;
   if (kind_ == ConvKind::Dgrad && !unit_stride && (g.dilation[0] != 1 || g.dilation[1] != 1)) {
-    throw ConfigError("Conv2d dgrad with a stride above 1 takes dilation 1 only (CUTLASS's strided dgrad kernels do "
-                      "not dilate); got stride " + std::to_string(g.stride[0]) + "x" + std::to_string(g.stride[1]) +
-                      " and dilation " + std::to_string(g.dilation[0]) + "x" + std::to_string(g.dilation[1]) + ".");
+    throw ConfigError(
+        "Conv2d dgrad with a stride above 1 takes dilation 1 only (CUTLASS's strided dgrad kernels do "
+        "not dilate); got stride " +
+        std::to_string(g.stride[0]) + "x" + std::to_string(g.stride[1]) + " and dilation " +
+        std::to_string(g.dilation[0]) + "x" + std::to_string(g.dilation[1]) + ".");
   }
   if (stride_support_ == StrideSupport::Unity && !unit_stride) {
-    throw ConfigError("Stride support unity is invalid for this problem: its stride is " +
-                      std::to_string(g.stride[0]) + "x" + std::to_string(g.stride[1]) +
-                      ". Set the stride support to strided (or unset it).");
+    throw ConfigError("Stride support unity is invalid for this problem: its stride is " + std::to_string(g.stride[0]) +
+                      "x" + std::to_string(g.stride[1]) + ". Set the stride support to strided (or unset it).");
   }
   p.stride_support =
       stride_support_.value_or(kind_ == ConvKind::Dgrad && unit_stride ? StrideSupport::Unity : StrideSupport::Strided);

@@ -276,9 +276,8 @@ catalog::Target Gemm::target() const {
 void Gemm::require_operation(catalog::Operation operation, const char* what) const {
   if (operation_ == operation) return;
   const char* plan = operation_ == catalog::Operation::GroupedGemm ? "GroupedGemm; call its run(As, Bs, Cs, Ds)"
-                     : operation_ == catalog::Operation::Conv2d
-                         ? "Conv2d; call its run(A, B, C, D, geometry)"
-                         : "Gemm; call its run(A, B, C, D)";
+                     : operation_ == catalog::Operation::Conv2d    ? "Conv2d; call its run(A, B, C, D, geometry)"
+                                                                   : "Gemm; call its run(A, B, C, D)";
   throw ConfigError(std::string(what) + " does not apply to this plan: it is a " + plan + ".");
 }
 

@@ -30,8 +30,8 @@ class Sm80Conv2d final : public Family {
   // Tensor-core f16 (f16 or f32 accumulation), bf16 and f32 (tf32, or 3xTF32) convs, and SIMT f32 ones: the
   // reference's SM80 Conv2d kernels, without the integer ones.
   bool supports(OpClass opclass, const OperandTypes& types) const override {
-    const bool floating = opclass == OpClass::Simt ? types.a == DataType::f32
-                                                   : is_half(types.a) || types.a == DataType::f32;
+    const bool floating =
+        opclass == OpClass::Simt ? types.a == DataType::f32 : is_half(types.a) || types.a == DataType::f32;
     return floating && dense().supports(opclass, types);
   }
   std::vector<int> operand_alignments(OpClass opclass, DataType element, const OperandTypes& types) const override {

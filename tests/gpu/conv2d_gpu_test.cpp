@@ -61,8 +61,7 @@ struct ConvRun {
 
   gk::testing::Comparison compare() const {
     const gk::testing::Epilogue epilogue{c.activation, c.activation_parameter, nullptr, gk::BiasMode::None};
-    return gk::testing::compare_conv(c.kind, c.shape, A, B, c.beta != 0.0 ? &C : nullptr, D, c.alpha, c.beta,
-                                     epilogue);
+    return gk::testing::compare_conv(c.kind, c.shape, A, B, c.beta != 0.0 ? &C : nullptr, D, c.alpha, c.beta, epilogue);
   }
 };
 
@@ -111,8 +110,8 @@ TEST(Conv2dGpu, OnePlanRunsManyProblemsAndPicksKernelsPerProblem) {
 
 TEST(Conv2dGpu, StridedDgradWithDilationIsRefusedBeforeAnythingRuns) {
   REQUIRE_GPU();
-  cases::ConvCase c = {"dgrad_refused", gk::ConvKind::Dgrad, gk::DataType::f16, gk::DataType::f16, gk::DataType::f32,
-                       cases::conv_shape(1, 12, 12, 16, 16, 3, 3, 2, 2, 2)};
+  cases::ConvCase c = {"dgrad_refused",   gk::ConvKind::Dgrad, gk::DataType::f16,
+                       gk::DataType::f16, gk::DataType::f32,   cases::conv_shape(1, 12, 12, 16, 16, 3, 3, 2, 2, 2)};
   gk::Conv2d plan = cases::conv_plan(c, device_cc());
   ConvRun run(c);
   try {

@@ -1,5 +1,6 @@
 // tests/support/prebuild.cpp: compiles every kernel of the gpu tier into the cache, in parallel, before the
-// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only config,epilogue,types,fuzz,grouped,conv] [--match REGEX] [--list]).
+// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only config,epilogue,types,fuzz,grouped,conv] [--match REGEX]
+// [--list]).
 #include <chrono>
 #include <cstring>
 #include <iostream>

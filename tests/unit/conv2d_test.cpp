@@ -53,21 +53,29 @@ TEST(Conv2dOutputSize, FollowsTheFormulaWithStridePaddingAndDilation) {
 }
 
 TEST(Conv2dOutputSize, RefusesEmptyOutputsGroupsAndBadGeometry) {
-  EXPECT_NE(error_of([] { Conv2d::output_size({1, 4, 4, 8}, {8, 7, 7, 8}, {}); }).find("larger than the padded input"),
+  EXPECT_NE(error_of([] {
+              Conv2d::output_size({1, 4, 4, 8}, {8, 7, 7, 8}, {});
+            }).find("larger than the padded input"),
             std::string::npos);
-  EXPECT_NE(error_of([] { Conv2d::output_size({1, 8, 8, 8}, {8, 3, 3, 8}, {{1, 1}, {0, 0}, {4, 4}}); })
-                .find("dilation 4 x 4"),
+  EXPECT_NE(error_of([] {
+              Conv2d::output_size({1, 8, 8, 8}, {8, 3, 3, 8}, {{1, 1}, {0, 0}, {4, 4}});
+            }).find("dilation 4 x 4"),
             std::string::npos);
-  EXPECT_NE(error_of([] { Conv2d::output_size({1, 8, 8, 8}, {8, 3, 3, 4}, {}); }).find("groups = 1"),
+  EXPECT_NE(error_of([] {
+              Conv2d::output_size({1, 8, 8, 8}, {8, 3, 3, 4}, {});
+            }).find("groups = 1"),
             std::string::npos);
-  EXPECT_NE(error_of([] { Conv2d::output_size({1, 8, 8, 8}, {8, 3, 3, 8}, {{0, 1}, {0, 0}, {1, 1}}); })
-                .find("strides must be at least 1"),
+  EXPECT_NE(error_of([] {
+              Conv2d::output_size({1, 8, 8, 8}, {8, 3, 3, 8}, {{0, 1}, {0, 0}, {1, 1}});
+            }).find("strides must be at least 1"),
             std::string::npos);
-  EXPECT_NE(error_of([] { Conv2d::output_size({1, 8, 8, 8}, {8, 3, 3, 8}, {{1, 1}, {-1, 0}, {1, 1}}); })
-                .find("padding must be at least 0"),
+  EXPECT_NE(error_of([] {
+              Conv2d::output_size({1, 8, 8, 8}, {8, 3, 3, 8}, {{1, 1}, {-1, 0}, {1, 1}});
+            }).find("padding must be at least 0"),
             std::string::npos);
-  EXPECT_NE(error_of([] { Conv2d::output_size({1, 8, 8, 8}, {8, 3, 3, 8}, {{1, 1}, {0, 0}, {1, 0}}); })
-                .find("dilations must be at least 1"),
+  EXPECT_NE(error_of([] {
+              Conv2d::output_size({1, 8, 8, 8}, {8, 3, 3, 8}, {{1, 1}, {0, 0}, {1, 0}});
+            }).find("dilations must be at least 1"),
             std::string::npos);
   EXPECT_THROW(Conv2d::output_size({1, 8, 8, 8}, {8, 3, 3, 4}, {}), ConfigError);
 }
@@ -87,8 +95,7 @@ TEST(Conv2dPlan, UsesTheSm80FamilyWithTheReferenceNames) {
   EXPECT_EQ(dgrad.kernel_name(), "cutlass_sm80_tensorop_h16x8x16dgrad_analytic_256x128_64x3_nhwc_align8");
   dgrad.set_stride_support(StrideSupport::Unity);
   dgrad.set_iterator_algorithm(IteratorAlgorithm::Optimized);
-  EXPECT_EQ(dgrad.kernel_name(),
-            "cutlass_sm80_tensorop_h16x8x16dgrad_optimized_256x128_64x3_nhwc_unity_stride_align8");
+  EXPECT_EQ(dgrad.kernel_name(), "cutlass_sm80_tensorop_h16x8x16dgrad_optimized_256x128_64x3_nhwc_unity_stride_align8");
   Conv2d simt(options(ConvKind::Fprop, DataType::f32, DataType::f32));
   simt.set_opclass(OpClass::Simt);
   simt.set_activation(Activation::ReLU);
@@ -129,13 +136,15 @@ TEST(Conv2dPlan, RunPicksOptimizedIteratorsAndDgradStrideSupportByProblem) {
   EXPECT_EQ(spec.alignment_b, 4);
   EXPECT_EQ(spec.alignment_c, 8);
   // A 33-wide filter is past the optimized iterators' masks.
-  spec = fprop.spec_for(tensor({1, 40, 40, 8}), tensor({8, 33, 1, 8}), nullptr, tensor({1, 8, 40, 8}), Conv2dGeometry{});
+  spec =
+      fprop.spec_for(tensor({1, 40, 40, 8}), tensor({8, 33, 1, 8}), nullptr, tensor({1, 8, 40, 8}), Conv2dGeometry{});
   EXPECT_EQ(spec.iterator_algorithm, IteratorAlgorithm::Analytic);
   fprop.set_iterator_algorithm(IteratorAlgorithm::Optimized);
-  EXPECT_NE(error_of([&] {
-              fprop.spec_for(tensor({1, 40, 40, 8}), tensor({8, 33, 1, 8}), nullptr, tensor({1, 8, 40, 8}), Conv2dGeometry{});
-            }).find("Iterator algorithm optimized is invalid"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] {
+        fprop.spec_for(tensor({1, 40, 40, 8}), tensor({8, 33, 1, 8}), nullptr, tensor({1, 8, 40, 8}), Conv2dGeometry{});
+      }).find("Iterator algorithm optimized is invalid"),
+      std::string::npos);
 
   Conv2d dgrad(options(ConvKind::Dgrad));
   // dgrad: A = dy (N,P,Q,K), B = w (K,R,S,C), D = dx (N,H,W,C).
@@ -153,7 +162,9 @@ TEST(Conv2dTensors, ErrorsNameTheTensorAndWhatToChange) {
   const TensorView x = tensor({2, 8, 8, 16}), w = tensor({32, 3, 3, 16}), y = tensor({2, 6, 6, 32});
   EXPECT_NO_THROW(fprop.spec_for(x, w, nullptr, y));
   // The output size rule.
-  EXPECT_NE(error_of([&] { fprop.spec_for(x, w, nullptr, tensor({2, 8, 8, 32})); }).find("gives (2, 6, 6, 32)"),
+  EXPECT_NE(error_of([&] {
+              fprop.spec_for(x, w, nullptr, tensor({2, 8, 8, 32}));
+            }).find("gives (2, 6, 6, 32)"),
             std::string::npos);
   // NCHW-ordered strides (a torch tensor that is not channels_last, viewed as NHWC).
   TensorView nchw = TensorView::strided(x.data, DataType::f16, {2, 8, 8, 16}, {1024, 8, 1, 64}, 0);
@@ -162,7 +173,9 @@ TEST(Conv2dTensors, ErrorsNameTheTensorAndWhatToChange) {
   EXPECT_NE(packed.find("channels_last"), std::string::npos) << packed;
   EXPECT_THROW(fprop.spec_for(nchw, w, nullptr, y), TensorError);
   // Element type, rank, beta without C, C's extents.
-  EXPECT_NE(error_of([&] { fprop.spec_for(tensor({2, 8, 8, 16}, DataType::f32), w, nullptr, y); }).find("f32"),
+  EXPECT_NE(error_of([&] {
+              fprop.spec_for(tensor({2, 8, 8, 16}, DataType::f32), w, nullptr, y);
+            }).find("f32"),
             std::string::npos);
   const TensorView flat = TensorView::strided(x.data, DataType::f16, {16, 64}, {64, 1}, 0);
   EXPECT_NE(error_of([&] { fprop.spec_for(flat, w, nullptr, y); }).find("must be 4-D"), std::string::npos);
@@ -170,11 +183,12 @@ TEST(Conv2dTensors, ErrorsNameTheTensorAndWhatToChange) {
   const TensorView wrong_c = tensor({2, 6, 6, 16});
   EXPECT_NE(error_of([&] { fprop.spec_for(x, w, &wrong_c, y); }).find("Tensor C has extents"), std::string::npos);
   // groups = 1 only.
-  EXPECT_NE(error_of([&] { fprop.spec_for(x, tensor({32, 3, 3, 8}), nullptr, y); }).find("groups = 1"),
+  EXPECT_NE(error_of([&] {
+              fprop.spec_for(x, tensor({32, 3, 3, 8}), nullptr, y);
+            }).find("groups = 1"),
             std::string::npos);
   // Odd channels: no f16 tensor-op vector fits; the message says what to do.
-  const std::string odd =
-      error_of([&] { fprop.spec_for(tensor({2, 8, 8, 3}), tensor({32, 3, 3, 3}), nullptr, y); });
+  const std::string odd = error_of([&] { fprop.spec_for(tensor({2, 8, 8, 3}), tensor({32, 3, 3, 3}), nullptr, y); });
   EXPECT_NE(odd.find("3 channels"), std::string::npos) << odd;
   EXPECT_NE(odd.find("Simt"), std::string::npos) << odd;
   // ... which f32 SIMT takes.

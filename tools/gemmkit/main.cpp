@@ -383,8 +383,8 @@ gk::KernelSpec conv_spec_for(gk::Conv2d& plan, const Values& args) {
   // An aligned address that is never dereferenced: spec_for checks addresses for alignment only.
   void* const address = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
   auto view = [&](gk::DataType type, const gk::testing::Extent4& e) {
-    gk::TensorView v = gk::TensorView::strided(address, type, {e[0], e[1], e[2], e[3]},
-                                               {e[1] * e[2] * e[3], e[2] * e[3], e[3], 1});
+    gk::TensorView v =
+        gk::TensorView::strided(address, type, {e[0], e[1], e[2], e[3]}, {e[1] * e[2] * e[3], e[2] * e[3], e[3], 1});
     return v;
   };
   const gk::TensorView a = view(plan.element_a(), shape.a(kind)), b = view(plan.element_b(), shape.b(kind)),
@@ -470,9 +470,8 @@ int cmd_compile(const Values& args, bool grouped, const Output& output) {
   const auto owned = make_plan(args, grouped);
   gk::Gemm& plan = *owned;
   auto* conv = dynamic_cast<gk::Conv2d*>(&plan);
-  const gk::CompiledKernel built = conv != nullptr && conv_sizes_given(args)
-                                       ? gk::build_kernel(conv_spec_for(*conv, args))
-                                       : plan.compile();
+  const gk::CompiledKernel built =
+      conv != nullptr && conv_sizes_given(args) ? gk::build_kernel(conv_spec_for(*conv, args)) : plan.compile();
   output.print(built, "kernel: " + built.kernel_name + "\ncache:  " +
                           (built.cache_hit ? "hit" : "miss (compiled in " + fixed(built.build_seconds, 1) + " s)") +
                           "\nmodule: " + built.module_path + "\n");
@@ -641,8 +640,8 @@ int cmd_run_conv(gk::Conv2d& plan, const Values& args, bool check, const Output&
               {"first_run_seconds", first_seconds},
               {"seconds_per_run", seconds},
               {"tflops", tflops}};
-  std::string text = "kernel: " + spec.name() + "\nfirst run (compile or load): " + fixed(first_seconds, 1) +
-                     " s\n" + fixed(tflops, 1) + " TFLOP/s\n";
+  std::string text = "kernel: " + spec.name() + "\nfirst run (compile or load): " + fixed(first_seconds, 1) + " s\n" +
+                     fixed(tflops, 1) + " TFLOP/s\n";
   if (!check) {
     output.print(out, text);
     return 0;
@@ -979,8 +978,8 @@ int main(int argc, char** argv) {
     }
     if (values.given("groups") && !grouped) throw UsageError("--groups needs --grouped.");
     if (!values.given("conv")) {
-      for (const char* name : {"h", "w", "c", "r", "s", "stride", "pad", "dilation", "iterator-algorithm",
-                               "split-k-slices"}) {
+      for (const char* name :
+           {"h", "w", "c", "r", "s", "stride", "pad", "dilation", "iterator-algorithm", "split-k-slices"}) {
         if (values.given(name)) throw UsageError(std::string("--") + name + " needs --conv KIND.");
       }
       if (!run.parsed() && (values.given("n") || values.given("k"))) {

@@ -64,7 +64,7 @@ typedef int (*gk_last_cuda_error_fn)(void);
      stream from device-side row offsets, then runs; no host sync, no host read, capturable in a CUDA graph.
    A group with m, n or k == 0 is skipped: its D is not written. */
 typedef enum gk_module_kind_t {
-  GK_MODULE_GEMM = 0,   /* the dense entry points above */
+  GK_MODULE_GEMM = 0,    /* the dense entry points above */
   GK_MODULE_GROUPED = 1, /* the gk_grouped_* entry points below */
   GK_MODULE_CONV2D = 2   /* the gk_conv2d_* entry points at the end */
 } gk_module_kind_t;
@@ -171,13 +171,13 @@ typedef int (*gk_grouped_run_contiguous_fn)(const gk_grouped_args*, const gk_gro
      wgrad: D = act(alpha * conv_dw(y, x) + beta * C)   A = y, B = x, C and D (K,R,S,C)
    (cross-correlation, as torch.nn.functional.conv2d). */
 typedef struct gk_conv2d_args {
-  int32_t n, h, w, c;       /* the input activation */
-  int32_t k, r, s;          /* the filter: k filters of r x s x c */
-  int32_t p, q;             /* the output activation's height and width */
-  int32_t pad_h, pad_w;     /* zero padding on each side */
+  int32_t n, h, w, c;   /* the input activation */
+  int32_t k, r, s;      /* the filter: k filters of r x s x c */
+  int32_t p, q;         /* the output activation's height and width */
+  int32_t pad_h, pad_w; /* zero padding on each side */
   int32_t stride_h, stride_w;
   int32_t dilation_h, dilation_w;
-  int32_t split_k_slices;   /* >= 1; with more than one the slices add into D in turn (serial split-K) */
+  int32_t split_k_slices; /* >= 1; with more than one the slices add into D in turn (serial split-K) */
   const void* A;
   const void* B;
   const void* C; /* may be null when beta == 0 */

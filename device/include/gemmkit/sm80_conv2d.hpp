@@ -35,8 +35,8 @@ inline cutlass::Tensor4DCoord output_extent(const gk_conv2d_args& a) {
 inline int check_args(const gk_conv2d_args* a) {
   if (a == nullptr || a->A == nullptr || a->B == nullptr || a->D == nullptr) return GK_ERR_ARGS;
   if (a->C == nullptr && a->beta != 0.0) return GK_ERR_ARGS;
-  const int32_t extents[] = {a->n, a->h, a->w, a->c, a->k, a->r, a->s, a->p, a->q,
-                             a->stride_h, a->stride_w, a->dilation_h, a->dilation_w, a->split_k_slices};
+  const int32_t extents[] = {a->n, a->h, a->w,        a->c,        a->k,          a->r,          a->s,
+                             a->p, a->q, a->stride_h, a->stride_w, a->dilation_h, a->dilation_w, a->split_k_slices};
   for (int32_t e : extents) {
     if (e < 1) return GK_ERR_ARGS;
   }
@@ -84,8 +84,7 @@ class Module {
     using ElementA = typename Conv::ElementA;
     using ElementB = typename Conv::ElementB;
     using ElementC = typename Conv::ElementC;
-    return Arguments(problem,
-                     {static_cast<ElementA*>(const_cast<void*>(a.A)), Layout::packed(extent_a(a))},
+    return Arguments(problem, {static_cast<ElementA*>(const_cast<void*>(a.A)), Layout::packed(extent_a(a))},
                      {static_cast<ElementB*>(const_cast<void*>(a.B)), Layout::packed(extent_b(a))},
                      {static_cast<ElementC*>(const_cast<void*>(source)), Layout::packed(extent_c(a))},
                      {static_cast<ElementC*>(a.D), Layout::packed(extent_c(a))}, epilogue,
