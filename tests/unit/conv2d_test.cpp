@@ -10,6 +10,7 @@
 
 #include "gemmkit/conv2d.hpp"
 #include "gemmkit/errors.hpp"
+#include "support/cli.hpp"
 
 namespace gemmkit {
 namespace {
@@ -212,6 +213,30 @@ TEST(Conv2dSpec, CanonicalRecordsTheConvOnlyForConvs) {
   g.layout = Layout::RowMajor;
   g.cc = 80;
   EXPECT_EQ(Gemm(g).spec().canonical().find("conv="), std::string::npos);
+}
+
+TEST(Conv2dCli, PlanShowsTheKernelRunWouldPickAndUsageErrorsNameTheOption) {
+  // No sizes: the reference's construct() kernel; sizes: the one run() picks (optimized, 4-wide for 12 channels).
+  auto result = testing::run_cli("plan --conv fprop --cc 80 --element f16 --element-accumulator f32");
+  EXPECT_EQ(result.status, 0) << result.out;
+  EXPECT_NE(result.out.find("cutlass_sm80_tensorop_f16_s16x8x16fprop_analytic_f16_256x128_64x3_nhwc_align8"),
+            std::string::npos)
+      << result.out;
+  result = testing::run_cli(
+      "plan --conv dgrad --cc 90 --element f16 --element-accumulator f32 --n 2 --h 14 --w 14 --c 12 --k 64 --r 3 --s "
+      "3 --stride 2 --pad 1");
+  EXPECT_EQ(result.status, 0) << result.out;
+  EXPECT_NE(result.out.find("dgrad_optimized_f16_256x128_64x3_nhwc_align8"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("sm80_conv2d"), std::string::npos) << result.out;
+  // A problem whose output would be empty is the library's ConfigError (exit 1); --h without --conv a usage error.
+  result = testing::run_cli("plan --conv fprop --cc 80 --h 2 --w 2 --r 5 --s 5 --pad 0");
+  EXPECT_EQ(result.status, 1) << result.out;
+  EXPECT_NE(result.out.find("larger than the padded input"), std::string::npos) << result.out;
+  result = testing::run_cli("plan --cc 80 --h 2");
+  EXPECT_EQ(result.status, 2) << result.out;
+  EXPECT_NE(result.out.find("--h needs --conv"), std::string::npos) << result.out;
+  result = testing::run_cli("plan --conv sideways --cc 80");
+  EXPECT_EQ(result.status, 2) << result.out;
 }
 
 std::string read_file(const std::string& path) {
