@@ -289,6 +289,11 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
     throw ConfigError("Stride support unity is invalid for this problem: its stride is " + std::to_string(g.stride[0]) +
                       "x" + std::to_string(g.stride[1]) + ". Set the stride support to strided (or unset it).");
   }
+  if (kind_ == ConvKind::Dgrad && !unit_stride && split_k_slices_ > 1) {
+    throw ConfigError(
+        "Conv2d dgrad with a stride above 1 has no split-K (CUTLASS's strided dgrad kernels); set "
+        "split_k_slices to 1 for this problem.");
+  }
   p.stride_support =
       stride_support_.value_or(kind_ == ConvKind::Dgrad && unit_stride ? StrideSupport::Unity : StrideSupport::Strided);
   return p;

@@ -156,6 +156,17 @@ TEST(Conv2dPlan, RunPicksOptimizedIteratorsAndDgradStrideSupportByProblem) {
   spec = dgrad.spec_for(tensor({2, 4, 4, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), strided);
   EXPECT_EQ(spec.stride_support, StrideSupport::Strided);
   EXPECT_NE(render(spec).text.find("StridedDgradIdentityThreadblockSwizzle<1>"), std::string::npos);
+  // Strided dgrad kernels neither dilate nor split K.
+  const Conv2dGeometry dilated{{2, 2}, {2, 2}, {2, 2}};
+  EXPECT_NE(error_of([&] {
+              dgrad.spec_for(tensor({2, 4, 4, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), dilated);
+            }).find("dilation 1 only"),
+            std::string::npos);
+  dgrad.set_split_k(SplitKMode::Serial, 2);
+  EXPECT_NE(error_of([&] {
+              dgrad.spec_for(tensor({2, 4, 4, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), strided);
+            }).find("no split-K"),
+            std::string::npos);
 }
 
 TEST(Conv2dTensors, ErrorsNameTheTensorAndWhatToChange) {
