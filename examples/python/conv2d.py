@@ -36,7 +36,7 @@ def main():
         ("wgrad", (dy, x), lambda: torch.nn.grad.conv2d_weight(x, w.shape, dy, padding=1)),
     ]:
         plan = gemmkit.Conv2d(kind=kind, element=torch.float16, element_accumulator=torch.float32)
-        out = torch.empty_like(theirs())
+        out = torch.empty_like(theirs(), memory_format=torch.channels_last)
         plan.run(*ours_args, None, out, padding=1)
         same = torch.equal(out, theirs())
         ok &= same
