@@ -1,11 +1,8 @@
 // tests/unit/conv2d_test.cpp: Conv2d without a GPU: the output-size rule and its errors, the plan's family and
 // reference-format kernel names, the iterators and stride support run() picks per problem, the tensor checks
-// (packed NHWC, groups = 1, alignment) and goldens of the rendered source.
+// (packed NHWC, groups = 1, alignment) and the CLI's --conv (goldens of the rendered source: codegen_test.cpp).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "gemmkit/conv2d.hpp"
@@ -248,45 +245,6 @@ TEST(Conv2dCli, PlanShowsTheKernelRunWouldPickAndUsageErrorsNameTheOption) {
   EXPECT_NE(result.out.find("--h needs --conv"), std::string::npos) << result.out;
   result = testing::run_cli("plan --conv sideways --cc 80");
   EXPECT_EQ(result.status, 2) << result.out;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// GEMMKIT_UPDATE_GOLDENS=1 rewrites the golden from the current output instead of comparing.
-void expect_golden(const std::string& golden, const KernelSpec& spec) {
-  const std::string path = std::string(GEMMKIT_GOLDEN_DIR) + "/" + golden;
-  const std::string text = render(spec).text;
-  const char* update = std::getenv("GEMMKIT_UPDATE_GOLDENS");
-  if (update != nullptr && std::string(update) == "1") {
-    std::ofstream(path, std::ios::binary) << text;
-    return;
-  }
-  const std::string expected = read_file(path);
-  ASSERT_FALSE(expected.empty()) << path << " is missing; run with GEMMKIT_UPDATE_GOLDENS=1 to create it";
-  EXPECT_EQ(text, expected) << "render() output changed for " << golden;
-}
-
-TEST(Conv2dGolden, Sm80FpropF16Optimized) {
-  Conv2d plan(options(ConvKind::Fprop));
-  plan.set_iterator_algorithm(IteratorAlgorithm::Optimized);
-  expect_golden("conv2d_sm80_fprop_f16_optimized.cu", plan.spec());
-}
-
-TEST(Conv2dGolden, Sm80DgradStridedSiluF16Accumulator) {
-  Conv2d plan(options(ConvKind::Dgrad, DataType::f16, DataType::f16));
-  plan.set_activation(Activation::SiLU);
-  plan.set_swizzling_functor(Swizzle::Identity4);
-  expect_golden("conv2d_sm80_dgrad_f16_strided_silu.cu", plan.spec());
-}
-
-TEST(Conv2dGolden, Sm80WgradTf32) {
-  Conv2d plan(options(ConvKind::Wgrad, DataType::f32, DataType::f32));
-  expect_golden("conv2d_sm80_wgrad_tf32.cu", plan.spec());
 }
 
 }  // namespace
