@@ -20,6 +20,7 @@ enum class KernelFamily {
   Sm90Collective,  // CUTLASS 3.x collective-builder GEMM (TMA / cp.async, warp-specialized)
   Sm80Grouped,     // CUTLASS 2.x GemmGrouped: many GEMMs of different extents in one launch
   Sm90Grouped,     // CUTLASS 3.x ptr-array grouped GEMM (TMA, warp-specialized, persistent group scheduler)
+  Sm80Conv2d,      // CUTLASS 2.x implicit-GEMM Conv2d (fprop, dgrad, wgrad; NHWC activations, KRSC filters)
 };
 enum class MathOperation { MultiplyAdd, MultiplyAddFastF32, MultiplyAddSaturate };
 enum class KernelSchedule {
@@ -40,6 +41,15 @@ enum class Activation { GELU, HardSwish, Identity, LeakyReLU, ReLU, Sigmoid, SiL
 enum class BiasMode { None, PerRow, PerColumn };
 // Order in which SM90 persistent schedulers walk output tiles (a run-time argument).
 enum class RasterOrder { Heuristic, AlongM, AlongN };
+// Which convolution a Conv2d kernel computes (the reference's ConvKind: Fprop=0, Dgrad=1, Wgrad=2).
+enum class ConvKind { Fprop, Dgrad, Wgrad };
+// How a 2.x conv kernel walks its operands: analytic (any problem) or optimized (precomputed masks and offsets;
+// channel counts a multiple of the vector width, filters of at most 32x32).
+enum class IteratorAlgorithm { Analytic, Optimized };
+// Dgrad kernels for unit strides only (Unity) or for any stride (Strided).
+enum class StrideSupport { Strided, Unity };
+// Split-K of a conv: serial (the slices add into D in turn) or parallel (partial sums reduced afterwards).
+enum class SplitKMode { Serial, Parallel };
 
 // One value of an enum and every way gemmkit spells it.
 template <class Enum>
@@ -104,6 +114,7 @@ struct EnumTable<KernelFamily> {
       {KernelFamily::Sm90Collective, "sm90_collective", "", ""},
       {KernelFamily::Sm80Grouped, "sm80_grouped", "", ""},
       {KernelFamily::Sm90Grouped, "sm90_grouped", "", ""},
+      {KernelFamily::Sm80Conv2d, "sm80_conv2d", "", ""},
   };
 };
 
@@ -213,6 +224,43 @@ struct EnumTable<RasterOrder> {
       {RasterOrder::Heuristic, "Heuristic", "", ""},
       {RasterOrder::AlongM, "AlongM", "", "", "along_m m"},
       {RasterOrder::AlongN, "AlongN", "", "", "along_n n"},
+  };
+};
+
+template <>
+struct EnumTable<ConvKind> {
+  static constexpr std::string_view what = "conv kind";
+  static constexpr EnumRow<ConvKind> rows[] = {
+      {ConvKind::Fprop, "fprop", "cutlass::conv::Operator::kFprop", "fprop", "forward"},
+      {ConvKind::Dgrad, "dgrad", "cutlass::conv::Operator::kDgrad", "dgrad"},
+      {ConvKind::Wgrad, "wgrad", "cutlass::conv::Operator::kWgrad", "wgrad"},
+  };
+};
+
+template <>
+struct EnumTable<IteratorAlgorithm> {
+  static constexpr std::string_view what = "iterator algorithm";
+  static constexpr EnumRow<IteratorAlgorithm> rows[] = {
+      {IteratorAlgorithm::Analytic, "analytic", "cutlass::conv::IteratorAlgorithm::kAnalytic", "analytic"},
+      {IteratorAlgorithm::Optimized, "optimized", "cutlass::conv::IteratorAlgorithm::kOptimized", "optimized"},
+  };
+};
+
+template <>
+struct EnumTable<StrideSupport> {
+  static constexpr std::string_view what = "stride support";
+  static constexpr EnumRow<StrideSupport> rows[] = {
+      {StrideSupport::Strided, "strided", "cutlass::conv::StrideSupport::kStrided", ""},
+      {StrideSupport::Unity, "unity", "cutlass::conv::StrideSupport::kUnity", "_unity_stride"},
+  };
+};
+
+template <>
+struct EnumTable<SplitKMode> {
+  static constexpr std::string_view what = "split-K mode";
+  static constexpr EnumRow<SplitKMode> rows[] = {
+      {SplitKMode::Serial, "serial", "cutlass::conv::SplitKMode::kSerial", ""},
+      {SplitKMode::Parallel, "parallel", "cutlass::conv::SplitKMode::kParallel", ""},
   };
 };
 

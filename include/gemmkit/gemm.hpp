@@ -159,6 +159,8 @@ class Gemm {
   void change_checked(Field& field, Field value);
   KernelSpec base_spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
                        std::optional<int> alignment_c) const;
+  // What a derived plan adds to every spec of its own (a Conv2d's kind and iterators); base_spec() calls it last.
+  virtual void complete_spec(KernelSpec&) const {}
   std::vector<TileDescription> valid_tiles(const KernelSpec& base) const;
 
   // The GPU and the requested kernel generation, as the catalog takes them.

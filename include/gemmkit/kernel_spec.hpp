@@ -80,6 +80,11 @@ struct KernelSpec {
   Swizzle swizzle = Swizzle::Identity1;
   Activation activation = Activation::Identity;
   BiasMode bias = BiasMode::None;
+  // Conv2d kernels only (family Sm80Conv2d): the convolution, how its iterators walk the operands, and whether a
+  // dgrad kernel is for unit strides only. A GEMM has no conv_kind.
+  std::optional<ConvKind> conv_kind;
+  IteratorAlgorithm iterator_algorithm = IteratorAlgorithm::Analytic;
+  StrideSupport stride_support = StrideSupport::Strided;
 
   // Kernel name in the reference's format, e.g. cutlass_tensorop_f16_s16816gemm_f16_256x128_64x3_tt_align8.
   std::string name() const;

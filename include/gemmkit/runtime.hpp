@@ -69,6 +69,12 @@ class KernelModule {
   void grouped_run_contiguous(const gk_grouped_args& args, const gk_grouped_contiguous& problem, void* device_metadata,
                               std::size_t bytes, cudaStream_t stream) const;
 
+  // A Conv2d module (gk_module_kind() == GK_MODULE_CONV2D) has these entries instead. conv2d_run launches with a
+  // stream-ordered workspace of its own; ConfigError names the problem when CUTLASS's can_implement refuses it.
+  int conv2d_can_implement(const gk_conv2d_args& args) const { return conv2d_can_implement_(&args); }
+  bool conv2d() const { return conv2d_run_ != nullptr; }
+  void conv2d_run(const gk_conv2d_args& args, cudaStream_t stream) const;
+
  private:
   KernelModule() = default;
   // Turns a gk_status other than GK_OK into the exception that says what happened.
@@ -86,6 +92,9 @@ class KernelModule {
   gk_grouped_pack_fn grouped_pack_ = nullptr;
   gk_grouped_run_fn grouped_run_ = nullptr;
   gk_grouped_run_contiguous_fn grouped_run_contiguous_ = nullptr;
+  gk_conv2d_can_implement_fn conv2d_can_implement_ = nullptr;
+  gk_conv2d_workspace_size_fn conv2d_workspace_size_ = nullptr;
+  gk_conv2d_run_fn conv2d_run_ = nullptr;
 
   // The last workspace_size() answer: the size depends only on the arguments, and asking CUTLASS costs a rebuild
   // of its argument struct.

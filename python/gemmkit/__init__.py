@@ -21,9 +21,11 @@ from ._gemmkit import (  # noqa: E402
     CompiledKernel,
     CompileError,
     ConfigError,
+    ConvKind,
     CudaError,
     DataType,
     EpilogueScheduleType,
+    IteratorAlgorithm,
     Error,
     KernelFamily,
     KernelScheduleType,
@@ -33,6 +35,8 @@ from ._gemmkit import (  # noqa: E402
     MathOperation,
     OpcodeClass,
     RasterOrder,
+    SplitKMode,
+    StrideSupport,
     SwizzlingFunctor,
     TensorError,
     TensorView,
@@ -48,14 +52,15 @@ from ._gemmkit import (  # noqa: E402
     tensor_view,
 )
 from . import emit, epilogue, op, swizzle  # noqa: E402
-from .op import Gemm, GroupedGemm  # noqa: E402
+from .op import Conv2d, Conv2dDgrad, Conv2dFprop, Conv2dWgrad, Gemm, GroupedGemm  # noqa: E402
 
 __version__ = _gemmkit.__version__
 
 __all__ = [
-    "Activation", "BiasMode", "CacheCounters", "CompileError", "CompiledKernel", "ConfigError", "CudaError", "DataType",
-    "EpilogueScheduleType", "Error", "Gemm", "GroupedGemm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
-    "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "SwizzlingFunctor", "TensorError", "TensorView",
+    "Activation", "BiasMode", "CacheCounters", "CompileError", "CompiledKernel", "ConfigError", "Conv2d", "Conv2dDgrad",
+    "Conv2dFprop", "Conv2dWgrad", "ConvKind", "CudaError", "DataType",
+    "EpilogueScheduleType", "Error", "Gemm", "GroupedGemm", "IteratorAlgorithm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
+    "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "SplitKMode", "StrideSupport", "SwizzlingFunctor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
     "cuda_device_count", "device_cc", "emit", "epilogue", "op", "render", "swizzle", "tensor_view",
 ]

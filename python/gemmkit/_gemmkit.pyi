@@ -80,6 +80,8 @@ class KernelFamily(enum.Enum):
 
     sm90_grouped = 3
 
+    sm80_conv2d = 4
+
 class MathOperation(enum.Enum):
     """The tensor-core math variant."""
 
@@ -183,6 +185,36 @@ class RasterOrder(enum.Enum):
     AlongM = 1
 
     AlongN = 2
+
+class ConvKind(enum.Enum):
+    """Which convolution a Conv2d computes: fprop, dgrad or wgrad."""
+
+    fprop = 0
+
+    dgrad = 1
+
+    wgrad = 2
+
+class IteratorAlgorithm(enum.Enum):
+    """How a conv kernel walks its operands."""
+
+    analytic = 0
+
+    optimized = 1
+
+class StrideSupport(enum.Enum):
+    """Dgrad kernels for unit strides only, or for any stride."""
+
+    strided = 0
+
+    unity = 1
+
+class SplitKMode(enum.Enum):
+    """How a conv splits its reduction: serial (one kernel) or parallel."""
+
+    serial = 0
+
+    parallel = 1
 
 class TensorView:
     """
@@ -357,6 +389,16 @@ class KernelSpec:
 
     @property
     def bias(self) -> BiasMode: ...
+
+    @property
+    def conv_kind(self) -> ConvKind | None:
+        """Conv2d kernels: fprop, dgrad or wgrad; None for a GEMM."""
+
+    @property
+    def iterator_algorithm(self) -> IteratorAlgorithm: ...
+
+    @property
+    def stride_support(self) -> StrideSupport: ...
 
     def name(self) -> str:
         """The kernel's name in the reference's format."""
@@ -596,6 +638,56 @@ class GroupedGemm(Gemm):
         """
         The MoE form: A [total_M, K], B [G, K, N] (a [G, N, K] weight transposed also works), D [total_M, N], offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable).
         """
+
+class Conv2d(Gemm):
+    """
+    The C++ Conv2d plan, typed. Use gemmkit.Conv2d, which also takes names, dtypes and torch tensors.
+    """
+
+    def __init__(self, kind: ConvKind, *, element: DataType | None = None, element_A: DataType | None = None, element_B: DataType | None = None, element_C: DataType | None = None, element_D: DataType | None = None, element_accumulator: DataType | None = None, cc: int | None = None, kernel_cc: int | None = None) -> None: ...
+
+    @property
+    def kind(self) -> ConvKind: ...
+
+    @property
+    def iterator_algorithm(self) -> IteratorAlgorithm | None:
+        """
+        None: optimized where the problem allows it at run time (construct() names the analytic kernel).
+        """
+
+    @iterator_algorithm.setter
+    def iterator_algorithm(self, arg: IteratorAlgorithm | None, /) -> None: ...
+
+    @property
+    def stride_support(self) -> StrideSupport | None:
+        """
+        Dgrad: unity (unit strides only) or strided; None: by the problem's stride at run time.
+        """
+
+    @stride_support.setter
+    def stride_support(self, arg: StrideSupport | None, /) -> None: ...
+
+    @property
+    def split_k_mode(self) -> SplitKMode: ...
+
+    @property
+    def split_k_slices(self) -> int: ...
+
+    def set_split_k(self, mode: SplitKMode, slices: int) -> None: ...
+
+    @staticmethod
+    def output_size(input_size: Sequence[int], weight_size: Sequence[int], padding: Sequence[int] = [0, 0], stride: Sequence[int] = [1, 1], dilation: Sequence[int] = [1, 1]) -> list[int]:
+        """
+        (N, P, Q, K) of an input (N, H, W, C) under a filter (K, R, S, C): P = (H + 2 pad - dilation (R - 1) - 1) / stride + 1.
+        """
+
+    def spec_for(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], beta: float = 0.0) -> KernelSpec:
+        """
+        The kernel run() would use for these NHWC / KRSC tensors (same checks; nothing runs; no GPU needed).
+        """
+
+    def run(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:
+        """D = act(alpha * conv(A, B) + beta * C) on NHWC / KRSC tensors."""
 
 class Toolchain:
     """

@@ -1,8 +1,10 @@
-"""gemmkit.op.Gemm and GroupedGemm: the reference's plan API over the C++ plans (gemmkit._gemmkit.Gemm and
-GroupedGemm). They convert names, numpy / torch dtypes and streams, and pass everything else through; checks and
+"""gemmkit.op.Gemm, GroupedGemm and Conv2d: the reference's plan API over the C++ plans (gemmkit._gemmkit.Gemm,
+GroupedGemm and Conv2d). They convert names, numpy / torch dtypes and streams, and pass everything else through; checks and
 errors come from C++."""
 from . import _convert
-from ._gemmkit import BiasMode, RasterOrder, TensorError
+from ._gemmkit import BiasMode, ConvKind, IteratorAlgorithm, RasterOrder, SplitKMode, StrideSupport, TensorError
+from ._gemmkit import ConfigError
+from ._gemmkit import Conv2d as _ConvPlan
 from ._gemmkit import Gemm as _Plan
 from ._gemmkit import GroupedGemm as _GroupedPlan
 from ._gemmkit import render as _render
@@ -174,3 +176,146 @@ class GroupedGemm(_GroupedPlan):
         [G] of cumulative row ends. The GPU reads the group sizes: no host sync, capturable in a CUDA graph."""
         handle = None if stream is None else _convert.stream_handle(stream)
         _GroupedPlan.run_contiguous(self, A, B, D, offsets, C, alpha, beta, handle, sync)
+
+
+def _conv_operand(tensor, name):
+    """A conv operand as the kernels read it: NHWC activations / KRSC filters. torch tensors are (N, C, H, W) /
+    (K, C, R, S) in channels_last memory, viewed in place as NHWC / KRSC; other arrays are NHWC / KRSC already."""
+    if tensor is None or type(tensor).__module__.split(".")[0] != "torch":
+        return tensor
+    import torch
+
+    if tensor.dim() != 4:
+        raise TensorError(f"Tensor {name}: a conv operand is 4-D (N, C, H, W); got shape {tuple(tensor.shape)}.")
+    if not tensor.is_contiguous(memory_format=torch.channels_last):
+        raise TensorError(
+            f"Tensor {name} with shape {tuple(tensor.shape)} and strides {tensor.stride()} is not in channels_last "
+            f"memory; the conv kernels read NHWC in place. Call .to(memory_format=torch.channels_last) on it first "
+            f"(or allocate it so: torch.empty(..., memory_format=torch.channels_last)).")
+    return tensor.permute(0, 2, 3, 1)
+
+
+def _pair(value, what):
+    if isinstance(value, int):
+        return (value, value)
+    value = tuple(value)
+    if len(value) != 2:
+        raise TensorError(f"Conv2d {what} is an int or a pair (h, w); got {value!r}.")
+    return value
+
+
+class Conv2d(_ConvPlan):
+    """A 2-D convolution plan: D = act(alpha * conv + beta * C), cross-correlation as torch's conv2d, groups = 1.
+
+    kind: "fprop" (A = input x, B = weight w, D = output y), "dgrad" (A = grad_output, B = weight, D = grad_input)
+    or "wgrad" (A = grad_output, B = input, D = grad_weight). Element types as for Gemm (tensors given here are
+    representative: their dtypes); the accumulator defaults to C's type. torch tensors are (N, C, H, W) / (K, C, R, S)
+    in channels_last memory, read in place; numpy arrays are NHWC / KRSC. Kernels: CUTLASS 2.x implicit GEMM (also on
+    SM90 GPUs; plan.kernel_cc and construct().family say so).
+    """
+
+    def __init__(self, kind="fprop", A=None, B=None, C=None, D=None, alpha=1.0, beta=0.0, element=None,
+                 element_A=None, element_B=None, element_C=None, element_D=None, element_accumulator=None, cc=None,
+                 kernel_cc=None):
+        dt = _convert.data_type
+
+        def element_of(tensor, specific, name):
+            if tensor is not None and specific is not None:
+                raise ConfigError(f"Must not specify both element_{name} and tensor {name}.")
+            return _convert.data_type(tensor.dtype) if tensor is not None else dt(specific)
+
+        super().__init__(_convert.enum_member(ConvKind, kind, "conv kind"), element=dt(element),
+                         element_A=element_of(A, element_A, "A"), element_B=element_of(B, element_B, "B"),
+                         element_C=element_of(C, element_C, "C"), element_D=element_of(D, element_D, "D"),
+                         element_accumulator=dt(element_accumulator), cc=cc, kernel_cc=kernel_cc)
+        self._defaults = (A, B, C, D, alpha, beta)
+
+    opclass = Gemm.opclass
+    activation = Gemm.activation
+    swizzling_functor = Gemm.swizzling_functor
+    tile_description = Gemm.tile_description
+    _tile = Gemm._tile
+    construct = Gemm.construct
+    compile = Gemm.compile
+
+    @property
+    def iterator_algorithm(self):
+        """IteratorAlgorithm.analytic or optimized, or None (the default: optimized where the problem allows it)."""
+        return _ConvPlan.iterator_algorithm.__get__(self)
+
+    @iterator_algorithm.setter
+    def iterator_algorithm(self, value):
+        member = None if value is None else _convert.enum_member(IteratorAlgorithm, value, "iterator algorithm")
+        _ConvPlan.iterator_algorithm.__set__(self, member)
+
+    @property
+    def stride_support(self):
+        """Dgrad kernels: StrideSupport.unity or strided, or None (by the problem's stride)."""
+        return _ConvPlan.stride_support.__get__(self)
+
+    @stride_support.setter
+    def stride_support(self, value):
+        member = None if value is None else _convert.enum_member(StrideSupport, value, "stride support")
+        _ConvPlan.stride_support.__set__(self, member)
+
+    @staticmethod
+    def output_size(input_size, weight_size, padding=(0, 0), stride=(1, 1), dilation=(1, 1)):
+        """(N, P, Q, K) of an input (N, H, W, C) under a weight (K, R, S, C), as the reference computes it for
+        dilation 1 and torch for any: P = (H + 2 pad - dilation (R - 1) - 1) // stride + 1."""
+        return tuple(_ConvPlan.output_size(tuple(input_size), tuple(weight_size), _pair(padding, "padding"),
+                                           _pair(stride, "stride"), _pair(dilation, "dilation")))
+
+    def _operands(self, A, B, C, D, alpha, beta):
+        A0, B0, C0, D0, alpha0, beta0 = self._defaults
+        A = A0 if A is None else A
+        B = B0 if B is None else B
+        C = C0 if C is None else C
+        D = D0 if D is None else D
+        alpha = alpha0 if alpha is None else alpha
+        beta = beta0 if beta is None else beta
+        return (_conv_operand(A, "A"), _conv_operand(B, "B"), _conv_operand(C, "C"), _conv_operand(D, "D"), alpha,
+                beta)
+
+    def spec_for(self, A=None, B=None, C=None, D=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), beta=None):
+        """The KernelSpec run() would use for these tensors (same checks; nothing runs; no GPU needed)."""
+        A, B, C, D, _, beta = self._operands(A, B, C, D, None, beta)
+        return _ConvPlan.spec_for(self, A, B, C, D, _pair(stride, "stride"), _pair(padding, "padding"),
+                                  _pair(dilation, "dilation"), beta)
+
+    def run(self, A=None, B=None, C=None, D=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), alpha=None,
+            beta=None, split_k=None, sync=True, print_module=False, stream=None):
+        """D = act(alpha * conv(A, B) + beta * C). stride, padding and dilation are ints or (h, w) pairs; split_k is
+        (mode, slices) as in the reference ("serial"; "parallel" is refused) and stays set on the plan. Device
+        tensors run in place on `stream` (by default torch's current stream); host arrays are staged."""
+        if split_k is not None:
+            mode, slices = split_k
+            self.set_split_k(_convert.enum_member(SplitKMode, mode, "split-K mode"), int(slices))
+        A, B, C, D, alpha, beta = self._operands(A, B, C, D, alpha, beta)
+        if D is None:
+            raise TensorError("Tensor D: pass the output tensor.")
+        geometry = (_pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation"))
+        handle = None if stream is None else _convert.stream_handle(stream)
+        if print_module:
+            print(_render(_ConvPlan.spec_for(self, A, B, C, D, *geometry, beta)).text)
+        _ConvPlan.run(self, A, B, C, D, *geometry, alpha, beta, handle, sync)
+
+
+class Conv2dFprop(Conv2d):
+    """Conv2d(kind="fprop") with the reference's operand names: run(input, weight, C, output, ...)."""
+
+    def __init__(self, input=None, weight=None, C=None, output=None, alpha=1.0, beta=0.0, **kwargs):
+        super().__init__("fprop", input, weight, C, output, alpha, beta, **kwargs)
+
+
+class Conv2dDgrad(Conv2d):
+    """Conv2d(kind="dgrad") with the reference's operand names: run(grad_output, weight, C, grad_input, ...)."""
+
+    def __init__(self, grad_output=None, weight=None, C=None, grad_input=None, alpha=1.0, beta=0.0, **kwargs):
+        super().__init__("dgrad", grad_output, weight, C, grad_input, alpha, beta, **kwargs)
+
+
+class Conv2dWgrad(Conv2d):
+    """Conv2d(kind="wgrad") with the reference's operand names: run(grad_output, input, C, grad_weight, ...)."""
+
+    def __init__(self, grad_output=None, input=None, C=None, grad_weight=None, alpha=1.0, beta=0.0, **kwargs):
+        super().__init__("wgrad", grad_output, input, C, grad_weight, alpha, beta, **kwargs)

@@ -30,6 +30,10 @@ void bind_enums(nb::module_& m) {
                         "Elementwise activations fused into the epilogue: D = act(alpha * A @ B + beta * C).");
   bind_enum<BiasMode>(m, "BiasMode", "A bias vector added before the activation, per output row or column.");
   bind_enum<RasterOrder>(m, "RasterOrder", "Order in which SM90 persistent schedulers walk output tiles.");
+  bind_enum<ConvKind>(m, "ConvKind", "Which convolution a Conv2d computes: fprop, dgrad or wgrad.");
+  bind_enum<IteratorAlgorithm>(m, "IteratorAlgorithm", "How a conv kernel walks its operands.");
+  bind_enum<StrideSupport>(m, "StrideSupport", "Dgrad kernels for unit strides only, or for any stride.");
+  bind_enum<SplitKMode>(m, "SplitKMode", "How a conv splits its reduction: serial (one kernel) or parallel.");
 }
 
 }  // namespace gemmkit::python

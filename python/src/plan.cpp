@@ -10,6 +10,7 @@
 #include "bindings.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/codegen.hpp"
+#include "gemmkit/conv2d.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
@@ -90,6 +91,9 @@ void bind_values(nb::module_& m) {
       .def_ro("swizzling_functor", &KernelSpec::swizzle)
       .def_ro("activation", &KernelSpec::activation)
       .def_ro("bias", &KernelSpec::bias)
+      .def_ro("conv_kind", &KernelSpec::conv_kind, "Conv2d kernels: fprop, dgrad or wgrad; None for a GEMM.")
+      .def_ro("iterator_algorithm", &KernelSpec::iterator_algorithm)
+      .def_ro("stride_support", &KernelSpec::stride_support)
       .def("name", &KernelSpec::name, "The kernel's name in the reference's format.")
       .def("procedural_name", &KernelSpec::name, "Alias of name(), as the reference calls it.")
       .def("element_compute", &KernelSpec::element_compute)
@@ -235,6 +239,80 @@ void bind_grouped_gemm(nb::module_& m) {
           "offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable).");
 }
 
+using Pair = std::array<int, 2>;
+
+Conv2dGeometry geometry(Pair stride, Pair padding, Pair dilation) {
+  return Conv2dGeometry{stride, padding, dilation};
+}
+
+// Conv tensors arrive as NHWC / KRSC views (gemmkit.op.Conv2d permutes torch's channels_last tensors in place).
+void bind_conv2d(nb::module_& m) {
+  auto cls = nb::class_<Conv2d, Gemm>(
+      m, "Conv2d", "The C++ Conv2d plan, typed. Use gemmkit.Conv2d, which also takes names, dtypes and torch tensors.");
+  cls.def(
+         "__init__",
+         [](Conv2d* self, ConvKind kind, OptType element, OptType element_A, OptType element_B, OptType element_C,
+            OptType element_D, OptType element_accumulator, OptInt cc, OptInt kernel_cc) {
+           Conv2dOptions o;
+           o.kind = kind;
+           o.element = element;
+           o.element_a = element_A;
+           o.element_b = element_B;
+           o.element_c = element_C;
+           o.element_d = element_D;
+           o.element_accumulator = element_accumulator;
+           o.cc = cc;
+           o.kernel_cc = kernel_cc;
+           new (self) Conv2d(o);
+         },
+         "kind"_a, nb::kw_only(), "element"_a = nb::none(), "element_A"_a = nb::none(), "element_B"_a = nb::none(),
+         "element_C"_a = nb::none(), "element_D"_a = nb::none(), "element_accumulator"_a = nb::none(),
+         "cc"_a = nb::none(), "kernel_cc"_a = nb::none())
+      .def_prop_ro("kind", &Conv2d::kind)
+      .def_prop_rw("iterator_algorithm", &Conv2d::iterator_algorithm, &Conv2d::set_iterator_algorithm,
+                   "None: optimized where the problem allows it at run time (construct() names the analytic kernel).")
+      .def_prop_rw("stride_support", &Conv2d::stride_support, &Conv2d::set_stride_support,
+                   "Dgrad: unity (unit strides only) or strided; None: by the problem's stride at run time.")
+      .def_prop_ro("split_k_mode", &Conv2d::split_k_mode)
+      .def_prop_ro("split_k_slices", &Conv2d::split_k_slices)
+      .def("set_split_k", &Conv2d::set_split_k, "mode"_a, "slices"_a)
+      .def_static(
+          "output_size",
+          [](std::array<std::int64_t, 4> input, std::array<std::int64_t, 4> weight, Pair padding, Pair stride,
+             Pair dilation) { return Conv2d::output_size(input, weight, geometry(stride, padding, dilation)); },
+          "input_size"_a, "weight_size"_a, "padding"_a = Pair{0, 0}, "stride"_a = Pair{1, 1}, "dilation"_a = Pair{1, 1},
+          "(N, P, Q, K) of an input (N, H, W, C) under a filter (K, R, S, C): P = (H + 2 pad - dilation (R - 1) - 1) "
+          "/ stride + 1.")
+      .def(
+          "spec_for",
+          [](Conv2d& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, Pair stride, Pair padding,
+             Pair dilation, double beta) {
+            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
+            const auto c = to_optional_tensor(C, "C", false);
+            return plan.spec_for(a.view, b.view, c ? &c->view : nullptr, d.view, geometry(stride, padding, dilation),
+                                 beta);
+          },
+          "A"_a, "B"_a, "C"_a.none(), "D"_a, "stride"_a = Pair{1, 1}, "padding"_a = Pair{0, 0},
+          "dilation"_a = Pair{1, 1}, "beta"_a = 0.0,
+          "The kernel run() would use for these NHWC / KRSC tensors (same checks; nothing runs; no GPU needed).")
+      .def(
+          "run",
+          [](Conv2d& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, Pair stride, Pair padding,
+             Pair dilation, double alpha, double beta, std::optional<std::uintptr_t> stream, bool sync) {
+            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
+            const auto c = to_optional_tensor(C, "C", false);
+            RunOptions options;
+            options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.view.device));
+            options.sync = sync;
+            nb::gil_scoped_release release;
+            plan.run(a.view, b.view, c ? &c->view : nullptr, d.view, geometry(stride, padding, dilation), alpha, beta,
+                     options);
+          },
+          "A"_a, "B"_a, "C"_a.none(), "D"_a, "stride"_a = Pair{1, 1}, "padding"_a = Pair{0, 0},
+          "dilation"_a = Pair{1, 1}, "alpha"_a = 1.0, "beta"_a = 0.0, "stream"_a = nb::none(), "sync"_a = true,
+          "D = act(alpha * conv(A, B) + beta * C) on NHWC / KRSC tensors.");
+}
+
 void bind_gemm(nb::module_& m) {
   auto cls = nb::class_<Gemm>(m, "Gemm",
                               "The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.");
@@ -311,6 +389,7 @@ void bind_plan(nb::module_& m) {
   bind_functions(m);
   bind_gemm(m);
   bind_grouped_gemm(m);
+  bind_conv2d(m);
 }
 
 }  // namespace gemmkit::python

@@ -218,6 +218,7 @@ KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> al
     s.layout_c = flip(types_.layout_c);
     if (s.bias != BiasMode::None) s.bias = s.bias == BiasMode::PerRow ? BiasMode::PerColumn : BiasMode::PerRow;
   }
+  complete_spec(s);
   return s;
 }
 
@@ -276,10 +277,10 @@ catalog::Target Gemm::target() const {
 
 void Gemm::require_operation(catalog::Operation operation, const char* what) const {
   if (operation_ == operation) return;
-  throw ConfigError(std::string(what) + " does not apply to this plan: it is a " +
-                    (operation_ == catalog::Operation::GroupedGemm ? "GroupedGemm; call its run(As, Bs, Cs, Ds)"
-                                                                   : "Gemm; call its run(A, B, C, D)") +
-                    ".");
+  const char* plan = operation_ == catalog::Operation::GroupedGemm ? "GroupedGemm; call its run(As, Bs, Cs, Ds)"
+                     : operation_ == catalog::Operation::Conv2d    ? "Conv2d; call its run(A, B, C, D, geometry)"
+                                                                   : "Gemm; call its run(A, B, C, D)";
+  throw ConfigError(std::string(what) + " does not apply to this plan: it is a " + plan + ".");
 }
 
 std::vector<Swizzle> Gemm::swizzling_functors() const {
@@ -578,4 +579,10 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   runtime::launch(module, gemm, options.stream, options.sync, options.workspace);
 }
 
+}  // namespace gemmkit
+
+namespace gemmkit {
+// Conv2d's settings go through the same check (src/api/conv2d.cpp).
+template void Gemm::change_checked(std::optional<IteratorAlgorithm>&, std::optional<IteratorAlgorithm>);
+template void Gemm::change_checked(std::optional<StrideSupport>&, std::optional<StrideSupport>);
 }  // namespace gemmkit

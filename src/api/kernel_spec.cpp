@@ -104,6 +104,11 @@ void to_json(nlohmann::ordered_json& json, const KernelSpec& spec) {
           {"bias", to_string(spec.bias)},
           {"arch", spec.arch_flag()},
           {"tile", spec.tile}};
+  if (spec.conv_kind) {
+    json["conv_kind"] = to_string(*spec.conv_kind);
+    json["iterator_algorithm"] = to_string(spec.iterator_algorithm);
+    json["stride_support"] = to_string(spec.stride_support);
+  }
 }
 
 std::string KernelSpec::canonical() const {
@@ -119,6 +124,11 @@ std::string KernelSpec::canonical() const {
       << ";epilogue_schedule=" << to_string(tile.epilogue_schedule)
       << ";tile_scheduler=" << to_string(tile.tile_scheduler) << ";math=" << to_string(tile.math_operation)
       << ";swizzle=" << to_string(swizzle) << ";activation=" << to_string(activation) << ";bias=" << to_string(bias);
+  // GEMM records (and so their cache keys) stay as they were before convolutions existed.
+  if (conv_kind) {
+    out << ";conv=" << to_string(*conv_kind) << ";iterator=" << to_string(iterator_algorithm)
+        << ";stride_support=" << to_string(stride_support);
+  }
   return out.str();
 }
 

@@ -14,8 +14,9 @@ using families::DeviceLimits;
 using families::Family;
 using families::OperandTypes;
 
-// What a plan computes: one (batched) GEMM, or many GEMMs of different extents in one launch.
-enum class Operation { Gemm, GroupedGemm };
+// What a plan computes: one (batched) GEMM, many GEMMs of different extents in one launch, or a 2-D convolution
+// (its kind, fprop / dgrad / wgrad, is in the kernel spec).
+enum class Operation { Gemm, GroupedGemm, Conv2d };
 
 // The GPU a plan builds for (cc), the operation and, when the plan asks for one, the kernel generation (kernel_cc: 80
 // for CUTLASS 2.x kernels, 90 for 3.x); without one the best family for cc is used.

@@ -70,5 +70,6 @@ const Family& sm80_universal();
 const Family& sm90_collective();
 const Family& sm80_grouped();
 const Family& sm90_grouped();
+const Family& sm80_conv2d();
 
 }  // namespace gemmkit::families

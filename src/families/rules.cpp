@@ -115,6 +115,13 @@ bool uses_tf32(const KernelSpec& spec) {
          spec.tile.math_operation != MathOperation::MultiplyAddFastF32;
 }
 
+std::string extended_name(const KernelSpec& spec, const std::string& core) {
+  const DataType acc = spec.element_accumulator;
+  if (spec.element_a == acc) return core;
+  return (spec.element_c != acc ? std::string(to_string(spec.element_c)) + "_" : std::string()) + core + "_" +
+         std::string(to_string(spec.element_a));
+}
+
 std::string epilogue_suffix(const KernelSpec& spec) {
   return std::string(row_of(spec.activation).in_kernel_name) + std::string(row_of(spec.bias).in_kernel_name);
 }

@@ -41,6 +41,9 @@ void check_shared_memory(const KernelSpec& spec, const DeviceLimits& limits);
 bool uses_stream_k(const KernelSpec& spec);
 // Tensor-core f32 GEMMs run on tf32 instructions unless 3xTF32 (fast f32) is asked for.
 bool uses_tf32(const KernelSpec& spec);
+// The reference's "extended" name part around a kernel's core (math and operation) name: the element of C and of
+// A beside it when they differ from the accumulator's, e.g. f16_s16816gemm_f16.
+std::string extended_name(const KernelSpec& spec, const std::string& core);
 // Our additions to the reference's names (activation, bias), so that different kernels never share a name.
 std::string epilogue_suffix(const KernelSpec& spec);
 

@@ -222,12 +222,7 @@ class Sm80Universal final : public Family {
       if (uses_tf32(spec)) core += "tf32";
     }
     core += "gemm";
-    const DataType acc = spec.element_accumulator;
-    std::string extended = core;
-    if (spec.element_a != acc) {
-      extended = (spec.element_c != acc ? std::string(to_string(spec.element_c)) + "_" : std::string()) + core + "_" +
-                 std::string(to_string(spec.element_a));
-    }
+    const std::string extended = extended_name(spec, core);
     const auto& tb = spec.tile.threadblock_shape;
     return "cutlass_" + std::string(row_of(spec.opclass).in_kernel_name) + "_" + extended + "_" +
            std::to_string(tb[0]) + "x" + std::to_string(tb[1]) + "_" + std::to_string(tb[2]) + "x" +

@@ -61,6 +61,12 @@ std::shared_ptr<KernelModule> KernelModule::load(const std::string& path) {
     module->grouped_run_contiguous_ = resolve<gk_grouped_run_contiguous_fn>(handle, "gk_grouped_run_contiguous", path);
     return module;
   }
+  if (kind != nullptr && kind() == GK_MODULE_CONV2D) {
+    module->conv2d_can_implement_ = resolve<gk_conv2d_can_implement_fn>(handle, "gk_conv2d_can_implement", path);
+    module->conv2d_workspace_size_ = resolve<gk_conv2d_workspace_size_fn>(handle, "gk_conv2d_workspace_size", path);
+    module->conv2d_run_ = resolve<gk_conv2d_run_fn>(handle, "gk_conv2d_run", path);
+    return module;
+  }
   module->can_implement_ = resolve<gk_can_implement_fn>(handle, "gk_can_implement", path);
   module->workspace_size_ = resolve<gk_workspace_size_fn>(handle, "gk_workspace_size", path);
   module->run_ = resolve<gk_run_fn>(handle, "gk_run", path);
@@ -68,11 +74,12 @@ std::shared_ptr<KernelModule> KernelModule::load(const std::string& path) {
 }
 
 int KernelModule::can_implement(const gk_gemm_args& args) const {
+  if (can_implement_ == nullptr) throw Error("internal error: " + kernel_name_ + " has no single-GEMM entry");
   return can_implement_(&args);
 }
 
 std::size_t KernelModule::workspace_size(const gk_gemm_args& args) const {
-  if (grouped()) throw Error("internal error: " + kernel_name_ + " is a grouped module; it has no single-GEMM entry");
+  if (run_ == nullptr) throw Error("internal error: " + kernel_name_ + " has no single-GEMM entry");
   std::lock_guard<std::mutex> lock(workspace_mutex_);
   if (!workspace_known_ || std::memcmp(&workspace_args_, &args, sizeof(args)) != 0) {
     workspace_needed_ = workspace_size_(&args);
@@ -109,6 +116,17 @@ void KernelModule::fail(int status, const std::string& problem) const {
   }
   throw ConfigError("Kernel " + kernel_name_ + " refused " + problem + ": " + status_text(status) +
                     ". Check alignment of the leading dimensions or choose another tile description.");
+}
+
+void KernelModule::conv2d_run(const gk_conv2d_args& args, cudaStream_t stream) const {
+  if (conv2d_run_ == nullptr) throw Error("internal error: " + kernel_name_ + " is not a Conv2d module");
+  const auto problem = [&] {
+    return "the convolution N=" + std::to_string(args.n) + " H=" + std::to_string(args.h) +
+           " W=" + std::to_string(args.w) + " C=" + std::to_string(args.c) + " K=" + std::to_string(args.k) +
+           " R=" + std::to_string(args.r) + " S=" + std::to_string(args.s);
+  };
+  runtime::LaunchWorkspace workspace(args.device_id, conv2d_workspace_size_(&args), stream);
+  if (const int status = conv2d_run_(&args, workspace.get(), stream); status != GK_OK) fail(status, problem());
 }
 
 void KernelModule::grouped_pack(const gk_grouped_args& args, const gk_grouped_problem* problems, void* host_metadata,

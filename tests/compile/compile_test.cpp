@@ -114,3 +114,33 @@ TEST(CompileTier, GroupedKernelsOfBothFamiliesBuildAndDescribeThemselves) {
     EXPECT_GT(module->grouped_metadata_bytes(50), 50u * 3 * sizeof(int));
   }
 }
+
+// One conv kernel (SM80 fprop f16, the optimized kernel run() picks for ResNet-like layers), built through the CLI
+// into a fresh cache; the module is a Conv2d module, and its can_implement (host code, no GPU) takes a problem whose
+// channels fit its vectors and refuses one whose channels do not.
+TEST(CompileTier, Conv2dFpropKernelBuildsAndChecksProblems) {
+  gk::testenv::TempDir cache_dir;
+  gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
+  const auto json = nlohmann::ordered_json::parse(
+      run_cli(cache_dir.str(),
+              "compile --conv fprop --cc 80 --element f16 --element-accumulator f32 --n 1 --h 56 --w 56 --c 64 --k 64 "
+              "--r 3 --s 3 --pad 1 --json"));
+  EXPECT_EQ(json.at("kernel_name").get<std::string>(),
+            "cutlass_sm80_tensorop_f16_s16x8x16fprop_optimized_f16_256x128_64x3_nhwc_align8");
+  const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
+  EXPECT_TRUE(module->conv2d());
+  EXPECT_FALSE(module->grouped());
+  gk_conv2d_args args{};
+  alignas(16) static char buffer[64];
+  args.n = 1, args.h = 56, args.w = 56, args.c = 64, args.k = 64, args.r = 3, args.s = 3, args.p = 56, args.q = 56;
+  args.pad_h = args.pad_w = 1;
+  args.stride_h = args.stride_w = args.dilation_h = args.dilation_w = 1;
+  args.split_k_slices = 1;
+  args.A = args.B = args.D = buffer;
+  args.alpha = 1.0;
+  EXPECT_EQ(module->conv2d_can_implement(args), GK_OK);
+  args.c = 12;  // not a multiple of the 8-element vectors the kernel reads
+  EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
+  args.A = nullptr;
+  EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_ARGS);
+}

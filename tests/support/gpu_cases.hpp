@@ -8,6 +8,7 @@
 
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
+#include "support/conv_cases.hpp"
 #include "support/front_door_cases.hpp"
 
 namespace gemmkit::gpu_cases {
@@ -215,7 +216,7 @@ inline std::vector<GroupedCase> contiguous_cases(int cc) {
 }
 
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` picks
-// "config", "epilogue", "concurrency", "types", "fuzz" and/or "grouped" (empty: all).
+// "config", "epilogue", "concurrency", "types", "fuzz", "grouped" and/or "conv" (empty: all).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
   auto wanted = [&](const char* group) { return groups.empty() || groups.find(group) != std::string::npos; };
   std::vector<KernelSpec> out;
@@ -254,6 +255,9 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
     for (const auto& cases : {grouped_cases(cc), contiguous_cases(cc)}) {
       for (const auto& c : cases) out.push_back(grouped_plan(c).spec());
     }
+  }
+  if (wanted("conv")) {
+    for (const auto& c : conv_cases()) out.push_back(conv_spec(c, cc));
   }
   if (!wanted("types")) return out;
   for (const auto& t : type_cases()) {

@@ -11,6 +11,7 @@
 #include "catalog/catalog.hpp"
 #include "codegen/render.hpp"
 #include "gemmkit/codegen.hpp"
+#include "gemmkit/conv2d.hpp"
 #include "gemmkit/errors.hpp"
 
 namespace gemmkit {
@@ -312,6 +313,34 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return std::string(to_string(info.param.activation)); });
 #undef GK_CUTLASS_ACT
 #undef GK_OWN_ACT
+
+// Conv2d kernels (the Sm80Conv2d family): a default, an activation with the strided dgrad swizzle, tf32.
+Conv2dOptions conv_options(ConvKind kind, DataType element = DataType::f16, DataType accumulator = DataType::f32) {
+  Conv2dOptions o;
+  o.kind = kind;
+  o.element = element;
+  o.element_accumulator = accumulator;
+  o.cc = 80;
+  return o;
+}
+
+TEST(Conv2dGolden, Sm80FpropF16Optimized) {
+  Conv2d plan(conv_options(ConvKind::Fprop));
+  plan.set_iterator_algorithm(IteratorAlgorithm::Optimized);
+  expect_golden("conv2d_sm80_fprop_f16_optimized.cu", plan.spec());
+}
+
+TEST(Conv2dGolden, Sm80DgradStridedSiluF16Accumulator) {
+  Conv2d plan(conv_options(ConvKind::Dgrad, DataType::f16, DataType::f16));
+  plan.set_activation(Activation::SiLU);
+  plan.set_swizzling_functor(Swizzle::Identity4);
+  expect_golden("conv2d_sm80_dgrad_f16_strided_silu.cu", plan.spec());
+}
+
+TEST(Conv2dGolden, Sm80WgradTf32) {
+  Conv2d plan(conv_options(ConvKind::Wgrad, DataType::f32, DataType::f32));
+  expect_golden("conv2d_sm80_wgrad_tf32.cu", plan.spec());
+}
 
 }  // namespace
 }  // namespace gemmkit

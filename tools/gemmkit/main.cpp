@@ -26,10 +26,12 @@
 #include <vector>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/conv2d.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/runtime.hpp"
+#include "testing/conv_reference.hpp"
 #include "testing/device_buffer.hpp"
 #include "testing/host_matrix.hpp"
 #include "testing/walkthrough.hpp"
@@ -179,6 +181,30 @@ std::vector<OptionRow> run_table() {
   };
 }
 
+// With --conv KIND the plan is a Conv2d: these give its problem (plan, tiles and compile also take --n and --k; run
+// has them already). Given sizes make plan and compile show and build the kernel run would choose for them.
+std::vector<OptionRow> conv_table(bool with_n_k) {
+  std::vector<OptionRow> rows = {
+      {"conv", "KIND", "a Conv2d instead of a GEMM, " + one_of<gk::ConvKind>(), enum_check<gk::ConvKind>()},
+      {"h", "H", "with --conv: input height", integer_check(1, kInt32Max)},
+      {"w", "W", "with --conv: input width", integer_check(1, kInt32Max)},
+      {"c", "C", "with --conv: input channels", integer_check(1, kInt32Max)},
+      {"r", "R", "with --conv: filter height", integer_check(1, kInt32Max)},
+      {"s", "S", "with --conv: filter width", integer_check(1, kInt32Max)},
+      {"stride", "N", "with --conv: stride (both axes)", integer_check(1, kInt32Max)},
+      {"pad", "N", "with --conv: zero padding on each side (both axes)", integer_check(0, kInt32Max)},
+      {"dilation", "N", "with --conv: dilation (both axes)", integer_check(1, kInt32Max)},
+      {"iterator-algorithm", "NAME", "with --conv: " + one_of<gk::IteratorAlgorithm>() + " (default: by problem)",
+       enum_check<gk::IteratorAlgorithm>()},
+      {"split-k-slices", "N", "with --conv: serial split-K slices", integer_check(1, 1024)},
+  };
+  if (with_n_k) {
+    rows.push_back({"n", "N", "with --conv: batch", integer_check(1, kInt32Max)});
+    rows.push_back({"k", "K", "with --conv: filters (output channels)", integer_check(1, kInt32Max)});
+  }
+  return rows;
+}
+
 // The options' values as given, checked by CLI11 as it parsed them; shared by every command that takes them.
 class Values {
  public:
@@ -250,7 +276,30 @@ std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped) {
   o.layout_c = args.enumerator<gk::Layout>("layout-c");
   if (auto cc = args.integer("cc")) o.cc = static_cast<int>(*cc);
   if (auto kernel_cc = args.integer("kernel-cc")) o.kernel_cc = static_cast<int>(*kernel_cc);
-  std::unique_ptr<gk::Gemm> owned = grouped ? std::make_unique<gk::GroupedGemm>(o) : std::make_unique<gk::Gemm>(o);
+  std::unique_ptr<gk::Gemm> owned;
+  if (auto kind = args.enumerator<gk::ConvKind>("conv")) {
+    if (grouped) throw UsageError("--conv and --grouped: a plan is one or the other.");
+    gk::Conv2dOptions c;
+    c.kind = *kind;
+    c.element = o.element;
+    c.element_a = o.element_a;
+    c.element_b = o.element_b;
+    c.element_c = o.element_c;
+    c.element_d = o.element_d;
+    c.element_accumulator = o.element_accumulator;
+    c.cc = o.cc;
+    c.kernel_cc = o.kernel_cc;
+    auto conv = std::make_unique<gk::Conv2d>(c);
+    if (auto algorithm = args.enumerator<gk::IteratorAlgorithm>("iterator-algorithm")) {
+      apply(args, "iterator-algorithm", [&] { conv->set_iterator_algorithm(*algorithm); });
+    }
+    if (auto slices = args.integer("split-k-slices")) {
+      apply(args, "split-k-slices", [&] { conv->set_split_k(gk::SplitKMode::Serial, static_cast<int>(*slices)); });
+    }
+    owned = std::move(conv);
+  } else {
+    owned = grouped ? std::make_unique<gk::GroupedGemm>(o) : std::make_unique<gk::Gemm>(o);
+  }
   gk::Gemm& plan = *owned;
   if (auto opclass = args.enumerator<gk::OpClass>("opclass")) {
     apply(args, "opclass", [&] { plan.set_opclass(*opclass); });
@@ -299,10 +348,55 @@ std::string fixed(double value, int digits) {
   return text;
 }
 
+// The Conv2d problem the options give (defaults: a 3x3 conv of 64 channels on 1 x 56 x 56).
+gk::testing::ConvShape conv_shape(const Values& args) {
+  gk::testing::ConvShape shape;
+  auto value = [&](const char* name, std::int64_t fallback) {
+    return args.given(name) ? *args.integer(name) : fallback;
+  };
+  shape.n = value("n", 1);
+  shape.h = value("h", 56);
+  shape.w = value("w", 56);
+  shape.c = value("c", 64);
+  shape.k = value("k", 64);
+  shape.r = value("r", 3);
+  shape.s = value("s", 3);
+  const int stride = static_cast<int>(value("stride", 1));
+  const int pad = static_cast<int>(value("pad", 1));
+  const int dilation = static_cast<int>(value("dilation", 1));
+  shape.geometry = {{stride, stride}, {pad, pad}, {dilation, dilation}};
+  return shape;
+}
+
+bool conv_sizes_given(const Values& args) {
+  for (const char* name : {"n", "h", "w", "c", "k", "r", "s", "stride", "pad", "dilation"}) {
+    if (args.given(name)) return true;
+  }
+  return false;
+}
+
+// The kernel a Conv2d plan runs for the options' problem (nothing runs, no GPU needed: the views are never read).
+gk::KernelSpec conv_spec_for(gk::Conv2d& plan, const Values& args) {
+  const auto shape = conv_shape(args);
+  gk::Conv2d::output_size(shape.input(), shape.filter(), shape.geometry);  // its ConfigError first
+  const gk::ConvKind kind = plan.kind();
+  // An aligned address that is never dereferenced: spec_for checks addresses for alignment only.
+  void* const address = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
+  auto view = [&](gk::DataType type, const gk::testing::Extent4& e) {
+    gk::TensorView v =
+        gk::TensorView::strided(address, type, {e[0], e[1], e[2], e[3]}, {e[1] * e[2] * e[3], e[2] * e[3], e[3], 1});
+    return v;
+  };
+  const gk::TensorView a = view(plan.element_a(), shape.a(kind)), b = view(plan.element_b(), shape.b(kind)),
+                       d = view(plan.element_d(), shape.d(kind));
+  return plan.spec_for(a, b, nullptr, d, shape.geometry);
+}
+
 int cmd_plan(const Values& args, bool grouped, bool print_source, const Output& output) {
   const auto owned = make_plan(args, grouped);
   gk::Gemm& plan = *owned;
-  const gk::KernelSpec spec = plan.spec();
+  auto* conv = dynamic_cast<gk::Conv2d*>(&plan);
+  const gk::KernelSpec spec = conv != nullptr && conv_sizes_given(args) ? conv_spec_for(*conv, args) : plan.spec();
   Json out = spec;
   std::string text = "kernel: " + spec.name() + "\ncc " + std::to_string(spec.cc) + ", " +
                      std::string(gk::to_string(spec.opclass)) + ", " + std::string(gk::to_string(spec.family)) +
@@ -375,7 +469,9 @@ int cmd_tiles(const Values& args, bool grouped, const Output& output) {
 int cmd_compile(const Values& args, bool grouped, const Output& output) {
   const auto owned = make_plan(args, grouped);
   gk::Gemm& plan = *owned;
-  const gk::CompiledKernel built = plan.compile();
+  auto* conv = dynamic_cast<gk::Conv2d*>(&plan);
+  const gk::CompiledKernel built =
+      conv != nullptr && conv_sizes_given(args) ? gk::build_kernel(conv_spec_for(*conv, args)) : plan.compile();
   output.print(built, "kernel: " + built.kernel_name + "\ncache:  " +
                           (built.cache_hit ? "hit" : "miss (compiled in " + fixed(built.build_seconds, 1) + " s)") +
                           "\nmodule: " + built.module_path + "\n");
@@ -488,10 +584,88 @@ int cmd_run_grouped(const Values& args, bool check, const Output& output) {
   return wrong == 0 ? 0 : 1;
 }
 
+// gemmkit run --conv KIND: one convolution on small-integer data, timed; --check compares every element of D with
+// the float64 reference.
+int cmd_run_conv(gk::Conv2d& plan, const Values& args, bool check, const Output& output) {
+  using gk::testing::DeviceBuffer;
+  using gk::testing::HostMatrix;
+  const auto shape = conv_shape(args);
+  gk::Conv2d::output_size(shape.input(), shape.filter(), shape.geometry);
+  const gk::ConvKind kind = plan.kind();
+  const std::int64_t repeat = *args.integer("repeat");
+  const double alpha = *args.real("alpha"), beta = *args.real("beta");
+  HostMatrix A = gk::testing::conv_tensor(plan.element_a(), shape.a(kind));
+  HostMatrix B = gk::testing::conv_tensor(plan.element_b(), shape.b(kind));
+  HostMatrix C = gk::testing::conv_tensor(plan.element_c(), shape.d(kind));
+  HostMatrix D = gk::testing::conv_tensor(plan.element_d(), shape.d(kind));
+  const int ab = gk::bits_of(plan.element_accumulator()) <= 16 ? 1 : 2;
+  A.fill_integers(1, -ab, ab);
+  B.fill_integers(2, -ab, ab);
+  C.fill_integers(3, -4, 4);
+  const DeviceBuffer dA(A), dB(B), dC(C), dD(D);
+  const int device = gk::current_device();
+  const auto vA = gk::testing::conv_view(A, shape.a(kind), dA.get(), device);
+  const auto vB = gk::testing::conv_view(B, shape.b(kind), dB.get(), device);
+  const auto vC = gk::testing::conv_view(C, shape.d(kind), dC.get(), device);
+  const auto vD = gk::testing::conv_view(D, shape.d(kind), dD.get(), device);
+  const gk::KernelSpec spec = plan.spec_for(vA, vB, &vC, vD, shape.geometry, beta);
+  gk::RunOptions options;
+  const auto t0 = std::chrono::steady_clock::now();
+  plan.run(vA, vB, &vC, vD, shape.geometry, alpha, beta, options);  // first run: compile or load
+  const double first_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  dD.copy_to(D);  // before the timed runs: with beta != 0 each run reads C, so D is the same, but keep the first
+  options.sync = false;
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start);
+  for (std::int64_t i = 0; i < repeat; ++i) plan.run(vA, vB, &vC, vD, shape.geometry, alpha, beta, options);
+  cudaEventRecord(stop);
+  cudaEventSynchronize(stop);
+  float ms = 0.f;
+  cudaEventElapsedTime(&ms, start, stop);
+  const double seconds = ms / 1e3 / static_cast<double>(repeat);
+  const double tflops = shape.flops() / seconds / 1e12;
+  Json out = {{"kernel_name", spec.name()},
+              {"conv", gk::to_string(kind)},
+              {"n", shape.n},
+              {"h", shape.h},
+              {"w", shape.w},
+              {"c", shape.c},
+              {"k", shape.k},
+              {"r", shape.r},
+              {"s", shape.s},
+              {"p", shape.p()},
+              {"q", shape.q()},
+              {"first_run_seconds", first_seconds},
+              {"seconds_per_run", seconds},
+              {"tflops", tflops}};
+  std::string text = "kernel: " + spec.name() + "\nfirst run (compile or load): " + fixed(first_seconds, 1) + " s\n" +
+                     fixed(tflops, 1) + " TFLOP/s\n";
+  if (!check) {
+    output.print(out, text);
+    return 0;
+  }
+  const gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(), nullptr, gk::BiasMode::None};
+  const auto cmp = gk::testing::compare_conv(kind, shape, A, B, &C, D, alpha, beta, epilogue);
+  const bool ok = cmp.max_rel_error <= (gk::bits_of(plan.element_d()) <= 16 ? 1e-2 : 1e-6);
+  out["checked"] = cmp.checked;
+  out["max_abs_error"] = cmp.max_abs_error;
+  out["check"] = ok ? "pass" : "fail";
+  text += "check: " + std::string(ok ? "pass" : "FAIL") + " (max abs error " + std::to_string(cmp.max_abs_error) +
+          " over " + std::to_string(cmp.checked) + " elements)\n";
+  output.print(out, text);
+  return ok ? 0 : 1;
+}
+
 int cmd_run(const Values& args, bool check, const Output& output) {
   using gk::testing::DeviceBuffer;
   using gk::testing::HostMatrix;
   const bool grouped = false;
+  if (args.given("conv")) {
+    const auto owned = make_plan(args, grouped);
+    return cmd_run_conv(dynamic_cast<gk::Conv2d&>(*owned), args, check, output);
+  }
   const Problem r = run_problem(args);
   const auto owned = make_plan(args, grouped);
   gk::Gemm& plan = *owned;
@@ -747,6 +921,7 @@ int main(int argc, char** argv) {
     planning.push_back(add_command(app, name, help));
     values.add_to(*planning.back(), plan_table());
     add_flag(*planning.back(), "--grouped", grouped, "a GroupedGemm: many GEMMs of different extents in one launch");
+    values.add_to(*planning.back(), conv_table(std::string(name) != "run"));
   }
   CLI::App& plan = *planning[0];
   CLI::App& run = *planning[3];
@@ -802,6 +977,17 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (values.given("groups") && !grouped) throw UsageError("--groups needs --grouped.");
+    if (!values.given("conv")) {
+      for (const char* name :
+           {"h", "w", "c", "r", "s", "stride", "pad", "dilation", "iterator-algorithm", "split-k-slices"}) {
+        if (values.given(name)) throw UsageError(std::string("--") + name + " needs --conv KIND.");
+      }
+      if (!run.parsed() && (values.given("n") || values.given("k"))) {
+        throw UsageError(std::string("--") + (values.given("n") ? "n" : "k") + " needs --conv KIND (or gemmkit run).");
+      }
+    } else if (values.given("m")) {
+      throw UsageError("--m is a GEMM's; a conv's problem is --n --h --w --c --k --r --s.");
+    }
     if (plan.parsed()) return cmd_plan(values, grouped, print_source, output);
     if (planning[1]->parsed()) return cmd_tiles(values, grouped, output);
     if (planning[2]->parsed()) return cmd_compile(values, grouped, output);

@@ -64,8 +64,9 @@ typedef int (*gk_last_cuda_error_fn)(void);
      stream from device-side row offsets, then runs; no host sync, no host read, capturable in a CUDA graph.
    A group with m, n or k == 0 is skipped: its D is not written. */
 typedef enum gk_module_kind_t {
-  GK_MODULE_GEMM = 0,   /* the dense entry points above */
-  GK_MODULE_GROUPED = 1 /* the gk_grouped_* entry points below */
+  GK_MODULE_GEMM = 0,    /* the dense entry points above */
+  GK_MODULE_GROUPED = 1, /* the gk_grouped_* entry points below */
+  GK_MODULE_CONV2D = 2   /* the gk_conv2d_* entry points at the end */
 } gk_module_kind_t;
 
 /* Element types and layouts, as gk_grouped_describe() reports the ones compiled into a module. */
@@ -160,6 +161,37 @@ typedef int (*gk_grouped_run_fn)(const gk_grouped_args*, const void* device_meta
    launches: two kernels, no host synchronisation, no allocation; nothing at all when total_m, n or k is 0. */
 typedef int (*gk_grouped_run_contiguous_fn)(const gk_grouped_args*, const gk_grouped_contiguous*, void* device_metadata,
                                             size_t metadata_bytes, void* workspace, void* stream /* cudaStream_t */);
+
+/* ---- Conv2d modules ----------------------------------------------------------------------------------------------
+   A conv module (gk_module_kind() == GK_MODULE_CONV2D) exports gk_abi_version, gk_kernel_name, gk_last_cuda_error and
+   the gk_conv2d_* entry points below. Its kind (fprop, dgrad, wgrad), element types and iterators are compiled in.
+   Tensors are packed: the activations x (N,H,W,C) and y (N,P,Q,K) NHWC, the filter w (K,R,S,C) KRSC.
+     fprop: D = act(alpha * conv(x, w) + beta * C)      A = x, B = w, C and D (N,P,Q,K)
+     dgrad: D = act(alpha * conv_dx(y, w) + beta * C)   A = y, B = w, C and D (N,H,W,C)
+     wgrad: D = act(alpha * conv_dw(y, x) + beta * C)   A = y, B = x, C and D (K,R,S,C)
+   (cross-correlation, as torch.nn.functional.conv2d). */
+typedef struct gk_conv2d_args {
+  int32_t n, h, w, c;   /* the input activation */
+  int32_t k, r, s;      /* the filter: k filters of r x s x c */
+  int32_t p, q;         /* the output activation's height and width */
+  int32_t pad_h, pad_w; /* zero padding on each side */
+  int32_t stride_h, stride_w;
+  int32_t dilation_h, dilation_w;
+  int32_t split_k_slices; /* >= 1; with more than one the slices add into D in turn (serial split-K) */
+  const void* A;
+  const void* B;
+  const void* C; /* may be null when beta == 0 */
+  void* D;
+  double alpha, beta;          /* converted to the kernel's compute type inside the module */
+  double activation_params[2]; /* e.g. the leaky_relu slope; unused entries are ignored */
+  int32_t device_id;
+  int32_t reserved[3];
+} gk_conv2d_args;
+
+typedef int (*gk_conv2d_can_implement_fn)(const gk_conv2d_args*);
+/* Device workspace bytes (serial split-K semaphores); a workspace is never shared by two launches in flight. */
+typedef size_t (*gk_conv2d_workspace_size_fn)(const gk_conv2d_args*);
+typedef int (*gk_conv2d_run_fn)(const gk_conv2d_args*, void* workspace, void* stream /* cudaStream_t */);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@ namespace gemmkit::module {
 
 // memcmp() on gk_gemm_args is only meaningful without padding bytes.
 static_assert(sizeof(gk_gemm_args) == 4 * 4 + 4 * 8 + 8 * 8 + 4 * 8 + 8 + 8 * 4, "gk_gemm_args has padding");
+static_assert(sizeof(gk_conv2d_args) == 16 * 4 + 4 * 8 + 4 * 8 + 4 * 4, "gk_conv2d_args has padding");
 
 // The last CUDA error seen by this thread's calls into the module, for gk_last_cuda_error(). Internal linkage
 // (one translation unit per module), so that no two loaded modules share it.
@@ -81,21 +82,22 @@ struct Prepared {
   bool reset_workspace = false;
 };
 
-// The last prepared launch of this thread: the arguments it was prepared for, the workspace it was bound to
-// and the prepared state (a CUTLASS operator or its Params). A hit skips CUTLASS's host-side preparation.
-template <class Prepared>
+// The last prepared launch of this thread: the arguments it was prepared for (the ABI's gk_gemm_args, or
+// gk_conv2d_args), the workspace it was bound to and the prepared state (a CUTLASS operator or its Params). A hit
+// skips CUTLASS's host-side preparation.
+template <class Prepared, class Args = gk_gemm_args>
 struct LaunchCache {
   bool valid = false;
-  gk_gemm_args args{};
+  Args args{};
   void* workspace = nullptr;
   int device = -1;
   Prepared prepared{};
 
-  bool hit(const gk_gemm_args& next, void* next_workspace, int next_device) const {
+  bool hit(const Args& next, void* next_workspace, int next_device) const {
     return valid && workspace == next_workspace && device == next_device &&
-           std::memcmp(&args, &next, sizeof(gk_gemm_args)) == 0;
+           std::memcmp(&args, &next, sizeof(Args)) == 0;
   }
-  void store(const gk_gemm_args& next, void* next_workspace, int next_device) {
+  void store(const Args& next, void* next_workspace, int next_device) {
     args = next;
     workspace = next_workspace;
     device = next_device;
@@ -145,8 +147,8 @@ inline int initialize_failed() {
 
 // A hit on this thread's last prepared launch skips CUTLASS's host-side preparation; only a workspace that must be
 // reset before every launch is initialized again.
-template <class Glue>
-int run(typename Glue::Cache& cache, const gk_gemm_args& args, void* workspace, cudaStream_t stream) {
+template <class Glue, class Args>
+int run(typename Glue::Cache& cache, const Args& args, void* workspace, cudaStream_t stream) {
   const int device = current_device();
   if (device < 0) return GK_ERR_LAUNCH;
   typename Glue::Prepared& prepared = cache.prepared;

@@ -1,0 +1,96 @@
+// include/gemmkit/conv2d.hpp: Conv2d, 2-D convolutions (fprop, dgrad, wgrad) as implicit GEMMs, NHWC activations and
+// KRSC filters.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "gemmkit/gemm.hpp"
+
+namespace gemmkit {
+
+// What a Conv2d plan is declared from: the conv kind and the element types (per operand, else the generic one; the
+// accumulator defaults to C's). Operands as the reference names them:
+//   fprop: A = input x (N,H,W,C), B = weight w (K,R,S,C), C/D = output y (N,P,Q,K)
+//   dgrad: A = grad_output dy (N,P,Q,K), B = weight w (K,R,S,C), C/D = grad_input dx (N,H,W,C)
+//   wgrad: A = grad_output dy (N,P,Q,K), B = input x (N,H,W,C), C/D = grad_weight dw (K,R,S,C)
+struct Conv2dOptions {
+  ConvKind kind = ConvKind::Fprop;
+  std::optional<DataType> element, element_a, element_b, element_c, element_d, element_accumulator;
+  std::optional<int> cc;         // the target GPU; default: the current device's
+  std::optional<int> kernel_cc;  // 80: CUTLASS 2.x kernels (the only conv family today, also on SM90 GPUs)
+};
+
+// The geometry of one convolution besides the tensors' extents.
+struct Conv2dGeometry {
+  std::array<int, 2> stride{1, 1};    // (h, w), at least 1
+  std::array<int, 2> padding{0, 0};   // zeros on each side, (h, w)
+  std::array<int, 2> dilation{1, 1};  // (h, w), at least 1
+};
+
+// A convolution plan: D = act(alpha * conv + beta * C), cross-correlation as torch.nn.functional.conv2d (groups = 1).
+// Configured like a Gemm (opclass, tile descriptions, swizzle, activation, construct / compile); kernels come from
+// the conv families (CUTLASS 2.x implicit GEMM on every GPU today: the plan's kernel_cc() and spec().family say
+// which). Tensors are 4-D, packed, channels innermost (NHWC / KRSC). Thread-safe like Gemm::run.
+class Conv2d : public Gemm {
+ public:
+  explicit Conv2d(const Conv2dOptions& options);
+
+  ConvKind kind() const { return kind_; }
+
+  // (N, P, Q, K) of an input (N,H,W,C) under a filter (K,R,S,C): P = (H + 2 pad_h - dil_h (R - 1) - 1) / stride_h + 1,
+  // Q likewise. Throws ConfigError when the dilated filter is larger than the padded input or a value is invalid.
+  static std::array<std::int64_t, 4> output_size(const std::array<std::int64_t, 4>& input_nhwc,
+                                                 const std::array<std::int64_t, 4>& weight_krsc,
+                                                 const Conv2dGeometry& geometry);
+
+  // How the kernels walk their operands. Unset (the default): construct() names the analytic kernel and run() takes
+  // the optimized one whenever the problem allows it (filters of at most 32 x 32), else the analytic one.
+  const std::optional<IteratorAlgorithm>& iterator_algorithm() const { return iterator_; }
+  void set_iterator_algorithm(std::optional<IteratorAlgorithm> algorithm);
+  // Dgrad kernels: unit-stride only (Unity, faster) or any stride. Unset: construct() names the strided kernel and
+  // run() picks by the problem's stride.
+  const std::optional<StrideSupport>& stride_support() const { return stride_support_; }
+  void set_stride_support(std::optional<StrideSupport> support);
+
+  // Split-K (the reference's split_k = (mode, slices)): the reduction (R*S*C for fprop, NPQ for wgrad, ...) in
+  // `slices` parts. Serial: one kernel, the parts add into D in turn. Parallel is not implemented (ConfigError).
+  SplitKMode split_k_mode() const { return split_k_mode_; }
+  int split_k_slices() const { return split_k_slices_; }
+  void set_split_k(SplitKMode mode, int slices);
+
+  // D = act(alpha * conv(A, B) + beta * C) (see Conv2dOptions for which tensor is which). Every tensor and the
+  // problem size are checked first (TensorError / ConfigError naming what to change); nothing runs on error. C may
+  // be null when beta == 0. Host tensors are staged through the GPU; a batch of 0 runs nothing.
+  void run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+           const Conv2dGeometry& geometry = {}, double alpha = 1.0, double beta = 0.0, const RunOptions& options = {});
+
+  // The kernel run() would use for these tensors (the same checks; nothing runs; no GPU needed).
+  KernelSpec spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                      const Conv2dGeometry& geometry = {}, double beta = 0.0);
+
+ protected:
+  void complete_spec(KernelSpec& spec) const override;
+
+ private:
+  using Gemm::run;
+  using Gemm::set_bias;
+  using Gemm::set_max_swizzle_size;
+  using Gemm::set_raster_order;
+  using Gemm::spec_for;
+
+  struct ConvProblem;
+  ConvProblem check_conv(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                         const Conv2dGeometry& geometry, double beta) const;
+  KernelChoices& conv_choices(const ConvProblem& problem);
+  std::size_t choose(const KernelChoices& choices, const ConvProblem& problem, int sm_count) const;
+
+  ConvKind kind_;
+  std::optional<IteratorAlgorithm> iterator_;
+  std::optional<StrideSupport> stride_support_;
+  SplitKMode split_k_mode_ = SplitKMode::Serial;
+  int split_k_slices_ = 1;
+};
+
+}  // namespace gemmkit

@@ -1,0 +1,387 @@
+// src/api/conv2d.cpp: the Conv2d plan: conv kind and iterators on top of Gemm's configuration, the problem-size
+// rules (output size, groups = 1, alignment, the kernels' 32-bit limits), and run() as check -> choose -> launch.
+#include "gemmkit/conv2d.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "api/plan_state.hpp"
+#include "api/tensor_check.hpp"
+#include "catalog/catalog.hpp"
+#include "gemmkit/errors.hpp"
+#include "jit/kernel_loader.hpp"
+#include "runtime/cuda_check.hpp"
+#include "runtime/staging.hpp"
+#include "runtime/workspace.hpp"
+
+namespace gemmkit {
+namespace {
+
+using Extent = std::array<std::int64_t, 4>;
+
+GemmOptions gemm_options(const Conv2dOptions& o) {
+  GemmOptions g;
+  g.element = o.element;
+  g.element_a = o.element_a;
+  g.element_b = o.element_b;
+  g.element_c = o.element_c;
+  g.element_d = o.element_d;
+  g.element_accumulator = o.element_accumulator;
+  g.layout = Layout::RowMajor;  // NHWC and KRSC: channels innermost, as the kernels' row-major implicit GEMM reads
+  g.cc = o.cc;
+  g.kernel_cc = o.kernel_cc;
+  return g;
+}
+
+std::string extent_text(const Extent& e) {
+  return "(" + std::to_string(e[0]) + ", " + std::to_string(e[1]) + ", " + std::to_string(e[2]) + ", " +
+         std::to_string(e[3]) + ")";
+}
+
+// The operands' roles and layouts by conv kind, for messages.
+struct Roles {
+  const char *a, *b, *d;
+};
+Roles roles(ConvKind kind) {
+  switch (kind) {
+    case ConvKind::Fprop: return {"A (input, NHWC)", "B (weight, KRSC)", "D (output, NPQK)"};
+    case ConvKind::Dgrad: return {"A (grad_output, NPQK)", "B (weight, KRSC)", "D (grad_input, NHWC)"};
+    case ConvKind::Wgrad: return {"A (grad_output, NPQK)", "B (input, NHWC)", "D (grad_weight, KRSC)"};
+  }
+  return {"A", "B", "D"};
+}
+
+// A 4-D packed tensor with channels innermost: its extents. TensorError naming what to change otherwise.
+Extent check_packed(const TensorView& t, const std::string& name, DataType dtype) {
+  if (t.dtype != dtype) {
+    throw TensorError("Tensor " + name + " has element type " + std::string(to_string(t.dtype)) +
+                      " but the plan expects " + std::string(to_string(dtype)) +
+                      ". Convert the tensor or declare the plan with this element type.");
+  }
+  if (t.rank != 4) {
+    throw TensorError("Tensor " + name +
+                      " must be 4-D (channels innermost: NHWC activations, KRSC filters); got shape " +
+                      t.shape_string() + ".");
+  }
+  Extent e{t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
+  std::int64_t expected = 1;
+  for (int i = 3; i >= 0; --i) {
+    if (e[i] < 0) throw TensorError("Tensor " + name + " has a negative extent: " + t.shape_string() + ".");
+    if (e[i] > 1 && t.strides[i] != expected) {
+      throw TensorError("Tensor " + name + " has shape " + t.shape_string() + " and strides " + t.strides_string() +
+                        " but the kernels read packed tensors with channels innermost (strides " +
+                        std::to_string(e[1] * e[2] * e[3]) + ", " + std::to_string(e[2] * e[3]) + ", " +
+                        std::to_string(e[3]) +
+                        ", 1). Make it contiguous in that order (torch: .to(memory_format=torch.channels_last) for "
+                        "activations).");
+    }
+    expected *= std::max<std::int64_t>(e[i], 1);
+  }
+  if (t.data == nullptr && t.numel() != 0) throw TensorError("Tensor " + name + ": data pointer is null.");
+  return e;
+}
+
+std::int64_t output_extent(std::int64_t in, std::int64_t filter, int pad, int stride, int dilation) {
+  return (in + 2 * pad - dilation * (filter - 1) - 1) / stride + 1;
+}
+
+void check_geometry(const Conv2dGeometry& g) {
+  for (int i = 0; i < 2; ++i) {
+    const char* axis = i == 0 ? "height" : "width";
+    if (g.stride[i] < 1) {
+      throw ConfigError(std::string("Conv2d stride along the ") + axis + " is " + std::to_string(g.stride[i]) +
+                        "; strides must be at least 1.");
+    }
+    if (g.dilation[i] < 1) {
+      throw ConfigError(std::string("Conv2d dilation along the ") + axis + " is " + std::to_string(g.dilation[i]) +
+                        "; dilations must be at least 1.");
+    }
+    if (g.padding[i] < 0) {
+      throw ConfigError(std::string("Conv2d padding along the ") + axis + " is " + std::to_string(g.padding[i]) +
+                        "; padding must be at least 0.");
+    }
+  }
+}
+
+// The widest candidate vector (elements) that `channels` and the address allow; 0 when none.
+int fitting_vector(const void* data, std::int64_t channels, DataType type, const std::vector<int>& candidates) {
+  const int bytes = bits_of(type) / 8;
+  for (int a : candidates) {
+    if (channels % a == 0 && reinterpret_cast<std::uintptr_t>(data) % (static_cast<std::uintptr_t>(a) * bytes) == 0) {
+      return a;
+    }
+  }
+  return 0;
+}
+
+runtime::LaunchOperand launch_operand(const TensorView& t, DataType type) {
+  runtime::LaunchOperand o;
+  o.data = t.data;
+  o.on_device = t.on_device();
+  o.element_bytes = bits_of(type) / 8;
+  o.span = t.numel();
+  o.ld = 0;
+  return o;
+}
+
+}  // namespace
+
+// One checked convolution: its sizes, the vectors its tensors allow and the iterators it runs with.
+struct Conv2d::ConvProblem {
+  std::int64_t n = 0, h = 0, w = 0, c = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
+  Conv2dGeometry geometry;
+  int alignment_a = 0, alignment_b = 0, alignment_c = 0;
+  IteratorAlgorithm iterator = IteratorAlgorithm::Analytic;
+  StrideSupport stride_support = StrideSupport::Strided;
+
+  // The implicit GEMM's extents.
+  catalog::ProblemShape gemm(ConvKind kind) const {
+    switch (kind) {
+      case ConvKind::Fprop: return {n * p * q, k, r * s * c, 1};
+      case ConvKind::Dgrad: return {n * h * w, c, r * s * k, 1};
+      case ConvKind::Wgrad: return {k, r * s * c, n * p * q, 1};
+    }
+    return {};
+  }
+};
+
+Conv2d::Conv2d(const Conv2dOptions& options) : Gemm(gemm_options(options), catalog::Operation::Conv2d) {
+  kind_ = options.kind;
+  if (options.kernel_cc && *options.kernel_cc != 80) {
+    throw ConfigError("Conv2d has CUTLASS 2.x kernels only (kernel_cc 80, on SM80 and SM90 GPUs); kernel_cc " +
+                      std::to_string(*options.kernel_cc) +
+                      " has no conv family yet. Pass kernel_cc=80 or leave it "
+                      "unset.");
+  }
+}
+
+std::array<std::int64_t, 4> Conv2d::output_size(const Extent& x, const Extent& w, const Conv2dGeometry& g) {
+  check_geometry(g);
+  if (x[3] != w[3]) {
+    throw ConfigError("Conv2d: the input has " + std::to_string(x[3]) + " channels but the weight " +
+                      std::to_string(w[3]) + "; gemmkit computes groups = 1 only, where they are equal.");
+  }
+  const std::int64_t p = output_extent(x[1], w[1], g.padding[0], g.stride[0], g.dilation[0]);
+  const std::int64_t q = output_extent(x[2], w[2], g.padding[1], g.stride[1], g.dilation[1]);
+  if (p < 1 || q < 1) {
+    throw ConfigError("Conv2d: the filter " + std::to_string(w[1]) + " x " + std::to_string(w[2]) + " (dilation " +
+                      std::to_string(g.dilation[0]) + " x " + std::to_string(g.dilation[1]) +
+                      ") is larger than the padded input " + std::to_string(x[1] + 2 * g.padding[0]) + " x " +
+                      std::to_string(x[2] + 2 * g.padding[1]) +
+                      ": the output would be empty. Pad more or use a "
+                      "smaller filter or dilation.");
+  }
+  return {x[0], p, q, w[0]};
+}
+
+void Conv2d::set_iterator_algorithm(std::optional<IteratorAlgorithm> algorithm) {
+  change_checked(iterator_, algorithm);
+}
+
+void Conv2d::set_stride_support(std::optional<StrideSupport> support) {
+  if (support == StrideSupport::Unity && kind_ != ConvKind::Dgrad) {
+    throw ConfigError("Stride support 'unity' selects the unit-stride dgrad kernels; " + std::string(to_string(kind_)) +
+                      " kernels take any stride.");
+  }
+  change_checked(stride_support_, support);
+}
+
+void Conv2d::set_split_k(SplitKMode mode, int slices) {
+  if (slices < 1) throw ConfigError("split_k_slices must be at least 1; got " + std::to_string(slices) + ".");
+  if (mode == SplitKMode::Parallel && slices > 1) {
+    throw ConfigError(
+        "Parallel split-K (partial sums reduced by a second kernel) is not implemented in gemmkit; use "
+        "split_k_mode serial, which splits the reduction the same way inside one kernel.");
+  }
+  split_k_mode_ = mode;
+  split_k_slices_ = slices;
+}
+
+void Conv2d::complete_spec(KernelSpec& spec) const {
+  spec.conv_kind = kind_;
+  spec.iterator_algorithm = iterator_.value_or(IteratorAlgorithm::Analytic);
+  spec.stride_support = stride_support_.value_or(StrideSupport::Strided);
+}
+
+Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B, const TensorView* C,
+                                       const TensorView& D, const Conv2dGeometry& g, double beta) const {
+  const Roles role = roles(kind_);
+  const Extent a = check_packed(A, role.a, types_.a);
+  const Extent b = check_packed(B, role.b, types_.b);
+  const Extent d = check_packed(D, role.d, types_.d);
+  if (C != nullptr) {
+    const Extent c = check_packed(*C, "C", types_.c);
+    if (c != d) {
+      throw TensorError("Tensor C has extents " + extent_text(c) + " but " + std::string(role.d) + " has " +
+                        extent_text(d) + "; they must be equal.");
+    }
+  } else if (beta != 0.0) {
+    throw TensorError("Tensor C: beta is " + std::to_string(beta) + " but no C was given; pass C or set beta = 0.");
+  }
+  // The input x and filter w as each kind holds them; the output y is checked against the size formula.
+  Extent x{}, w{}, y{};
+  const char* y_name = "";
+  switch (kind_) {
+    case ConvKind::Fprop: x = a, w = b, y = d, y_name = role.d; break;
+    case ConvKind::Dgrad: x = d, w = b, y = a, y_name = role.a; break;
+    case ConvKind::Wgrad: x = b, w = d, y = a, y_name = role.a; break;
+  }
+  const Extent expected = output_size(x, w, g);
+  if (y != expected) {
+    throw TensorError("Tensor " + std::string(y_name) + " has extents " + extent_text(y) +
+                      " but the convolution of an input " + extent_text(x) + " with a filter " + extent_text(w) +
+                      " (stride " + std::to_string(g.stride[0]) + "x" + std::to_string(g.stride[1]) + ", padding " +
+                      std::to_string(g.padding[0]) + "x" + std::to_string(g.padding[1]) + ", dilation " +
+                      std::to_string(g.dilation[0]) + "x" + std::to_string(g.dilation[1]) + ") gives " +
+                      extent_text(expected) + " (P = (H + 2 pad - dilation (R - 1) - 1) / stride + 1).");
+  }
+  ConvProblem p;
+  p.n = x[0], p.h = x[1], p.w = x[2], p.c = x[3], p.k = w[0], p.r = w[1], p.s = w[2], p.p = y[1], p.q = y[2];
+  p.geometry = g;
+  const std::int64_t extents[] = {p.n, p.h, p.w, p.c, p.k, p.r, p.s};
+  for (std::int64_t e : extents) {
+    if (e > INT32_MAX) throw TensorError("Conv2d: an extent of " + std::to_string(e) + " exceeds 2^31-1; split it.");
+  }
+  // CUTLASS 2.x convs address activations with 32-bit offsets (its can_implement's rule).
+  for (const auto& [extent, type, name] : {std::tuple{x, kind_ == ConvKind::Dgrad ? types_.d : types_.a, "input"},
+                                           {y, kind_ == ConvKind::Fprop ? types_.d : types_.a, "output"}}) {
+    const std::int64_t bytes = extent[0] * extent[1] * extent[2] * extent[3] * (bits_of(type) / 8);
+    if (bytes >= (std::int64_t{1} << 31)) {
+      throw TensorError(std::string("Conv2d: the ") + name + " activation holds " + std::to_string(bytes) +
+                        " bytes, over the 2 GiB the conv kernels address; split the batch.");
+    }
+  }
+  // The widest vectors the channel counts and addresses allow.
+  auto fit = [&](const TensorView& t, std::int64_t channels, DataType type, const std::vector<int>& candidates,
+                 const std::string& name) {
+    if (const int v = fitting_vector(t.data, channels, type, candidates)) return v;
+    throw TensorError("Tensor " + name + ": its " + std::to_string(channels) +
+                      " channels or its address are not a multiple of " + std::to_string(candidates.back()) +
+                      " elements, the narrowest vector " + std::string(to_string(opclass_)) + " conv kernels for " +
+                      std::string(to_string(type)) + " read. Pad the channels to a multiple of " +
+                      std::to_string(candidates.back()) + ", or use f32 with opclass = Simt (any channel count).");
+  };
+  p.alignment_a = fit(A, a[3], types_.a, run_cache_->alignments_a, role.a);
+  p.alignment_b = fit(B, b[3], types_.b, run_cache_->alignments_b, role.b);
+  p.alignment_c = fit(D, d[3], types_.d, run_cache_->alignments_c, role.d);
+  if (C != nullptr) {
+    p.alignment_c = std::min(p.alignment_c, fit(*C, d[3], types_.c, run_cache_->alignments_c, "C"));
+  }
+  // Optimized iterators precompute masks for filters of at most 32 x 32 (channel counts already fit the vectors).
+  const bool optimized_ok = p.r <= 32 && p.s <= 32;
+  if (iterator_ == IteratorAlgorithm::Optimized && !optimized_ok) {
+    throw ConfigError("Iterator algorithm optimized is invalid for this problem: its filter is " + std::to_string(p.r) +
+                      " x " + std::to_string(p.s) +
+                      ", over the 32 x 32 the optimized iterators take. Set the iterator algorithm to analytic.");
+  }
+  p.iterator = iterator_.value_or(optimized_ok ? IteratorAlgorithm::Optimized : IteratorAlgorithm::Analytic);
+  const bool unit_stride = g.stride[0] == 1 && g.stride[1] == 1;
+  if (kind_ == ConvKind::Dgrad && !unit_stride && (g.dilation[0] != 1 || g.dilation[1] != 1)) {
+    throw ConfigError(
+        "Conv2d dgrad with a stride above 1 takes dilation 1 only (CUTLASS's strided dgrad kernels do "
+        "not dilate); got stride " +
+        std::to_string(g.stride[0]) + "x" + std::to_string(g.stride[1]) + " and dilation " +
+        std::to_string(g.dilation[0]) + "x" + std::to_string(g.dilation[1]) + ".");
+  }
+  if (stride_support_ == StrideSupport::Unity && !unit_stride) {
+    throw ConfigError("Stride support unity is invalid for this problem: its stride is " + std::to_string(g.stride[0]) +
+                      "x" + std::to_string(g.stride[1]) + ". Set the stride support to strided (or unset it).");
+  }
+  if (kind_ == ConvKind::Dgrad && !unit_stride && split_k_slices_ > 1) {
+    throw ConfigError(
+        "Conv2d dgrad with a stride above 1 has no split-K (CUTLASS's strided dgrad kernels); set "
+        "split_k_slices to 1 for this problem.");
+  }
+  p.stride_support =
+      stride_support_.value_or(kind_ == ConvKind::Dgrad && unit_stride ? StrideSupport::Unity : StrideSupport::Strided);
+  return p;
+}
+
+Gemm::KernelChoices& Conv2d::conv_choices(const ConvProblem& p) {
+  std::lock_guard<std::mutex> lock(run_cache_->mutex);
+  for (auto& choices : run_cache_->choices) {
+    if (choices.a == p.alignment_a && choices.b == p.alignment_b && choices.c == p.alignment_c &&
+        choices.base.iterator_algorithm == p.iterator && choices.base.stride_support == p.stride_support) {
+      return choices;
+    }
+  }
+  KernelChoices choices{
+      p.alignment_a, p.alignment_b, p.alignment_c, base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
+  choices.base.iterator_algorithm = p.iterator;
+  choices.base.stride_support = p.stride_support;
+  choices.tiles = valid_tiles(choices.base);
+  choices.modules.resize(choices.tiles.size());
+  run_cache_->choices.push_back(std::move(choices));
+  return run_cache_->choices.back();
+}
+
+std::size_t Conv2d::choose(const KernelChoices& choices, const ConvProblem& p, int sm_count) const {
+  if (tile_description()) return 0;
+  return catalog::choose_tile(choices.tiles, choices.base, p.gemm(kind_), sm_count);
+}
+
+KernelSpec Conv2d::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                            const Conv2dGeometry& geometry, double beta) {
+  const ConvProblem p = check_conv(A, B, C, D, geometry, beta);
+  const KernelChoices& choices = conv_choices(p);
+  const int sm_count =
+      cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
+  return choices.spec(choose(choices, p, sm_count));
+}
+
+void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                 const Conv2dGeometry& geometry, double alpha, double beta, const RunOptions& options) {
+  const ConvProblem p = check_conv(A, B, C, D, geometry, beta);
+  if (options.bias != nullptr) {
+    throw TensorError("Tensor bias: Conv2d kernels have no bias epilogue; pass it as C (broadcast) with beta = 1.");
+  }
+  const int device = current_device();
+  for (const auto& [tensor, name] : {std::pair{&A, "A"}, {&B, "B"}, {&D, "D"}, {C, "C"}}) {
+    if (tensor != nullptr && tensor->on_device() && tensor->device != device) {
+      throw TensorError(std::string("Tensor ") + name + " lives on CUDA device " + std::to_string(tensor->device) +
+                        " but the current device is " + std::to_string(device) +
+                        "; call cudaSetDevice first or move the tensor.");
+    }
+  }
+  if (p.n == 0) return;  // an empty batch: nothing to compute, nothing to write
+
+  KernelChoices& choices = conv_choices(p);
+  const int sm_count = device_info(device).sm_count;
+  const std::size_t choice = choose(choices, p, sm_count);
+  if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
+  KernelModule& module = module_for(choices, choice);
+
+  const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device());
+  if (any_host && runtime::is_capturing(options.stream)) {
+    throw TensorError(
+        "Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy back needs a "
+        "synchronisation); pass device tensors.");
+  }
+  runtime::Staging staging(options.stream);
+  const runtime::LaunchOperand d = launch_operand(D, types_.d);
+  gk_conv2d_args args{};
+  args.n = static_cast<int32_t>(p.n), args.h = static_cast<int32_t>(p.h), args.w = static_cast<int32_t>(p.w);
+  args.c = static_cast<int32_t>(p.c), args.k = static_cast<int32_t>(p.k), args.r = static_cast<int32_t>(p.r);
+  args.s = static_cast<int32_t>(p.s), args.p = static_cast<int32_t>(p.p), args.q = static_cast<int32_t>(p.q);
+  args.pad_h = geometry.padding[0], args.pad_w = geometry.padding[1];
+  args.stride_h = geometry.stride[0], args.stride_w = geometry.stride[1];
+  args.dilation_h = geometry.dilation[0], args.dilation_w = geometry.dilation[1];
+  args.split_k_slices = split_k_slices_;
+  args.A = staging.on_device(launch_operand(A, types_.a));
+  args.B = staging.on_device(launch_operand(B, types_.b));
+  args.D = staging.on_device(d, /*copy_in=*/false);  // packed: the kernel writes every element
+  if (C != nullptr) args.C = staging.on_device(launch_operand(*C, types_.c));
+  args.alpha = alpha;
+  args.beta = beta;
+  args.activation_params[0] = activation_parameter();
+  args.device_id = device;
+  module.conv2d_run(args, options.stream);
+  if (!D.on_device()) staging.copy_back(d, args.D);
+  if (any_host || (options.sync && !runtime::is_capturing(options.stream))) {
+    GK_CUDA_CHECK(cudaStreamSynchronize(options.stream));
+  }
+}
+
+}  // namespace gemmkit

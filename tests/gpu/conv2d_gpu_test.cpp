@@ -1,0 +1,125 @@
+// tests/gpu/conv2d_gpu_test.cpp: Conv2d on a CUDA device, exact on small integers against the float64 host
+// reference: every case of support/conv_cases.hpp (fprop, dgrad, wgrad; strides, padding, dilation; 1x1, 3x3, 7x7;
+// odd channels; f16, bf16, tf32, f32 SIMT; activations; split-K wgrad), host-staged tensors, a reused plan.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gemmkit/conv2d.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/runtime.hpp"
+#include "support/conv_cases.hpp"
+#include "testing/conv_reference.hpp"
+#include "testing/device_buffer.hpp"
+
+namespace gk = gemmkit;
+namespace cases = gk::gpu_cases;
+using gk::testing::DeviceBuffer;
+using gk::testing::HostMatrix;
+
+namespace {
+
+#define REQUIRE_GPU()                                                           \
+  do {                                                                          \
+    if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"; \
+  } while (0)
+
+int device_cc() {
+  return gk::device_info(gk::current_device()).cc;
+}
+
+// One case's tensors on small integers (exact in every element type and accumulator), run on the device or the host.
+struct ConvRun {
+  const cases::ConvCase& c;
+  HostMatrix A, B, C, D;
+
+  explicit ConvRun(const cases::ConvCase& c)
+      : c(c),
+        A(gk::testing::conv_tensor(c.ab, c.shape.a(c.kind))),
+        B(gk::testing::conv_tensor(c.ab, c.shape.b(c.kind))),
+        C(gk::testing::conv_tensor(c.cd, c.shape.d(c.kind))),
+        D(gk::testing::conv_tensor(c.cd, c.shape.d(c.kind))) {
+    // A 16-bit accumulator (and serial split-K's 16-bit partial sums) holds integers up to 2048 exactly.
+    const int ab = c.accumulator == gk::DataType::f16 || c.split_k_slices > 1 ? 1 : 2;
+    A.fill_integers(11, -ab, ab);
+    B.fill_integers(12, -ab, ab);
+    C.fill_integers(13, -3, 3);
+    D.fill_integers(14, -100, 100);  // overwritten by the run
+  }
+
+  void run_on_device(gk::Conv2d& plan) {
+    const int device = gk::current_device();
+    const DeviceBuffer dA(A), dB(B), dC(C), dD(D);
+    const auto vA = gk::testing::conv_view(A, c.shape.a(c.kind), dA.get(), device);
+    const auto vB = gk::testing::conv_view(B, c.shape.b(c.kind), dB.get(), device);
+    const auto vC = gk::testing::conv_view(C, c.shape.d(c.kind), dC.get(), device);
+    const auto vD = gk::testing::conv_view(D, c.shape.d(c.kind), dD.get(), device);
+    plan.run(vA, vB, c.beta != 0.0 ? &vC : nullptr, vD, c.shape.geometry, c.alpha, c.beta);
+    dD.copy_to(D);
+  }
+
+  gk::testing::Comparison compare() const {
+    const gk::testing::Epilogue epilogue{c.activation, c.activation_parameter, nullptr, gk::BiasMode::None};
+    return gk::testing::compare_conv(c.kind, c.shape, A, B, c.beta != 0.0 ? &C : nullptr, D, c.alpha, c.beta, epilogue);
+  }
+};
+
+class Conv2dCases : public ::testing::TestWithParam<cases::ConvCase> {};
+
+TEST_P(Conv2dCases, ExactAgainstFloat64Reference) {
+  REQUIRE_GPU();
+  const cases::ConvCase& c = GetParam();
+  gk::Conv2d plan = cases::conv_plan(c, device_cc());
+  ConvRun run(c);
+  run.run_on_device(plan);
+  const auto cmp = run.compare();
+  EXPECT_EQ(cmp.checked, run.D.rows() * run.D.cols());
+  EXPECT_EQ(cmp.max_abs_error, 0.0) << c.name << " with " << cases::conv_spec(c, device_cc()).name();
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Conv2dCases, ::testing::ValuesIn(cases::conv_cases()),
+                         [](const ::testing::TestParamInfo<cases::ConvCase>& info) { return info.param.name; });
+
+TEST(Conv2dGpu, HostTensorsAreStagedAndTheResultLandsBeforeReturn) {
+  REQUIRE_GPU();
+  const cases::ConvCase c = cases::conv_cases().front();
+  gk::Conv2d plan = cases::conv_plan(c, device_cc());
+  ConvRun run(c);
+  const auto vA = gk::testing::conv_view(run.A, c.shape.a(c.kind));
+  const auto vB = gk::testing::conv_view(run.B, c.shape.b(c.kind));
+  const auto vD = gk::testing::conv_view(run.D, c.shape.d(c.kind));
+  plan.run(vA, vB, nullptr, vD, c.shape.geometry);
+  EXPECT_EQ(run.compare().max_abs_error, 0.0);
+}
+
+TEST(Conv2dGpu, OnePlanRunsManyProblemsAndPicksKernelsPerProblem) {
+  REQUIRE_GPU();
+  // One f16 fprop plan over shapes that need other vectors (12 channels) and filters (1x1, 7x7 with stride 2).
+  const auto all = cases::conv_cases();
+  gk::Conv2d plan = cases::conv_plan(all.front(), device_cc());
+  for (const char* name : {"fprop_f16_3x3", "fprop_f16_channels12", "fprop_f16_7x7_stride2", "fprop_f16_1x1"}) {
+    for (const auto& c : all) {
+      if (c.name != name) continue;
+      ConvRun run(c);
+      run.run_on_device(plan);
+      EXPECT_EQ(run.compare().max_abs_error, 0.0) << name;
+    }
+  }
+}
+
+TEST(Conv2dGpu, StridedDgradWithDilationIsRefusedBeforeAnythingRuns) {
+  REQUIRE_GPU();
+  cases::ConvCase c = {"dgrad_refused",   gk::ConvKind::Dgrad, gk::DataType::f16,
+                       gk::DataType::f16, gk::DataType::f32,   cases::conv_shape(1, 12, 12, 16, 16, 3, 3, 2, 2, 2)};
+  gk::Conv2d plan = cases::conv_plan(c, device_cc());
+  ConvRun run(c);
+  try {
+    run.run_on_device(plan);
+    FAIL() << "expected a ConfigError";
+  } catch (const gk::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("dilation 1 only"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -1,0 +1,128 @@
+"""tests/python/test_conv2d.py: gemmkit.Conv2d. Unit tests (no GPU): output sizes, reference-format names, the
+family, kind names, spec_for on numpy NHWC arrays and torch channels_last tensors (read in place), the TensorError
+for NCHW-contiguous torch tensors. gpu tests: fprop, dgrad and wgrad on torch channels_last tensors against
+torch.nn.functional.conv2d and its gradients, exact on small integers."""
+import numpy as np
+import pytest
+
+import gemmkit
+
+
+def plan(kind="fprop", element=np.float16, accumulator=np.float32, **kwargs):
+    return gemmkit.Conv2d(kind=kind, element=element, element_accumulator=accumulator, cc=80, **kwargs)
+
+
+def test_output_size_follows_the_formula():
+    assert gemmkit.Conv2d.output_size((2, 56, 56, 64), (128, 3, 3, 64), padding=(1, 1)) == (2, 56, 56, 128)
+    assert gemmkit.Conv2d.output_size((1, 224, 224, 3), (64, 7, 7, 3), padding=3, stride=2) == (1, 112, 112, 64)
+    assert gemmkit.Conv2d.output_size((1, 17, 9, 8), (8, 3, 3, 8), (1, 0), (2, 1), (2, 3)) == (1, 8, 3, 8)
+    with pytest.raises(gemmkit.ConfigError, match="larger than the padded input"):
+        gemmkit.Conv2d.output_size((1, 4, 4, 8), (8, 7, 7, 8))
+    with pytest.raises(gemmkit.ConfigError, match="groups = 1"):
+        gemmkit.Conv2d.output_size((1, 8, 8, 8), (8, 3, 3, 4))
+
+
+def test_names_kinds_and_family():
+    p = plan()
+    assert p.kernel_name() == "cutlass_sm80_tensorop_f16_s16x8x16fprop_analytic_f16_256x128_64x3_nhwc_align8"
+    assert p.construct().family == gemmkit.KernelFamily.sm80_conv2d
+    assert p.construct().conv_kind == gemmkit.ConvKind.fprop
+    assert p.kernel_cc == 80
+    assert plan("wgrad", np.float32, np.float32).kernel_name() == (
+        "cutlass_sm80_tensorop_s16x8x8tf32wgrad_analytic_256x128_32x3_nhwc_align4")
+    assert gemmkit.Conv2dDgrad(element=np.float16, element_accumulator=np.float32, cc=80).kind == gemmkit.ConvKind.dgrad
+    with pytest.raises(gemmkit.ConfigError, match="conv kind"):
+        plan("backward")
+    p.iterator_algorithm = "optimized"
+    assert "fprop_optimized" in p.kernel_name()
+    p.iterator_algorithm = None
+    assert p.iterator_algorithm is None
+    relu = plan()
+    relu.activation = "relu"
+    assert relu.kernel_name().endswith("_relu")
+    with pytest.raises(gemmkit.ConfigError, match="serial"):
+        relu.set_split_k(gemmkit.SplitKMode.parallel, 2)
+    with pytest.raises(gemmkit.ConfigError, match="kernel_cc 80"):
+        gemmkit.Conv2d(kind="fprop", element=np.float16, cc=90, kernel_cc=90)
+
+
+def test_spec_for_numpy_nhwc_arrays():
+    p = plan()
+    x = np.zeros((2, 8, 8, 16), np.float16)
+    w = np.zeros((32, 3, 3, 16), np.float16)
+    y = np.zeros((2, 8, 8, 32), np.float16)
+    spec = p.spec_for(x, w, None, y, padding=1)
+    assert spec.iterator_algorithm == gemmkit.IteratorAlgorithm.optimized
+    assert spec.alignment_A == 8
+    with pytest.raises(gemmkit.TensorError, match=r"gives \(2, 6, 6, 32\)"):
+        p.spec_for(x, w, None, y)  # no padding: the output is 6 x 6
+
+
+def test_torch_channels_last_is_read_in_place_and_nchw_is_refused():
+    torch = pytest.importorskip("torch")
+    p = plan()
+    x = torch.zeros(2, 16, 8, 8, dtype=torch.float16).to(memory_format=torch.channels_last)
+    w = torch.zeros(32, 16, 3, 3, dtype=torch.float16).to(memory_format=torch.channels_last)
+    y = torch.zeros(2, 32, 8, 8, dtype=torch.float16).to(memory_format=torch.channels_last)
+    spec = p.spec_for(x, w, None, y, padding=(1, 1))
+    assert spec.alignment_A == 8 and spec.alignment_C == 8
+    nchw = torch.zeros(2, 16, 8, 8, dtype=torch.float16)
+    with pytest.raises(gemmkit.TensorError, match=r"memory_format=torch.channels_last"):
+        p.spec_for(nchw, w, None, y, padding=1)
+    # From tensors: their dtypes declare the plan.
+    from_tensors = gemmkit.Conv2d(kind="fprop", A=x, B=w, C=y, D=y, element_accumulator=torch.float32, cc=80)
+    assert from_tensors.element_A == gemmkit.DataType.f16
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["fprop", "dgrad", "wgrad"])
+@pytest.mark.parametrize("dtype_name,stride,padding,dilation", [("float16", 1, 1, 1), ("float16", 2, 1, 1),
+                                                                 ("bfloat16", 1, 2, 2), ("float32", 2, 3, 1)])
+def test_matches_torch_conv2d_and_its_gradients(kind, dtype_name, stride, padding, dilation):
+    torch = pytest.importorskip("torch")
+    if kind == "dgrad" and stride > 1 and dilation > 1:
+        pytest.skip("strided dgrad takes dilation 1 (a ConfigError, tested in C++)")
+    dtype = getattr(torch, dtype_name)
+    gen = torch.Generator().manual_seed(7)
+    ints = lambda *shape: torch.randint(-2, 3, shape, generator=gen).to(dtype)  # noqa: E731
+    N, C, H, W, K, R = 2, 16, 13, 11, 24, 3
+    x = ints(N, C, H, W).cuda().to(memory_format=torch.channels_last)
+    w = ints(K, C, R, R).cuda().to(memory_format=torch.channels_last)
+    args = dict(stride=stride, padding=padding, dilation=dilation)
+    y = torch.nn.functional.conv2d(x.double(), w.double(), **args)
+    dy = ints(*y.shape).cuda().to(memory_format=torch.channels_last)
+    p = gemmkit.Conv2d(kind=kind, element=dtype, element_accumulator=torch.float32)
+    if kind == "fprop":
+        out = torch.empty_like(y, dtype=dtype).to(memory_format=torch.channels_last)
+        p.run(x, w, None, out, **args)
+        expected = y
+    elif kind == "dgrad":
+        out = torch.empty_like(x)
+        p.run(dy, w, None, out, **args)
+        expected = torch.nn.grad.conv2d_input(x.shape, w.double(), dy.double(), **args)
+    else:
+        out = torch.empty_like(w)
+        p.run(dy, x, None, out, **args)
+        expected = torch.nn.grad.conv2d_weight(x.double(), w.shape, dy.double(), **args)
+    torch.cuda.synchronize()
+    assert torch.equal(out.double(), expected.to(dtype).double())
+
+
+@pytest.mark.gpu
+def test_split_k_wgrad_and_an_activation():
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randint(-1, 2, (4, 16, 12, 12), generator=gen).half().cuda().to(memory_format=torch.channels_last)
+    dy = torch.randint(-1, 2, (4, 32, 12, 12), generator=gen).half().cuda().to(memory_format=torch.channels_last)
+    dw = torch.empty(32, 16, 3, 3, dtype=torch.half, device="cuda").to(memory_format=torch.channels_last)
+    p = gemmkit.Conv2dWgrad(element=torch.float16, element_accumulator=torch.float32)
+    p.run(dy, x, None, dw, padding=1, split_k=("serial", 3))
+    expected = torch.nn.grad.conv2d_weight(x.double(), dw.shape, dy.double(), padding=1)
+    assert torch.equal(dw.double(), expected.half().double())
+    relu = gemmkit.Conv2d(kind="fprop", element=torch.float16, element_accumulator=torch.float32)
+    relu.activation = "relu"
+    w = torch.randint(-1, 2, (32, 16, 3, 3), generator=gen).half().cuda().to(memory_format=torch.channels_last)
+    y = torch.empty(4, 32, 12, 12, dtype=torch.half, device="cuda").to(memory_format=torch.channels_last)
+    relu.run(x, w, None, y, padding=1)
+    expected = torch.relu(torch.nn.functional.conv2d(x.double(), w.double(), padding=1))
+    assert torch.equal(y.double(), expected.half().double())

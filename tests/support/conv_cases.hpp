@@ -1,0 +1,111 @@
+// tests/support/conv_cases.hpp: the Conv2d problems the gpu tier runs (tests/gpu/conv2d_gpu_test.cpp), shared with
+// the prebuild tool (gemmkit_gpu_prebuild --only conv) so the GPU machine compiles their kernels in parallel first.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gemmkit/conv2d.hpp"
+#include "testing/conv_reference.hpp"
+
+namespace gemmkit::gpu_cases {
+
+struct ConvCase {
+  std::string name;
+  ConvKind kind;
+  DataType ab, cd, accumulator;
+  testing::ConvShape shape;
+  OpClass opclass = OpClass::TensorOp;
+  Activation activation = Activation::Identity;
+  double activation_parameter = 0.01;
+  int split_k_slices = 1;
+  std::optional<IteratorAlgorithm> iterator = std::nullopt;
+  double alpha = 1.0, beta = 0.0;
+};
+
+inline testing::ConvShape conv_shape(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t k,
+                                     std::int64_t r, std::int64_t s, int stride, int pad, int dilation = 1) {
+  testing::ConvShape shape;
+  shape.n = n, shape.h = h, shape.w = w, shape.c = c, shape.k = k, shape.r = r, shape.s = s;
+  shape.geometry = {{stride, stride}, {pad, pad}, {dilation, dilation}};
+  return shape;
+}
+
+// fprop, dgrad and wgrad; strides 1 and 2, padding, dilation; 1x1, 3x3 and 7x7 filters; odd channels (f32 SIMT) and
+// channel counts that allow narrow vectors only; f16 (f32 and f16 accumulation), bf16, tf32; activations, alpha and
+// beta with C; serial split-K wgrad; the analytic iterators next to the optimized ones run() picks.
+inline std::vector<ConvCase> conv_cases() {
+  const DataType f16 = DataType::f16, bf16 = DataType::bf16, f32 = DataType::f32;
+  const ConvKind fprop = ConvKind::Fprop, dgrad = ConvKind::Dgrad, wgrad = ConvKind::Wgrad;
+  std::vector<ConvCase> out = {
+      {"fprop_f16_3x3", fprop, f16, f16, f32, conv_shape(2, 9, 11, 32, 64, 3, 3, 1, 1)},
+      {"fprop_f16_1x1", fprop, f16, f16, f32, conv_shape(3, 7, 7, 64, 40, 1, 1, 1, 0)},
+      {"fprop_f16_7x7_stride2", fprop, f16, f16, f32, conv_shape(2, 23, 19, 8, 16, 7, 7, 2, 3)},
+      {"fprop_f16_3x3_stride2_dilation2", fprop, f16, f16, f32, conv_shape(2, 17, 15, 16, 24, 3, 3, 2, 2, 2)},
+      {"fprop_f16_channels12", fprop, f16, f16, f32, conv_shape(2, 8, 8, 12, 20, 3, 3, 1, 1)},
+      {"fprop_f16_acc_f16", fprop, f16, f16, f16, conv_shape(1, 8, 8, 16, 16, 3, 3, 1, 1)},
+      {"fprop_bf16", fprop, bf16, bf16, f32, conv_shape(2, 10, 10, 24, 32, 3, 3, 1, 1)},
+      {"fprop_tf32", fprop, f32, f32, f32, conv_shape(2, 10, 10, 12, 20, 3, 3, 2, 1)},
+      {"fprop_f32_simt_odd", fprop, f32, f32, f32, conv_shape(2, 9, 7, 3, 5, 3, 3, 1, 1), OpClass::Simt},
+      {"dgrad_f16_3x3_unity", dgrad, f16, f16, f32, conv_shape(2, 9, 11, 32, 48, 3, 3, 1, 1)},
+      {"dgrad_f16_3x3_stride2", dgrad, f16, f16, f32, conv_shape(2, 12, 10, 16, 32, 3, 3, 2, 1)},
+      {"dgrad_f16_1x1_stride2", dgrad, f16, f16, f32, conv_shape(2, 8, 8, 32, 16, 1, 1, 2, 0)},
+      {"dgrad_f16_3x3_dilation2", dgrad, f16, f16, f32, conv_shape(1, 11, 11, 16, 16, 3, 3, 1, 2, 2)},
+      {"dgrad_bf16", dgrad, bf16, bf16, f32, conv_shape(2, 8, 8, 16, 24, 3, 3, 1, 1)},
+      {"dgrad_tf32", dgrad, f32, f32, f32, conv_shape(2, 8, 8, 8, 12, 3, 3, 2, 1)},
+      {"dgrad_f32_simt_odd", dgrad, f32, f32, f32, conv_shape(2, 7, 9, 3, 5, 3, 3, 1, 1), OpClass::Simt},
+      {"wgrad_f16_3x3", wgrad, f16, f16, f32, conv_shape(2, 9, 9, 16, 32, 3, 3, 1, 1)},
+      {"wgrad_f16_7x7_stride2", wgrad, f16, f16, f32, conv_shape(2, 20, 20, 8, 16, 7, 7, 2, 3)},
+      {"wgrad_bf16", wgrad, bf16, bf16, f32, conv_shape(2, 8, 8, 16, 16, 3, 3, 1, 1)},
+      {"wgrad_tf32", wgrad, f32, f32, f32, conv_shape(2, 8, 8, 8, 12, 3, 3, 1, 1)},
+      {"wgrad_f32_simt_odd", wgrad, f32, f32, f32, conv_shape(2, 7, 7, 3, 5, 3, 3, 1, 1), OpClass::Simt},
+  };
+  ConvCase split = {"wgrad_f16_split_k3", wgrad, f16, f16, f32, conv_shape(4, 16, 16, 16, 32, 3, 3, 1, 1)};
+  split.split_k_slices = 3;
+  out.push_back(split);
+  ConvCase split_tf32 = {"wgrad_tf32_split_k4", wgrad, f32, f32, f32, conv_shape(4, 12, 12, 8, 16, 3, 3, 2, 1)};
+  split_tf32.split_k_slices = 4;
+  out.push_back(split_tf32);
+  ConvCase relu = {"fprop_f16_relu_alpha_beta", fprop, f16, f16, f32, conv_shape(2, 8, 8, 16, 24, 3, 3, 1, 1)};
+  relu.activation = Activation::ReLU;
+  relu.alpha = 2.0;
+  relu.beta = -1.0;
+  out.push_back(relu);
+  ConvCase leaky = {"dgrad_f32_leaky_relu", dgrad, f32, f32, f32, conv_shape(2, 8, 8, 8, 8, 3, 3, 1, 1)};
+  leaky.activation = Activation::LeakyReLU;
+  leaky.activation_parameter = 0.5;  // exact on integers
+  out.push_back(leaky);
+  ConvCase analytic = {"fprop_f16_analytic", fprop, f16, f16, f32, conv_shape(2, 9, 9, 16, 16, 3, 3, 2, 1)};
+  analytic.iterator = IteratorAlgorithm::Analytic;
+  out.push_back(analytic);
+  return out;
+}
+
+inline Conv2d conv_plan(const ConvCase& c, int cc) {
+  Conv2dOptions o;
+  o.kind = c.kind;
+  o.element_a = o.element_b = c.ab;
+  o.element_c = o.element_d = c.cd;
+  o.element_accumulator = c.accumulator;
+  o.cc = cc;
+  Conv2d plan(o);
+  if (plan.opclass() != c.opclass) plan.set_opclass(c.opclass);
+  if (c.activation != Activation::Identity) plan.set_activation(c.activation, c.activation_parameter);
+  if (c.iterator) plan.set_iterator_algorithm(c.iterator);
+  if (c.split_k_slices > 1) plan.set_split_k(SplitKMode::Serial, c.split_k_slices);
+  return plan;
+}
+
+// The kernel run() takes for a case, asked with views at 256-byte aligned fake addresses (never read).
+inline KernelSpec conv_spec(const ConvCase& c, int cc) {
+  Conv2d plan = conv_plan(c, cc);
+  alignas(256) static char base[256];
+  auto view = [&](DataType type, const testing::Extent4& e) {
+    return TensorView::strided(base, type, {e[0], e[1], e[2], e[3]}, {e[1] * e[2] * e[3], e[2] * e[3], e[3], 1}, 0);
+  };
+  const TensorView a = view(c.ab, c.shape.a(c.kind)), b = view(c.ab, c.shape.b(c.kind)),
+                   d = view(c.cd, c.shape.d(c.kind));
+  return plan.spec_for(a, b, c.beta != 0.0 ? &d : nullptr, d, c.shape.geometry, c.beta);
+}
+
+}  // namespace gemmkit::gpu_cases
