@@ -2,9 +2,12 @@
 // kernels those plans would build and run() would choose).
 #include "gemmkit/packs.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
@@ -128,8 +131,13 @@ std::vector<KernelSpec> pack_specs(const std::string& name) {
     throw ConfigError("unknown kernel pack '" + name + "'; the named packs are: defaults (or give a pack file).");
   }
   std::vector<KernelSpec> specs;
+  std::set<std::string> seen;
   for (const int cc : {80, 90}) {
-    for (const DataType element : {DataType::f16, DataType::bf16, DataType::f32, DataType::tf32}) {
+    // f32 operands: exact f32 math on SIMT cores, and tf32 on tensor cores (the plan's default for f32).
+    for (const auto& [element, opclass] : {std::pair{DataType::f16, OpClass::TensorOp},
+                                           {DataType::bf16, OpClass::TensorOp},
+                                           {DataType::f32, OpClass::Simt},
+                                           {DataType::f32, OpClass::TensorOp}}) {
       for (const Layout a : {Layout::RowMajor, Layout::ColumnMajor}) {
         for (const Layout b : {Layout::RowMajor, Layout::ColumnMajor}) {
           GemmOptions o;
@@ -155,7 +163,13 @@ std::vector<KernelSpec> pack_specs(const std::string& name) {
               continue;
             }
           }
-          for (KernelSpec& spec : plan->run_time_kernels()) specs.push_back(std::move(spec));
+          const auto opclasses = plan->opclasses();
+          if (std::find(opclasses.begin(), opclasses.end(), opclass) == opclasses.end()) continue;
+          plan->set_opclass(opclass);
+          for (KernelSpec& spec : plan->run_time_kernels()) {
+            // Two layout combinations may share a kernel (e.g. SM90 tf32 computes row x row as D^T = B^T A^T).
+            if (seen.insert(spec.canonical()).second) specs.push_back(std::move(spec));
+          }
         }
       }
     }

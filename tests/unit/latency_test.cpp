@@ -248,11 +248,11 @@ TEST(Packs, BadPackLinesNameTheLine) {
 TEST(Packs, TheDefaultsPackHoldsEachPlansKernelAndItsRunTimeChoices) {
   const auto specs = pack_specs("defaults");
   std::set<std::string> names;
-  for (const auto& spec : specs) names.insert(spec.name());
+  for (const auto& spec : specs) names.insert(spec.canonical());
   EXPECT_EQ(names.size(), specs.size());  // no kernel twice
   for (const int cc : {80, 90}) {
     const Gemm plan(testing_options(cc));
-    for (const KernelSpec& spec : plan.run_time_kernels()) EXPECT_TRUE(names.count(spec.name())) << spec.name();
+    for (const KernelSpec& spec : plan.run_time_kernels()) EXPECT_TRUE(names.count(spec.canonical())) << spec.name();
   }
   // The SM90 plan's run-time choices include Stream-K (long K, wave quantization).
   const auto sm90 = Gemm(testing_options(90)).run_time_kernels();
@@ -260,10 +260,16 @@ TEST(Packs, TheDefaultsPackHoldsEachPlansKernelAndItsRunTimeChoices) {
   EXPECT_TRUE(std::any_of(sm90.begin(), sm90.end(), [](const KernelSpec& s) {
     return s.tile.tile_scheduler == TileScheduler::StreamK;
   }));
-  for (const auto element : {DataType::f16, DataType::bf16, DataType::f32, DataType::tf32}) {
-    EXPECT_TRUE(std::any_of(specs.begin(), specs.end(), [&](const KernelSpec& s) {
-      return s.element_a == element && s.cc == 90;
-    })) << to_string(element);
+  // f16, bf16, f32 on SIMT cores and f32 as tf32 on tensor cores, for both GPUs.
+  for (const int cc : {80, 90}) {
+    for (const auto& [element, opclass] : {std::pair{DataType::f16, OpClass::TensorOp},
+                                           {DataType::bf16, OpClass::TensorOp},
+                                           {DataType::f32, OpClass::Simt},
+                                           {DataType::f32, OpClass::TensorOp}}) {
+      EXPECT_TRUE(std::any_of(specs.begin(), specs.end(), [&](const KernelSpec& s) {
+        return s.element_a == element && s.opclass == opclass && s.cc == cc;
+      })) << to_string(element) << " " << to_string(opclass) << " sm" << cc;
+    }
   }
 }
 
