@@ -171,7 +171,8 @@ class Gemm {
   std::optional<detail::MatrixOperand> check_bias_operand(const TensorView* bias, const Problem& p) const;
   struct KernelChoices;
   KernelChoices& choices_for(const Problem& p);
-  // spec_for's checks and choice: the kernel choices of the tensors' alignments and the configuration their shape picks.
+  // spec_for's checks and choice: the kernel choices of the tensors' alignments and the configuration their shape
+  // picks.
   std::pair<KernelChoices*, std::size_t> choice_without_running(const TensorView& A, const TensorView& B,
                                                                 const TensorView* C, const TensorView& D, double beta);
   // The module run() launches for `choice`: with `wait`, that one (compiled if needed); else see run().

@@ -131,9 +131,9 @@ void bind_functions(nb::module_& m) {
   m.def(
       "compile_many",
       [](const std::variant<std::string, std::vector<KernelSpec>>& what, nb::object progress) {
-        const std::vector<KernelSpec> specs =
-            std::holds_alternative<std::string>(what) ? pack_specs(std::get<std::string>(what))
-                                                      : std::get<std::vector<KernelSpec>>(what);
+        const std::vector<KernelSpec> specs = std::holds_alternative<std::string>(what)
+                                                  ? pack_specs(std::get<std::string>(what))
+                                                  : std::get<std::vector<KernelSpec>>(what);
         ProgressCallback report;
         if (progress.is_none()) {
           if (::isatty(STDERR_FILENO)) report = progress_printer(ProgressStyle::Bar);  // quiet when not interactive

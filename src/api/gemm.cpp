@@ -402,9 +402,12 @@ std::vector<KernelSpec> Gemm::run_time_kernels() const {
   const Shape3 cta = tiles.front().cta_tile();
   // Shapes that reach each branch of the run-time choice: one wave plus one tile (wave-quantized: Stream-K), a long
   // K on few tiles (Stream-K on the smallest tile), and mid-sized problems (the cheapest tile shape).
-  const std::vector<catalog::ProblemShape> probes = {
-      {cta[0] * (sm_count + 1), cta[1], 8192, 1}, {512, 512, 16384, 1}, {1024, 1024, 4096, 1},
-      {2048, 2048, 2048, 1},                      {4096, 4096, 512, 1}, {3000, 3000, 3000, 1}};
+  const std::vector<catalog::ProblemShape> probes = {{cta[0] * (sm_count + 1), cta[1], 8192, 1},
+                                                     {512, 512, 16384, 1},
+                                                     {1024, 1024, 4096, 1},
+                                                     {2048, 2048, 2048, 1},
+                                                     {4096, 4096, 512, 1},
+                                                     {3000, 3000, 3000, 1}};
   std::vector<std::size_t> chosen = {0};
   if (!tile_) {
     for (const catalog::ProblemShape& shape : probes) {
@@ -422,8 +425,8 @@ std::vector<KernelSpec> Gemm::run_time_kernels() const {
 }
 
 std::pair<Gemm::KernelChoices*, std::size_t> Gemm::choice_without_running(const TensorView& A, const TensorView& B,
-                                                                           const TensorView* C, const TensorView& D,
-                                                                           double beta) {
+                                                                          const TensorView* C, const TensorView& D,
+                                                                          double beta) {
   require_operation(catalog::Operation::Gemm, "spec_for(A, B, C, D)");
   const Problem p = check_problem(A, B, C, D, beta);
   KernelChoices& choices = choices_for(p);

@@ -91,7 +91,8 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
   layout("layout-b", o.layout_b);
   layout("layout-c", o.layout_c);
   if (auto cc = take("cc")) o.cc = parse_int("cc", *cc, where);
-  if (!o.cc) throw ConfigError(where + ": give --cc (e.g. 90): a pack is built for a GPU generation, not this machine's.");
+  if (!o.cc)
+    throw ConfigError(where + ": give --cc (e.g. 90): a pack is built for a GPU generation, not this machine's.");
   if (auto kernel_cc = take("kernel-cc")) o.kernel_cc = parse_int("kernel-cc", *kernel_cc, where);
   const bool run_time = take("run-time-kernels").has_value();
   try {

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "gemmkit/cache.hpp"

@@ -150,7 +150,10 @@ int register_group(pid_t pid) {
 }
 
 [[noreturn]] void throw_interrupted(int sig, const std::string& program) {
-  throw InterruptedError(std::string("interrupted (") + (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal") +
+  throw InterruptedError(std::string("interrupted (") +
+                             (sig == SIGINT    ? "SIGINT"
+                              : sig == SIGTERM ? "SIGTERM"
+                                               : "a signal") +
                              ") while " + program + " ran; it was stopped and its temporary files removed",
                          sig);
 }

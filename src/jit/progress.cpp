@@ -37,15 +37,13 @@ ProgressStyle default_progress_style() {
 
 ProgressCallback progress_printer(ProgressStyle style) {
   switch (style) {
-    case ProgressStyle::Quiet:
-      return {};
+    case ProgressStyle::Quiet: return {};
     case ProgressStyle::Lines:
       return [](const BuildProgress& p) {
         if (!p.finished) return;
         std::fprintf(stderr, "gemmkit: built %s %s\n", p.kernel_name.c_str(), counts_text(p).c_str());
       };
-    case ProgressStyle::Bar:
-      break;
+    case ProgressStyle::Bar: break;
   }
   return [](const BuildProgress& p) {
     constexpr int kWidth = 20;
@@ -56,8 +54,8 @@ ProgressCallback progress_printer(ProgressStyle style) {
     constexpr std::size_t kNameWidth = 60;
     if (name.size() > kNameWidth) name = "..." + name.substr(name.size() - kNameWidth + 3);
     // \r and clear-to-end-of-line: one line that each step rewrites; the last one ends it.
-    std::fprintf(stderr, "\r\033[K%s %s %s %s", bar.c_str(), counts_text(p).c_str(),
-                 p.finished ? "built" : "building", name.c_str());
+    std::fprintf(stderr, "\r\033[K%s %s %s %s", bar.c_str(), counts_text(p).c_str(), p.finished ? "built" : "building",
+                 name.c_str());
     if (p.finished && p.done == p.total) std::fputc('\n', stderr);
     std::fflush(stderr);
   };

@@ -59,7 +59,10 @@ std::string write(const std::vector<File>& files) {
     put_octal(header, kSizeOffset, 12, file.data.size());
     put_octal(header, kMtimeOffset, 12, 0);  // reproducible archives
     header[kTypeOffset] = '0';
-    std::memcpy(&header[kMagicOffset], "ustar\0" "00", 8);
+    std::memcpy(&header[kMagicOffset],
+                "ustar\0"
+                "00",
+                8);
     char sum[8];
     std::snprintf(sum, sizeof sum, "%06llo", checksum(header.data()));
     std::memcpy(&header[kChecksumOffset], sum, 7);  // six digits, NUL, and the space already counted

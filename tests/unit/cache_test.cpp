@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
-#include <optional>
 #include <thread>
 #include <vector>
 

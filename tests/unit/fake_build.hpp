@@ -34,7 +34,7 @@ inline KernelSource fake_source(const std::string& name = "cutlass3x_sm90_tensor
 
 // A ModuleBuilder that writes a dummy kernel.so derived from the source, optionally slowly.
 inline ModuleBuilder fake_builder(std::chrono::milliseconds delay = std::chrono::milliseconds(0),
-                           std::function<void()> hook = {}) {
+                                  std::function<void()> hook = {}) {
   return [delay, hook](const KernelSource& source, const std::string& work_dir) {
     std::this_thread::sleep_for(delay);
     if (hook) hook();

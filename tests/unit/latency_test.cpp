@@ -257,18 +257,18 @@ TEST(Packs, TheDefaultsPackHoldsEachPlansKernelAndItsRunTimeChoices) {
   // The SM90 plan's run-time choices include Stream-K (long K, wave quantization).
   const auto sm90 = Gemm(testing_options(90)).run_time_kernels();
   EXPECT_GE(sm90.size(), 2u);
-  EXPECT_TRUE(std::any_of(sm90.begin(), sm90.end(), [](const KernelSpec& s) {
-    return s.tile.tile_scheduler == TileScheduler::StreamK;
-  }));
+  EXPECT_TRUE(std::any_of(sm90.begin(), sm90.end(),
+                          [](const KernelSpec& s) { return s.tile.tile_scheduler == TileScheduler::StreamK; }));
   // f16, bf16, f32 on SIMT cores and f32 as tf32 on tensor cores, for both GPUs.
   for (const int cc : {80, 90}) {
     for (const auto& [element, opclass] : {std::pair{DataType::f16, OpClass::TensorOp},
                                            {DataType::bf16, OpClass::TensorOp},
                                            {DataType::f32, OpClass::Simt},
                                            {DataType::f32, OpClass::TensorOp}}) {
-      EXPECT_TRUE(std::any_of(specs.begin(), specs.end(), [&](const KernelSpec& s) {
-        return s.element_a == element && s.opclass == opclass && s.cc == cc;
-      })) << to_string(element) << " " << to_string(opclass) << " sm" << cc;
+      EXPECT_TRUE(std::any_of(
+          specs.begin(), specs.end(),
+          [&](const KernelSpec& s) { return s.element_a == element && s.opclass == opclass && s.cc == cc; }))
+          << to_string(element) << " " << to_string(opclass) << " sm" << cc;
     }
   }
 }

@@ -823,7 +823,8 @@ int main(int argc, char** argv) {
   add_flag(plan, "--print-source", print_source, "also print the generated .cu");
   values.add_to(run, run_table());
   add_flag(run, "--check", check, "compare D with a float64 reference");
-  CLI::App* prebuild = add_command(app, "prebuild", "build a pack of kernels into the cache, in parallel (no GPU needed)");
+  CLI::App* prebuild =
+      add_command(app, "prebuild", "build a pack of kernels into the cache, in parallel (no GPU needed)");
   std::string pack, pack_file;
   bool quiet = false;
   prebuild->add_option("--pack", pack, "a named pack: defaults (sm80 and sm90 x f16/bf16/f32/tf32 x layouts)")
