@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -20,6 +21,7 @@
 
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
+#include "gemmkit/jit.hpp"
 #include "support/cli.hpp"
 #include "unit/fake_build.hpp"
 #include "unit/test_env.hpp"
@@ -529,6 +531,34 @@ TEST_F(CacheTest, CliExportsAndImportsTheCache) {
   EXPECT_EQ(nlohmann::json::parse(imported.out).at("imported").get<int>(), 1);
   EXPECT_TRUE(DiskCache(other_dir.str()).lookup(built.key));
   EXPECT_EQ(testing::run_cli("cache import", other_dir.str()).status, 2);  // the file is required
+}
+
+TEST_F(CacheTest, ManyBuildsReportProgressWithCountsAndAnEta) {
+  cache_.get_or_build(tc_, fake_source("already"), fake_builder());  // a hit: not counted as work
+  std::vector<BuildProgress> steps;
+  const std::vector<KernelSource> sources = {fake_source("already"), fake_source("p1"), fake_source("p2"),
+                                             fake_source("p3")};
+  cache_.get_or_build_many(tc_, sources, fake_builder(std::chrono::milliseconds(20)),
+                           [&](const BuildProgress& p) { steps.push_back(p); });
+  ASSERT_EQ(steps.size(), 6u);  // a start and an end per build
+  EXPECT_EQ(std::count_if(steps.begin(), steps.end(), [](const auto& p) { return p.finished; }), 3);
+  for (const BuildProgress& p : steps) {
+    EXPECT_EQ(p.total, 3u);
+    EXPECT_NE(p.kernel_name, "already");
+    if (p.finished) {
+      EXPECT_GE(p.eta_seconds, 0.0);
+    }
+  }
+  EXPECT_EQ(steps.back().done, 3u);
+  EXPECT_EQ(steps.back().eta_seconds, 0.0);
+
+  // Off a terminal: one plain line per finished kernel with the counts; quiet prints nothing.
+  ::testing::internal::CaptureStderr();
+  progress_printer(ProgressStyle::Lines)(steps.back());
+  if (auto quiet = progress_printer(ProgressStyle::Quiet)) quiet(steps.back());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.rfind("gemmkit: built " + steps.back().kernel_name + " [3/3] ", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
 }
 
 }  // namespace
