@@ -375,6 +375,11 @@ Gemm::KernelChoices& Gemm::choices_for(const Problem& p) {
 }
 
 KernelModule& Gemm::module_for(KernelChoices& choices, std::size_t choice, bool wait) {
+  {
+    std::lock_guard<std::mutex> lock(run_cache_->mutex);  // the run path's common case: loaded, no knob read
+    if (choices.slots.modules[choice]) return *choices.slots.modules[choice];
+  }
+  wait = wait || knobs::flag("GEMMKIT_WAIT_FOR_BEST");
   // Loaded (perhaps compiled) outside the plan's lock: other threads keep running the kernels already loaded.
   const ModuleSources<KernelModule> sources{
       [&](std::size_t i) { return jit::load_kernel_if_built(choices.spec(i)); },
@@ -594,8 +599,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   const int sm_count = device_info(device).sm_count;
   const std::size_t choice = choose_tile(choices, p, sm_count);
   if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
-  const bool wait = options.wait_for_best || knobs::flag("GEMMKIT_WAIT_FOR_BEST");
-  KernelModule& module = module_for(choices, choice, wait);
+  KernelModule& module = module_for(choices, choice, options.wait_for_best);
   if (options.bias != nullptr && options.bias->on_device()) {
     const auto bytes =
         static_cast<std::uintptr_t>(catalog::family_of(choices.base.family).bias_alignment_bytes(choices.base));
