@@ -27,6 +27,18 @@ struct CacheEntry {
   double build_seconds = 0.0;  // time spent building in this call (0 on a hit)
 };
 
+// One step of a long build (compile_many, a pack): reported when a build starts and when it ends.
+struct BuildProgress {
+  std::string kernel_name;     // the kernel that started or finished
+  bool finished = false;       // false: it started
+  std::size_t done = 0;        // builds finished so far
+  std::size_t total = 0;       // builds needed (cache misses; hits are not counted)
+  double elapsed_seconds = 0;  // since the first build started
+  double eta_seconds = -1;     // remaining, from the mean time per finished build and the job count (-1: unknown)
+};
+// Called from the building threads, one call at a time.
+using ProgressCallback = std::function<void(const BuildProgress&)>;
+
 struct CacheListing {
   std::string key, kernel_name, dir, created;
   std::uint64_t bytes = 0;
@@ -54,11 +66,39 @@ class DiskCache {
   CacheEntry get_or_build(const Toolchain& toolchain, const KernelSource& source, const ModuleBuilder& builder);
   CacheEntry get_or_build(const Toolchain& toolchain, const KernelSource& source);
 
-  // Several sources at once, built in parallel (max_parallel_compiles() jobs). Order matches `sources`.
-  std::vector<CacheEntry> get_or_build_many(const Toolchain& toolchain, const std::vector<KernelSource>& sources);
+  // The complete entry for `source` in this cache (or in the private cache standing in for it), without building;
+  // nothing under GEMMKIT_ALWAYS_COMPILE.
+  std::optional<CacheEntry> find(const Toolchain& toolchain, const KernelSource& source) const;
+
+  // Several sources at once, built in parallel (max_parallel_compiles() jobs). Order matches `sources`. After an
+  // InterruptedError no further build starts.
+  std::vector<CacheEntry> get_or_build_many(const Toolchain& toolchain, const std::vector<KernelSource>& sources,
+                                            const ProgressCallback& progress = {});
   // The same with a given builder (called from several threads at once).
   std::vector<CacheEntry> get_or_build_many(const Toolchain& toolchain, const std::vector<KernelSource>& sources,
-                                            const ModuleBuilder& builder);
+                                            const ModuleBuilder& builder, const ProgressCallback& progress = {});
+
+  // Writes the complete entries with these keys (every entry when empty) into one tar archive at `path`: per entry
+  // <key>/manifest.json, kernel.so and kernel.cu. Returns how many entries were written. Throws Error naming a key
+  // that is not in the cache.
+  std::size_t export_archive(const std::string& path, const std::vector<std::string>& keys = {}) const;
+  struct ImportResult {
+    std::size_t imported = 0;  // new entries
+    std::size_t present = 0;   // already complete in this cache (left as they were)
+  };
+  // Reads an archive written by export_archive. Each entry is checked against its manifest (its key names its folder,
+  // every file has the recorded size and SHA-256) in a private folder and then renamed into place, so a reader or
+  // another importer sees it whole or not at all. Throws Error on a damaged or foreign archive (entries before the
+  // damage stay imported).
+  ImportResult import_archive(const std::string& path);
+
+  // Build folders under <root>/v1/tmp: those of builds that were killed or are still running elsewhere.
+  struct TmpFolders {
+    std::size_t removed = 0;    // older than an hour: removed
+    std::size_t remaining = 0;  // younger (perhaps in progress in another process)
+  };
+  // Removes the build folders older than an hour and counts the others.
+  TmpFolders sweep_tmp() const;
 
   std::vector<CacheListing> list() const;
   // Removes every entry; returns how many were removed.
@@ -73,6 +113,7 @@ struct CacheCounters {
   int builds = 0;     // modules built (nvcc or fake builder ran)
   int disk_hits = 0;  // complete entries found on disk
   int rebuilt_damaged = 0;
+  int background_builds = 0;  // of `builds`, those a background compile ran (run() did not wait for them)
 };
 CacheCounters cache_counters();
 

@@ -56,6 +56,14 @@ class CompileError : public Error {
   std::string source_path;
 };
 
+// SIGINT or SIGTERM arrived while nvcc ran: its process group was stopped and its temp folder removed. Not a
+// CompileError: nothing is wrong with the kernel. `signal` is the signal's number (a program exits 128 + signal).
+class InterruptedError : public Error {
+ public:
+  InterruptedError(const std::string& message, int signal) : Error(message), signal(signal) {}
+  int signal;
+};
+
 // A CUDA runtime or driver call failed, or no device is present.
 class CudaError : public Error {
  public:

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gemmkit/codegen.hpp"
@@ -49,6 +50,9 @@ struct RunOptions {
   // A device buffer lent as the kernel's workspace (frameworks with their own allocator); by default each launch
   // takes one from gemmkit's stream-ordered pool. It must not be in use by another launch in flight.
   Workspace workspace = {};
+  // When the shape asks for a kernel that is not built yet, compile it and wait (benchmarks). By default run()
+  // launches a kernel already built and compiles the better one in the background (also: GEMMKIT_WAIT_FOR_BEST=1).
+  bool wait_for_best = false;
 };
 
 // A plan. Its run() (and spec_for) may be called from many threads at once, each on its own stream or on the same
@@ -125,6 +129,10 @@ class Gemm {
   // D = act(alpha * A@B + beta * C). Every tensor is checked first; on error nothing runs and D is untouched.
   // C may be null when beta == 0. Host tensors are staged through the GPU. An empty D (M, N or the batch 0) runs
   // nothing; K = 0 with a non-empty D is refused.
+  // run() compiles only when the plan has no kernel built at all (loaded, or in the disk cache). When the shape would
+  // do better with another configuration that is not built (e.g. Stream-K for a long K), run() launches a built one
+  // and compiles the better one in the background; later runs use it once it is ready (see wait_for_background and
+  // RunOptions::wait_for_best). A failed background compile is reported once on stderr; run() keeps its kernel.
   void run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha = 1.0,
            double beta = 0.0, const RunOptions& options = {});
   void run(const TensorView& A, const TensorView& B, const TensorView& C, const TensorView& D, double alpha = 1.0,
@@ -135,6 +143,18 @@ class Gemm {
   // The kernel run() would use for these tensors (same checks, nothing runs; no GPU needed).
   KernelSpec spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                       double beta = 0.0);
+
+  // The kernel run() launches for these tensors now: spec_for's when it is loaded, the one standing in for it while
+  // it compiles in the background, or "" when run() has loaded neither yet. Nothing is loaded or compiled.
+  std::string running_kernel_name(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                                  double beta = 0.0);
+
+  // The plan's kernel for the widest alignments and the other configurations run() picks for some shapes (e.g.
+  // Stream-K for a long K): what a prebuilt pack holds for this plan, the default first. No I/O.
+  std::vector<KernelSpec> run_time_kernels() const;
+
+  // Blocks until every kernel run() chose to compile in the background is built (or failed); later runs use them.
+  static void wait_for_background();
   KernelSpec spec_for(const TensorView& A, const TensorView& B, const TensorView& C, const TensorView& D,
                       double beta = 0.0) {
     return spec_for(A, B, &C, D, beta);
@@ -151,7 +171,12 @@ class Gemm {
   std::optional<detail::MatrixOperand> check_bias_operand(const TensorView* bias, const Problem& p) const;
   struct KernelChoices;
   KernelChoices& choices_for(const Problem& p);
-  KernelModule& module_for(KernelChoices& choices, std::size_t choice);
+  // spec_for's checks and choice: the kernel choices of the tensors' alignments and the configuration their shape
+  // picks.
+  std::pair<KernelChoices*, std::size_t> choice_without_running(const TensorView& A, const TensorView& B,
+                                                                const TensorView* C, const TensorView& D, double beta);
+  // The module run() launches for `choice`: with `wait`, that one (compiled if needed); else see run().
+  KernelModule& module_for(KernelChoices& choices, std::size_t choice, bool wait);
   std::size_t choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const;
   void invalidate();
   // Sets one configuration field, keeps it only if the plan still validates, and drops stale kernels.

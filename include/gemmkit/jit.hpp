@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gemmkit/cache.hpp"
 #include "gemmkit/kernel_spec.hpp"
 
 namespace gemmkit {
@@ -27,7 +28,17 @@ void to_json(nlohmann::ordered_json& json, const CompiledKernel& kernel);
 CompiledKernel build_kernel(const KernelSpec& spec);
 
 // build_kernel for many specs, as many nvcc processes at once as max_parallel_compiles() allows; a spec given twice
-// is built once. The result's order matches `specs`.
-std::vector<CompiledKernel> compile_many(const std::vector<KernelSpec>& specs);
+// is built once. The result's order matches `specs`. `progress` hears of every build (see progress_printer).
+std::vector<CompiledKernel> compile_many(const std::vector<KernelSpec>& specs, const ProgressCallback& progress = {});
+
+// How a long build reports itself on stderr: Bar rewrites one line (what is building, done/total, ETA) and suits a
+// terminal; Lines prints one line per finished kernel (logs); Quiet prints nothing.
+enum class ProgressStyle { Quiet, Lines, Bar };
+// Bar when stderr is a terminal, else Lines.
+ProgressStyle default_progress_style();
+ProgressCallback progress_printer(ProgressStyle style);
+
+// Blocks until every kernel that run() chose to build in the background (see Gemm::run) has been built or has failed.
+void wait_for_background_compiles();
 
 }  // namespace gemmkit

@@ -48,8 +48,11 @@ from ._gemmkit import (  # noqa: E402
     compile_many,
     cuda_device_count,
     device_cc,
+    pack_specs,
+    read_pack_file,
     render,
     tensor_view,
+    wait_for_background_compiles,
 )
 from . import emit, epilogue, op, swizzle  # noqa: E402
 from .op import Conv2d, Conv2dDgrad, Conv2dFprop, Conv2dWgrad, Gemm, GroupedGemm  # noqa: E402
@@ -62,5 +65,6 @@ __all__ = [
     "EpilogueScheduleType", "Error", "Gemm", "GroupedGemm", "IteratorAlgorithm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
     "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "SplitKMode", "StrideSupport", "SwizzlingFunctor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
-    "cuda_device_count", "device_cc", "emit", "epilogue", "op", "render", "swizzle", "tensor_view",
+    "cuda_device_count", "device_cc", "emit", "epilogue", "op", "pack_specs", "read_pack_file", "render", "swizzle",
+    "tensor_view", "wait_for_background_compiles",
 ]

@@ -460,14 +460,30 @@ class CacheCounters:
     def disk_hits(self) -> int: ...
 
     @property
+    def background_builds(self) -> int: ...
+
+    @property
     def rebuilt_damaged(self) -> int: ...
 
 def render(spec: KernelSpec) -> KernelSource:
     """The kernel source for a spec (pure; no I/O)."""
 
-def compile_many(specs: Sequence[KernelSpec]) -> list[CompiledKernel]:
+def compile_many(specs: str | Sequence[KernelSpec], progress: object | None = None) -> list[CompiledKernel]:
     """
-    Builds (or finds) every spec's module in the kernel cache, in parallel.
+    Builds (or finds) every spec's module in the kernel cache, in parallel. `specs` is a list of KernelSpec or a pack name ('defaults'). progress: None shows a bar on stderr when it is a terminal; False is quiet; True shows a bar or, off a terminal, one line per kernel; a callable gets (done, total, kernel_name, finished, eta_seconds) for each build that starts or finishes.
+    """
+
+def wait_for_background_compiles() -> None:
+    """
+    Blocks until every kernel that run() chose to compile in the background is built (or failed).
+    """
+
+def pack_specs(name: str) -> list[KernelSpec]:
+    """The kernels of a named pack ('defaults'); no GPU needed."""
+
+def read_pack_file(path: str) -> list[KernelSpec]:
+    """
+    The kernels of a pack file: one plan per line, as gemmkit compile's options (e.g. --cc 90 --element bf16).
     """
 
 def cache_counters() -> CacheCounters: ...

@@ -1,6 +1,8 @@
 // python/src/errors.cpp: gemmkit's C++ errors as Python exceptions with the same messages.
 // Error -> Exception; ConfigError, TensorError -> also ValueError; ToolchainError, CompileError (with argv,
-// exit_code, log, source_path), CudaError (with code) -> also RuntimeError.
+// exit_code, log, source_path), CudaError (with code) -> also RuntimeError. InterruptedError -> KeyboardInterrupt
+// (SIGINT) or SystemExit(128 + signal).
+#include <csignal>
 #include <exception>
 #include <string>
 
@@ -45,6 +47,13 @@ void translate(const std::exception_ptr& p, void*) {
       x.attr("log") = nb::str(e.log.c_str(), e.log.size());
       x.attr("source_path") = nb::str(e.source_path.c_str(), e.source_path.size());
     });
+  } catch (const InterruptedError& e) {
+    // Ctrl-C reads as Python's own KeyboardInterrupt; SIGTERM as the exit it asks for (nvcc is stopped either way).
+    if (e.signal == SIGINT) {
+      PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+    } else {
+      PyErr_SetObject(PyExc_SystemExit, nb::int_(128 + e.signal).ptr());
+    }
   } catch (const CudaError& e) {
     raise_with(errors.cuda, e.what(), [&](nb::object& x) { x.attr("code") = e.code; });
   } catch (const ConfigError& e) {

@@ -5,7 +5,11 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
+#include <unistd.h>
+
+#include <variant>
 
 #include "bindings.hpp"
 #include "gemmkit/cache.hpp"
@@ -15,6 +19,7 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/jit.hpp"
+#include "gemmkit/packs.hpp"
 #include "gemmkit/runtime.hpp"
 
 namespace gemmkit::python {
@@ -121,13 +126,42 @@ void bind_values(nb::module_& m) {
   nb::class_<CacheCounters>(m, "CacheCounters", "Process-wide cache counters (tell a hit from a build).")
       .def_ro("builds", &CacheCounters::builds)
       .def_ro("disk_hits", &CacheCounters::disk_hits)
-      .def_ro("rebuilt_damaged", &CacheCounters::rebuilt_damaged);
+      .def_ro("rebuilt_damaged", &CacheCounters::rebuilt_damaged)
+      .def_ro("background_builds", &CacheCounters::background_builds);
 }
 
 void bind_functions(nb::module_& m) {
   m.def("render", &render, "spec"_a, "The kernel source for a spec (pure; no I/O).");
-  m.def("compile_many", &compile_many, "specs"_a, nb::call_guard<nb::gil_scoped_release>(),
-        "Builds (or finds) every spec's module in the kernel cache, in parallel.");
+  m.def(
+      "compile_many",
+      [](const std::variant<std::string, std::vector<KernelSpec>>& what, nb::object progress) {
+        const std::vector<KernelSpec> specs = std::holds_alternative<std::string>(what)
+                                                  ? pack_specs(std::get<std::string>(what))
+                                                  : std::get<std::vector<KernelSpec>>(what);
+        ProgressCallback report;
+        if (progress.is_none()) {
+          if (::isatty(STDERR_FILENO)) report = progress_printer(ProgressStyle::Bar);  // quiet when not interactive
+        } else if (PyCallable_Check(progress.ptr())) {
+          report = [progress](const BuildProgress& p) {
+            nb::gil_scoped_acquire gil;
+            progress(p.done, p.total, p.kernel_name, p.finished, p.eta_seconds);
+          };
+        } else if (nb::cast<bool>(progress)) {
+          report = progress_printer(default_progress_style());
+        }
+        nb::gil_scoped_release release;
+        return compile_many(specs, report);
+      },
+      "specs"_a, "progress"_a = nb::none(),
+      "Builds (or finds) every spec's module in the kernel cache, in parallel. `specs` is a list of KernelSpec or "
+      "a pack name ('defaults'). progress: None shows a bar on stderr when it is a terminal; False is quiet; True "
+      "shows a bar or, off a terminal, one line per kernel; a callable gets (done, total, kernel_name, finished, "
+      "eta_seconds) for each build that starts or finishes.");
+  m.def("wait_for_background_compiles", &wait_for_background_compiles, nb::call_guard<nb::gil_scoped_release>(),
+        "Blocks until every kernel that run() chose to compile in the background is built (or failed).");
+  m.def("pack_specs", &pack_specs, "name"_a, "The kernels of a named pack ('defaults'); no GPU needed.");
+  m.def("read_pack_file", &read_pack_file, "path"_a,
+        "The kernels of a pack file: one plan per line, as gemmkit compile's options (e.g. --cc 90 --element bf16).");
   m.def("cache_counters", &cache_counters);
   m.def("cache_dir", &DiskCache::default_root, "The kernel cache folder (GEMMKIT_CACHE_DIR, else per user).");
   m.def("cuda_device_count", &cuda_device_count, "Visible CUDA devices; 0 without a GPU or driver.");

@@ -15,6 +15,7 @@
 #include "gemmkit/runtime.hpp"
 #include "jit/kernel_loader.hpp"
 #include "runtime/launch.hpp"
+#include "util/knobs.hpp"
 
 namespace gemmkit {
 namespace {
@@ -371,21 +372,27 @@ Gemm::KernelChoices& Gemm::choices_for(const Problem& p) {
   KernelChoices choices{
       p.alignment_a, p.alignment_b, p.alignment_c, base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
   choices.tiles = valid_tiles(choices.base);
-  choices.modules.resize(choices.tiles.size());
+  choices.slots.resize(choices.tiles.size());
   run_cache_->choices.push_back(std::move(choices));
   return run_cache_->choices.back();
 }
 
-KernelModule& Gemm::module_for(KernelChoices& choices, std::size_t choice) {
+KernelModule& Gemm::module_for(KernelChoices& choices, std::size_t choice, bool wait) {
   {
-    std::lock_guard<std::mutex> lock(run_cache_->mutex);
-    if (choices.modules[choice]) return *choices.modules[choice];
+    std::lock_guard<std::mutex> lock(run_cache_->mutex);  // the run path's common case: loaded, no knob read
+    if (choices.slots.modules[choice]) return *choices.slots.modules[choice];
   }
+  wait = wait || knobs::flag("GEMMKIT_WAIT_FOR_BEST");
   // Loaded (perhaps compiled) outside the plan's lock: other threads keep running the kernels already loaded.
-  auto module = jit::load_kernel(choices.spec(choice));
-  std::lock_guard<std::mutex> lock(run_cache_->mutex);
-  if (!choices.modules[choice]) choices.modules[choice] = std::move(module);
-  return *choices.modules[choice];
+  const ModuleSources<KernelModule> sources{
+      [&](std::size_t i) { return jit::load_kernel_if_built(choices.spec(i)); },
+      [&](std::size_t i) { return jit::load_kernel(choices.spec(i)); },
+      [&](std::size_t i) { return jit::build_kernel_in_background(choices.spec(i)); }};
+  return module_for_run(choices.slots, run_cache_->mutex, choice, wait, sources);
+}
+
+void Gemm::wait_for_background() {
+  wait_for_background_compiles();
 }
 
 std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const {
@@ -396,14 +403,64 @@ std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, in
   return catalog::choose_tile(choices.tiles, choices.base, shape, sm_count);
 }
 
-KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
-                          double beta) {
+std::vector<KernelSpec> Gemm::run_time_kernels() const {
+  const KernelSpec base = base_spec(std::nullopt, std::nullopt, std::nullopt);
+  const std::vector<TileDescription> tiles = valid_tiles(base);
+  const int sm_count = catalog::limits_for_cc(cc_).sm_count;
+  const Shape3 cta = tiles.front().cta_tile();
+  // Shapes that reach each branch of the run-time choice: one wave plus one tile (wave-quantized: Stream-K), a long
+  // K on few tiles (Stream-K on the smallest tile), and mid-sized problems (the cheapest tile shape).
+  const std::vector<catalog::ProblemShape> probes = {{cta[0] * (sm_count + 1), cta[1], 8192, 1},
+                                                     {512, 512, 16384, 1},
+                                                     {1024, 1024, 4096, 1},
+                                                     {2048, 2048, 2048, 1},
+                                                     {4096, 4096, 512, 1},
+                                                     {3000, 3000, 3000, 1}};
+  std::vector<std::size_t> chosen = {0};
+  if (!tile_) {
+    for (const catalog::ProblemShape& shape : probes) {
+      const std::size_t i = catalog::choose_tile(tiles, base, shape, sm_count);
+      if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) chosen.push_back(i);
+    }
+  }
+  std::vector<KernelSpec> out;
+  for (const std::size_t i : chosen) {
+    KernelSpec s = base;
+    s.tile = tiles[i];
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::pair<Gemm::KernelChoices*, std::size_t> Gemm::choice_without_running(const TensorView& A, const TensorView& B,
+                                                                          const TensorView* C, const TensorView& D,
+                                                                          double beta) {
   require_operation(catalog::Operation::Gemm, "spec_for(A, B, C, D)");
   const Problem p = check_problem(A, B, C, D, beta);
-  const KernelChoices& choices = choices_for(p);
+  KernelChoices& choices = choices_for(p);
   const int sm_count =
       cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
-  return choices.spec(choose_tile(choices, p, sm_count));
+  return {&choices, choose_tile(choices, p, sm_count)};
+}
+
+KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                          double beta) {
+  const auto [choices, choice] = choice_without_running(A, B, C, D, beta);
+  return choices->spec(choice);
+}
+
+std::string Gemm::running_kernel_name(const TensorView& A, const TensorView& B, const TensorView* C,
+                                      const TensorView& D, double beta) {
+  const auto [choices_pointer, choice] = choice_without_running(A, B, C, D, beta);
+  const KernelChoices& choices = *choices_pointer;
+  std::lock_guard<std::mutex> lock(run_cache_->mutex);
+  const KernelSlots<KernelModule>& slots = choices.slots;
+  if (slots.modules[choice]) return slots.modules[choice]->kernel_name();
+  const std::size_t stand_in = slots.stand_in[choice];
+  if (slots.pending[choice] && stand_in != KernelSlots<KernelModule>::kNone) {
+    return slots.modules[stand_in]->kernel_name();
+  }
+  return "";
 }
 
 Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
@@ -545,7 +602,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   const int sm_count = device_info(device).sm_count;
   const std::size_t choice = choose_tile(choices, p, sm_count);
   if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
-  KernelModule& module = module_for(choices, choice);
+  KernelModule& module = module_for(choices, choice, options.wait_for_best);
   if (options.bias != nullptr && options.bias->on_device()) {
     const auto bytes =
         static_cast<std::uintptr_t>(catalog::family_of(choices.base.family).bias_alignment_bytes(choices.base));

@@ -156,7 +156,7 @@ KernelModule& GroupedGemm::module_for_alignments(int alignment_a, int alignment_
   p.alignment_a = alignment_a;
   p.alignment_b = alignment_b;
   p.alignment_c = alignment_c;
-  return module_for(choices_for(p), 0);  // the set tile, else the family's default: no per-shape choice
+  return module_for(choices_for(p), 0, /*wait=*/true);  // the set tile, else the family's default: no per-shape choice
 }
 
 KernelSpec GroupedGemm::spec_for(std::span<const TensorView> A, std::span<const TensorView> B,

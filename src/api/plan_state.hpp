@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "api/kernel_slots.hpp"
 #include "api/tensor_check.hpp"
 #include "gemmkit/gemm.hpp"
 
@@ -24,7 +25,7 @@ struct Gemm::KernelChoices {
   int a, b, c;
   KernelSpec base;
   std::vector<TileDescription> tiles;
-  std::vector<std::shared_ptr<KernelModule>> modules;  // parallel to tiles, loaded on first use
+  KernelSlots<KernelModule> slots;  // parallel to tiles, loaded on first use
 
   KernelSpec spec(std::size_t choice) const {
     KernelSpec s = base;

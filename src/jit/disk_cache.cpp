@@ -26,6 +26,8 @@
 
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
+#include "jit/process.hpp"
+#include "jit/tar.hpp"
 #include "util/knobs.hpp"
 #include "util/sha256.hpp"
 
@@ -46,6 +48,7 @@ constexpr int kPublishAttempts = 3;
 std::atomic<int> g_builds{0};
 std::atomic<int> g_disk_hits{0};
 std::atomic<int> g_rebuilt_damaged{0};
+std::atomic<int> g_background_builds{0};
 
 // ---- layout ----------------------------------------------------------------------------------------------
 
@@ -203,12 +206,20 @@ void move_aside(const std::string& root, const fs::path& dir) {
 
 // Removes build folders older than kStaleTmpAge: those of builds that were killed (younger ones may be in progress in
 // other processes).
-void sweep_stale_tmp(const std::string& root) {
+DiskCache::TmpFolders sweep_stale_tmp(const std::string& root) {
+  DiskCache::TmpFolders folders;
   std::error_code ec;
   const auto stale_before = fs::file_time_type::clock::now() - kStaleTmpAge;
   for (const auto& tmp : fs::directory_iterator(v1_dir(root) / "tmp", ec)) {
-    if (tmp.last_write_time(ec) < stale_before) fs::remove_all(tmp.path(), ec);
+    if (tmp.path().filename().string().rfind(".probe.", 0) == 0) continue;  // unwritable_reason's, gone at once
+    if (tmp.last_write_time(ec) < stale_before) {
+      fs::remove_all(tmp.path(), ec);
+      ++folders.removed;
+    } else {
+      ++folders.remaining;
+    }
   }
+  return folders;
 }
 
 // ---- an unwritable cache -----------------------------------------------------------------------------------
@@ -347,6 +358,7 @@ fs::path build_private(const std::string& root, const std::string& key, const To
     throw;
   }
   ++g_builds;
+  if (is_background_thread()) ++g_background_builds;
   seconds["builder"] = seconds_since(start);
   try {
     if (!fs::is_regular_file(tmp / "kernel.so", ec)) {
@@ -483,6 +495,12 @@ std::optional<CacheEntry> DiskCache::lookup(const std::string& key) const {
   return find_complete(root_, key, LockHeld::no, damaged);
 }
 
+std::optional<CacheEntry> DiskCache::find(const Toolchain& toolchain, const KernelSource& source) const {
+  if (knobs::flag("GEMMKIT_ALWAYS_COMPILE")) return std::nullopt;
+  bool damaged = false;
+  return find_built(root_, key(toolchain, source), damaged);
+}
+
 CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSource& source,
                                    const ModuleBuilder& builder) {
   const std::string k = key(toolchain, source);
@@ -499,13 +517,14 @@ CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSourc
 }
 
 std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
-                                                     const std::vector<KernelSource>& sources) {
-  return get_or_build_many(toolchain, sources, nvcc_builder(toolchain));
+                                                     const std::vector<KernelSource>& sources,
+                                                     const ProgressCallback& progress) {
+  return get_or_build_many(toolchain, sources, nvcc_builder(toolchain), progress);
 }
 
 std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
                                                      const std::vector<KernelSource>& sources,
-                                                     const ModuleBuilder& builder) {
+                                                     const ModuleBuilder& builder, const ProgressCallback& progress) {
   std::vector<CacheEntry> entries(sources.size());
   std::vector<std::string> keys;
   std::map<std::string, std::size_t> first_with_key;
@@ -529,23 +548,49 @@ std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
 
   std::vector<std::exception_ptr> errors(misses.size());
   std::atomic<std::size_t> next{0};
+  std::atomic<bool> interrupted{false};
+  const std::size_t jobs = std::min<std::size_t>(misses.size(), static_cast<std::size_t>(max_parallel_compiles()));
+  std::mutex progress_mutex;
+  std::size_t done = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto report = [&](const KernelSource& source, bool finished) {
+    if (!progress) return;
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    BuildProgress step{source.kernel_name, finished, done += finished ? 1 : 0, misses.size(), seconds_since(start)};
+    if (done > 0) {
+      // Builds run `jobs` at a time: the rest take about their share of the mean time per build so far.
+      const std::size_t left = misses.size() - done;
+      step.eta_seconds = step.elapsed_seconds / static_cast<double>(done) * static_cast<double>(left);
+    }
+    progress(step);
+  };
   auto work = [&] {
-    for (std::size_t m = next++; m < misses.size(); m = next++) {
+    for (std::size_t m = next++; m < misses.size() && !interrupted; m = next++) {
       const std::size_t i = misses[m].index;
       try {
+        report(sources[i], false);
         entries[i] = build_and_publish(build_root, keys[i], toolchain, sources[i], builder, misses[m].damaged);
+        report(sources[i], true);
+      } catch (const InterruptedError&) {
+        interrupted = true;  // no further build starts
+        errors[m] = std::current_exception();
       } catch (...) {
         errors[m] = std::current_exception();
       }
     }
   };
-  const std::size_t jobs = std::min<std::size_t>(misses.size(), static_cast<std::size_t>(max_parallel_compiles()));
   std::vector<std::thread> workers;
   for (std::size_t t = 1; t < jobs; ++t) workers.emplace_back(work);
   work();
   for (std::thread& worker : workers) worker.join();
   for (const std::exception_ptr& error : errors) {
-    if (error) std::rethrow_exception(error);
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const InterruptedError&) {
+      throw;
+    } catch (...) {
+      if (!interrupted) throw;  // after an interrupt the interrupt is the news, not what it broke
+    }
   }
 
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -598,6 +643,118 @@ std::size_t DiskCache::clear() {
   return removed;
 }
 
+namespace {
+
+constexpr const char* kArchiveFiles[] = {"manifest.json", "kernel.so", "kernel.cu"};
+
+bool is_archive_file(const std::string& name) {
+  return std::any_of(std::begin(kArchiveFiles), std::end(kArchiveFiles), [&](const char* f) { return name == f; });
+}
+
+// Why the entry's files (name -> bytes) do not match its manifest, or "" when they do.
+std::string entry_mismatch(const std::string& key, const std::map<std::string, std::string>& files) {
+  for (const char* name : kArchiveFiles) {
+    if (!files.count(name)) return std::string("it has no ") + name;
+  }
+  try {
+    const Json manifest = Json::parse(files.at("manifest.json"));
+    if (manifest.at("key").get<std::string>() != key) return "its manifest names another key";
+    for (const char* name : {"kernel.so", "kernel.cu"}) {
+      const Json& record = manifest.at("files").at(name);
+      const std::string& data = files.at(name);
+      if (record.at("bytes").get<std::uint64_t>() != data.size() ||
+          record.at("sha256").get<std::string>() != sha256_hex(data)) {
+        return std::string(name) + " does not match the size and SHA-256 its manifest records";
+      }
+    }
+  } catch (const Json::exception& e) {
+    return std::string("its manifest is not a gemmkit manifest (") + e.what() + ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::size_t DiskCache::export_archive(const std::string& path, const std::vector<std::string>& keys) const {
+  std::vector<std::string> wanted = keys;
+  if (wanted.empty()) {
+    for (const CacheListing& listing : list()) wanted.push_back(listing.key);
+  }
+  std::vector<tar::File> files;
+  for (const std::string& key : wanted) {
+    if (!lookup(key)) throw Error("cannot export " + key + ": no complete entry with that key in " + root_);
+    for (const char* name : kArchiveFiles) {
+      const std::optional<std::string> data = read_file(entry_dir(root_, key) / name);
+      if (!data) throw Error("cannot read " + (entry_dir(root_, key) / name).string() + " to export it");
+      files.push_back({key + "/" + name, *data});
+    }
+  }
+  // Written beside the target and renamed over it: a reader never sees half an archive.
+  const fs::path target(path);
+  const fs::path partial = target.string() + ".partial." + unique_suffix();
+  try {
+    write_file(partial, tar::write(files));
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(partial, ec);
+    throw;
+  }
+  std::error_code ec;
+  fs::rename(partial, target, ec);
+  if (ec) {
+    fs::remove(partial, ec);
+    throw Error("cannot write the archive " + path + ": " + ec.message());
+  }
+  return wanted.size();
+}
+
+DiskCache::ImportResult DiskCache::import_archive(const std::string& path) {
+  const std::optional<std::string> bytes = read_file(path);
+  if (!bytes) throw Error("cannot read the archive " + path);
+  std::map<std::string, std::map<std::string, std::string>> entries;  // key -> file name -> bytes
+  for (tar::File& file : tar::read(*bytes, "the archive " + path)) {
+    const std::size_t slash = file.name.find('/');
+    const std::string key = file.name.substr(0, slash);
+    const std::string name = slash == std::string::npos ? "" : file.name.substr(slash + 1);
+    if (!is_key(key) || !is_archive_file(name)) {
+      throw Error("the archive " + path + " holds " + file.name +
+                  ", which is not <key>/manifest.json, kernel.so or kernel.cu: it was not written by gemmkit cache "
+                  "export");
+    }
+    entries[key][name] = std::move(file.data);
+  }
+  const std::string root = build_roots().for_root(root_);
+  ImportResult result;
+  for (const auto& [key, files] : entries) {
+    if (const std::string why = entry_mismatch(key, files); !why.empty()) {
+      throw Error("the archive " + path + " has a damaged entry " + key + ": " + why);
+    }
+    KeyLock lock(root, key);
+    bool damaged = false;
+    if (find_complete(root, key, LockHeld::yes, damaged)) {
+      ++result.present;
+      continue;
+    }
+    const fs::path tmp = make_dir(v1_dir(root) / "tmp" / (key + ".import." + unique_suffix()));
+    std::error_code ec;
+    try {
+      for (const auto& [name, data] : files) write_file(tmp / name, data);
+      make_dir(entry_dir(root, key).parent_path());
+      fs::rename(tmp, entry_dir(root, key), ec);
+      if (ec) throw Error("cannot import " + key + " into " + entry_dir(root, key).string() + ": " + ec.message());
+    } catch (...) {
+      fs::remove_all(tmp, ec);
+      throw;
+    }
+    ++result.imported;
+  }
+  return result;
+}
+
+DiskCache::TmpFolders DiskCache::sweep_tmp() const {
+  return sweep_stale_tmp(root_);
+}
+
 void to_json(Json& json, const CacheListing& listing) {
   json = {{"key", listing.key},
           {"kernel_name", listing.kernel_name},
@@ -611,6 +768,7 @@ CacheCounters cache_counters() {
   counters.builds = g_builds.load();
   counters.disk_hits = g_disk_hits.load();
   counters.rebuilt_damaged = g_rebuilt_damaged.load();
+  counters.background_builds = g_background_builds.load();
   return counters;
 }
 

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "gemmkit/cache.hpp"
@@ -26,11 +27,11 @@ CompiledKernel build_kernel(const KernelSpec& spec) {
   return compiled(DiskCache().get_or_build(Toolchain::discover(), render(spec)));
 }
 
-std::vector<CompiledKernel> compile_many(const std::vector<KernelSpec>& specs) {
+std::vector<CompiledKernel> compile_many(const std::vector<KernelSpec>& specs, const ProgressCallback& progress) {
   std::vector<KernelSource> sources;
   for (const KernelSpec& spec : specs) sources.push_back(render(spec));
   std::vector<CompiledKernel> out;
-  for (const CacheEntry& entry : DiskCache().get_or_build_many(Toolchain::discover(), sources)) {
+  for (const CacheEntry& entry : DiskCache().get_or_build_many(Toolchain::discover(), sources, progress)) {
     out.push_back(compiled(entry));
   }
   return out;
@@ -46,18 +47,50 @@ void to_json(nlohmann::ordered_json& json, const CompiledKernel& kernel) {
 
 namespace jit {
 
+namespace {
+
+struct Loaded {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<KernelModule>> modules;  // by KernelSpec::canonical()
+};
+
+Loaded& loaded() {
+  static Loaded* modules = new Loaded();  // never destroyed: modules stay mapped while other statics go
+  return *modules;
+}
+
+std::shared_ptr<KernelModule> remember(const std::string& key, std::shared_ptr<KernelModule> module) {
+  Loaded& l = loaded();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  return l.modules.emplace(key, std::move(module)).first->second;
+}
+
+std::shared_ptr<KernelModule> find_loaded(const std::string& key) {
+  Loaded& l = loaded();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  auto it = l.modules.find(key);
+  return it != l.modules.end() ? it->second : nullptr;
+}
+
+}  // namespace
+
 std::shared_ptr<KernelModule> load_kernel(const KernelSpec& spec) {
-  static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<KernelModule>> loaded;
   const std::string key = spec.canonical();
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = loaded.find(key); it != loaded.end()) return it->second;
-  }
+  if (auto module = find_loaded(key)) return module;
   // Built outside the lock: another thread may build a different kernel meanwhile.
-  auto module = KernelModule::load(build_kernel(spec).module_path);
-  std::lock_guard<std::mutex> lock(mutex);
-  return loaded.emplace(key, std::move(module)).first->second;
+  return remember(key, KernelModule::load(build_kernel(spec).module_path));
+}
+
+std::shared_ptr<KernelModule> load_kernel_if_built(const KernelSpec& spec) {
+  const std::string key = spec.canonical();
+  if (auto module = find_loaded(key)) return module;
+  const std::optional<CacheEntry> entry = DiskCache().find(Toolchain::discover(), render(spec));
+  if (!entry) return nullptr;
+  return remember(key, KernelModule::load(entry->module_path));
+}
+
+std::shared_ptr<const BackgroundBuild> build_kernel_in_background(const KernelSpec& spec) {
+  return build_in_background(DiskCache(), Toolchain::discover(), render(spec));
 }
 
 }  // namespace jit

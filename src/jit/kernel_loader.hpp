@@ -6,10 +6,18 @@
 
 #include "gemmkit/kernel_spec.hpp"
 #include "gemmkit/runtime.hpp"
+#include "jit/background.hpp"
 
 namespace gemmkit::jit {
 
 // build_kernel + dlopen, remembered for the life of the process. Safe to call from many threads at once.
 std::shared_ptr<KernelModule> load_kernel(const KernelSpec& spec);
+
+// The spec's module when it is loaded already or complete in the disk cache (then loaded), else nullptr: never
+// compiles.
+std::shared_ptr<KernelModule> load_kernel_if_built(const KernelSpec& spec);
+
+// Queues the spec's build as a background build (see jit/background.hpp); load_kernel_if_built finds it once done.
+std::shared_ptr<const BackgroundBuild> build_kernel_in_background(const KernelSpec& spec);
 
 }  // namespace gemmkit::jit

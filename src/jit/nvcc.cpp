@@ -114,7 +114,15 @@ void compile_module(const Toolchain& toolchain, const KernelSource& source, cons
   }
   if (knobs::flag("GEMMKIT_VERBOSE")) std::cerr << "gemmkit: " << shell_quote(argv) << std::endl;
   const auto start = std::chrono::steady_clock::now();
-  const ProcessResult result = run_process(argv);
+  // nvcc's own temporary files (tmpxft_*) go inside the build folder, so an interrupted build leaves none in /tmp.
+  const fs::path nvcc_tmp = dir / "nvcc-tmp";
+  fs::create_directories(nvcc_tmp);
+  ProcessOptions options;
+  options.environment = {"TMPDIR=" + nvcc_tmp.string()};
+  options.own_group = true;
+  const ProcessResult result = run_process(argv, options);
+  std::error_code ignored;
+  fs::remove_all(nvcc_tmp, ignored);
   nlohmann::ordered_json record = {{"nvcc_argv", argv}, {"seconds", {{"nvcc", seconds_since(start)}}}};
 
   std::error_code ec;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "gemmkit/cache.hpp"
@@ -11,6 +12,8 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
+#include "gemmkit/jit.hpp"
+#include "gemmkit/packs.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/cli.hpp"
 #include "unit/test_env.hpp"
@@ -143,4 +146,34 @@ TEST(CompileTier, Conv2dFpropKernelBuildsAndChecksProblems) {
   EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
   args.A = nullptr;
   EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_ARGS);
+}
+
+// A pack of one kernel: prebuilt into the shared cache (a hit there after the first run anywhere), exported, imported
+// into a fresh cache, and loaded from it with no compile at all.
+TEST(CompileTier, APackMovesToAFreshCacheAndLoadsWithoutACompile) {
+  gk::testenv::TempDir work;
+  const std::string pack = (work.path() / "app.pack").string();
+  std::ofstream(pack) << "# the app's one kernel\n--cc 80 --element f16 --element-accumulator f32 --layout row\n";
+  const auto specs = gk::read_pack_file(pack);
+  ASSERT_EQ(specs.size(), 1u);
+
+  const auto prebuilt = gk::testing::run_cli("prebuild --pack-file " + pack + " --json");  // the shared cache
+  ASSERT_EQ(prebuilt.status, 0) << prebuilt.out;
+  EXPECT_EQ(nlohmann::ordered_json::parse(prebuilt.out).at("kernels").get<int>(), 1);
+  const std::string archive = (work.path() / "app.tar").string();
+  const auto exported = gk::testing::run_cli("cache export " + archive + " --pack-file " + pack + " --json");
+  ASSERT_EQ(exported.status, 0) << exported.out;
+  EXPECT_EQ(nlohmann::ordered_json::parse(exported.out).at("exported").get<int>(), 1);
+
+  gk::testenv::TempDir fresh;
+  const auto imported = gk::testing::run_cli("cache import " + archive + " --json", fresh.str());
+  ASSERT_EQ(imported.status, 0) << imported.out;
+  EXPECT_EQ(nlohmann::ordered_json::parse(imported.out).at("imported").get<int>(), 1);
+
+  gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", fresh.str());
+  const int builds_before = gk::cache_counters().builds;
+  const gk::CompiledKernel kernel = gk::build_kernel(specs[0]);
+  EXPECT_TRUE(kernel.cache_hit);
+  EXPECT_EQ(gk::cache_counters().builds, builds_before);  // zero compiles
+  EXPECT_EQ(gk::KernelModule::load(kernel.module_path)->kernel_name(), specs[0].name());
 }

@@ -226,3 +226,17 @@ def test_the_cli_resolves_types_as_python_does(line, kwargs):
                   "layout_C"]:
         assert cli[field.lower()] == getattr(plan, field).name, (line, field)
     assert cli["kernel_name"] == plan.kernel_name()
+
+
+def test_packs_resolve_without_a_gpu(tmp_path):
+    defaults = gemmkit.pack_specs("defaults")
+    assert {s.cc for s in defaults} == {80, 90}
+    pack = tmp_path / "app.pack"
+    pack.write_text("# one kernel\n--cc 90 --element f16 --element-accumulator f32 --layout row\n")
+    (spec,) = gemmkit.read_pack_file(str(pack))
+    assert spec.name() == SM90_DEFAULT
+    with pytest.raises(gemmkit.ConfigError, match="unknown kernel pack 'nope'"):
+        gemmkit.compile_many("nope")  # refused before any compile
+    with pytest.raises(gemmkit.ConfigError, match="line 1"):
+        pack.write_text("--cc 90 --elemnt f16\n")
+        gemmkit.read_pack_file(str(pack))

@@ -7,17 +7,23 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
+#include "gemmkit/jit.hpp"
+#include "support/cli.hpp"
+#include "unit/fake_build.hpp"
 #include "unit/test_env.hpp"
 
 namespace fs = std::filesystem;
@@ -25,40 +31,11 @@ namespace fs = std::filesystem;
 namespace gemmkit {
 namespace {
 
-Toolchain fake_toolchain() {
-  Toolchain tc;
-  tc.nvcc = "/opt/cuda/bin/nvcc";
-  tc.cuda_home = "/opt/cuda";
-  tc.nvcc_version = "13.0";
-  tc.nvcc_build = "Build cuda_13.0.r13.0/compiler.36424714_0";
-  tc.host_compiler = "g++ (Debian 12.2.0-14) 12.2.0";
-  tc.cutlass_root = "/home/me/gemmkit/.deps/cutlass";
-  tc.cutlass_version = "4.2.0";
-  tc.device_include_dir = "/home/me/gemmkit/device/include";
-  tc.device_headers_hash = std::string(64, 'd');
-  return tc;
-}
-
-KernelSource fake_source(const std::string& name = "cutlass3x_sm90_tensorop_gemm_f16_f16_f32_align8") {
-  return {name, "sm_90a", "// kernel " + name + "\nextern \"C\" int gk_abi_version(void) { return 1; }\n"};
-}
-
 std::string read(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// A ModuleBuilder that writes a dummy kernel.so derived from the source, optionally slowly.
-ModuleBuilder fake_builder(std::chrono::milliseconds delay = std::chrono::milliseconds(0),
-                           std::function<void()> hook = {}) {
-  return [delay, hook](const KernelSource& source, const std::string& work_dir) {
-    std::this_thread::sleep_for(delay);
-    if (hook) hook();
-    std::ofstream(fs::path(work_dir) / "kernel.so", std::ios::binary)
-        << "ELF-ish module for " << source.text << std::string(4096, '\x7f');
-  };
 }
 
 std::size_t count_entries(const fs::path& root) {
@@ -440,6 +417,148 @@ TEST(CacheRoot, EnvironmentPrecedence) {
     testenv::ScopedEnv unset_xdg("XDG_CACHE_HOME", std::nullopt);
     EXPECT_EQ(DiskCache::default_root(), "/home/me/.cache/gemmkit");
   }
+}
+
+// ---- export and import -----------------------------------------------------------------------------------------
+
+TEST_F(CacheTest, ExportImportRoundTripNeedsNoBuild) {
+  const CacheEntry a = cache_.get_or_build(tc_, fake_source("k1"), fake_builder());
+  const CacheEntry b = cache_.get_or_build(tc_, fake_source("k2"), fake_builder());
+  const fs::path archive = dir_.path() / "pack.tar";
+  EXPECT_EQ(cache_.export_archive(archive.string()), 2u);
+
+  testenv::TempDir other_dir;
+  DiskCache other(other_dir.str());
+  const DiskCache::ImportResult imported = other.import_archive(archive.string());
+  EXPECT_EQ(imported.imported, 2u);
+  EXPECT_EQ(imported.present, 0u);
+  const int builds_before = builds();
+  for (const CacheEntry& entry : {a, b}) {
+    const std::optional<CacheEntry> found = other.lookup(entry.key);
+    ASSERT_TRUE(found) << entry.kernel_name;
+    EXPECT_EQ(read(found->module_path), read(entry.module_path));
+    EXPECT_TRUE(other.get_or_build(tc_, fake_source(entry.kernel_name), fake_builder()).hit);
+  }
+  EXPECT_EQ(builds(), builds_before);  // the imported entries serve without a build
+  EXPECT_EQ(count_children(other_dir.path() / "v1" / "tmp"), 0u);
+
+  // Importing again changes nothing; exporting one key writes one entry.
+  EXPECT_EQ(other.import_archive(archive.string()).present, 2u);
+  EXPECT_EQ(other.export_archive((dir_.path() / "one.tar").string(), {a.key}), 1u);
+  EXPECT_EQ(DiskCache((dir_.path() / "third").string()).import_archive((dir_.path() / "one.tar").string()).imported,
+            1u);
+  EXPECT_THROW(cache_.export_archive((dir_.path() / "x.tar").string(), {std::string(64, 'a')}), Error);
+}
+
+TEST_F(CacheTest, ImportRefusesATamperedOrForeignArchive) {
+  const CacheEntry built = cache_.get_or_build(tc_, source_, fake_builder());
+  const fs::path archive = dir_.path() / "pack.tar";
+  cache_.export_archive(archive.string());
+  std::string bytes = read(archive);
+  const std::size_t module = bytes.find("ELF-ish module");
+  ASSERT_NE(module, std::string::npos);
+  bytes[module] = 'X';  // kernel.so no longer matches the SHA-256 its manifest records
+  const fs::path tampered = dir_.path() / "tampered.tar";
+  std::ofstream(tampered, std::ios::binary) << bytes;
+
+  testenv::TempDir other_dir;
+  DiskCache other(other_dir.str());
+  try {
+    other.import_archive(tampered.string());
+    ADD_FAILURE() << "a tampered archive was imported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel.so does not match"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(other.lookup(built.key));
+
+  const fs::path foreign = dir_.path() / "foreign.tar";
+  std::ofstream(foreign, std::ios::binary) << std::string(2048, 'z');
+  EXPECT_THROW(other.import_archive(foreign.string()), Error);
+  EXPECT_THROW(other.import_archive((dir_.path() / "missing.tar").string()), Error);
+  EXPECT_EQ(count_children(other_dir.path() / "v1" / "tmp"), 0u);
+}
+
+TEST_F(CacheTest, ConcurrentImportersPublishEachEntryOnce) {
+  cache_.get_or_build(tc_, source_, fake_builder());
+  const fs::path archive = dir_.path() / "pack.tar";
+  cache_.export_archive(archive.string());
+  testenv::TempDir other_dir;
+  std::atomic<int> imported{0}, present{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      const auto result = DiskCache(other_dir.str()).import_archive(archive.string());
+      imported += static_cast<int>(result.imported);
+      present += static_cast<int>(result.present);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(imported.load(), 1);
+  EXPECT_EQ(present.load(), 3);
+  EXPECT_EQ(count_entries(other_dir.path()), 1u);
+}
+
+TEST_F(CacheTest, SweepRemovesBuildFoldersOlderThanAnHour) {
+  const fs::path tmp = dir_.path() / "v1" / "tmp";
+  fs::create_directories(tmp / "old.123.abc");
+  std::ofstream(tmp / "old.123.abc" / "tmpxft_0001.cpp") << "left by a killed nvcc";
+  fs::create_directories(tmp / "young.456.def");
+  fs::last_write_time(tmp / "old.123.abc", fs::file_time_type::clock::now() - std::chrono::hours(2));
+  const DiskCache::TmpFolders swept = cache_.sweep_tmp();
+  EXPECT_EQ(swept.removed, 1u);
+  EXPECT_EQ(swept.remaining, 1u);
+  EXPECT_FALSE(fs::exists(tmp / "old.123.abc"));
+  EXPECT_TRUE(fs::exists(tmp / "young.456.def"));
+
+  // The CLI's cache info reports them (and removes the stale ones) too.
+  fs::create_directories(tmp / "old2.1.a");
+  fs::last_write_time(tmp / "old2.1.a", fs::file_time_type::clock::now() - std::chrono::hours(3));
+  const auto info = nlohmann::json::parse(testing::run_cli("cache info --json", dir_.str()).out);
+  EXPECT_EQ(info.at("tmp_removed").get<int>(), 1);
+  EXPECT_EQ(info.at("tmp_remaining").get<int>(), 1);
+  EXPECT_FALSE(fs::exists(tmp / "old2.1.a"));
+}
+
+TEST_F(CacheTest, CliExportsAndImportsTheCache) {
+  const CacheEntry built = cache_.get_or_build(tc_, source_, fake_builder());
+  const std::string archive = (dir_.path() / "all.tar").string();
+  const auto exported = testing::run_cli("cache export " + archive + " --json", dir_.str());
+  ASSERT_EQ(exported.status, 0) << exported.out;
+  EXPECT_EQ(nlohmann::json::parse(exported.out).at("exported").get<int>(), 1);
+  testenv::TempDir other_dir;
+  const auto imported = testing::run_cli("cache import " + archive + " --json", other_dir.str());
+  ASSERT_EQ(imported.status, 0) << imported.out;
+  EXPECT_EQ(nlohmann::json::parse(imported.out).at("imported").get<int>(), 1);
+  EXPECT_TRUE(DiskCache(other_dir.str()).lookup(built.key));
+  EXPECT_EQ(testing::run_cli("cache import", other_dir.str()).status, 2);  // the file is required
+}
+
+TEST_F(CacheTest, ManyBuildsReportProgressWithCountsAndAnEta) {
+  cache_.get_or_build(tc_, fake_source("already"), fake_builder());  // a hit: not counted as work
+  std::vector<BuildProgress> steps;
+  const std::vector<KernelSource> sources = {fake_source("already"), fake_source("p1"), fake_source("p2"),
+                                             fake_source("p3")};
+  cache_.get_or_build_many(tc_, sources, fake_builder(std::chrono::milliseconds(20)),
+                           [&](const BuildProgress& p) { steps.push_back(p); });
+  ASSERT_EQ(steps.size(), 6u);  // a start and an end per build
+  EXPECT_EQ(std::count_if(steps.begin(), steps.end(), [](const auto& p) { return p.finished; }), 3);
+  for (const BuildProgress& p : steps) {
+    EXPECT_EQ(p.total, 3u);
+    EXPECT_NE(p.kernel_name, "already");
+    if (p.finished) {
+      EXPECT_GE(p.eta_seconds, 0.0);
+    }
+  }
+  EXPECT_EQ(steps.back().done, 3u);
+  EXPECT_EQ(steps.back().eta_seconds, 0.0);
+
+  // Off a terminal: one plain line per finished kernel with the counts; quiet prints nothing.
+  ::testing::internal::CaptureStderr();
+  progress_printer(ProgressStyle::Lines)(steps.back());
+  if (auto quiet = progress_printer(ProgressStyle::Quiet)) quiet(steps.back());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.rfind("gemmkit: built " + steps.back().kernel_name + " [3/3] ", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// tools/gemmkit/main.cpp: the gemmkit command line (CLI11): plan, tiles, compile, run, cache, demo; --json everywhere.
+// tools/gemmkit/main.cpp: the gemmkit command line (CLI11): plan, tiles, compile, run, prebuild, cache, demo; --json
+// everywhere.
 // Every option's value is checked as it is parsed, before any GPU query or compile: a bad one is a usage error
 // (exit 2). What only the plan can judge (an unsupported cc, a tile index past the plan's list) is the library's
 // ConfigError (exit 1), as are toolchain and CUDA failures.
@@ -30,6 +31,8 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
+#include "gemmkit/jit.hpp"
+#include "gemmkit/packs.hpp"
 #include "gemmkit/runtime.hpp"
 #include "testing/conv_reference.hpp"
 #include "testing/device_buffer.hpp"
@@ -733,15 +736,74 @@ int cmd_run(const Values& args, bool check, const Output& output) {
   return ok ? 0 : 1;
 }
 
-int cmd_cache(const std::string& what, const Output& output) {
+// The kernels of --pack NAME or --pack-file FILE (one of them must be given).
+std::vector<gk::KernelSpec> pack_of(const std::string& pack, const std::string& pack_file, const char* command) {
+  if (pack.empty() == pack_file.empty()) {
+    throw UsageError(std::string(command) + " needs one of --pack NAME, --pack-file FILE.");
+  }
+  return pack.empty() ? gk::read_pack_file(pack_file) : gk::pack_specs(pack);
+}
+
+// Builds a pack into the cache in parallel, showing progress on stderr (a bar on a terminal, lines otherwise).
+int cmd_prebuild(const std::string& pack, const std::string& pack_file, bool quiet, const Output& output) {
+  const std::vector<gk::KernelSpec> specs = pack_of(pack, pack_file, "gemmkit prebuild");
+  const auto start = std::chrono::steady_clock::now();
+  const auto style = quiet || output.json ? gk::ProgressStyle::Quiet : gk::default_progress_style();
+  const std::vector<gk::CompiledKernel> built = gk::compile_many(specs, gk::progress_printer(style));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto misses = std::count_if(built.begin(), built.end(), [](const auto& k) { return !k.cache_hit; });
+  Json out = {{"pack", pack.empty() ? pack_file : pack},
+              {"kernels", built.size()},
+              {"built", misses},
+              {"seconds", seconds},
+              {"cache", gk::DiskCache().root()},
+              {"list", built}};
+  output.print(out, "pack " + (pack.empty() ? pack_file : pack) + ": " + std::to_string(built.size()) + " kernels, " +
+                        std::to_string(misses) + " built, " + std::to_string(built.size() - misses) +
+                        " already in the cache " + gk::DiskCache().root() + " (" + fixed(seconds, 1) + " s)\n");
+  return 0;
+}
+
+int cmd_cache(const std::string& what, const std::string& file, const std::string& pack, const std::string& pack_file,
+              const Output& output) {
   gk::DiskCache cache;
   Json out = {{"root", cache.root()}};
-  if (what == "clear") {
-    const std::size_t removed = cache.clear();
-    out["removed"] = removed;
-    output.print(out, "removed " + std::to_string(removed) + " entries from " + cache.root() + "\n");
+  if (what == "export") {
+    std::vector<std::string> keys;  // empty: every entry
+    if (!pack.empty() || !pack_file.empty()) {
+      const gk::Toolchain& toolchain = gk::Toolchain::discover();
+      for (const gk::KernelSpec& spec : pack_of(pack, pack_file, "gemmkit cache export")) {
+        keys.push_back(cache.key(toolchain, gk::render(spec)));
+      }
+    }
+    out["file"] = file;
+    out["exported"] = cache.export_archive(file, keys);
+    output.print(out, "exported " + out["exported"].dump() + " entries of " + cache.root() + " to " + file + "\n");
     return 0;
   }
+  if (what == "import") {
+    const gk::DiskCache::ImportResult imported = cache.import_archive(file);
+    out["file"] = file;
+    out["imported"] = imported.imported;
+    out["present"] = imported.present;
+    output.print(out, "imported " + std::to_string(imported.imported) + " entries into " + cache.root() + " (" +
+                          std::to_string(imported.present) + " were there already)\n");
+    return 0;
+  }
+  if (what == "clear") {
+    const std::size_t removed = cache.clear();
+    const gk::DiskCache::TmpFolders tmp = cache.sweep_tmp();
+    out["removed"] = removed;
+    out["tmp_remaining"] = tmp.remaining;
+    output.print(out, "removed " + std::to_string(removed) + " entries from " + cache.root() +
+                          (tmp.remaining > 0 ? "; " + std::to_string(tmp.remaining) +
+                                                   " build folders younger than an hour kept in v1/tmp (perhaps "
+                                                   "builds in progress)"
+                                             : "") +
+                          "\n");
+    return 0;
+  }
+  const gk::DiskCache::TmpFolders tmp = cache.sweep_tmp();
   const auto entries = cache.list();
   std::uint64_t total = 0;
   std::string text;
@@ -752,8 +814,14 @@ int cmd_cache(const std::string& what, const Output& output) {
   out["entries"] = entries.size();
   out["bytes"] = total;
   if (what == "ls") out["list"] = entries;
+  out["tmp_removed"] = tmp.removed;
+  out["tmp_remaining"] = tmp.remaining;
   text += "cache " + cache.root() + ": " + std::to_string(entries.size()) + " entries, " + std::to_string(total) +
           " bytes\n";
+  if (tmp.removed + tmp.remaining > 0) {
+    text += "build folders in v1/tmp: " + std::to_string(tmp.removed) + " older than an hour removed (left by killed " +
+            "builds), " + std::to_string(tmp.remaining) + " younger kept (perhaps builds in progress)\n";
+  }
   output.print(out, text);
   return 0;
 }
@@ -764,6 +832,7 @@ const char* error_kind(const std::exception& e) {
   if (dynamic_cast<const gk::TensorError*>(&e)) return "TensorError";
   if (dynamic_cast<const gk::ToolchainError*>(&e)) return "ToolchainError";
   if (dynamic_cast<const gk::CompileError*>(&e)) return "CompileError";
+  if (dynamic_cast<const gk::InterruptedError*>(&e)) return "InterruptedError";
   if (dynamic_cast<const gk::CudaError*>(&e)) return "CudaError";
   return "Error";
 }
@@ -876,6 +945,7 @@ int report(const std::exception& e, const Output& output) {
   } else {
     std::cerr << "gemmkit: " << error_kind(e) << ": " << message << "\n";
   }
+  if (auto* ie = dynamic_cast<const gk::InterruptedError*>(&e)) return 128 + ie->signal;  // as if the signal ended us
   return dynamic_cast<const UsageError*>(&e) != nullptr ? 2 : 1;
 }
 
@@ -928,11 +998,34 @@ int main(int argc, char** argv) {
   add_flag(plan, "--print-source", print_source, "also print the generated .cu");
   values.add_to(run, run_table());
   add_flag(run, "--check", check, "compare D with a float64 reference");
-  CLI::App* cache = add_command(app, "cache", "the on-disk kernel cache: ls, info or clear");
-  std::string cache_what;
-  for (const char* what : {"ls", "info", "clear"}) {
-    CLI::App* sub = add_command(*cache, what, (std::string("cache ") + what).c_str());
+  CLI::App* prebuild =
+      add_command(app, "prebuild", "build a pack of kernels into the cache, in parallel (no GPU needed)");
+  std::string pack, pack_file;
+  bool quiet = false;
+  prebuild->add_option("--pack", pack, "a named pack: defaults (sm80 and sm90 x f16/bf16/f32/tf32 x layouts)")
+      ->type_name("NAME");
+  prebuild
+      ->add_option("--pack-file", pack_file,
+                   "a file with one kernel per line, as plan options: --cc 90 --element bf16 --layout-b col "
+                   "[--tile N] [--run-time-kernels]; # comments")
+      ->type_name("FILE");
+  add_flag(*prebuild, "--quiet", quiet, "no progress on stderr");
+  CLI::App* cache = add_command(app, "cache", "the on-disk kernel cache: ls, info, clear, export FILE, import FILE");
+  std::string cache_what, cache_file;
+  for (const char* what : {"ls", "info", "clear", "export", "import"}) {
+    const std::string help = std::string("cache ") + what +
+                             (what == std::string("export")   ? ": every entry into one tar archive"
+                              : what == std::string("import") ? ": the entries of an archive, each checked"
+                                                              : "");
+    CLI::App* sub = add_command(*cache, what, help.c_str());
     sub->callback([&cache_what, what] { cache_what = what; });
+    if (what == std::string("export") || what == std::string("import")) {
+      sub->add_option("file", cache_file, "the archive (.tar)")->required()->type_name("FILE");
+    }
+    if (what == std::string("export")) {
+      sub->add_option("--pack", pack, "only this named pack's kernels")->type_name("NAME");
+      sub->add_option("--pack-file", pack_file, "only the kernels of this pack file")->type_name("FILE");
+    }
   }
   CLI::App* demo = add_command(app, "demo", "the basic GEMM walk-through (plan, compile, run, check)");
   CLI::App* help = add_command(app, "help", "this text, or a command's: gemmkit help <command>");
@@ -993,9 +1086,10 @@ int main(int argc, char** argv) {
     if (planning[2]->parsed()) return cmd_compile(values, grouped, output);
     if (run.parsed()) return grouped ? cmd_run_grouped(values, check, output) : cmd_run(values, check, output);
     if (cache->parsed()) {
-      if (cache_what.empty()) throw UsageError("gemmkit cache needs one of: ls, info, clear.");
-      return cmd_cache(cache_what, output);
+      if (cache_what.empty()) throw UsageError("gemmkit cache needs one of: ls, info, clear, export, import.");
+      return cmd_cache(cache_what, cache_file, pack, pack_file, output);
     }
+    if (prebuild->parsed()) return cmd_prebuild(pack, pack_file, quiet, output);
     if (demo->parsed()) return basic_gemm_walkthrough(output.json);
     return 2;
   } catch (const std::exception& e) {

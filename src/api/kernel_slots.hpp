@@ -1,0 +1,89 @@
+// src/api/kernel_slots.hpp: how run() gets the kernel it wants without waiting on a compile it did not ask for.
+// A template over the module type so that the unit tier drives it with fake modules and builders.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "jit/background.hpp"
+
+namespace gemmkit {
+
+// Per configuration (tile) of one alignment triple: the loaded module, a background build, and the configuration
+// run while that build runs.
+template <class Module>
+struct KernelSlots {
+  static constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+  std::vector<std::shared_ptr<Module>> modules;                      // set once, never reset
+  std::vector<std::shared_ptr<const jit::BackgroundBuild>> pending;  // the wanted kernel's build, off the run path
+  std::vector<std::size_t> stand_in;                                 // run instead while pending (kNone: none)
+
+  void resize(std::size_t count) {
+    modules.resize(count);
+    pending.resize(count);
+    stand_in.resize(count, kNone);
+  }
+};
+
+// Where modules come from, per configuration index.
+template <class Module>
+struct ModuleSources {
+  std::function<std::shared_ptr<Module>(std::size_t)> if_built;  // loaded or in the disk cache, else null; no compile
+  std::function<std::shared_ptr<Module>(std::size_t)> build;     // compiled when needed, then loaded (blocks)
+  std::function<std::shared_ptr<const jit::BackgroundBuild>(std::size_t)> in_background;
+};
+
+// The module to launch for configuration `wanted`:
+// - loaded, or in the disk cache: that one;
+// - else, unless `wait`, a built one (the plan's default first) at once, while `wanted` builds in the background; once
+//   that build is done, `wanted` (a cache hit); if it failed (a warning said so), the stand-in from then on;
+// - else (`wait`, or nothing built at all: a compile the caller asked for) `wanted`, compiled here.
+// `mutex` guards `slots`; no build runs under it.
+template <class Module>
+Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t wanted, bool wait,
+                       const ModuleSources<Module>& sources) {
+  using State = jit::BackgroundBuild::State;
+  auto keep = [&](std::size_t i, std::shared_ptr<Module> module) -> Module& {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!slots.modules[i]) slots.modules[i] = std::move(module);
+    return *slots.modules[i];
+  };
+  std::shared_ptr<const jit::BackgroundBuild> pending;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (slots.modules[wanted]) return *slots.modules[wanted];
+    pending = slots.pending[wanted];
+    if (pending && !wait) {
+      const std::size_t stand_in = slots.stand_in[wanted];
+      if (!pending->finished()) return *slots.modules[stand_in];
+      if (pending->state() == State::failed) return *(slots.modules[wanted] = slots.modules[stand_in]);
+    }
+  }
+  if (pending && pending->state() == State::done) return keep(wanted, sources.build(wanted));  // a cache hit now
+  if (wait) return keep(wanted, sources.build(wanted));
+  if (auto module = sources.if_built(wanted)) return keep(wanted, std::move(module));
+  for (std::size_t i = 0; i < slots.modules.size(); ++i) {
+    if (i == wanted) continue;
+    std::shared_ptr<Module> module;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      module = slots.modules[i];
+    }
+    if (!module) module = sources.if_built(i);
+    if (!module) continue;
+    auto build = sources.in_background(wanted);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!slots.modules[i]) slots.modules[i] = std::move(module);
+    if (slots.modules[wanted]) return *slots.modules[wanted];  // another thread got it meanwhile
+    slots.stand_in[wanted] = i;
+    slots.pending[wanted] = std::move(build);
+    return *slots.modules[i];
+  }
+  return keep(wanted, sources.build(wanted));  // nothing built: the first run of the plan compiles, as asked
+}
+
+}  // namespace gemmkit

@@ -1,0 +1,203 @@
+// src/api/packs.cpp: named kernel packs and pack files, both resolved through Gemm plans (so a pack holds exactly the
+// kernels those plans would build and run() would choose).
+#include "gemmkit/packs.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+
+namespace gemmkit {
+namespace {
+
+template <class Enum>
+Enum parse_or_throw(const std::string& option, const std::string& text, const std::string& where) {
+  if (auto value = parse_enum<Enum>(text)) return *value;
+  throw ConfigError(where + ": --" + option + " '" + text + "' is not " + std::string(EnumTable<Enum>::what) +
+                    " (one of: " + enum_names<Enum>() + ").");
+}
+
+int parse_int(const std::string& option, const std::string& text, const std::string& where) {
+  std::size_t used = 0;
+  int value = -1;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < 0) {
+    throw ConfigError(where + ": --" + option + " '" + text + "' is not a whole number.");
+  }
+  return value;
+}
+
+// "--name value", "--name=value" or "name=value" words into name -> value ("" for a flag).
+std::map<std::string, std::string> options_of(const std::string& line, const std::string& where) {
+  std::istringstream words(line);
+  std::vector<std::string> list;
+  for (std::string word; words >> word;) list.push_back(word);
+  std::map<std::string, std::string> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string word = list[i];
+    const bool dashed = word.rfind("--", 0) == 0;
+    if (dashed) word = word.substr(2);
+    const std::size_t eq = word.find('=');
+    std::string name = word.substr(0, eq), value;
+    if (eq != std::string::npos) {
+      value = word.substr(eq + 1);
+    } else if (name == "run-time-kernels") {
+      value = "";
+    } else if (dashed && i + 1 < list.size()) {
+      value = list[++i];
+    } else {
+      throw ConfigError(where + ": '" + list[i] + "' is not an option with a value (--name value or name=value).");
+    }
+    if (!out.emplace(name, value).second) throw ConfigError(where + ": --" + name + " is given twice.");
+  }
+  return out;
+}
+
+std::vector<KernelSpec> line_specs(const std::string& line, const std::string& where) {
+  auto options = options_of(line, where);
+  auto take = [&](const char* name) -> std::optional<std::string> {
+    auto it = options.find(name);
+    if (it == options.end()) return std::nullopt;
+    std::string value = it->second;
+    options.erase(it);
+    return value;
+  };
+  GemmOptions o;
+  auto element = [&](const char* name, std::optional<DataType>& field) {
+    if (auto text = take(name)) field = parse_or_throw<DataType>(name, *text, where);
+  };
+  auto layout = [&](const char* name, std::optional<Layout>& field) {
+    if (auto text = take(name)) field = parse_or_throw<Layout>(name, *text, where);
+  };
+  element("element", o.element);
+  if (!o.element) o.element = DataType::f16;
+  element("element-a", o.element_a);
+  element("element-b", o.element_b);
+  element("element-c", o.element_c);
+  element("element-d", o.element_d);
+  element("element-accumulator", o.element_accumulator);
+  layout("layout", o.layout);
+  if (!o.layout) o.layout = Layout::RowMajor;
+  layout("layout-a", o.layout_a);
+  layout("layout-b", o.layout_b);
+  layout("layout-c", o.layout_c);
+  if (auto cc = take("cc")) o.cc = parse_int("cc", *cc, where);
+  if (!o.cc)
+    throw ConfigError(where + ": give --cc (e.g. 90): a pack is built for a GPU generation, not this machine's.");
+  if (auto kernel_cc = take("kernel-cc")) o.kernel_cc = parse_int("kernel-cc", *kernel_cc, where);
+  const bool run_time = take("run-time-kernels").has_value();
+  try {
+    Gemm plan(o);
+    if (auto text = take("opclass")) plan.set_opclass(parse_or_throw<OpClass>("opclass", *text, where));
+    if (auto text = take("swizzle")) plan.set_swizzling_functor(parse_or_throw<Swizzle>("swizzle", *text, where));
+    if (auto text = take("activation")) plan.set_activation(parse_or_throw<Activation>("activation", *text, where));
+    if (auto text = take("bias")) plan.set_bias(parse_or_throw<BiasMode>("bias", *text, where));
+    if (auto text = take("tile")) {
+      const auto tiles = plan.tile_descriptions();
+      const int index = parse_int("tile", *text, where);
+      if (index >= static_cast<int>(tiles.size())) {
+        throw ConfigError("--tile " + *text + " is out of range: the plan has " + std::to_string(tiles.size()) +
+                          " configurations (see gemmkit tiles).");
+      }
+      plan.set_tile_description(tiles[static_cast<std::size_t>(index)]);
+    }
+    if (!options.empty()) {
+      throw ConfigError("unknown option --" + options.begin()->first +
+                        "; a pack line takes the plan options of gemmkit compile and --run-time-kernels.");
+    }
+    return run_time ? plan.run_time_kernels() : std::vector<KernelSpec>{plan.spec()};
+  } catch (const ConfigError& e) {
+    if (std::string(e.what()).rfind(where, 0) == 0) throw;
+    throw ConfigError(where + ": " + e.what(), e.nearest);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> pack_names() {
+  return {"defaults"};
+}
+
+std::vector<KernelSpec> pack_specs(const std::string& name) {
+  if (name != "defaults") {
+    throw ConfigError("unknown kernel pack '" + name + "'; the named packs are: defaults (or give a pack file).");
+  }
+  std::vector<KernelSpec> specs;
+  std::set<std::string> seen;
+  for (const int cc : {80, 90}) {
+    // f32 operands: exact f32 math on SIMT cores, and tf32 on tensor cores (the plan's default for f32).
+    for (const auto& [element, opclass] : {std::pair{DataType::f16, OpClass::TensorOp},
+                                           {DataType::bf16, OpClass::TensorOp},
+                                           {DataType::f32, OpClass::Simt},
+                                           {DataType::f32, OpClass::TensorOp}}) {
+      for (const Layout a : {Layout::RowMajor, Layout::ColumnMajor}) {
+        for (const Layout b : {Layout::RowMajor, Layout::ColumnMajor}) {
+          GemmOptions o;
+          o.element = element;
+          o.layout = Layout::RowMajor;
+          o.layout_a = a;
+          o.layout_b = b;
+          o.cc = cc;
+          std::optional<Gemm> plan;
+          try {
+            plan.emplace(o);
+          } catch (const ConfigError& e) {
+            // The nearest combination with a kernel, as the error names it (e.g. element_accumulator=f32).
+            bool applied = false;
+            for (const ConfigError::Setting& s : e.nearest) {
+              if (s.option == "element_accumulator") o.element_accumulator = parse_enum<DataType>(s.value);
+              applied = applied || s.option == "element_accumulator";
+            }
+            if (!applied) continue;  // no kernel for these types and layouts on this GPU
+            try {
+              plan.emplace(o);
+            } catch (const ConfigError&) {
+              continue;
+            }
+          }
+          const auto opclasses = plan->opclasses();
+          if (std::find(opclasses.begin(), opclasses.end(), opclass) == opclasses.end()) continue;
+          plan->set_opclass(opclass);
+          for (KernelSpec& spec : plan->run_time_kernels()) {
+            // Two layout combinations may share a kernel (e.g. SM90 tf32 computes row x row as D^T = B^T A^T).
+            if (seen.insert(spec.canonical()).second) specs.push_back(std::move(spec));
+          }
+        }
+      }
+    }
+  }
+  return specs;
+}
+
+std::vector<KernelSpec> parse_pack(const std::string& text, const std::string& what) {
+  std::vector<KernelSpec> specs;
+  std::istringstream lines(text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    line = line.substr(0, line.find('#'));
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    for (KernelSpec& spec : line_specs(line, what + " line " + std::to_string(number))) specs.push_back(spec);
+  }
+  if (specs.empty()) throw ConfigError(what + " names no kernel: give one plan per line, e.g. --cc 90 --element f16");
+  return specs;
+}
+
+std::vector<KernelSpec> read_pack_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("cannot read the pack file " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_pack(text.str(), path);
+}
+
+}  // namespace gemmkit

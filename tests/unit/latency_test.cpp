@@ -1,0 +1,428 @@
+// tests/unit/latency_test.cpp: run() never waits on a compile it did not ask for (background builds and the kernel
+// slots, counted with the cache's build counter, not a clock), kernel packs, and interrupts that stop nvcc's process
+// group (a fake nvcc: a shell script that starts a child of its own and sleeps).
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "api/kernel_slots.hpp"
+#include "gemmkit/cache.hpp"
+#include "gemmkit/compiler.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+#include "gemmkit/packs.hpp"
+#include "jit/background.hpp"
+#include "support/cli.hpp"
+#include "unit/fake_build.hpp"
+#include "unit/test_env.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gemmkit {
+namespace {
+
+// A builder that waits until the test opens its gate: a build that is "still compiling" for as long as the test likes.
+class Gate {
+ public:
+  void open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  ModuleBuilder builder(bool fail = false) {
+    return [this, fail](const KernelSource& source, const std::string& work_dir) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [this] { return open_; });
+      lock.unlock();
+      if (fail) throw CompileError("nvcc failed on purpose", {"nvcc"}, 1, "error: on purpose", work_dir);
+      fake_builder()(source, work_dir);
+    };
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = false;
+};
+
+// A source no other test builds (the background queue keeps one build per key for the life of the process).
+KernelSource unique_source(const std::string& what) {
+  static int counter = 0;
+  return fake_source("latency_" + what + "_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
+}
+
+// A plan as the defaults pack declares it: one element type, row-major, the library's defaults for the rest.
+GemmOptions testing_options(int cc, DataType element = DataType::f16) {
+  GemmOptions o;
+  o.element = element;
+  o.layout = Layout::RowMajor;
+  o.cc = cc;
+  return o;
+}
+
+void wait_until_finished(const jit::BackgroundBuild& build) {
+  for (int i = 0; i < 1000 && !build.finished(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+TEST(BackgroundBuilds, ReturnAtOnceBuildOnceAndCountAsBackground) {
+  testenv::TempDir dir;
+  DiskCache cache(dir.str());
+  Gate gate;
+  const KernelSource source = unique_source("once");
+  const CacheCounters before = cache_counters();
+  const auto build = jit::build_in_background(cache, fake_toolchain(), source, gate.builder());
+  const auto again = jit::build_in_background(cache, fake_toolchain(), source, gate.builder());
+  EXPECT_EQ(build, again);  // one build per key
+  EXPECT_FALSE(build->finished());
+  EXPECT_EQ(cache_counters().builds, before.builds);  // nothing was built on this thread
+  EXPECT_FALSE(cache.find(fake_toolchain(), source));
+  gate.open();
+  jit::wait_for_background_builds();
+  EXPECT_EQ(build->state(), jit::BackgroundBuild::State::done);
+  EXPECT_EQ(cache_counters().builds, before.builds + 1);
+  EXPECT_EQ(cache_counters().background_builds, before.background_builds + 1);
+  EXPECT_TRUE(cache.find(fake_toolchain(), source));
+}
+
+TEST(BackgroundBuilds, AFailureIsAWarningOnceAndStaysInTheHandle) {
+  testenv::TempDir dir;
+  DiskCache cache(dir.str());
+  Gate gate;
+  const KernelSource source = unique_source("fails");
+  ::testing::internal::CaptureStderr();
+  const auto build = jit::build_in_background(cache, fake_toolchain(), source, gate.builder(/*fail=*/true));
+  gate.open();
+  wait_until_finished(*build);
+  jit::wait_for_background_builds();
+  (void)jit::build_in_background(cache, fake_toolchain(), source, gate.builder(/*fail=*/true));  // not retried
+  jit::wait_for_background_builds();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(build->state(), jit::BackgroundBuild::State::failed);
+  EXPECT_NE(build->error().find("nvcc failed on purpose"), std::string::npos);
+  const std::string warning = "background compile of kernel " + source.kernel_name + " failed";
+  ASSERT_NE(err.find(warning), std::string::npos) << err;
+  EXPECT_EQ(err.find(warning, err.find(warning) + 1), std::string::npos) << "warned twice: " << err;
+}
+
+// ---- the run path's choice (module_for_run) with fake modules -------------------------------------------------
+
+struct FakeModule {
+  std::size_t tile;
+};
+
+class KernelSlotsTest : public ::testing::Test {
+ protected:
+  // Tile i is built when built_[i]; `build` counts the compiles run() asked for (or made) on its own thread.
+  ModuleSources<FakeModule> sources() {
+    return {[this](std::size_t i) { return built_.count(i) ? std::make_shared<FakeModule>(FakeModule{i}) : nullptr; },
+            [this](std::size_t i) {
+              ++foreground_builds_;
+              built_.insert(i);
+              return std::make_shared<FakeModule>(FakeModule{i});
+            },
+            [this](std::size_t i) {
+              ++background_requests_;
+              const auto build = jit::build_in_background(cache_, fake_toolchain(), source_, gate_.builder());
+              built_tile_ = i;
+              return build;
+            }};
+  }
+
+  testenv::TempDir dir_;
+  DiskCache cache_{dir_.str()};
+  Gate gate_;
+  KernelSource source_ = unique_source("slot");
+  std::set<std::size_t> built_;
+  int foreground_builds_ = 0, background_requests_ = 0;
+  std::size_t built_tile_ = 99;
+  KernelSlots<FakeModule> slots_;
+  std::mutex mutex_;
+};
+
+TEST_F(KernelSlotsTest, ANewShapeRunsABuiltKernelAndBuildsTheWantedOneInTheBackground) {
+  slots_.resize(4);
+  built_ = {0};  // the plan's default is built; the shape wants tile 2 (e.g. Stream-K)
+  const int builds_before = cache_counters().builds;
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, sources()).tile, 0u);
+  EXPECT_EQ(foreground_builds_, 0);
+  EXPECT_EQ(background_requests_, 1);
+  EXPECT_EQ(built_tile_, 2u);
+  EXPECT_EQ(cache_counters().builds, builds_before);  // run() returned before any build
+  // Later runs keep the stand-in while the build runs, and ask for nothing more.
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, sources()).tile, 0u);
+  EXPECT_EQ(background_requests_, 1);
+  EXPECT_EQ(foreground_builds_, 0);
+  gate_.open();
+  jit::wait_for_background_builds();
+  EXPECT_EQ(cache_counters().builds, builds_before + 1);
+  built_.insert(2);  // what the background build put in the cache
+  // Once it is done, run() takes it (a cache hit through the build path) and keeps it.
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, sources()).tile, 2u);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, sources()).tile, 2u);
+  EXPECT_EQ(foreground_builds_, 1);
+}
+
+TEST_F(KernelSlotsTest, WithNothingBuiltOrWhenAskedToWaitRunCompiles) {
+  slots_.resize(3);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 1, false, sources()).tile, 1u);  // nothing built: the first compile
+  EXPECT_EQ(foreground_builds_, 1);
+  EXPECT_EQ(background_requests_, 0);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, /*wait=*/true, sources()).tile, 2u);  // wait_for_best
+  EXPECT_EQ(foreground_builds_, 2);
+  EXPECT_EQ(background_requests_, 0);
+  gate_.open();
+}
+
+TEST_F(KernelSlotsTest, AFailedBackgroundBuildLeavesTheStandInForGood) {
+  slots_.resize(2);
+  built_ = {0};
+  auto failing = sources();
+  failing.in_background = [this](std::size_t) {
+    ++background_requests_;
+    return jit::build_in_background(cache_, fake_toolchain(), source_, gate_.builder(/*fail=*/true));
+  };
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(module_for_run(slots_, mutex_, 1, false, failing).tile, 0u);
+  gate_.open();
+  jit::wait_for_background_builds();
+  EXPECT_EQ(module_for_run(slots_, mutex_, 1, false, failing).tile, 0u);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 1, false, failing).tile, 0u);
+  (void)::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(background_requests_, 1);
+  EXPECT_EQ(foreground_builds_, 0);
+}
+
+// ---- packs ----------------------------------------------------------------------------------------------------
+
+TEST(Packs, PackLinesAreCompilePlans) {
+  const auto specs = parse_pack(
+      "# two kernels\n"
+      "--cc 90 --element f16 --element-accumulator f32\n"
+      "\n"
+      "cc=80 element=bf16 element-accumulator=f32 layout-b=ColumnMajor tile=1   # a comment\n");
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].name(), Gemm(testing::f16_row(90)).spec().name());
+  EXPECT_EQ(specs[1].cc, 80);
+  EXPECT_EQ(specs[1].element_a, DataType::bf16);
+  GemmOptions bf16 = testing::f16_row(80);
+  bf16.element = DataType::bf16;
+  bf16.layout_b = Layout::ColumnMajor;
+  Gemm plan(bf16);
+  EXPECT_EQ(specs[1].tile, plan.tile_descriptions()[1]);
+}
+
+TEST(Packs, BadPackLinesNameTheLine) {
+  auto message = [](const std::string& text) {
+    try {
+      parse_pack(text, "p.txt");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("--cc 90\n--cc 90 --elemnt f16\n").find("p.txt line 2: unknown option --elemnt"),
+            std::string::npos);
+  EXPECT_NE(message("--element f16\n").find("p.txt line 1: give --cc"), std::string::npos);
+  EXPECT_NE(message("--cc 90 --element f17\n").find("'f17'"), std::string::npos);
+  EXPECT_NE(message("--cc 90 --tile 9999\n").find("out of range"), std::string::npos);
+  EXPECT_NE(message("# nothing\n\n").find("names no kernel"), std::string::npos);
+  EXPECT_THROW(read_pack_file("/nonexistent/pack.txt"), ConfigError);
+  EXPECT_THROW(pack_specs("everything"), ConfigError);
+}
+
+TEST(Packs, TheDefaultsPackHoldsEachPlansKernelAndItsRunTimeChoices) {
+  const auto specs = pack_specs("defaults");
+  std::set<std::string> names;
+  for (const auto& spec : specs) names.insert(spec.canonical());
+  EXPECT_EQ(names.size(), specs.size());  // no kernel twice
+  for (const int cc : {80, 90}) {
+    const Gemm plan(testing_options(cc));
+    for (const KernelSpec& spec : plan.run_time_kernels()) EXPECT_TRUE(names.count(spec.canonical())) << spec.name();
+  }
+  // The SM90 plan's run-time choices include Stream-K (long K, wave quantization).
+  const auto sm90 = Gemm(testing_options(90)).run_time_kernels();
+  EXPECT_GE(sm90.size(), 2u);
+  EXPECT_TRUE(std::any_of(sm90.begin(), sm90.end(),
+                          [](const KernelSpec& s) { return s.tile.tile_scheduler == TileScheduler::StreamK; }));
+  // f16, bf16, f32 on SIMT cores and f32 as tf32 on tensor cores, for both GPUs.
+  for (const int cc : {80, 90}) {
+    for (const auto& [element, opclass] : {std::pair{DataType::f16, OpClass::TensorOp},
+                                           {DataType::bf16, OpClass::TensorOp},
+                                           {DataType::f32, OpClass::Simt},
+                                           {DataType::f32, OpClass::TensorOp}}) {
+      EXPECT_TRUE(std::any_of(
+          specs.begin(), specs.end(),
+          [&](const KernelSpec& s) { return s.element_a == element && s.opclass == opclass && s.cc == cc; }))
+          << to_string(element) << " " << to_string(opclass) << " sm" << cc;
+    }
+  }
+}
+
+// ---- interrupts ------------------------------------------------------------------------------------------------
+
+// A fake CUDA toolkit whose nvcc answers --version and otherwise starts a child of its own (in its process group) and
+// sleeps, writing both pids into `pids`.
+class FakeNvcc {
+ public:
+  FakeNvcc() {
+    fs::create_directories(dir_.path() / "bin");
+    const fs::path nvcc = dir_.path() / "bin" / "nvcc";
+    std::ofstream(nvcc) << "#!/bin/sh\n"
+                           "if [ \"$1\" = --version ]; then\n"
+                           "  echo 'Cuda compilation tools, release 12.8, V12.8.93'\n"
+                           "  echo 'Build cuda_12.8.r12.8/compiler.35583870_0'\n"
+                           "  exit 0\n"
+                           "fi\n"
+                           "touch \"$TMPDIR/tmpxft_fake.cpp\"\n"
+                           "sleep 300 &\n"
+                           "echo $$ $! > '"
+                        << pids().string() << ".tmp' && mv '" << pids().string() << ".tmp' '" << pids().string()
+                        << "'\n"
+                           "wait\n";
+    fs::permissions(nvcc, fs::perms::owner_all);
+  }
+  std::string home() const { return dir_.str(); }
+  fs::path pids() const { return dir_.path() / "pids"; }
+  Toolchain toolchain() const {
+    Toolchain tc = fake_toolchain();
+    tc.nvcc = (dir_.path() / "bin" / "nvcc").string();
+    tc.cutlass_root = dir_.str();
+    tc.device_include_dir = dir_.str();
+    return tc;
+  }
+  // Waits until the fake nvcc runs; returns its pid and its child's.
+  std::pair<pid_t, pid_t> wait_running() const {
+    for (int i = 0; i < 3000 && !fs::exists(pids()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream in(pids());
+    pid_t nvcc = 0, child = 0;
+    in >> nvcc >> child;
+    return {nvcc, child};
+  }
+
+ private:
+  testenv::TempDir dir_;
+};
+
+bool gone(pid_t pid) {
+  for (int i = 0; i < 300; ++i) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+class InterruptTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(InterruptTest, StopsNvccsGroupRemovesTheBuildFolderAndSaysInterrupted) {
+  const int sig = GetParam();
+  FakeNvcc nvcc;
+  testenv::TempDir cache_dir;
+  DiskCache cache(cache_dir.str());
+  const CacheCounters before = cache_counters();
+  auto build = std::async(std::launch::async, [&] { return cache.get_or_build(nvcc.toolchain(), fake_source()); });
+  const auto [nvcc_pid, child_pid] = nvcc.wait_running();
+  ASSERT_GT(nvcc_pid, 0);
+  ASSERT_GT(child_pid, 0);
+  ::kill(::getpid(), sig);  // as the terminal's Ctrl-C or a `kill` would
+  try {
+    build.get();
+    ADD_FAILURE() << "the build was not interrupted";
+  } catch (const InterruptedError& e) {
+    EXPECT_EQ(e.signal, sig);
+    EXPECT_NE(std::string(e.what()).find("interrupted"), std::string::npos);
+  }
+  EXPECT_TRUE(gone(nvcc_pid));
+  EXPECT_TRUE(gone(child_pid)) << "nvcc's child was left running";
+  EXPECT_EQ(cache_counters().builds, before.builds);
+  const fs::path tmp = cache_dir.path() / "v1" / "tmp";
+  EXPECT_TRUE(!fs::exists(tmp) || fs::is_empty(tmp)) << "a build folder was left in " << tmp;
+  // The handlers are gone with the compile: the default disposition is back.
+  struct sigaction now {};
+  sigaction(sig, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, InterruptTest, ::testing::Values(SIGINT, SIGTERM),
+                         [](const auto& info) { return info.param == SIGINT ? "SIGINT" : "SIGTERM"; });
+
+// The command line: exit 130 for SIGINT, 143 for SIGTERM, an "interrupted" message, nothing left behind.
+TEST_P(InterruptTest, TheCliExitsWith128PlusTheSignal) {
+  const int sig = GetParam();
+  FakeNvcc nvcc;
+  testenv::TempDir cache_dir;
+  int err_pipe[2];
+  ASSERT_EQ(pipe(err_pipe), 0);
+  const pid_t cli = fork();
+  if (cli == 0) {
+    dup2(err_pipe[1], STDERR_FILENO);
+    close(err_pipe[0]);
+    setenv("CUDA_HOME", nvcc.home().c_str(), 1);
+    setenv("GEMMKIT_CACHE_DIR", cache_dir.str().c_str(), 1);
+    execl(GEMMKIT_CLI_PATH, GEMMKIT_CLI_PATH, "compile", "--cc", "90", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  const auto [nvcc_pid, child_pid] = nvcc.wait_running();
+  ASSERT_GT(nvcc_pid, 0);
+  ::kill(cli, sig);
+  int status = 0;
+  waitpid(cli, &status, 0);
+  std::string err;
+  char buffer[4096];
+  for (ssize_t n; (n = read(err_pipe[0], buffer, sizeof buffer)) > 0;) err.append(buffer, static_cast<std::size_t>(n));
+  close(err_pipe[0]);
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << err;
+  EXPECT_NE(err.find("InterruptedError: interrupted"), std::string::npos) << err;
+  EXPECT_TRUE(gone(nvcc_pid));
+  EXPECT_TRUE(gone(child_pid));
+  const fs::path tmp = cache_dir.path() / "v1" / "tmp";
+  EXPECT_TRUE(!fs::exists(tmp) || fs::is_empty(tmp));
+}
+
+// A process that exits while a background build runs neither hangs nor leaves nvcc running.
+TEST(BackgroundBuilds, ExitWithABuildInFlightStopsItsNvcc) {
+  FakeNvcc nvcc;
+  testenv::TempDir cache_dir;
+  const pid_t child = fork();
+  if (child == 0) {
+    DiskCache cache(cache_dir.str());
+    (void)jit::build_in_background(cache, nvcc.toolchain(), fake_source());
+    nvcc.wait_running();
+    std::exit(0);  // static destruction and the exit handlers run with the build in flight
+  }
+  const auto [nvcc_pid, child_pid] = nvcc.wait_running();
+  ASSERT_GT(nvcc_pid, 0);
+  int status = 0;
+  for (int i = 0; i < 1000 && waitpid(child, &status, WNOHANG) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (::kill(child, 0) == 0 && waitpid(child, &status, WNOHANG) == 0) {
+    ::kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the process did not exit within 10 s with a background build in flight";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_TRUE(gone(nvcc_pid));
+  EXPECT_TRUE(gone(child_pid));
+  const fs::path tmp = cache_dir.path() / "v1" / "tmp";
+  EXPECT_TRUE(!fs::exists(tmp) || fs::is_empty(tmp));
+}
+
+}  // namespace
+}  // namespace gemmkit
