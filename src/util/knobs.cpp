@@ -38,6 +38,8 @@ const std::vector<Knob>& all() {
       {"GEMMKIT_ALWAYS_COMPILE", Type::Flag, "off",
        "1 builds each kernel once per process instead of taking it from the disk cache"},
       {"GEMMKIT_DUMP_SASS", Type::Flag, "off", "1 writes kernel.sass (cuobjdump -sass) beside each built kernel.so"},
+      {"GEMMKIT_TUNING_DB", Type::Text, "<cache>/tuning.sqlite3",
+       "the tuning database (gemmkit tune, Gemm::tune); off: run() ignores it"},
   };
   return kKnobs;
 }
