@@ -46,6 +46,8 @@ from ._gemmkit import (  # noqa: E402
     device_cc,
     render,
     tensor_view,
+    tuning_counters,
+    tuning_database_path,
 )
 from . import emit, epilogue, op, swizzle  # noqa: E402
 from .op import Gemm, GroupedGemm  # noqa: E402
@@ -58,4 +60,5 @@ __all__ = [
     "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "SwizzlingFunctor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
     "cuda_device_count", "device_cc", "emit", "epilogue", "op", "render", "swizzle", "tensor_view",
+    "tuning_counters", "tuning_database_path",
 ]

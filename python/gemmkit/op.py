@@ -130,6 +130,23 @@ class Gemm(_Plan):
             print(_render(self.spec_for(A, B, C, D, beta)).text)
         _Plan.run(self, A, B, C, D, alpha, beta, handle, sync, bias)
 
+    def tune(self, A=None, B=None, C=None, D=None, alpha=None, beta=None, stream=None, max_candidates=12,
+             time_budget_s=110.0, store=True, verbose=False):
+        """Autotunes this problem on device tensors (torch / cupy CUDA arrays): compiles up to max_candidates of the
+        plan's configurations in parallel, times each (warm-up, median of rounds), checks its result against the
+        kernel run() picked before, and stores the fastest in the tuning database (gemmkit.tuning_database_path()),
+        which run() then uses for this plan and shape bucket in every process. D is overwritten. Returns a dict
+        (best, best_ms, heuristic, heuristic_ms, speedup, stored, database, candidates)."""
+        A0, B0, C0, D0, alpha0, beta0 = self._defaults
+        A = A0 if A is None else A
+        B = B0 if B is None else B
+        C = C0 if C is None else C
+        D = D0 if D is None else D
+        alpha = alpha0 if alpha is None else alpha
+        beta = beta0 if beta is None else beta
+        handle = None if stream is None else _convert.stream_handle(stream)
+        return _Plan.tune(self, A, B, C, D, alpha, beta, handle, max_candidates, time_budget_s, store, verbose)
+
 
 class GroupedGemm(_GroupedPlan):
     """Many GEMMs of different extents in one launch: D[g] = act(alpha * A[g] @ B[g] + beta * C[g]).

@@ -184,6 +184,7 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
                       const TuneOptions& options) {
   const auto start = Clock::now();
   require_operation(catalog::Operation::Gemm, "tune(A, B, C, D)");
+  check_options(options);
   for (const auto& [tensor, name] : {std::pair{&A, "A"}, {&B, "B"}, {C, "C"}, {&D, "D"}}) require_device(tensor, name);
   const Problem p = check_problem(A, B, C, D, options.beta);
   if (p.m == 0 || p.n == 0 || p.batch == 0) throw TensorError("Tensor D is empty: tune() has nothing to time.");

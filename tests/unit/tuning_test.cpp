@@ -178,9 +178,9 @@ TEST_F(TuningTest, DamagedFileIsMovedAsideAndReplaced) {
     std::ofstream file(path);
     file << std::string(4096, 'x');  // not SQLite's header
   }
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   Database db(path);
-  const std::string warning = testing::internal::GetCapturedStderr();
+  const std::string warning = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(warning.find("not a usable SQLite database"), std::string::npos) << warning;
   EXPECT_TRUE(std::filesystem::exists(path + ".damaged"));
   EXPECT_TRUE(db.entries().empty());
