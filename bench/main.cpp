@@ -86,9 +86,9 @@ Shape parse_shape(const std::string& text) {
   return s;
 }
 
-const std::set<std::string> kValueOptions = {"--groups", "--tuning", "--out", "--only", "--shapes", "--dtypes",
-                                             "--warmup",  "--warmup-ms", "--iters",       "--batch-ms",
-                                             "--repeats", "--calls",     "--startup-runs"};
+const std::set<std::string> kValueOptions = {"--groups",  "--tuning", "--out",         "--only",  "--shapes",
+                                             "--dtypes",  "--warmup", "--warmup-ms",   "--iters", "--batch-ms",
+                                             "--repeats", "--calls",  "--startup-runs"};
 
 Options parse_options(int argc, char** argv) {
   Options o;

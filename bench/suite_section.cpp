@@ -51,7 +51,7 @@ SectionResult suite_section(Context& ctx) {
       try {
         const int applied = gk::tuning::counters().applied;
         row["kernel_name"] = planned_spec(plan, dtype, s, ctx.device).name();  // the kernel run() picks
-        const bool tuned = gk::tuning::counters().applied > applied;            // ... from the tuning database
+        const bool tuned = gk::tuning::counters().applied > applied;           // ... from the tuning database
         row["tuned"] = tuned;
         RowResult measured = measure_row(ctx, plan, dtype, s);
         row.update(measured.json);
@@ -70,8 +70,7 @@ SectionResult suite_section(Context& ctx) {
         if (s.m >= 128) large_m.failed = true;
         row["ok"] = false;
         row["error"] = e.what();
-        std::fprintf(stderr, "gemmkit_bench: FAILED suite %s %s: %s\n", type_name.c_str(), s.text().c_str(),
-                     e.what());
+        std::fprintf(stderr, "gemmkit_bench: FAILED suite %s %s: %s\n", type_name.c_str(), s.text().c_str(), e.what());
         cells.push_back("**FAILED**: " + std::string(e.what()));
         cells.resize(table.header.size(), "-");
         (void)cudaGetLastError();
@@ -92,16 +91,16 @@ SectionResult suite_section(Context& ctx) {
     }
     per_group["m_at_least_128"] = large_m.json();
     geomean_lines += "- " + type_name + " every shape with M >= 128: **" +
-                     (large_m.json().is_null() ? std::string("n/a") : fixed(large_m.json().get<double>(), 3)) +
-                     "**\n";
+                     (large_m.json().is_null() ? std::string("n/a") : fixed(large_m.json().get<double>(), 3)) + "**\n";
     geomeans[type_name] = per_group;
   }
   result.json["groups"] = ctx.options.groups.empty() ? "all" : ctx.options.groups;
   result.json["tuning_database"] = gk::tuning::Database::default_path();
   result.json["rows"] = rows;
   result.json["geomean_ratio"] = geomeans;
-  result.markdown = "## Shape suite (D = A@B, row-major, f32 accumulate, beta 0; ratio = cuBLAS time / gemmkit time)\n\n" +
-                    table.markdown() + "\n" + geomean_lines;
+  result.markdown =
+      "## Shape suite (D = A@B, row-major, f32 accumulate, beta 0; ratio = cuBLAS time / gemmkit time)\n\n" +
+      table.markdown() + "\n" + geomean_lines;
   return result;
 }
 

@@ -15,15 +15,16 @@ constexpr std::int64_t kProjections[][2] = {{4096, 4096}, {14336, 4096}, {4096, 
 std::vector<SuiteShape> group_shapes(const std::string& group) {
   std::vector<SuiteShape> out;
   if (group == "today") {
-    for (auto [m, n, k] : {std::array<std::int64_t, 3>{2400, 3232, 4096}, {4096, 4096, 4096}, {8192, 8192, 8192},
+    for (auto [m, n, k] : {std::array<std::int64_t, 3>{2400, 3232, 4096},
+                           {4096, 4096, 4096},
+                           {8192, 8192, 8192},
                            {16384, 16384, 16384}}) {
       out.push_back({group, m, n, k});
     }
   } else if (group == "square") {
     for (std::int64_t s : {1024, 2048, 3000, 4096, 6144, 8192, 12288, 16384}) out.push_back({group, s, s, s});
   } else if (group == "long_k") {
-    for (auto [m, n, k] :
-         {std::array<std::int64_t, 3>{512, 512, 16384}, {1024, 1024, 32768}, {128, 4096, 16384}}) {
+    for (auto [m, n, k] : {std::array<std::int64_t, 3>{512, 512, 16384}, {1024, 1024, 32768}, {128, 4096, 16384}}) {
       out.push_back({group, m, n, k});
     }
   } else if (group.rfind("llm", 0) == 0) {
@@ -44,8 +45,8 @@ std::string SuiteShape::text() const {
 }
 
 const std::vector<std::string>& suite_groups() {
-  static const std::vector<std::string> kGroups = {"today",   "square",   "long_k",   "llm16",
-                                                   "llm128",  "llm1024",  "llm8192",  "skinny"};
+  static const std::vector<std::string> kGroups = {"today",  "square",  "long_k",  "llm16",
+                                                   "llm128", "llm1024", "llm8192", "skinny"};
   return kGroups;
 }
 

@@ -1,13 +1,13 @@
 // python/src/plan.cpp: the Gemm plan and the values around it (TileDescription, KernelSpec, KernelSource,
 // CompiledKernel), plus the cache and device queries the package exposes. Typed on purpose: the pure-Python
 // layer (gemmkit/op.py) turns strings, numpy/torch dtypes and streams into these types.
-#include <nlohmann/json.hpp>
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
+#include <nlohmann/json.hpp>
 
 #include "bindings.hpp"
 #include "gemmkit/cache.hpp"
@@ -318,8 +318,7 @@ void bind_gemm(nb::module_& m) {
       .def(
           "tune",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
-             std::optional<std::uintptr_t> stream, int max_candidates, double time_budget_s, bool store,
-             bool verbose) {
+             std::optional<std::uintptr_t> stream, int max_candidates, double time_budget_s, bool store, bool verbose) {
             const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
             const auto c = to_optional_tensor(C, "C", false);
             TuneOptions options;
@@ -329,7 +328,8 @@ void bind_gemm(nb::module_& m) {
             options.max_candidates = max_candidates;
             options.time_budget_s = time_budget_s;
             options.store = store;
-            if (verbose) options.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
+            if (verbose)
+              options.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
             TuneResult result;
             {
               nb::gil_scoped_release release;

@@ -259,8 +259,7 @@ std::vector<std::size_t> tuning_candidates(const std::vector<TileDescription>& t
     const double cost = stream_k(tiles[i]) ? 1.1 * count * work / sm_count : std::ceil(count / sm_count) * work;
     by_cost.emplace_back(cost, i);
   }
-  std::stable_sort(by_cost.begin(), by_cost.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(by_cost.begin(), by_cost.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // Variety first: the cheapest entry of each CTA shape (data-parallel and Stream-K apart) fills half the budget,
   // then of each cluster and schedule, then whatever is cheapest.
   using Variety = std::tuple<Shape3, Shape3, KernelSchedule, bool>;

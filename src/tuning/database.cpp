@@ -139,8 +139,8 @@ Entry read_entry(const Statement& s) {
 // Opens and prepares the schema; throws Error. `damaged` is set when the file is not a usable database.
 sqlite3* open_database(const std::string& path, bool& damaged) {
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -236,8 +236,8 @@ Database::Database(std::string path) : path_(std::move(path)) {
   db_ = open_database(path_, damaged);
   if (damaged) {
     const std::string aside = path_ + ".damaged";
-    std::cerr << "gemmkit: warning: the tuning database " << path_
-              << " is not a usable SQLite database; moved it to " << aside << " and started an empty one\n";
+    std::cerr << "gemmkit: warning: the tuning database " << path_ << " is not a usable SQLite database; moved it to "
+              << aside << " and started an empty one\n";
     for (const char* suffix : {"", "-wal", "-shm"}) fs::rename(path_ + suffix, aside + suffix, ec);
     damaged = false;
     db_ = open_database(path_, damaged);
@@ -268,8 +268,8 @@ std::vector<Entry> Database::entries(const std::optional<Identity>& identity) co
   return out;
 }
 
-std::optional<Entry> Database::lookup(const Identity& identity, const std::string& plan, std::int64_t m,
-                                      std::int64_t n, std::int64_t k, std::int64_t batch) const {
+std::optional<Entry> Database::lookup(const Identity& identity, const std::string& plan, std::int64_t m, std::int64_t n,
+                                      std::int64_t k, std::int64_t batch) const {
   const std::string sql = std::string("SELECT ") + kColumns +
                           " FROM entries WHERE device = ? AND driver = ? AND gemmkit_version = ? AND plan = ? AND "
                           "bucket_m = ? AND bucket_n = ? AND bucket_k = ? AND bucket_batch = ?";
@@ -302,7 +302,8 @@ std::size_t Database::import_json(const nlohmann::ordered_json& document) {
   auto bad = [](const std::string& what) {
     throw ConfigError("Not a gemmkit tuning export: " + what + " (expected the output of gemmkit tune --export).");
   };
-  if (!document.is_object() || document.value("format", "") != "gemmkit-tuning") bad("\"format\" is not gemmkit-tuning");
+  if (!document.is_object() || document.value("format", "") != "gemmkit-tuning")
+    bad("\"format\" is not gemmkit-tuning");
   if (document.value("version", 0) != kSchemaVersion) bad("\"version\" is not " + std::to_string(kSchemaVersion));
   if (!document.contains("entries") || !document.at("entries").is_array()) bad("no \"entries\" list");
   std::vector<Entry> entries;

@@ -1,9 +1,9 @@
 // tests/unit/tuning_test.cpp: the tuning database (buckets, lookup, concurrent writers, export/import, a damaged
 // file), the candidate set, and run()'s choice of a database entry (the choice function, counted; no GPU).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <set>
@@ -261,8 +261,11 @@ TEST(TuningCandidates, BoundedDistinctAndHeuristicFirst) {
   Gemm plan(f16_options());
   const KernelSpec base = plan.spec();
   const auto tiles = plan.tile_descriptions();
-  for (const catalog::ProblemShape shape : {catalog::ProblemShape{4096, 4096, 4096}, {512, 512, 16384},
-                                            {16, 4096, 4096}, {3000, 3000, 3000}, {8192, 28672, 8192}}) {
+  for (const catalog::ProblemShape shape : {catalog::ProblemShape{4096, 4096, 4096},
+                                            {512, 512, 16384},
+                                            {16, 4096, 4096},
+                                            {3000, 3000, 3000},
+                                            {8192, 28672, 8192}}) {
     const auto picked = catalog::tuning_candidates(tiles, base, shape, 132, 12);
     ASSERT_EQ(picked.size(), 12u);
     EXPECT_EQ(picked[0], catalog::choose_tile(tiles, base, shape, 132));

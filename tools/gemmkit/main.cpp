@@ -212,12 +212,12 @@ std::vector<OptionRow> tune_table() {
 // gemmkit run: the problem, alpha and beta, repetitions, groups.
 std::vector<OptionRow> run_table() {
   auto rows = problem_table();
-  for (auto& row : std::vector<OptionRow>{
-  {"alpha", "X", "D = alpha * A@B + beta * C", real_check(), "1"},
-      {"beta", "X", "", real_check(), "0"},
-      {"repeat", "N", "timed runs after the first", integer_check(1, 1000000), "10"},
-      {"groups", "G", "with --grouped: problems in one launch, M rows each drawn from [1, --m]",
-       integer_check(1, 1000000), "16"}}) {
+  for (auto& row :
+       std::vector<OptionRow>{{"alpha", "X", "D = alpha * A@B + beta * C", real_check(), "1"},
+                              {"beta", "X", "", real_check(), "0"},
+                              {"repeat", "N", "timed runs after the first", integer_check(1, 1000000), "10"},
+                              {"groups", "G", "with --grouped: problems in one launch, M rows each drawn from [1, --m]",
+                               integer_check(1, 1000000), "16"}}) {
     rows.push_back(std::move(row));
   }
   return rows;
@@ -717,7 +717,9 @@ int cmd_tune(const Values& args, bool suite, const Output& output) {
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  output.print({{"results", results}, {"kernels", specs.size()}, {"seconds", seconds},
+  output.print({{"results", results},
+                {"kernels", specs.size()},
+                {"seconds", seconds},
                 {"database", gk::tuning::Database::default_path()}},
                text + "tuned " + std::to_string(results.size()) + " problems in " + fixed(seconds, 0) + " s into " +
                    gk::tuning::Database::default_path() + "\n");
@@ -919,8 +921,8 @@ int main(int argc, char** argv) {
   values.add_to(run, run_table());
   add_flag(run, "--check", check, "compare D with a float64 reference");
   CLI::App* tune = add_command(app, "tune",
-                                "time the plan's best configurations on the GPU for a shape (or the shape suite) and "
-                                "store the fastest in the tuning database, which run() then uses");
+                               "time the plan's best configurations on the GPU for a shape (or the shape suite) and "
+                               "store the fastest in the tuning database, which run() then uses");
   values.add_to(*tune, plan_table());
   values.add_to(*tune, problem_table());
   values.add_to(*tune, tune_table());
