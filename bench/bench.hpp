@@ -41,6 +41,7 @@ struct Options {
   int repeats = 9;         // timed batches per library per row (the median is reported)
   int calls = 10000;       // host-overhead calls per measurement
   int startup_runs = 5;    // child processes for the time-to-first-result section
+  std::string groups;      // the suite section's groups (testing/shape_suite.hpp); "" = all
 };
 
 // Everything the sections share: the options, the device, one stream and one cuBLAS handle bound to it.
@@ -61,11 +62,21 @@ struct SectionResult {
 };
 
 SectionResult gemm_section(Context& ctx);
+SectionResult suite_section(Context& ctx);
 SectionResult overhead_section(Context& ctx);
 SectionResult startup_section(Context& ctx);
 SectionResult compile_section(Context& ctx);
 SectionResult sweep_section(Context& ctx);
 SectionResult epilogue_section(Context& ctx);
+
+// One verified, timed GEMM row of gemmkit's plan against cuBLAS (the gemm section's method): its JSON, its Markdown
+// cells (TFLOP/s, ratio, ms, spread, calls, check) and the ratio cuBLAS time / gemmkit time.
+struct RowResult {
+  Value json = Value::object();
+  std::vector<std::string> cells;
+  double ratio = 0.0;
+};
+RowResult measure_row(Context& ctx, gk::Gemm& plan, gk::DataType dtype, const Shape& s);
 
 // The one error type of the benchmark: a measurement that cannot be trusted stops, never prints a number.
 class Failure : public std::runtime_error {

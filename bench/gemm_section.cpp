@@ -106,11 +106,7 @@ struct Timing {
   }
 };
 
-struct RowResult {
-  Value json = Value::object();
-  std::vector<std::string> cells;
-  double ratio = 0.0;
-};
+}  // namespace
 
 RowResult measure_row(Context& ctx, gk::Gemm& plan, gk::DataType dtype, const Shape& s) {
   const Options& o = ctx.options;
@@ -225,8 +221,6 @@ RowResult measure_row(Context& ctx, gk::Gemm& plan, gk::DataType dtype, const Sh
                "ok (" + scientific(agreement.max_rel) + ")"};
   return row;
 }
-
-}  // namespace
 
 SectionResult gemm_section(Context& ctx) {
   SectionResult result;

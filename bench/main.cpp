@@ -17,6 +17,7 @@
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/jit.hpp"
 #include "gemmkit/runtime.hpp"
+#include "testing/shape_suite.hpp"
 
 namespace bench {
 namespace {
@@ -28,7 +29,12 @@ constexpr const char* kUsage = R"(usage: gemmkit_bench [options]
 Benchmarks gemmkit against cuBLAS on this machine's GPU 0 and writes JSON + Markdown results.
 
   --out DIR            results folder (default bench/results, relative to the working directory)
-  --only LIST          sections to run, comma-separated: gemm,overhead,startup,compile,sweep,epilogue (default: the first four)
+  --only LIST          sections to run, comma-separated: gemm,overhead,startup,compile,sweep,epilogue,suite
+                       (default: the first four)
+  --groups LIST        the suite section's shape groups: today,square,long_k,llm16,llm128,llm1024,llm8192,skinny,
+                       llm (the four llm groups) or all (default all)
+  --tuning on|off      off: run() ignores the tuning database (GEMMKIT_TUNING_DB=off), i.e. the untuned default
+                       (default on: a shape tuned with gemmkit tune runs its tuned kernel; rows say so)
   --shapes LIST        GEMM shapes MxNxK, comma-separated
                        (default 2400x3232x4096,4096x4096x4096,8192x8192x8192,16384x16384x16384)
   --dtypes LIST        f16,bf16 (default both)
@@ -80,9 +86,9 @@ Shape parse_shape(const std::string& text) {
   return s;
 }
 
-const std::set<std::string> kValueOptions = {"--out",     "--only",      "--shapes",      "--dtypes",
-                                             "--warmup",  "--warmup-ms", "--iters",       "--batch-ms",
-                                             "--repeats", "--calls",     "--startup-runs"};
+const std::set<std::string> kValueOptions = {"--groups",  "--tuning", "--out",         "--only",  "--shapes",
+                                             "--dtypes",  "--warmup", "--warmup-ms",   "--iters", "--batch-ms",
+                                             "--repeats", "--calls",  "--startup-runs"};
 
 Options parse_options(int argc, char** argv) {
   Options o;
@@ -105,12 +111,23 @@ Options parse_options(int argc, char** argv) {
     } else if (name == "--only") {
       o.sections.clear();
       for (const auto& s : split(value, ',')) {
-        if (s != "gemm" && s != "overhead" && s != "startup" && s != "compile" && s != "sweep" && s != "epilogue") {
+        if (s != "gemm" && s != "overhead" && s != "startup" && s != "compile" && s != "sweep" && s != "epilogue" &&
+            s != "suite") {
           throw UsageError("--only: unknown section '" + s +
-                           "'; use gemm, overhead, startup, compile, sweep, epilogue");
+                           "'; use gemm, overhead, startup, compile, sweep, epilogue, suite");
         }
         o.sections.insert(s);
       }
+    } else if (name == "--groups") {
+      try {
+        (void)gk::testing::shape_suite(value);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--groups: ") + e.what());
+      }
+      o.groups = value;
+    } else if (name == "--tuning") {
+      if (value != "on" && value != "off") throw UsageError("--tuning: expects on or off; got '" + value + "'");
+      if (value == "off") setenv("GEMMKIT_TUNING_DB", "off", 1);  // before any plan runs
     } else if (name == "--shapes") {
       o.shapes.clear();
       for (const auto& s : split(value, ',')) o.shapes.push_back(parse_shape(s));
@@ -221,6 +238,10 @@ Value method() {
       "plan, allocates and fills 128^3 device tensors, runs once with sync, checks exactly. Times: the parent's "
       "posix_spawn to the child's main(), the child's main() to each phase, spawn to exit. Warm disk cache; "
       "the CUDA driver files are in the page cache (the parent has used them).";
+  m["suite"] =
+      "The gemm section's method on every shape of the chosen groups of the shape suite (testing/shape_suite.hpp), "
+      "f16 and bf16; geometric mean of the ratio per group and over the shapes with M >= 128. 'tuned': run() took "
+      "the kernel from the tuning database (gemmkit tune); --tuning off measures the untuned default.";
   m["compile"] =
       "A fresh process sets GEMMKIT_CACHE_DIR to a new empty folder and times Toolchain::discover() and then "
       "plan.compile() of the default f16 kernel (one nvcc process); the folder is removed afterwards.";
@@ -233,6 +254,11 @@ Value prepare_kernels(const Context& ctx) {
   if (ctx.options.sections.count("gemm")) {
     for (const gk::DataType t : ctx.options.dtypes) {
       for (const Shape& s : ctx.options.shapes) problems.emplace_back(t, s);
+    }
+  }
+  if (ctx.options.sections.count("suite")) {
+    for (const gk::DataType t : ctx.options.dtypes) {
+      for (const auto& s : gk::testing::shape_suite(ctx.options.groups)) problems.emplace_back(t, Shape{s.m, s.n, s.k});
     }
   }
   if (ctx.options.sections.count("overhead") || ctx.options.sections.count("startup")) {
@@ -324,7 +350,8 @@ int run(int argc, char** argv) {
   bool ok = true;
   const std::pair<const char*, SectionResult (*)(Context&)> sections[] = {
       {"gemm", gemm_section},       {"overhead", overhead_section}, {"startup", startup_section},
-      {"compile", compile_section}, {"sweep", sweep_section},       {"epilogue", epilogue_section}};
+      {"compile", compile_section}, {"sweep", sweep_section},       {"epilogue", epilogue_section},
+      {"suite", suite_section}};
   for (const auto& [name, section] : sections) {
     if (!ctx.options.sections.count(name)) continue;
     SectionResult r;

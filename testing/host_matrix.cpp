@@ -10,6 +10,7 @@
 #include <random>
 
 #include "gemmkit/errors.hpp"
+#include "util/elements.hpp"
 
 namespace gemmkit::testing {
 namespace {
@@ -35,20 +36,7 @@ std::int64_t HostMatrix::offset(std::int64_t b, std::int64_t r, std::int64_t c) 
 }
 
 double HostMatrix::get(std::int64_t b, std::int64_t r, std::int64_t c) const {
-  const std::int64_t i = offset(b, r, c);
-  const std::byte* p = storage_.data();
-  switch (dtype_) {
-    case DataType::f16: return __half2float(reinterpret_cast<const __half*>(p)[i]);
-    case DataType::bf16: return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[i]);
-    case DataType::f32:
-    case DataType::tf32: return reinterpret_cast<const float*>(p)[i];
-    case DataType::f64: return reinterpret_cast<const double*>(p)[i];
-    case DataType::s8: return reinterpret_cast<const std::int8_t*>(p)[i];
-    case DataType::u8: return reinterpret_cast<const std::uint8_t*>(p)[i];
-    case DataType::s32: return reinterpret_cast<const std::int32_t*>(p)[i];
-    case DataType::void_t: break;
-  }
-  return 0.0;
+  return util::element_value(dtype_, storage_.data(), static_cast<std::size_t>(offset(b, r, c)));
 }
 
 void HostMatrix::set(std::int64_t b, std::int64_t r, std::int64_t c, double v) {

@@ -14,6 +14,7 @@
 #include "gemmkit/kernel_spec.hpp"
 #include "gemmkit/runtime.hpp"
 #include "gemmkit/tensor.hpp"
+#include "gemmkit/tuning.hpp"
 #include "gemmkit/types.hpp"
 
 namespace gemmkit {
@@ -140,6 +141,16 @@ class Gemm {
     run(A, B, &C, D, alpha, beta, options);
   }
 
+  // Autotuning: compiles up to options.max_candidates of the plan's configurations in parallel, times each on these
+  // device tensors (warm-up, median of rounds, CUDA events), checks its result against the kernel run() picked
+  // before, and stores the fastest in the tuning database, which run() then uses for this plan and shape bucket in
+  // every process. D is overwritten. A plan with a tile set has nothing to tune (ConfigError).
+  TuneResult tune(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                  const TuneOptions& options = {});
+  // The kernels tune() would compile for these tensors, the heuristic's first (nothing runs; no GPU needed).
+  std::vector<KernelSpec> tune_candidates(const TensorView& A, const TensorView& B, const TensorView* C,
+                                          const TensorView& D, const TuneOptions& options = {});
+
   // The kernel run() would use for these tensors (same checks, nothing runs; no GPU needed).
   KernelSpec spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                       double beta = 0.0);
@@ -179,6 +190,11 @@ class Gemm {
   KernelModule& module_for(KernelChoices& choices, std::size_t choice, bool wait);
   std::size_t choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const;
   void invalidate();
+  // tune()'s candidates for a checked problem: indices into choices.tiles, the heuristic's first.
+  std::vector<std::size_t> tuning_indices(const KernelChoices& choices, const Problem& p, int sm_count,
+                                          const TuneOptions& options) const;
+  // A plan like this one with `tile` set: its run() launches exactly that configuration.
+  Gemm with_tile(const TileDescription& tile) const;
   // Sets one configuration field, keeps it only if the plan still validates, and drops stale kernels.
   template <class Field>
   void change_checked(Field& field, Field value);

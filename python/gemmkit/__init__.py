@@ -52,6 +52,8 @@ from ._gemmkit import (  # noqa: E402
     read_pack_file,
     render,
     tensor_view,
+    tuning_counters,
+    tuning_database_path,
     wait_for_background_compiles,
 )
 from . import emit, epilogue, op, swizzle  # noqa: E402
@@ -66,5 +68,5 @@ __all__ = [
     "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "SplitKMode", "StrideSupport", "SwizzlingFunctor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
     "cuda_device_count", "device_cc", "emit", "epilogue", "op", "pack_specs", "read_pack_file", "render", "swizzle",
-    "tensor_view", "wait_for_background_compiles",
+    "tensor_view", "tuning_counters", "tuning_database_path", "wait_for_background_compiles",
 ]

@@ -494,6 +494,16 @@ def cache_dir() -> str:
 def cuda_device_count() -> int:
     """Visible CUDA devices; 0 without a GPU or driver."""
 
+def tuning_database_path() -> str:
+    """
+    The tuning database (GEMMKIT_TUNING_DB, else <cache>/tuning.sqlite3; '' when it is off).
+    """
+
+def tuning_counters() -> tuple[int, int]:
+    """
+    (applied, not_built): how often run() used a tuning-database entry, and skipped one whose kernel is not built, in this process.
+    """
+
 def device_cc(device: int | None = None) -> int:
     """
     The compute capability (e.g. 90) of a device, by default the current one.
@@ -631,6 +641,11 @@ class Gemm:
     def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None) -> None:
         """
         D = act(alpha * A @ B + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result on return.
+        """
+
+    def tune(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, max_candidates: int = 12, time_budget_s: float = 110.0, store: bool = True, verbose: bool = False) -> object:
+        """
+        Autotuning on device tensors: compiles up to max_candidates configurations in parallel, times each (warm-up, median), checks its result, stores the fastest in the tuning database (run() then uses it for this plan and shape bucket in every process). Returns a dict: best, best_ms, heuristic, heuristic_ms, speedup, stored, database, candidates. D is overwritten.
         """
 
 class GroupedGemm(Gemm):

@@ -113,6 +113,11 @@ class Gemm(_Plan):
             print(self.render_source().text)
         return _Plan.compile(self, tile)
 
+    def _with_defaults(self, A, B, C, D, alpha, beta):
+        """The arguments, those left as None replaced by the constructor's."""
+        given = (A, B, C, D, alpha, beta)
+        return tuple(default if value is None else value for value, default in zip(given, self._defaults))
+
     def run(self, A=None, B=None, C=None, D=None, alpha=None, beta=None, sync=True, print_module=False,
             stream=None, bias=None):
         """D = act(alpha * A @ B + beta * C + bias). Arguments left as None take the constructor's. Device tensors
@@ -120,17 +125,22 @@ class Gemm(_Plan):
         the default stream); sync=False returns once launched. Host arrays (numpy, torch CPU) are staged through the
         GPU and D holds the result on return. bias: the vector a plan with a bias adds (m or n elements of C's
         type)."""
-        A0, B0, C0, D0, alpha0, beta0 = self._defaults
-        A = A0 if A is None else A
-        B = B0 if B is None else B
-        C = C0 if C is None else C
-        D = D0 if D is None else D
-        alpha = alpha0 if alpha is None else alpha
-        beta = beta0 if beta is None else beta
+        A, B, C, D, alpha, beta = self._with_defaults(A, B, C, D, alpha, beta)
         handle = None if stream is None else _convert.stream_handle(stream)  # None: D's framework's stream
         if print_module:
             print(_render(self.spec_for(A, B, C, D, beta)).text)
         _Plan.run(self, A, B, C, D, alpha, beta, handle, sync, bias)
+
+    def tune(self, A=None, B=None, C=None, D=None, alpha=None, beta=None, stream=None, max_candidates=12,
+             time_budget_s=110.0, store=True, verbose=False):
+        """Autotunes this problem on device tensors (torch / cupy CUDA arrays): compiles up to max_candidates of the
+        plan's configurations in parallel, times each (warm-up, median of rounds), checks its result against the
+        kernel run() picked before, and stores the fastest in the tuning database (gemmkit.tuning_database_path()),
+        which run() then uses for this plan and shape bucket in every process. D is overwritten. Returns a dict
+        (best, best_ms, heuristic, heuristic_ms, speedup, stored, database, candidates)."""
+        A, B, C, D, alpha, beta = self._with_defaults(A, B, C, D, alpha, beta)
+        handle = None if stream is None else _convert.stream_handle(stream)
+        return _Plan.tune(self, A, B, C, D, alpha, beta, handle, max_candidates, time_budget_s, store, verbose)
 
 
 class GroupedGemm(_GroupedPlan):

@@ -3,10 +3,12 @@
 // layer (gemmkit/op.py) turns strings, numpy/torch dtypes and streams into these types.
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <variant>
@@ -21,6 +23,7 @@
 #include "gemmkit/jit.hpp"
 #include "gemmkit/packs.hpp"
 #include "gemmkit/runtime.hpp"
+#include "gemmkit/tuning.hpp"
 
 namespace gemmkit::python {
 namespace {
@@ -165,6 +168,16 @@ void bind_functions(nb::module_& m) {
   m.def("cache_counters", &cache_counters);
   m.def("cache_dir", &DiskCache::default_root, "The kernel cache folder (GEMMKIT_CACHE_DIR, else per user).");
   m.def("cuda_device_count", &cuda_device_count, "Visible CUDA devices; 0 without a GPU or driver.");
+  m.def("tuning_database_path", &tuning::Database::default_path,
+        "The tuning database (GEMMKIT_TUNING_DB, else <cache>/tuning.sqlite3; '' when it is off).");
+  m.def(
+      "tuning_counters",
+      [] {
+        const tuning::Counters c = tuning::counters();
+        return std::make_pair(c.applied, c.not_built);
+      },
+      "(applied, not_built): how often run() used a tuning-database entry, and skipped one whose kernel is not "
+      "built, in this process.");
   m.def(
       "device_cc", [](OptInt device) { return device_info(device ? *device : current_device()).cc; },
       "device"_a = nb::none(), "The compute capability (e.g. 90) of a device, by default the current one.");
@@ -413,7 +426,36 @@ void bind_gemm(nb::module_& m) {
           "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0,
           "stream"_a = nb::none(), "sync"_a = true, "bias"_a = nb::none(),
           "D = act(alpha * A @ B + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or "
-          "cupy's current stream). Host arrays are staged and D holds the result on return.");
+          "cupy's current stream). Host arrays are staged and D holds the result on return.")
+      .def(
+          "tune",
+          [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
+             std::optional<std::uintptr_t> stream, int max_candidates, double time_budget_s, bool store, bool verbose) {
+            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
+            const auto c = to_optional_tensor(C, "C", false);
+            TuneOptions options;
+            options.alpha = alpha;
+            options.beta = beta;
+            options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.view.device));
+            options.max_candidates = max_candidates;
+            options.time_budget_s = time_budget_s;
+            options.store = store;
+            if (verbose)
+              options.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
+            TuneResult result;
+            {
+              nb::gil_scoped_release release;
+              result = plan.tune(a.view, b.view, c ? &c->view : nullptr, d.view, options);
+            }
+            return nb::module_::import_("json").attr("loads")(nlohmann::ordered_json(result).dump());
+          },
+          "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0,
+          "stream"_a = nb::none(), "max_candidates"_a = 12, "time_budget_s"_a = 110.0, "store"_a = true,
+          "verbose"_a = false,
+          "Autotuning on device tensors: compiles up to max_candidates configurations in parallel, times each "
+          "(warm-up, median), checks its result, stores the fastest in the tuning database (run() then uses it for "
+          "this plan and shape bucket in every process). Returns a dict: best, best_ms, heuristic, heuristic_ms, "
+          "speedup, stored, database, candidates. D is overwritten.");
 }
 
 }  // namespace

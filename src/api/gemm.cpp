@@ -16,6 +16,7 @@
 #include "jit/kernel_loader.hpp"
 #include "runtime/launch.hpp"
 #include "util/knobs.hpp"
+#include "tuning/choice.hpp"
 
 namespace gemmkit {
 namespace {
@@ -397,6 +398,8 @@ void Gemm::wait_for_background() {
 
 std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const {
   if (tile_) return 0;
+  // A configuration measured by Gemm::tune for this plan and shape bucket (tuning database), when it is built.
+  if (auto tuned = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch})) return *tuned;
   // The kernel sees the transposed problem when it computes D^T.
   const bool swap = run_cache_->transposed;
   const catalog::ProblemShape shape{swap ? p.n : p.m, swap ? p.m : p.n, p.k, p.batch};

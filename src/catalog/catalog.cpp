@@ -3,8 +3,11 @@
 #include "catalog/catalog.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <iterator>
+#include <set>
+#include <tuple>
 
 #include "gemmkit/errors.hpp"
 
@@ -238,6 +241,40 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     }
   }
   return best;
+}
+
+std::vector<std::size_t> tuning_candidates(const std::vector<TileDescription>& tiles, const KernelSpec& spec,
+                                           const ProblemShape& shape, int sm_count, std::size_t max) {
+  std::vector<std::size_t> out;
+  auto add = [&](std::size_t i) {
+    if (out.size() < max && std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+  };
+  if (tiles.empty()) return out;
+  add(choose_tile(tiles, spec, shape, sm_count));
+  add(0);
+  std::vector<std::pair<double, std::size_t>> by_cost;
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    const Shape3 cta = tiles[i].cta_tile();
+    const double work = static_cast<double>(cta[0]) * cta[1] / tile_efficiency(cta);
+    const auto count = static_cast<double>(tile_count(cta, shape));
+    const double cost = stream_k(tiles[i]) ? 1.1 * count * work / sm_count : std::ceil(count / sm_count) * work;
+    by_cost.emplace_back(cost, i);
+  }
+  std::stable_sort(by_cost.begin(), by_cost.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Variety first: the cheapest entry of each CTA shape (data-parallel and Stream-K apart) fills half the budget,
+  // then of each cluster and schedule, then whatever is cheapest.
+  using Variety = std::tuple<Shape3, Shape3, KernelSchedule, bool>;
+  std::set<Variety> shapes, variants;
+  for (const auto& [cost, i] : by_cost) {
+    const TileDescription& td = tiles[i];
+    if (out.size() < (max + 1) / 2 && shapes.insert({td.cta_tile(), {}, {}, stream_k(td)}).second) add(i);
+  }
+  for (const auto& [cost, i] : by_cost) {
+    const TileDescription& td = tiles[i];
+    if (variants.insert({td.cta_tile(), td.cluster_shape, td.kernel_schedule, stream_k(td)}).second) add(i);
+  }
+  for (const auto& entry : by_cost) add(entry.second);
+  return out;
 }
 
 }  // namespace gemmkit::catalog

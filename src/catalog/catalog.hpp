@@ -68,4 +68,10 @@ struct ProblemShape {
 std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
                         int sm_count);
 
+// Up to `max` configurations (indices into `tiles`) worth timing for this problem, for autotuning: choose_tile's pick
+// and the default first, then by estimated time (data-parallel: waves x tile area / efficiency; Stream-K: the work
+// spread evenly over the SMs), taking a variety of CTA shapes first, then clusters and schedules.
+std::vector<std::size_t> tuning_candidates(const std::vector<TileDescription>& tiles, const KernelSpec& spec,
+                                           const ProblemShape& shape, int sm_count, std::size_t max);
+
 }  // namespace gemmkit::catalog

@@ -10,6 +10,7 @@
 #include "gemmkit/grouped_gemm.hpp"
 #include "support/conv_cases.hpp"
 #include "support/front_door_cases.hpp"
+#include "testing/shape_suite.hpp"
 
 namespace gemmkit::gpu_cases {
 
@@ -215,8 +216,43 @@ inline std::vector<GroupedCase> contiguous_cases(int cc) {
   return out;
 }
 
+// The tuning tier (tests/gpu/tuning_gpu_test.cpp): an f16 plan tuned on one problem among this many candidates.
+inline constexpr Shape kTuneShape{256, 512, 4096};
+inline constexpr int kTuneCandidates = 4;
+
+inline GemmOptions tuning_options(int cc) {
+  return epilogue_options(DataType::f16, cc, 90);
+}
+
+inline std::vector<KernelSpec> tuning_specs(int cc) {
+  Gemm plan(tuning_options(cc));
+  const auto A = probe_view(DataType::f16, kTuneShape.m, kTuneShape.k, Layout::RowMajor);
+  const auto B = probe_view(DataType::f16, kTuneShape.k, kTuneShape.n, Layout::RowMajor);
+  const auto D = probe_view(DataType::f16, kTuneShape.m, kTuneShape.n, Layout::RowMajor);
+  TuneOptions options;
+  options.max_candidates = kTuneCandidates;
+  return plan.tune_candidates(A, B, nullptr, D, options);
+}
+
+// The kernels the benchmark's suite section runs without a tuning database (f16 and bf16 default plans, the
+// heuristic's choice per shape), so the GPU machine can build them in parallel first.
+inline std::vector<KernelSpec> suite_specs(int cc) {
+  std::vector<KernelSpec> out;
+  for (DataType type : {DataType::f16, DataType::bf16}) {
+    Gemm plan(epilogue_options(type, cc, 90));
+    for (const auto& s : testing::shape_suite()) {
+      const auto A = probe_view(type, s.m, s.k, Layout::RowMajor);
+      const auto B = probe_view(type, s.k, s.n, Layout::RowMajor);
+      const auto D = probe_view(type, s.m, s.n, Layout::RowMajor);
+      out.push_back(plan.spec_for(A, B, nullptr, D));
+    }
+  }
+  return out;
+}
+
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` picks
-// "config", "epilogue", "concurrency", "types", "fuzz", "grouped" and/or "conv" (empty: all).
+// "config", "epilogue", "concurrency", "types", "fuzz", "grouped", "conv" and/or "tuning" (empty: all of these), or
+// "suite" (the benchmark's shape suite; only when named).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
   auto wanted = [&](const char* group) { return groups.empty() || groups.find(group) != std::string::npos; };
   std::vector<KernelSpec> out;
@@ -250,6 +286,12 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
         out.push_back(spec_for_shape(plan, kMatrixShape));
       }
     }
+  }
+  if (!groups.empty() && groups.find("suite") != std::string::npos) {
+    for (const auto& spec : suite_specs(cc)) out.push_back(spec);
+  }
+  if (wanted("tuning") && cc >= 90) {
+    for (const auto& spec : tuning_specs(cc)) out.push_back(spec);
   }
   if (wanted("grouped")) {
     for (const auto& cases : {grouped_cases(cc), contiguous_cases(cc)}) {

@@ -1,6 +1,6 @@
 // tests/support/prebuild.cpp: compiles every kernel of the gpu tier into the cache, in parallel, before the
-// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only config,epilogue,types,fuzz,grouped,conv] [--match REGEX]
-// [--list]).
+// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only config,epilogue,types,fuzz,grouped,conv,tuning,suite]
+// [--match REGEX] [--list]).
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -18,7 +18,7 @@
 int main(int argc, char** argv) {
   int cc = 90;
   bool list_only = false;
-  std::string groups;       // "config,epilogue,types,fuzz,grouped,conv" subsets; empty = all
+  std::string groups;  // "config,epilogue,types,fuzz,grouped,conv,tuning" subsets, empty = all; "suite": the benchmark's
   std::string match = ".";  // only kernels whose name this regular expression finds
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--cc") == 0 && i + 1 < argc) cc = std::atoi(argv[++i]);

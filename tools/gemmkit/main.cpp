@@ -1,5 +1,5 @@
-// tools/gemmkit/main.cpp: the gemmkit command line (CLI11): plan, tiles, compile, run, prebuild, cache, demo; --json
-// everywhere.
+// tools/gemmkit/main.cpp: the gemmkit command line (CLI11): plan, tiles, compile, run, tune, prebuild, cache, demo;
+// --json everywhere.
 // Every option's value is checked as it is parsed, before any GPU query or compile: a bad one is a usage error
 // (exit 2). What only the plan can judge (an unsupported cc, a tile index past the plan's list) is the library's
 // ConfigError (exit 1), as are toolchain and CUDA failures.
@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -34,9 +35,11 @@
 #include "gemmkit/jit.hpp"
 #include "gemmkit/packs.hpp"
 #include "gemmkit/runtime.hpp"
+#include "gemmkit/tuning.hpp"
 #include "testing/conv_reference.hpp"
 #include "testing/device_buffer.hpp"
 #include "testing/host_matrix.hpp"
+#include "testing/shape_suite.hpp"
 #include "testing/walkthrough.hpp"
 #include "util/knobs.hpp"
 
@@ -169,18 +172,14 @@ std::vector<OptionRow> plan_table() {
   };
 }
 
-// gemmkit run's problem: each operand (batch included) holds at most 2^31-1 elements (checked after parsing).
-std::vector<OptionRow> run_table() {
+// The problem of gemmkit run and tune: each operand (batch included) holds at most 2^31-1 elements (checked after
+// parsing).
+std::vector<OptionRow> problem_table() {
   return {
       {"m", "M", "rows of A and D", integer_check(1, kInt32Max), "128"},
       {"n", "N", "columns of B and D", integer_check(1, kInt32Max), "128"},
       {"k", "K", "columns of A, rows of B", integer_check(1, kInt32Max), "128"},
       {"batch", "B", "batch count", integer_check(1, kInt32Max), "1"},
-      {"alpha", "X", "D = alpha * A@B + beta * C", real_check(), "1"},
-      {"beta", "X", "", real_check(), "0"},
-      {"repeat", "N", "timed runs after the first", integer_check(1, 1000000), "10"},
-      {"groups", "G", "with --grouped: problems in one launch, M rows each drawn from [1, --m]",
-       integer_check(1, 1000000), "16"},
   };
 }
 
@@ -204,6 +203,49 @@ std::vector<OptionRow> conv_table(bool with_n_k) {
   if (with_n_k) {
     rows.push_back({"n", "N", "with --conv: batch", integer_check(1, kInt32Max)});
     rows.push_back({"k", "K", "with --conv: filters (output channels)", integer_check(1, kInt32Max)});
+  }
+  return rows;
+}
+
+CLI::Validator text_check(const std::string& what) {
+  return value_check([what](const std::string& text) -> std::string {
+    if (!text.empty() && text.rfind("--", 0) != 0) return "";
+    return "expects " + what + "; " + got(text) + ".";
+  });
+}
+
+// gemmkit tune's own options.
+std::vector<OptionRow> tune_table() {
+  std::string groups;
+  for (const auto& g : gk::testing::suite_groups()) groups += (groups.empty() ? "" : ",") + g;
+  return {
+      {"max-candidates", "N", "configurations compiled and timed per shape", integer_check(1, 1000), "12"},
+      {"suite-groups", "LIST",
+       "with --suite: the groups to tune, comma-separated, of " + groups + ", llm, all (default all)",
+       value_check([](const std::string& text) -> std::string {
+         try {
+           (void)gk::testing::shape_suite(text);
+           return "";
+         } catch (const std::invalid_argument& e) {
+           return std::string(e.what()) + ".";
+         }
+       })},
+      {"export", "FILE", "write the tuning database as JSON to FILE (- for stdout), then stop", text_check("a file")},
+      {"import", "FILE", "add the entries of a JSON file written by --export to the tuning database, then stop",
+       text_check("a file")},
+  };
+}
+
+// gemmkit run: the problem, alpha and beta, repetitions, groups.
+std::vector<OptionRow> run_table() {
+  auto rows = problem_table();
+  for (auto& row :
+       std::vector<OptionRow>{{"alpha", "X", "D = alpha * A@B + beta * C", real_check(), "1"},
+                              {"beta", "X", "", real_check(), "0"},
+                              {"repeat", "N", "timed runs after the first", integer_check(1, 1000000), "10"},
+                              {"groups", "G", "with --grouped: problems in one launch, M rows each drawn from [1, --m]",
+                               integer_check(1, 1000000), "16"}}) {
+    rows.push_back(std::move(row));
   }
   return rows;
 }
@@ -264,8 +306,9 @@ void apply(const Values& args, const std::string& name, Set set) {
   }
 }
 
-// A Gemm, or with --grouped a GroupedGemm (the same configuration options).
-std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped) {
+// A Gemm, or with --grouped a GroupedGemm (the same configuration options); `adjust` may change the options first.
+std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped,
+                                    const std::function<void(gk::GemmOptions&)>& adjust = {}) {
   gk::GemmOptions o;
   o.element = args.enumerator<gk::DataType>("element");
   o.element_a = args.enumerator<gk::DataType>("element-a");
@@ -279,6 +322,7 @@ std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped) {
   o.layout_c = args.enumerator<gk::Layout>("layout-c");
   if (auto cc = args.integer("cc")) o.cc = static_cast<int>(*cc);
   if (auto kernel_cc = args.integer("kernel-cc")) o.kernel_cc = static_cast<int>(*kernel_cc);
+  if (adjust) adjust(o);
   std::unique_ptr<gk::Gemm> owned;
   if (auto kind = args.enumerator<gk::ConvKind>("conv")) {
     if (grouped) throw UsageError("--conv and --grouped: a plan is one or the other.");
@@ -764,6 +808,127 @@ int cmd_prebuild(const std::string& pack, const std::string& pack_file, bool qui
   return 0;
 }
 
+// Row-major-or-as-declared operands of the plan's types on the GPU, uniform in [-1, 1), for one tuning problem.
+struct TuneOperands {
+  TuneOperands(const gk::Gemm& plan, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch)
+      : A(plan.element_a(), m, k, plan.layout_a(), batch),
+        B(plan.element_b(), k, n, plan.layout_b(), batch),
+        D(plan.element_d(), m, n, plan.layout_c(), batch) {
+    A.fill_uniform(11);
+    B.fill_uniform(12);
+    dA = std::make_unique<gk::testing::DeviceBuffer>(A);
+    dB = std::make_unique<gk::testing::DeviceBuffer>(B);
+    dD = std::make_unique<gk::testing::DeviceBuffer>(D);
+  }
+  gk::testing::HostMatrix A, B, D;
+  std::unique_ptr<gk::testing::DeviceBuffer> dA, dB, dD;
+};
+
+Json tune_shape(gk::Gemm& plan, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
+                const gk::TuneOptions& options, std::string& text) {
+  TuneOperands o(plan, m, n, k, batch);
+  const gk::TuneResult result =
+      plan.tune(o.dA->view_like(o.A), o.dB->view_like(o.B), nullptr, o.dD->view_like(o.D), options);
+  Json out = result;
+  const std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  out["m"] = m;
+  out["n"] = n;
+  out["k"] = k;
+  out["batch"] = batch;
+  const double flops = 2.0 * m * n * k * batch;
+  text += shape + ": heuristic " + fixed(flops / result.heuristic_ms / 1e9, 1) + " TFLOP/s, best " +
+          fixed(flops / result.winner().ms / 1e9, 1) + " TFLOP/s (x" +
+          fixed(result.heuristic_ms / result.winner().ms, 3) + ") " + result.winner().kernel_name + ", " +
+          fixed(result.seconds, 1) + " s\n";
+  return out;
+}
+
+// gemmkit tune: one shape (--m --n --k), the shape suite (--suite), or the database's --export / --import.
+int cmd_tune(const Values& args, bool suite, const Output& output) {
+  if (auto file = args.text("export")) {
+    const Json document = gk::tuning::Database().export_json();
+    if (*file == "-") {
+      std::cout << document.dump(2) << "\n";
+      return 0;
+    }
+    std::ofstream stream(*file);
+    stream << document.dump(2) << "\n";
+    if (!stream.flush()) throw gk::Error("Cannot write " + *file + ".");
+    output.print({{"exported", document.at("entries").size()}, {"file", *file}},
+                 "exported " + std::to_string(document.at("entries").size()) + " entries to " + *file + "\n");
+    return 0;
+  }
+  if (auto file = args.text("import")) {
+    std::ifstream stream(*file);
+    if (!stream) throw UsageError("--import: cannot read " + *file + ".");
+    const Json document = Json::parse(stream, nullptr, false);
+    if (document.is_discarded()) throw gk::ConfigError("--import: " + *file + " is not JSON.");
+    gk::tuning::Database database;
+    const std::size_t count = database.import_json(document);
+    output.print({{"imported", count}, {"database", database.path()}},
+                 "imported " + std::to_string(count) + " entries into " + database.path() + "\n");
+    return 0;
+  }
+  (void)gk::current_device();  // tuning times kernels: without a GPU, say so before anything is allocated
+  gk::TuneOptions options;
+  options.max_candidates = static_cast<int>(*args.integer("max-candidates"));
+  options.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+  std::string text;
+  if (!suite) {
+    const Problem r = run_problem(args);
+    const auto plan = make_plan(args, false);
+    Json out = tune_shape(*plan, r.m, r.n, r.k, r.batch, options, text);
+    output.print(out, text + "database: " + out.value("database", "") + "\n");
+    return 0;
+  }
+  // The suite: f16 and bf16 (unless --element says) with f32 accumulation (unless --element-accumulator says), every
+  // kernel compiled first in one parallel batch.
+  std::vector<gk::DataType> elements = {gk::DataType::f16, gk::DataType::bf16};
+  if (args.given("element")) elements = {*args.enumerator<gk::DataType>("element")};
+  const auto shapes = gk::testing::shape_suite(args.text("suite-groups").value_or(""));
+  std::vector<std::unique_ptr<gk::Gemm>> plans;
+  std::map<std::string, gk::KernelSpec> unique;
+  for (const gk::DataType element : elements) {
+    plans.push_back(make_plan(args, false, [&](gk::GemmOptions& o) {
+      o.element = element;
+      if (!args.given("element-accumulator")) o.element_accumulator = gk::DataType::f32;
+    }));
+    gk::Gemm& plan = *plans.back();
+    void* placeholder = reinterpret_cast<void*>(std::uintptr_t{1} << 20);  // 1 MiB: aligned like cudaMalloc
+    for (const auto& s : shapes) {
+      const auto A = gk::TensorView::on_gpu(placeholder, plan.element_a(), {s.m, s.k}, plan.layout_a());
+      const auto B = gk::TensorView::on_gpu(placeholder, plan.element_b(), {s.k, s.n}, plan.layout_b());
+      const auto D = gk::TensorView::on_gpu(placeholder, plan.element_d(), {s.m, s.n}, plan.layout_c());
+      for (const auto& spec : plan.tune_candidates(A, B, nullptr, D, options)) unique.emplace(spec.canonical(), spec);
+    }
+  }
+  std::vector<gk::KernelSpec> specs;
+  for (const auto& [key, spec] : unique) specs.push_back(spec);
+  std::cerr << "compiling " << specs.size() << " kernels for " << shapes.size() * elements.size()
+            << " problems (cached ones cost nothing) ...\n";
+  const auto start = std::chrono::steady_clock::now();
+  (void)gk::compile_many(specs);
+  Json results = Json::array();
+  for (std::size_t p = 0; p < plans.size(); ++p) {
+    for (const auto& s : shapes) {
+      std::cerr << gk::to_string(elements[p]) << " " << s.group << " " << s.text() << " ...\n";
+      text += std::string(gk::to_string(elements[p])) + " " + s.group + " ";
+      Json row = tune_shape(*plans[p], s.m, s.n, s.k, 1, options, text);
+      row["element"] = gk::to_string(elements[p]);
+      row["group"] = s.group;
+      results.push_back(row);
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  output.print({{"results", results},
+                {"kernels", specs.size()},
+                {"seconds", seconds},
+                {"database", gk::tuning::Database::default_path()}},
+               text + "tuned " + std::to_string(results.size()) + " problems in " + fixed(seconds, 0) + " s into " +
+                   gk::tuning::Database::default_path() + "\n");
+  return 0;
+}
+
 int cmd_cache(const std::string& what, const std::string& file, const std::string& pack, const std::string& pack_file,
               const Output& output) {
   gk::DiskCache cache;
@@ -998,6 +1163,14 @@ int main(int argc, char** argv) {
   add_flag(plan, "--print-source", print_source, "also print the generated .cu");
   values.add_to(run, run_table());
   add_flag(run, "--check", check, "compare D with a float64 reference");
+  CLI::App* tune = add_command(app, "tune",
+                               "time the plan's best configurations on the GPU for a shape (or the shape suite) and "
+                               "store the fastest in the tuning database, which run() then uses");
+  values.add_to(*tune, plan_table());
+  values.add_to(*tune, problem_table());
+  values.add_to(*tune, tune_table());
+  bool suite = false;
+  add_flag(*tune, "--suite", suite, "tune the benchmark's shape suite (f16 and bf16 unless --element is given)");
   CLI::App* prebuild =
       add_command(app, "prebuild", "build a pack of kernels into the cache, in parallel (no GPU needed)");
   std::string pack, pack_file;
@@ -1085,6 +1258,8 @@ int main(int argc, char** argv) {
     if (planning[1]->parsed()) return cmd_tiles(values, grouped, output);
     if (planning[2]->parsed()) return cmd_compile(values, grouped, output);
     if (run.parsed()) return grouped ? cmd_run_grouped(values, check, output) : cmd_run(values, check, output);
+    if (values.given("suite-groups") && !suite) throw UsageError("--suite-groups needs --suite.");
+    if (tune->parsed()) return cmd_tune(values, suite, output);
     if (cache->parsed()) {
       if (cache_what.empty()) throw UsageError("gemmkit cache needs one of: ls, info, clear, export, import.");
       return cmd_cache(cache_what, cache_file, pack, pack_file, output);

@@ -1,0 +1,107 @@
+// bench/suite_section.cpp: the shape suite (issue 15): gemmkit's default plan vs cuBLAS on every shape of the chosen
+// groups (the gemm section's verified, interleaved method), with the geometric mean per group and over M >= 128.
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "bench.hpp"
+#include "gemmkit/tuning.hpp"
+#include "testing/shape_suite.hpp"
+
+namespace bench {
+namespace {
+
+struct Geomean {
+  double log_sum = 0.0;
+  int count = 0;
+  bool failed = false;
+  Value json() const {
+    if (failed || count == 0) return nullptr;
+    return std::exp(log_sum / count);
+  }
+};
+
+}  // namespace
+
+SectionResult suite_section(Context& ctx) {
+  SectionResult result;
+  const auto shapes = gk::testing::shape_suite(ctx.options.groups);
+  Table table{{"dtype", "group", "M x N x K", "gemmkit TFLOP/s", "cuBLAS TFLOP/s", "ratio", "gemmkit ms", "cuBLAS ms",
+               "spread (max-min)/median", "calls x batches", "check (max rel diff)", "tuned"},
+              {}};
+  Value rows = Value::array(), geomeans = Value::object();
+  std::string geomean_lines;
+  for (const gk::DataType dtype : ctx.options.dtypes) {
+    const std::string type_name(gk::to_string(dtype));
+    gk::Gemm plan = default_plan(dtype, ctx.cc);
+    std::map<std::string, Geomean> by_group;
+    Geomean large_m;  // M >= 128: the issue's targets
+    for (const auto& suite_shape : shapes) {
+      const Shape s{suite_shape.m, suite_shape.n, suite_shape.k};
+      std::printf("suite %s %s %s ...\n", type_name.c_str(), suite_shape.group.c_str(), s.text().c_str());
+      std::fflush(stdout);
+      Value row = Value::object();
+      row["dtype"] = type_name;
+      row["group"] = suite_shape.group;
+      row["m"] = s.m;
+      row["n"] = s.n;
+      row["k"] = s.k;
+      std::vector<std::string> cells = {type_name, suite_shape.group, s.text()};
+      Geomean& group = by_group[suite_shape.group];
+      try {
+        const int applied = gk::tuning::counters().applied;
+        row["kernel_name"] = planned_spec(plan, dtype, s, ctx.device).name();  // the kernel run() picks
+        const bool tuned = gk::tuning::counters().applied > applied;           // ... from the tuning database
+        row["tuned"] = tuned;
+        RowResult measured = measure_row(ctx, plan, dtype, s);
+        row.update(measured.json);
+        row["ok"] = true;
+        cells.insert(cells.end(), measured.cells.begin(), measured.cells.end());
+        cells.push_back(tuned ? "yes" : "-");
+        group.log_sum += std::log(measured.ratio);
+        ++group.count;
+        if (s.m >= 128) {
+          large_m.log_sum += std::log(measured.ratio);
+          ++large_m.count;
+        }
+      } catch (const std::exception& e) {
+        result.ok = false;
+        group.failed = true;
+        if (s.m >= 128) large_m.failed = true;
+        row["ok"] = false;
+        row["error"] = e.what();
+        std::fprintf(stderr, "gemmkit_bench: FAILED suite %s %s: %s\n", type_name.c_str(), s.text().c_str(), e.what());
+        cells.push_back("**FAILED**: " + std::string(e.what()));
+        cells.resize(table.header.size(), "-");
+        (void)cudaGetLastError();
+      }
+      table.rows.push_back(cells);
+      rows.push_back(row);
+    }
+    Value per_group = Value::object();
+    for (const auto& name : gk::testing::suite_groups()) {
+      const auto it = by_group.find(name);
+      if (it == by_group.end()) continue;
+      per_group[name] = it->second.json();
+      geomean_lines += "- " + type_name + " " + name + ": geometric mean gemmkit/cuBLAS over " +
+                       std::to_string(it->second.count) + " shapes = **" +
+                       (it->second.json().is_null() ? std::string("n/a (a row failed)")
+                                                    : fixed(it->second.json().get<double>(), 3)) +
+                       "**\n";
+    }
+    per_group["m_at_least_128"] = large_m.json();
+    geomean_lines += "- " + type_name + " every shape with M >= 128: **" +
+                     (large_m.json().is_null() ? std::string("n/a") : fixed(large_m.json().get<double>(), 3)) + "**\n";
+    geomeans[type_name] = per_group;
+  }
+  result.json["groups"] = ctx.options.groups.empty() ? "all" : ctx.options.groups;
+  result.json["tuning_database"] = gk::tuning::Database::default_path();
+  result.json["rows"] = rows;
+  result.json["geomean_ratio"] = geomeans;
+  result.markdown =
+      "## Shape suite (D = A@B, row-major, f32 accumulate, beta 0; ratio = cuBLAS time / gemmkit time)\n\n" +
+      table.markdown() + "\n" + geomean_lines;
+  return result;
+}
+
+}  // namespace bench

@@ -1,0 +1,311 @@
+// src/tuning/tuner.cpp: Gemm::tune: a bounded candidate set compiled in parallel, each timed on the real problem and
+// checked against the heuristic's kernel, the fastest stored in the tuning database.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "api/plan_state.hpp"
+#include "catalog/catalog.hpp"
+#include "gemmkit/compiler.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+#include "gemmkit/jit.hpp"
+#include "runtime/cuda_check.hpp"
+#include "tuning/choice.hpp"
+#include "util/elements.hpp"
+
+namespace gemmkit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void check_options(const TuneOptions& o) {
+  if (o.max_candidates < 1) {
+    throw ConfigError("TuneOptions::max_candidates must be at least 1; got " + std::to_string(o.max_candidates) + ".");
+  }
+  if (o.rounds < 1 || o.warmup_calls < 0) {
+    throw ConfigError("TuneOptions: rounds must be at least 1 and warmup_calls at least 0.");
+  }
+  if (!(o.batch_ms > 0) || !(o.warmup_ms >= 0) || !(o.time_budget_s > 0)) {
+    throw ConfigError("TuneOptions: batch_ms and time_budget_s must be positive and warmup_ms not negative.");
+  }
+}
+
+// How far two kernels' results may differ, relative to max(|x|, rms of the result): a few units in the last place of
+// the coarser of D and the accumulator, growing with sqrt(K) (the kernels may sum K in different orders or splits).
+double tolerance(DataType d, DataType accumulator, std::int64_t k) {
+  auto eps = [](DataType t) {
+    switch (t) {
+      case DataType::f16: return 0x1p-10;
+      case DataType::bf16: return 0x1p-7;
+      case DataType::f32:
+      case DataType::tf32: return 0x1p-23;
+      case DataType::f64: return 0x1p-52;
+      default: return 0.0;  // integers: exact
+    }
+  };
+  return 4.0 * std::max(eps(d), eps(accumulator)) * (1.0 + std::sqrt(static_cast<double>(k)) / 16.0);
+}
+
+// D's addressed elements (its whole span, gaps included: no kernel writes them) copied to the host.
+std::vector<std::byte> copy_output(const detail::MatrixOperand& d, DataType type, cudaStream_t stream) {
+  std::vector<std::byte> host(static_cast<std::size_t>(d.span) * static_cast<std::size_t>(bits_of(type) / 8));
+  GK_CUDA_CHECK(cudaMemcpyAsync(host.data(), d.data, host.size(), cudaMemcpyDeviceToHost, stream));
+  GK_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return host;
+}
+
+// The largest difference of `got` from `want`, relative to max(|want|, rms of want), over at most 2^24 elements
+// spread evenly.
+double max_difference(DataType type, const std::vector<std::byte>& got, const std::vector<std::byte>& want) {
+  const std::size_t count = want.size() / static_cast<std::size_t>(bits_of(type) / 8);
+  const std::size_t step = std::max<std::size_t>(1, count >> 24);
+  double sum_squares = 0.0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < count; i += step, ++n) {
+    const double w = util::element_value(type, want.data(), i);
+    if (std::isfinite(w)) sum_squares += w * w;
+  }
+  const double rms = n == 0 ? 0.0 : std::sqrt(sum_squares / static_cast<double>(n));
+  double worst = 0.0;
+  for (std::size_t i = 0; i < count; i += step) {
+    const double g = util::element_value(type, got.data(), i), w = util::element_value(type, want.data(), i);
+    if (std::isnan(g) != std::isnan(w)) return INFINITY;
+    if (std::isnan(w) || g == w) continue;
+    worst = std::max(worst, std::fabs(g - w) / std::max({std::fabs(w), rms, 1e-30}));
+  }
+  return worst;
+}
+
+// Milliseconds per call: >= warmup_calls and >= warmup_ms of untimed calls, then the median of `rounds` batches of
+// about batch_ms each, timed by CUDA events on the stream.
+double time_call(const std::function<void()>& call, const TuneOptions& o) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  GK_CUDA_CHECK(cudaEventCreate(&start));
+  GK_CUDA_CHECK(cudaEventCreate(&stop));
+  auto batch_ms = [&](int iters) {
+    GK_CUDA_CHECK(cudaEventRecord(start, o.stream));
+    for (int i = 0; i < iters; ++i) call();
+    GK_CUDA_CHECK(cudaEventRecord(stop, o.stream));
+    GK_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    GK_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return static_cast<double>(ms) / iters;
+  };
+  try {
+    double estimate = batch_ms(std::max(1, o.warmup_calls));
+    for (double spent = estimate * std::max(1, o.warmup_calls); spent < o.warmup_ms;) {
+      const int iters = static_cast<int>(std::clamp(std::ceil(o.warmup_ms / estimate / 4), 1.0, 10000.0));
+      estimate = batch_ms(iters);
+      spent += estimate * iters;
+    }
+    const int iters = static_cast<int>(std::clamp(std::ceil(o.batch_ms / estimate), 1.0, 10000.0));
+    std::vector<double> ms;
+    for (int r = 0; r < o.rounds; ++r) ms.push_back(batch_ms(iters));
+    std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    return ms[ms.size() / 2];
+  } catch (...) {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    throw;
+  }
+}
+
+void require_device(const TensorView* tensor, const char* name) {
+  if (tensor != nullptr && !tensor->on_device()) {
+    throw TensorError(std::string("Tensor ") + name +
+                      ": tune() times kernels on the GPU and takes device tensors only; copy it to the GPU first.");
+  }
+}
+
+}  // namespace
+
+Gemm Gemm::with_tile(const TileDescription& tile) const {
+  GemmOptions o;
+  o.element_a = types_.a;
+  o.element_b = types_.b;
+  o.element_c = types_.c;
+  o.element_d = types_.d;
+  o.element_accumulator = types_.accumulator;
+  o.layout_a = types_.layout_a;
+  o.layout_b = types_.layout_b;
+  o.layout_c = types_.layout_c;
+  o.cc = cc_;
+  o.kernel_cc = kernel_cc_;
+  Gemm copy(o, operation_);
+  copy.opclass_ = opclass_;
+  copy.swizzle_ = swizzle_;
+  copy.activation_ = activation_;
+  copy.activation_parameter_ = activation_parameter_;
+  copy.bias_ = bias_;
+  copy.raster_order_ = raster_order_;
+  copy.max_swizzle_size_ = max_swizzle_size_;
+  copy.tile_ = tile;
+  copy.invalidate();
+  return copy;
+}
+
+std::vector<std::size_t> Gemm::tuning_indices(const KernelChoices& choices, const Problem& p, int sm_count,
+                                              const TuneOptions& options) const {
+  check_options(options);
+  if (tile_) {
+    throw ConfigError(
+        "tune() chooses among the plan's configurations, but this plan has one set (set_tile_description or "
+        "compile with a tile); tune a plan without one.");
+  }
+  const bool swap = run_cache_->transposed;  // the kernel sees D^T's shape, as in choose_tile
+  const catalog::ProblemShape shape{swap ? p.n : p.m, swap ? p.m : p.n, p.k, p.batch};
+  return catalog::tuning_candidates(choices.tiles, choices.base, shape, sm_count,
+                                    static_cast<std::size_t>(options.max_candidates));
+}
+
+std::vector<KernelSpec> Gemm::tune_candidates(const TensorView& A, const TensorView& B, const TensorView* C,
+                                              const TensorView& D, const TuneOptions& options) {
+  require_operation(catalog::Operation::Gemm, "tune_candidates(A, B, C, D)");
+  const Problem p = check_problem(A, B, C, D, options.beta);
+  const KernelChoices& choices = choices_for(p);
+  const int sm_count =
+      cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
+  std::vector<KernelSpec> out;
+  for (const std::size_t i : tuning_indices(choices, p, sm_count, options)) out.push_back(choices.spec(i));
+  return out;
+}
+
+TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                      const TuneOptions& options) {
+  const auto start = Clock::now();
+  require_operation(catalog::Operation::Gemm, "tune(A, B, C, D)");
+  check_options(options);
+  for (const auto& [tensor, name] : {std::pair{&A, "A"}, {&B, "B"}, {C, "C"}, {&D, "D"}}) require_device(tensor, name);
+  const Problem p = check_problem(A, B, C, D, options.beta);
+  if (p.m == 0 || p.n == 0 || p.batch == 0) throw TensorError("Tensor D is empty: tune() has nothing to time.");
+  if (C != nullptr && C->data == D.data && options.beta != 0.0) {
+    throw TensorError("Tensors C and D: tune() runs every candidate many times, so D must not be C when beta != 0.");
+  }
+  if (bias_ != BiasMode::None) {
+    throw ConfigError("tune() does not take a bias vector yet; tune the plan without set_bias (the same kernels).");
+  }
+  auto say = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  const int device = current_device();
+  const KernelChoices& choices = choices_for(p);
+  const std::vector<std::size_t> indices = tuning_indices(choices, p, device_info(device).sm_count, options);
+
+  TuneResult result;
+  std::vector<KernelSpec> specs;
+  for (const std::size_t i : indices) {
+    specs.push_back(choices.spec(i));
+    TuneCandidate candidate;
+    candidate.tile = choices.tiles[i];
+    candidate.kernel_name = specs.back().name();
+    result.candidates.push_back(candidate);
+  }
+  say("compiling " + std::to_string(specs.size()) + " candidates (" + std::to_string(max_parallel_compiles()) +
+      " at a time) ...");
+  std::vector<std::string> compile_errors(specs.size());
+  try {
+    (void)compile_many(specs);
+  } catch (const CompileError&) {
+    for (std::size_t c = 0; c < specs.size(); ++c) {  // find which ones fail (the others are cache hits now)
+      try {
+        (void)build_kernel(specs[c]);
+      } catch (const CompileError& e) {
+        compile_errors[c] = std::string("compile failed: ") + e.what();
+      }
+    }
+    if (!compile_errors[0].empty()) throw;  // the kernel run() uses without tuning must build
+  }
+  say("compiled in " + std::to_string(static_cast<int>(seconds_since(start))) + " s");
+
+  // The heuristic's kernel (candidate 0) gives the reference result every other candidate must match.
+  std::vector<std::byte> reference;
+  const double bound = tolerance(types_.d, types_.accumulator, p.k);
+  RunOptions run_options;
+  run_options.stream = options.stream;
+  run_options.sync = false;
+  for (std::size_t c = 0; c < result.candidates.size(); ++c) {
+    TuneCandidate& candidate = result.candidates[c];
+    if (!compile_errors[c].empty()) {
+      candidate.error = compile_errors[c];
+      continue;
+    }
+    if (c > 0 && seconds_since(start) > options.time_budget_s) {
+      candidate.error = "over the time budget";
+      continue;
+    }
+    Gemm plan = with_tile(candidate.tile);
+    auto call = [&] { plan.run(A, B, C, D, options.alpha, options.beta, run_options); };
+    try {
+      call();
+      const std::vector<std::byte> out = copy_output(p.d, types_.d, options.stream);
+      if (c == 0) {
+        reference = out;
+      } else if (const double difference = max_difference(types_.d, out, reference); !(difference <= bound)) {
+        candidate.error = "wrong result: differs from the heuristic's kernel by " + std::to_string(difference) +
+                          " (relative; bound " + std::to_string(bound) + ")";
+        continue;
+      }
+      candidate.ms = time_call(call, options);
+      candidate.ok = true;
+      say(candidate.kernel_name + ": " + std::to_string(candidate.ms) + " ms");
+    } catch (const CudaError&) {
+      throw;  // the context may be unusable: stop
+    } catch (const Error& e) {
+      if (c == 0) throw;
+      candidate.error = e.what();
+    }
+  }
+  result.heuristic_ms = result.candidates[0].ms;
+  for (std::size_t c = 1; c < result.candidates.size(); ++c) {
+    if (result.candidates[c].ok && result.candidates[c].ms < result.candidates[result.best].ms) result.best = c;
+  }
+  result.database = tuning::Database::default_path();
+  if (options.store && !result.database.empty()) {
+    tuning::Entry entry;
+    entry.identity = tuning::identity_of(device);
+    entry.plan = tuning::plan_key(choices.base);
+    entry.m = p.m;
+    entry.n = p.n;
+    entry.k = p.k;
+    entry.batch = p.batch;
+    entry.tile = tuning::tile_key(result.winner().tile);
+    entry.kernel_name = result.winner().kernel_name;
+    entry.ms = result.winner().ms;
+    entry.heuristic_ms = result.heuristic_ms;
+    tuning::Database(result.database).put(entry);
+    result.stored = true;
+  }
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+void to_json(nlohmann::ordered_json& json, const TuneResult& r) {
+  nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
+  for (const TuneCandidate& c : r.candidates) {
+    nlohmann::ordered_json item = {{"kernel_name", c.kernel_name}, {"ok", c.ok}, {"tile", c.tile}};
+    if (c.ok) item["ms"] = c.ms;
+    if (!c.error.empty()) item["error"] = c.error;
+    candidates.push_back(item);
+  }
+  json = {{"best", r.winner().kernel_name},
+          {"best_ms", r.winner().ms},
+          {"heuristic", r.candidates.at(0).kernel_name},
+          {"heuristic_ms", r.heuristic_ms},
+          {"speedup", r.winner().ms > 0 ? r.heuristic_ms / r.winner().ms : 0.0},
+          {"seconds", r.seconds},
+          {"stored", r.stored},
+          {"database", r.database},
+          {"candidates", candidates}};
+}
+
+}  // namespace gemmkit

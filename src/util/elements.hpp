@@ -1,0 +1,13 @@
+// src/util/elements.hpp: one element of a host buffer of any gemmkit element type, as a double.
+#pragma once
+
+#include <cstddef>
+
+#include "gemmkit/types.hpp"
+
+namespace gemmkit::util {
+
+// Element `index` of `data` (f16 and bf16 converted exactly; void_t reads 0).
+double element_value(DataType dtype, const void* data, std::size_t index);
+
+}  // namespace gemmkit::util
