@@ -312,7 +312,7 @@ Gemm::KernelChoices& Conv2d::conv_choices(const ConvProblem& p) {
   choices.base.iterator_algorithm = p.iterator;
   choices.base.stride_support = p.stride_support;
   choices.tiles = valid_tiles(choices.base);
-  choices.modules.resize(choices.tiles.size());
+  choices.slots.resize(choices.tiles.size());
   run_cache_->choices.push_back(std::move(choices));
   return run_cache_->choices.back();
 }
@@ -351,7 +351,7 @@ void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, 
   const int sm_count = device_info(device).sm_count;
   const std::size_t choice = choose(choices, p, sm_count);
   if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
-  KernelModule& module = module_for(choices, choice);
+  KernelModule& module = module_for(choices, choice, options.wait_for_best);
 
   const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device());
   if (any_host && runtime::is_capturing(options.stream)) {
