@@ -14,11 +14,11 @@ fetch_cutlass() {
 }
 
 choose_python() {
-  # The active python3, unless it is externally managed (PEP 668: Debian's /usr/bin/python3 refuses pip installs):
-  # then a project venv in .venv/, made once and reused.
+  # The active python3, unless it lacks a tool and is externally managed (PEP 668: Debian's /usr/bin/python3 refuses
+  # pip installs): then a project venv in .venv/, made once and reused.
   local active; active=$(command -v python3) || { echo "gemmkit setup: python3 not found; install python3" >&2; exit 1; }
   local stdlib; stdlib=$("$active" -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
-  if [[ ! -f "$stdlib/EXTERNALLY-MANAGED" ]]; then python=$active; return; fi
+  if [[ ! -f "$stdlib/EXTERNALLY-MANAGED" ]] || has_python_tools "$active"; then python=$active; return; fi
   if [[ ! -x "$root/.venv/bin/python" ]]; then
     echo "gemmkit setup: $active is externally managed (PEP 668); creating the project venv $root/.venv"
     if ! "$active" -m venv "$root/.venv"; then
@@ -61,9 +61,12 @@ header_packages() {
   for dir in nlohmann CLI; do rm -rf "$deps/include/$dir" && cp -r "/usr/include/$dir" "$deps/include/$dir"; done
 }
 
+has_python_tools() { "$1" -c 'import nanobind, numpy, pytest' 2>/dev/null; }
+
 python_tools() {
-  # The Python package's build and test tools (nanobind, numpy, pytest) into the chosen Python; quick when already
-  # installed. A pip failure stops the set-up with pip's own message.
+  # The Python package's build and test tools (nanobind, numpy, pytest) into the chosen Python, unless it has them
+  # (then no network is needed). A pip failure stops the set-up with pip's own message.
+  has_python_tools "$python" && return
   PIP_ROOT_USER_ACTION=ignore "$python" -m pip install -q --disable-pip-version-check nanobind numpy pytest
 }
 

@@ -14,7 +14,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 wheel=$(ls "$tmp"/dist/gemmkit-*.whl)
 "$python" -m zipfile -l "$wheel" >"$tmp/contents"
 for f in gemmkit/bin/gemmkit gemmkit/libgemmkit.so gemmkit/device/include/gemmkit/abi.h \
-         gemmkit/cutlass/include/cutlass/version.h gemmkit/_cli.py; do
+         gemmkit/cutlass/include/cutlass/version.h gemmkit/_cli.py gemmkit/__init__.py gemmkit/py.typed \
+         gemmkit/_gemmkit.pyi gemmkit/emit/templates/setup.py.in; do
   grep -q "^$f " "$tmp/contents" || fail "$f is not in $(basename "$wheel")"
 done
 
