@@ -1,25 +1,36 @@
 #!/usr/bin/env bash
 # scripts/setup.sh: idempotent set-up — CUTLASS 4.2 headers into .deps/cutlass, nlohmann-json and CLI11 (Debian
-# packages, their headers also copied into .deps/include), then a CMake build.
+# packages, their headers also copied into .deps/include), nanobind, numpy and pytest into the active Python (or into
+# the project venv .venv/ when that Python is externally managed), then a CMake build in build/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
-cutlass_version=4.2.0.0
+python=
 
 fetch_cutlass() {
-  local dest="$deps/cutlass"
-  if [[ -f "$dest/.version" && "$(cat "$dest/.version")" == "$cutlass_version" ]]; then return; fi
-  echo "gemmkit setup: fetching CUTLASS $cutlass_version C++ headers (nvidia-cutlass package, no dependencies)"
-  local tmp; tmp=$(mktemp -d)
-  python3 -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "nvidia-cutlass==$cutlass_version"
-  local wheel; wheel=$(ls "$tmp"/nvidia_cutlass-*.whl)
-  (cd "$tmp" && python3 -m zipfile -e "$wheel" x >/dev/null 2>&1 || unzip -q "$wheel" -d x)
-  rm -rf "$dest.partial" && mkdir -p "$dest.partial/tools/util"
-  mv "$tmp/x/cutlass_library/source/include" "$dest.partial/include"
-  mv "$tmp/x/cutlass_library/source/tools/util/include" "$dest.partial/tools/util/include"
-  echo "$cutlass_version" > "$dest.partial/.version"
-  rm -rf "$dest" && mv "$dest.partial" "$dest"
-  rm -rf "$tmp"
+  # The CUTLASS C++ headers only (include/, tools/util/include, the licence) of the nvidia-cutlass wheel, checked
+  # against its SHA-256; no Python code is installed. The same script serves `pip install .` from a fresh clone.
+  cmake -DDEST="$deps/cutlass" -DPYTHON="$python" -P "$root/cmake/fetch_cutlass.cmake"
+}
+
+choose_python() {
+  # The active python3, unless it lacks a tool and is externally managed (PEP 668: Debian's /usr/bin/python3 refuses
+  # pip installs): then a project venv in .venv/, made once and reused.
+  local active; active=$(command -v python3) || { echo "gemmkit setup: python3 not found; install python3" >&2; exit 1; }
+  local stdlib; stdlib=$("$active" -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
+  if [[ ! -f "$stdlib/EXTERNALLY-MANAGED" ]] || has_python_tools "$active"; then python=$active; return; fi
+  if [[ ! -x "$root/.venv/bin/python" ]]; then
+    echo "gemmkit setup: $active is externally managed (PEP 668); creating the project venv $root/.venv"
+    if ! "$active" -m venv "$root/.venv"; then
+      local version; version=$("$active" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+      rm -rf "$root/.venv"
+      echo "gemmkit setup: '$active -m venv' failed; install the venv module (apt-get install python$version-venv)," \
+           "or activate a Python of your own, then run this again" >&2
+      exit 1
+    fi
+  fi
+  python=$root/.venv/bin/python
+  echo "gemmkit setup: using $python"
 }
 
 check_toolchain() {
@@ -50,9 +61,13 @@ header_packages() {
   for dir in nlohmann CLI; do rm -rf "$deps/include/$dir" && cp -r "/usr/include/$dir" "$deps/include/$dir"; done
 }
 
+has_python_tools() { "$1" -c 'import nanobind, numpy, pytest' 2>/dev/null; }
+
 python_tools() {
-  # The Python package (nanobind extension) and its unit tests; quick when already installed.
-  python3 -m pip install -q --disable-pip-version-check nanobind numpy pytest 2>&1 | grep -v "^WARNING: Running pip" || true
+  # The Python package's build and test tools (nanobind, numpy, pytest) into the chosen Python, unless it has them
+  # (then no network is needed). A pip failure stops the set-up with pip's own message.
+  has_python_tools "$python" && return
+  PIP_ROOT_USER_ACTION=ignore "$python" -m pip install -q --disable-pip-version-check nanobind numpy pytest
 }
 
 build() {
@@ -60,11 +75,12 @@ build() {
   command -v ninja >/dev/null && generator=(-G Ninja)
   [[ -f "$root/build/CMakeCache.txt" ]] && generator=()  # keep the generator the folder was made with
   cmake -S "$root" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGEMMKIT_BUILD_PYTHON=ON \
-        -DPython_EXECUTABLE="$(python3 -c 'import sys; print(sys.executable)')" >/dev/null
+        -DPython_EXECUTABLE="$("$python" -c 'import sys; print(sys.executable)')" >/dev/null
   cmake --build "$root/build" -j "$(nproc)"
 }
 
 check_toolchain
+choose_python
 if [[ -z "${CUTLASS_PATH:-}" ]]; then fetch_cutlass; fi
 header_packages
 python_tools

@@ -5,15 +5,7 @@ tensors (numpy, torch, cupy, jax). A thin layer over gemmkit's C++ library; see 
     plan = gemmkit.Gemm(element=np.float16, layout=gemmkit.LayoutType.RowMajor, element_accumulator=np.float32)
     plan.run(A, B, C, D)
 """
-import os as _os
-
-_here = _os.path.dirname(_os.path.abspath(__file__))
-# An installed package carries gemmkit's device headers; the C++ toolchain looks for them under GEMMKIT_ROOT
-# (a source checkout needs nothing: the library knows where it was built from).
-if not _os.environ.get("GEMMKIT_ROOT") and _os.path.isdir(_os.path.join(_here, "device", "include")):
-    _os.environ["GEMMKIT_ROOT"] = _here
-
-from . import _gemmkit  # noqa: E402
+from . import _gemmkit
 from ._gemmkit import (  # noqa: E402
     Activation,
     BiasMode,

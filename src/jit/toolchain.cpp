@@ -1,5 +1,6 @@
 // src/jit/toolchain.cpp: Toolchain::discover() — finds nvcc, the host compiler, CUTLASS and our device
 // headers, and records every version that can change a compiled module.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,8 +21,8 @@
 #include "util/knobs.hpp"
 #include "util/sha256.hpp"
 
-#if !defined(GEMMKIT_CUTLASS_DEFAULT) || !defined(GEMMKIT_SOURCE_DIR)
-#error "GEMMKIT_CUTLASS_DEFAULT and GEMMKIT_SOURCE_DIR must be defined by the build"
+#if !defined(GEMMKIT_CUTLASS_DEFAULT) || !defined(GEMMKIT_SOURCE_DIR) || !defined(GEMMKIT_DATA_FROM_LIB)
+#error "GEMMKIT_CUTLASS_DEFAULT, GEMMKIT_SOURCE_DIR and GEMMKIT_DATA_FROM_LIB must be defined by the build"
 #endif
 
 namespace fs = std::filesystem;
@@ -99,20 +100,36 @@ NvccVersion parse_nvcc_version(const std::string& output) {
   return out;
 }
 
-std::string find_cutlass(const char* cutlass_path_env, const std::string& configured_default) {
-  const bool from_env = is_set(cutlass_path_env);
-  const fs::path root = from_env ? fs::path(cutlass_path_env) : fs::path(configured_default);
+bool is_cutlass_tree(const fs::path& root) {
   std::error_code ec;
-  const bool complete = fs::is_regular_file(root / "include" / "cutlass" / "cutlass.h", ec) &&
-                        fs::is_regular_file(root / "include" / "cutlass" / "version.h", ec) &&
-                        fs::is_directory(root / "tools" / "util" / "include", ec);
-  if (!complete) {
-    throw ToolchainError("CUTLASS headers not found at " + root.string() +
-                         (from_env ? " (from CUTLASS_PATH)" : " (the configured default)") +
-                         "; run scripts/setup.sh or set CUTLASS_PATH to a CUTLASS 4.2 checkout (the folder holding "
-                         "include/ and tools/util/include)");
+  return fs::is_regular_file(root / "include" / "cutlass" / "cutlass.h", ec) &&
+         fs::is_regular_file(root / "include" / "cutlass" / "version.h", ec) &&
+         fs::is_directory(root / "tools" / "util" / "include", ec);
+}
+
+std::string find_cutlass(const char* cutlass_path_env, const std::vector<std::string>& candidates) {
+  constexpr const char* kFix =
+      "; run scripts/setup.sh or set CUTLASS_PATH to a CUTLASS 4.2 checkout (the folder holding include/ and "
+      "tools/util/include)";
+  if (is_set(cutlass_path_env)) {
+    if (!is_cutlass_tree(cutlass_path_env)) {
+      throw ToolchainError("CUTLASS headers not found at " + std::string(cutlass_path_env) + " (from CUTLASS_PATH)" +
+                           kFix);
+    }
+    return fs::absolute(cutlass_path_env).lexically_normal().string();
   }
-  return fs::absolute(root).lexically_normal().string();
+  std::string looked;
+  for (const std::string& candidate : candidates) {
+    if (is_cutlass_tree(candidate)) return fs::absolute(candidate).lexically_normal().string();
+    looked += (looked.empty() ? "" : ", ") + candidate;
+  }
+  throw ToolchainError("CUTLASS headers not found at " + looked + " (the installed copy, then the configured default)" +
+                       kFix);
+}
+
+std::vector<std::string> installed_data_dirs(const std::string& binary_dir, const std::string& data_from_lib) {
+  if (binary_dir.empty()) return {};
+  return {(fs::path(binary_dir) / data_from_lib).lexically_normal().string(), binary_dir};
 }
 
 std::string parse_cutlass_version(const std::string& version_h) {
@@ -170,16 +187,38 @@ std::string host_compiler_version(const char* nvcc_ccbin) {
   return toolchain_detail::first_line(result.output);
 }
 
+// The folder of the binary this code is linked into: libgemmkit.so, or the Python extension.
+std::string own_binary_dir() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<const void*>(&own_binary_dir), &info) == 0 || info.dli_fname == nullptr) return "";
+  std::error_code ec;
+  const fs::path file = fs::canonical(info.dli_fname, ec);
+  return ec ? "" : file.parent_path().string();
+}
+
+const std::vector<std::string>& data_dirs() {
+  static const std::vector<std::string> dirs = installed_data_dirs(own_binary_dir(), GEMMKIT_DATA_FROM_LIB);
+  return dirs;
+}
+
+// GEMMKIT_ROOT, else the installed copy, else the source tree the library was built from.
 std::string find_device_include_dir() {
   const std::string gemmkit_root = knobs::value("GEMMKIT_ROOT");
-  const fs::path dir = !gemmkit_root.empty() ? fs::path(gemmkit_root) / "device" / "include"
-                                             : fs::path(GEMMKIT_SOURCE_DIR) / "device" / "include";
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw ToolchainError("gemmkit's device headers not found at " + dir.string() +
-                         "; set GEMMKIT_ROOT to the gemmkit source or install folder that holds device/include");
+  std::vector<fs::path> candidates;
+  if (!gemmkit_root.empty()) {
+    candidates.push_back(fs::path(gemmkit_root) / "device" / "include");
+  } else {
+    for (const std::string& dir : data_dirs()) candidates.push_back(fs::path(dir) / "device" / "include");
+    candidates.push_back(fs::path(GEMMKIT_SOURCE_DIR) / "device" / "include");
   }
-  return fs::absolute(dir).lexically_normal().string();
+  std::error_code ec;
+  for (const fs::path& dir : candidates) {
+    if (fs::is_regular_file(dir / "gemmkit" / "abi.h", ec)) return fs::absolute(dir).lexically_normal().string();
+  }
+  std::string looked;
+  for (const fs::path& dir : candidates) looked += (looked.empty() ? "" : ", ") + dir.string();
+  throw ToolchainError("gemmkit's device headers not found at " + looked +
+                       "; set GEMMKIT_ROOT to the gemmkit source or install folder that holds device/include");
 }
 
 }  // namespace
@@ -188,7 +227,10 @@ Toolchain Toolchain::find_headers() {
   Toolchain tc;
   // CUTLASS first: its absence is the most common set-up mistake.
   const std::string cutlass_path = knobs::value("CUTLASS_PATH");
-  tc.cutlass_root = find_cutlass(cutlass_path.empty() ? nullptr : cutlass_path.c_str(), GEMMKIT_CUTLASS_DEFAULT);
+  std::vector<std::string> cutlass_candidates;
+  for (const std::string& dir : data_dirs()) cutlass_candidates.push_back((fs::path(dir) / "cutlass").string());
+  cutlass_candidates.push_back(GEMMKIT_CUTLASS_DEFAULT);
+  tc.cutlass_root = find_cutlass(cutlass_path.empty() ? nullptr : cutlass_path.c_str(), cutlass_candidates);
   tc.cutlass_version = parse_cutlass_version(
       toolchain_detail::read_text(fs::path(tc.cutlass_root) / "include" / "cutlass" / "version.h"));
   if (tc.cutlass_version.empty()) {

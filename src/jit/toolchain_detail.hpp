@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace gemmkit::toolchain_detail {
 
@@ -17,9 +18,15 @@ struct NvccVersion {
 // Parses `nvcc --version`; throws ToolchainError when unparsable or older than 12.4.
 NvccVersion parse_nvcc_version(const std::string& output);
 
-// The CUTLASS root: `cutlass_path_env` if set, else `configured_default`; it must hold
-// include/cutlass/cutlass.h and tools/util/include. Throws ToolchainError with the fix.
-std::string find_cutlass(const char* cutlass_path_env, const std::string& configured_default);
+// The CUTLASS root: `cutlass_path_env` if set, else the first of `candidates` (the installed copies, then the
+// configured default) that holds include/cutlass/cutlass.h, include/cutlass/version.h and tools/util/include.
+// Throws ToolchainError naming where it looked, with the fix.
+std::string find_cutlass(const char* cutlass_path_env, const std::vector<std::string>& candidates);
+
+// The folders an installed gemmkit keeps its data in (device/include, cutlass/), given the folder of the binary
+// that holds gemmkit's code: the CMake install's <libdir>/`data_from_lib` (share/gemmkit) and, for the Python
+// package, the binary's own folder (the package, beside _gemmkit*.so and libgemmkit.so). Empty for an empty input.
+std::vector<std::string> installed_data_dirs(const std::string& binary_dir, const std::string& data_from_lib);
 
 // "MAJOR.MINOR.PATCH" from the text of include/cutlass/version.h; empty if the defines are missing.
 std::string parse_cutlass_version(const std::string& version_h);

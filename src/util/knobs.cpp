@@ -27,11 +27,12 @@ std::string read(const Knob& k) {
 const std::vector<Knob>& all() {
   static const std::vector<Knob> kKnobs = {
       {"GEMMKIT_CACHE_DIR", Type::Text, "$XDG_CACHE_HOME/gemmkit or ~/.cache/gemmkit", "the kernel cache folder"},
-      {"CUTLASS_PATH", Type::Text, ".deps/cutlass of the source tree",
+      {"CUTLASS_PATH", Type::Text, "the installed copy, else .deps/cutlass",
        "a CUTLASS 4.2 tree holding include/ and tools/util/include"},
       {"CUDA_HOME", Type::Text, "`which nvcc`, then /usr/local/cuda", "the CUDA toolkit (nvcc >= 12.4)"},
       {"NVCC_CCBIN", Type::Text, "g++", "the host compiler nvcc uses (also enters the cache key)"},
-      {"GEMMKIT_ROOT", Type::Text, "the source tree", "where device/include (gemmkit's glue headers) lives"},
+      {"GEMMKIT_ROOT", Type::Text, "the install, else the source tree",
+       "where device/include (gemmkit's glue headers) lives"},
       {"GEMMKIT_VERBOSE", Type::Flag, "off", "1 prints every nvcc command line"},
       {"GEMMKIT_MAX_JOBS", Type::Count, "cores, capped by memory (~4 GB each)", "parallel nvcc processes"},
       {"GEMMKIT_KEEP_TEMP", Type::Flag, "off", "1 keeps nvcc's intermediate files (.ptx, .cubin, ...) in the entry"},

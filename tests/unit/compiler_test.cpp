@@ -248,6 +248,36 @@ TEST(Toolchain, HashDirectoryCoversNamesAndContents) {
   EXPECT_NE(hash_directory(dir.str()), base);
 }
 
+TEST(Toolchain, FindCutlassOrder) {
+  testenv::TempDir dir;
+  auto make_tree = [&](const fs::path& root) {
+    write(root / "include" / "cutlass" / "cutlass.h", "");
+    write(root / "include" / "cutlass" / "version.h", "#define CUTLASS_MAJOR 4\n");
+    fs::create_directories(root / "tools" / "util" / "include");
+  };
+  const fs::path installed = dir.path() / "share" / "gemmkit" / "cutlass", fallback = dir.path() / "deps" / "cutlass";
+  make_tree(fallback);
+  const std::vector<std::string> candidates = {installed.string(), fallback.string()};
+  EXPECT_EQ(find_cutlass(nullptr, candidates), fallback.string());
+  make_tree(installed);
+  EXPECT_EQ(find_cutlass("", candidates), installed.string());
+  EXPECT_EQ(find_cutlass(fallback.c_str(), candidates), fallback.string());  // CUTLASS_PATH wins
+  try {
+    find_cutlass(nullptr, {(dir.path() / "a").string(), (dir.path() / "b").string()});
+    FAIL() << "expected ToolchainError";
+  } catch (const ToolchainError& error) {
+    EXPECT_TRUE(Contains(error.what(), (dir.path() / "a").string() + ", " + (dir.path() / "b").string()));
+    EXPECT_TRUE(Contains(error.what(), "CUTLASS_PATH"));
+  }
+  EXPECT_THROW(find_cutlass((dir.path() / "a").c_str(), candidates), ToolchainError);  // no silent fallback
+}
+
+TEST(Toolchain, InstalledDataDirs) {
+  EXPECT_EQ(installed_data_dirs("/opt/gk/lib", "../share/gemmkit"),
+            (std::vector<std::string>{"/opt/gk/share/gemmkit", "/opt/gk/lib"}));
+  EXPECT_TRUE(installed_data_dirs("", "../share/gemmkit").empty());
+}
+
 TEST(Toolchain, HostCompilerCommand) {
   testenv::TempDir dir;
   EXPECT_EQ(host_compiler_command(nullptr), "g++");
