@@ -1,15 +1,47 @@
 """gemmkit.op.Gemm and GroupedGemm: the reference's plan API over the C++ plans (gemmkit._gemmkit.Gemm and
 GroupedGemm). They convert names, numpy / torch dtypes and streams, and pass everything else through; checks and
 errors come from C++."""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
 from . import _convert
-from ._gemmkit import BiasMode, RasterOrder, TensorError
+from ._convert import (
+    ActivationLike,
+    DataTypeLike,
+    EnumLike,
+    LayoutLike,
+    OpcodeClassLike,
+    StreamLike,
+    SwizzleLike,
+    TileLike,
+)
+from ._gemmkit import (
+    Activation,
+    BiasMode,
+    CompiledKernel,
+    KernelSpec,
+    OpcodeClass,
+    RasterOrder,
+    SwizzlingFunctor,
+    TensorError,
+    TileDescription,
+)
 from ._gemmkit import Gemm as _Plan
 from ._gemmkit import GroupedGemm as _GroupedPlan
 from ._gemmkit import render as _render
 
+__all__ = ["Gemm", "GroupedGemm"]
 
-def _plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C, element_D, layout_A,
-                    layout_B, layout_C, A, B, C, D, cc, kernel_cc):
+#: A tensor gemmkit reads without a copy: a numpy array, a torch / cupy / jax tensor, or None (not given).
+Tensor = Any
+
+
+def _plan_arguments(element_accumulator: DataTypeLike, element: DataTypeLike, layout: LayoutLike,
+                    element_A: DataTypeLike, element_B: DataTypeLike, element_C: DataTypeLike,
+                    element_D: DataTypeLike, layout_A: LayoutLike, layout_B: LayoutLike, layout_C: LayoutLike,
+                    A: Tensor, B: Tensor, C: Tensor, D: Tensor, cc: Optional[int],
+                    kernel_cc: Optional[int]) -> dict[str, Any]:
     """The C++ plans' keyword arguments: names and numpy / torch dtypes converted."""
     dt, lt = _convert.data_type, _convert.layout
     return dict(element=dt(element), element_A=dt(element_A), element_B=dt(element_B), element_C=dt(element_C),
@@ -18,38 +50,30 @@ def _plan_arguments(element_accumulator, element, layout, element_A, element_B, 
                 kernel_cc=kernel_cc)
 
 
-class Gemm(_Plan):
-    """A GEMM plan, D = act(alpha * A @ B + beta * C + bias).
+def _set(plan: _Plan, name: str, value: object) -> None:
+    """Sets the C++ plan's property `name` (the Python properties below widen what their setters take)."""
+    getattr(_Plan, name).__set__(plan, value)
 
-    Per operand, a representative tensor (A/B/C/D: its dtype and strides) wins over element_X / layout_X,
-    which win over the generic element / layout; element_accumulator defaults to C's element type; cc defaults
-    to the current GPU's; kernel_cc asks for a kernel generation (80: CUTLASS 2.x kernels, also on an SM90 GPU).
-    Tensors and alpha / beta given here are the defaults of run().
-    """
 
-    def __init__(self, A=None, B=None, C=None, D=None, alpha=1.0, beta=0.0, element_accumulator=None, element=None,
-                 layout=None, element_A=None, element_B=None, element_C=None, element_D=None, layout_A=None,
-                 layout_B=None, layout_C=None, cc=None, kernel_cc=None):
-        super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
-                                           element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
-        self._defaults = (A, B, C, D, alpha, beta)
+class _Configuration(_Plan):
+    """The configuration both plans share: the C++ base class's properties, taking names as well as enums."""
 
     @property
-    def opclass(self):
+    def opclass(self) -> OpcodeClass:
         """OpcodeClass.TensorOp or Simt; settable with the enum or "tensor_op" / "simt"."""
-        return _Plan.opclass.__get__(self)
+        return super().opclass
 
     @opclass.setter
-    def opclass(self, value):
-        _Plan.opclass.__set__(self, _convert.opcode_class(value))
+    def opclass(self, value: OpcodeClassLike) -> None:
+        _set(self, "opclass", _convert.opcode_class(value))
 
     @property
-    def activation(self):
+    def activation(self) -> Activation:
         """The fused activation; set an Activation (gemmkit.epilogue.relu), its name, or (activation, slope)."""
-        return _Plan.activation.__get__(self)
+        return super().activation
 
     @activation.setter
-    def activation(self, value):
+    def activation(self, value: ActivationLike) -> None:
         act, slope = _convert.activation(value, self.activations())
         if slope is None:
             self.set_activation(act)
@@ -57,62 +81,88 @@ class Gemm(_Plan):
             self.set_activation(act, slope)
 
     @property
-    def swizzling_functor(self):
+    def swizzling_functor(self) -> SwizzlingFunctor:
         """The threadblock swizzle; set a gemmkit.swizzle functor or its name."""
-        return _Plan.swizzling_functor.__get__(self)
+        return super().swizzling_functor
 
     @swizzling_functor.setter
-    def swizzling_functor(self, value):
-        _Plan.swizzling_functor.__set__(self, _convert.swizzle(value, self.swizzling_functors()))
+    def swizzling_functor(self, value: SwizzleLike) -> None:
+        _set(self, "swizzling_functor", _convert.swizzle(value, self.swizzling_functors()))
 
     @property
-    def bias(self):
-        """BiasMode.none, row or column; settable with the enum or its name. run() then takes bias=."""
-        return _Plan.bias.__get__(self)
-
-    @bias.setter
-    def bias(self, value):
-        _Plan.bias.__set__(self, _convert.enum_member(BiasMode, value, "bias"))
-
-    @property
-    def raster_order(self):
-        """RasterOrder.Heuristic, AlongM or AlongN (SM90 kernels); settable with the enum or its name."""
-        return _Plan.raster_order.__get__(self)
-
-    @raster_order.setter
-    def raster_order(self, value):
-        _Plan.raster_order.__set__(self, _convert.enum_member(RasterOrder, value, "raster order"))
-
-    @property
-    def tile_description(self):
+    def tile_description(self) -> Optional[TileDescription]:
         """The configuration set on the plan (None: the default, chosen per alignment). Set a TileDescription, or
         a dict of fields laid over the current one."""
-        return _Plan.tile_description.__get__(self)
+        return super().tile_description
 
     @tile_description.setter
-    def tile_description(self, value):
-        _Plan.tile_description.__set__(self, self._tile(value))
+    def tile_description(self, value: TileLike) -> None:
+        _set(self, "tile_description", self._tile(value))
 
-    def _tile(self, value):
+    def _tile(self, value: TileLike) -> Optional[TileDescription]:
         if not isinstance(value, dict):
             return value
         return _convert.tile_description(value, self.tile_description or self.spec().tile_description)
 
-    def construct(self, tile_description=None, alignment_A=None, alignment_B=None, alignment_C=None):
+    def construct(self, tile_description: TileLike = None, alignment_A: Optional[int] = None,
+                  alignment_B: Optional[int] = None, alignment_C: Optional[int] = None) -> KernelSpec:
         """The KernelSpec for the widest alignments (or those given). A tile given here stays in the plan."""
-        return _Plan.construct(self, self._tile(tile_description), alignment_A, alignment_B, alignment_C)
+        return super().construct(self._tile(tile_description), alignment_A, alignment_B, alignment_C)
 
-    def compile(self, tile_description=None, print_module=False):
-        """Generates and compiles the kernel through the on-disk cache (nvcc; no GPU needed)."""
+    def compile(self, tile_description: TileLike = None, print_module: bool = False) -> CompiledKernel:
+        """Generates and compiles the kernel through the on-disk cache (nvcc; no GPU needed). A tile given here
+        stays in the plan; print_module prints the generated source first."""
         tile = self._tile(tile_description)
         if print_module:
             if tile is not None:
-                _Plan.construct(self, tile)
+                super().construct(tile)
             print(self.render_source().text)
-        return _Plan.compile(self, tile)
+        return super().compile(tile)
 
-    def run(self, A=None, B=None, C=None, D=None, alpha=None, beta=None, sync=True, print_module=False,
-            stream=None, bias=None):
+
+class Gemm(_Configuration):
+    """A GEMM plan, D = act(alpha * A @ B + beta * C + bias).
+
+    Per operand, a representative tensor (A/B/C/D: its dtype and strides) wins over element_X / layout_X,
+    which win over the generic element / layout; element_accumulator defaults to C's element type; cc defaults
+    to the current GPU's; kernel_cc asks for a kernel generation (80: CUTLASS 2.x kernels, also on an SM90 GPU).
+    Tensors and alpha / beta given here are the defaults of run(). Planning, construct() and compile() need no GPU
+    when cc is given; run() needs one.
+    """
+
+    def __init__(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None, alpha: float = 1.0,
+                 beta: float = 0.0, element_accumulator: DataTypeLike = None, element: DataTypeLike = None,
+                 layout: LayoutLike = None, element_A: DataTypeLike = None, element_B: DataTypeLike = None,
+                 element_C: DataTypeLike = None, element_D: DataTypeLike = None, layout_A: LayoutLike = None,
+                 layout_B: LayoutLike = None, layout_C: LayoutLike = None, cc: Optional[int] = None,
+                 kernel_cc: Optional[int] = None) -> None:
+        super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
+                                           element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
+        self._defaults: tuple[Tensor, Tensor, Tensor, Tensor, float, float] = (A, B, C, D, alpha, beta)
+
+    @property
+    def bias(self) -> BiasMode:
+        """BiasMode.none, row or column; settable with the enum or its name. run() then takes bias=."""
+        return super().bias
+
+    @bias.setter
+    def bias(self, value: EnumLike[BiasMode]) -> None:
+        _set(self, "bias", _convert.enum_member(BiasMode, value, "bias"))
+
+    @property
+    def raster_order(self) -> RasterOrder:
+        """RasterOrder.Heuristic, AlongM or AlongN (SM90 kernels); settable with the enum or its name."""
+        return super().raster_order
+
+    @raster_order.setter
+    def raster_order(self, value: EnumLike[RasterOrder]) -> None:
+        _set(self, "raster_order", _convert.enum_member(RasterOrder, value, "raster order"))
+
+    # run() and run_contiguous() take the reference's arguments (print_module, any stream object), not the C++ base
+    # class's: the override is deliberate.
+    def run(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,  # type: ignore[override]
+            alpha: Optional[float] = None, beta: Optional[float] = None, sync: bool = True,
+            print_module: bool = False, stream: StreamLike = None, bias: Tensor = None) -> None:
         """D = act(alpha * A @ B + beta * C + bias). Arguments left as None take the constructor's. Device tensors
         run in place on `stream` (a torch / cupy stream or an int; by default torch's or cupy's current stream, else
         the default stream); sync=False returns once launched. Host arrays (numpy, torch CPU) are staged through the
@@ -128,33 +178,30 @@ class Gemm(_Plan):
         handle = None if stream is None else _convert.stream_handle(stream)  # None: D's framework's stream
         if print_module:
             print(_render(self.spec_for(A, B, C, D, beta)).text)
-        _Plan.run(self, A, B, C, D, alpha, beta, handle, sync, bias)
+        super().run(A, B, C, D, alpha, beta, handle, sync, bias)
 
 
-class GroupedGemm(_GroupedPlan):
+class GroupedGemm(_Configuration, _GroupedPlan):
     """Many GEMMs of different extents in one launch: D[g] = act(alpha * A[g] @ B[g] + beta * C[g]).
 
     Declared like Gemm (tensors given here are representative: their dtypes and layouts); SM90 GPUs get CUTLASS 3.x
     ptr-array grouped kernels, kernel_cc=80 (or an SM80 GPU) the 2.x GemmGrouped. Swizzles and bias do not apply.
     """
 
-    def __init__(self, A=None, B=None, C=None, D=None, alpha=1.0, beta=0.0, element_accumulator=None, element=None,
-                 layout=None, element_A=None, element_B=None, element_C=None, element_D=None, layout_A=None,
-                 layout_B=None, layout_C=None, cc=None, kernel_cc=None):
+    def __init__(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None, alpha: float = 1.0,
+                 beta: float = 0.0, element_accumulator: DataTypeLike = None, element: DataTypeLike = None,
+                 layout: LayoutLike = None, element_A: DataTypeLike = None, element_B: DataTypeLike = None,
+                 element_C: DataTypeLike = None, element_D: DataTypeLike = None, layout_A: LayoutLike = None,
+                 layout_B: LayoutLike = None, layout_C: LayoutLike = None, cc: Optional[int] = None,
+                 kernel_cc: Optional[int] = None) -> None:
         super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
                                            element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
-        self._defaults = (alpha, beta)
+        self._defaults: tuple[float, float] = (alpha, beta)
 
-    # The configuration API is Gemm's (its properties call the C++ base class both plans share).
-    opclass = Gemm.opclass
-    activation = Gemm.activation
-    swizzling_functor = Gemm.swizzling_functor
-    tile_description = Gemm.tile_description
-    _tile = Gemm._tile
-    construct = Gemm.construct
-    compile = Gemm.compile
-
-    def run(self, A, B, C=None, D=None, alpha=None, beta=None, sync=True, print_module=False, stream=None):
+    def run(self, A: Sequence[Tensor], B: Sequence[Tensor],  # type: ignore[override]
+            C: Optional[Sequence[Tensor]] = None,
+            D: Optional[Sequence[Tensor]] = None, alpha: Optional[float] = None, beta: Optional[float] = None,
+            sync: bool = True, print_module: bool = False, stream: StreamLike = None) -> None:
         """Runs every group in one launch: A, B, C and D are lists (C may be None when beta is 0). Device tensors run
         in place on `stream` (by default D[0]'s framework's current stream); host arrays are staged and land in D
         before return."""
@@ -166,11 +213,13 @@ class GroupedGemm(_GroupedPlan):
         handle = None if stream is None else _convert.stream_handle(stream)
         if print_module:
             print(_render(self.spec_for(A, B, C, D, beta)).text)
-        _GroupedPlan.run(self, A, B, C, D, alpha, beta, handle, sync)
+        super().run(A, B, C, D, alpha, beta, handle, sync)
 
-    def run_contiguous(self, A, B, D, offsets, C=None, alpha=1.0, beta=0.0, sync=True, stream=None):
+    def run_contiguous(self, A: Tensor, B: Tensor, D: Tensor, offsets: Tensor,  # type: ignore[override]
+                       C: Tensor = None, alpha: float = 1.0, beta: float = 0.0, sync: bool = True,
+                       stream: StreamLike = None) -> None:
         """The MoE form (as torch._grouped_mm): A [total_M, K] with the groups stacked along M, B [G, K, N] (a
         [G, N, K] weight tensor transposed, i.e. column-major, also works), D [total_M, N], offsets a device int32
         [G] of cumulative row ends. The GPU reads the group sizes: no host sync, capturable in a CUDA graph."""
         handle = None if stream is None else _convert.stream_handle(stream)
-        _GroupedPlan.run_contiguous(self, A, B, D, offsets, C, alpha, beta, handle, sync)
+        super().run_contiguous(A, B, D, offsets, C, alpha, beta, handle, sync)

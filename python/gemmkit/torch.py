@@ -112,7 +112,7 @@ def _matrix(t: torch.Tensor) -> tuple[torch.Tensor, LayoutType]:
 
 # ---- plans -------------------------------------------------------------------------------------------------------
 
-_plans: dict[tuple, Gemm] = {}
+_plans: dict[tuple[Any, ...], Gemm] = {}
 _plans_lock = threading.Lock()
 
 
@@ -132,7 +132,7 @@ def _plan(dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType, activa
         return _plans[key]
 
 
-def plans() -> dict[tuple, Gemm]:
+def plans() -> dict[tuple[Any, ...], Gemm]:
     """The plans built so far, by (dtype, layout_A, layout_B, activation, leaky_relu slope, device)."""
     with _plans_lock:
         return dict(_plans)
@@ -178,7 +178,7 @@ def _gemm_fake(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = Non
     return A.new_empty(_output_shape(A, B, C, beta, activation))
 
 
-def _gemm_setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+def _gemm_setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
     A, B, C, alpha, beta, activation, parameter = inputs
     from_output = _from_output(activation, parameter)
     # D serves the derivative when the activation's output determines it; otherwise backward recomputes Z (one
@@ -187,7 +187,7 @@ def _gemm_setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
     ctx.options = (alpha, beta, activation, parameter, from_output, C is not None)
 
 
-def _gemm_backward(ctx: Any, dD: torch.Tensor) -> tuple:
+def _gemm_backward(ctx: Any, dD: torch.Tensor) -> tuple[Any, ...]:
     A, B, C, D = ctx.saved_tensors
     alpha, beta, activation, parameter, from_output, has_c = ctx.options
     saved = D if from_output else gemm(A, B, C, alpha, beta if has_c else 0.0)

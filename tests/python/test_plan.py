@@ -83,6 +83,11 @@ def test_tile_descriptions_and_compile_free_construct():
     assert len(tiles) > 10 and all(isinstance(t, gemmkit.TileDescription) for t in tiles)
     assert len({repr(t) for t in tiles}) == len(tiles)  # no duplicates
     assert "ThreadblockShape" in str(tiles[0])
+    # The default's 256x256x64 cluster tile over a 2x1x1 cluster: each CTA computes 128x256x64, and both say so.
+    assert "  CTA tile: [128, 256, 64]\n" in str(tiles[0])
+    assert "  ThreadblockShape (cluster tile): [256, 256, 64]\n" in str(tiles[0])
+    assert repr(tiles[0]).startswith("TileDescription(cluster_shape=[2, 1, 1], cta_tile=[128, 256, 64], "
+                                     "threadblock_shape=[256, 256, 64], ")
     assert plan.tile_description is None
     spec = plan.construct(tiles[1])
     assert plan.tile_description == tiles[1]  # construct(td) keeps td in the plan, as the reference does
