@@ -3,7 +3,7 @@ GroupedGemm). They convert names, numpy / torch dtypes and streams, and pass eve
 errors come from C++."""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence, TypeVar
 
 from . import _convert
 from ._convert import (
@@ -55,8 +55,30 @@ def _set(plan: _Plan, name: str, value: object) -> None:
     getattr(_Plan, name).__set__(plan, value)
 
 
-class _Configuration(_Plan):
+# nanobind classes take one nanobind base, so at run time the shared configuration is a plain mixin placed before the
+# C++ plan; type checkers see it as the C++ plan's subclass, which is what its methods (through super()) reach.
+if TYPE_CHECKING:
+    _Mixin = _Plan
+else:
+    _Mixin = object
+
+
+_P = TypeVar("_P", bound="_Configuration")
+
+
+class _Configuration(_Mixin):
     """The configuration both plans share: the C++ base class's properties, taking names as well as enums."""
+
+    __slots__ = ()
+
+    def __new__(cls: type[_P], *args: Any, **kwargs: Any) -> _P:
+        """A plan not yet initialised (the C++ plan's allocation; __init__ declares it)."""
+        return super().__new__(cls)
+
+    @staticmethod
+    def activations() -> list[Activation]:
+        """Every activation gemmkit fuses into the epilogue (gemmkit.epilogue lists the same)."""
+        return _Plan.activations()
 
     @property
     def opclass(self) -> OpcodeClass:
@@ -120,7 +142,7 @@ class _Configuration(_Plan):
         return super().compile(tile)
 
 
-class Gemm(_Configuration):
+class Gemm(_Configuration, _Plan):
     """A GEMM plan, D = act(alpha * A @ B + beta * C + bias).
 
     Per operand, a representative tensor (A/B/C/D: its dtype and strides) wins over element_X / layout_X,
@@ -130,12 +152,15 @@ class Gemm(_Configuration):
     when cc is given; run() needs one.
     """
 
+    __slots__ = ("_defaults",)
+
     def __init__(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None, alpha: float = 1.0,
                  beta: float = 0.0, element_accumulator: DataTypeLike = None, element: DataTypeLike = None,
                  layout: LayoutLike = None, element_A: DataTypeLike = None, element_B: DataTypeLike = None,
                  element_C: DataTypeLike = None, element_D: DataTypeLike = None, layout_A: LayoutLike = None,
                  layout_B: LayoutLike = None, layout_C: LayoutLike = None, cc: Optional[int] = None,
                  kernel_cc: Optional[int] = None) -> None:
+        """Declares the plan (see the class); raises ConfigError when no kernel fits."""
         super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
                                            element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
         self._defaults: tuple[Tensor, Tensor, Tensor, Tensor, float, float] = (A, B, C, D, alpha, beta)
@@ -188,12 +213,15 @@ class GroupedGemm(_Configuration, _GroupedPlan):
     ptr-array grouped kernels, kernel_cc=80 (or an SM80 GPU) the 2.x GemmGrouped. Swizzles and bias do not apply.
     """
 
+    __slots__ = ("_defaults",)
+
     def __init__(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None, alpha: float = 1.0,
                  beta: float = 0.0, element_accumulator: DataTypeLike = None, element: DataTypeLike = None,
                  layout: LayoutLike = None, element_A: DataTypeLike = None, element_B: DataTypeLike = None,
                  element_C: DataTypeLike = None, element_D: DataTypeLike = None, layout_A: LayoutLike = None,
                  layout_B: LayoutLike = None, layout_C: LayoutLike = None, cc: Optional[int] = None,
                  kernel_cc: Optional[int] = None) -> None:
+        """Declares the plan (see the class); raises ConfigError when no kernel fits."""
         super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
                                            element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
         self._defaults: tuple[float, float] = (alpha, beta)
