@@ -1,6 +1,8 @@
 """tests/python/test_examples.py: the Python walk-throughs (examples/python) plan and compile without a GPU when
 given --cc, and say clearly where running needs one. Unit tier: the command line itself; compile tier: basic_gemm.py
 --cc 90 through nvcc (the default SM90 kernel, from the per-user cache when it is there)."""
+import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -44,3 +46,29 @@ def test_basic_gemm_plans_and_compiles_for_sm90_and_stops_where_a_gpu_is_needed(
         assert lines[2] == ("Run: skipped. Running needs a CUDA device and none is visible on this machine; planning "
                             "and compiling for SM90 worked.")
         assert len(lines) == 3
+
+
+def cpp_example(name, *arguments, timeout=60):
+    """Runs build/example_<name> (beside the gemmkit command ctest names in GEMMKIT_CLI)."""
+    binary = pathlib.Path(os.environ.get("GEMMKIT_CLI", "build/gemmkit")).resolve().parent / f"example_{name}"
+    if not binary.exists():
+        pytest.fail(f"{binary} is missing: build the project (scripts/setup.sh) first")
+    return subprocess.run([str(binary), *arguments], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("name", ["basic_gemm", "epilogue", "grouped_gemm"])
+@pytest.mark.parametrize("arguments", [["--cc"], ["--cc", "ninety"], ["--cc", "0"], ["--frob"]])
+def test_cpp_examples_refuse_a_bad_command_line(name, arguments):
+    result = cpp_example(name, *arguments)
+    assert result.returncode == 2
+    assert "usage:" in result.stderr and "[--cc N]" in result.stderr
+
+
+@pytest.mark.compile
+@pytest.mark.skipif(gemmkit.cuda_device_count() > 0, reason="a GPU is visible: the example runs the whole walk-through")
+def test_cpp_basic_gemm_plans_and_compiles_for_sm90_and_stops_where_a_gpu_is_needed():
+    result = cpp_example("basic_gemm", "--cc", "90", timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("1. Plan: Gemm(element=f16, layout=RowMajor, element_accumulator=f32) for SM90\n")
+    assert re.search(r"\n2\. Compile: (cache hit|compiled in \d+\.\d s)\n", result.stdout), result.stdout
+    assert "3. Run: skipped. Running needs a CUDA device and none is visible" in result.stdout

@@ -1,6 +1,7 @@
 """tests/python/test_plan.py (unit: no nvcc, no GPU): planning through the Python package — kernel names,
 enumeration, opclass / activation / swizzle / tile setters, dtype and layout conversions."""
 import copy
+import pydoc
 import json
 import os
 import subprocess
@@ -231,3 +232,14 @@ def test_the_cli_resolves_types_as_python_does(line, kwargs):
                   "layout_C"]:
         assert cli[field.lower()] == getattr(plan, field).name, (line, field)
     assert cli["kernel_name"] == plan.kernel_name()
+
+
+def test_help_on_the_plans_reads_cleanly():
+    """help(gemmkit.Gemm) shows the Python plan's documented API: no nanobind objects, no instance-dict entries, and
+    every public method and property documented."""
+    for cls in (gemmkit.Gemm, gemmkit.GroupedGemm):
+        text = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+        for noise in ("nanobind", "nb_func", "nb_type", "__dict__", "__weakref__", "See help(type(self))"):
+            assert noise not in text, f"{cls.__name__}: {noise!r} in help():\n{text}"
+        for name in ("run", "compile", "construct", "opclass", "activation", "tile_description", "activations"):
+            assert getattr(cls, name).__doc__, f"{cls.__name__}.{name} has no docstring"
