@@ -69,7 +69,19 @@ _P = TypeVar("_P", bound="_Configuration")
 class _Configuration(_Mixin):
     """The configuration both plans share: the C++ base class's properties, taking names as well as enums."""
 
-    __slots__ = ()
+    __slots__ = ()  # the plans hold _defaults: a slot here would clash with the C++ plan's instance layout
+
+    def __init__(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None, alpha: float = 1.0,
+                 beta: float = 0.0, element_accumulator: DataTypeLike = None, element: DataTypeLike = None,
+                 layout: LayoutLike = None, element_A: DataTypeLike = None, element_B: DataTypeLike = None,
+                 element_C: DataTypeLike = None, element_D: DataTypeLike = None, layout_A: LayoutLike = None,
+                 layout_B: LayoutLike = None, layout_C: LayoutLike = None, cc: Optional[int] = None,
+                 kernel_cc: Optional[int] = None) -> None:
+        """Declares the plan (see the class); raises ConfigError when no kernel fits. Tensors and alpha / beta given
+        here are the defaults of run() (a grouped plan's tensors are only representative)."""
+        super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
+                                           element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
+        self._defaults: tuple[Tensor, Tensor, Tensor, Tensor, float, float] = (A, B, C, D, alpha, beta)
 
     def __new__(cls: type[_P], *args: Any, **kwargs: Any) -> _P:
         """A plan not yet initialised (the C++ plan's allocation; __init__ declares it)."""
@@ -154,17 +166,6 @@ class Gemm(_Configuration, _Plan):
 
     __slots__ = ("_defaults",)
 
-    def __init__(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None, alpha: float = 1.0,
-                 beta: float = 0.0, element_accumulator: DataTypeLike = None, element: DataTypeLike = None,
-                 layout: LayoutLike = None, element_A: DataTypeLike = None, element_B: DataTypeLike = None,
-                 element_C: DataTypeLike = None, element_D: DataTypeLike = None, layout_A: LayoutLike = None,
-                 layout_B: LayoutLike = None, layout_C: LayoutLike = None, cc: Optional[int] = None,
-                 kernel_cc: Optional[int] = None) -> None:
-        """Declares the plan (see the class); raises ConfigError when no kernel fits."""
-        super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
-                                           element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
-        self._defaults: tuple[Tensor, Tensor, Tensor, Tensor, float, float] = (A, B, C, D, alpha, beta)
-
     @property
     def bias(self) -> BiasMode:
         """BiasMode.none, row or column; settable with the enum or its name. run() then takes bias=."""
@@ -215,17 +216,6 @@ class GroupedGemm(_Configuration, _GroupedPlan):
 
     __slots__ = ("_defaults",)
 
-    def __init__(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None, alpha: float = 1.0,
-                 beta: float = 0.0, element_accumulator: DataTypeLike = None, element: DataTypeLike = None,
-                 layout: LayoutLike = None, element_A: DataTypeLike = None, element_B: DataTypeLike = None,
-                 element_C: DataTypeLike = None, element_D: DataTypeLike = None, layout_A: LayoutLike = None,
-                 layout_B: LayoutLike = None, layout_C: LayoutLike = None, cc: Optional[int] = None,
-                 kernel_cc: Optional[int] = None) -> None:
-        """Declares the plan (see the class); raises ConfigError when no kernel fits."""
-        super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
-                                           element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
-        self._defaults: tuple[float, float] = (alpha, beta)
-
     def run(self, A: Sequence[Tensor], B: Sequence[Tensor],  # type: ignore[override]
             C: Optional[Sequence[Tensor]] = None,
             D: Optional[Sequence[Tensor]] = None, alpha: Optional[float] = None, beta: Optional[float] = None,
@@ -233,7 +223,7 @@ class GroupedGemm(_Configuration, _GroupedPlan):
         """Runs every group in one launch: A, B, C and D are lists (C may be None when beta is 0). Device tensors run
         in place on `stream` (by default D[0]'s framework's current stream); host arrays are staged and land in D
         before return."""
-        alpha0, beta0 = self._defaults
+        alpha0, beta0 = self._defaults[4:]
         alpha = alpha0 if alpha is None else alpha
         beta = beta0 if beta is None else beta
         if D is None:
