@@ -7,6 +7,7 @@
 #include <iostream>
 #include <string>
 
+#include "cc_option.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
@@ -55,14 +56,15 @@ bool run_and_check(Walkthrough& w, gk::Gemm& plan, long m, long n, long k, doubl
 
 }  // namespace
 
-int basic_gemm_walkthrough(bool json) {
+int basic_gemm_walkthrough(bool json, std::optional<int> cc) {
   Walkthrough w{json};
   const bool has_gpu = gk::cuda_device_count() > 0;
   gk::GemmOptions options;
   options.element = gk::DataType::f16;
   options.layout = gk::Layout::RowMajor;
   options.element_accumulator = gk::DataType::f32;
-  if (!has_gpu) options.cc = 90;  // no GPU to ask: plan for the H100/H200 generation
+  options.cc = cc;
+  if (!has_gpu && !cc) options.cc = 90;  // no GPU to ask: plan for the H100/H200 generation
   gk::Gemm plan(options);
 
   w.say("1. Plan: Gemm(element=f16, layout=RowMajor, element_accumulator=f32) for SM" + std::to_string(plan.cc()));
@@ -130,9 +132,10 @@ int basic_gemm_walkthrough(bool json) {
 }
 
 #ifndef GEMMKIT_NO_EXAMPLE_MAIN
-int main() {
+int main(int argc, char** argv) {
+  const std::optional<int> cc = cc_option(argc, argv);
   try {
-    return basic_gemm_walkthrough(false);
+    return basic_gemm_walkthrough(false, cc);
   } catch (const gk::Error& e) {
     std::cerr << "basic_gemm: " << e.what() << "\n";
     return 1;

@@ -2,8 +2,10 @@
 // fused activation (and leaky_relu with its slope) checked against a float64 host reference.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 
+#include "cc_option.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
@@ -12,12 +14,9 @@
 namespace gk = gemmkit;
 using gk::testing::HostMatrix;
 
-int main() {
+int main(int argc, char** argv) {
+  const std::optional<int> cc = cc_option(argc, argv);
   try {
-    if (gk::cuda_device_count() == 0) {
-      std::cout << "epilogue: running needs a CUDA device and none is visible.\n";
-      return 0;
-    }
     const long n = 256;
     HostMatrix A(gk::DataType::f16, n, n, gk::Layout::RowMajor), B(gk::DataType::f16, n, n, gk::Layout::RowMajor);
     HostMatrix C(gk::DataType::f16, n, n, gk::Layout::RowMajor), D(gk::DataType::f16, n, n, gk::Layout::RowMajor);
@@ -28,8 +27,17 @@ int main() {
     options.element = gk::DataType::f16;
     options.layout = gk::Layout::RowMajor;
     options.element_accumulator = gk::DataType::f32;
+    options.cc = cc;                                           // by default the current GPU's
+    if (!cc && gk::cuda_device_count() == 0) options.cc = 90;  // no GPU to ask: the H100/H200 generation
     gk::Gemm plan(options);
-    std::cout << "activation by default: " << gk::to_string(plan.activation()) << "\n";
+    std::cout << "activation by default: " << gk::to_string(plan.activation()) << " (" << plan.kernel_name() << ")\n";
+    if (gk::cuda_device_count() == 0) {
+      const auto compiled = plan.compile();
+      std::cout << "compiled for SM" << plan.cc() << " (" << (compiled.cache_hit ? "cache hit" : "built")
+                << "): " << compiled.module_path
+                << "\nRun: skipped. Running needs a CUDA device and none is visible.\n";
+      return 0;
+    }
     bool ok = true;
     auto check = [&](gk::Activation activation, double parameter) {
       plan.set_activation(activation, parameter);

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "cc_option.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/runtime.hpp"
@@ -57,17 +58,20 @@ bool run_lists(gk::GroupedGemm& plan) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::optional<int> cc = cc_option(argc, argv);
   try {
     gk::GemmOptions options = fp16(std::nullopt);
-    options.cc = gk::cuda_device_count() > 0 ? std::nullopt : std::optional<int>(90);
+    // --cc, else the current GPU's; no GPU to ask: the H100/H200 generation.
+    options.cc = cc ? cc : gk::cuda_device_count() > 0 ? std::nullopt : std::optional<int>(90);
     gk::GroupedGemm plan(options);
     std::cout << "grouped kernel: " << plan.kernel_name() << "\n";
     const auto compiled = plan.compile();
     std::printf("compiled (%s, %.1f s): %s\n", compiled.cache_hit ? "cache hit" : "built", compiled.build_seconds,
                 compiled.module_path.c_str());
     if (gk::cuda_device_count() == 0) {
-      std::cout << "running needs a CUDA device and none is visible.\n";
+      std::cout << "Run: skipped. Running needs a CUDA device and none is visible; planning and compiling for SM"
+                << plan.cc() << " worked.\n";
       return 0;
     }
     bool ok = run_lists(plan);

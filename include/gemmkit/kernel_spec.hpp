@@ -35,14 +35,15 @@ struct TileDescription {
   MathOperation math_operation = MathOperation::MultiplyAdd;
 
   Shape3 cta_tile() const;
-  // Every field in the reference's order: its name, the reference's label and its printed value (what both
-  // to_string() and the Python repr show).
+  // Every field in the reference's order, with the CTA tile after the cluster shape: its name, its label (the
+  // reference's, ThreadblockShape marked as the cluster's tile) and its printed value (what both to_string() and
+  // the Python repr show).
   struct Field {
     std::string_view name, label;
     std::string value;
   };
   std::vector<Field> fields() const;
-  // The reference's multi-line block (ClusterShape / ThreadblockShape / WarpCount / Stages / ...).
+  // The reference's multi-line block (ClusterShape / CTA tile / ThreadblockShape / WarpCount / Stages / ...).
   std::string to_string() const;
   bool operator==(const TileDescription&) const = default;
 };

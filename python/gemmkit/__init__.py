@@ -51,7 +51,7 @@ from ._gemmkit import (  # noqa: E402
 from . import emit, epilogue, op, swizzle  # noqa: E402
 from .op import Conv2d, Conv2dDgrad, Conv2dFprop, Conv2dWgrad, Gemm, GroupedGemm  # noqa: E402
 
-__version__ = _gemmkit.__version__
+__version__: str = _gemmkit.__version__
 
 __all__ = [
     "Activation", "BiasMode", "CacheCounters", "CompileError", "CompiledKernel", "ConfigError", "Conv2d", "Conv2dDgrad",

@@ -1,5 +1,11 @@
 """What Python callers write -> the C++ plan's types: dtypes (numpy, torch, cupy, jax, strings), layouts,
-opcode classes, activations, swizzles, tile descriptions and CUDA streams. Conversions only."""
+opcode classes, activations, swizzles, tile descriptions and CUDA streams. Conversions only; the *Like aliases
+name what each conversion takes."""
+from __future__ import annotations
+
+import enum
+from typing import Any, Optional, Sequence, SupportsInt, TypeVar, Union
+
 from ._gemmkit import (
     Activation,
     ConfigError,
@@ -13,8 +19,27 @@ from ._gemmkit import (
     parse_opclass,
 )
 
+E = TypeVar("E", bound=enum.Enum)
 
-def _dtype_name(value):
+#: A DataType, its name ("f16", "float16", "half", ...), a numpy / torch / cupy / jax dtype, or None (not given).
+DataTypeLike = Union[DataType, str, object, None]
+#: A LayoutType, a name ("row", "RowMajor", "col", "ColumnMajor", "t", "n"), or None (not given).
+LayoutLike = Union[LayoutType, str, None]
+#: An OpcodeClass or its name ("tensor_op", "simt").
+OpcodeClassLike = Union[OpcodeClass, str]
+#: A member of an enum, or its name.
+EnumLike = Union[E, str]
+#: An Activation, its name, or (activation, slope) for leaky_relu.
+ActivationLike = Union[Activation, str, tuple[Union[Activation, str], float]]
+#: A SwizzlingFunctor or its name.
+SwizzleLike = Union[SwizzlingFunctor, str]
+#: A TileDescription, a dict of some of its fields, or None (the default).
+TileLike = Union[TileDescription, dict[str, Any], None]
+#: A torch / cupy stream, an object with __cuda_stream__, an int handle, or None (the tensors' framework's stream).
+StreamLike = object
+
+
+def _dtype_name(value: object) -> Optional[str]:
     if isinstance(value, str):
         return value
     if type(value).__module__ == "torch":  # torch.float16 prints as "torch.float16"
@@ -22,12 +47,13 @@ def _dtype_name(value):
     try:
         import numpy
 
-        return numpy.dtype(value).name  # numpy and cupy dtypes and scalar types, jax / ml_dtypes bfloat16
+        name: str = numpy.dtype(value).name  # type: ignore[call-overload]
+        return name  # numpy and cupy dtypes and scalar types, jax / ml_dtypes bfloat16
     except (ImportError, TypeError, ValueError):
         return None
 
 
-def data_type(value):
+def data_type(value: DataTypeLike) -> Optional[DataType]:
     """DataType, a name ("f16", "float16", "half", ...), or a numpy / torch / cupy / jax dtype; None stays None."""
     if value is None or isinstance(value, DataType):
         return value
@@ -39,7 +65,7 @@ def data_type(value):
     return parsed
 
 
-def layout(value):
+def layout(value: LayoutLike) -> Optional[LayoutType]:
     """LayoutType or a name ("row", "RowMajor", "col", "ColumnMajor", "t", "n"); None stays None."""
     if value is None or isinstance(value, LayoutType):
         return value
@@ -50,7 +76,8 @@ def layout(value):
     return parsed
 
 
-def opcode_class(value):
+def opcode_class(value: OpcodeClassLike) -> OpcodeClass:
+    """OpcodeClass or a name ("tensor_op", "simt")."""
     if isinstance(value, OpcodeClass):
         return value
     parsed = parse_opclass(value) if isinstance(value, str) else None
@@ -60,7 +87,7 @@ def opcode_class(value):
     return parsed
 
 
-def _member(enum, value, what, choices):
+def _member(enum: type[E], value: object, what: str, choices: Sequence[E]) -> E:
     if isinstance(value, enum):
         return value
     if isinstance(value, str) and value in enum.__members__:
@@ -68,12 +95,12 @@ def _member(enum, value, what, choices):
     raise ConfigError(f"Invalid {what} {value!r}; available: {', '.join(m.name for m in choices)}.")
 
 
-def enum_member(enum, value, what):
+def enum_member(enum: type[E], value: EnumLike[E], what: str) -> E:
     """A member of `enum`, given as itself or by name."""
     return _member(enum, value, what, list(enum))
 
 
-def activation(value, choices):
+def activation(value: ActivationLike, choices: Sequence[Activation]) -> tuple[Activation, Optional[float]]:
     """(Activation, slope or None) from an Activation, its name, or an (activation, slope) pair."""
     if isinstance(value, tuple):
         if len(value) != 2:
@@ -82,7 +109,8 @@ def activation(value, choices):
     return _member(Activation, value, "activation", choices), None
 
 
-def swizzle(value, choices):
+def swizzle(value: SwizzleLike, choices: Sequence[SwizzlingFunctor]) -> SwizzlingFunctor:
+    """SwizzlingFunctor or its name, one of `choices`."""
     return _member(SwizzlingFunctor, value, "swizzling functor", choices)
 
 
@@ -90,7 +118,7 @@ _TILE_FIELDS = ("threadblock_shape", "warp_count", "stages", "instruction_shape"
                 "epilogue_schedule", "tile_scheduler", "math_operation")
 
 
-def tile_description(value, base):
+def tile_description(value: TileLike, base: TileDescription) -> Optional[TileDescription]:
     """A TileDescription, or a dict of its fields laid over `base` (as the reference's dict setter does)."""
     if value is None or isinstance(value, TileDescription):
         return value
@@ -104,7 +132,7 @@ def tile_description(value, base):
     return TileDescription(**fields)
 
 
-def stream_handle(stream):
+def stream_handle(stream: StreamLike) -> int:
     """A raw cudaStream_t from a torch stream (.cuda_stream), a cupy stream (.ptr), an object with
     __cuda_stream__ (CUDA stream protocol), or an int."""
     if isinstance(stream, int):
@@ -116,8 +144,7 @@ def stream_handle(stream):
     protocol = getattr(stream, "__cuda_stream__", None)
     if protocol is not None:
         return int(protocol()[1])
-    try:
+    if isinstance(stream, SupportsInt):
         return int(stream)
-    except (TypeError, ValueError):
-        raise TypeError(f"Cannot take a CUDA stream from {type(stream).__name__}; pass a torch.cuda.Stream, a "
-                        "cupy.cuda.Stream, an object with __cuda_stream__, or an int handle.") from None
+    raise TypeError(f"Cannot take a CUDA stream from {type(stream).__name__}; pass a torch.cuda.Stream, a "
+                    "cupy.cuda.Stream, an object with __cuda_stream__, or an int handle.")

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import enum
 from typing import overload
 
+__version__: str
+
 class Error(Exception):
     """Base class of every gemmkit error."""
 
@@ -250,7 +252,7 @@ def tensor_view(tensor: object) -> TensorView:
 
 class TileDescription:
     """
-    One kernel configuration. On SM90, threadblock_shape is the cluster's tile (as in the reference); cta_tile() is one CTA's share. str() prints the reference's block.
+    One kernel configuration. On SM90, threadblock_shape is the cluster's tile (as in the reference); cta_tile() is one CTA's share. str() prints the reference's block with the CTA tile added, repr() the fields (cta_tile included).
     """
 
     @overload
@@ -320,7 +322,7 @@ class TileDescription:
 
     def __repr__(self) -> str: ...
 
-    def __eq__(self, arg: TileDescription, /) -> bool: ...
+    def __eq__(self, arg: object, /) -> bool: ...
 
     def __copy__(self) -> TileDescription: ...
 
@@ -412,7 +414,7 @@ class KernelSpec:
 
     def canonical(self) -> str: ...
 
-    def __eq__(self, arg: KernelSpec, /) -> bool: ...
+    def __eq__(self, arg: object, /) -> bool: ...
 
     def __repr__(self) -> str: ...
 
@@ -660,7 +662,7 @@ class GroupedGemm(Gemm):
         The kernel run() would use for these lists (same checks; nothing runs; no GPU needed).
         """
 
-    def run(self, A: object, B: object, C: object | None, D: object, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:
+    def run(self, A: object, B: object, C: object | None, D: object, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:  # type: ignore[override]
         """
         D[g] = act(alpha * A[g] @ B[g] + beta * C[g]) for every group, in one launch (lists of 2-D tensors; C may be None when beta is 0).
         """

@@ -11,7 +11,12 @@ from ._gemmkit import Activation
 globals().update(Activation.__members__)
 
 
-def get_activations():
+def __getattr__(name: str) -> Activation:
+    """What type checkers see of the members set above (PEP 562); at run time only unknown names reach here."""
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}; the activations are {', '.join(Activation.__members__)}")
+
+
+def get_activations() -> list[Activation]:
     """Every activation gemmkit fuses (the same list as Gemm.activations())."""
     return list(Activation)
 

@@ -1,17 +1,53 @@
 """gemmkit.op.Gemm, GroupedGemm and Conv2d: the reference's plan API over the C++ plans (gemmkit._gemmkit.Gemm,
 GroupedGemm and Conv2d). They convert names, numpy / torch dtypes and streams, and pass everything else through; checks and
 errors come from C++."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence, TypeVar
+
 from . import _convert
-from ._gemmkit import BiasMode, ConvKind, IteratorAlgorithm, RasterOrder, SplitKMode, StrideSupport, TensorError
-from ._gemmkit import ConfigError
+from ._convert import (
+    ActivationLike,
+    DataTypeLike,
+    EnumLike,
+    LayoutLike,
+    OpcodeClassLike,
+    StreamLike,
+    SwizzleLike,
+    TileLike,
+)
+from ._gemmkit import (
+    Activation,
+    BiasMode,
+    CompiledKernel,
+    ConfigError,
+    ConvKind,
+    IteratorAlgorithm,
+    KernelSpec,
+    OpcodeClass,
+    RasterOrder,
+    SplitKMode,
+    StrideSupport,
+    SwizzlingFunctor,
+    TensorError,
+    TileDescription,
+)
 from ._gemmkit import Conv2d as _ConvPlan
 from ._gemmkit import Gemm as _Plan
 from ._gemmkit import GroupedGemm as _GroupedPlan
 from ._gemmkit import render as _render
 
+__all__ = ["Conv2d", "Conv2dDgrad", "Conv2dFprop", "Conv2dWgrad", "Gemm", "GroupedGemm"]
 
-def _plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C, element_D, layout_A,
-                    layout_B, layout_C, A, B, C, D, cc, kernel_cc):
+#: A tensor gemmkit reads without a copy: a numpy array, a torch / cupy / jax tensor, or None (not given).
+Tensor = Any
+
+
+def _plan_arguments(element_accumulator: DataTypeLike, element: DataTypeLike, layout: LayoutLike,
+                    element_A: DataTypeLike, element_B: DataTypeLike, element_C: DataTypeLike,
+                    element_D: DataTypeLike, layout_A: LayoutLike, layout_B: LayoutLike, layout_C: LayoutLike,
+                    A: Tensor, B: Tensor, C: Tensor, D: Tensor, cc: Optional[int],
+                    kernel_cc: Optional[int]) -> dict[str, Any]:
     """The C++ plans' keyword arguments: names and numpy / torch dtypes converted."""
     dt, lt = _convert.data_type, _convert.layout
     return dict(element=dt(element), element_A=dt(element_A), element_B=dt(element_B), element_C=dt(element_C),
@@ -20,38 +56,64 @@ def _plan_arguments(element_accumulator, element, layout, element_A, element_B, 
                 kernel_cc=kernel_cc)
 
 
-class Gemm(_Plan):
-    """A GEMM plan, D = act(alpha * A @ B + beta * C + bias).
+def _set(plan: _Plan, name: str, value: object) -> None:
+    """Sets the C++ plan's property `name` (the Python properties below widen what their setters take)."""
+    getattr(_Plan, name).__set__(plan, value)
 
-    Per operand, a representative tensor (A/B/C/D: its dtype and strides) wins over element_X / layout_X,
-    which win over the generic element / layout; element_accumulator defaults to C's element type; cc defaults
-    to the current GPU's; kernel_cc asks for a kernel generation (80: CUTLASS 2.x kernels, also on an SM90 GPU).
-    Tensors and alpha / beta given here are the defaults of run().
-    """
 
-    def __init__(self, A=None, B=None, C=None, D=None, alpha=1.0, beta=0.0, element_accumulator=None, element=None,
-                 layout=None, element_A=None, element_B=None, element_C=None, element_D=None, layout_A=None,
-                 layout_B=None, layout_C=None, cc=None, kernel_cc=None):
+# nanobind classes take one nanobind base, so at run time the shared configuration is a plain mixin placed before the
+# C++ plan; type checkers see it as the C++ plan's subclass, which is what its methods (through super()) reach.
+if TYPE_CHECKING:
+    _Mixin = _Plan
+else:
+    _Mixin = object
+
+
+_P = TypeVar("_P", bound="_Configuration")
+
+
+class _Configuration(_Mixin):
+    """The configuration both plans share: the C++ base class's properties, taking names as well as enums."""
+
+    __slots__ = ()  # the plans hold _defaults: a slot here would clash with the C++ plan's instance layout
+
+    def __init__(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None, alpha: float = 1.0,
+                 beta: float = 0.0, element_accumulator: DataTypeLike = None, element: DataTypeLike = None,
+                 layout: LayoutLike = None, element_A: DataTypeLike = None, element_B: DataTypeLike = None,
+                 element_C: DataTypeLike = None, element_D: DataTypeLike = None, layout_A: LayoutLike = None,
+                 layout_B: LayoutLike = None, layout_C: LayoutLike = None, cc: Optional[int] = None,
+                 kernel_cc: Optional[int] = None) -> None:
+        """Declares the plan (see the class); raises ConfigError when no kernel fits. Tensors and alpha / beta given
+        here are the defaults of run() (a grouped plan's tensors are only representative)."""
         super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
                                            element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
-        self._defaults = (A, B, C, D, alpha, beta)
+        self._defaults: tuple[Tensor, Tensor, Tensor, Tensor, float, float] = (A, B, C, D, alpha, beta)
+
+    def __new__(cls: type[_P], *args: Any, **kwargs: Any) -> _P:
+        """A plan not yet initialised (the C++ plan's allocation; __init__ declares it)."""
+        return super().__new__(cls)
+
+    @staticmethod
+    def activations() -> list[Activation]:
+        """Every activation gemmkit fuses into the epilogue (gemmkit.epilogue lists the same)."""
+        return _Plan.activations()
 
     @property
-    def opclass(self):
+    def opclass(self) -> OpcodeClass:
         """OpcodeClass.TensorOp or Simt; settable with the enum or "tensor_op" / "simt"."""
-        return _Plan.opclass.__get__(self)
+        return super().opclass
 
     @opclass.setter
-    def opclass(self, value):
-        _Plan.opclass.__set__(self, _convert.opcode_class(value))
+    def opclass(self, value: OpcodeClassLike) -> None:
+        _set(self, "opclass", _convert.opcode_class(value))
 
     @property
-    def activation(self):
+    def activation(self) -> Activation:
         """The fused activation; set an Activation (gemmkit.epilogue.relu), its name, or (activation, slope)."""
-        return _Plan.activation.__get__(self)
+        return super().activation
 
     @activation.setter
-    def activation(self, value):
+    def activation(self, value: ActivationLike) -> None:
         act, slope = _convert.activation(value, self.activations())
         if slope is None:
             self.set_activation(act)
@@ -59,118 +121,133 @@ class Gemm(_Plan):
             self.set_activation(act, slope)
 
     @property
-    def swizzling_functor(self):
+    def swizzling_functor(self) -> SwizzlingFunctor:
         """The threadblock swizzle; set a gemmkit.swizzle functor or its name."""
-        return _Plan.swizzling_functor.__get__(self)
+        return super().swizzling_functor
 
     @swizzling_functor.setter
-    def swizzling_functor(self, value):
-        _Plan.swizzling_functor.__set__(self, _convert.swizzle(value, self.swizzling_functors()))
+    def swizzling_functor(self, value: SwizzleLike) -> None:
+        _set(self, "swizzling_functor", _convert.swizzle(value, self.swizzling_functors()))
 
     @property
-    def bias(self):
-        """BiasMode.none, row or column; settable with the enum or its name. run() then takes bias=."""
-        return _Plan.bias.__get__(self)
-
-    @bias.setter
-    def bias(self, value):
-        _Plan.bias.__set__(self, _convert.enum_member(BiasMode, value, "bias"))
-
-    @property
-    def raster_order(self):
-        """RasterOrder.Heuristic, AlongM or AlongN (SM90 kernels); settable with the enum or its name."""
-        return _Plan.raster_order.__get__(self)
-
-    @raster_order.setter
-    def raster_order(self, value):
-        _Plan.raster_order.__set__(self, _convert.enum_member(RasterOrder, value, "raster order"))
-
-    @property
-    def tile_description(self):
+    def tile_description(self) -> Optional[TileDescription]:
         """The configuration set on the plan (None: the default, chosen per alignment). Set a TileDescription, or
         a dict of fields laid over the current one."""
-        return _Plan.tile_description.__get__(self)
+        return super().tile_description
 
     @tile_description.setter
-    def tile_description(self, value):
-        _Plan.tile_description.__set__(self, self._tile(value))
+    def tile_description(self, value: TileLike) -> None:
+        _set(self, "tile_description", self._tile(value))
 
-    def _tile(self, value):
+    def _tile(self, value: TileLike) -> Optional[TileDescription]:
         if not isinstance(value, dict):
             return value
         return _convert.tile_description(value, self.tile_description or self.spec().tile_description)
 
-    def construct(self, tile_description=None, alignment_A=None, alignment_B=None, alignment_C=None):
+    def construct(self, tile_description: TileLike = None, alignment_A: Optional[int] = None,
+                  alignment_B: Optional[int] = None, alignment_C: Optional[int] = None) -> KernelSpec:
         """The KernelSpec for the widest alignments (or those given). A tile given here stays in the plan."""
-        return _Plan.construct(self, self._tile(tile_description), alignment_A, alignment_B, alignment_C)
+        return super().construct(self._tile(tile_description), alignment_A, alignment_B, alignment_C)
 
-    def compile(self, tile_description=None, print_module=False):
-        """Generates and compiles the kernel through the on-disk cache (nvcc; no GPU needed)."""
+    def compile(self, tile_description: TileLike = None, print_module: bool = False) -> CompiledKernel:
+        """Generates and compiles the kernel through the on-disk cache (nvcc; no GPU needed). A tile given here
+        stays in the plan; print_module prints the generated source first."""
         tile = self._tile(tile_description)
         if print_module:
             if tile is not None:
-                _Plan.construct(self, tile)
+                super().construct(tile)
             print(self.render_source().text)
-        return _Plan.compile(self, tile)
+        return super().compile(tile)
 
-    def _with_defaults(self, A, B, C, D, alpha, beta):
-        """The arguments, those left as None replaced by the constructor's."""
-        given = (A, B, C, D, alpha, beta)
-        return tuple(default if value is None else value for value, default in zip(given, self._defaults))
 
-    def run(self, A=None, B=None, C=None, D=None, alpha=None, beta=None, sync=True, print_module=False,
-            stream=None, bias=None):
+class Gemm(_Configuration, _Plan):
+    """A GEMM plan, D = act(alpha * A @ B + beta * C + bias).
+
+    Per operand, a representative tensor (A/B/C/D: its dtype and strides) wins over element_X / layout_X,
+    which win over the generic element / layout; element_accumulator defaults to C's element type; cc defaults
+    to the current GPU's; kernel_cc asks for a kernel generation (80: CUTLASS 2.x kernels, also on an SM90 GPU).
+    Tensors and alpha / beta given here are the defaults of run(). Planning, construct() and compile() need no GPU
+    when cc is given; run() needs one.
+    """
+
+    __slots__ = ("_defaults",)
+
+    @property
+    def bias(self) -> BiasMode:
+        """BiasMode.none, row or column; settable with the enum or its name. run() then takes bias=."""
+        return super().bias
+
+    @bias.setter
+    def bias(self, value: EnumLike[BiasMode]) -> None:
+        _set(self, "bias", _convert.enum_member(BiasMode, value, "bias"))
+
+    @property
+    def raster_order(self) -> RasterOrder:
+        """RasterOrder.Heuristic, AlongM or AlongN (SM90 kernels); settable with the enum or its name."""
+        return super().raster_order
+
+    @raster_order.setter
+    def raster_order(self, value: EnumLike[RasterOrder]) -> None:
+        _set(self, "raster_order", _convert.enum_member(RasterOrder, value, "raster order"))
+
+    # run() and run_contiguous() take the reference's arguments (print_module, any stream object), not the C++ base
+    # class's: the override is deliberate.
+    def run(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,  # type: ignore[override]
+            alpha: Optional[float] = None, beta: Optional[float] = None, sync: bool = True,
+            print_module: bool = False, stream: StreamLike = None, bias: Tensor = None) -> None:
         """D = act(alpha * A @ B + beta * C + bias). Arguments left as None take the constructor's. Device tensors
         run in place on `stream` (a torch / cupy stream or an int; by default torch's or cupy's current stream, else
         the default stream); sync=False returns once launched. Host arrays (numpy, torch CPU) are staged through the
         GPU and D holds the result on return. bias: the vector a plan with a bias adds (m or n elements of C's
         type)."""
-        A, B, C, D, alpha, beta = self._with_defaults(A, B, C, D, alpha, beta)
+        A0, B0, C0, D0, alpha0, beta0 = self._defaults
+        A = A0 if A is None else A
+        B = B0 if B is None else B
+        C = C0 if C is None else C
+        D = D0 if D is None else D
+        alpha = alpha0 if alpha is None else alpha
+        beta = beta0 if beta is None else beta
         handle = None if stream is None else _convert.stream_handle(stream)  # None: D's framework's stream
         if print_module:
             print(_render(self.spec_for(A, B, C, D, beta)).text)
-        _Plan.run(self, A, B, C, D, alpha, beta, handle, sync, bias)
+        super().run(A, B, C, D, alpha, beta, handle, sync, bias)
 
-    def tune(self, A=None, B=None, C=None, D=None, alpha=None, beta=None, stream=None, max_candidates=12,
-             time_budget_s=110.0, store=True, verbose=False):
+    def tune(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,  # type: ignore[override]
+             alpha: Optional[float] = None, beta: Optional[float] = None, stream: StreamLike = None,
+             max_candidates: int = 12, time_budget_s: float = 110.0, store: bool = True,
+             verbose: bool = False) -> dict[str, Any]:
         """Autotunes this problem on device tensors (torch / cupy CUDA arrays): compiles up to max_candidates of the
         plan's configurations in parallel, times each (warm-up, median of rounds), checks its result against the
         kernel run() picked before, and stores the fastest in the tuning database (gemmkit.tuning_database_path()),
         which run() then uses for this plan and shape bucket in every process. D is overwritten. Returns a dict
         (best, best_ms, heuristic, heuristic_ms, speedup, stored, database, candidates)."""
-        A, B, C, D, alpha, beta = self._with_defaults(A, B, C, D, alpha, beta)
+        A0, B0, C0, D0, alpha0, beta0 = self._defaults
+        A, B, C, D = (d if x is None else x for x, d in zip((A, B, C, D), (A0, B0, C0, D0)))
+        alpha = alpha0 if alpha is None else alpha
+        beta = beta0 if beta is None else beta
         handle = None if stream is None else _convert.stream_handle(stream)
-        return _Plan.tune(self, A, B, C, D, alpha, beta, handle, max_candidates, time_budget_s, store, verbose)
+        result: dict[str, Any] = _Plan.tune(self, A, B, C, D, alpha, beta, handle, max_candidates, time_budget_s,
+                                            store, verbose)
+        return result
 
 
-class GroupedGemm(_GroupedPlan):
+class GroupedGemm(_Configuration, _GroupedPlan):
     """Many GEMMs of different extents in one launch: D[g] = act(alpha * A[g] @ B[g] + beta * C[g]).
 
     Declared like Gemm (tensors given here are representative: their dtypes and layouts); SM90 GPUs get CUTLASS 3.x
     ptr-array grouped kernels, kernel_cc=80 (or an SM80 GPU) the 2.x GemmGrouped. Swizzles and bias do not apply.
     """
 
-    def __init__(self, A=None, B=None, C=None, D=None, alpha=1.0, beta=0.0, element_accumulator=None, element=None,
-                 layout=None, element_A=None, element_B=None, element_C=None, element_D=None, layout_A=None,
-                 layout_B=None, layout_C=None, cc=None, kernel_cc=None):
-        super().__init__(**_plan_arguments(element_accumulator, element, layout, element_A, element_B, element_C,
-                                           element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
-        self._defaults = (alpha, beta)
+    __slots__ = ("_defaults",)
 
-    # The configuration API is Gemm's (its properties call the C++ base class both plans share).
-    opclass = Gemm.opclass
-    activation = Gemm.activation
-    swizzling_functor = Gemm.swizzling_functor
-    tile_description = Gemm.tile_description
-    _tile = Gemm._tile
-    construct = Gemm.construct
-    compile = Gemm.compile
-
-    def run(self, A, B, C=None, D=None, alpha=None, beta=None, sync=True, print_module=False, stream=None):
+    def run(self, A: Sequence[Tensor], B: Sequence[Tensor],  # type: ignore[override]
+            C: Optional[Sequence[Tensor]] = None,
+            D: Optional[Sequence[Tensor]] = None, alpha: Optional[float] = None, beta: Optional[float] = None,
+            sync: bool = True, print_module: bool = False, stream: StreamLike = None) -> None:
         """Runs every group in one launch: A, B, C and D are lists (C may be None when beta is 0). Device tensors run
         in place on `stream` (by default D[0]'s framework's current stream); host arrays are staged and land in D
         before return."""
-        alpha0, beta0 = self._defaults
+        alpha0, beta0 = self._defaults[4:]
         alpha = alpha0 if alpha is None else alpha
         beta = beta0 if beta is None else beta
         if D is None:
@@ -178,17 +255,19 @@ class GroupedGemm(_GroupedPlan):
         handle = None if stream is None else _convert.stream_handle(stream)
         if print_module:
             print(_render(self.spec_for(A, B, C, D, beta)).text)
-        _GroupedPlan.run(self, A, B, C, D, alpha, beta, handle, sync)
+        super().run(A, B, C, D, alpha, beta, handle, sync)
 
-    def run_contiguous(self, A, B, D, offsets, C=None, alpha=1.0, beta=0.0, sync=True, stream=None):
+    def run_contiguous(self, A: Tensor, B: Tensor, D: Tensor, offsets: Tensor,  # type: ignore[override]
+                       C: Tensor = None, alpha: float = 1.0, beta: float = 0.0, sync: bool = True,
+                       stream: StreamLike = None) -> None:
         """The MoE form (as torch._grouped_mm): A [total_M, K] with the groups stacked along M, B [G, K, N] (a
         [G, N, K] weight tensor transposed, i.e. column-major, also works), D [total_M, N], offsets a device int32
         [G] of cumulative row ends. The GPU reads the group sizes: no host sync, capturable in a CUDA graph."""
         handle = None if stream is None else _convert.stream_handle(stream)
-        _GroupedPlan.run_contiguous(self, A, B, D, offsets, C, alpha, beta, handle, sync)
+        super().run_contiguous(A, B, D, offsets, C, alpha, beta, handle, sync)
 
 
-def _conv_operand(tensor, name):
+def _conv_operand(tensor: Tensor, name: str) -> Tensor:
     """A conv operand as the kernels read it: NHWC activations / KRSC filters. torch tensors are (N, C, H, W) /
     (K, C, R, S) in channels_last memory, viewed in place as NHWC / KRSC; other arrays are NHWC / KRSC already."""
     if tensor is None or type(tensor).__module__.split(".")[0] != "torch":
@@ -205,16 +284,19 @@ def _conv_operand(tensor, name):
     return tensor.permute(0, 2, 3, 1)
 
 
-def _pair(value, what):
+Pair = Any  # an int, or a pair (h, w) of ints
+
+
+def _pair(value: Pair, what: str) -> tuple[int, int]:
     if isinstance(value, int):
         return (value, value)
-    value = tuple(value)
-    if len(value) != 2:
-        raise TensorError(f"Conv2d {what} is an int or a pair (h, w); got {value!r}.")
-    return value
+    pair = tuple(value)
+    if len(pair) != 2:
+        raise TensorError(f"Conv2d {what} is an int or a pair (h, w); got {pair!r}.")
+    return (int(pair[0]), int(pair[1]))
 
 
-class Conv2d(_ConvPlan):
+class Conv2d(_Configuration, _ConvPlan):  # type: ignore[misc]
     """A 2-D convolution plan: D = act(alpha * conv + beta * C), cross-correlation as torch's conv2d, groups = 1.
 
     kind: "fprop" (A = input x, B = weight w, D = output y), "dgrad" (A = grad_output, B = weight, D = grad_input)
@@ -224,76 +306,81 @@ class Conv2d(_ConvPlan):
     SM90 GPUs; plan.kernel_cc and construct().family say so).
     """
 
-    def __init__(self, kind="fprop", A=None, B=None, C=None, D=None, alpha=1.0, beta=0.0, element=None,
-                 element_A=None, element_B=None, element_C=None, element_D=None, element_accumulator=None, cc=None,
-                 kernel_cc=None):
+    __slots__ = ("_defaults",)
+
+    def __init__(self, kind: EnumLike[ConvKind] = "fprop", A: Tensor = None, B: Tensor = None,  # type: ignore[override]
+                 C: Tensor = None, D: Tensor = None, alpha: float = 1.0, beta: float = 0.0,
+                 element: DataTypeLike = None, element_A: DataTypeLike = None, element_B: DataTypeLike = None,
+                 element_C: DataTypeLike = None, element_D: DataTypeLike = None,
+                 element_accumulator: DataTypeLike = None, cc: Optional[int] = None,
+                 kernel_cc: Optional[int] = None) -> None:
+        """Declares the plan (see the class); raises ConfigError when no kernel fits."""
         dt = _convert.data_type
 
-        def element_of(tensor, specific, name):
+        def element_of(tensor: Tensor, specific: DataTypeLike, name: str) -> Any:
             if tensor is not None and specific is not None:
                 raise ConfigError(f"Must not specify both element_{name} and tensor {name}.")
             return _convert.data_type(tensor.dtype) if tensor is not None else dt(specific)
 
-        super().__init__(_convert.enum_member(ConvKind, kind, "conv kind"), element=dt(element),
-                         element_A=element_of(A, element_A, "A"), element_B=element_of(B, element_B, "B"),
-                         element_C=element_of(C, element_C, "C"), element_D=element_of(D, element_D, "D"),
-                         element_accumulator=dt(element_accumulator), cc=cc, kernel_cc=kernel_cc)
+        _ConvPlan.__init__(self, _convert.enum_member(ConvKind, kind, "conv kind"), element=dt(element),
+                           element_A=element_of(A, element_A, "A"), element_B=element_of(B, element_B, "B"),
+                           element_C=element_of(C, element_C, "C"), element_D=element_of(D, element_D, "D"),
+                           element_accumulator=dt(element_accumulator), cc=cc, kernel_cc=kernel_cc)
         self._defaults = (A, B, C, D, alpha, beta)
 
-    opclass = Gemm.opclass
-    activation = Gemm.activation
-    swizzling_functor = Gemm.swizzling_functor
-    tile_description = Gemm.tile_description
-    _tile = Gemm._tile
-    construct = Gemm.construct
-    compile = Gemm.compile
-
     @property
-    def iterator_algorithm(self):
+    def iterator_algorithm(self) -> Optional[IteratorAlgorithm]:
         """IteratorAlgorithm.analytic or optimized, or None (the default: optimized where the problem allows it)."""
-        return _ConvPlan.iterator_algorithm.__get__(self)
+        value: Optional[IteratorAlgorithm] = _ConvPlan.iterator_algorithm.__get__(self)
+        return value
 
     @iterator_algorithm.setter
-    def iterator_algorithm(self, value):
+    def iterator_algorithm(self, value: EnumLike[IteratorAlgorithm]) -> None:
         member = None if value is None else _convert.enum_member(IteratorAlgorithm, value, "iterator algorithm")
         _ConvPlan.iterator_algorithm.__set__(self, member)
 
     @property
-    def stride_support(self):
+    def stride_support(self) -> Optional[StrideSupport]:
         """Dgrad kernels: StrideSupport.unity or strided, or None (by the problem's stride)."""
-        return _ConvPlan.stride_support.__get__(self)
+        value: Optional[StrideSupport] = _ConvPlan.stride_support.__get__(self)
+        return value
 
     @stride_support.setter
-    def stride_support(self, value):
+    def stride_support(self, value: EnumLike[StrideSupport]) -> None:
         member = None if value is None else _convert.enum_member(StrideSupport, value, "stride support")
         _ConvPlan.stride_support.__set__(self, member)
 
     @staticmethod
-    def output_size(input_size, weight_size, padding=(0, 0), stride=(1, 1), dilation=(1, 1)):
+    def output_size(input_size: Sequence[int], weight_size: Sequence[int], padding: Pair = (0, 0),  # type: ignore[override]
+                    stride: Pair = (1, 1), dilation: Pair = (1, 1)) -> tuple[int, ...]:
         """(N, P, Q, K) of an input (N, H, W, C) under a weight (K, R, S, C), as the reference computes it for
         dilation 1 and torch for any: P = (H + 2 pad - dilation (R - 1) - 1) // stride + 1."""
         return tuple(_ConvPlan.output_size(tuple(input_size), tuple(weight_size), _pair(padding, "padding"),
                                            _pair(stride, "stride"), _pair(dilation, "dilation")))
 
-    def _operands(self, A, B, C, D, alpha, beta):
+    def _operands(self, A: Tensor, B: Tensor, C: Tensor, D: Tensor, alpha: Optional[float],
+                  beta: Optional[float]) -> tuple[Tensor, Tensor, Tensor, Tensor, Any, Any]:
         A0, B0, C0, D0, alpha0, beta0 = self._defaults
         A = A0 if A is None else A
         B = B0 if B is None else B
         C = C0 if C is None else C
         D = D0 if D is None else D
-        alpha = alpha0 if alpha is None else alpha
-        beta = beta0 if beta is None else beta
-        return (_conv_operand(A, "A"), _conv_operand(B, "B"), _conv_operand(C, "C"), _conv_operand(D, "D"), alpha,
-                beta)
+        return (_conv_operand(A, "A"), _conv_operand(B, "B"), _conv_operand(C, "C"), _conv_operand(D, "D"),
+                alpha0 if alpha is None else alpha, beta0 if beta is None else beta)
 
-    def spec_for(self, A=None, B=None, C=None, D=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), beta=None):
+    def spec_for(self, A: Tensor = None, B: Tensor = None, C: Tensor = None,  # type: ignore[override]
+                 D: Tensor = None, stride: Pair = (1, 1), padding: Pair = (0, 0), dilation: Pair = (1, 1),
+                 beta: Optional[float] = None) -> KernelSpec:
         """The KernelSpec run() would use for these tensors (same checks; nothing runs; no GPU needed)."""
         A, B, C, D, _, beta = self._operands(A, B, C, D, None, beta)
-        return _ConvPlan.spec_for(self, A, B, C, D, _pair(stride, "stride"), _pair(padding, "padding"),
-                                  _pair(dilation, "dilation"), beta)
+        spec: KernelSpec = _ConvPlan.spec_for(self, A, B, C, D, _pair(stride, "stride"), _pair(padding, "padding"),
+                                              _pair(dilation, "dilation"), beta)
+        return spec
 
-    def run(self, A=None, B=None, C=None, D=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), alpha=None,
-            beta=None, split_k=None, sync=True, print_module=False, stream=None):
+    def run(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,  # type: ignore[override]
+            stride: Pair = (1, 1), padding: Pair = (0, 0), dilation: Pair = (1, 1), alpha: Optional[float] = None,
+            beta: Optional[float] = None, split_k: Optional[tuple[Any, int]] = None, sync: bool = True,
+            print_module: bool = False, stream: StreamLike = None) -> None:
         """D = act(alpha * conv(A, B) + beta * C). stride, padding and dilation are ints or (h, w) pairs; split_k is
         (mode, slices) as in the reference ("serial"; "parallel" is refused) and stays set on the plan. Device
         tensors run in place on `stream` (by default torch's current stream); host arrays are staged."""
@@ -313,19 +400,22 @@ class Conv2d(_ConvPlan):
 class Conv2dFprop(Conv2d):
     """Conv2d(kind="fprop") with the reference's operand names: run(input, weight, C, output, ...)."""
 
-    def __init__(self, input=None, weight=None, C=None, output=None, alpha=1.0, beta=0.0, **kwargs):
+    def __init__(self, input: Tensor = None, weight: Tensor = None, C: Tensor = None,  # type: ignore[override]
+                 output: Tensor = None, alpha: float = 1.0, beta: float = 0.0, **kwargs: Any) -> None:
         super().__init__("fprop", input, weight, C, output, alpha, beta, **kwargs)
 
 
 class Conv2dDgrad(Conv2d):
     """Conv2d(kind="dgrad") with the reference's operand names: run(grad_output, weight, C, grad_input, ...)."""
 
-    def __init__(self, grad_output=None, weight=None, C=None, grad_input=None, alpha=1.0, beta=0.0, **kwargs):
+    def __init__(self, grad_output: Tensor = None, weight: Tensor = None, C: Tensor = None,  # type: ignore[override]
+                 grad_input: Tensor = None, alpha: float = 1.0, beta: float = 0.0, **kwargs: Any) -> None:
         super().__init__("dgrad", grad_output, weight, C, grad_input, alpha, beta, **kwargs)
 
 
 class Conv2dWgrad(Conv2d):
     """Conv2d(kind="wgrad") with the reference's operand names: run(grad_output, input, C, grad_weight, ...)."""
 
-    def __init__(self, grad_output=None, input=None, C=None, grad_weight=None, alpha=1.0, beta=0.0, **kwargs):
+    def __init__(self, grad_output: Tensor = None, input: Tensor = None, C: Tensor = None,  # type: ignore[override]
+                 grad_weight: Tensor = None, alpha: float = 1.0, beta: float = 0.0, **kwargs: Any) -> None:
         super().__init__("wgrad", grad_output, input, C, grad_weight, alpha, beta, **kwargs)

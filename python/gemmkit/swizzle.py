@@ -10,7 +10,12 @@ from ._gemmkit import SwizzlingFunctor
 globals().update(SwizzlingFunctor.__members__)
 
 
-def get_swizzling_functors():
+def __getattr__(name: str) -> SwizzlingFunctor:
+    """What type checkers see of the members set above (PEP 562); at run time only unknown names reach here."""
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}; the swizzles are {', '.join(SwizzlingFunctor.__members__)}")
+
+
+def get_swizzling_functors() -> list[SwizzlingFunctor]:
     """Every swizzle gemmkit knows (a plan may accept fewer: see Gemm.swizzling_functors())."""
     return list(SwizzlingFunctor)
 

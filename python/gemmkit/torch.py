@@ -115,8 +115,8 @@ def _matrix(t: torch.Tensor) -> tuple[torch.Tensor, LayoutType]:
 
 # ---- plans -------------------------------------------------------------------------------------------------------
 
-_plans: dict[tuple, Gemm] = {}
-_grouped_plans: dict[tuple, GroupedGemm] = {}
+_plans: dict[tuple[Any, ...], Gemm] = {}
+_grouped_plans: dict[tuple[Any, ...], GroupedGemm] = {}
 _plans_lock = threading.Lock()
 
 
@@ -146,7 +146,7 @@ def _grouped_plan(dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType
     return _cached_plan(_grouped_plans, GroupedGemm, dtype, layout_a, layout_b, activation, parameter, device)
 
 
-def plans() -> dict[tuple, Gemm]:
+def plans() -> dict[tuple[Any, ...], Gemm]:
     """gemm's plans built so far, by (dtype, layout_A, layout_B, activation, leaky_relu slope, device)."""
     with _plans_lock:
         return dict(_plans)
@@ -198,7 +198,7 @@ def _gemm_fake(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = Non
     return A.new_empty(_output_shape(A, B, C, beta, activation))
 
 
-def _gemm_setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+def _gemm_setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
     A, B, C, alpha, beta, activation, parameter = inputs
     from_output = _from_output(activation, parameter)
     # D serves the derivative when the activation's output determines it; otherwise backward recomputes Z (one
@@ -207,7 +207,7 @@ def _gemm_setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
     ctx.options = (alpha, beta, activation, parameter, from_output, C is not None)
 
 
-def _gemm_backward(ctx: Any, dD: torch.Tensor) -> tuple:
+def _gemm_backward(ctx: Any, dD: torch.Tensor) -> tuple[Any, ...]:
     A, B, C, D = ctx.saved_tensors
     alpha, beta, activation, parameter, from_output, has_c = ctx.options
     saved = D if from_output else gemm(A, B, C, alpha, beta if has_c else 0.0)

@@ -41,10 +41,18 @@ std::string tile_repr(const TileDescription& t) {
   return out + ")";
 }
 
+// __eq__ takes any object, as Python's data model (and mypy) expect: another type is simply not equal.
+template <typename Value>
+bool equal_values(const Value& self, nb::handle other) {
+  return nb::isinstance<Value>(other) && self == nb::cast<const Value&>(other);
+}
+
 void bind_values(nb::module_& m) {
-  nb::class_<TileDescription>(m, "TileDescription",
-                              "One kernel configuration. On SM90, threadblock_shape is the cluster's tile (as in "
-                              "the reference); cta_tile() is one CTA's share. str() prints the reference's block.")
+  nb::class_<TileDescription>(
+      m, "TileDescription",
+      "One kernel configuration. On SM90, threadblock_shape is the cluster's tile (as in "
+      "the reference); cta_tile() is one CTA's share. str() prints the reference's block with the CTA tile "
+      "added, repr() the fields (cta_tile included).")
       .def(nb::init<>())
       .def(
           "__init__",
@@ -71,7 +79,7 @@ void bind_values(nb::module_& m) {
       .def("cta_tile", &TileDescription::cta_tile)
       .def("__str__", &TileDescription::to_string)
       .def("__repr__", &tile_repr)
-      .def("__eq__", [](const TileDescription& a, const TileDescription& b) { return a == b; })
+      .def("__eq__", &equal_values<TileDescription>)
       .def("__copy__", [](const TileDescription& t) { return t; })
       .def(
           "__deepcopy__", [](const TileDescription& t, nb::handle) { return t; }, "memo"_a);
@@ -107,7 +115,7 @@ void bind_values(nb::module_& m) {
       .def("element_compute", &KernelSpec::element_compute)
       .def("arch_flag", &KernelSpec::arch_flag)
       .def("canonical", &KernelSpec::canonical)
-      .def("__eq__", [](const KernelSpec& a, const KernelSpec& b) { return a == b; })
+      .def("__eq__", &equal_values<KernelSpec>)
       .def("__repr__", [](const KernelSpec& s) { return "KernelSpec(" + s.name() + ")"; });
 
   nb::class_<KernelSource>(m, "KernelSource", "The generated translation unit of one kernel.")

@@ -24,8 +24,11 @@ Shape3 TileDescription::cta_tile() const {
 }
 
 std::vector<TileDescription::Field> TileDescription::fields() const {
+  // threadblock_shape is the cluster's tile (the reference's field and name); its label says so, and cta_tile is
+  // what one CTA computes.
   return {{"cluster_shape", "ClusterShape", shape_list(cluster_shape)},
-          {"threadblock_shape", "ThreadblockShape", shape_list(threadblock_shape)},
+          {"cta_tile", "CTA tile", shape_list(cta_tile())},
+          {"threadblock_shape", "ThreadblockShape (cluster tile)", shape_list(threadblock_shape)},
           {"warp_count", "WarpCount", shape_list(warp_count)},
           {"stages", "Stages", stages == 0 ? std::string("Auto") : std::to_string(stages)},
           {"instruction_shape", "InstructionShape", shape_list(instruction_shape)},

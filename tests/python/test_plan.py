@@ -1,6 +1,7 @@
 """tests/python/test_plan.py (unit: no nvcc, no GPU): planning through the Python package — kernel names,
 enumeration, opclass / activation / swizzle / tile setters, dtype and layout conversions."""
 import copy
+import pydoc
 import json
 import os
 import subprocess
@@ -83,6 +84,11 @@ def test_tile_descriptions_and_compile_free_construct():
     assert len(tiles) > 10 and all(isinstance(t, gemmkit.TileDescription) for t in tiles)
     assert len({repr(t) for t in tiles}) == len(tiles)  # no duplicates
     assert "ThreadblockShape" in str(tiles[0])
+    # The default's 256x256x64 cluster tile over a 2x1x1 cluster: each CTA computes 128x256x64, and both say so.
+    assert "  CTA tile: [128, 256, 64]\n" in str(tiles[0])
+    assert "  ThreadblockShape (cluster tile): [256, 256, 64]\n" in str(tiles[0])
+    assert repr(tiles[0]).startswith("TileDescription(cluster_shape=[2, 1, 1], cta_tile=[128, 256, 64], "
+                                     "threadblock_shape=[256, 256, 64], ")
     assert plan.tile_description is None
     spec = plan.construct(tiles[1])
     assert plan.tile_description == tiles[1]  # construct(td) keeps td in the plan, as the reference does
@@ -240,3 +246,14 @@ def test_packs_resolve_without_a_gpu(tmp_path):
     with pytest.raises(gemmkit.ConfigError, match="line 1"):
         pack.write_text("--cc 90 --elemnt f16\n")
         gemmkit.read_pack_file(str(pack))
+
+
+def test_help_on_the_plans_reads_cleanly():
+    """help(gemmkit.Gemm) shows the Python plan's documented API: no nanobind objects, no instance-dict entries, and
+    every public method and property documented."""
+    for cls in (gemmkit.Gemm, gemmkit.GroupedGemm):
+        text = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+        for noise in ("nanobind", "nb_func", "nb_type", "__dict__", "__weakref__", "See help(type(self))"):
+            assert noise not in text, f"{cls.__name__}: {noise!r} in help():\n{text}"
+        for name in ("run", "compile", "construct", "opclass", "activation", "tile_description", "activations"):
+            assert getattr(cls, name).__doc__, f"{cls.__name__}.{name} has no docstring"

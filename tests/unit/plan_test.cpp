@@ -219,6 +219,18 @@ TEST(PlanConfiguration, TileDescriptionsAreUniqueValidAndStartWithTheDefault) {
   EXPECT_EQ(gk::Gemm(f16_row(80)).tile_descriptions().size(), 22u);
 }
 
+// The printed block shows what one CTA computes, and labels the reference's ThreadblockShape as the cluster's tile
+// (the default SM90 kernel: a 256x256x64 cluster tile over a 2x1x1 cluster is a 128x256x64 CTA tile).
+TEST(PlanConfiguration, TileDescriptionTextShowsTheCtaTile) {
+  const gk::TileDescription td = gk::Gemm(f16_row(90)).tile_descriptions().front();
+  ASSERT_EQ(td.threadblock_shape, (gk::Shape3{256, 256, 64}));
+  ASSERT_EQ(td.cluster_shape, (gk::Shape3{2, 1, 1}));
+  const std::string text = td.to_string();
+  EXPECT_NE(text.find("\n  CTA tile: [128, 256, 64]\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  ThreadblockShape (cluster tile): [256, 256, 64]\n"), std::string::npos) << text;
+  EXPECT_LT(text.find("ClusterShape: [2, 1, 1]"), text.find("CTA tile")) << text;
+}
+
 TEST(PlanConfiguration, EightStagesAreRejectedWithTheSharedMemoryNumbers) {
   gk::Gemm plan(f16_row(90));
   gk::TileDescription td = plan.tile_descriptions().front();
