@@ -1,5 +1,5 @@
 // src/tuning/database.cpp: the tuning database in SQLite: schema, multi-process-safe writes, lookup, export/import.
-#include <sqlite3.h>
+#include "tuning/sqlite_api.hpp"
 
 #include <nlohmann/json.hpp>
 
