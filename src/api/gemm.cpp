@@ -15,8 +15,8 @@
 #include "gemmkit/runtime.hpp"
 #include "jit/kernel_loader.hpp"
 #include "runtime/launch.hpp"
-#include "util/knobs.hpp"
 #include "tuning/choice.hpp"
+#include "util/knobs.hpp"
 
 namespace gemmkit {
 namespace {

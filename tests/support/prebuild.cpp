@@ -18,7 +18,8 @@
 int main(int argc, char** argv) {
   int cc = 90;
   bool list_only = false;
-  std::string groups;  // "config,epilogue,types,fuzz,grouped,conv,tuning" subsets, empty = all; "suite": the benchmark's
+  // "config,epilogue,types,fuzz,grouped,conv,tuning" subsets, empty = all; "suite": the benchmark's shape suite
+  std::string groups;
   std::string match = ".";  // only kernels whose name this regular expression finds
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--cc") == 0 && i + 1 < argc) cc = std::atoi(argv[++i]);
