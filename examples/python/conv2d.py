@@ -6,35 +6,42 @@ runs, 100 timed), then does the same for dgrad and wgrad against torch.nn.grad. 
 Exits 0 when every result equals torch's (small integers: exact).
 """
 import sys
+from typing import Any, Callable
 
 import torch
 
 import gemmkit
 
 
-def timed_ms(fn, warmup=20, iterations=100):
+def timed_ms(fn: Callable[[], object], warmup: int = 20, iterations: int = 100) -> float:
     for _ in range(warmup):
         fn()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    cuda: Any = torch.cuda  # its Event is untyped in torch's stubs
+    start, stop = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
     start.record()
     for _ in range(iterations):
         fn()
     stop.record()
     stop.synchronize()
-    return start.elapsed_time(stop) / iterations
+    return float(start.elapsed_time(stop)) / iterations
 
 
-def main():
+def main() -> int:
     torch.backends.cudnn.benchmark = True
-    ints = lambda *shape: torch.randint(-1, 2, shape).half().cuda().to(memory_format=torch.channels_last)  # noqa
+
+    def ints(*shape: int) -> torch.Tensor:
+        return torch.randint(-1, 2, shape).half().cuda().to(memory_format=torch.channels_last)
+
     x, w = ints(32, 64, 56, 56), ints(64, 64, 3, 3)
     dy = ints(32, 64, 56, 56)
     ok = True
-    for kind, ours_args, theirs in [
+    grad: Any = getattr(torch.nn, "grad")  # torch.nn.grad is not in torch's stubs
+    cases: list[tuple[str, tuple[torch.Tensor, torch.Tensor], Callable[[], torch.Tensor]]] = [
         ("fprop", (x, w), lambda: torch.nn.functional.conv2d(x, w, padding=1)),
-        ("dgrad", (dy, w), lambda: torch.nn.grad.conv2d_input(x.shape, w, dy, padding=1)),
-        ("wgrad", (dy, x), lambda: torch.nn.grad.conv2d_weight(x, w.shape, dy, padding=1)),
-    ]:
+        ("dgrad", (dy, w), lambda: grad.conv2d_input(x.shape, w, dy, padding=1)),
+        ("wgrad", (dy, x), lambda: grad.conv2d_weight(x, w.shape, dy, padding=1)),
+    ]
+    for kind, ours_args, theirs in cases:
         plan = gemmkit.Conv2d(kind=kind, element=torch.float16, element_accumulator=torch.float32)
         out = torch.empty_like(theirs(), memory_format=torch.channels_last)
         plan.run(*ours_args, None, out, padding=1)

@@ -714,12 +714,12 @@ class Conv2d(Gemm):
         (N, P, Q, K) of an input (N, H, W, C) under a filter (K, R, S, C): P = (H + 2 pad - dilation (R - 1) - 1) / stride + 1.
         """
 
-    def spec_for(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], beta: float = 0.0) -> KernelSpec:
+    def spec_for(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], beta: float = 0.0) -> KernelSpec:  # type: ignore[override]
         """
         The kernel run() would use for these NHWC / KRSC tensors (same checks; nothing runs; no GPU needed).
         """
 
-    def run(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:
+    def run(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:  # type: ignore[override]
         """D = act(alpha * conv(A, B) + beta * C) on NHWC / KRSC tensors."""
 
 class Toolchain:

@@ -3,7 +3,7 @@ GroupedGemm and Conv2d). They convert names, numpy / torch dtypes and streams, a
 errors come from C++."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, Sequence, TypeVar, cast
 
 from . import _convert
 from ._convert import (
@@ -212,7 +212,7 @@ class Gemm(_Configuration, _Plan):
             print(_render(self.spec_for(A, B, C, D, beta)).text)
         super().run(A, B, C, D, alpha, beta, handle, sync, bias)
 
-    def tune(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,  # type: ignore[override]
+    def tune(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,
              alpha: Optional[float] = None, beta: Optional[float] = None, stream: StreamLike = None,
              max_candidates: int = 12, time_budget_s: float = 110.0, store: bool = True,
              verbose: bool = False) -> dict[str, Any]:
@@ -226,9 +226,8 @@ class Gemm(_Configuration, _Plan):
         alpha = alpha0 if alpha is None else alpha
         beta = beta0 if beta is None else beta
         handle = None if stream is None else _convert.stream_handle(stream)
-        result: dict[str, Any] = _Plan.tune(self, A, B, C, D, alpha, beta, handle, max_candidates, time_budget_s,
-                                            store, verbose)
-        return result
+        return cast(dict[str, Any], _Plan.tune(self, A, B, C, D, alpha, beta, handle, max_candidates, time_budget_s,
+                                               store, verbose))
 
 
 class GroupedGemm(_Configuration, _GroupedPlan):
@@ -296,7 +295,7 @@ def _pair(value: Pair, what: str) -> tuple[int, int]:
     return (int(pair[0]), int(pair[1]))
 
 
-class Conv2d(_Configuration, _ConvPlan):  # type: ignore[misc]
+class Conv2d(_Configuration, _ConvPlan):
     """A 2-D convolution plan: D = act(alpha * conv + beta * C), cross-correlation as torch's conv2d, groups = 1.
 
     kind: "fprop" (A = input x, B = weight w, D = output y), "dgrad" (A = grad_output, B = weight, D = grad_input)
@@ -308,7 +307,7 @@ class Conv2d(_Configuration, _ConvPlan):  # type: ignore[misc]
 
     __slots__ = ("_defaults",)
 
-    def __init__(self, kind: EnumLike[ConvKind] = "fprop", A: Tensor = None, B: Tensor = None,  # type: ignore[override]
+    def __init__(self, kind: EnumLike[ConvKind] = "fprop", A: Tensor = None, B: Tensor = None,
                  C: Tensor = None, D: Tensor = None, alpha: float = 1.0, beta: float = 0.0,
                  element: DataTypeLike = None, element_A: DataTypeLike = None, element_B: DataTypeLike = None,
                  element_C: DataTypeLike = None, element_D: DataTypeLike = None,
@@ -335,9 +334,9 @@ class Conv2d(_Configuration, _ConvPlan):  # type: ignore[misc]
         return value
 
     @iterator_algorithm.setter
-    def iterator_algorithm(self, value: EnumLike[IteratorAlgorithm]) -> None:
+    def iterator_algorithm(self, value: Optional[EnumLike[IteratorAlgorithm]]) -> None:
         member = None if value is None else _convert.enum_member(IteratorAlgorithm, value, "iterator algorithm")
-        _ConvPlan.iterator_algorithm.__set__(self, member)
+        getattr(_ConvPlan, "iterator_algorithm").__set__(self, member)
 
     @property
     def stride_support(self) -> Optional[StrideSupport]:
@@ -346,9 +345,9 @@ class Conv2d(_Configuration, _ConvPlan):  # type: ignore[misc]
         return value
 
     @stride_support.setter
-    def stride_support(self, value: EnumLike[StrideSupport]) -> None:
+    def stride_support(self, value: Optional[EnumLike[StrideSupport]]) -> None:
         member = None if value is None else _convert.enum_member(StrideSupport, value, "stride support")
-        _ConvPlan.stride_support.__set__(self, member)
+        getattr(_ConvPlan, "stride_support").__set__(self, member)
 
     @staticmethod
     def output_size(input_size: Sequence[int], weight_size: Sequence[int], padding: Pair = (0, 0),  # type: ignore[override]
@@ -400,7 +399,7 @@ class Conv2d(_Configuration, _ConvPlan):  # type: ignore[misc]
 class Conv2dFprop(Conv2d):
     """Conv2d(kind="fprop") with the reference's operand names: run(input, weight, C, output, ...)."""
 
-    def __init__(self, input: Tensor = None, weight: Tensor = None, C: Tensor = None,  # type: ignore[override]
+    def __init__(self, input: Tensor = None, weight: Tensor = None, C: Tensor = None,
                  output: Tensor = None, alpha: float = 1.0, beta: float = 0.0, **kwargs: Any) -> None:
         super().__init__("fprop", input, weight, C, output, alpha, beta, **kwargs)
 
@@ -408,7 +407,7 @@ class Conv2dFprop(Conv2d):
 class Conv2dDgrad(Conv2d):
     """Conv2d(kind="dgrad") with the reference's operand names: run(grad_output, weight, C, grad_input, ...)."""
 
-    def __init__(self, grad_output: Tensor = None, weight: Tensor = None, C: Tensor = None,  # type: ignore[override]
+    def __init__(self, grad_output: Tensor = None, weight: Tensor = None, C: Tensor = None,
                  grad_input: Tensor = None, alpha: float = 1.0, beta: float = 0.0, **kwargs: Any) -> None:
         super().__init__("dgrad", grad_output, weight, C, grad_input, alpha, beta, **kwargs)
 
@@ -416,6 +415,6 @@ class Conv2dDgrad(Conv2d):
 class Conv2dWgrad(Conv2d):
     """Conv2d(kind="wgrad") with the reference's operand names: run(grad_output, input, C, grad_weight, ...)."""
 
-    def __init__(self, grad_output: Tensor = None, input: Tensor = None, C: Tensor = None,  # type: ignore[override]
+    def __init__(self, grad_output: Tensor = None, input: Tensor = None, C: Tensor = None,
                  grad_weight: Tensor = None, alpha: float = 1.0, beta: float = 0.0, **kwargs: Any) -> None:
         super().__init__("wgrad", grad_output, input, C, grad_weight, alpha, beta, **kwargs)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 import torch
 
@@ -120,7 +120,7 @@ _grouped_plans: dict[tuple[Any, ...], GroupedGemm] = {}
 _plans_lock = threading.Lock()
 
 
-def _cached_plan(cache: dict, plan_class: type, dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType,
+def _cached_plan(cache: dict[tuple[Any, ...], Any], plan_class: type, dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType,
                  activation: str, parameter: float, device: int) -> Any:
     """The plan for these operands; created once (plans are safe to run from many threads, not to reconfigure)."""
     key = (dtype, layout_a, layout_b, activation, parameter if activation == "leaky_relu" else None, device)
@@ -138,12 +138,13 @@ def _cached_plan(cache: dict, plan_class: type, dtype: torch.dtype, layout_a: La
 
 def _plan(dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType, activation: str, parameter: float,
           device: int) -> Gemm:
-    return _cached_plan(_plans, Gemm, dtype, layout_a, layout_b, activation, parameter, device)
+    return cast(Gemm, _cached_plan(_plans, Gemm, dtype, layout_a, layout_b, activation, parameter, device))
 
 
 def _grouped_plan(dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType, activation: str, parameter: float,
                   device: int) -> GroupedGemm:
-    return _cached_plan(_grouped_plans, GroupedGemm, dtype, layout_a, layout_b, activation, parameter, device)
+    return cast(GroupedGemm, _cached_plan(_grouped_plans, GroupedGemm, dtype, layout_a, layout_b, activation, parameter,
+                                          device))
 
 
 def plans() -> dict[tuple[Any, ...], Gemm]:
@@ -152,7 +153,7 @@ def plans() -> dict[tuple[Any, ...], Gemm]:
         return dict(_plans)
 
 
-def grouped_plans() -> dict[tuple, GroupedGemm]:
+def grouped_plans() -> dict[tuple[Any, ...], GroupedGemm]:
     """grouped_gemm's plans built so far, keyed as plans()."""
     with _plans_lock:
         return dict(_grouped_plans)
@@ -329,7 +330,7 @@ def grouped_gemm(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[li
     differentiable: its backward raises NotImplementedError."""
     if len(As) == 0:  # torch's dispatcher finds no device without a tensor; say what is wrong instead
         raise TensorError("Tensors As: the list is empty; pass at least one group.")
-    return grouped_gemm_op(As, Bs, Cs, alpha, beta, activation, activation_parameter)
+    return cast(list[torch.Tensor], grouped_gemm_op(As, Bs, Cs, alpha, beta, activation, activation_parameter))
 
 
 @grouped_gemm_op.register_fake
@@ -339,7 +340,7 @@ def _grouped_gemm_fake(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optio
     return [As[0].new_empty(shape) for shape in _grouped_shapes(As, Bs, Cs, beta, activation)]
 
 
-def _grouped_gemm_backward(ctx: Any, dDs: list[torch.Tensor]) -> tuple:
+def _grouped_gemm_backward(ctx: Any, dDs: list[torch.Tensor]) -> tuple[Any, ...]:
     raise NotImplementedError("gemmkit.torch.grouped_gemm has no backward; to differentiate, call gemmkit.torch.gemm "
                               "per group (its backward is two gemmkit GEMMs) or detach the inputs.")
 

@@ -338,6 +338,13 @@ TEST_P(InterruptTest, StopsNvccsGroupRemovesTheBuildFolderAndSaysInterrupted) {
   const auto [nvcc_pid, child_pid] = nvcc.wait_running();
   ASSERT_GT(nvcc_pid, 0);
   ASSERT_GT(child_pid, 0);
+  // The compile installs its handler before nvcc starts; see it here before signalling (a CI run under load once
+  // died of this very signal, never reproduced since: the check turns such a death into a readable failure).
+  struct sigaction installed {};
+  for (int i = 0; i < 500 && (sigaction(sig, nullptr, &installed), (installed.sa_flags & SA_SIGINFO) == 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(installed.sa_flags & SA_SIGINFO, 0) << "no gemmkit handler for the signal while nvcc runs";
   ::kill(::getpid(), sig);  // as the terminal's Ctrl-C or a `kill` would
   try {
     build.get();
