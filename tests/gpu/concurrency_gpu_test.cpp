@@ -18,6 +18,7 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
+#include "support/gpu_test.hpp"
 #include "testing/device_buffer.hpp"
 #include "testing/host_matrix.hpp"
 
@@ -28,21 +29,12 @@ namespace cases = gk::gpu_cases;
 
 namespace {
 
-#define REQUIRE_GPU()                                                           \
-  do {                                                                          \
-    if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"; \
-  } while (0)
-
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 // GEMMKIT_TEST_ROUNDS shortens the rounds (issue 9 asks for 1000; a quick pass over a changed tree may take fewer).
 int rounds(int full) {
   const char* text = std::getenv("GEMMKIT_TEST_ROUNDS");
   return text != nullptr ? std::min(full, std::max(1, std::atoi(text))) : full;
-}
-
-int device_cc() {
-  return gk::device_info(gk::current_device()).cc;
 }
 
 // Ends the process with a failure when a test makes no progress for `seconds` (a spinning kernel cannot be stopped

@@ -10,6 +10,7 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/conv_cases.hpp"
+#include "support/gpu_test.hpp"
 #include "testing/conv_reference.hpp"
 #include "testing/device_buffer.hpp"
 
@@ -19,15 +20,6 @@ using gk::testing::DeviceBuffer;
 using gk::testing::HostMatrix;
 
 namespace {
-
-#define REQUIRE_GPU()                                                           \
-  do {                                                                          \
-    if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"; \
-  } while (0)
-
-int device_cc() {
-  return gk::device_info(gk::current_device()).cc;
-}
 
 // One case's tensors on small integers (exact in every element type and accumulator), run on the device or the host.
 struct ConvRun {

@@ -12,6 +12,7 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
+#include "support/gpu_test.hpp"
 #include "testing/host_matrix.hpp"
 
 namespace gk = gemmkit;
@@ -19,10 +20,6 @@ using gk::testing::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
-
-int device_cc() {
-  return gk::device_info(gk::current_device()).cc;
-}
 
 struct Problem {
   HostMatrix A, B, C, D, bias_row, bias_column;

@@ -11,6 +11,7 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
+#include "support/gpu_test.hpp"
 #include "testing/device_buffer.hpp"
 #include "testing/host_matrix.hpp"
 
@@ -20,15 +21,6 @@ using gk::testing::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
-
-#define REQUIRE_GPU()                                                           \
-  do {                                                                          \
-    if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"; \
-  } while (0)
-
-int device_cc() {
-  return gk::device_info(gk::current_device()).cc;
-}
 
 struct Operands {
   HostMatrix A, B, C, D;

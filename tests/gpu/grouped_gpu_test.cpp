@@ -13,6 +13,7 @@
 #include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
+#include "support/gpu_test.hpp"
 #include "testing/device_buffer.hpp"
 #include "testing/host_matrix.hpp"
 
@@ -22,15 +23,6 @@ using gk::testing::DeviceBuffer;
 using gk::testing::HostMatrix;
 
 namespace {
-
-#define REQUIRE_GPU()                                                           \
-  do {                                                                          \
-    if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"; \
-  } while (0)
-
-int device_cc() {
-  return gk::device_info(gk::current_device()).cc;
-}
 
 struct Extent {
   long m, n, k;
