@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 import gemmkit
-from operands import gpu_present, on_device, plan_cc, to_numpy, torch
+from operands import ARGUMENTS, gpu_present, on_device, plan_cc, to_numpy, torch
 
 Matrix = npt.NDArray[np.float16]
 
@@ -57,7 +57,7 @@ def main() -> int:
             ("Grouped", lambda: plan.run(As, Bs, None, Ds, sync=False)),
             ("Non-Grouped", lambda: [a @ b for a, b in zip(As, Bs)])]
         with tempfile.TemporaryDirectory(prefix="gk-grouped-export-") as sourcedir:
-            if "--export" in sys.argv[1:]:
+            if ARGUMENTS.export:
                 module = gemmkit.emit.pytorch(plan.construct(), "gk_grouped_walkthrough", plan.cc, sourcedir, jit=True)
                 assert module is not None  # jit=True returns the loaded module
                 build = module.gemmkit_build

@@ -16,6 +16,8 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--torch", action="store_true", help="run on torch CUDA tensors instead of numpy arrays")
     parser.add_argument("--cc", type=int, help="plan and compile for this compute capability (e.g. 90; no GPU "
                                                "needed); by default the current GPU's")
+    parser.add_argument("--export", action="store_true", help="with --torch: also export the plan's kernel as a torch "
+                                                              "extension and run it (grouped_gemm.py)")
     return parser.parse_args()
 
 

@@ -299,10 +299,12 @@ def _grouped_launch(plan: GroupedGemm, As: list[torch.Tensor], Bs: list[torch.Te
         plan.run(As, Bs, Cs, Ds, alpha, beta, sync=False)
 
 
-def _grouped_gemm(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[list[torch.Tensor]] = None,
+def _grouped_gemm(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs_or_empty: list[torch.Tensor],
                   alpha: float = 1.0, beta: float = 0.0, activation: str = "identity",
                   activation_parameter: float = 0.01) -> list[torch.Tensor]:
-    """D[g] = activation(alpha * As[g] @ Bs[g] + beta * Cs[g]) for every group, in one gemmkit launch."""
+    """D[g] = activation(alpha * As[g] @ Bs[g] + beta * Cs[g]) for every group, in one gemmkit launch. The op takes
+    no C as an empty list: torch < 2.15 cannot infer a schema for an optional list of tensors."""
+    Cs = Cs_or_empty or None
     shapes = _grouped_shapes(As, Bs, Cs, beta, activation)
     Ds = [torch.empty(shape, dtype=As[0].dtype, device=As[0].device) for shape in shapes]
     As, layout_a = _matrices(As)
@@ -330,14 +332,15 @@ def grouped_gemm(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[li
     differentiable: its backward raises NotImplementedError."""
     if len(As) == 0:  # torch's dispatcher finds no device without a tensor; say what is wrong instead
         raise TensorError("Tensors As: the list is empty; pass at least one group.")
-    return cast(list[torch.Tensor], grouped_gemm_op(As, Bs, Cs, alpha, beta, activation, activation_parameter))
+    return cast(list[torch.Tensor],
+                grouped_gemm_op(As, Bs, Cs or [], alpha, beta, activation, activation_parameter))
 
 
 @grouped_gemm_op.register_fake
-def _grouped_gemm_fake(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs: Optional[list[torch.Tensor]] = None,
+def _grouped_gemm_fake(As: list[torch.Tensor], Bs: list[torch.Tensor], Cs_or_empty: list[torch.Tensor],
                        alpha: float = 1.0, beta: float = 0.0, activation: str = "identity",
                        activation_parameter: float = 0.01) -> list[torch.Tensor]:
-    return [As[0].new_empty(shape) for shape in _grouped_shapes(As, Bs, Cs, beta, activation)]
+    return [As[0].new_empty(shape) for shape in _grouped_shapes(As, Bs, Cs_or_empty or None, beta, activation)]
 
 
 def _grouped_gemm_backward(ctx: Any, dDs: list[torch.Tensor]) -> tuple[Any, ...]:
