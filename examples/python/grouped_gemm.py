@@ -63,7 +63,8 @@ def main() -> int:
                 build = module.gemmkit_build
                 differ = [g for g, (d, e) in enumerate(zip(module.run(As, Bs), Ds)) if not torch.equal(d, e)]
                 print(f"   exported as a torch extension in {build.total_seconds:.1f} s (binding "
-                      f"{build.binding_seconds:.1f} s, kernel cached: {build.kernel.cache_hit}); its run(As, Bs): "
+                      f"{build.binding_seconds:.1f} s, torch glue {build.glue_seconds:.1f} s (0 once built for this torch), kernel "
+                      f"cached: {build.kernel.cache_hit}); its run(As, Bs): "
                       f"{'every D as above' if not differ else f'groups {differ} differ'}")
                 wrong += differ
                 timings.append(("Exported", lambda: module.run(As, Bs)))
