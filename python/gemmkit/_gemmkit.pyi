@@ -57,6 +57,10 @@ class DataType(enum.Enum):
 
     void = 8
 
+    e4m3 = 9
+
+    e5m2 = 10
+
 class LayoutType(enum.Enum):
     """Matrix layouts."""
 
