@@ -22,6 +22,7 @@ os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # time the kernel the shape
 import torch  # noqa: E402
 
 import gemmkit  # noqa: E402
+from timing import median_ms  # noqa: E402  (python/bench/timing.py)
 
 E4M3 = torch.float8_e4m3fn
 LLAMA = [(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (8192, 28672)]
@@ -32,21 +33,6 @@ def shapes(quick):
     for m in ((1024,) if quick else (128, 1024, 8192)):
         out += [("llama", m, n, k) for n, k in LLAMA]
     return out
-
-
-def median_ms(fn, rounds):
-    """CUDA-event time of fn, median over rounds (after a warm-up)."""
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def quantize(x):

@@ -165,7 +165,8 @@ class Gemm(_Configuration, _Plan):
     """A GEMM plan, D = act(alpha * A @ B + beta * C + bias).
 
     Per operand, a representative tensor (A/B/C/D: its dtype and strides) wins over element_X / layout_X,
-    which win over the generic element / layout; element_accumulator defaults to C's element type; cc defaults
+    which win over the generic element / layout; element_accumulator defaults to C's element type (f32 for FP8
+    A and B: "e4m3" / "e5m2" or torch.float8_e4m3fn / float8_e5m2, SM90 only, A row-major, B column-major); cc defaults
     to the current GPU's; kernel_cc asks for a kernel generation (80: CUTLASS 2.x kernels, also on an SM90 GPU).
     Tensors and alpha / beta given here are the defaults of run(). Planning, construct() and compile() need no GPU
     when cc is given; run() needs one.

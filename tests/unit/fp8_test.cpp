@@ -8,6 +8,7 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
+#include "support/cli.hpp"
 #include "util/elements.hpp"
 
 namespace gk = gemmkit;
@@ -185,12 +186,7 @@ TEST(Fp8Scales, ScaleVectorsNameTheKernelAndReachTheSource) {
 }
 
 TEST(Fp8Scales, ScaleVectorsNeedAnSm90TmaEpilogue) {
-  gk::GemmOptions sm80;
-  sm80.element = gk::DataType::f16;
-  sm80.layout = gk::Layout::RowMajor;
-  sm80.element_accumulator = gk::DataType::f32;
-  sm80.cc = 80;
-  gk::Gemm f16(sm80);
+  gk::Gemm f16(gk::testing::f16_row(80));
   const std::string refused = config_error_of([&] { f16.set_scale(gk::ScaleMode::PerRow); });
   EXPECT_TRUE(contains(refused, "SM90 kernels only")) << refused;
   EXPECT_EQ(f16.scale(), gk::ScaleMode::None);  // a refused setting is not kept

@@ -208,22 +208,20 @@ void set_bias_leaf(Leaf&, const gk_gemm_args&, ...) {}
 // own): act(beta * C + (alpha * ((acc * row_scale) * column_scale) + bias)).
 template <class FusionArguments>
 void set_scaled_fusion(FusionArguments& fusion, const gk_gemm_args& args) {
-  auto& linear = cute::get<0>(fusion);  // beta * C + inner
-  auto& beta = cute::get<0>(linear);
-  auto& inner = cute::get<2>(linear);  // alpha * scaled + bias
-  auto& alpha = cute::get<0>(inner);
-  auto& scaled = cute::get<1>(inner);  // (acc * row_scale) * column_scale
-  auto& row_scale = cute::get<1>(cute::get<0>(scaled));
-  auto& column_scale = cute::get<1>(scaled);
-  using Scalar = std::remove_reference_t<decltype(alpha.scalars[0])>;
-  alpha.scalars[0] = Scalar(args.alpha);
-  beta.scalars[0] = Scalar(args.beta);
+  auto& linear = fusion.op_0;  // beta * C + inner
+  auto& inner = linear.op_2;   // alpha * scaled + bias
+  auto& scaled = inner.op_1;   // (acc * row_scale) * column_scale
+  auto& row_scale = scaled.op_0.op_1;
+  auto& column_scale = scaled.op_1;
+  using Scalar = std::remove_reference_t<decltype(inner.op_0.scalars[0])>;
+  inner.op_0.scalars[0] = Scalar(args.alpha);
+  linear.op_0.scalars[0] = Scalar(args.beta);
   row_scale.ptr_col = static_cast<const float*>(args.row_scale);
   row_scale.null_default = 1.0f;
   column_scale.ptr_row = static_cast<const float*>(args.column_scale);
   column_scale.null_default = 1.0f;
-  set_bias_leaf(cute::get<2>(inner), args, 0);
-  module::set_activation_params(cute::get<1>(fusion), args);
+  set_bias_leaf(inner.op_2, args, 0);
+  module::set_activation_params(fusion.op_1, args);
 }
 
 // The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and how a launch is prepared
