@@ -78,8 +78,9 @@ TEST_P(Fp8Types, PerTensorScalesFoldedIntoAlphaAreExact) {
   EXPECT_EQ(cmp.max_abs_error, 0.0);
 }
 
-// Values that use the whole e4m3 / e5m2 range (already rounded to FP8 on the host, so the reference sees exactly
-// what the GPU reads), larger than D's precision: a tight relative bound.
+// Random values in [-1, 1] (rounded to FP8 on the host, so the reference sees exactly what the GPU reads): the only
+// errors left are D's rounding and the tensor cores' FP8 accumulation (about 14 bits between the mainloop's
+// promotions into f32), so the bound is D's precision, or a few units of 2^-14 for an f32 D.
 TEST_P(Fp8Types, RandomDataWithinOutputPrecision) {
   REQUIRE_SM90();
   gk::Gemm plan(cases::fp8_options(GetParam(), device_cc()));
@@ -89,8 +90,8 @@ TEST_P(Fp8Types, RandomDataWithinOutputPrecision) {
   o.C.fill_uniform(53);
   const auto cmp = run_on_device(plan, o, 2.0, 0.5);
   const double bound = plan.element_d() == gk::DataType::bf16  ? 1e-2
-                       : plan.element_d() == gk::DataType::f16 ? 2e-3
-                                                               : 1e-4;
+                       : plan.element_d() == gk::DataType::f16 ? 3e-3
+                                                               : 2e-3;
   EXPECT_LE(cmp.max_rel_error, bound);
 }
 
