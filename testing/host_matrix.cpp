@@ -3,6 +3,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <cmath>
@@ -51,6 +52,8 @@ void HostMatrix::set(std::int64_t b, std::int64_t r, std::int64_t c, double v) {
     case DataType::s8: reinterpret_cast<std::int8_t*>(p)[i] = static_cast<std::int8_t>(std::lround(v)); break;
     case DataType::u8: reinterpret_cast<std::uint8_t*>(p)[i] = static_cast<std::uint8_t>(std::lround(v)); break;
     case DataType::s32: reinterpret_cast<std::int32_t*>(p)[i] = static_cast<std::int32_t>(std::lround(v)); break;
+    case DataType::e4m3: reinterpret_cast<__nv_fp8_e4m3*>(p)[i] = __nv_fp8_e4m3(static_cast<float>(v)); break;
+    case DataType::e5m2: reinterpret_cast<__nv_fp8_e5m2*>(p)[i] = __nv_fp8_e5m2(static_cast<float>(v)); break;
     case DataType::void_t: break;
   }
 }
@@ -115,6 +118,8 @@ double reference_element(const HostMatrix& A, const HostMatrix& B, const HostMat
   const std::int64_t ba = A.batch() > 1 ? b : 0, bb = B.batch() > 1 ? b : 0;
   double sum = 0.0;
   for (std::int64_t k = 0; k < A.cols(); ++k) sum += A.get(ba, r, k) * B.get(bb, k, c);
+  if (epilogue.row_scale != nullptr) sum *= epilogue.row_scale->get(0, 0, r);
+  if (epilogue.column_scale != nullptr) sum *= epilogue.column_scale->get(0, 0, c);
   double out = alpha * sum;
   if (C != nullptr && beta != 0.0) out += beta * C->get(C->batch() > 1 ? b : 0, r, c);
   if (epilogue.bias_mode == BiasMode::PerRow) out += epilogue.bias->get(0, 0, r);

@@ -52,12 +52,15 @@ struct Epilogue {
   double parameter = 0.01;           // leaky_relu slope
   const HostMatrix* bias = nullptr;  // 1 x m (per row) or 1 x n (per column)
   BiasMode bias_mode = BiasMode::None;
+  const HostMatrix* row_scale = nullptr;     // 1 x m: multiplies A@B per output row (ScaleMode), or none
+  const HostMatrix* column_scale = nullptr;  // 1 x n: per output column, or none
 };
 
 // The activation functions' exact math (gelu: erf form; gelu_tanh: the tanh approximation).
 double apply_activation(Activation activation, double x, double parameter);
 
-// act(alpha * A@B + beta * C + bias) for one output element, in float64 (operands of batch 1 broadcast).
+// act(alpha * (A@B * row_scale * column_scale) + beta * C + bias) for one output element, in float64 (operands of batch
+// 1 broadcast).
 double reference_element(const HostMatrix& A, const HostMatrix& B, const HostMatrix* C, double alpha, double beta,
                          std::int64_t b, std::int64_t r, std::int64_t c, const Epilogue& epilogue = {});
 

@@ -11,7 +11,8 @@
 
 namespace gemmkit {
 
-enum class DataType { f16, bf16, f32, tf32, f64, s8, u8, s32, void_t };
+// e4m3 and e5m2 (FP8, SM90 tensor cores only) come last so that the older values keep their numbers.
+enum class DataType { f16, bf16, f32, tf32, f64, s8, u8, s32, void_t, e4m3, e5m2 };
 enum class Layout { RowMajor, ColumnMajor };
 enum class OpClass { TensorOp, Simt };
 // Which family renders a kernel (src/families/).
@@ -39,6 +40,9 @@ enum class Swizzle { Identity1, Identity2, Identity4, Identity8, Horizontal, Str
 // In the reference's order (its eight, then ours), which is the order Gemm::activations() lists.
 enum class Activation { GELU, HardSwish, Identity, LeakyReLU, ReLU, Sigmoid, SiLU, Tanh, GELUTanh };
 enum class BiasMode { None, PerRow, PerColumn };
+// f32 scale vectors that multiply the accumulator per output row (length M), per column (length N) or both (SM90
+// kernels; e.g. FP8 dequantization scales): D = act(alpha * (acc * row_scale[i] * column_scale[j]) + beta*C + bias).
+enum class ScaleMode { None, PerRow, PerColumn, RowAndColumn };
 // Order in which SM90 persistent schedulers walk output tiles (a run-time argument).
 enum class RasterOrder { Heuristic, AlongM, AlongN };
 // Which convolution a Conv2d kernel computes (the reference's ConvKind: Fprop=0, Dgrad=1, Wgrad=2).
@@ -85,6 +89,8 @@ struct EnumTable<DataType> {
       {DataType::u8, "u8", "uint8_t", "s", "uint8"},
       {DataType::s32, "s32", "int32_t", "i", "int32"},
       {DataType::void_t, "void", "void", ""},
+      {DataType::e4m3, "e4m3", "cutlass::float_e4m3_t", "", "float8_e4m3fn float8_e4m3 fp8_e4m3"},
+      {DataType::e5m2, "e5m2", "cutlass::float_e5m2_t", "", "float8_e5m2 fp8_e5m2"},
   };
 };
 
@@ -214,6 +220,18 @@ struct EnumTable<BiasMode> {
       {BiasMode::None, "none", "None", ""},
       {BiasMode::PerRow, "row", "PerRow", "_biasrow", "per_row"},
       {BiasMode::PerColumn, "column", "PerColumn", "_biascolumn", "per_column col"},
+  };
+};
+
+template <>
+struct EnumTable<ScaleMode> {
+  static constexpr std::string_view what = "scale";
+  // cutlass: the gemmkit::module::Scale enumerator of device/include/gemmkit/module_common.hpp.
+  static constexpr EnumRow<ScaleMode> rows[] = {
+      {ScaleMode::None, "none", "None", ""},
+      {ScaleMode::PerRow, "row", "PerRow", "_scalerow", "per_row"},
+      {ScaleMode::PerColumn, "column", "PerColumn", "_scalecolumn", "per_column col"},
+      {ScaleMode::RowAndColumn, "row_and_column", "RowAndColumn", "_scalerowcolumn", "rowwise both"},
   };
 };
 

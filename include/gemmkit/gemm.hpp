@@ -48,6 +48,10 @@ struct RunOptions {
   bool sync = true;                  // wait for the stream before returning (host outputs always land before return)
   bool print_module = false;         // print the generated source before running
   const TensorView* bias = nullptr;  // the bias vector when the plan has one (set_bias): m (per row) or n elements
+  // The f32 scale vectors when the plan has them (set_scale): row_scale has m elements (one per output row, e.g. A's
+  // per-row FP8 dequantization scales), column_scale n (one per output column, e.g. B's per-column scales).
+  const TensorView* row_scale = nullptr;
+  const TensorView* column_scale = nullptr;
   // A device buffer lent as the kernel's workspace (frameworks with their own allocator); by default each launch
   // takes one from gemmkit's stream-ordered pool. It must not be in use by another launch in flight.
   Workspace workspace = {};
@@ -107,6 +111,10 @@ class Gemm {
   BiasMode bias() const { return bias_; }
   void set_bias(BiasMode bias);
 
+  // Scale vectors (SM90 kernels; f32): D = act(alpha * (acc * row_scale[i] * column_scale[j]) + beta * C + bias),
+  // with the vectors given to run() (RunOptions::row_scale / column_scale). Per-tensor scales go into alpha.
+  ScaleMode scale() const { return scale_; }
+  void set_scale(ScaleMode scale);
   // SM90 persistent tile schedulers: raster order and swizzle size (1, 2, 4 or 8); run-time only, no recompile.
   RasterOrder raster_order() const { return raster_order_; }
   void set_raster_order(RasterOrder order);
@@ -180,6 +188,9 @@ class Gemm {
   Problem check_problem(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                         double beta);
   std::optional<detail::MatrixOperand> check_bias_operand(const TensorView* bias, const Problem& p) const;
+  // The scale vectors the plan's ScaleMode asks for: row_scale (m) and column_scale (n), f32.
+  std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOperand>> check_scale_operands(
+      const RunOptions& options, const Problem& p) const;
   struct KernelChoices;
   KernelChoices& choices_for(const Problem& p);
   // spec_for's checks and choice: the kernel choices of the tensors' alignments and the configuration their shape
@@ -223,6 +234,7 @@ class Gemm {
   Activation activation_ = Activation::Identity;
   double activation_parameter_ = 0.01;
   BiasMode bias_ = BiasMode::None;
+  ScaleMode scale_ = ScaleMode::None;
   RasterOrder raster_order_ = RasterOrder::Heuristic;
   int max_swizzle_size_ = 1;
   std::unique_ptr<RunCache> run_cache_;

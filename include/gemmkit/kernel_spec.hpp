@@ -81,6 +81,7 @@ struct KernelSpec {
   Swizzle swizzle = Swizzle::Identity1;
   Activation activation = Activation::Identity;
   BiasMode bias = BiasMode::None;
+  ScaleMode scale = ScaleMode::None;  // scale vectors (SM90 kernels)
   // Conv2d kernels only (family Sm80Conv2d): the convolution, how its iterators walk the operands, and whether a
   // dgrad kernel is for unit strides only. A GEMM has no conv_kind.
   std::optional<ConvKind> conv_kind;

@@ -12,5 +12,7 @@ inline char layout_letter(Layout layout) {
 
 int bits_of(DataType type);
 bool is_integer(DataType type);
+// e4m3 or e5m2: the 8-bit floats of SM90 tensor cores.
+bool is_fp8(DataType type);
 
 }  // namespace gemmkit

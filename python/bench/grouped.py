@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 import gemmkit
+from timing import median_ms  # python/bench/timing.py
 
 
 def host_us_per_call(fn, calls=100, rounds=5):
@@ -77,21 +78,6 @@ def walkthrough(results):
     print(f"walk-through workload: 50 fp16 groups, {flops / 1e9:.1f} GFLOP per call, kernel {plan.kernel_name()}")
     for name, us in rows.items():
         print(f"  {name:42s} {us:8.1f} us per call (incl. sync)")
-
-
-def median_ms(fn, rounds):
-    """CUDA-event time of fn, median over rounds (after a warm-up)."""
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def splits(total, groups, skewed):

@@ -57,6 +57,10 @@ class DataType(enum.Enum):
 
     void = 8
 
+    e4m3 = 9
+
+    e5m2 = 10
+
 class LayoutType(enum.Enum):
     """Matrix layouts."""
 
@@ -178,6 +182,19 @@ class BiasMode(enum.Enum):
     row = 1
 
     column = 2
+
+class ScaleMode(enum.Enum):
+    """
+    f32 scale vectors multiplying the accumulator per output row, column or both (SM90; FP8).
+    """
+
+    none = 0
+
+    row = 1
+
+    column = 2
+
+    row_and_column = 3
 
 class RasterOrder(enum.Enum):
     """Order in which SM90 persistent schedulers walk output tiles."""
@@ -393,6 +410,9 @@ class KernelSpec:
     def bias(self) -> BiasMode: ...
 
     @property
+    def scale(self) -> ScaleMode: ...
+
+    @property
     def conv_kind(self) -> ConvKind | None:
         """Conv2d kernels: fprop, dgrad or wgrad; None for a GEMM."""
 
@@ -603,6 +623,15 @@ class Gemm:
     def bias(self, arg: BiasMode, /) -> None: ...
 
     @property
+    def scale(self) -> ScaleMode:
+        """
+        f32 scale vectors multiplying the accumulator per output row and/or column, e.g. FP8 dequantization scales (run(row_scale=..., column_scale=...); SM90 kernels).
+        """
+
+    @scale.setter
+    def scale(self, arg: ScaleMode, /) -> None: ...
+
+    @property
     def raster_order(self) -> RasterOrder:
         """
         SM90 persistent schedulers: the order output tiles are walked in (run-time only).
@@ -640,9 +669,9 @@ class Gemm:
         The kernel run() would use for these tensors (same checks; nothing runs; no GPU needed).
         """
 
-    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None) -> None:
+    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None, row_scale: object | None = None, column_scale: object | None = None) -> None:
         """
-        D = act(alpha * A @ B + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result on return.
+        D = act(alpha * (A @ B * row_scale * column_scale) + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result on return.
         """
 
     def tune(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, max_candidates: int = 12, time_budget_s: float = 110.0, store: bool = True, verbose: bool = False) -> object:

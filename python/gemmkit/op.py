@@ -26,6 +26,7 @@ from ._gemmkit import (
     KernelSpec,
     OpcodeClass,
     RasterOrder,
+    ScaleMode,
     SplitKMode,
     StrideSupport,
     SwizzlingFunctor,
@@ -164,7 +165,8 @@ class Gemm(_Configuration, _Plan):
     """A GEMM plan, D = act(alpha * A @ B + beta * C + bias).
 
     Per operand, a representative tensor (A/B/C/D: its dtype and strides) wins over element_X / layout_X,
-    which win over the generic element / layout; element_accumulator defaults to C's element type; cc defaults
+    which win over the generic element / layout; element_accumulator defaults to C's element type (f32 for FP8
+    A and B: "e4m3" / "e5m2" or torch.float8_e4m3fn / float8_e5m2, SM90 only, A row-major, B column-major); cc defaults
     to the current GPU's; kernel_cc asks for a kernel generation (80: CUTLASS 2.x kernels, also on an SM90 GPU).
     Tensors and alpha / beta given here are the defaults of run(). Planning, construct() and compile() need no GPU
     when cc is given; run() needs one.
@@ -182,6 +184,16 @@ class Gemm(_Configuration, _Plan):
         _set(self, "bias", _convert.enum_member(BiasMode, value, "bias"))
 
     @property
+    def scale(self) -> ScaleMode:
+        """ScaleMode.none, row, column or row_and_column (SM90 kernels; e.g. FP8 dequantization scales); settable
+        with the enum or its name. run() then takes row_scale= (m float32) and / or column_scale= (n float32)."""
+        return super().scale
+
+    @scale.setter
+    def scale(self, value: EnumLike[ScaleMode]) -> None:
+        _set(self, "scale", _convert.enum_member(ScaleMode, value, "scale"))
+
+    @property
     def raster_order(self) -> RasterOrder:
         """RasterOrder.Heuristic, AlongM or AlongN (SM90 kernels); settable with the enum or its name."""
         return super().raster_order
@@ -194,12 +206,14 @@ class Gemm(_Configuration, _Plan):
     # class's: the override is deliberate.
     def run(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,  # type: ignore[override]
             alpha: Optional[float] = None, beta: Optional[float] = None, sync: bool = True,
-            print_module: bool = False, stream: StreamLike = None, bias: Tensor = None) -> None:
+            print_module: bool = False, stream: StreamLike = None, bias: Tensor = None, row_scale: Tensor = None,
+            column_scale: Tensor = None) -> None:
         """D = act(alpha * A @ B + beta * C + bias). Arguments left as None take the constructor's. Device tensors
         run in place on `stream` (a torch / cupy stream or an int; by default torch's or cupy's current stream, else
         the default stream); sync=False returns once launched. Host arrays (numpy, torch CPU) are staged through the
         GPU and D holds the result on return. bias: the vector a plan with a bias adds (m or n elements of C's
-        type)."""
+        type). row_scale / column_scale: the float32 vectors of a plan with scale vectors (m / n elements) that
+        multiply A @ B per output row / column before alpha (FP8 per-row and per-column dequantization scales)."""
         A0, B0, C0, D0, alpha0, beta0 = self._defaults
         A = A0 if A is None else A
         B = B0 if B is None else B
@@ -210,7 +224,7 @@ class Gemm(_Configuration, _Plan):
         handle = None if stream is None else _convert.stream_handle(stream)  # None: D's framework's stream
         if print_module:
             print(_render(self.spec_for(A, B, C, D, beta)).text)
-        super().run(A, B, C, D, alpha, beta, handle, sync, bias)
+        super().run(A, B, C, D, alpha, beta, handle, sync, bias, row_scale, column_scale)
 
     def tune(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,
              alpha: Optional[float] = None, beta: Optional[float] = None, stream: StreamLike = None,

@@ -29,6 +29,8 @@ void bind_enums(nb::module_& m) {
   bind_enum<Activation>(m, "Activation",
                         "Elementwise activations fused into the epilogue: D = act(alpha * A @ B + beta * C).");
   bind_enum<BiasMode>(m, "BiasMode", "A bias vector added before the activation, per output row or column.");
+  bind_enum<ScaleMode>(m, "ScaleMode",
+                       "f32 scale vectors multiplying the accumulator per output row, column or both (SM90; FP8).");
   bind_enum<RasterOrder>(m, "RasterOrder", "Order in which SM90 persistent schedulers walk output tiles.");
   bind_enum<ConvKind>(m, "ConvKind", "Which convolution a Conv2d computes: fprop, dgrad or wgrad.");
   bind_enum<IteratorAlgorithm>(m, "IteratorAlgorithm", "How a conv kernel walks its operands.");

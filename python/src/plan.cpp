@@ -107,6 +107,7 @@ void bind_values(nb::module_& m) {
       .def_ro("swizzling_functor", &KernelSpec::swizzle)
       .def_ro("activation", &KernelSpec::activation)
       .def_ro("bias", &KernelSpec::bias)
+      .def_ro("scale", &KernelSpec::scale)
       .def_ro("conv_kind", &KernelSpec::conv_kind, "Conv2d kernels: fprop, dgrad or wgrad; None for a GEMM.")
       .def_ro("iterator_algorithm", &KernelSpec::iterator_algorithm)
       .def_ro("stride_support", &KernelSpec::stride_support)
@@ -395,6 +396,9 @@ void bind_gemm(nb::module_& m) {
       .def_static("activations", &Gemm::activations)
       .def_prop_rw("bias", &Gemm::bias, &Gemm::set_bias,
                    "A bias vector added before the activation, per output row or column (run(bias=...)).")
+      .def_prop_rw("scale", &Gemm::scale, &Gemm::set_scale,
+                   "f32 scale vectors multiplying the accumulator per output row and/or column, e.g. FP8 "
+                   "dequantization scales (run(row_scale=..., column_scale=...); SM90 kernels).")
       .def_prop_rw("raster_order", &Gemm::raster_order, &Gemm::set_raster_order,
                    "SM90 persistent schedulers: the order output tiles are walked in (run-time only).")
       .def_prop_rw("max_swizzle_size", &Gemm::max_swizzle_size, &Gemm::set_max_swizzle_size,
@@ -420,21 +424,28 @@ void bind_gemm(nb::module_& m) {
       .def(
           "run",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
-             std::optional<std::uintptr_t> stream, bool sync, nb::handle bias) {
+             std::optional<std::uintptr_t> stream, bool sync, nb::handle bias, nb::handle row_scale,
+             nb::handle column_scale) {
             const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
             const auto c = to_optional_tensor(C, "C", false);
             const auto bias_tensor = to_optional_tensor(bias, "bias", false);
+            const auto row_scale_tensor = to_optional_tensor(row_scale, "row_scale", false);
+            const auto column_scale_tensor = to_optional_tensor(column_scale, "column_scale", false);
             RunOptions options;
             options.bias = bias_tensor ? &bias_tensor->view : nullptr;
+            options.row_scale = row_scale_tensor ? &row_scale_tensor->view : nullptr;
+            options.column_scale = column_scale_tensor ? &column_scale_tensor->view : nullptr;
             options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.view.device));
             options.sync = sync;
             nb::gil_scoped_release release;  // the arrays above stay referenced until the GIL is back
             plan.run(a.view, b.view, c ? &c->view : nullptr, d.view, alpha, beta, options);
           },
           "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0,
-          "stream"_a = nb::none(), "sync"_a = true, "bias"_a = nb::none(),
-          "D = act(alpha * A @ B + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or "
-          "cupy's current stream). Host arrays are staged and D holds the result on return.")
+          "stream"_a = nb::none(), "sync"_a = true, "bias"_a = nb::none(), "row_scale"_a = nb::none(),
+          "column_scale"_a = nb::none(),
+          "D = act(alpha * (A @ B * row_scale * column_scale) + beta * C + bias) on a stream handle (None: "
+          "default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result "
+          "on return.")
       .def(
           "tune",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,

@@ -29,6 +29,10 @@ void check_rank(std::size_t rank, const char* name) {
   }
 }
 
+// DLPack 1.1's codes of the FP8 types gemmkit takes (nanobind's dtype_code does not name them).
+constexpr std::uint8_t kDLFloat8_e4m3fn = 10;
+constexpr std::uint8_t kDLFloat8_e5m2 = 12;
+
 DataType data_type_of(nb::dlpack::dtype t, const char* name) {
   using nb::dlpack::dtype_code;
   const auto code = static_cast<dtype_code>(t.code);
@@ -40,10 +44,13 @@ DataType data_type_of(nb::dlpack::dtype t, const char* name) {
     if (code == dtype_code::Int && t.bits == 8) return DataType::s8;
     if (code == dtype_code::Int && t.bits == 32) return DataType::s32;
     if (code == dtype_code::UInt && t.bits == 8) return DataType::u8;
+    if (t.code == kDLFloat8_e4m3fn && t.bits == 8) return DataType::e4m3;
+    if (t.code == kDLFloat8_e5m2 && t.bits == 8) return DataType::e5m2;
   }
-  throw TensorError(describe(name) + " has an element type gemmkit does not take (DLPack code " +
-                    std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits, " + std::to_string(t.lanes) +
-                    " lanes); use float16, bfloat16, float32, float64, int8, uint8 or int32.");
+  throw TensorError(
+      describe(name) + " has an element type gemmkit does not take (DLPack code " + std::to_string(t.code) + ", " +
+      std::to_string(t.bits) + " bits, " + std::to_string(t.lanes) +
+      " lanes); use float16, bfloat16, float32, float64, int8, uint8, int32, float8_e4m3fn or float8_e5m2.");
 }
 
 template <typename Array>
@@ -132,6 +139,10 @@ const TorchTypes* torch_types() {
       {"float16", DataType::f16}, {"bfloat16", DataType::bf16}, {"float32", DataType::f32}, {"float64", DataType::f64},
       {"int8", DataType::s8},     {"uint8", DataType::u8},      {"int32", DataType::s32}};
   for (const auto& [name, type] : names) found->dtypes.emplace_back(module.attr(name).inc_ref().ptr(), type);
+  // FP8 dtypes exist from torch 2.1 on.
+  for (const auto& [name, type] : {std::pair{"float8_e4m3fn", DataType::e4m3}, {"float8_e5m2", DataType::e5m2}}) {
+    if (nb::hasattr(module, name)) found->dtypes.emplace_back(module.attr(name).inc_ref().ptr(), type);
+  }
   const nb::object c_module = module.attr("_C");
   if (nb::hasattr(c_module, "_cuda_getCurrentRawStream")) {
     found->current_raw_stream = c_module.attr("_cuda_getCurrentRawStream").inc_ref().ptr();
@@ -162,7 +173,8 @@ std::optional<PyTensor> from_torch(nb::handle obj, const char* name) {
   }
   if (!known) {
     throw TensorError(describe(name) + " has element type " + nb::cast<std::string>(nb::str(dtype)) +
-                      ", which gemmkit does not take; use float16, bfloat16, float32, float64, int8, uint8 or int32.");
+                      ", which gemmkit does not take; use float16, bfloat16, float32, float64, int8, uint8, int32, "
+                      "float8_e4m3fn or float8_e5m2.");
   }
   const nb::tuple shape = nb::tuple(obj.attr("shape"));
   const nb::tuple strides = nb::tuple(obj.attr("stride")());

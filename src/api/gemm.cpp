@@ -11,6 +11,7 @@
 #include "api/plan_state.hpp"
 #include "api/tensor_check.hpp"
 #include "catalog/catalog.hpp"
+#include "families/rules.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
 #include "jit/kernel_loader.hpp"
@@ -94,6 +95,15 @@ std::vector<ConfigError::Setting> nearest_settings(const families::OperandTypes&
   return out;
 }
 
+// Throws the FP8 rule that `types` break with `opclass` on `target` (families::fp8_rule_violation), if any.
+void throw_fp8_rule(const catalog::Target& target, const families::OperandTypes& types, OpClass opclass) {
+  std::string why = families::fp8_rule_violation(target.cc, target.kernel_cc.value_or(target.cc), opclass, types);
+  if (why.empty() && is_fp8(types.a) && target.operation != catalog::Operation::Gemm) {
+    why = "FP8 operands (e4m3, e5m2) are supported by Gemm only, not by grouped GEMM or Conv2d plans.";
+  }
+  if (!why.empty()) throw ConfigError(why);
+}
+
 int bytes_of(DataType t) {
   return bits_of(t) / 8;
 }
@@ -107,7 +117,8 @@ Gemm::Gemm(const GemmOptions& o, catalog::Operation operation) : operation_(oper
   types_.b = resolve_element("B", o.B, o.element_b, o.element);
   types_.c = resolve_element("C", o.C, o.element_c, o.element);
   types_.d = resolve_element("D", o.D, o.element_d, o.element);
-  types_.accumulator = o.element_accumulator ? *o.element_accumulator : types_.c;
+  // The reference accumulates in C's type by default; FP8 math accumulates in f32 only.
+  types_.accumulator = o.element_accumulator ? *o.element_accumulator : is_fp8(types_.a) ? DataType::f32 : types_.c;
   types_.layout_a = resolve_layout("A", o.A, o.layout_a, o.layout);
   types_.layout_b = resolve_layout("B", o.B, o.layout_b, o.layout);
   types_.layout_c = resolve_layout("C", o.C, o.layout_c, o.layout);
@@ -123,6 +134,7 @@ Gemm::Gemm(const GemmOptions& o, catalog::Operation operation) : operation_(oper
   const auto available = opclasses();
   if (available.empty()) {
     const auto t = operand_types(types_);
+    throw_fp8_rule(target(), t, OpClass::TensorOp);
     const auto nearest = nearest_settings(t, catalog::nearest_supported(target(), t));
     std::string message = "No kernel configuration found for supported data type and layout combination " +
                           combination_text(t) + " with C=" + std::string(to_string(types_.c)) +
@@ -155,8 +167,10 @@ void Gemm::invalidate() {
   cache->alignments_a = catalog::operand_alignments(target(), opclass_, types_.a, t);
   cache->alignments_b = catalog::operand_alignments(target(), opclass_, types_.b, t);
   cache->alignments_c = catalog::operand_alignments(target(), opclass_, types_.c, t);
-  if (family.kernel_cc() >= 90 && (activation_ != Activation::Identity || bias_ != BiasMode::None)) {
-    // SM90 kernels fuse an activation or bias in a TMA epilogue, which moves C and D in 16-byte vectors only.
+  if (family.kernel_cc() >= 90 &&
+      (activation_ != Activation::Identity || bias_ != BiasMode::None || scale_ != ScaleMode::None)) {
+    // SM90 kernels fuse an activation, bias or scale vectors in a TMA epilogue, which moves C and D in 16-byte vectors
+    // only.
     std::erase_if(cache->alignments_c, [&](int a) { return a * bits_of(types_.c) % 128 != 0; });
   }
   cache->transposed = family.computes_transposed(opclass_, t);
@@ -168,6 +182,7 @@ void Gemm::set_opclass(OpClass opclass) {
   const auto available = opclasses();
   if (std::find(available.begin(), available.end(), opclass) == available.end()) {
     const auto t = operand_types(types_);
+    throw_fp8_rule(target(), t, opclass);
     throw ConfigError("Unsupported operation class " + std::string(to_string(opclass)) + " for CC " +
                       std::to_string(cc_) + " and data type combination (" + std::string(to_string(t.a)) + ", " +
                       std::string(to_string(t.b)) + ", " + std::string(to_string(t.accumulator)) +
@@ -210,6 +225,7 @@ KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> al
   s.swizzle = swizzle_;
   s.activation = activation_;
   s.bias = bias_;
+  s.scale = scale_;
   if (family.computes_transposed(opclass_, t)) {
     // The kernel sees A' = B^T, B' = A^T, C' = C^T: same memory, flipped layouts; run() swaps the arguments.
     auto flip = [](Layout l) { return l == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor; };
@@ -219,6 +235,9 @@ KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> al
     s.layout_b = flip(types_.layout_a);
     s.layout_c = flip(types_.layout_c);
     if (s.bias != BiasMode::None) s.bias = s.bias == BiasMode::PerRow ? BiasMode::PerColumn : BiasMode::PerRow;
+    if (s.scale == ScaleMode::PerRow || s.scale == ScaleMode::PerColumn) {
+      s.scale = s.scale == ScaleMode::PerRow ? ScaleMode::PerColumn : ScaleMode::PerRow;
+    }
   }
   complete_spec(s);
   return s;
@@ -327,6 +346,10 @@ void Gemm::set_activation(Activation activation, double parameter) {
 
 void Gemm::set_bias(BiasMode bias) {
   change_checked(bias_, bias);
+}
+
+void Gemm::set_scale(ScaleMode scale) {
+  change_checked(scale_, scale);
 }
 
 void Gemm::set_raster_order(RasterOrder order) {
@@ -581,7 +604,29 @@ std::optional<detail::MatrixOperand> Gemm::check_bias_operand(const TensorView* 
     throw TensorError("Tensor bias: the plan adds a per-" + std::string(per_row ? "row" : "column") +
                       " bias; pass it as RunOptions::bias (or set_bias(BiasMode::None)).");
   }
-  return detail::check_bias(*bias, types_.c, per_row ? p.m : p.n, per_row ? "row" : "column");
+  return detail::check_vector(*bias, "bias", types_.c, per_row ? p.m : p.n, per_row ? "row" : "column");
+}
+
+std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOperand>> Gemm::check_scale_operands(
+    const RunOptions& options, const Problem& p) const {
+  const bool rows = scale_ == ScaleMode::PerRow || scale_ == ScaleMode::RowAndColumn;
+  const bool columns = scale_ == ScaleMode::PerColumn || scale_ == ScaleMode::RowAndColumn;
+  auto check = [&](const TensorView* vector, bool wanted, const char* name, std::int64_t length, const char* per) {
+    std::optional<detail::MatrixOperand> out;
+    if (vector == nullptr && !wanted) return out;
+    if (vector == nullptr || !wanted) {
+      throw TensorError(std::string("Tensor ") + name + ": the plan's scale is " + std::string(to_string(scale_)) +
+                        (wanted ? ", which takes it; pass RunOptions::" + std::string(name)
+                                : ", which does not take it; call set_scale(ScaleMode::" +
+                                      std::string(vector == options.row_scale ? "PerRow" : "PerColumn") +
+                                      " or RowAndColumn) first") +
+                        ".");
+    }
+    out = detail::check_vector(*vector, name, DataType::f32, length, per);
+    return out;
+  };
+  return {check(options.row_scale, rows, "row_scale", p.m, "row"),
+          check(options.column_scale, columns, "column_scale", p.n, "column")};
 }
 
 void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha,
@@ -590,8 +635,15 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   // Check every tensor against the plan; nothing is written before all checks pass.
   const Problem p = check_problem(A, B, C, D, beta);
   const std::optional<detail::MatrixOperand> bias = check_bias_operand(options.bias, p);
+  const auto [row_scale, column_scale] = check_scale_operands(options, p);
   const int device = current_device();
-  for (const auto& [tensor, name] : {std::pair{&A, "A"}, {&B, "B"}, {&D, "D"}, {C, "C"}, {options.bias, "bias"}}) {
+  for (const auto& [tensor, name] : {std::pair{&A, "A"},
+                                     {&B, "B"},
+                                     {&D, "D"},
+                                     {C, "C"},
+                                     {options.bias, "bias"},
+                                     {options.row_scale, "row_scale"},
+                                     {options.column_scale, "column_scale"}}) {
     if (tensor != nullptr && tensor->on_device() && tensor->device != device) {
       throw TensorError(std::string("Tensor ") + name + " lives on CUDA device " + std::to_string(tensor->device) +
                         " but the current device is " + std::to_string(device) +
@@ -623,6 +675,8 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   gemm.d = operand(p.d, D, types_.d);
   if (C != nullptr) gemm.c = operand(p.c, *C, types_.c);
   if (bias) gemm.bias = operand(*bias, *options.bias, types_.c);
+  if (row_scale) gemm.row_scale = operand(*row_scale, *options.row_scale, DataType::f32);
+  if (column_scale) gemm.column_scale = operand(*column_scale, *options.column_scale, DataType::f32);
   gemm.d_has_gaps = p.d.span != p.d.rows * p.d.cols * p.d.batch;
   gemm.m = p.m;
   gemm.n = p.n;

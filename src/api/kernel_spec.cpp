@@ -105,6 +105,7 @@ void to_json(nlohmann::ordered_json& json, const KernelSpec& spec) {
           {"swizzle", to_string(spec.swizzle)},
           {"activation", to_string(spec.activation)},
           {"bias", to_string(spec.bias)},
+          {"scale", to_string(spec.scale)},
           {"arch", spec.arch_flag()},
           {"tile", spec.tile}};
   if (spec.conv_kind) {
@@ -127,7 +128,8 @@ std::string KernelSpec::canonical() const {
       << ";epilogue_schedule=" << to_string(tile.epilogue_schedule)
       << ";tile_scheduler=" << to_string(tile.tile_scheduler) << ";math=" << to_string(tile.math_operation)
       << ";swizzle=" << to_string(swizzle) << ";activation=" << to_string(activation) << ";bias=" << to_string(bias);
-  // GEMM records (and so their cache keys) stay as they were before convolutions existed.
+  // Records (and so cache keys) of kernels without scale vectors or convolutions stay as they were before them.
+  if (scale != ScaleMode::None) out << ";scale=" << to_string(scale);
   if (conv_kind) {
     out << ";conv=" << to_string(*conv_kind) << ";iterator=" << to_string(iterator_algorithm)
         << ";stride_support=" << to_string(stride_support);

@@ -101,6 +101,7 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
     if (auto text = take("swizzle")) plan.set_swizzling_functor(parse_or_throw<Swizzle>("swizzle", *text, where));
     if (auto text = take("activation")) plan.set_activation(parse_or_throw<Activation>("activation", *text, where));
     if (auto text = take("bias")) plan.set_bias(parse_or_throw<BiasMode>("bias", *text, where));
+    if (auto text = take("scale")) plan.set_scale(parse_or_throw<ScaleMode>("scale", *text, where));
     if (auto text = take("tile")) {
       const auto tiles = plan.tile_descriptions();
       const int index = parse_int("tile", *text, where);

@@ -101,26 +101,27 @@ MatrixOperand check_operand(const TensorView& t, const char* name, DataType dtyp
   return m;
 }
 
-MatrixOperand check_bias(const TensorView& t, DataType dtype, std::int64_t length, const char* per) {
+MatrixOperand check_vector(const TensorView& t, const char* name, DataType dtype, std::int64_t length,
+                           const char* per) {
   const std::string expected =
       std::to_string(length) + " elements of " + std::string(to_string(dtype)) + " (one per output " + per + ")";
-  if (t.data == nullptr && t.numel() != 0) reject("bias", "data pointer is null.");  // empty: no storage needed
+  if (t.data == nullptr && t.numel() != 0) reject(name, "data pointer is null.");  // empty: no storage needed
   if (t.dtype != dtype) {
-    reject("bias", "has element type " + std::string(to_string(t.dtype)) + "; the plan expects " + expected + ".");
+    reject(name, "has element type " + std::string(to_string(t.dtype)) + "; the plan expects " + expected + ".");
   }
-  // A device bias is read in place, element by element at least; a host one is copied to an aligned buffer first.
+  // A device vector is read in place, element by element at least; a host one is copied to an aligned buffer first.
   const auto element_bytes = static_cast<std::uintptr_t>(std::max(1, bits_of(dtype) / 8));
   if (t.on_device() && reinterpret_cast<std::uintptr_t>(t.data) % element_bytes != 0) {
-    reject("bias", "its address is not a multiple of " + std::to_string(element_bytes) + " bytes, the size of one " +
-                       std::string(to_string(dtype)) + " element; allocate it like C.");
+    reject(name, "its address is not a multiple of " + std::to_string(element_bytes) + " bytes, the size of one " +
+                     std::string(to_string(dtype)) + " element; allocate it like C.");
   }
   const bool vector = t.rank == 1 || (t.rank == 2 && (t.shape[0] == 1 || t.shape[1] == 1));
   if (!vector || t.numel() != length) {
-    reject("bias", "has shape " + t.shape_string() + "; the plan expects " + expected + ".");
+    reject(name, "has shape " + t.shape_string() + "; the plan expects " + expected + ".");
   }
   for (int i = 0; i < t.rank; ++i) {
     if (t.shape[i] > 1 && t.strides[i] != 1) {
-      reject("bias", "has strides " + t.strides_string() + "; its elements must be contiguous.");
+      reject(name, "has strides " + t.strides_string() + "; its elements must be contiguous.");
     }
   }
   MatrixOperand m;

@@ -30,9 +30,10 @@ std::optional<Layout> infer_layout(const TensorView& tensor);
 // Throws TensorError naming the operand and the rule.
 MatrixOperand check_operand(const TensorView& tensor, const char* name, DataType dtype, Layout layout);
 
-// A bias vector: `length` contiguous elements of `dtype` (rank 1, or rank 2 with one extent 1).
-// Throws TensorError saying what the plan expects.
-MatrixOperand check_bias(const TensorView& tensor, DataType dtype, std::int64_t length, const char* per);
+// A vector operand named `name`: `length` contiguous elements of `dtype` (rank 1, or rank 2 with one extent 1), one
+// per output `per` (row or column).
+MatrixOperand check_vector(const TensorView& tensor, const char* name, DataType dtype, std::int64_t length,
+                           const char* per);
 
 // Largest alignment (elements) from `candidates` (widest first) the operand's pointer, leading dimension, contiguous
 // extent and batch stride are all divisible by; 0 if none.

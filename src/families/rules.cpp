@@ -44,6 +44,56 @@ bool layouts_ok_for_tensor_op(const OperandTypes& t) {
   return t.layout_a == Layout::RowMajor && t.layout_b == Layout::ColumnMajor;
 }
 
+bool fp8_types(const OperandTypes& t) {
+  return fp8_rule_violation(90, 90, OpClass::TensorOp, t).empty() && is_fp8(t.a);
+}
+
+namespace {
+
+bool fp8_output(DataType t) {
+  return t == DataType::f16 || t == DataType::bf16 || t == DataType::f32;
+}
+
+}  // namespace
+
+std::string fp8_rule_violation(int cc, int kernel_cc, OpClass opclass, const OperandTypes& t) {
+  if (!is_fp8(t.a) && !is_fp8(t.b)) return "";
+  const std::string types = "(A " + std::string(to_string(t.a)) + ", B " + std::string(to_string(t.b)) + ")";
+  if (!is_fp8(t.a) || !is_fp8(t.b)) {
+    return "FP8 GEMMs take A and B both in e4m3 or e5m2 " + types + "; convert the other operand to e4m3 or e5m2.";
+  }
+  if (cc < 90 || kernel_cc < 90) {
+    return "FP8 operands " + types +
+           " run on SM90 tensor cores (WGMMA) only; gemmkit's SM80 kernels have no FP8 math. Construct the plan "
+           "with cc=90 (and no kernel_cc, or kernel_cc=90) for an H100 / H200.";
+  }
+  if (opclass != OpClass::TensorOp) {
+    return "FP8 operands " + types + " run on tensor cores only; use opclass TensorOp, not " +
+           std::string(to_string(opclass)) + ".";
+  }
+  if (t.accumulator != DataType::f32) {
+    return "FP8 GEMMs accumulate in f32; got element_accumulator=" + std::string(to_string(t.accumulator)) +
+           ". Set element_accumulator=f32 (or leave it unset).";
+  }
+  if (!fp8_output(t.d) || !fp8_output(t.c)) {
+    return "FP8 GEMMs write C and D in bf16, f16 or f32; got C=" + std::string(to_string(t.c)) +
+           ", D=" + std::string(to_string(t.d)) + ".";
+  }
+  if (t.layout_a != Layout::RowMajor || t.layout_b != Layout::ColumnMajor) {
+    return "FP8 WGMMA reads A and B K-major only: A must be RowMajor and B ColumnMajor (TN); got A " +
+           std::string(to_string(t.layout_a)) + ", B " + std::string(to_string(t.layout_b)) +
+           ". Store the operand transposed (a column-major B is B^T row-major: in torch, b.t().contiguous().t()) "
+           "and set layout_A=RowMajor, layout_B=ColumnMajor.";
+  }
+  return "";
+}
+
+OperandTypes operand_types_of(const KernelSpec& spec) {
+  const DataType c = spec.element_c == DataType::void_t ? spec.element_d : spec.element_c;
+  return {spec.element_a, spec.element_b, c, spec.element_d, spec.element_accumulator, spec.layout_a,
+          spec.layout_b,  spec.layout_c};
+}
+
 bool simt_types(const OperandTypes& t) {
   if (t.a != t.b) return false;
   switch (t.a) {
@@ -123,7 +173,8 @@ std::string extended_name(const KernelSpec& spec, const std::string& core) {
 }
 
 std::string epilogue_suffix(const KernelSpec& spec) {
-  return std::string(row_of(spec.activation).in_kernel_name) + std::string(row_of(spec.bias).in_kernel_name);
+  return std::string(row_of(spec.activation).in_kernel_name) + std::string(row_of(spec.bias).in_kernel_name) +
+         std::string(row_of(spec.scale).in_kernel_name);
 }
 
 std::string activation_functor(Activation activation, DataType element_d) {
@@ -173,6 +224,7 @@ void check_grouped_rules(const KernelSpec& spec) {
   if (spec.bias != BiasMode::None) {
     fail("Grouped GEMM kernels have no bias epilogue; pass the bias as C with beta = 1, or use Gemm.");
   }
+  if (spec.scale != ScaleMode::None) fail("Grouped GEMM kernels have no scale vectors; use Gemm on SM90.");
 }
 
 Placeholders placeholders_for_template(Placeholders values, const std::vector<std::string>& unused,

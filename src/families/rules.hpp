@@ -23,6 +23,14 @@ bool moves_16_byte_rows(int alignment, DataType element);
 bool tensor_op_types(const OperandTypes& types);
 // Integer tensor cores read A row-major and B column-major ("TN") only.
 bool layouts_ok_for_tensor_op(const OperandTypes& types);
+// FP8 tensor-core math (SM90 WGMMA): A and B e4m3 or e5m2 (mixed too), f32 accumulation, C and D f16, bf16 or f32,
+// A row-major and B column-major (WGMMA reads 8-bit operands K-major only).
+bool fp8_types(const OperandTypes& types);
+// Why a plan with FP8 operands has no kernel (on SM `cc`, kernel generation `kernel_cc`, opcode class `opclass`),
+// naming the fix; "" when it has FP8 operands that fit or none at all. The only copy of the FP8 rules.
+std::string fp8_rule_violation(int cc, int kernel_cc, OpClass opclass, const OperandTypes& types);
+// A spec's operand types and layouts (C's element D's when C is void).
+OperandTypes operand_types_of(const KernelSpec& spec);
 // CUDA-core math exists for these operand and accumulator types.
 bool simt_types(const OperandTypes& types);
 // C and D of 2.x kernels share one type; 3.x kernels may differ (e.g. f32 C, f16 D).
@@ -44,7 +52,8 @@ bool uses_tf32(const KernelSpec& spec);
 // The reference's "extended" name part around a kernel's core (math and operation) name: the element of C and of
 // A beside it when they differ from the accumulator's, e.g. f16_s16816gemm_f16.
 std::string extended_name(const KernelSpec& spec, const std::string& core);
-// Our additions to the reference's names (activation, bias), so that different kernels never share a name.
+// Our additions to the reference's names (activation, bias, scale vectors), so that different kernels never share a
+// name.
 std::string epilogue_suffix(const KernelSpec& spec);
 
 // The elementwise functor, e.g. cutlass::epilogue::thread::ReLu; sigmoid, SiLU and GELU of a 16-bit D use
@@ -58,7 +67,7 @@ Placeholders common_placeholders(const KernelSpec& spec);
 KernelSpec as_dense(const KernelSpec& spec, KernelFamily dense);
 // A dense kernel name made the grouped kernel's, as the reference spells it (..._s16816gemm_grouped_f16_...).
 std::string grouped_name(const std::string& dense_name);
-// What no grouped kernel has: a bias, a swizzle other than IdentitySwizzle1, Stream-K.
+// What no grouped kernel has: a bias, scale vectors, a swizzle other than IdentitySwizzle1, Stream-K.
 void check_grouped_rules(const KernelSpec& spec);
 // Values for a template's placeholders, without those it does not use; `kernel_name` replaced.
 Placeholders placeholders_for_template(Placeholders values, const std::vector<std::string>& unused,

@@ -86,7 +86,15 @@ void check_types(const KernelSpec& spec) {
     fail("The Sm80Universal family builds SM80 kernels (kernel_cc 80), not kernel_cc " +
          std::to_string(spec.kernel_cc) + ".");
   }
+  if (const std::string fp8 = fp8_rule_violation(spec.cc, spec.kernel_cc, spec.opclass, operand_types_of(spec));
+      !fp8.empty()) {
+    fail(fp8);
+  }
   if (spec.element_c == DataType::void_t) fail("CUTLASS 2.x kernels need a C/D element type, not void.");
+  if (spec.scale != ScaleMode::None) {
+    fail("Scale vectors (" + std::string(to_string(spec.scale)) +
+         ") are fused by SM90 kernels only; use cc=90 with kernel_cc 90, or scale D afterwards.");
+  }
   if (spec.element_c != spec.element_d) {
     fail("CUTLASS 2.x kernels need element C (" + std::string(to_string(spec.element_c)) + ") equal to element D (" +
          std::string(to_string(spec.element_d)) + ").");

@@ -41,7 +41,7 @@ bool is_tma_schedule(KernelSchedule k) {
 }
 
 bool has_fused_epilogue(const KernelSpec& spec) {
-  return spec.activation != Activation::Identity || spec.bias != BiasMode::None;
+  return spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.scale != ScaleMode::None;
 }
 
 // C's element, or D's when there is no C: what the TMA epilogue moves, and the bias vector's element.
@@ -61,6 +61,15 @@ void check_types(const KernelSpec& spec) {
   }
   if (spec.opclass != OpClass::TensorOp) fail("SM90 collective kernels are TensorOp only; use Sm80Universal.");
   if (spec.element_d == DataType::void_t) fail("Element D cannot be void.");
+  if (const std::string fp8 = fp8_rule_violation(spec.cc, spec.kernel_cc, spec.opclass, operand_types_of(spec));
+      !fp8.empty()) {
+    fail(fp8);
+  }
+  if (is_fp8(spec.element_a) && (spec.alignment_a != 16 || spec.alignment_b != 16)) {
+    fail("FP8 operands are loaded with TMA in 16-element (16-byte) vectors: alignment 16 for A and B; got " +
+         std::to_string(spec.alignment_a) + "/" + std::to_string(spec.alignment_b) +
+         ". Pad K to a multiple of 16 elements.");
+  }
 }
 
 // Cluster shape: rank 3 with a unit third dimension, at most 8 CTAs (portable size).
@@ -113,7 +122,7 @@ void check_schedules(const KernelSpec& spec) {
   // An auto epilogue with a fused activation resolves to the TMA epilogue; the no-smem one cannot fuse.
   if (has_fused_epilogue(spec) && td.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
     fail(
-        "Fused activations and bias on SM90 kernels need a TMA epilogue (TmaWarpSpecialized, "
+        "Fused activations, bias and scale vectors on SM90 kernels need a TMA epilogue (TmaWarpSpecialized, "
         "TmaWarpSpecializedCooperative or auto); got epilogue schedule NoSmemWarpSpecialized.");
   }
 }
@@ -160,15 +169,19 @@ class Sm90Collective final : public Family {
   std::string_view template_name() const override { return "sm90_gemm.cu.in"; }
   std::string_view glue_header() const override { return "gemmkit/sm90_gemm.hpp"; }
 
-  // Tensor cores other than f64 (whose kernels are CUTLASS 2.x ones).
+  // Tensor cores other than f64 (whose kernels are CUTLASS 2.x ones), and FP8.
   bool supports(OpClass opclass, const OperandTypes& types) const override {
-    return opclass == OpClass::TensorOp && types.a != DataType::f64 && tensor_op_types(types) &&
-           layouts_ok_for_tensor_op(types) && output_types_ok(90, types);
+    if (opclass != OpClass::TensorOp) return false;
+    if (fp8_types(types)) return true;
+    return types.a != DataType::f64 && tensor_op_types(types) && layouts_ok_for_tensor_op(types) &&
+           output_types_ok(90, types);
   }
 
   std::vector<int> operand_alignments(OpClass, DataType element, const OperandTypes&) const override {
     // f64 operands (e.g. a C of another type than A and B) are read as scalars, as in the reference.
     if (element == DataType::f64) return {1};
+    // FP8 mainloops are TMA only (CUTLASS has no cp.async FP8 mainloop).
+    if (is_fp8(element)) return {16};
     return vector_widths(element);
   }
 
@@ -285,6 +298,7 @@ class Sm90Collective final : public Family {
                               {"kernel_schedule", std::string(row_of(tile.kernel_schedule).cutlass)},
                               {"tile_scheduler", std::string(row_of(tile_scheduler_of(spec)).cutlass)},
                               {"bias", std::string(row_of(spec.bias).cutlass)},
+                              {"scale", std::string(row_of(spec.scale).cutlass)},
                               {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
                               {"activation", activation_functor(spec.activation, spec.element_d)},
                               {"epilogue_schedule", std::string(row_of(tile.epilogue_schedule).cutlass)},

@@ -14,7 +14,8 @@ namespace {
 
 bool any_on_host(const GemmLaunch& gemm) {
   return !gemm.a.on_device || !gemm.b.on_device || !gemm.d.on_device || (gemm.c && !gemm.c->on_device) ||
-         (gemm.bias && !gemm.bias->on_device);
+         (gemm.bias && !gemm.bias->on_device) || (gemm.row_scale && !gemm.row_scale->on_device) ||
+         (gemm.column_scale && !gemm.column_scale->on_device);
 }
 
 }  // namespace
@@ -56,6 +57,9 @@ void launch(KernelModule& module, const GemmLaunch& gemm, cudaStream_t stream, b
   args.device_id = gemm.device;
   args.sm_count = gemm.sm_count;
   if (gemm.bias) args.bias = staging.on_device(*gemm.bias);
+  if (gemm.row_scale) args.row_scale = staging.on_device(*gemm.row_scale);
+  if (gemm.column_scale) args.column_scale = staging.on_device(*gemm.column_scale);
+  if (gemm.transposed) std::swap(args.row_scale, args.column_scale);
   args.raster_order = static_cast<int32_t>(gemm.raster_order);
   args.max_swizzle_size = gemm.max_swizzle_size;
   args.splits = 1;

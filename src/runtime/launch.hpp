@@ -15,7 +15,7 @@ namespace gemmkit::runtime {
 
 struct GemmLaunch {
   LaunchOperand a, b, d;
-  std::optional<LaunchOperand> c, bias;
+  std::optional<LaunchOperand> c, bias, row_scale, column_scale;
   bool d_has_gaps = false;  // a host D whose rows have gaps is copied in, so the gaps come back unchanged
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
   bool transposed = false;  // the kernel computes D^T = B^T A^T: A and B swap places

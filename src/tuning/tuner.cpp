@@ -147,6 +147,7 @@ Gemm Gemm::with_tile(const TileDescription& tile) const {
   copy.activation_ = activation_;
   copy.activation_parameter_ = activation_parameter_;
   copy.bias_ = bias_;
+  copy.scale_ = scale_;
   copy.raster_order_ = raster_order_;
   copy.max_swizzle_size_ = max_swizzle_size_;
   copy.tile_ = tile;
@@ -193,6 +194,9 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
   }
   if (bias_ != BiasMode::None) {
     throw ConfigError("tune() does not take a bias vector yet; tune the plan without set_bias (the same kernels).");
+  }
+  if (scale_ != ScaleMode::None) {
+    throw ConfigError("tune() does not take scale vectors yet; tune the plan without set_scale (the same tiles).");
   }
   auto say = [&](const std::string& line) {
     if (options.progress) options.progress(line);

@@ -3,6 +3,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 
@@ -18,6 +19,8 @@ double element_value(DataType dtype, const void* data, std::size_t i) {
     case DataType::s8: return static_cast<const std::int8_t*>(data)[i];
     case DataType::u8: return static_cast<const std::uint8_t*>(data)[i];
     case DataType::s32: return static_cast<const std::int32_t*>(data)[i];
+    case DataType::e4m3: return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(data)[i]);
+    case DataType::e5m2: return static_cast<float>(static_cast<const __nv_fp8_e5m2*>(data)[i]);
     case DataType::void_t: break;
   }
   return 0.0;

@@ -7,7 +7,7 @@
 
 namespace gemmkit::util {
 
-// Element `index` of `data` (f16 and bf16 converted exactly; void_t reads 0).
+// Element `index` of `data` (f16, bf16, e4m3 and e5m2 converted exactly; void_t reads 0).
 double element_value(DataType dtype, const void* data, std::size_t index);
 
 }  // namespace gemmkit::util

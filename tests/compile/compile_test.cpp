@@ -1,5 +1,6 @@
-// tests/compile/compile_test.cpp: nvcc really builds one SM80 and one SM90 kernel into a fresh cache; the second
-// request is a cache hit (counted, not timed), also from a fresh process; the module loads and names itself.
+// tests/compile/compile_test.cpp: nvcc really builds one SM80 and one SM90 kernel (and an FP8 one with scale vectors)
+// into a fresh cache; the second request is a cache hit (counted, not timed), also from a fresh process; the module
+// loads and names itself.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -92,6 +93,27 @@ TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   EXPECT_EQ(gk::KernelModule::load(entries[1].module_path)->kernel_name(), sm80.kernel_name());
   EXPECT_NE(sm90.kernel_name().find("_gelu_biasrow"), std::string::npos) << sm90.kernel_name();
   EXPECT_NE(sm80.kernel_name().find("_leaky_relu_biascolumn"), std::string::npos) << sm80.kernel_name();
+}
+
+// FP8 (e4m3 x e5m2 -> bf16) with per-row and per-column scale vectors: the FP8 mainloop and the scaled epilogue
+// visitor tree build, and the module names itself.
+TEST(CompileTier, Fp8Sm90KernelWithScaleVectorsBuilds) {
+  gk::testenv::TempDir cache_dir;
+  gk::GemmOptions o;
+  o.element_a = gk::DataType::e4m3;
+  o.element_b = gk::DataType::e5m2;
+  o.element_c = o.element_d = gk::DataType::bf16;
+  o.layout_a = gk::Layout::RowMajor;
+  o.layout_b = gk::Layout::ColumnMajor;
+  o.layout_c = gk::Layout::RowMajor;
+  o.cc = 90;
+  gk::Gemm plan(o);
+  plan.set_scale(gk::ScaleMode::RowAndColumn);
+  gk::DiskCache cache(cache_dir.str());
+  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(plan.spec()));
+  EXPECT_EQ(gk::KernelModule::load(entry.module_path)->kernel_name(), plan.kernel_name());
+  EXPECT_NE(plan.kernel_name().find("_e4m3_e5m2_f32_bf16_bf16_"), std::string::npos) << plan.kernel_name();
+  EXPECT_NE(plan.kernel_name().find("_scalerowcolumn"), std::string::npos) << plan.kernel_name();
 }
 
 // One grouped kernel of each family: the modules build, load as grouped modules and describe what they compiled.

@@ -27,7 +27,10 @@ using KernelSchedule = cutlass::gemm::collective::KernelScheduleAuto;
 using TileScheduler = void;
 constexpr gemmkit::module::Bias kBias = gemmkit::module::Bias::None;  // args->bias, per row or column of D
 using ElementBias = cutlass::half_t;
-using Fusion = gemmkit::sm90::Fusion<kBias, cutlass::epilogue::thread::Identity, ElementD, ElementCompute, ElementC, ElementBias>;
+// args->row_scale / column_scale (f32) multiply the accumulator per row / column of D
+constexpr gemmkit::module::Scale kScale = gemmkit::module::Scale::None;
+using Fusion =
+    gemmkit::sm90::ScalableFusion<kBias, kScale, cutlass::epilogue::thread::Identity, ElementD, ElementCompute, ElementC, ElementBias, CtaTile>;
 constexpr bool Cooperative =
     gemmkit::sm90::is_cooperative<KernelSchedule, CtaTile, ElementA, AlignmentA, ElementB, AlignmentB>();
 constexpr bool TmaEverywhere = gemmkit::sm90::tma_everywhere<ElementA, AlignmentA, ElementB, AlignmentB, ElementC,
@@ -48,7 +51,7 @@ using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder
 using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop,
                                                         CollectiveEpilogue, TileScheduler>;
 using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
-using Module = gemmkit::sm90::Module<Gemm, kBias>;
+using Module = gemmkit::sm90::Module<Gemm, kBias, kScale>;
 
 }  // namespace gemmkit_kernel
 

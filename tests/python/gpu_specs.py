@@ -34,6 +34,7 @@ def specs(cc=None):
     moe = gemmkit.GroupedGemm(element="bf16", layout="row", layout_B="col", element_accumulator=np.float32, cc=cc)
     out.append(moe.construct())
     out += torch_specs(cc)
+    out += fp8_specs(cc)
     unique = {}
     for spec in out:
         unique.setdefault(spec.canonical(), spec)
@@ -60,6 +61,22 @@ def torch_specs(cc=None):
                                    element_accumulator=np.float32, cc=cc)
         plan.activation = activation
         out.append(plan.construct())
+    return out
+
+
+def fp8_specs(cc=None):
+    """test_fp8.py's SM90 kernels (none on an older GPU): the plans of its gpu tests, as spec_for picks them."""
+    if (cc or gemmkit.device_cc()) < 90:
+        return []
+    out = []
+    for a, b, d in [("e4m3", "e4m3", "bf16"), ("e4m3", "e5m2", "f16"), ("e5m2", "e5m2", "f32")]:
+        plan = gemmkit.Gemm(element_A=a, element_B=b, element_C=d, element_D=d, layout_A="row", layout_B="col",
+                            layout_C="row", cc=cc)
+        out.append(plan.construct())
+    rowwise = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16", layout_A="row",
+                           layout_B="col", layout_C="row", cc=cc)
+    rowwise.scale = "row_and_column"
+    out.append(rowwise.construct())
     return out
 
 

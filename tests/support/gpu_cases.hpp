@@ -216,6 +216,58 @@ inline std::vector<GroupedCase> contiguous_cases(int cc) {
   return out;
 }
 
+// The FP8 tier (tests/gpu/fp8_gpu_test.cpp): SM90 only, A row-major and B column-major (what FP8 WGMMA reads).
+struct Fp8Case {
+  std::string label;
+  DataType a, b, d;
+  Layout layout_c = Layout::RowMajor;
+};
+
+inline std::vector<Fp8Case> fp8_cases() {
+  return {{"e4m3_bf16", DataType::e4m3, DataType::e4m3, DataType::bf16},
+          {"e4m3_f16", DataType::e4m3, DataType::e4m3, DataType::f16},
+          {"e4m3_f32", DataType::e4m3, DataType::e4m3, DataType::f32},
+          {"e5m2_bf16", DataType::e5m2, DataType::e5m2, DataType::bf16},
+          {"e4m3_e5m2_f32_colmajor_d", DataType::e4m3, DataType::e5m2, DataType::f32, Layout::ColumnMajor}};
+}
+
+inline GemmOptions fp8_options(const Fp8Case& c, int cc) {
+  GemmOptions o;
+  o.element_a = c.a;
+  o.element_b = c.b;
+  o.element_c = o.element_d = c.d;
+  o.layout_a = Layout::RowMajor;
+  o.layout_b = Layout::ColumnMajor;
+  o.layout_c = c.layout_c;
+  o.cc = cc;
+  return o;
+}
+
+// FP8 plans with scale vectors (e4m3 -> bf16 unless said otherwise), some with a bias and an activation too.
+struct Fp8ScaleCase {
+  std::string label;
+  ScaleMode scale;
+  BiasMode bias = BiasMode::None;
+  Activation activation = Activation::Identity;
+  DataType d = DataType::bf16;
+};
+
+inline std::vector<Fp8ScaleCase> fp8_scale_cases() {
+  return {{"rows", ScaleMode::PerRow},
+          {"columns", ScaleMode::PerColumn},
+          {"rows_and_columns", ScaleMode::RowAndColumn},
+          {"rows_and_columns_f32", ScaleMode::RowAndColumn, BiasMode::None, Activation::Identity, DataType::f32},
+          {"rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU}};
+}
+
+inline Gemm fp8_scale_plan(const Fp8ScaleCase& c, int cc) {
+  Gemm plan(fp8_options({c.label, DataType::e4m3, DataType::e4m3, c.d}, cc));
+  plan.set_scale(c.scale);
+  plan.set_bias(c.bias);
+  plan.set_activation(c.activation);
+  return plan;
+}
+
 // The tuning tier (tests/gpu/tuning_gpu_test.cpp): an f16 plan tuned on one problem among this many candidates.
 inline constexpr Shape kTuneShape{256, 512, 4096};
 inline constexpr int kTuneCandidates = 4;
@@ -251,8 +303,8 @@ inline std::vector<KernelSpec> suite_specs(int cc) {
 }
 
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` picks
-// "config", "epilogue", "concurrency", "types", "fuzz", "grouped", "conv" and/or "tuning" (empty: all of these), or
-// "suite" (the benchmark's shape suite; only when named).
+// "config", "epilogue", "concurrency", "types", "fuzz", "grouped", "conv", "fp8" and/or "tuning" (empty: all of these),
+// or "suite" (the benchmark's shape suite; only when named).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
   auto wanted = [&](const char* group) { return groups.empty() || groups.find(group) != std::string::npos; };
   std::vector<KernelSpec> out;
@@ -300,6 +352,16 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
   }
   if (wanted("conv")) {
     for (const auto& c : conv_cases()) out.push_back(conv_spec(c, cc));
+  }
+  if (wanted("fp8") && cc >= 90) {
+    for (const auto& c : fp8_cases()) {
+      Gemm plan(fp8_options(c, cc));
+      out.push_back(spec_for_shape(plan, kMatrixShape));
+    }
+    for (const auto& c : fp8_scale_cases()) {
+      Gemm plan = fp8_scale_plan(c, cc);
+      out.push_back(spec_for_shape(plan, kMatrixShape));
+    }
   }
   if (!wanted("types")) return out;
   for (const auto& t : type_cases()) {

@@ -10,7 +10,7 @@ extern "C" {
 #endif
 
 /* Bump whenever a struct below or an entry point changes shape; modules built for another version are rebuilt. */
-#define GK_ABI_VERSION 1
+#define GK_ABI_VERSION 2
 
 typedef enum gk_status {
   GK_OK = 0,
@@ -40,7 +40,12 @@ typedef struct gk_gemm_args {
   int32_t raster_order;     /* SM90 persistent schedulers: 0 = heuristic, 1 = along M, 2 = along N */
   int32_t max_swizzle_size; /* SM90 persistent schedulers: 1, 2, 4 or 8 */
   int32_t splits;           /* Stream-K / split-K: number of splits, 1 = let the scheduler decide */
-  int32_t reserved[3];
+  int32_t reserved;
+  /* Scale vectors of f32 when the module was built with them (e.g. FP8 dequantization scales): the accumulator of
+     output (i, j) is multiplied by row_scale[i] (m elements) and column_scale[j] (n elements) before alpha; a null
+     one counts as all ones. */
+  const void* row_scale;
+  const void* column_scale;
 } gk_gemm_args;
 
 typedef int (*gk_abi_version_fn)(void);

@@ -17,7 +17,7 @@
 namespace gemmkit::module {
 
 // memcmp() on gk_gemm_args is only meaningful without padding bytes.
-static_assert(sizeof(gk_gemm_args) == 4 * 4 + 4 * 8 + 8 * 8 + 4 * 8 + 8 + 8 * 4, "gk_gemm_args has padding");
+static_assert(sizeof(gk_gemm_args) == 4 * 4 + 4 * 8 + 8 * 8 + 4 * 8 + 8 + 6 * 4 + 2 * 8, "gk_gemm_args has padding");
 static_assert(sizeof(gk_conv2d_args) == 16 * 4 + 4 * 8 + 4 * 8 + 4 * 4, "gk_conv2d_args has padding");
 
 // The last CUDA error seen by this thread's calls into the module, for gk_last_cuda_error(). Internal linkage
@@ -37,10 +37,23 @@ inline bool record_cuda_error(cudaError_t error) {
 // (PerColumn, length n) or to every column (PerRow, length m) of alpha * A@B + beta * C, before the activation.
 enum class Bias { None, PerRow, PerColumn };
 
-// Arguments checks common to every family: GK_OK or GK_ERR_ARGS. A module built with a bias needs its vector.
-inline int check_args(const gk_gemm_args* args, Bias bias) {
+// The scale vectors a module was built for (SM90 kernels): the accumulator of output (i, j) is multiplied by
+// row_scale[i] (PerRow), column_scale[j] (PerColumn) or both (RowAndColumn) before alpha.
+enum class Scale { None, PerRow, PerColumn, RowAndColumn };
+
+// A glue class's Scale: its kScale, or None for families without scale vectors.
+template <class Glue, class = void>
+inline constexpr Scale scale_of = Scale::None;
+template <class Glue>
+inline constexpr Scale scale_of<Glue, std::void_t<decltype(Glue::kScale)>> = Glue::kScale;
+
+// Arguments checks common to every family: GK_OK or GK_ERR_ARGS. A module built with a bias or scale vectors needs
+// those vectors.
+inline int check_args(const gk_gemm_args* args, Bias bias, Scale scale = Scale::None) {
   if (args == nullptr || args->A == nullptr || args->B == nullptr || args->D == nullptr) return GK_ERR_ARGS;
   if (bias != Bias::None && args->bias == nullptr) return GK_ERR_ARGS;
+  if ((scale == Scale::PerRow || scale == Scale::RowAndColumn) && args->row_scale == nullptr) return GK_ERR_ARGS;
+  if ((scale == Scale::PerColumn || scale == Scale::RowAndColumn) && args->column_scale == nullptr) return GK_ERR_ARGS;
   if (args->m < 1 || args->n < 1 || args->k < 1 || args->batch < 1) return GK_ERR_ARGS;
   if (args->C == nullptr && args->beta != 0.0) return GK_ERR_ARGS;
   return GK_OK;

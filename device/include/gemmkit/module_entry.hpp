@@ -9,6 +9,7 @@ namespace {
 // This thread's last prepared launch. Internal linkage: a function-local static in the (template) glue would be
 // a GNU "unique" symbol, shared by every module in the process that holds the same kernel type.
 thread_local gemmkit_kernel::Module::Cache launch_cache;
+constexpr gemmkit::module::Scale kScale = gemmkit::module::scale_of<gemmkit_kernel::Module>;
 }  // namespace
 
 GK_EXPORT int gk_abi_version(void) {
@@ -20,17 +21,19 @@ GK_EXPORT const char* gk_kernel_name(void) {
 }
 
 GK_EXPORT int gk_can_implement(const gk_gemm_args* args) {
-  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias); status != GK_OK) return status;
+  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale); status != GK_OK)
+    return status;
   return gemmkit::module::can_implement<gemmkit_kernel::Module>(*args);
 }
 
 GK_EXPORT size_t gk_workspace_size(const gk_gemm_args* args) {
-  if (gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias) != GK_OK) return 0;
+  if (gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale) != GK_OK) return 0;
   return gemmkit::module::workspace_size<gemmkit_kernel::Module>(*args);
 }
 
 GK_EXPORT int gk_run(const gk_gemm_args* args, void* workspace, void* stream) {
-  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias); status != GK_OK) return status;
+  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale); status != GK_OK)
+    return status;
   return gemmkit::module::run<gemmkit_kernel::Module>(launch_cache, *args, workspace,
                                                       static_cast<cudaStream_t>(stream));
 }

@@ -49,6 +49,64 @@ template <module::Bias BiasMode, template <class> class Act, class ElementD, cla
           class ElementBias>
 using Fusion = typename FusionSelector<BiasMode, Act, ElementD, ElementCompute, ElementC, ElementBias>::type;
 
+// With scale vectors (FP8 dequantization scales, f32): D = Act(beta * C + (alpha * (acc * row_scale[m] *
+// column_scale[n]) + bias)), an epilogue visitor tree of CUTLASS's nodes; the scales load element by element (a null
+// one reads as ones), the bias is a column vector (PerRow), a row vector (PerColumn) or the scalar 0 (None).
+namespace evt = cutlass::epilogue::fusion;
+template <template <class> class Fn, class ElementOutput, class ElementCompute>
+using Node = evt::Sm90Compute<Fn, ElementOutput, ElementCompute, cutlass::FloatRoundStyle::round_to_nearest>;
+template <class CtaTile, class ElementCompute>
+using RowScale = evt::Sm90ColBroadcast<0, CtaTile, float, ElementCompute, cute::Stride<cute::_1, cute::_0, int64_t>, 1>;
+template <class CtaTile, class ElementCompute>
+using ColumnScale =
+    evt::Sm90RowBroadcast<0, CtaTile, float, ElementCompute, cute::Stride<cute::_0, cute::_1, int64_t>, 1>;
+
+template <module::Bias BiasMode, class CtaTile, class ElementCompute, class ElementBias>
+struct BiasLeafSelector {
+  using type = evt::Sm90ScalarBroadcast<ElementCompute>;  // zero
+};
+template <class CtaTile, class ElementCompute, class ElementBias>
+struct BiasLeafSelector<module::Bias::PerRow, CtaTile, ElementCompute, ElementBias> {
+  using type =
+      evt::Sm90ColBroadcast<0, CtaTile, ElementBias, ElementCompute, cute::Stride<cute::_1, cute::_0, int64_t>, 1>;
+};
+template <class CtaTile, class ElementCompute, class ElementBias>
+struct BiasLeafSelector<module::Bias::PerColumn, CtaTile, ElementCompute, ElementBias> {
+  using type =
+      evt::Sm90RowBroadcast<0, CtaTile, ElementBias, ElementCompute, cute::Stride<cute::_0, cute::_1, int64_t>, 1>;
+};
+
+template <module::Bias BiasMode, template <class> class Act, class ElementD, class ElementCompute, class ElementC,
+          class ElementBias, class CtaTile>
+using ScaledFusion = evt::Sm90EVT<
+    Node<Act, ElementD, ElementCompute>,
+    evt::Sm90EVT<Node<cutlass::homogeneous_multiply_add, ElementCompute, ElementCompute>,
+                 evt::Sm90ScalarBroadcast<ElementCompute>,  // beta
+                 evt::Sm90SrcFetch<ElementC>,               // C
+                 evt::Sm90EVT<Node<cutlass::homogeneous_multiply_add, ElementCompute, ElementCompute>,
+                              evt::Sm90ScalarBroadcast<ElementCompute>,  // alpha
+                              evt::Sm90EVT<Node<cutlass::multiplies, ElementCompute, ElementCompute>,
+                                           evt::Sm90EVT<Node<cutlass::multiplies, ElementCompute, ElementCompute>,
+                                                        evt::Sm90AccFetch, RowScale<CtaTile, ElementCompute>>,
+                                           ColumnScale<CtaTile, ElementCompute>>,
+                              typename BiasLeafSelector<BiasMode, CtaTile, ElementCompute, ElementBias>::type>>>;
+
+// A dense kernel's fusion: CUTLASS's fusion operation without scale vectors, the scaled visitor tree with them.
+template <module::Bias BiasMode, module::Scale ScaleMode, template <class> class Act, class ElementD,
+          class ElementCompute, class ElementC, class ElementBias, class CtaTile>
+using ScalableFusion =
+    std::conditional_t<ScaleMode == module::Scale::None,
+                       Fusion<BiasMode, Act, ElementD, ElementCompute, ElementC, ElementBias>,
+                       ScaledFusion<BiasMode, Act, ElementD, ElementCompute, ElementC, ElementBias, CtaTile>>;
+
+// Whether a fusion needs the TMA epilogue: every FusionOperation but the plain linear combination (IsEltActSupported)
+// and every visitor tree (the scaled fusion).
+template <class FusionOp, class = void>
+inline constexpr bool needs_tma_epilogue = true;
+template <class FusionOp>
+inline constexpr bool needs_tma_epilogue<FusionOp, std::void_t<decltype(FusionOp::IsEltActSupported)>> =
+    FusionOp::IsEltActSupported;
+
 // Whether the mainloop runs one tile per two consumer warp groups (the cooperative kernels): decides which TMA
 // epilogue matches it. KernelScheduleAuto is resolved the way the CUTLASS 4.2 builder resolves it.
 template <class KernelSchedule, class CtaTile, class ElementA, int AlignmentA, class ElementB, int AlignmentB>
@@ -63,15 +121,15 @@ constexpr bool is_cooperative() {
   }
 }
 
-// The epilogue schedule: as asked, except that Auto with a fused activation or bias (every fusion but the plain
-// linear combination is an EltAct one; the Auto builder refuses them and the NoSmem epilogue would silently drop
-// them) becomes the TMA warp-specialized epilogue matching the mainloop.
+// The epilogue schedule: as asked, except that Auto with a fused activation, bias or scale vectors (every fusion but
+// the plain linear combination; the Auto builder refuses them and the NoSmem epilogue would silently drop them)
+// becomes the TMA warp-specialized epilogue matching the mainloop.
 // Auto without a fusion becomes the TMA epilogue too when every operand moves 16-byte rows: measured on the H200
 // (bench/results), CUTLASS's own Auto choice (the no-smem epilogue) is 10-25% slower on the benchmark shapes.
 template <class EpilogueSchedule, class FusionOp, bool Cooperative, bool TmaEverywhere>
 using ResolvedEpilogueSchedule =
     std::conditional_t<std::is_same_v<EpilogueSchedule, cutlass::epilogue::collective::EpilogueScheduleAuto> &&
-                           (FusionOp::IsEltActSupported || TmaEverywhere),
+                           (needs_tma_epilogue<FusionOp> || TmaEverywhere),
                        std::conditional_t<Cooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
                                           cutlass::epilogue::TmaWarpSpecialized>,
                        EpilogueSchedule>;
@@ -133,9 +191,42 @@ auto set_fusion_bias(Thread& thread, const gk_gemm_args& args, int) -> decltype(
 template <class Thread>
 void set_fusion_bias(Thread&, const gk_gemm_args&, long) {}
 
+// The bias leaf of the scaled fusion: a broadcast node's vector (ptr_col: PerRow, ptr_row: PerColumn), or nothing
+// (the scalar 0).
+template <class Leaf>
+auto set_bias_leaf(Leaf& leaf, const gk_gemm_args& args, int) -> decltype(leaf.ptr_col, void()) {
+  leaf.ptr_col = static_cast<decltype(leaf.ptr_col)>(args.bias);
+}
+template <class Leaf>
+auto set_bias_leaf(Leaf& leaf, const gk_gemm_args& args, long) -> decltype(leaf.ptr_row, void()) {
+  leaf.ptr_row = static_cast<decltype(leaf.ptr_row)>(args.bias);
+}
+template <class Leaf>
+void set_bias_leaf(Leaf&, const gk_gemm_args&, ...) {}
+
+// The scaled fusion's arguments, node by node as ScaledFusion nests them (each node's children first, then its
+// own): act(beta * C + (alpha * ((acc * row_scale) * column_scale) + bias)).
+template <class FusionArguments>
+void set_scaled_fusion(FusionArguments& fusion, const gk_gemm_args& args) {
+  auto& linear = fusion.op_0;  // beta * C + inner
+  auto& inner = linear.op_2;   // alpha * scaled + bias
+  auto& scaled = inner.op_1;   // (acc * row_scale) * column_scale
+  auto& row_scale = scaled.op_0.op_1;
+  auto& column_scale = scaled.op_1;
+  using Scalar = std::remove_reference_t<decltype(inner.op_0.scalars[0])>;
+  inner.op_0.scalars[0] = Scalar(args.alpha);
+  linear.op_0.scalars[0] = Scalar(args.beta);
+  row_scale.ptr_col = static_cast<const float*>(args.row_scale);
+  row_scale.null_default = 1.0f;
+  column_scale.ptr_row = static_cast<const float*>(args.column_scale);
+  column_scale.null_default = 1.0f;
+  set_bias_leaf(inner.op_2, args, 0);
+  module::set_activation_params(fusion.op_1, args);
+}
+
 // The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and how a launch is prepared
 // (gemmkit::module::run caches it).
-template <class DeviceGemm, module::Bias BiasMode>
+template <class DeviceGemm, module::Bias BiasMode, module::Scale ScaleMode = module::Scale::None>
 class Module {
  public:
   using Gemm = DeviceGemm;
@@ -147,6 +238,7 @@ class Module {
 
  public:
   static constexpr module::Bias kBias = BiasMode;
+  static constexpr module::Scale kScale = ScaleMode;
 
   using Prepared = module::Prepared<Arguments, Params>;  // the state: the kernel's Params (TMA descriptors included)
   using Cache = module::LaunchCache<Prepared>;
@@ -166,13 +258,9 @@ class Module {
     out.mainloop.ptr_B = static_cast<PtrB>(args.B);
     out.mainloop.dB = make_stride<typename Kernel::StrideB>(args.ldb, batched ? args.batch_stride_B : 0);
 
-    using Scalar = decltype(out.epilogue.thread.alpha);
     using PtrC = decltype(out.epilogue.ptr_C);
     using PtrD = decltype(out.epilogue.ptr_D);
-    out.epilogue.thread.alpha = Scalar(args.alpha);
-    out.epilogue.thread.beta = Scalar(args.beta);
-    set_fusion_activation(out.epilogue.thread, args, 0);
-    set_fusion_bias(out.epilogue.thread, args, 0);
+    set_fusion(out.epilogue.thread, args);
     out.epilogue.ptr_C = static_cast<PtrC>(source.ptr);
     out.epilogue.dC = make_stride<typename Kernel::StrideC>(source.ld, batched ? source.batch_stride : 0);
     out.epilogue.ptr_D = static_cast<PtrD>(args.D);
@@ -187,6 +275,19 @@ class Module {
     if (args.max_swizzle_size > 0) out.scheduler.max_swizzle_size = args.max_swizzle_size;
     set_splits(out.scheduler, args.splits, 0);
     return out;
+  }
+
+  template <class Thread>
+  static void set_fusion(Thread& thread, const gk_gemm_args& args) {
+    if constexpr (ScaleMode == module::Scale::None) {
+      using Scalar = decltype(thread.alpha);
+      thread.alpha = Scalar(args.alpha);
+      thread.beta = Scalar(args.beta);
+      set_fusion_activation(thread, args, 0);
+      set_fusion_bias(thread, args, 0);
+    } else {
+      set_scaled_fusion(thread, args);
+    }
   }
 
   // A miss builds the Params (TMA descriptors included), which a hit relaunches; only a workspace that must be reset

@@ -27,7 +27,7 @@ from typing import Callable, Optional
 
 from .. import _gemmkit
 from .._gemmkit import (Activation, BiasMode, CompiledKernel, ConfigError, DataType, KernelFamily, KernelSource,
-                        KernelSpec, LayoutType, Toolchain)
+                        KernelSpec, LayoutType, ScaleMode, Toolchain)
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
@@ -148,6 +148,9 @@ def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
     if spec.bias != BiasMode.none:
         raise ConfigError(f"kernel {spec.name()} adds a bias vector, which the exported run does not take yet; export "
                           "a plan without a bias (plan.bias = 'none') and add the bias with C (beta=1).")
+    if spec.scale != ScaleMode.none:
+        raise ConfigError(f"kernel {spec.name()} takes scale vectors, which the exported run does not take yet; export "
+                          "a plan without them (plan.scale = 'none').")
     parameters = _gemm_parameters(spec)
     leaky = spec.activation == Activation.leaky_relu
     has_c = spec.element_C != DataType.void

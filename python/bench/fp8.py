@@ -1,0 +1,148 @@
+"""python/bench/fp8.py: FP8 (e4m3) GEMMs on an SM90 GPU against torch._scaled_mm in the same process.
+
+Shapes: squares 4096 and 8192, the public anchor 8192x8192x4096, and Llama-3 projections (N x K in 4096x4096,
+14336x4096, 4096x14336, 28672x8192, 8192x28672) at M = 128, 1024 and 8192. A is M x K row-major, B is the weight
+W (N x K, row-major) read as K x N column-major (TN, as FP8 tensor cores need), D is bf16. Two scalings:
+- per-tensor: gemmkit folds scale_a * scale_b into alpha; torch._scaled_mm takes the two scalar tensors;
+- row-wise: gemmkit's RowAndColumn scale vectors (m and n float32) against _scaled_mm's (M, 1) and (1, N) scales.
+Each pair is timed with CUDA events after a warm-up, median of interleaved rounds, and each result is checked
+against the other. Every gemmkit kernel is compiled first, in parallel (compile_many). Writes JSON to --out.
+Usage: python python/bench/fp8.py [--out FILE] [--rounds N] [--quick]
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import time
+
+os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # time the kernel the shape asks for, not a stand-in
+
+import torch  # noqa: E402
+
+import gemmkit  # noqa: E402
+from timing import median_ms  # noqa: E402  (python/bench/timing.py)
+
+E4M3 = torch.float8_e4m3fn
+LLAMA = [(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (8192, 28672)]
+
+
+def shapes(quick):
+    out = [("square", 4096, 4096, 4096), ("square", 8192, 8192, 8192), ("anchor", 8192, 8192, 4096)]
+    for m in ((1024,) if quick else (128, 1024, 8192)):
+        out += [("llama", m, n, k) for n, k in LLAMA]
+    return out
+
+
+def quantize(x):
+    """x scaled into e4m3's range (max 448) per tensor: the FP8 tensor and its dequantization scale."""
+    scale = x.abs().max().float() / 448.0
+    return (x / scale).to(E4M3), scale
+
+
+def plan_for(scale):
+    plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16",
+                        layout_A="row", layout_B="col", layout_C="row", element_accumulator="f32")
+    plan.scale = scale
+    return plan
+
+
+def operands(m, n, k):
+    torch.manual_seed(m * 31 + n * 7 + k)
+    a, sa = quantize(torch.randn(m, k, device="cuda"))
+    w, sb = quantize(torch.randn(n, k, device="cuda"))
+    b = w.t()  # K x N, column-major: what _scaled_mm and the TN plan take
+    row_scale = torch.rand(m, device="cuda") + 0.5
+    column_scale = torch.rand(n, device="cuda") + 0.5
+    return a, b, sa, sb, row_scale, column_scale
+
+
+def prebuild(plans, cases):
+    specs = []
+    for plan in plans.values():
+        for _, m, n, k in cases:
+            a = torch.empty(m, k, device="cuda", dtype=E4M3)
+            b = torch.empty(n, k, device="cuda", dtype=E4M3).t()
+            d = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+            specs.append(plan.spec_for(a, b, None, d))
+    unique = list({s.canonical(): s for s in specs}.values())
+    start = time.time()
+    gemmkit.compile_many(unique)
+    print(f"{len(unique)} gemmkit FP8 kernels ready in {time.time() - start:.0f} s")
+
+
+def measure(plans, group, m, n, k, rounds, fast_accum):
+    a, b, sa, sb, row_scale, column_scale = operands(m, n, k)
+    rs, cs = row_scale * sa, column_scale * sb  # the dequantization scales, folded per row and per column
+    rs2, cs2 = rs.view(m, 1), cs.view(1, n)
+    alpha = float(sa * sb)
+    flops = 2.0 * m * n * k
+    d = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+
+    def scaled_mm(scale_a, scale_b):
+        return torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, use_fast_accum=fast_accum)
+
+    variants = {
+        "per_tensor": (lambda: plans["per_tensor"].run(a, b, None, d, alpha, 0.0, sync=False),
+                       lambda: scaled_mm(sa, sb)),
+        "rowwise": (lambda: plans["rowwise"].run(a, b, None, d, 1.0, 0.0, sync=False, row_scale=rs, column_scale=cs),
+                    lambda: scaled_mm(rs2, cs2)),
+    }
+    rows = {}
+    for name, (ours, theirs) in variants.items():
+        ours()
+        reference = theirs()
+        torch.cuda.synchronize()
+        err = ((d.float() - reference.float()).abs().max() / reference.float().abs().max()).item()
+        ms_ours, ms_theirs = [], []
+        for _ in range(rounds):  # interleaved, so clocks and temperature treat both alike
+            ms_ours.append(median_ms(ours, 5))
+            ms_theirs.append(median_ms(theirs, 5))
+        row = {"gemmkit_tflops": flops / statistics.median(ms_ours) / 1e9,
+               "scaled_mm_tflops": flops / statistics.median(ms_theirs) / 1e9,
+               "max_relative_difference": err,
+               "kernel": plans[name].spec_for(a, b, None, d).name()}
+        row["ratio"] = row["gemmkit_tflops"] / row["scaled_mm_tflops"]
+        rows[name] = row
+        print(f"  {group:6s} {m:5d}x{n:5d}x{k:5d} {name:10s}: gemmkit {row['gemmkit_tflops']:7.1f} TFLOP/s, "
+              f"_scaled_mm {row['scaled_mm_tflops']:7.1f} ({row['ratio']:.2f}x), max rel. difference {err:.1e}")
+    return {"group": group, "m": m, "n": n, "k": k, **rows}
+
+
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="fp8-bench.json")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="M = 1024 only for the Llama shapes")
+    parser.add_argument("--fast-accum", action="store_true", help="torch._scaled_mm with use_fast_accum=True")
+    args = parser.parse_args()
+    if torch.cuda.get_device_capability() < (9, 0):
+        raise SystemExit("python/bench/fp8.py needs an SM90 GPU (H100 / H200)")
+    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
+               "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "scaled_mm_use_fast_accum": args.fast_accum, "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)"}
+    plans = {"per_tensor": plan_for("none"), "rowwise": plan_for("row_and_column")}
+    cases = shapes(args.quick)
+    prebuild(plans, cases)
+    rows = [measure(plans, *case, args.rounds, args.fast_accum) for case in cases]
+    results["shapes"] = rows
+    summary = {}
+    for variant in ("per_tensor", "rowwise"):
+        for group in ("square", "anchor", "llama"):
+            ratios = [r[variant]["ratio"] for r in rows if r["group"] == group]
+            summary[f"{variant}_{group}_geomean_ratio"] = geomean(ratios)
+        summary[f"{variant}_all_geomean_ratio"] = geomean([r[variant]["ratio"] for r in rows])
+    results["summary"] = summary
+    for key, value in summary.items():
+        print(f"{key:40s} {value:.3f}")
+    with open(args.out, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+// tests/gpu/fp8_gpu_test.cpp: FP8 (e4m3, e5m2) GEMMs on SM90 against a float64 reference of the dequantized
+// inputs: exact on values FP8 represents exactly (small integers and halves), per-tensor scales folded into alpha
+// (alpha = scale_a * scale_b), D in bf16, f16 and f32, device and host-staged tensors. Skips itself without an SM90
+// device. Kernels: gemmkit_gpu_prebuild --only fp8.
+#include <gtest/gtest.h>
+
+#include "gemmkit/gemm.hpp"
+#include "support/gpu_cases.hpp"
+#include "support/gpu_test.hpp"
+#include "testing/device_buffer.hpp"
+#include "testing/host_matrix.hpp"
+
+namespace gk = gemmkit;
+using gk::testing::DeviceBuffer;
+using gk::testing::HostMatrix;
+namespace cases = gk::gpu_cases;
+
+namespace {
+
+#define REQUIRE_SM90()                                                              \
+  do {                                                                              \
+    REQUIRE_GPU();                                                                  \
+    if (device_cc() < 90) GTEST_SKIP() << "FP8 GEMMs need an SM90 GPU (H100/H200)"; \
+  } while (0)
+
+struct Fp8Operands {
+  HostMatrix A, B, C, D;
+  Fp8Operands(const gk::Gemm& plan, const cases::Shape& s)
+      : A(plan.element_a(), s.m, s.k, plan.layout_a()),
+        B(plan.element_b(), s.k, s.n, plan.layout_b()),
+        C(plan.element_c(), s.m, s.n, plan.layout_c()),
+        D(plan.element_d(), s.m, s.n, plan.layout_c()) {}
+};
+
+// Halves in [-4, 4]: e4m3 (3 mantissa bits) and e5m2 (2) hold every one of them exactly, so products and their f32
+// sums are exact too.
+void fill_halves(HostMatrix& m, std::uint64_t seed) {
+  m.fill_integers(seed, -8, 8);
+  for (std::int64_t r = 0; r < m.rows(); ++r)
+    for (std::int64_t c = 0; c < m.cols(); ++c) m.set(0, r, c, m.get(0, r, c) / 2.0);
+}
+
+gk::testing::Comparison run_on_device(gk::Gemm& plan, Fp8Operands& o, double alpha, double beta) {
+  DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D);
+  plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), alpha, beta);
+  dD.copy_to(o.D);
+  return gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta);
+}
+
+}  // namespace
+
+class Fp8Types : public ::testing::TestWithParam<cases::Fp8Case> {};
+
+TEST_P(Fp8Types, ExactOnSmallIntegers) {
+  REQUIRE_SM90();
+  gk::Gemm plan(cases::fp8_options(GetParam(), device_cc()));
+  Fp8Operands o(plan, cases::kMatrixShape);
+  o.A.fill_integers(31, -4, 4);
+  o.B.fill_integers(32, -4, 4);
+  o.C.fill_integers(33, -4, 4);
+  const auto cmp = run_on_device(plan, o, 1.0, 1.0);
+  EXPECT_GT(cmp.checked, 0);
+  EXPECT_EQ(cmp.max_abs_error, 0.0) << plan.spec_for(o.A.view(), o.B.view(), o.C.view(), o.D.view(), 1.0).name();
+}
+
+// Per-tensor dequantization scales: D = (scale_a * scale_b) * A@B + beta * C, with powers of two so that the
+// reference stays exact.
+TEST_P(Fp8Types, PerTensorScalesFoldedIntoAlphaAreExact) {
+  REQUIRE_SM90();
+  gk::Gemm plan(cases::fp8_options(GetParam(), device_cc()));
+  Fp8Operands o(plan, cases::kMatrixShape);
+  fill_halves(o.A, 41);
+  fill_halves(o.B, 42);
+  o.C.fill_integers(43, -4, 4);
+  const double scale_a = 0.5, scale_b = 0.25;
+  const auto cmp = run_on_device(plan, o, scale_a * scale_b, -1.0);
+  EXPECT_GT(cmp.checked, 0);
+  EXPECT_EQ(cmp.max_abs_error, 0.0);
+}
+
+// Random values in [-1, 1] (rounded to FP8 on the host, so the reference sees exactly what the GPU reads): the only
+// errors left are D's rounding and the tensor cores' FP8 accumulation (about 14 bits between the mainloop's
+// promotions into f32), so the bound is D's precision, or a few units of 2^-14 for an f32 D.
+TEST_P(Fp8Types, RandomDataWithinOutputPrecision) {
+  REQUIRE_SM90();
+  gk::Gemm plan(cases::fp8_options(GetParam(), device_cc()));
+  Fp8Operands o(plan, cases::kMatrixShape);
+  o.A.fill_uniform(51);
+  o.B.fill_uniform(52);
+  o.C.fill_uniform(53);
+  const auto cmp = run_on_device(plan, o, 2.0, 0.5);
+  const double bound = plan.element_d() == gk::DataType::bf16  ? 1e-2
+                       : plan.element_d() == gk::DataType::f16 ? 3e-3
+                                                               : 2e-3;
+  EXPECT_LE(cmp.max_rel_error, bound);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sm90, Fp8Types, ::testing::ValuesIn(cases::fp8_cases()),
+                         [](const auto& info) { return info.param.label; });
+
+// Host tensors are staged through the device like any other element type.
+TEST(Fp8Staging, HostTensorsAreStagedExactly) {
+  REQUIRE_SM90();
+  gk::Gemm plan(cases::fp8_options(cases::fp8_cases().front(), device_cc()));
+  Fp8Operands o(plan, cases::kMatrixShape);
+  o.A.fill_integers(61, -4, 4);
+  o.B.fill_integers(62, -4, 4);
+  plan.run(o.A.view(), o.B.view(), nullptr, o.D.view(), 0.5, 0.0);
+  const auto cmp = gk::testing::compare_with_reference(o.A, o.B, nullptr, o.D, 0.5, 0.0);
+  EXPECT_EQ(cmp.max_abs_error, 0.0);
+}
+
+// Per-row and per-column scale vectors in the epilogue: powers of two (and 3 / 4), so the reference stays exact;
+// with C, beta, and (one case) a per-column bias and ReLU.
+class Fp8ScaleVectors : public ::testing::TestWithParam<cases::Fp8ScaleCase> {};
+
+TEST_P(Fp8ScaleVectors, ExactAgainstTheDequantizedReference) {
+  REQUIRE_SM90();
+  const cases::Fp8ScaleCase& c = GetParam();
+  gk::Gemm plan = cases::fp8_scale_plan(c, device_cc());
+  const cases::Shape s = cases::kMatrixShape;
+  Fp8Operands o(plan, s);
+  fill_halves(o.A, 71);
+  fill_halves(o.B, 72);
+  o.C.fill_integers(73, -4, 4);
+  HostMatrix rows(gk::DataType::f32, 1, s.m, gk::Layout::RowMajor),
+      columns(gk::DataType::f32, 1, s.n, gk::Layout::RowMajor);
+  const double factors[] = {0.25, 0.5, 0.75, 1.0, 2.0, 4.0};
+  for (long i = 0; i < s.m; ++i) rows.set(0, 0, i, factors[i % 6]);
+  for (long j = 0; j < s.n; ++j) columns.set(0, 0, j, factors[(j * 5 + 1) % 6]);
+  HostMatrix bias(plan.element_c(), 1, s.n, gk::Layout::RowMajor);
+  bias.fill_integers(74, -8, 8);
+  const bool by_rows = c.scale != gk::ScaleMode::PerColumn, by_columns = c.scale != gk::ScaleMode::PerRow;
+
+  DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D), dRows(rows), dColumns(columns), dBias(bias);
+  const auto rows_view = dRows.view_like(rows), columns_view = dColumns.view_like(columns);
+  const auto bias_view = dBias.view_like(bias);
+  gk::RunOptions options;
+  options.row_scale = by_rows ? &rows_view : nullptr;
+  options.column_scale = by_columns ? &columns_view : nullptr;
+  options.bias = c.bias != gk::BiasMode::None ? &bias_view : nullptr;
+  const double alpha = 0.5, beta = 1.0;
+  plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), alpha, beta, options);
+  dD.copy_to(o.D);
+
+  gk::testing::Epilogue epilogue;
+  epilogue.activation = c.activation;
+  epilogue.bias = &bias;
+  epilogue.bias_mode = c.bias;
+  epilogue.row_scale = by_rows ? &rows : nullptr;
+  epilogue.column_scale = by_columns ? &columns : nullptr;
+  const auto cmp = gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta, 0, 1, epilogue);
+  EXPECT_GT(cmp.checked, 0);
+  EXPECT_EQ(cmp.max_abs_error, 0.0) << plan.kernel_name();
+}
+
+INSTANTIATE_TEST_SUITE_P(Sm90, Fp8ScaleVectors, ::testing::ValuesIn(cases::fp8_scale_cases()),
+                         [](const auto& info) { return info.param.label; });

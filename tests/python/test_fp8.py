@@ -1,0 +1,103 @@
+"""tests/python/test_fp8.py: FP8 (e4m3, e5m2) from Python. Unit: dtype names and torch dtypes, the SM90 plan and
+its refusals, scale modes, torch FP8 tensors read without copies. gpu: torch FP8 CUDA tensors against a float64
+reference of the dequantized inputs, per-tensor scales in alpha and row / column scale vectors (SM90 only)."""
+import pytest
+
+import gemmkit
+
+
+def fp8_plan(a="e4m3", b="e4m3", d="bf16", layout_B="col", cc=90):
+    return gemmkit.Gemm(element_A=a, element_B=b, element_C=d, element_D=d, layout_A="row", layout_B=layout_B,
+                        layout_C="row", cc=cc)
+
+
+def test_names_and_the_default_sm90_kernel():
+    assert gemmkit.DataType.e4m3.name == "e4m3" and gemmkit.DataType.e5m2.name == "e5m2"
+    plan = fp8_plan()
+    assert plan.element_accumulator == gemmkit.DataType.f32
+    name = plan.construct().name()
+    assert name.startswith("cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_") and name.endswith("_tnt_align16")
+    assert "_e5m2_e4m3_f32_f32_f32_" in fp8_plan("float8_e5m2", "float8_e4m3fn", "f32").construct().name()
+
+
+def test_refusals_name_the_fix():
+    with pytest.raises(gemmkit.ConfigError, match="cc=90"):
+        fp8_plan(cc=80)
+    with pytest.raises(gemmkit.ConfigError, match="layout_A=RowMajor, layout_B=ColumnMajor"):
+        fp8_plan(layout_B="row")
+    with pytest.raises(gemmkit.ConfigError, match="tensor cores only"):
+        fp8_plan().opclass = "simt"
+
+
+def test_scale_modes():
+    plan = fp8_plan()
+    plan.scale = "row_and_column"
+    assert plan.scale == gemmkit.ScaleMode.row_and_column
+    assert plan.construct().name().endswith("_scalerowcolumn")
+    assert plan.construct().scale == gemmkit.ScaleMode.row_and_column
+    plan.scale = gemmkit.ScaleMode.none
+    assert "_scale" not in plan.construct().name()
+
+
+def test_torch_fp8_dtypes_and_tensors():
+    torch = pytest.importorskip("torch")
+    plan = gemmkit.Gemm(element_A=torch.float8_e4m3fn, element_B=torch.float8_e5m2, element_C=torch.bfloat16,
+                        element_D=torch.bfloat16, layout_A="row", layout_B="col", layout_C="row", cc=90)
+    assert (plan.element_A, plan.element_B) == (gemmkit.DataType.e4m3, gemmkit.DataType.e5m2)
+    a = torch.zeros(32, 64, dtype=torch.float8_e4m3fn)
+    view = gemmkit.tensor_view(a)
+    assert (view.dtype, view.shape, view.strides) == (gemmkit.DataType.e4m3, (32, 64), (64, 1))
+    assert view.data == a.data_ptr()
+    w = torch.zeros(48, 64, dtype=torch.float8_e5m2)
+    assert gemmkit.tensor_view(w.t()).strides == (1, 64)  # a weight [N, K] is a column-major B
+    assert gemmkit.tensor_view(w).dtype == gemmkit.DataType.e5m2
+
+
+@pytest.fixture
+def sm90_torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("FP8 GEMMs need an SM90 GPU visible to torch")
+    return torch
+
+
+def halves(torch, shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randint(-8, 9, shape, generator=g).double() / 2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("a_dtype, b_dtype, d_dtype", [("float8_e4m3fn", "float8_e4m3fn", "bfloat16"),
+                                                       ("float8_e4m3fn", "float8_e5m2", "float16"),
+                                                       ("float8_e5m2", "float8_e5m2", "float32")])
+def test_per_tensor_scales_exact_on_torch_tensors(sm90_torch, a_dtype, b_dtype, d_dtype):
+    torch = sm90_torch
+    m, n, k = 192, 144, 256
+    a64, w64 = halves(torch, (m, k), 1), halves(torch, (n, k), 2)
+    a = a64.to(getattr(torch, a_dtype)).cuda()
+    w = w64.to(getattr(torch, b_dtype)).cuda()
+    d = torch.empty(m, n, dtype=getattr(torch, d_dtype), device="cuda")
+    scale_a, scale_b = 0.5, 0.125
+    plan = gemmkit.Gemm(A=a, B=w.t(), C=d, D=d)
+    plan.run(a, w.t(), None, d, scale_a * scale_b, 0.0)
+    expected = (a64 * scale_a) @ (w64 * scale_b).t()  # float64 GEMM of the dequantized inputs
+    assert torch.equal(d.cpu(), expected.to(d.dtype))
+
+
+@pytest.mark.gpu
+def test_row_and_column_scales_exact_on_torch_tensors(sm90_torch):
+    torch = sm90_torch
+    m, n, k = 256, 128, 384
+    a64, w64 = halves(torch, (m, k), 3), halves(torch, (n, k), 4)
+    a = a64.to(torch.float8_e4m3fn).cuda()
+    w = w64.to(torch.float8_e4m3fn).cuda()
+    row_scale = torch.tensor([0.25, 0.5, 2.0, 4.0], dtype=torch.float32).repeat(m // 4)
+    column_scale = torch.tensor([0.5, 1.0, 0.75, 2.0], dtype=torch.float32).repeat(n // 4)
+    d = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+    plan = gemmkit.Gemm(A=a, B=w.t(), C=d, D=d)
+    plan.scale = "row_and_column"
+    plan.run(a, w.t(), None, d, 2.0, 0.0, row_scale=row_scale.cuda(), column_scale=column_scale.cuda())
+    expected = 2.0 * (a64 * row_scale.double()[:, None]) @ (w64 * column_scale.double()[:, None]).t()
+    assert torch.equal(d.cpu(), expected.to(torch.bfloat16))
+    with pytest.raises(gemmkit.TensorError, match="column_scale"):
+        plan.run(a, w.t(), None, d, row_scale=row_scale.cuda())

@@ -1,0 +1,237 @@
+// tests/unit/fp8_test.cpp: FP8 (e4m3, e5m2) plans without a GPU: names and parsing, the SM90 kernel and its tiles,
+// and the typed errors for what FP8 cannot do (SM80, SIMT, layouts other than TN, narrow alignments, grouped).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gemmkit/codegen.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+#include "gemmkit/grouped_gemm.hpp"
+#include "support/cli.hpp"
+#include "util/elements.hpp"
+
+namespace gk = gemmkit;
+
+namespace {
+
+gk::GemmOptions fp8_tn(int cc, gk::DataType ab = gk::DataType::e4m3, gk::DataType d = gk::DataType::bf16) {
+  gk::GemmOptions o;
+  o.element_a = o.element_b = ab;
+  o.element_c = o.element_d = d;
+  o.layout_a = gk::Layout::RowMajor;
+  o.layout_b = gk::Layout::ColumnMajor;
+  o.layout_c = gk::Layout::RowMajor;
+  o.cc = cc;
+  return o;
+}
+
+template <class Fn>
+std::string config_error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const gk::ConfigError& e) {
+    return e.what();
+  }
+  return "no ConfigError";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(Fp8Types, NamesAliasesWidthsAndHostDecoding) {
+  EXPECT_EQ(gk::to_string(gk::DataType::e4m3), "e4m3");
+  EXPECT_EQ(gk::to_string(gk::DataType::e5m2), "e5m2");
+  EXPECT_EQ(gk::parse_enum<gk::DataType>("float8_e4m3fn"), gk::DataType::e4m3);  // torch's and ml_dtypes' names
+  EXPECT_EQ(gk::parse_enum<gk::DataType>("float8_e5m2"), gk::DataType::e5m2);
+  EXPECT_EQ(gk::row_of(gk::DataType::e4m3).cutlass, "cutlass::float_e4m3_t");
+  EXPECT_EQ(gk::row_of(gk::DataType::e5m2).cutlass, "cutlass::float_e5m2_t");
+  EXPECT_EQ(gk::bits_of(gk::DataType::e4m3), 8);
+  EXPECT_EQ(gk::bits_of(gk::DataType::e5m2), 8);
+  EXPECT_TRUE(gk::is_fp8(gk::DataType::e5m2));
+  EXPECT_FALSE(gk::is_fp8(gk::DataType::s8));
+  EXPECT_FALSE(gk::is_integer(gk::DataType::e4m3));
+  // 0x38 = 1.0 and 0xC4 = -3.0 in e4m3 (bias 7); 0x3C = 1.0 and 0x4A = 12.0 in e5m2 (bias 15).
+  const unsigned char e4m3[] = {0x38, 0xC4};
+  const unsigned char e5m2[] = {0x3C, 0x4A};
+  EXPECT_EQ(gk::util::element_value(gk::DataType::e4m3, e4m3, 0), 1.0);
+  EXPECT_EQ(gk::util::element_value(gk::DataType::e4m3, e4m3, 1), -3.0);
+  EXPECT_EQ(gk::util::element_value(gk::DataType::e5m2, e5m2, 0), 1.0);
+  EXPECT_EQ(gk::util::element_value(gk::DataType::e5m2, e5m2, 1), 12.0);
+}
+
+TEST(Fp8Plan, Sm90KernelAccumulatesInF32WithAlignment16AndKTile128) {
+  for (gk::DataType d : {gk::DataType::bf16, gk::DataType::f16, gk::DataType::f32}) {
+    gk::Gemm plan(fp8_tn(90, gk::DataType::e4m3, d));
+    EXPECT_EQ(plan.element_accumulator(), gk::DataType::f32);  // the default for FP8, not C's type
+    const gk::KernelSpec spec = plan.spec();
+    EXPECT_EQ(spec.family, gk::KernelFamily::Sm90Collective);
+    EXPECT_EQ(spec.alignment_a, 16);
+    EXPECT_EQ(spec.alignment_b, 16);
+    const std::string dt(gk::to_string(d));
+    EXPECT_EQ(spec.name(),
+              "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_" + dt + "_" + dt + "_256x256x128_2x1x1_0_tnt_align16");
+  }
+  gk::GemmOptions mixed = fp8_tn(90, gk::DataType::e4m3, gk::DataType::f32);
+  mixed.element_b = gk::DataType::e5m2;
+  EXPECT_TRUE(contains(gk::Gemm(mixed).kernel_name(), "_e4m3_e5m2_f32_f32_f32_"));
+}
+
+TEST(Fp8Plan, EveryListedTileIsValidWithKTile128) {
+  gk::Gemm plan(fp8_tn(90, gk::DataType::e5m2));
+  const auto tiles = plan.tile_descriptions();
+  ASSERT_GT(tiles.size(), 4u);
+  for (const auto& tile : tiles) {
+    EXPECT_EQ(tile.threadblock_shape[2], 128) << tile.to_string();
+    EXPECT_NO_THROW(plan.set_tile_description(tile)) << tile.to_string();
+  }
+}
+
+TEST(Fp8Plan, GeneratedSourceInstantiatesCutlassFp8Types) {
+  gk::Gemm plan(fp8_tn(90));
+  const std::string text = gk::render(plan.spec()).text;
+  EXPECT_TRUE(contains(text, "using ElementA = cutlass::float_e4m3_t;")) << text;
+  EXPECT_TRUE(contains(text, "using ElementB = cutlass::float_e4m3_t;")) << text;
+  EXPECT_TRUE(contains(text, "using ElementD = cutlass::bfloat16_t;")) << text;
+  EXPECT_TRUE(contains(text, "using ElementAccumulator = float;")) << text;
+}
+
+TEST(Fp8Errors, Sm80AndKernelCc80SayToUseCc90) {
+  const std::string sm80 = config_error_of([] { gk::Gemm plan(fp8_tn(80)); });
+  EXPECT_TRUE(contains(sm80, "cc=90")) << sm80;
+  EXPECT_TRUE(contains(sm80, "SM90")) << sm80;
+  gk::GemmOptions o = fp8_tn(90);
+  o.kernel_cc = 80;
+  const std::string kernel_cc = config_error_of([&] { gk::Gemm plan(o); });
+  EXPECT_TRUE(contains(kernel_cc, "kernel_cc=90")) << kernel_cc;
+}
+
+TEST(Fp8Errors, SimtIsRefusedNamingTensorCores) {
+  gk::Gemm plan(fp8_tn(90));
+  const std::string simt = config_error_of([&] { plan.set_opclass(gk::OpClass::Simt); });
+  EXPECT_TRUE(contains(simt, "tensor cores only")) << simt;
+  EXPECT_EQ(plan.opclasses(), std::vector<gk::OpClass>{gk::OpClass::TensorOp});
+}
+
+TEST(Fp8Errors, LayoutsOtherThanTnNameTheFix) {
+  for (auto [a, b] : {std::pair{gk::Layout::RowMajor, gk::Layout::RowMajor},
+                      {gk::Layout::ColumnMajor, gk::Layout::ColumnMajor},
+                      {gk::Layout::ColumnMajor, gk::Layout::RowMajor}}) {
+    gk::GemmOptions o = fp8_tn(90);
+    o.layout_a = a;
+    o.layout_b = b;
+    const std::string message = config_error_of([&] { gk::Gemm plan(o); });
+    EXPECT_TRUE(contains(message, "K-major")) << message;
+    EXPECT_TRUE(contains(message, "layout_A=RowMajor, layout_B=ColumnMajor")) << message;
+  }
+}
+
+TEST(Fp8Errors, AccumulatorOutputsAndMixedOperandsAreRefused) {
+  gk::GemmOptions acc = fp8_tn(90);
+  acc.element_accumulator = gk::DataType::f16;
+  EXPECT_TRUE(contains(config_error_of([&] { gk::Gemm plan(acc); }), "accumulate in f32"));
+  gk::GemmOptions fp8_d = fp8_tn(90);
+  fp8_d.element_c = fp8_d.element_d = gk::DataType::e4m3;
+  EXPECT_TRUE(contains(config_error_of([&] { gk::Gemm plan(fp8_d); }), "bf16, f16 or f32"));
+  gk::GemmOptions half_b = fp8_tn(90);
+  half_b.element_b = gk::DataType::f16;
+  EXPECT_TRUE(contains(config_error_of([&] { gk::Gemm plan(half_b); }), "both in e4m3 or e5m2"));
+}
+
+TEST(Fp8Errors, NarrowAlignmentsAndGroupedPlansAreRefused) {
+  gk::Gemm plan(fp8_tn(90));
+  const std::string narrow = config_error_of([&] { plan.construct(std::nullopt, 8, 16); });
+  EXPECT_TRUE(contains(narrow, "alignment 16")) << narrow;
+  const std::string grouped = config_error_of([] { gk::GroupedGemm plan(fp8_tn(90)); });
+  EXPECT_TRUE(contains(grouped, "Gemm only")) << grouped;
+}
+
+TEST(Fp8Tensors, AnFp8TensorOfTheWrongTypeIsATensorError) {
+  gk::Gemm plan(fp8_tn(90));
+  alignas(256) static unsigned char bytes[64 * 64 * 4];
+  const auto A = gk::TensorView::on_gpu(bytes, gk::DataType::e5m2, {64, 64}, gk::Layout::RowMajor, 0);
+  const auto B = gk::TensorView::on_gpu(bytes, gk::DataType::e4m3, {64, 64}, gk::Layout::ColumnMajor, 0);
+  const auto D = gk::TensorView::on_gpu(bytes, gk::DataType::bf16, {64, 64}, gk::Layout::RowMajor, 0);
+  try {
+    (void)plan.spec_for(A, B, nullptr, D);
+    FAIL() << "expected a TensorError";
+  } catch (const gk::TensorError& e) {
+    EXPECT_TRUE(contains(e.what(), "element_A=e5m2")) << e.what();
+  }
+  const auto A_ok = gk::TensorView::on_gpu(bytes, gk::DataType::e4m3, {64, 64}, gk::Layout::RowMajor, 0);
+  EXPECT_EQ(plan.spec_for(A_ok, B, nullptr, D).element_a, gk::DataType::e4m3);
+}
+
+TEST(Fp8Scales, ScaleVectorsNameTheKernelAndReachTheSource) {
+  gk::Gemm plan(fp8_tn(90));
+  const std::string plain = plan.kernel_name();
+  const std::pair<gk::ScaleMode, std::string> modes[] = {{gk::ScaleMode::PerRow, "_scalerow"},
+                                                         {gk::ScaleMode::PerColumn, "_scalecolumn"},
+                                                         {gk::ScaleMode::RowAndColumn, "_scalerowcolumn"}};
+  for (const auto& [mode, suffix] : modes) {
+    plan.set_scale(mode);
+    EXPECT_EQ(plan.scale(), mode);
+    EXPECT_EQ(plan.kernel_name(), plain + suffix);
+    EXPECT_TRUE(contains(plan.spec().canonical(), ";scale=" + std::string(gk::to_string(mode))));
+    const std::string text = gk::render(plan.spec()).text;
+    EXPECT_TRUE(contains(text, "gemmkit::module::Scale::" + std::string(gk::row_of(mode).cutlass))) << text;
+  }
+  EXPECT_EQ(gk::parse_enum<gk::ScaleMode>("rowwise"), gk::ScaleMode::RowAndColumn);
+  plan.set_scale(gk::ScaleMode::None);
+  EXPECT_EQ(plan.kernel_name(), plain);
+  EXPECT_FALSE(contains(plan.spec().canonical(), "scale="));  // older kernels keep their cache keys
+}
+
+TEST(Fp8Scales, ScaleVectorsNeedAnSm90TmaEpilogue) {
+  gk::Gemm f16(gk::testing::f16_row(80));
+  const std::string refused = config_error_of([&] { f16.set_scale(gk::ScaleMode::PerRow); });
+  EXPECT_TRUE(contains(refused, "SM90 kernels only")) << refused;
+  EXPECT_EQ(f16.scale(), gk::ScaleMode::None);  // a refused setting is not kept
+
+  gk::Gemm plan(fp8_tn(90));
+  plan.set_scale(gk::ScaleMode::RowAndColumn);
+  gk::TileDescription tile = plan.tile_descriptions().front();
+  tile.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedCooperative;
+  tile.epilogue_schedule = gk::EpilogueSchedule::NoSmemWarpSpecialized;
+  const std::string nosmem = config_error_of([&] { plan.set_tile_description(tile); });
+  EXPECT_TRUE(contains(nosmem, "need a TMA epilogue")) << nosmem;
+}
+
+TEST(Fp8Scales, RunChecksTheVectorsBeforeAnythingRuns) {
+  gk::Gemm plan(fp8_tn(90));
+  plan.set_scale(gk::ScaleMode::RowAndColumn);
+  alignas(256) static unsigned char bytes[64 * 64 * 4];
+  const auto A = gk::TensorView::on_gpu(bytes, gk::DataType::e4m3, {64, 32}, gk::Layout::RowMajor, 0);
+  const auto B = gk::TensorView::on_gpu(bytes, gk::DataType::e4m3, {32, 48}, gk::Layout::ColumnMajor, 0);
+  const auto D = gk::TensorView::on_gpu(bytes, gk::DataType::bf16, {64, 48}, gk::Layout::RowMajor, 0);
+  const auto rows = gk::TensorView::on_gpu(bytes, gk::DataType::f32, {64}, gk::Layout::RowMajor, 0);
+  const auto columns = gk::TensorView::on_gpu(bytes, gk::DataType::f32, {48}, gk::Layout::RowMajor, 0);
+  const auto half_columns = gk::TensorView::on_gpu(bytes, gk::DataType::f16, {48}, gk::Layout::RowMajor, 0);
+  auto tensor_error_of = [&](const gk::RunOptions& options) -> std::string {
+    try {
+      plan.run(A, B, nullptr, D, 1.0, 0.0, options);
+    } catch (const gk::TensorError& e) {
+      return e.what();
+    }
+    return "no TensorError";
+  };
+  gk::RunOptions missing;
+  missing.row_scale = &rows;
+  EXPECT_TRUE(contains(tensor_error_of(missing), "RunOptions::column_scale")) << tensor_error_of(missing);
+  gk::RunOptions swapped;
+  swapped.row_scale = &columns;
+  swapped.column_scale = &rows;
+  EXPECT_TRUE(contains(tensor_error_of(swapped), "row_scale: has shape")) << tensor_error_of(swapped);
+  gk::RunOptions half;
+  half.row_scale = &rows;
+  half.column_scale = &half_columns;
+  EXPECT_TRUE(contains(tensor_error_of(half), "element type f16")) << tensor_error_of(half);
+  plan.set_scale(gk::ScaleMode::PerRow);
+  gk::RunOptions extra;
+  extra.row_scale = &rows;
+  extra.column_scale = &columns;
+  EXPECT_TRUE(contains(tensor_error_of(extra), "does not take it")) << tensor_error_of(extra);
+}
