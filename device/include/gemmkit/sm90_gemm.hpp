@@ -86,12 +86,14 @@ constexpr bool tma_everywhere() {
          (cutlass::sizeof_bits<ElementD>::value * AlignmentD) % 128 == 0;
 }
 
-// Mainloop stages: 0 = as many as fit next to the epilogue's shared storage.
-template <int Stages, class CollectiveEpilogue>
-using StageCount = std::conditional_t<Stages == 0,
-                                      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-                                          sizeof(typename CollectiveEpilogue::SharedStorage))>,
-                                      cutlass::gemm::collective::StageCount<(Stages > 0 ? Stages : 1)>>;
+// Mainloop stages: 0 = as many as fit next to the epilogue's shared storage. The conv builders take the same two
+// tags from their own namespace.
+template <int Stages, class CollectiveEpilogue,
+          template <int> class AutoCarveout = cutlass::gemm::collective::StageCountAutoCarveout,
+          template <int> class Fixed = cutlass::gemm::collective::StageCount>
+using StageCount =
+    std::conditional_t<Stages == 0, AutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+                       Fixed<(Stages > 0 ? Stages : 1)>>;
 
 // A CuTe stride (M|N, K|N, L) of a layout tag with its one dynamic leading mode set to ld and L to batch_stride.
 template <class Stride>
@@ -117,12 +119,12 @@ template <class T>
 void set_splits(T&, int, long) {}
 
 // The fused activation's arguments, when the fusion has any (LinCombEltAct has `activation`).
-template <class Thread>
-auto set_fusion_activation(Thread& thread, const gk_gemm_args& args, int) -> decltype(thread.activation, void()) {
+template <class Thread, class Args>
+auto set_fusion_activation(Thread& thread, const Args& args, int) -> decltype(thread.activation, void()) {
   module::set_activation_params(thread.activation, args);
 }
-template <class Thread>
-void set_fusion_activation(Thread&, const gk_gemm_args&, long) {}
+template <class Thread, class Args>
+void set_fusion_activation(Thread&, const Args&, long) {}
 
 // The bias vector, when the fusion has one; its stride (dBias) stays the default: unit along m (PerRow) or n
 // (PerColumn), 0 along the batch, so every batch adds the same vector.
@@ -133,23 +135,41 @@ auto set_fusion_bias(Thread& thread, const gk_gemm_args& args, int) -> decltype(
 template <class Thread>
 void set_fusion_bias(Thread&, const gk_gemm_args&, long) {}
 
+// How a 3.x device adapter (GemmUniversalAdapter, ConvUniversalAdapter) over `Kernel` is prepared and launched
+// (gemmkit::module::run's contract): a miss builds the Params (TMA descriptors included), which a hit relaunches;
+// only a workspace that must be reset per launch (Stream-K's barriers) is initialized again.
+template <class Adapter, class Kernel, class Args>
+struct ParamsLaunch {
+  using Prepared = module::Prepared<typename Adapter::Arguments, typename Adapter::Params>;
+  using Cache = module::LaunchCache<Prepared, Args>;
+
+  static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
+    Adapter op;
+    const cutlass::Status status = op.initialize(prepared.arguments, workspace, stream);
+    if (status == cutlass::Status::kSuccess) prepared.state = op.params();
+    return status;
+  }
+  static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
+    return Kernel::initialize_workspace(prepared.arguments, workspace, stream, nullptr);
+  }
+  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) {
+    return Adapter::run(prepared.state, stream);
+  }
+};
+
 // The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and how a launch is prepared
 // (gemmkit::module::run caches it).
 template <class DeviceGemm, module::Bias BiasMode>
-class Module {
+class Module : public ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmKernel, gk_gemm_args> {
  public:
   using Gemm = DeviceGemm;
 
  private:
   using Kernel = typename Gemm::GemmKernel;
   using Arguments = typename Gemm::Arguments;
-  using Params = typename Gemm::Params;
 
  public:
   static constexpr module::Bias kBias = BiasMode;
-
-  using Prepared = module::Prepared<Arguments, Params>;  // the state: the kernel's Params (TMA descriptors included)
-  using Cache = module::LaunchCache<Prepared>;
 
   static Arguments to_arguments(const gk_gemm_args& args) {
     // With one batch, the batch strides are unused; zero keeps them valid TMA strides, as CUTLASS does.
@@ -188,19 +208,6 @@ class Module {
     set_splits(out.scheduler, args.splits, 0);
     return out;
   }
-
-  // A miss builds the Params (TMA descriptors included), which a hit relaunches; only a workspace that must be reset
-  // per launch (Stream-K's barriers) is initialized again.
-  static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    Gemm op;
-    const cutlass::Status status = op.initialize(prepared.arguments, workspace, stream);
-    if (status == cutlass::Status::kSuccess) prepared.state = op.params();
-    return status;
-  }
-  static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    return Kernel::initialize_workspace(prepared.arguments, workspace, stream, nullptr);
-  }
-  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return Gemm::run(prepared.state, stream); }
 };
 
 }  // namespace gemmkit::sm90
