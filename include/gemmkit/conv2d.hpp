@@ -18,7 +18,7 @@ namespace gemmkit {
 struct Conv2dOptions {
   ConvKind kind = ConvKind::Fprop;
   std::optional<DataType> element, element_a, element_b, element_c, element_d, element_accumulator;
-  std::optional<int> cc;         // the target GPU; default: the current device's
+  std::optional<int> cc;  // the target GPU; default: the current device's
   // 80: CUTLASS 2.x kernels (any SM80+ GPU); 90: CUTLASS 3.x kernels (SM90; the default there). See Conv2d.
   std::optional<int> kernel_cc;
 };

@@ -264,13 +264,14 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
                  const std::string& name) {
     if (const int v = fitting_vector(t.data, channels, type, candidates)) return v;
     const std::string narrowest = std::to_string(candidates.back());
-    throw TensorError("Tensor " + name + ": its " + std::to_string(channels) +
-                      " channels or its address are not a multiple of " + narrowest + " elements, the narrowest vector " +
-                      (sm90 ? std::string("SM90 conv kernels (TMA)") : std::string(to_string(opclass_)) + " conv kernels") +
-                      " for " + std::string(to_string(type)) + " read. Pad the channels to a multiple of " + narrowest +
-                      (sm90 ? ", or pass kernel_cc=80 for the CUTLASS 2.x kernels (narrower vectors, and SIMT f32 for any "
-                              "channel count)."
-                            : ", or use f32 with opclass = Simt (any channel count)."));
+    throw TensorError(
+        "Tensor " + name + ": its " + std::to_string(channels) + " channels or its address are not a multiple of " +
+        narrowest + " elements, the narrowest vector " +
+        (sm90 ? std::string("SM90 conv kernels (TMA)") : std::string(to_string(opclass_)) + " conv kernels") + " for " +
+        std::string(to_string(type)) + " read. Pad the channels to a multiple of " + narrowest +
+        (sm90 ? ", or pass kernel_cc=80 for the CUTLASS 2.x kernels (narrower vectors, and SIMT f32 for any "
+                "channel count)."
+              : ", or use f32 with opclass = Simt (any channel count)."));
   };
   p.alignment_a = fit(A, a[3], types_.a, run_cache_->alignments_a, role.a);
   p.alignment_b = fit(B, b[3], types_.b, run_cache_->alignments_b, role.b);

@@ -99,9 +99,10 @@ void check_tile(const KernelSpec& spec) {
   check_threadblock_shape(spec);
   const Shape3 cta = td.cta_tile();
   if ((cta[0] != 64 && cta[0] != 128) || cta[1] % 16 != 0 || cta[1] < 16 || cta[1] > 256) {
-    fail("SM90 conv kernels run one warp group per CTA: the CTA tile M must be 64 or 128 and N a multiple of 16 up "
-         "to 256; the CTA tile is " +
-         shape_text(cta) + ".");
+    fail(
+        "SM90 conv kernels run one warp group per CTA: the CTA tile M must be 64 or 128 and N a multiple of 16 up "
+        "to 256; the CTA tile is " +
+        shape_text(cta) + ".");
   }
   if (cta[2] != tile_k(spec.element_a)) {
     fail("The CTA tile K of SM90 conv kernels is 128 bytes of the operand (" + std::to_string(tile_k(spec.element_a)) +
@@ -110,7 +111,8 @@ void check_tile(const KernelSpec& spec) {
   if (td.kernel_schedule != KernelSchedule::TmaWarpSpecialized ||
       td.epilogue_schedule != EpilogueSchedule::TmaWarpSpecialized || td.tile_scheduler != TileScheduler::Default) {
     fail(
-        "SM90 conv kernels have one schedule: kernel TmaWarpSpecialized (CUTLASS's KernelImplicitTmaWarpSpecializedSm90),"
+        "SM90 conv kernels have one schedule: kernel TmaWarpSpecialized (CUTLASS's "
+        "KernelImplicitTmaWarpSpecializedSm90),"
         " epilogue TmaWarpSpecialized, the default tile scheduler; got kernel " +
         std::string(to_string(td.kernel_schedule)) + ", epilogue " + std::string(to_string(td.epilogue_schedule)) +
         ", scheduler " + std::string(to_string(td.tile_scheduler)) + ".");
@@ -225,9 +227,10 @@ constexpr int kCornerLimit = 1 << 7;
 void check_axis(const char* axis, int pad, int filter, int dilation, int input, int output, ConvKind kind) {
   const int reach = (filter - 1) * dilation;  // the dilated filter's extent minus one
   if (reach >= kOffsetLimit) {
-    fail(std::string("SM90 conv kernels (TMA im2col) take a dilated filter extent below 256 along each axis; along the ") +
-         axis + " it is (" + std::to_string(filter) + " - 1) x " + std::to_string(dilation) + " + 1 = " +
-         std::to_string(reach + 1) + ". Pass kernel_cc=80 for the CUTLASS 2.x kernels.");
+    fail(std::string(
+             "SM90 conv kernels (TMA im2col) take a dilated filter extent below 256 along each axis; along the ") +
+         axis + " it is (" + std::to_string(filter) + " - 1) x " + std::to_string(dilation) +
+         " + 1 = " + std::to_string(reach + 1) + ". Pass kernel_cc=80 for the CUTLASS 2.x kernels.");
   }
   // The lower and upper corners of the im2col box, as CUTLASS computes them for each kind.
   const int lower = kind == ConvKind::Dgrad ? pad - reach : -pad;

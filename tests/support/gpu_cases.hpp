@@ -254,7 +254,9 @@ inline std::vector<KernelSpec> suite_specs(int cc) {
 // picks "config", "epilogue", "concurrency", "types", "fuzz", "grouped", "conv", "conv90" (SM90 only) and/or "tuning"
 // (empty: all of these), or "suite" (the benchmark's shape suite; only when named).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
-  auto named = [&](const std::string& group) { return ("," + groups + ",").find("," + group + ",") != std::string::npos; };
+  auto named = [&](const std::string& group) {
+    return ("," + groups + ",").find("," + group + ",") != std::string::npos;
+  };
   auto wanted = [&](const char* group) { return groups.empty() || named(group); };
   std::vector<KernelSpec> out;
   for (const auto& p : wanted("fuzz") ? fuzz_plans(cc) : std::vector<fuzz::PlanDraw>{}) out.push_back(p.make().spec());

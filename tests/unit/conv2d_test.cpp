@@ -260,37 +260,41 @@ TEST(Conv2dSm90, ProblemRulesOfTmaIm2colAreCheckedBeforeAnythingRuns) {
   EXPECT_EQ(spec.alignment_a, 8);
   EXPECT_EQ(spec.iterator_algorithm, IteratorAlgorithm::Analytic);  // no 2.x iterators on TMA kernels
   // 12 channels: no 16-byte vector; the message names kernel_cc=80.
-  const std::string narrow = error_of(
-      [&] { fprop.spec_for(tensor({2, 8, 8, 12}), tensor({32, 3, 3, 12}), nullptr, tensor({2, 8, 8, 32}), same); });
+  const std::string narrow = error_of([&] {
+    fprop.spec_for(tensor({2, 8, 8, 12}), tensor({32, 3, 3, 12}), nullptr, tensor({2, 8, 8, 32}), same);
+  });
   EXPECT_NE(narrow.find("12 channels"), std::string::npos) << narrow;
   EXPECT_NE(narrow.find("kernel_cc=80"), std::string::npos) << narrow;
-  EXPECT_THROW(
-      fprop.spec_for(tensor({2, 8, 8, 12}), tensor({32, 3, 3, 12}), nullptr, tensor({2, 8, 8, 32}), same),
-      TensorError);
+  EXPECT_THROW(fprop.spec_for(tensor({2, 8, 8, 12}), tensor({32, 3, 3, 12}), nullptr, tensor({2, 8, 8, 32}), same),
+               TensorError);
   // A dilated filter of 2 x 130 + 1 = 261 rows is past TMA im2col's 8-bit offsets.
   const Conv2dGeometry wide{{1, 1}, {0, 0}, {130, 1}};
-  const std::string reach = error_of(
-      [&] { fprop.spec_for(tensor({1, 300, 8, 8}), tensor({8, 3, 1, 8}), nullptr, tensor({1, 40, 8, 8}), wide); });
+  const std::string reach = error_of([&] {
+    fprop.spec_for(tensor({1, 300, 8, 8}), tensor({8, 3, 1, 8}), nullptr, tensor({1, 40, 8, 8}), wide);
+  });
   EXPECT_NE(reach.find("below 256"), std::string::npos) << reach;
   // Padding 130 puts the im2col box's corner at -130.
   const Conv2dGeometry padded{{1, 1}, {130, 0}, {1, 1}};
-  const std::string corner = error_of(
-      [&] { fprop.spec_for(tensor({1, 4, 8, 8}), tensor({8, 1, 1, 8}), nullptr, tensor({1, 264, 8, 8}), padded); });
+  const std::string corner = error_of([&] {
+    fprop.spec_for(tensor({1, 4, 8, 8}), tensor({8, 1, 1, 8}), nullptr, tensor({1, 264, 8, 8}), padded);
+  });
   EXPECT_NE(corner.find("[-128, 127]"), std::string::npos) << corner;
   EXPECT_NE(corner.find("kernel_cc=80"), std::string::npos) << corner;
   // Strided dgrad and split-K exist as 2.x kernels only.
   Conv2d dgrad = sm90_plan(ConvKind::Dgrad);
   const Conv2dGeometry strided{{2, 2}, {1, 1}, {1, 1}};
-  const std::string stride = error_of(
-      [&] { dgrad.spec_for(tensor({2, 4, 4, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), strided); });
+  const std::string stride = error_of([&] {
+    dgrad.spec_for(tensor({2, 4, 4, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), strided);
+  });
   EXPECT_NE(stride.find("unit strides only"), std::string::npos) << stride;
   EXPECT_NE(stride.find("kernel_cc=80"), std::string::npos) << stride;
   spec = dgrad.spec_for(tensor({2, 8, 8, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), same);
   EXPECT_EQ(spec.stride_support, StrideSupport::Strided);  // the 2.x unity kernels do not apply
   Conv2d wgrad = sm90_plan(ConvKind::Wgrad);
   wgrad.set_split_k(SplitKMode::Serial, 2);
-  const std::string split = error_of(
-      [&] { wgrad.spec_for(tensor({2, 8, 8, 32}), tensor({2, 8, 8, 16}), nullptr, tensor({32, 1, 1, 16}), {}); });
+  const std::string split = error_of([&] {
+    wgrad.spec_for(tensor({2, 8, 8, 32}), tensor({2, 8, 8, 16}), nullptr, tensor({32, 1, 1, 16}), Conv2dGeometry{});
+  });
   EXPECT_NE(split.find("no split-K"), std::string::npos) << split;
   EXPECT_NE(split.find("kernel_cc=80"), std::string::npos) << split;
 }

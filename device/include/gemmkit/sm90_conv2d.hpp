@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <type_traits>
 
+// First: the conv headers use CuTe and KernelHardwareInfo without including them.
+#include "gemmkit/sm90_common.hpp"  // the SM90 GEMMs' epilogue fusions, stage counts and launch glue
+
 #include "cutlass/conv/collective/collective_builder.hpp"
 #include "cutlass/conv/convnd_problem_shape.hpp"
 #include "cutlass/conv/convolution.h"
@@ -14,7 +17,6 @@
 #include "cutlass/conv/dispatch_policy.hpp"
 #include "cutlass/conv/kernel/conv_universal.hpp"
 #include "cutlass/layout/tensor.h"
-#include "gemmkit/sm90_gemm.hpp"  // the GEMM family's epilogue fusions, stage counts and launch glue serve here too
 
 namespace gemmkit::sm90_conv2d {
 
@@ -22,9 +24,9 @@ using cutlass::conv::Operator;
 
 // The builders' CTA tile: the reduction (K) is a nested mode for every kind, and so is N for wgrad (C x S x R).
 template <Operator Kind, int M, int N, int K>
-using CtaTile = cute::Shape<cute::Int<M>,
-                            std::conditional_t<Kind == Operator::kWgrad, cute::Shape<cute::Int<N>>, cute::Int<N>>,
-                            cute::Shape<cute::Int<K>>>;
+using CtaTile =
+    cute::Shape<cute::Int<M>, std::conditional_t<Kind == Operator::kWgrad, cute::Shape<cute::Int<N>>, cute::Int<N>>,
+                cute::Shape<cute::Int<K>>>;
 
 // C and D: an activation (NHWC) for fprop and dgrad, the filter (KRSC in memory; CUTLASS's TensorKCSR tag names its
 // modes) for wgrad. A and B are NHWC-tagged for every kind (the filter of fprop and dgrad is KRSC = NHWC-like).
