@@ -118,6 +118,19 @@ TEST(CompileTier, GroupedKernelsOfBothFamiliesBuildAndDescribeThemselves) {
   }
 }
 
+// A 3x3 conv of 64 channels on 56 x 56 with padding 1 (the kernels' host-side checks never read the buffer).
+gk_conv2d_args resnet_conv_args() {
+  gk_conv2d_args args{};
+  alignas(128) static char buffer[128];
+  args.n = 1, args.h = 56, args.w = 56, args.c = 64, args.k = 64, args.r = 3, args.s = 3, args.p = 56, args.q = 56;
+  args.pad_h = args.pad_w = 1;
+  args.stride_h = args.stride_w = args.dilation_h = args.dilation_w = 1;
+  args.split_k_slices = 1;
+  args.A = args.B = args.D = buffer;
+  args.alpha = 1.0;
+  return args;
+}
+
 // One conv kernel (SM80 fprop f16, the optimized kernel run() picks for ResNet-like layers), built through the CLI
 // into a fresh cache; the module is a Conv2d module, and its can_implement (host code, no GPU) takes a problem whose
 // channels fit its vectors and refuses one whose channels do not.
@@ -133,14 +146,7 @@ TEST(CompileTier, Conv2dFpropKernelBuildsAndChecksProblems) {
   const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
   EXPECT_TRUE(module->conv2d());
   EXPECT_FALSE(module->grouped());
-  gk_conv2d_args args{};
-  alignas(16) static char buffer[64];
-  args.n = 1, args.h = 56, args.w = 56, args.c = 64, args.k = 64, args.r = 3, args.s = 3, args.p = 56, args.q = 56;
-  args.pad_h = args.pad_w = 1;
-  args.stride_h = args.stride_w = args.dilation_h = args.dilation_w = 1;
-  args.split_k_slices = 1;
-  args.A = args.B = args.D = buffer;
-  args.alpha = 1.0;
+  gk_conv2d_args args = resnet_conv_args();
   EXPECT_EQ(module->conv2d_can_implement(args), GK_OK);
   args.c = 12;  // not a multiple of the 8-element vectors the kernel reads
   EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
@@ -163,14 +169,7 @@ TEST(CompileTier, Sm90Conv2dFpropKernelBuildsAndChecksProblems) {
             "epi_tma");
   const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
   EXPECT_TRUE(module->conv2d());
-  gk_conv2d_args args{};
-  alignas(16) static char buffer[64];
-  args.n = 1, args.h = 56, args.w = 56, args.c = 64, args.k = 64, args.r = 3, args.s = 3, args.p = 56, args.q = 56;
-  args.pad_h = args.pad_w = 1;
-  args.stride_h = args.stride_w = args.dilation_h = args.dilation_w = 1;
-  args.split_k_slices = 1;
-  args.A = args.B = args.D = buffer;
-  args.alpha = 1.0;
+  gk_conv2d_args args = resnet_conv_args();
   EXPECT_EQ(module->conv2d_can_implement(args), GK_OK);
   args.c = 12;  // TMA moves 16-byte channel vectors: 8 f16
   EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
