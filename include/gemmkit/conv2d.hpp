@@ -18,8 +18,9 @@ namespace gemmkit {
 struct Conv2dOptions {
   ConvKind kind = ConvKind::Fprop;
   std::optional<DataType> element, element_a, element_b, element_c, element_d, element_accumulator;
-  std::optional<int> cc;         // the target GPU; default: the current device's
-  std::optional<int> kernel_cc;  // 80: CUTLASS 2.x kernels (the only conv family today, also on SM90 GPUs)
+  std::optional<int> cc;  // the target GPU; default: the current device's
+  // 80: CUTLASS 2.x kernels (any SM80+ GPU); 90: CUTLASS 3.x kernels (SM90; the default there). See Conv2d.
+  std::optional<int> kernel_cc;
 };
 
 // The geometry of one convolution besides the tensors' extents.
@@ -31,8 +32,16 @@ struct Conv2dGeometry {
 
 // A convolution plan: D = act(alpha * conv + beta * C), cross-correlation as torch.nn.functional.conv2d (groups = 1).
 // Configured like a Gemm (opclass, tile descriptions, swizzle, activation, construct / compile); kernels come from
-// the conv families (CUTLASS 2.x implicit GEMM on every GPU today: the plan's kernel_cc() and spec().family say
-// which). Tensors are 4-D, packed, channels innermost (NHWC / KRSC). Thread-safe like Gemm::run.
+// the conv families, and the plan's kernel_cc(), spec().family and kernel names say which:
+//   - kernel_cc 80 (Sm80Conv2d): CUTLASS 2.x implicit GEMM, on SM80 and SM90 GPUs: every dtype, SIMT, narrow channel
+//     vectors, strided dgrad, serial split-K.
+//   - kernel_cc 90 (Sm90Conv2d, the default on SM90): CUTLASS 3.x ConvUniversal with TMA im2col, TensorOp f16/bf16
+//     (fprop, dgrad, wgrad) and tf32 (fprop). There is no silent fallback: what only the 2.x kernels can run (f32
+//     dgrad/wgrad, channel counts that are not a multiple of a 16-byte vector, strided dgrad, split-K, paddings or
+//     dilated filters beyond TMA im2col's ranges) is refused with a ConfigError or TensorError telling the user to
+//     pass kernel_cc=80. The one exception is opclass Simt, which only 2.x kernels have: like Gemm, a Simt plan uses
+//     them and says so (kernel_cc() 80, cutlass_sm80_simt_... names).
+// Tensors are 4-D, packed, channels innermost (NHWC / KRSC). Thread-safe like Gemm::run.
 class Conv2d : public Gemm {
  public:
   explicit Conv2d(const Conv2dOptions& options);
@@ -45,8 +54,8 @@ class Conv2d : public Gemm {
                                                  const std::array<std::int64_t, 4>& weight_krsc,
                                                  const Conv2dGeometry& geometry);
 
-  // How the kernels walk their operands. Unset (the default): construct() names the analytic kernel and run() takes
-  // the optimized one whenever the problem allows it (filters of at most 32 x 32), else the analytic one.
+  // How the kernels walk their operands (kernel_cc 80 only). Unset (the default): construct() names the analytic
+  // kernel and run() takes the optimized one whenever the problem allows it (filters of at most 32 x 32).
   const std::optional<IteratorAlgorithm>& iterator_algorithm() const { return iterator_; }
   void set_iterator_algorithm(std::optional<IteratorAlgorithm> algorithm);
   // Dgrad kernels: unit-stride only (Unity, faster) or any stride. Unset: construct() names the strided kernel and

@@ -22,6 +22,7 @@ enum class KernelFamily {
   Sm80Grouped,     // CUTLASS 2.x GemmGrouped: many GEMMs of different extents in one launch
   Sm90Grouped,     // CUTLASS 3.x ptr-array grouped GEMM (TMA, warp-specialized, persistent group scheduler)
   Sm80Conv2d,      // CUTLASS 2.x implicit-GEMM Conv2d (fprop, dgrad, wgrad; NHWC activations, KRSC filters)
+  Sm90Conv2d,      // CUTLASS 3.x implicit-GEMM Conv2d (ConvUniversal from the SM90 collective builders, TMA im2col)
 };
 enum class MathOperation { MultiplyAdd, MultiplyAddFastF32, MultiplyAddSaturate };
 enum class KernelSchedule {
@@ -121,6 +122,7 @@ struct EnumTable<KernelFamily> {
       {KernelFamily::Sm80Grouped, "sm80_grouped", "", ""},
       {KernelFamily::Sm90Grouped, "sm90_grouped", "", ""},
       {KernelFamily::Sm80Conv2d, "sm80_conv2d", "", ""},
+      {KernelFamily::Sm90Conv2d, "sm90_conv2d", "", ""},
   };
 };
 

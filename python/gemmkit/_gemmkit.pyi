@@ -88,6 +88,8 @@ class KernelFamily(enum.Enum):
 
     sm80_conv2d = 4
 
+    sm90_conv2d = 5
+
 class MathOperation(enum.Enum):
     """The tensor-core math variant."""
 

@@ -315,8 +315,11 @@ class Conv2d(_Configuration, _ConvPlan):
     kind: "fprop" (A = input x, B = weight w, D = output y), "dgrad" (A = grad_output, B = weight, D = grad_input)
     or "wgrad" (A = grad_output, B = input, D = grad_weight). Element types as for Gemm (tensors given here are
     representative: their dtypes); the accumulator defaults to C's type. torch tensors are (N, C, H, W) / (K, C, R, S)
-    in channels_last memory, read in place; numpy arrays are NHWC / KRSC. Kernels: CUTLASS 2.x implicit GEMM (also on
-    SM90 GPUs; plan.kernel_cc and construct().family say so).
+    in channels_last memory, read in place; numpy arrays are NHWC / KRSC. Kernels (plan.kernel_cc, construct().family
+    and the kernel names say which): kernel_cc=90, the default on SM90 GPUs, gives CUTLASS 3.x implicit GEMM with TMA
+    im2col (TensorOp f16/bf16; tf32 fprop); kernel_cc=80 gives CUTLASS 2.x implicit GEMM (any SM80+ GPU; SIMT, narrow
+    channel vectors, strided dgrad, split-K). What only the 2.x kernels run is refused on an SM90 plan with a ConfigError
+    or TensorError that says to pass kernel_cc=80 (no silent fallback); opclass Simt uses them and says so.
     """
 
     __slots__ = ("_defaults",)

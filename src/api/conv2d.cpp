@@ -10,6 +10,7 @@
 #include "api/plan_state.hpp"
 #include "api/tensor_check.hpp"
 #include "catalog/catalog.hpp"
+#include "families/sm90_conv2d.hpp"
 #include "gemmkit/errors.hpp"
 #include "jit/kernel_loader.hpp"
 #include "runtime/cuda_check.hpp"
@@ -149,12 +150,8 @@ struct Conv2d::ConvProblem {
 
 Conv2d::Conv2d(const Conv2dOptions& options) : Gemm(gemm_options(options), catalog::Operation::Conv2d) {
   kind_ = options.kind;
-  if (options.kernel_cc && *options.kernel_cc != 80) {
-    throw ConfigError("Conv2d has CUTLASS 2.x kernels only (kernel_cc 80, on SM80 and SM90 GPUs); kernel_cc " +
-                      std::to_string(*options.kernel_cc) +
-                      " has no conv family yet. Pass kernel_cc=80 or leave it "
-                      "unset.");
-  }
+  // What SM90 kernels lack for these types and this kind (tf32 dgrad, wgrad) is refused now, naming kernel_cc=80.
+  if (run_cache_->kernel_cc == 90) (void)spec();
 }
 
 std::array<std::int64_t, 4> Conv2d::output_size(const Extent& x, const Extent& w, const Conv2dGeometry& g) {
@@ -253,15 +250,28 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
                         " bytes, over the 2 GiB the conv kernels address; split the batch.");
     }
   }
+  const bool sm90 = run_cache_->kernel_cc == 90;
+  if (sm90) {
+    families::ConvExtents e;
+    e.h = static_cast<int>(p.h), e.w = static_cast<int>(p.w), e.r = static_cast<int>(p.r);
+    e.s = static_cast<int>(p.s), e.p = static_cast<int>(p.p), e.q = static_cast<int>(p.q);
+    e.stride = g.stride, e.padding = g.padding, e.dilation = g.dilation;
+    e.split_k_slices = split_k_slices_;
+    families::check_sm90_conv_problem(kind_, e);
+  }
   // The widest vectors the channel counts and addresses allow.
   auto fit = [&](const TensorView& t, std::int64_t channels, DataType type, const std::vector<int>& candidates,
                  const std::string& name) {
     if (const int v = fitting_vector(t.data, channels, type, candidates)) return v;
-    throw TensorError("Tensor " + name + ": its " + std::to_string(channels) +
-                      " channels or its address are not a multiple of " + std::to_string(candidates.back()) +
-                      " elements, the narrowest vector " + std::string(to_string(opclass_)) + " conv kernels for " +
-                      std::string(to_string(type)) + " read. Pad the channels to a multiple of " +
-                      std::to_string(candidates.back()) + ", or use f32 with opclass = Simt (any channel count).");
+    const std::string narrowest = std::to_string(candidates.back());
+    throw TensorError(
+        "Tensor " + name + ": its " + std::to_string(channels) + " channels or its address are not a multiple of " +
+        narrowest + " elements, the narrowest vector " +
+        (sm90 ? std::string("SM90 conv kernels (TMA)") : std::string(to_string(opclass_)) + " conv kernels") + " for " +
+        std::string(to_string(type)) + " read. Pad the channels to a multiple of " + narrowest +
+        (sm90 ? ", or pass kernel_cc=80 for the CUTLASS 2.x kernels (narrower vectors, and SIMT f32 for any "
+                "channel count)."
+              : ", or use f32 with opclass = Simt (any channel count)."));
   };
   p.alignment_a = fit(A, a[3], types_.a, run_cache_->alignments_a, role.a);
   p.alignment_b = fit(B, b[3], types_.b, run_cache_->alignments_b, role.b);
@@ -269,6 +279,7 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
   if (C != nullptr) {
     p.alignment_c = std::min(p.alignment_c, fit(*C, d[3], types_.c, run_cache_->alignments_c, "C"));
   }
+  if (sm90) return p;  // TMA im2col kernels: no iterators, no stride support, no split-K (checked above)
   // Optimized iterators precompute masks for filters of at most 32 x 32 (channel counts already fit the vectors).
   const bool optimized_ok = p.r <= 32 && p.s <= 32;
   if (iterator_ == IteratorAlgorithm::Optimized && !optimized_ok) {

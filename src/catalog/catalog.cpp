@@ -28,6 +28,7 @@ const std::vector<Registered>& registry() {
       {families::sm80_universal(), Operation::Gemm, 80, 100},
       {families::sm90_grouped(), Operation::GroupedGemm, 90, 100},
       {families::sm80_grouped(), Operation::GroupedGemm, 80, 100},
+      {families::sm90_conv2d(), Operation::Conv2d, 90, 100},
       {families::sm80_conv2d(), Operation::Conv2d, 80, 100},
   };
   return kRegistry;

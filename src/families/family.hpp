@@ -71,5 +71,6 @@ const Family& sm90_collective();
 const Family& sm80_grouped();
 const Family& sm90_grouped();
 const Family& sm80_conv2d();
+const Family& sm90_conv2d();
 
 }  // namespace gemmkit::families

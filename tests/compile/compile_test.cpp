@@ -140,6 +140,19 @@ TEST(CompileTier, GroupedKernelsOfBothFamiliesBuildAndDescribeThemselves) {
   }
 }
 
+// A 3x3 conv of 64 channels on 56 x 56 with padding 1 (the kernels' host-side checks never read the buffer).
+gk_conv2d_args resnet_conv_args() {
+  gk_conv2d_args args{};
+  alignas(128) static char buffer[128];
+  args.n = 1, args.h = 56, args.w = 56, args.c = 64, args.k = 64, args.r = 3, args.s = 3, args.p = 56, args.q = 56;
+  args.pad_h = args.pad_w = 1;
+  args.stride_h = args.stride_w = args.dilation_h = args.dilation_w = 1;
+  args.split_k_slices = 1;
+  args.A = args.B = args.D = buffer;
+  args.alpha = 1.0;
+  return args;
+}
+
 // One conv kernel (SM80 fprop f16, the optimized kernel run() picks for ResNet-like layers), built through the CLI
 // into a fresh cache; the module is a Conv2d module, and its can_implement (host code, no GPU) takes a problem whose
 // channels fit its vectors and refuses one whose channels do not.
@@ -155,19 +168,36 @@ TEST(CompileTier, Conv2dFpropKernelBuildsAndChecksProblems) {
   const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
   EXPECT_TRUE(module->conv2d());
   EXPECT_FALSE(module->grouped());
-  gk_conv2d_args args{};
-  alignas(16) static char buffer[64];
-  args.n = 1, args.h = 56, args.w = 56, args.c = 64, args.k = 64, args.r = 3, args.s = 3, args.p = 56, args.q = 56;
-  args.pad_h = args.pad_w = 1;
-  args.stride_h = args.stride_w = args.dilation_h = args.dilation_w = 1;
-  args.split_k_slices = 1;
-  args.A = args.B = args.D = buffer;
-  args.alpha = 1.0;
+  gk_conv2d_args args = resnet_conv_args();
   EXPECT_EQ(module->conv2d_can_implement(args), GK_OK);
   args.c = 12;  // not a multiple of the 8-element vectors the kernel reads
   EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
   args.A = nullptr;
   EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_ARGS);
+}
+
+// The SM90 conv family's kernel (fprop f16, CUTLASS 3.x ConvUniversal with TMA im2col: the default on SM90), built
+// through the CLI into a fresh cache; its can_implement (host code, no GPU) takes a problem that TMA im2col addresses
+// and refuses channels that are not 16-byte vectors and a padding past its corner range.
+TEST(CompileTier, Sm90Conv2dFpropKernelBuildsAndChecksProblems) {
+  gk::testenv::TempDir cache_dir;
+  gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
+  const auto json = nlohmann::ordered_json::parse(
+      run_cli(cache_dir.str(),
+              "compile --conv fprop --cc 90 --element f16 --element-accumulator f32 --n 1 --h 56 --w 56 --c 64 --k 64 "
+              "--r 3 --s 3 --pad 1 --json"));
+  EXPECT_EQ(json.at("kernel_name").get<std::string>(),
+            "cutlass3x_sm90_tensorop_fprop_f16nhwc_f16nhwc_f32_f16_f16nhwc_128x128x64_1x1x1_0_align8_warpspecialized_"
+            "epi_tma");
+  const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
+  EXPECT_TRUE(module->conv2d());
+  gk_conv2d_args args = resnet_conv_args();
+  EXPECT_EQ(module->conv2d_can_implement(args), GK_OK);
+  args.c = 12;  // TMA moves 16-byte channel vectors: 8 f16
+  EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
+  args.c = 64;
+  args.pad_h = 200, args.p = 454;  // the im2col box's lower corner at -200, past [-128, 127]
+  EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
 }
 
 // A pack of one kernel: prebuilt into the shared cache (a hit there after the first run anywhere), exported, imported

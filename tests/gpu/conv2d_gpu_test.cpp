@@ -1,6 +1,8 @@
 // tests/gpu/conv2d_gpu_test.cpp: Conv2d on a CUDA device, exact on small integers against the float64 host
-// reference: every case of support/conv_cases.hpp (fprop, dgrad, wgrad; strides, padding, dilation; 1x1, 3x3, 7x7;
-// odd channels; f16, bf16, tf32, f32 SIMT; activations; split-K wgrad), host-staged tensors, a reused plan.
+// reference: every case of support/conv_cases.hpp on the CUTLASS 2.x family (fprop, dgrad, wgrad; strides, padding,
+// dilation; 1x1, 3x3, 7x7; odd channels; f16, bf16, tf32, f32 SIMT; activations; split-K wgrad) and, on an SM90 GPU,
+// on the CUTLASS 3.x family (Sm90/...: TMA im2col); host-staged tensors, a reused plan, what SM90 kernels refuse.
+// Kernels: gemmkit_gpu_prebuild --cc 90 --only conv,conv90.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -62,16 +64,48 @@ class Conv2dCases : public ::testing::TestWithParam<cases::ConvCase> {};
 TEST_P(Conv2dCases, ExactAgainstFloat64Reference) {
   REQUIRE_GPU();
   const cases::ConvCase& c = GetParam();
+  if (c.kernel_cc == 90 && device_cc() != 90) GTEST_SKIP() << "SM90 conv kernels need an SM90 GPU";
   gk::Conv2d plan = cases::conv_plan(c, device_cc());
   ConvRun run(c);
   run.run_on_device(plan);
   const auto cmp = run.compare();
   EXPECT_EQ(cmp.checked, run.D.rows() * run.D.cols());
   EXPECT_EQ(cmp.max_abs_error, 0.0) << c.name << " with " << cases::conv_spec(c, device_cc()).name();
+  // The family the case asked for, and no other, ran it.
+  EXPECT_EQ(plan.kernel_cc(), c.kernel_cc);
 }
 
 INSTANTIATE_TEST_SUITE_P(All, Conv2dCases, ::testing::ValuesIn(cases::conv_cases()),
                          [](const ::testing::TestParamInfo<cases::ConvCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Sm90, Conv2dCases, ::testing::ValuesIn(cases::conv90_cases()),
+                         [](const ::testing::TestParamInfo<cases::ConvCase>& info) { return info.param.name; });
+
+// On an SM90 GPU a default plan takes the SM90 family, and what only the 2.x kernels run is refused before anything
+// runs, naming kernel_cc=80; with kernel_cc=80 the same problem runs.
+TEST(Conv2dSm90Gpu, DefaultsToSm90AndRefusesWhatOnlySm80RunsNamingKernelCc80) {
+  REQUIRE_GPU();
+  if (device_cc() != 90) GTEST_SKIP() << "SM90 conv kernels need an SM90 GPU";
+  cases::ConvCase c = {"dgrad_stride2",   gk::ConvKind::Dgrad, gk::DataType::f16,
+                       gk::DataType::f16, gk::DataType::f32,   cases::conv_shape(2, 12, 10, 16, 32, 3, 3, 2, 1)};
+  gk::Conv2dOptions defaults;
+  defaults.kind = c.kind;
+  defaults.element = gk::DataType::f16;
+  defaults.element_accumulator = gk::DataType::f32;
+  gk::Conv2d plan(defaults);
+  EXPECT_EQ(plan.kernel_cc(), 90);
+  ConvRun refused(c);
+  try {
+    refused.run_on_device(plan);
+    FAIL() << "expected a ConfigError";
+  } catch (const gk::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel_cc=80"), std::string::npos) << e.what();
+  }
+  c.kernel_cc = 80;
+  gk::Conv2d sm80 = cases::conv_plan(c, device_cc());
+  ConvRun run(c);
+  run.run_on_device(sm80);
+  EXPECT_EQ(run.compare().max_abs_error, 0.0);
+}
 
 TEST(Conv2dGpu, HostTensorsAreStagedAndTheResultLandsBeforeReturn) {
   REQUIRE_GPU();

@@ -1,7 +1,8 @@
 """tests/python/test_conv2d.py: gemmkit.Conv2d. Unit tests (no GPU): output sizes, reference-format names, the
 family, kind names, spec_for on numpy NHWC arrays and torch channels_last tensors (read in place), the TensorError
-for NCHW-contiguous torch tensors. gpu tests: fprop, dgrad and wgrad on torch channels_last tensors against
-torch.nn.functional.conv2d and its gradients, exact on small integers."""
+for NCHW-contiguous torch tensors, the SM90 default and kernel_cc. gpu tests: fprop, dgrad and wgrad on torch
+channels_last tensors against torch.nn.functional.conv2d and its gradients, exact on small integers, on the CUTLASS 2.x
+kernels (kernel_cc=80) and, on an SM90 GPU, the 3.x ones (kernel_cc=90)."""
 import numpy as np
 import pytest
 
@@ -42,8 +43,14 @@ def test_names_kinds_and_family():
     assert relu.kernel_name().endswith("_relu")
     with pytest.raises(gemmkit.ConfigError, match="serial"):
         relu.set_split_k(gemmkit.SplitKMode.parallel, 2)
-    with pytest.raises(gemmkit.ConfigError, match="kernel_cc 80"):
-        gemmkit.Conv2d(kind="fprop", element=np.float16, cc=90, kernel_cc=90)
+    # An SM90 plan takes the CUTLASS 3.x family by default; kernel_cc=80 pins the 2.x one; what SM90 lacks is refused
+    # naming kernel_cc=80.
+    sm90 = gemmkit.Conv2d(kind="fprop", element=np.float16, element_accumulator=np.float32, cc=90)
+    assert sm90.kernel_cc == 90
+    assert sm90.kernel_name().startswith("cutlass3x_sm90_tensorop_fprop_f16nhwc_f16nhwc_f32_f16_f16nhwc_")
+    assert gemmkit.Conv2d(kind="fprop", element=np.float16, cc=90, kernel_cc=80).kernel_cc == 80
+    with pytest.raises(gemmkit.ConfigError, match="kernel_cc=80"):
+        gemmkit.Conv2d(kind="dgrad", element=np.float32, cc=90, kernel_cc=90)
 
 
 def test_spec_for_numpy_nhwc_arrays():
@@ -79,9 +86,28 @@ def test_torch_channels_last_is_read_in_place_and_nchw_is_refused():
 @pytest.mark.parametrize("dtype_name,stride,padding,dilation", [("float16", 1, 1, 1), ("float16", 2, 1, 1),
                                                                  ("bfloat16", 1, 2, 2), ("float32", 2, 3, 1)])
 def test_matches_torch_conv2d_and_its_gradients(kind, dtype_name, stride, padding, dilation):
-    torch = pytest.importorskip("torch")
     if kind == "dgrad" and stride > 1 and dilation > 1:
         pytest.skip("strided dgrad takes dilation 1 (a ConfigError, tested in C++)")
+    check_against_torch(kind, dtype_name, stride, padding, dilation, kernel_cc=80)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["fprop", "dgrad", "wgrad"])
+@pytest.mark.parametrize("dtype_name,stride,padding,dilation", [("float16", 1, 1, 1), ("float16", 2, 1, 1),
+                                                                 ("bfloat16", 1, 2, 2)])
+def test_sm90_kernels_match_torch(kind, dtype_name, stride, padding, dilation):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("SM90 conv kernels need an SM90 GPU")
+    if kind == "dgrad" and stride > 1:
+        with pytest.raises(gemmkit.ConfigError, match="kernel_cc=80"):
+            check_against_torch(kind, dtype_name, stride, padding, dilation, kernel_cc=90)
+        return
+    check_against_torch(kind, dtype_name, stride, padding, dilation, kernel_cc=90)
+
+
+def check_against_torch(kind, dtype_name, stride, padding, dilation, kernel_cc):
+    torch = pytest.importorskip("torch")
     dtype = getattr(torch, dtype_name)
     gen = torch.Generator().manual_seed(7)
     ints = lambda *shape: torch.randint(-2, 3, shape, generator=gen).to(dtype)  # noqa: E731
@@ -91,21 +117,20 @@ def test_matches_torch_conv2d_and_its_gradients(kind, dtype_name, stride, paddin
     args = dict(stride=stride, padding=padding, dilation=dilation)
     y = torch.nn.functional.conv2d(x.double(), w.double(), **args)
     dy = ints(*y.shape).cuda().to(memory_format=torch.channels_last)
-    p = gemmkit.Conv2d(kind=kind, element=dtype, element_accumulator=torch.float32)
+    p = gemmkit.Conv2d(kind=kind, element=dtype, element_accumulator=torch.float32, kernel_cc=kernel_cc)
+    assert p.kernel_cc == kernel_cc
     if kind == "fprop":
-        out = torch.empty_like(y, dtype=dtype).to(memory_format=torch.channels_last)
-        p.run(x, w, None, out, **args)
+        operands, out = (x, w), torch.empty_like(y, dtype=dtype).to(memory_format=torch.channels_last)
         expected = y
     elif kind == "dgrad":
-        out = torch.empty_like(x)
-        p.run(dy, w, None, out, **args)
+        operands, out = (dy, w), torch.empty_like(x)
         expected = torch.nn.grad.conv2d_input(x.shape, w.double(), dy.double(), **args)
     else:
-        out = torch.empty_like(w)
-        p.run(dy, x, None, out, **args)
+        operands, out = (dy, x), torch.empty_like(w)
         expected = torch.nn.grad.conv2d_weight(x.double(), w.shape, dy.double(), **args)
+    p.run(*operands, None, out, **args)
     torch.cuda.synchronize()
-    assert torch.equal(out.double(), expected.to(dtype).double())
+    assert torch.equal(out.double(), expected.to(dtype).double()), p.spec_for(*operands, None, out, **args).name()
 
 
 @pytest.mark.gpu
@@ -115,7 +140,7 @@ def test_split_k_wgrad_and_an_activation():
     x = torch.randint(-1, 2, (4, 16, 12, 12), generator=gen).half().cuda().to(memory_format=torch.channels_last)
     dy = torch.randint(-1, 2, (4, 32, 12, 12), generator=gen).half().cuda().to(memory_format=torch.channels_last)
     dw = torch.empty(32, 16, 3, 3, dtype=torch.half, device="cuda").to(memory_format=torch.channels_last)
-    p = gemmkit.Conv2dWgrad(element=torch.float16, element_accumulator=torch.float32)
+    p = gemmkit.Conv2dWgrad(element=torch.float16, element_accumulator=torch.float32, kernel_cc=80)
     p.run(dy, x, None, dw, padding=1, split_k=("serial", 3))
     expected = torch.nn.grad.conv2d_weight(x.double(), dw.shape, dy.double(), padding=1)
     assert torch.equal(dw.double(), expected.half().double())

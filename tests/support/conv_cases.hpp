@@ -1,5 +1,6 @@
 // tests/support/conv_cases.hpp: the Conv2d problems the gpu tier runs (tests/gpu/conv2d_gpu_test.cpp), shared with
-// the prebuild tool (gemmkit_gpu_prebuild --only conv) so the GPU machine compiles their kernels in parallel first.
+// the prebuild tool (gemmkit_gpu_prebuild --only conv / conv90) so the GPU machine compiles their kernels in parallel
+// first: conv_cases() pins the CUTLASS 2.x family (kernel_cc 80), conv90_cases() the CUTLASS 3.x one (kernel_cc 90).
 #pragma once
 
 #include <string>
@@ -21,6 +22,7 @@ struct ConvCase {
   int split_k_slices = 1;
   std::optional<IteratorAlgorithm> iterator = std::nullopt;
   double alpha = 1.0, beta = 0.0;
+  int kernel_cc = 80;  // the family: 80 = Sm80Conv2d (on any SM80+ GPU), 90 = Sm90Conv2d (SM90 only)
 };
 
 inline testing::ConvShape conv_shape(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t k,
@@ -81,8 +83,45 @@ inline std::vector<ConvCase> conv_cases() {
   return out;
 }
 
+// The SM90 family (kernel_cc 90, TMA im2col): fprop, dgrad and wgrad; strides 1 and 2 (dgrad: 1, its only one),
+// padding, dilation; 1x1, 3x3 and 7x7 filters; f16 (f32 and f16 accumulation), bf16, tf32 (fprop); activations,
+// alpha and beta with C.
+inline std::vector<ConvCase> conv90_cases() {
+  const DataType f16 = DataType::f16, bf16 = DataType::bf16, f32 = DataType::f32;
+  const ConvKind fprop = ConvKind::Fprop, dgrad = ConvKind::Dgrad, wgrad = ConvKind::Wgrad;
+  std::vector<ConvCase> out = {
+      {"fprop_f16_3x3", fprop, f16, f16, f32, conv_shape(2, 9, 11, 32, 64, 3, 3, 1, 1)},
+      {"fprop_f16_1x1", fprop, f16, f16, f32, conv_shape(3, 7, 7, 64, 40, 1, 1, 1, 0)},
+      {"fprop_f16_7x7_stride2", fprop, f16, f16, f32, conv_shape(2, 23, 19, 8, 16, 7, 7, 2, 3)},
+      {"fprop_f16_3x3_stride2_dilation2", fprop, f16, f16, f32, conv_shape(2, 17, 15, 16, 24, 3, 3, 2, 2, 2)},
+      {"fprop_f16_acc_f16", fprop, f16, f16, f16, conv_shape(1, 8, 8, 16, 16, 3, 3, 1, 1)},
+      {"fprop_bf16", fprop, bf16, bf16, f32, conv_shape(2, 10, 10, 24, 32, 3, 3, 1, 1)},
+      {"fprop_tf32", fprop, f32, f32, f32, conv_shape(2, 10, 10, 12, 20, 3, 3, 2, 1)},
+      {"dgrad_f16_3x3", dgrad, f16, f16, f32, conv_shape(2, 9, 11, 32, 48, 3, 3, 1, 1)},
+      {"dgrad_f16_1x1", dgrad, f16, f16, f32, conv_shape(2, 8, 8, 32, 16, 1, 1, 1, 0)},
+      {"dgrad_f16_3x3_dilation2", dgrad, f16, f16, f32, conv_shape(1, 11, 11, 16, 16, 3, 3, 1, 2, 2)},
+      {"dgrad_bf16", dgrad, bf16, bf16, f32, conv_shape(2, 8, 8, 16, 24, 3, 3, 1, 1)},
+      {"wgrad_f16_3x3", wgrad, f16, f16, f32, conv_shape(2, 9, 9, 16, 32, 3, 3, 1, 1)},
+      {"wgrad_f16_7x7_stride2", wgrad, f16, f16, f32, conv_shape(2, 20, 20, 8, 16, 7, 7, 2, 3)},
+      {"wgrad_f16_3x3_dilation2", wgrad, f16, f16, f32, conv_shape(2, 12, 12, 16, 16, 3, 3, 1, 2, 2)},
+      {"wgrad_bf16", wgrad, bf16, bf16, f32, conv_shape(2, 8, 8, 16, 16, 3, 3, 1, 1)},
+  };
+  ConvCase relu = {"fprop_f16_relu_alpha_beta", fprop, f16, f16, f32, conv_shape(2, 8, 8, 16, 24, 3, 3, 1, 1)};
+  relu.activation = Activation::ReLU;
+  relu.alpha = 2.0;
+  relu.beta = -1.0;
+  out.push_back(relu);
+  ConvCase leaky = {"dgrad_f16_leaky_relu", dgrad, f16, f16, f32, conv_shape(2, 8, 8, 16, 16, 3, 3, 1, 1)};
+  leaky.activation = Activation::LeakyReLU;
+  leaky.activation_parameter = 0.5;  // exact on integers
+  out.push_back(leaky);
+  for (ConvCase& c : out) c.kernel_cc = 90;
+  return out;
+}
+
 inline Conv2d conv_plan(const ConvCase& c, int cc) {
   Conv2dOptions o;
+  o.kernel_cc = c.kernel_cc;
   o.kind = c.kind;
   o.element_a = o.element_b = c.ab;
   o.element_c = o.element_d = c.cd;

@@ -302,11 +302,14 @@ inline std::vector<KernelSpec> suite_specs(int cc) {
   return out;
 }
 
-// Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` picks
-// "config", "epilogue", "concurrency", "types", "fuzz", "grouped", "conv", "fp8" and/or "tuning" (empty: all of these),
-// or "suite" (the benchmark's shape suite; only when named).
+// Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` (comma-separated)
+// picks "config", "epilogue", "concurrency", "types", "fuzz", "grouped", "conv", "conv90" (SM90 only), "fp8" (SM90
+// only) and/or "tuning" (empty: all of these), or "suite" (the benchmark's shape suite; only when named).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
-  auto wanted = [&](const char* group) { return groups.empty() || groups.find(group) != std::string::npos; };
+  auto named = [&](const std::string& group) {
+    return ("," + groups + ",").find("," + group + ",") != std::string::npos;
+  };
+  auto wanted = [&](const char* group) { return groups.empty() || named(group); };
   std::vector<KernelSpec> out;
   for (const auto& p : wanted("fuzz") ? fuzz_plans(cc) : std::vector<fuzz::PlanDraw>{}) out.push_back(p.make().spec());
   for (const auto& c : wanted("config") ? config_cases(cc) : std::vector<ConfigCase>{}) {
@@ -339,7 +342,7 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
       }
     }
   }
-  if (!groups.empty() && groups.find("suite") != std::string::npos) {
+  if (named("suite")) {
     for (const auto& spec : suite_specs(cc)) out.push_back(spec);
   }
   if (wanted("tuning") && cc >= 90) {
@@ -362,6 +365,9 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
       Gemm plan = fp8_scale_plan(c, cc);
       out.push_back(spec_for_shape(plan, kMatrixShape));
     }
+  }
+  if (wanted("conv90") && cc >= 90 && cc < 100) {
+    for (const auto& c : conv90_cases()) out.push_back(conv_spec(c, cc));
   }
   if (!wanted("types")) return out;
   for (const auto& t : type_cases()) {

@@ -342,5 +342,14 @@ TEST(Conv2dGolden, Sm80WgradTf32) {
   expect_golden("conv2d_sm80_wgrad_tf32.cu", plan.spec());
 }
 
+// The Sm90Conv2d family (the default on SM90): wgrad (its nested N tile and KCSR output) with a fused GELU.
+TEST(Conv2dGolden, Sm90WgradF16Gelu) {
+  Conv2dOptions o = conv_options(ConvKind::Wgrad);
+  o.cc = 90;
+  Conv2d plan(o);
+  plan.set_activation(Activation::GELU);
+  expect_golden("conv2d_sm90_wgrad_f16_gelu.cu", plan.spec());
+}
+
 }  // namespace
 }  // namespace gemmkit

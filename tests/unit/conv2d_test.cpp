@@ -1,6 +1,8 @@
 // tests/unit/conv2d_test.cpp: Conv2d without a GPU: the output-size rule and its errors, the plan's family and
 // reference-format kernel names, the iterators and stride support run() picks per problem, the tensor checks
-// (packed NHWC, groups = 1, alignment) and the CLI's --conv (goldens of the rendered source: codegen_test.cpp).
+// (packed NHWC, groups = 1, alignment), the SM90 family (the default on SM90, its names, catalog, validate rules,
+// TMA im2col problem rules and what it refuses naming kernel_cc=80) and the CLI's --conv (goldens of the rendered
+// source: codegen_test.cpp).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -83,8 +85,10 @@ TEST(Conv2dPlan, UsesTheSm80FamilyWithTheReferenceNames) {
   EXPECT_EQ(fprop.spec().family, KernelFamily::Sm80Conv2d);
   EXPECT_EQ(fprop.kernel_cc(), 80);
   EXPECT_EQ(fprop.kernel_name(), "cutlass_sm80_tensorop_f16_s16x8x16fprop_analytic_f16_256x128_64x3_nhwc_align8");
-  // On an SM90 GPU too (the only conv family is 2.x; the plan says so).
-  Conv2d on_hopper(options(ConvKind::Fprop, DataType::f16, DataType::f32, 90));
+  // On an SM90 GPU with kernel_cc=80.
+  Conv2dOptions hopper80 = options(ConvKind::Fprop, DataType::f16, DataType::f32, 90);
+  hopper80.kernel_cc = 80;
+  Conv2d on_hopper(hopper80);
   EXPECT_EQ(on_hopper.spec().family, KernelFamily::Sm80Conv2d);
   EXPECT_EQ(on_hopper.kernel_cc(), 80);
   Conv2d wgrad(options(ConvKind::Wgrad, DataType::f32, DataType::f32));
@@ -103,9 +107,10 @@ TEST(Conv2dPlan, UsesTheSm80FamilyWithTheReferenceNames) {
 }
 
 TEST(Conv2dPlan, RefusesWhatNoConvKernelHas) {
-  Conv2dOptions sm90 = options(ConvKind::Fprop, DataType::f16, DataType::f32, 90);
-  sm90.kernel_cc = 90;
-  EXPECT_NE(error_of([&] { Conv2d plan(sm90); }).find("kernel_cc 80"), std::string::npos);
+  Conv2dOptions sm90_on_ampere = options(ConvKind::Fprop, DataType::f16, DataType::f32, 80);
+  sm90_on_ampere.kernel_cc = 90;
+  EXPECT_NE(error_of([&] { Conv2d plan(sm90_on_ampere); }).find("kernel_cc 90 is not available for cc 80"),
+            std::string::npos);
   Conv2d plan(options(ConvKind::Fprop));
   EXPECT_THROW(plan.set_swizzling_functor(Swizzle::StreamK), ConfigError);
   EXPECT_NE(error_of([&] { plan.set_stride_support(StrideSupport::Unity); }).find("dgrad"), std::string::npos);
@@ -164,6 +169,134 @@ TEST(Conv2dPlan, RunPicksOptimizedIteratorsAndDgradStrideSupportByProblem) {
               dgrad.spec_for(tensor({2, 4, 4, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), strided);
             }).find("no split-K"),
             std::string::npos);
+}
+
+Conv2d sm90_plan(ConvKind kind, DataType element = DataType::f16, DataType accumulator = DataType::f32) {
+  return Conv2d(options(kind, element, accumulator, 90));
+}
+
+TEST(Conv2dSm90, IsTheDefaultOnSm90WithTheReferenceNames) {
+  Conv2d fprop = sm90_plan(ConvKind::Fprop);
+  EXPECT_EQ(fprop.spec().family, KernelFamily::Sm90Conv2d);
+  EXPECT_EQ(fprop.kernel_cc(), 90);
+  EXPECT_EQ(fprop.kernel_name(),
+            "cutlass3x_sm90_tensorop_fprop_f16nhwc_f16nhwc_f32_f16_f16nhwc_128x128x64_1x1x1_0_align8_warpspecialized_"
+            "epi_tma");
+  EXPECT_EQ(sm90_plan(ConvKind::Dgrad, DataType::bf16).kernel_name(),
+            "cutlass3x_sm90_tensorop_dgrad_bf16nhwc_bf16nhwc_f32_bf16_bf16nhwc_128x128x64_1x1x1_0_align8_"
+            "warpspecialized_epi_tma");
+  // wgrad writes the filter: CUTLASS's KCSR tag.
+  Conv2d wgrad = sm90_plan(ConvKind::Wgrad, DataType::f16, DataType::f16);
+  wgrad.set_activation(Activation::ReLU);
+  EXPECT_EQ(wgrad.kernel_name(),
+            "cutlass3x_sm90_tensorop_wgrad_f16nhwc_f16nhwc_f16_f16_f16kcsr_128x128x64_1x1x1_0_align8_warpspecialized_"
+            "epi_tma_relu");
+  EXPECT_EQ(sm90_plan(ConvKind::Fprop, DataType::f32, DataType::f32).kernel_name(),
+            "cutlass3x_sm90_tensorop_tf32fprop_f32nhwc_f32nhwc_f32_f32_f32nhwc_128x128x32_1x1x1_0_align4_"
+            "warpspecialized_epi_tma");
+  // Its catalog: 4 CTA tiles in 3 cluster shapes, one schedule.
+  const auto tiles = fprop.tile_descriptions();
+  ASSERT_EQ(tiles.size(), 12u);
+  EXPECT_EQ(tiles[4].cluster_shape, (Shape3{2, 1, 1}));
+  EXPECT_EQ(tiles[4].threadblock_shape, (Shape3{256, 128, 64}));
+  // Its source: the conv collective builder, TMA im2col, the SM90 GEMM family's fused activation.
+  const std::string source = render(wgrad.spec()).text;
+  EXPECT_NE(source.find("cutlass::conv::Operator::kWgrad"), std::string::npos);
+  EXPECT_NE(source.find("cutlass::conv::KernelImplicitTmaWarpSpecializedSm90"), std::string::npos);
+  EXPECT_NE(source.find("gemmkit::sm90::Fusion<gemmkit::module::Bias::None, cutlass::epilogue::thread::ReLu"),
+            std::string::npos);
+  EXPECT_NE(source.find("#include \"gemmkit/conv2d_entry.hpp\""), std::string::npos);
+}
+
+TEST(Conv2dSm90, WhatOnlySm80HasIsRefusedNamingKernelCc80OrTakenBySimt) {
+  // tf32 wgmma reads K-major operands: f32 dgrad and wgrad exist as 2.x kernels only.
+  for (ConvKind kind : {ConvKind::Dgrad, ConvKind::Wgrad}) {
+    const std::string message = error_of([&] { sm90_plan(kind, DataType::f32, DataType::f32); });
+    EXPECT_NE(message.find("kernel_cc=80"), std::string::npos) << message;
+    EXPECT_THROW(sm90_plan(kind, DataType::f32, DataType::f32), ConfigError);
+    Conv2dOptions pinned = options(kind, DataType::f32, DataType::f32, 90);
+    pinned.kernel_cc = 80;
+    EXPECT_EQ(Conv2d(pinned).spec().family, KernelFamily::Sm80Conv2d);
+  }
+  // SIMT exists as 2.x kernels only: an explicit Simt plan takes them and says so, as Gemm does.
+  Conv2d simt = sm90_plan(ConvKind::Fprop, DataType::f32, DataType::f32);
+  simt.set_opclass(OpClass::Simt);
+  EXPECT_EQ(simt.kernel_cc(), 80);
+  EXPECT_EQ(simt.kernel_name().rfind("cutlass_sm80_simt_", 0), 0u) << simt.kernel_name();
+}
+
+TEST(Conv2dSm90, ValidateRulesAreTyped) {
+  Conv2d plan = sm90_plan(ConvKind::Fprop);
+  EXPECT_NE(error_of([&] { plan.set_swizzling_functor(Swizzle::Identity4); }).find("IdentitySwizzle1"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { plan.set_iterator_algorithm(IteratorAlgorithm::Optimized); }).find("kernel_cc=80"),
+            std::string::npos);
+  TileDescription td = plan.spec().tile;
+  td.cluster_shape = {2, 2, 1};
+  td.threadblock_shape = {256, 256, 64};
+  EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("1x1x1, 2x1x1 and 1x2x1"), std::string::npos);
+  td = plan.spec().tile;
+  td.threadblock_shape = {256, 128, 64};
+  EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("M must be 64 or 128"), std::string::npos);
+  td = plan.spec().tile;
+  td.threadblock_shape = {128, 128, 32};
+  EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("128 bytes"), std::string::npos);
+  td = plan.spec().tile;
+  td.kernel_schedule = KernelSchedule::TmaWarpSpecializedCooperative;
+  EXPECT_NE(error_of([&] { plan.set_tile_description(td); }).find("one schedule"), std::string::npos);
+  td = plan.spec().tile;
+  td.stages = 1;
+  EXPECT_THROW(plan.set_tile_description(td), ConfigError);
+  td.stages = 4;
+  plan.set_tile_description(td);
+  EXPECT_NE(plan.kernel_name().find("_1x1x1_4_align8"), std::string::npos) << plan.kernel_name();
+}
+
+TEST(Conv2dSm90, ProblemRulesOfTmaIm2colAreCheckedBeforeAnythingRuns) {
+  Conv2d fprop = sm90_plan(ConvKind::Fprop);
+  const Conv2dGeometry same{{1, 1}, {1, 1}, {1, 1}};
+  KernelSpec spec = fprop.spec_for(tensor({2, 8, 8, 64}), tensor({32, 3, 3, 64}), nullptr, tensor({2, 8, 8, 32}), same);
+  EXPECT_EQ(spec.family, KernelFamily::Sm90Conv2d);
+  EXPECT_EQ(spec.alignment_a, 8);
+  EXPECT_EQ(spec.iterator_algorithm, IteratorAlgorithm::Analytic);  // no 2.x iterators on TMA kernels
+  // 12 channels: no 16-byte vector; the message names kernel_cc=80.
+  const std::string narrow = error_of([&] {
+    fprop.spec_for(tensor({2, 8, 8, 12}), tensor({32, 3, 3, 12}), nullptr, tensor({2, 8, 8, 32}), same);
+  });
+  EXPECT_NE(narrow.find("12 channels"), std::string::npos) << narrow;
+  EXPECT_NE(narrow.find("kernel_cc=80"), std::string::npos) << narrow;
+  EXPECT_THROW(fprop.spec_for(tensor({2, 8, 8, 12}), tensor({32, 3, 3, 12}), nullptr, tensor({2, 8, 8, 32}), same),
+               TensorError);
+  // A dilated filter of 2 x 130 + 1 = 261 rows is past TMA im2col's 8-bit offsets.
+  const Conv2dGeometry wide{{1, 1}, {0, 0}, {130, 1}};
+  const std::string reach = error_of([&] {
+    fprop.spec_for(tensor({1, 300, 8, 8}), tensor({8, 3, 1, 8}), nullptr, tensor({1, 40, 8, 8}), wide);
+  });
+  EXPECT_NE(reach.find("below 256"), std::string::npos) << reach;
+  // Padding 130 puts the im2col box's corner at -130.
+  const Conv2dGeometry padded{{1, 1}, {130, 0}, {1, 1}};
+  const std::string corner = error_of([&] {
+    fprop.spec_for(tensor({1, 4, 8, 8}), tensor({8, 1, 1, 8}), nullptr, tensor({1, 264, 8, 8}), padded);
+  });
+  EXPECT_NE(corner.find("[-128, 127]"), std::string::npos) << corner;
+  EXPECT_NE(corner.find("kernel_cc=80"), std::string::npos) << corner;
+  // Strided dgrad and split-K exist as 2.x kernels only.
+  Conv2d dgrad = sm90_plan(ConvKind::Dgrad);
+  const Conv2dGeometry strided{{2, 2}, {1, 1}, {1, 1}};
+  const std::string stride = error_of([&] {
+    dgrad.spec_for(tensor({2, 4, 4, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), strided);
+  });
+  EXPECT_NE(stride.find("unit strides only"), std::string::npos) << stride;
+  EXPECT_NE(stride.find("kernel_cc=80"), std::string::npos) << stride;
+  spec = dgrad.spec_for(tensor({2, 8, 8, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), same);
+  EXPECT_EQ(spec.stride_support, StrideSupport::Strided);  // the 2.x unity kernels do not apply
+  Conv2d wgrad = sm90_plan(ConvKind::Wgrad);
+  wgrad.set_split_k(SplitKMode::Serial, 2);
+  const std::string split = error_of([&] {
+    wgrad.spec_for(tensor({2, 8, 8, 32}), tensor({2, 8, 8, 16}), nullptr, tensor({32, 1, 1, 16}), Conv2dGeometry{});
+  });
+  EXPECT_NE(split.find("no split-K"), std::string::npos) << split;
+  EXPECT_NE(split.find("kernel_cc=80"), std::string::npos) << split;
 }
 
 TEST(Conv2dTensors, ErrorsNameTheTensorAndWhatToChange) {
@@ -231,8 +364,8 @@ TEST(Conv2dCli, PlanShowsTheKernelRunWouldPickAndUsageErrorsNameTheOption) {
             std::string::npos)
       << result.out;
   result = testing::run_cli(
-      "plan --conv dgrad --cc 90 --element f16 --element-accumulator f32 --n 2 --h 14 --w 14 --c 12 --k 64 --r 3 --s "
-      "3 --stride 2 --pad 1");
+      "plan --conv dgrad --cc 90 --kernel-cc 80 --element f16 --element-accumulator f32 --n 2 --h 14 --w 14 --c 12 "
+      "--k 64 --r 3 --s 3 --stride 2 --pad 1");
   EXPECT_EQ(result.status, 0) << result.out;
   EXPECT_NE(result.out.find("dgrad_optimized_f16_256x128_64x3_nhwc_align8"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("sm80_conv2d"), std::string::npos) << result.out;
@@ -240,6 +373,19 @@ TEST(Conv2dCli, PlanShowsTheKernelRunWouldPickAndUsageErrorsNameTheOption) {
   result = testing::run_cli("plan --conv fprop --cc 80 --h 2 --w 2 --r 5 --s 5 --pad 0");
   EXPECT_EQ(result.status, 1) << result.out;
   EXPECT_NE(result.out.find("larger than the padded input"), std::string::npos) << result.out;
+  // SM90: the CUTLASS 3.x family by default; a problem only kernel_cc 80 runs is refused naming it.
+  result = testing::run_cli(
+      "plan --conv fprop --cc 90 --element f16 --element-accumulator f32 --n 2 --h 14 --w 14 --c 64 --k 64 --r 3 --s 3 "
+      "--pad 1");
+  EXPECT_EQ(result.status, 0) << result.out;
+  EXPECT_NE(result.out.find("cutlass3x_sm90_tensorop_fprop_f16nhwc_f16nhwc_f32_f16_f16nhwc_"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("sm90_conv2d"), std::string::npos) << result.out;
+  result = testing::run_cli(
+      "plan --conv dgrad --cc 90 --element f16 --element-accumulator f32 --n 2 --h 14 --w 14 --c 64 --k 64 --r 3 --s 3 "
+      "--stride 2 --pad 1");
+  EXPECT_EQ(result.status, 1) << result.out;
+  EXPECT_NE(result.out.find("kernel_cc=80"), std::string::npos) << result.out;
   result = testing::run_cli("plan --cc 80 --h 2");
   EXPECT_EQ(result.status, 2) << result.out;
   EXPECT_NE(result.out.find("--h needs --conv"), std::string::npos) << result.out;

@@ -1,9 +1,26 @@
 // device/include/gemmkit/conv2d_entry.hpp: the extern "C" entry points of a Conv2d module (abi.h). Included last by
 // a generated conv source, after it has declared gemmkit_kernel::kName (the kernel's name) and
-// gemmkit_kernel::Module (the family's conv glue: what gemmkit::module::run needs, over gk_conv2d_args).
+// gemmkit_kernel::Module (a conv family's glue: what gemmkit::module::run needs, over gk_conv2d_args).
 #pragma once
 
 #include "gemmkit/module_common.hpp"
+
+namespace gemmkit::conv2d {
+
+// GK_OK or GK_ERR_ARGS: pointers present, extents positive, C present when beta is not 0.
+inline int check_args(const gk_conv2d_args* a) {
+  if (a == nullptr || a->A == nullptr || a->B == nullptr || a->D == nullptr) return GK_ERR_ARGS;
+  if (a->C == nullptr && a->beta != 0.0) return GK_ERR_ARGS;
+  const int32_t extents[] = {a->n, a->h, a->w,        a->c,        a->k,          a->r,          a->s,
+                             a->p, a->q, a->stride_h, a->stride_w, a->dilation_h, a->dilation_w, a->split_k_slices};
+  for (int32_t e : extents) {
+    if (e < 1) return GK_ERR_ARGS;
+  }
+  if (a->pad_h < 0 || a->pad_w < 0) return GK_ERR_ARGS;
+  return GK_OK;
+}
+
+}  // namespace gemmkit::conv2d
 
 namespace {
 // This thread's last prepared launch. Internal linkage: a function-local static in the (template) glue would be
@@ -28,17 +45,17 @@ GK_EXPORT int gk_module_kind(void) {
 }
 
 GK_EXPORT int gk_conv2d_can_implement(const gk_conv2d_args* args) {
-  if (int status = gemmkit::sm80_conv2d::check_args(args); status != GK_OK) return status;
-  return gemmkit_kernel::Module::can_implement(*args);
+  if (int status = gemmkit::conv2d::check_args(args); status != GK_OK) return status;
+  return gemmkit::module::can_implement<gemmkit_kernel::Module>(*args);
 }
 
 GK_EXPORT size_t gk_conv2d_workspace_size(const gk_conv2d_args* args) {
-  if (gemmkit::sm80_conv2d::check_args(args) != GK_OK) return 0;
-  return gemmkit_kernel::Module::workspace_size(*args);
+  if (gemmkit::conv2d::check_args(args) != GK_OK) return 0;
+  return gemmkit::module::workspace_size<gemmkit_kernel::Module>(*args);
 }
 
 GK_EXPORT int gk_conv2d_run(const gk_conv2d_args* args, void* workspace, void* stream) {
-  if (int status = gemmkit::sm80_conv2d::check_args(args); status != GK_OK) return status;
+  if (int status = gemmkit::conv2d::check_args(args); status != GK_OK) return status;
   return gemmkit::module::run<gemmkit_kernel::Module>(launch_cache, *args, workspace,
                                                       static_cast<cudaStream_t>(stream));
 }

@@ -81,8 +81,8 @@ auto set_leaky_alpha(T& target, double slope, int) -> decltype(target.leaky_alph
 template <class T>
 void set_leaky_alpha(T&, double, long) {}
 
-template <class T>
-void set_activation_params(T& target, const gk_gemm_args& args) {
+template <class T, class Args>  // gk_gemm_args or gk_conv2d_args
+void set_activation_params(T& target, const Args& args) {
   set_leaky_alpha(target, args.activation_params[0], 0);
 }
 
@@ -141,14 +141,14 @@ inline int launch_status(cutlass::Status status) {
 //   prepare(prepared, ws, s)    prepares a launch after a miss (CUTLASS's initialize(), which binds the workspace)
 //   reset_workspace(p, ws, s)   re-initializes the workspace before a relaunch that needs it (Stream-K barriers)
 //   launch(prepared, s)         launches the prepared kernel
-template <class Glue>
-int can_implement(const gk_gemm_args& args) {
+template <class Glue, class Args>
+int can_implement(const Args& args) {
   const auto status = Glue::Gemm::can_implement(Glue::to_arguments(args));
   return status == cutlass::Status::kSuccess ? GK_OK : GK_ERR_CANNOT_IMPLEMENT;
 }
 
-template <class Glue>
-size_t workspace_size(const gk_gemm_args& args) {
+template <class Glue, class Args>
+size_t workspace_size(const Args& args) {
   return Glue::Gemm::get_workspace_size(Glue::to_arguments(args));
 }
 

@@ -31,19 +31,6 @@ inline cutlass::Tensor4DCoord output_extent(const gk_conv2d_args& a) {
   return {a.n, a.p, a.q, a.k};
 }
 
-// GK_OK or GK_ERR_ARGS: pointers present, extents positive, C present when beta is not 0.
-inline int check_args(const gk_conv2d_args* a) {
-  if (a == nullptr || a->A == nullptr || a->B == nullptr || a->D == nullptr) return GK_ERR_ARGS;
-  if (a->C == nullptr && a->beta != 0.0) return GK_ERR_ARGS;
-  const int32_t extents[] = {a->n, a->h, a->w,        a->c,        a->k,          a->r,          a->s,
-                             a->p, a->q, a->stride_h, a->stride_w, a->dilation_h, a->dilation_w, a->split_k_slices};
-  for (int32_t e : extents) {
-    if (e < 1) return GK_ERR_ARGS;
-  }
-  if (a->pad_h < 0 || a->pad_w < 0) return GK_ERR_ARGS;
-  return GK_OK;
-}
-
 // The module glue for one device::ImplicitGemmConvolution: ABI arguments -> CUTLASS arguments, and how a launch is
 // prepared (gemmkit::module::run's contract, over gk_conv2d_args).
 template <class Conv>
@@ -90,11 +77,6 @@ class Module {
                      {static_cast<ElementC*>(a.D), Layout::packed(extent_c(a))}, epilogue,
                      cutlass::conv::SplitKMode::kSerial);
   }
-
-  static int can_implement(const gk_conv2d_args& a) {
-    return Conv::can_implement(to_arguments(a)) == cutlass::Status::kSuccess ? GK_OK : GK_ERR_CANNOT_IMPLEMENT;
-  }
-  static size_t workspace_size(const gk_conv2d_args& a) { return Conv::get_workspace_size(to_arguments(a)); }
 
   // Serial split-K's semaphores must be zeroed before every launch; initialize() does that.
   static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {

@@ -8,46 +8,13 @@
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
-#include "cutlass/epilogue/collective/collective_builder.hpp"
-#include "cutlass/epilogue/fusion/operations.hpp"
-#include "cutlass/epilogue/thread/activation.h"
-#include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
-#include "gemmkit/activations.hpp"
-#include "gemmkit/module_common.hpp"
+#include "gemmkit/sm90_common.hpp"
 
 namespace gemmkit::sm90 {
-
-// The epilogue fusion: D = Act(alpha * acc + beta * C + bias); without a bias and activation it is the plain
-// linear combination (the only fusion the Auto epilogue schedule accepts). The bias is a column vector (PerRow,
-// length m) or a row vector (PerColumn, length n) of ElementBias, loaded element by element: AlignmentBias 1 puts
-// no alignment requirement on it beyond its element's.
-template <module::Bias BiasMode, template <class> class Act, class ElementD, class ElementCompute, class ElementC,
-          class ElementBias>
-struct FusionSelector {
-  using type = cutlass::epilogue::fusion::LinCombEltAct<Act, ElementD, ElementCompute, ElementC, ElementCompute>;
-};
-template <class ElementD, class ElementCompute, class ElementC, class ElementBias>
-struct FusionSelector<module::Bias::None, cutlass::epilogue::thread::Identity, ElementD, ElementCompute, ElementC,
-                      ElementBias> {
-  using type = cutlass::epilogue::fusion::LinearCombination<ElementD, ElementCompute, ElementC, ElementCompute>;
-};
-template <template <class> class Act, class ElementD, class ElementCompute, class ElementC, class ElementBias>
-struct FusionSelector<module::Bias::PerRow, Act, ElementD, ElementCompute, ElementC, ElementBias> {
-  using type = cutlass::epilogue::fusion::LinCombPerRowBiasEltAct<Act, ElementD, ElementCompute, ElementBias, ElementC,
-                                                                  ElementCompute, /*AlignmentBias=*/1>;
-};
-template <template <class> class Act, class ElementD, class ElementCompute, class ElementC, class ElementBias>
-struct FusionSelector<module::Bias::PerColumn, Act, ElementD, ElementCompute, ElementC, ElementBias> {
-  using type = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, ElementD, ElementCompute, ElementBias, ElementC,
-                                                                  ElementCompute, /*AlignmentBias=*/1>;
-};
-template <module::Bias BiasMode, template <class> class Act, class ElementD, class ElementCompute, class ElementC,
-          class ElementBias>
-using Fusion = typename FusionSelector<BiasMode, Act, ElementD, ElementCompute, ElementC, ElementBias>::type;
 
 // With scale vectors (FP8 dequantization scales, f32): D = Act(beta * C + (alpha * (acc * row_scale[m] *
 // column_scale[n]) + bias)), an epilogue visitor tree of CUTLASS's nodes; the scales load element by element (a null
@@ -144,13 +111,6 @@ constexpr bool tma_everywhere() {
          (cutlass::sizeof_bits<ElementD>::value * AlignmentD) % 128 == 0;
 }
 
-// Mainloop stages: 0 = as many as fit next to the epilogue's shared storage.
-template <int Stages, class CollectiveEpilogue>
-using StageCount = std::conditional_t<Stages == 0,
-                                      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-                                          sizeof(typename CollectiveEpilogue::SharedStorage))>,
-                                      cutlass::gemm::collective::StageCount<(Stages > 0 ? Stages : 1)>>;
-
 // A CuTe stride (M|N, K|N, L) of a layout tag with its one dynamic leading mode set to ld and L to batch_stride.
 template <class Stride>
 Stride make_stride(int64_t ld, int64_t batch_stride) {
@@ -173,14 +133,6 @@ auto set_splits(T& scheduler, int splits, int) -> decltype(scheduler.splits = sp
 }
 template <class T>
 void set_splits(T&, int, long) {}
-
-// The fused activation's arguments, when the fusion has any (LinCombEltAct has `activation`).
-template <class Thread>
-auto set_fusion_activation(Thread& thread, const gk_gemm_args& args, int) -> decltype(thread.activation, void()) {
-  module::set_activation_params(thread.activation, args);
-}
-template <class Thread>
-void set_fusion_activation(Thread&, const gk_gemm_args&, long) {}
 
 // The bias vector, when the fusion has one; its stride (dBias) stays the default: unit along m (PerRow) or n
 // (PerColumn), 0 along the batch, so every batch adds the same vector.
@@ -227,21 +179,17 @@ void set_scaled_fusion(FusionArguments& fusion, const gk_gemm_args& args) {
 // The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and how a launch is prepared
 // (gemmkit::module::run caches it).
 template <class DeviceGemm, module::Bias BiasMode, module::Scale ScaleMode = module::Scale::None>
-class Module {
+class Module : public ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmKernel, gk_gemm_args> {
  public:
   using Gemm = DeviceGemm;
 
  private:
   using Kernel = typename Gemm::GemmKernel;
   using Arguments = typename Gemm::Arguments;
-  using Params = typename Gemm::Params;
 
  public:
   static constexpr module::Bias kBias = BiasMode;
   static constexpr module::Scale kScale = ScaleMode;
-
-  using Prepared = module::Prepared<Arguments, Params>;  // the state: the kernel's Params (TMA descriptors included)
-  using Cache = module::LaunchCache<Prepared>;
 
   static Arguments to_arguments(const gk_gemm_args& args) {
     // With one batch, the batch strides are unused; zero keeps them valid TMA strides, as CUTLASS does.
@@ -289,19 +237,6 @@ class Module {
       set_scaled_fusion(thread, args);
     }
   }
-
-  // A miss builds the Params (TMA descriptors included), which a hit relaunches; only a workspace that must be reset
-  // per launch (Stream-K's barriers) is initialized again.
-  static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    Gemm op;
-    const cutlass::Status status = op.initialize(prepared.arguments, workspace, stream);
-    if (status == cutlass::Status::kSuccess) prepared.state = op.params();
-    return status;
-  }
-  static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    return Kernel::initialize_workspace(prepared.arguments, workspace, stream, nullptr);
-  }
-  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return Gemm::run(prepared.state, stream); }
 };
 
 }  // namespace gemmkit::sm90
