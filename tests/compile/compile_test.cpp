@@ -148,6 +148,36 @@ TEST(CompileTier, Conv2dFpropKernelBuildsAndChecksProblems) {
   EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_ARGS);
 }
 
+// The parallel split-K wgrad kernel (conv + reduction in one module), built through the CLI: its workspace holds one
+// f32 partial sum per element of dw (K x R*S*C) per slice, for any slice count at run time.
+TEST(CompileTier, Conv2dParallelSplitKWgradKernelBuildsAndSizesItsWorkspace) {
+  gk::testenv::TempDir cache_dir;
+  gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
+  const auto json = nlohmann::ordered_json::parse(
+      run_cli(cache_dir.str(),
+              "compile --conv wgrad --cc 80 --element f16 --element-accumulator f32 --n 8 --h 28 --w 28 --c 64 --k 64 "
+              "--r 3 --s 3 --pad 1 --split-k-mode parallel --split-k-slices 4 --json"));
+  const std::string name = json.at("kernel_name").get<std::string>();
+  EXPECT_EQ(name.substr(name.size() - 16), "_splitk_parallel") << name;
+  EXPECT_NE(name.find("wgrad_optimized"), std::string::npos) << name;
+  const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
+  EXPECT_TRUE(module->conv2d());
+  gk_conv2d_args args{};
+  alignas(16) static char buffer[64];
+  args.n = 8, args.h = 28, args.w = 28, args.c = 64, args.k = 64, args.r = 3, args.s = 3, args.p = 28, args.q = 28;
+  args.pad_h = args.pad_w = 1;
+  args.stride_h = args.stride_w = args.dilation_h = args.dilation_w = 1;
+  args.A = args.B = args.D = buffer;
+  args.alpha = 1.0;
+  for (int slices : {4, 7, 1}) {
+    args.split_k_slices = slices;
+    EXPECT_EQ(module->conv2d_can_implement(args), GK_OK);
+    EXPECT_EQ(module->conv2d_workspace_size(args), std::size_t(slices) * 64 * (3 * 3 * 64) * sizeof(float));
+  }
+  args.c = 12;  // not a multiple of the 8-element vectors
+  EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
+}
+
 // A pack of one kernel: prebuilt into the shared cache (a hit there after the first run anywhere), exported, imported
 // into a fresh cache, and loaded from it with no compile at all.
 TEST(CompileTier, APackMovesToAFreshCacheAndLoadsWithoutACompile) {

@@ -109,6 +109,32 @@ TEST(CatalogHeuristic, AnExplicitStreamKSwizzleOrSingleTileIsKept) {
   EXPECT_EQ(cat::choose_tile({tiles[5]}, sm90_f16_spec(), {128, 128, 128, 1}, 132), 0u);
 }
 
+TEST(CatalogHeuristic, SplitKFillsFourWavesWithinTheReduction) {
+  // res2's 1x1 wgrad at batch 128 on one 64 x 64 output tile: K = 401408 = 6272 steps of 64; 4 waves of 132 SMs.
+  EXPECT_EQ(cat::choose_split_k(1, 6272, 132), 528);
+  EXPECT_EQ(cat::choose_split_k(9, 6272, 132), 59);                          // ceil(528 / 9)
+  EXPECT_EQ(cat::choose_split_k(131, 6272, 132), 5);                         // just under a wave: ceil(528 / 131)
+  EXPECT_EQ(cat::choose_split_k(1, 100, 132), 12);                           // at least 8 steps per slice: 100 / 8
+  EXPECT_EQ(cat::choose_split_k(4, 32, 108), 4);                             // 32 / 8
+  EXPECT_EQ(cat::choose_split_k(1, 15, 132), 1);                             // too short to split
+  EXPECT_EQ(cat::choose_split_k(132, 100000, 132), 1);                       // the output fills a wave
+  EXPECT_EQ(cat::choose_split_k(1, 1 << 30, 20000), cat::kMaxSplitKSlices);  // the grid's z extent
+  EXPECT_EQ(cat::choose_split_k(0, 6272, 132), 1);
+  EXPECT_EQ(cat::choose_split_k(1, 6272, 0), 1);
+  // Deterministic: the same numbers, the same answer.
+  EXPECT_EQ(cat::choose_split_k(7, 5000, 132), cat::choose_split_k(7, 5000, 132));
+}
+
+TEST(CatalogValidation, ParallelSplitKIsAConvOption) {
+  gk::GemmOptions o;
+  o.element = gk::DataType::f16;
+  o.element_accumulator = gk::DataType::f32;
+  o.cc = 80;
+  gk::KernelSpec spec = gk::Gemm(o).spec();
+  spec.split_k_mode = gk::SplitKMode::Parallel;
+  EXPECT_THROW(cat::validate(spec, cat::limits_for_cc(80)), gk::ConfigError);
+}
+
 TEST(CatalogValidation, EveryRuleSaysWhatToChange) {
   const auto limits = cat::limits_for_cc(90);
   auto message = [&](gk::KernelSpec spec) -> std::string {
