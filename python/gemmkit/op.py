@@ -387,7 +387,7 @@ class Conv2d(_Configuration, _ConvPlan):
                                                               beta)
         return split
 
-    def set_split_k(self, mode: Optional[EnumLike[SplitKMode]], slices: int = 0) -> None:  # type: ignore[override]
+    def set_split_k(self, mode: Optional[EnumLike[SplitKMode]], slices: int = 0) -> None:
         """Split-K as the reference's split_k = (mode, slices): "serial" or "parallel"; slices 0 lets run() choose the
         count per problem; mode None (with slices 0) lets run() choose both (the default: parallel for wgrad problems
         whose output is under a wave of CTAs)."""

@@ -302,6 +302,14 @@ Conv2dGeometry geometry(Pair stride, Pair padding, Pair dilation) {
   return Conv2dGeometry{stride, padding, dilation};
 }
 
+// spec_for's and split_k_for's operands as views (D writable), handed to `use`; C may be None.
+template <class Use>
+auto with_conv_views(nb::handle A, nb::handle B, nb::handle C, nb::handle D, Use&& use) {
+  const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
+  const auto c = to_optional_tensor(C, "C", false);
+  return use(a.view, b.view, c ? &c->view : nullptr, d.view);
+}
+
 // Conv tensors arrive as NHWC / KRSC views (gemmkit.op.Conv2d permutes torch's channels_last tensors in place).
 void bind_conv2d(nb::module_& m) {
   auto cls = nb::class_<Conv2d, Gemm>(
@@ -346,10 +354,10 @@ void bind_conv2d(nb::module_& m) {
           "spec_for",
           [](Conv2d& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, Pair stride, Pair padding,
              Pair dilation, double beta) {
-            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
-            const auto c = to_optional_tensor(C, "C", false);
-            return plan.spec_for(a.view, b.view, c ? &c->view : nullptr, d.view, geometry(stride, padding, dilation),
-                                 beta);
+            return with_conv_views(
+                A, B, C, D, [&](const TensorView& a, const TensorView& b, const TensorView* c, const TensorView& d) {
+                  return plan.spec_for(a, b, c, d, geometry(stride, padding, dilation), beta);
+                });
           },
           "A"_a, "B"_a, "C"_a.none(), "D"_a, "stride"_a = Pair{1, 1}, "padding"_a = Pair{0, 0},
           "dilation"_a = Pair{1, 1}, "beta"_a = 0.0,
@@ -358,11 +366,11 @@ void bind_conv2d(nb::module_& m) {
           "split_k_for",
           [](Conv2d& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, Pair stride, Pair padding,
              Pair dilation, double beta) {
-            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
-            const auto c = to_optional_tensor(C, "C", false);
-            const Conv2dSplitK split = plan.split_k_for(a.view, b.view, c ? &c->view : nullptr, d.view,
-                                                        geometry(stride, padding, dilation), beta);
-            return std::make_pair(split.mode, split.slices);
+            return with_conv_views(
+                A, B, C, D, [&](const TensorView& a, const TensorView& b, const TensorView* c, const TensorView& d) {
+                  const Conv2dSplitK split = plan.split_k_for(a, b, c, d, geometry(stride, padding, dilation), beta);
+                  return std::make_pair(split.mode, split.slices);
+                });
           },
           "A"_a, "B"_a, "C"_a.none(), "D"_a, "stride"_a = Pair{1, 1}, "padding"_a = Pair{0, 0},
           "dilation"_a = Pair{1, 1}, "beta"_a = 0.0,

@@ -329,11 +329,11 @@ std::size_t Conv2d::choose(const KernelChoices& choices, const ConvProblem& p, i
 Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
   KernelChoices& direct = conv_choices(p, SplitKMode::Serial);
   std::size_t choice = choose(direct, p, sm_count);
-  // By default only wgrad splits (its K = N*P*Q is long, its output small); strided dgrad kernels never do.
-  const bool may_split = (split_k_mode_ || kind_ == ConvKind::Wgrad) &&
-                         !(kind_ == ConvKind::Dgrad && p.stride_support == StrideSupport::Strided);
-  int slices = may_split ? split_k_slices_ : 1;
-  if (slices == 0) {  // the count is run()'s to choose, and with it the tile when the plan has none
+  // By default only wgrad splits (its K = N*P*Q is long, its output small).
+  int slices = split_k_mode_ || kind_ == ConvKind::Wgrad ? split_k_slices_ : 1;
+  if (slices == 0 && kind_ == ConvKind::Dgrad && p.stride_support == StrideSupport::Strided) {
+    slices = 1;              // strided dgrad kernels: no parallel split-K kernel, no split at all above stride 1
+  } else if (slices == 0) {  // the count is run()'s to choose, and with it the tile when the plan has none
     const catalog::ProblemShape gemm = p.gemm(kind_);
     const catalog::SplitChoice best = catalog::choose_split_k_tile(direct.tiles, gemm, sm_count);
     slices = best.slices;

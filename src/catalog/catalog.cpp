@@ -192,6 +192,12 @@ bool stream_k(const TileDescription& td) {
   return td.tile_scheduler == TileScheduler::StreamK;
 }
 
+// The entries whose estimated times the heuristics compare: the default's kernel schedule and cluster shape, and no
+// Stream-K (one per CTA shape, as auto-scheduled).
+bool weighed(const TileDescription& td, const TileDescription& front) {
+  return !stream_k(td) && td.kernel_schedule == front.kernel_schedule && td.cluster_shape == front.cluster_shape;
+}
+
 }  // namespace
 
 std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
@@ -231,10 +237,7 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   double best_cost = 0.0;
   for (std::size_t i = 0; i < tiles.size(); ++i) {
     const TileDescription& td = tiles[i];
-    if (stream_k(td) || td.kernel_schedule != tiles.front().kernel_schedule ||
-        td.cluster_shape != tiles.front().cluster_shape) {
-      continue;
-    }
+    if (!weighed(td, tiles.front())) continue;
     const Shape3 cta = td.cta_tile();
     const double waves = static_cast<double>((tile_count(cta, shape) + sm_count - 1) / sm_count);
     const double cost = waves * cta[0] * cta[1] / tile_efficiency(cta);
@@ -259,10 +262,7 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
   double best_cost = 0.0;
   for (std::size_t i = 0; i < tiles.size(); ++i) {
     const TileDescription& td = tiles[i];
-    if (stream_k(td) || td.kernel_schedule != tiles.front().kernel_schedule ||
-        td.cluster_shape != tiles.front().cluster_shape) {
-      continue;
-    }
+    if (!weighed(td, tiles.front())) continue;
     const Shape3 cta = td.cta_tile();
     const std::int64_t output_tiles = tile_count(cta, shape);
     const std::int64_t k_iterations = (shape.k + cta[2] - 1) / cta[2];

@@ -118,6 +118,20 @@ TEST(CompileTier, GroupedKernelsOfBothFamiliesBuildAndDescribeThemselves) {
   }
 }
 
+// A convolution of n x hw x hw x c by k filters of r x r (r odd), padded to keep the size, at fake addresses (only
+// host code reads them).
+gk_conv2d_args same_size_conv_args(int n, int hw, int c, int k, int r) {
+  alignas(16) static char buffer[64];
+  gk_conv2d_args args{};
+  args.n = n, args.h = args.w = args.p = args.q = hw, args.c = c, args.k = k, args.r = args.s = r;
+  args.pad_h = args.pad_w = r / 2;
+  args.stride_h = args.stride_w = args.dilation_h = args.dilation_w = 1;
+  args.split_k_slices = 1;
+  args.A = args.B = args.D = buffer;
+  args.alpha = 1.0;
+  return args;
+}
+
 // One conv kernel (SM80 fprop f16, the optimized kernel run() picks for ResNet-like layers), built through the CLI
 // into a fresh cache; the module is a Conv2d module, and its can_implement (host code, no GPU) takes a problem whose
 // channels fit its vectors and refuses one whose channels do not.
@@ -133,14 +147,7 @@ TEST(CompileTier, Conv2dFpropKernelBuildsAndChecksProblems) {
   const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
   EXPECT_TRUE(module->conv2d());
   EXPECT_FALSE(module->grouped());
-  gk_conv2d_args args{};
-  alignas(16) static char buffer[64];
-  args.n = 1, args.h = 56, args.w = 56, args.c = 64, args.k = 64, args.r = 3, args.s = 3, args.p = 56, args.q = 56;
-  args.pad_h = args.pad_w = 1;
-  args.stride_h = args.stride_w = args.dilation_h = args.dilation_w = 1;
-  args.split_k_slices = 1;
-  args.A = args.B = args.D = buffer;
-  args.alpha = 1.0;
+  gk_conv2d_args args = same_size_conv_args(1, 56, 64, 64, 3);
   EXPECT_EQ(module->conv2d_can_implement(args), GK_OK);
   args.c = 12;  // not a multiple of the 8-element vectors the kernel reads
   EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
@@ -162,13 +169,7 @@ TEST(CompileTier, Conv2dParallelSplitKWgradKernelBuildsAndSizesItsWorkspace) {
   EXPECT_NE(name.find("wgrad_optimized"), std::string::npos) << name;
   const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
   EXPECT_TRUE(module->conv2d());
-  gk_conv2d_args args{};
-  alignas(16) static char buffer[64];
-  args.n = 8, args.h = 28, args.w = 28, args.c = 64, args.k = 64, args.r = 3, args.s = 3, args.p = 28, args.q = 28;
-  args.pad_h = args.pad_w = 1;
-  args.stride_h = args.stride_w = args.dilation_h = args.dilation_w = 1;
-  args.A = args.B = args.D = buffer;
-  args.alpha = 1.0;
+  gk_conv2d_args args = same_size_conv_args(8, 28, 64, 64, 3);
   for (int slices : {4, 7, 1}) {
     args.split_k_slices = slices;
     EXPECT_EQ(module->conv2d_can_implement(args), GK_OK);

@@ -1,8 +1,10 @@
 // tests/unit/conv2d_test.cpp: Conv2d without a GPU: the output-size rule and its errors, the plan's family and
 // reference-format kernel names, the iterators and stride support run() picks per problem, the tensor checks
-// (packed NHWC, groups = 1, alignment) and the CLI's --conv (goldens of the rendered source: codegen_test.cpp).
+// (packed NHWC, groups = 1, alignment), the split-K run() chooses or is told, and the CLI's --conv (goldens of the
+// rendered source: codegen_test.cpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "gemmkit/conv2d.hpp"
