@@ -10,13 +10,14 @@ memory format being measured.) gemmkit's time is plan.run(..., sync=False) on a 
 launch, and for a split wgrad the reduction kernel and the workspace allocation from gemmkit's stream-ordered pool.
 
 Each layer runs fprop (the issue's target: >= 0.9x cuDNN, geometric mean), dgrad and wgrad; results are checked
-against cuDNN's (small integers: exact) before timing; times are CUDA-event medians of interleaved rounds. Each row
+against cuDNN's (small integers: exact) before timing; times are CUDA-event medians of interleaved rounds. Every
+kernel the layers will run is compiled first, in parallel (--no-prebuild: at each layer's first run). Each row
 names gemmkit's kernel and the split-K it ran with (split_k_mode, split_k_slices: by default run() splits wgrad
 problems whose output is under a wave of CTAs, in parallel; --split-k MODE:SLICES forces one for every layer). conv1
 (3 input channels) is left out: gemmkit's f16 tensor-op kernels need channel counts that are multiples of 2 (the
 reference's few-channels kernels are not built). Writes JSON to --out.
 Usage: python python/bench/conv.py [--out FILE] [--batches 32,128] [--kinds fprop,dgrad,wgrad] [--rounds N]
-       [--layers REGEX] [--split-k MODE:SLICES]
+       [--layers REGEX] [--split-k MODE:SLICES] [--no-prebuild]
 """
 import argparse
 import json
@@ -91,6 +92,32 @@ def cudnn_backward(dy, x, w, stride, padding, mask):
     return grads[0] if mask[0] else grads[1]
 
 
+def make_plan(kind, split_k):
+    plan = gemmkit.Conv2d(kind=kind, element=torch.float16, element_accumulator=torch.float32)
+    if split_k is not None:
+        plan.set_split_k(*split_k)
+    return plan
+
+
+def prebuild(kinds, batches, layers, split_k):
+    """Compiles every kernel the timed layers will run, in parallel (gemmkit.compile_many), before any is timed:
+    the split-K choice picks tiles per layer, and one nvcc after another would take minutes."""
+    specs = []
+    for kind in kinds:
+        for batch in batches:
+            for _, hw, c, k, r, stride, pad in layers:
+                empty = lambda *s: torch.empty(s, dtype=torch.half, device="cuda").to(  # noqa: E731
+                    memory_format=torch.channels_last)
+                _, p, q, _ = gemmkit.Conv2d.output_size((batch, hw, hw, c), (k, r, r, c), pad, stride)
+                x, w, y = empty(batch, c, hw, hw), empty(k, c, r, r), empty(batch, k, p, q)
+                a, b, d = {"fprop": (x, w, y), "dgrad": (y, w, x), "wgrad": (y, x, w)}[kind]
+                specs.append(make_plan(kind, split_k).spec_for(a, b, None, d, stride=stride, padding=pad))
+    start = time.perf_counter()
+    built = gemmkit.compile_many(specs)
+    misses = sum(not kernel.cache_hit for kernel in built)
+    print(f"prebuild: {len(built)} kernels ({misses} built) in {time.perf_counter() - start:.1f} s", flush=True)
+
+
 def run_layer(kind, batch, layer, rounds, iterations, split_k=None):
     name, hw, c, k, r, stride, pad = layer
     gen = torch.Generator().manual_seed(1)
@@ -99,9 +126,7 @@ def run_layer(kind, batch, layer, rounds, iterations, split_k=None):
     args = dict(stride=stride, padding=pad)
     y_shape = torch.nn.functional.conv2d(x[:1], w, **args).shape
     dy = ints(batch, k, y_shape[2], y_shape[3])
-    plan = gemmkit.Conv2d(kind=kind, element=torch.float16, element_accumulator=torch.float32)
-    if split_k is not None:
-        plan.set_split_k(*split_k)
+    plan = make_plan(kind, split_k)
     if kind == "fprop":
         out = channels_last(torch.empty(batch, k, y_shape[2], y_shape[3], dtype=torch.half, device="cuda"))
         ours = lambda: plan.run(x, w, None, out, sync=False, **args)  # noqa: E731
@@ -141,6 +166,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--layers", default=".", help="only layers whose name this regular expression finds")
+    parser.add_argument("--no-prebuild", action="store_true", help="compile each kernel at its layer's first run")
     parser.add_argument("--split-k", default=None, help="MODE:SLICES for every layer, e.g. parallel:16 or "
                         "serial:0 (0: run() counts); default: run() chooses")
     args = parser.parse_args()
@@ -149,10 +175,13 @@ def main():
         mode, slices = args.split_k.split(":")
         split_k = (mode, int(slices))
     layers = [layer for layer in RESNET50 if re.search(args.layers, layer[0])]
+    kinds, batches = args.kinds.split(","), [int(b) for b in args.batches.split(",")]
+    if not args.no_prebuild:
+        prebuild(kinds, batches, layers, split_k)
     torch.backends.cudnn.benchmark = True
     results = []
-    for kind in args.kinds.split(","):
-        for batch in (int(b) for b in args.batches.split(",")):
+    for kind in kinds:
+        for batch in batches:
             for layer in layers:
                 row = run_layer(kind, batch, layer, args.rounds, args.iterations, split_k)
                 results.append(row)
@@ -161,8 +190,8 @@ def main():
                       f"{row['cudnn_ms']:.3f} ms  x{row['speedup']:.2f}  {'ok' if row['matches_cudnn'] else 'DIFF'}"
                       f"  {split:14} {row['kernel']}", flush=True)
     summary = {}
-    for kind in args.kinds.split(","):
-        for batch in (int(b) for b in args.batches.split(",")):
+    for kind in kinds:
+        for batch in batches:
             rows = [r for r in results if r["kind"] == kind and r["batch"] == batch]
             gmean = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows))
             summary[f"{kind}_b{batch}"] = gmean

@@ -129,6 +129,7 @@ TEST(CatalogValidation, ParallelSplitKIsAConvOption) {
   gk::GemmOptions o;
   o.element = gk::DataType::f16;
   o.element_accumulator = gk::DataType::f32;
+  o.layout = gk::Layout::RowMajor;
   o.cc = 80;
   gk::KernelSpec spec = gk::Gemm(o).spec();
   spec.split_k_mode = gk::SplitKMode::Parallel;
