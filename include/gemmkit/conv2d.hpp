@@ -67,8 +67,8 @@ class Conv2d : public Gemm {
   // kernel adds them and applies alpha, beta and the activation; its kernel is another module
   // (KernelSpec::split_k_mode), the slice count a run-time argument.
   // Unset (the default, split_k_mode() nullopt): run() splits wgrad problems whose output is under a wave of CTAs,
-  // in parallel, into slices for about 4 waves (at least 8 steps of the tile's K each; the tile chosen with them),
-  // and nothing else. set_split_k(mode, 0) fixes the mode and
+  // in parallel, into slices for about 4 waves (at least 8 steps of the tile's K each, partial sums moving no more
+  // bytes than the operands; the tile chosen with them), and nothing else. set_split_k(mode, 0) fixes the mode and
   // lets run() choose the count so for any kind; set_split_k(mode, n) fixes both; set_split_k(std::nullopt) goes
   // back to the default. One slice runs unsplit (the direct kernel), whatever the mode. construct() and compile()
   // name the direct kernel.

@@ -256,6 +256,17 @@ int choose_split_k(std::int64_t output_tiles, std::int64_t k_iterations, int sm_
   return static_cast<int>(std::max<std::int64_t>(1, std::min(target, most)));
 }
 
+namespace {
+
+// The most slices whose partial sums (f32, written and read: 8 bytes per output element and slice) cost no more
+// memory traffic than reading the operands once (16-bit: 2 bytes per element of the m x k and k x n operands).
+std::int64_t partial_sums_cap(const ProblemShape& shape) {
+  const std::int64_t outputs = std::max<std::int64_t>(1, shape.m * shape.n);
+  return (shape.m + shape.n) * shape.k / (4 * outputs);
+}
+
+}  // namespace
+
 SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const ProblemShape& shape, int sm_count) {
   SplitChoice best;
   if (sm_count < 1) return best;
@@ -266,7 +277,8 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
     const Shape3 cta = td.cta_tile();
     const std::int64_t output_tiles = tile_count(cta, shape);
     const std::int64_t k_iterations = (shape.k + cta[2] - 1) / cta[2];
-    const int slices = choose_split_k(output_tiles, k_iterations, sm_count);
+    const int slices = static_cast<int>(std::min<std::int64_t>(choose_split_k(output_tiles, k_iterations, sm_count),
+                                                               std::max<std::int64_t>(1, partial_sums_cap(shape))));
     const double waves = static_cast<double>((output_tiles * slices + sm_count - 1) / sm_count);
     const double steps = static_cast<double>((k_iterations + slices - 1) / slices);
     const double cost = waves * cta[0] * cta[1] / tile_efficiency(cta) * steps;

@@ -81,7 +81,9 @@ int choose_split_k(std::int64_t output_tiles, std::int64_t k_iterations, int sm_
 // For a problem that may be split along K: the configuration (index into `tiles`) and its choose_split_k slices
 // with the lowest estimated time, waves x tile area / tile efficiency x steps of K per slice, among the entries of
 // the default's kernel schedule and cluster shape (no Stream-K); a clear win only, else the earlier entry. Small
-// outputs take small tiles here (a 64 x 64 wgrad output on a 256 x 128 tile would compute 8 times its work).
+// outputs take small tiles here (a 64 x 64 wgrad output on a 256 x 128 tile would compute 8 times its work). The
+// slices are also capped so that their partial sums (f32, written and read) move no more bytes than the 16-bit
+// operands do: (m + n) k / (4 m n).
 struct SplitChoice {
   std::size_t tile = 0;
   int slices = 1;

@@ -125,6 +125,23 @@ TEST(CatalogHeuristic, SplitKFillsFourWavesWithinTheReduction) {
   EXPECT_EQ(cat::choose_split_k(7, 5000, 132), cat::choose_split_k(7, 5000, 132));
 }
 
+TEST(CatalogHeuristic, SplitKTilePrefersSmallTilesAndCapsThePartialSums) {
+  gk::TileDescription small, large;
+  small.threadblock_shape = {64, 64, 64};
+  large.threadblock_shape = {256, 128, 64};
+  // A 64 x 64 output over K = 401408: the 64 x 64 tile (one eighth of the large tile's work), 528 slices.
+  auto choice = cat::choose_split_k_tile({large, small}, {64, 64, 401408, 1}, 132);
+  EXPECT_EQ(choice.tile, 1u);
+  EXPECT_EQ(choice.slices, 528);
+  // res5's 3x3 wgrad at batch 128 (512 x 4608 over 6272): 72 tiles would take 8 slices, but their partial sums
+  // would move 8 x 512 x 4608 x 8 bytes, far more than the operands' (512 + 4608) x 6272 x 2: capped at 3.
+  choice = cat::choose_split_k_tile({large}, {512, 4608, 6272, 1}, 132);
+  EXPECT_EQ(choice.tile, 0u);
+  EXPECT_EQ(choice.slices, 3);
+  // An output that fills the GPU is not split.
+  EXPECT_EQ(cat::choose_split_k_tile({large}, {4096, 4096, 4096, 1}, 132).slices, 1);
+}
+
 TEST(CatalogValidation, ParallelSplitKIsAConvOption) {
   gk::GemmOptions o;
   o.element = gk::DataType::f16;
