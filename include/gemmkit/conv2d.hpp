@@ -30,6 +30,13 @@ struct Conv2dGeometry {
   std::array<int, 2> dilation{1, 1};  // (h, w), at least 1
 };
 
+// How a convolution's reduction is split: the mode and the slice count (1: not split, the direct kernel).
+struct Conv2dSplitK {
+  SplitKMode mode = SplitKMode::Serial;
+  int slices = 1;
+  bool operator==(const Conv2dSplitK&) const = default;
+};
+
 // A convolution plan: D = act(alpha * conv + beta * C), cross-correlation as torch.nn.functional.conv2d (groups = 1).
 // Configured like a Gemm (opclass, tile descriptions, swizzle, activation, construct / compile); kernels come from
 // the conv families, and the plan's kernel_cc(), spec().family and kernel names say which:
@@ -63,11 +70,20 @@ class Conv2d : public Gemm {
   const std::optional<StrideSupport>& stride_support() const { return stride_support_; }
   void set_stride_support(std::optional<StrideSupport> support);
 
-  // Split-K (the reference's split_k = (mode, slices)): the reduction (R*S*C for fprop, NPQ for wgrad, ...) in
-  // `slices` parts. Serial: one kernel, the parts add into D in turn. Parallel is not implemented (ConfigError).
-  SplitKMode split_k_mode() const { return split_k_mode_; }
-  int split_k_slices() const { return split_k_slices_; }
-  void set_split_k(SplitKMode mode, int slices);
+  // Split-K (the reference's split_k = (mode, slices)): the reduction (R*S*C for fprop, R*S*K for dgrad, N*P*Q for
+  // wgrad) in `slices` parts. Serial: one kernel, the parts add into D in turn (in D's type). Parallel: the parts
+  // write partial sums in the accumulator type to a workspace (gemmkit's stream-ordered pool), then a reduction
+  // kernel adds them and applies alpha, beta and the activation; its kernel is another module
+  // (KernelSpec::split_k_mode), the slice count a run-time argument.
+  // Unset (the default, split_k_mode() nullopt): run() splits wgrad problems whose output is under a wave of CTAs,
+  // in parallel, into slices for about 4 waves (at least 8 steps of the tile's K each, partial sums moving no more
+  // bytes than the operands; the tile chosen with them), and nothing else. set_split_k(mode, 0) fixes the mode and
+  // lets run() choose the count so for any kind; set_split_k(mode, n) fixes both; set_split_k(std::nullopt) goes
+  // back to the default. One slice runs unsplit (the direct kernel), whatever the mode. construct() and compile()
+  // name the direct kernel.
+  const std::optional<SplitKMode>& split_k_mode() const { return split_k_mode_; }
+  int split_k_slices() const { return split_k_slices_; }  // 0: chosen per problem
+  void set_split_k(std::optional<SplitKMode> mode, int slices = 0);
 
   // D = act(alpha * conv(A, B) + beta * C) (see Conv2dOptions for which tensor is which). Every tensor and the
   // problem size are checked first (TensorError / ConfigError naming what to change); nothing runs on error. C may
@@ -78,6 +94,10 @@ class Conv2d : public Gemm {
   // The kernel run() would use for these tensors (the same checks; nothing runs; no GPU needed).
   KernelSpec spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                       const Conv2dGeometry& geometry = {}, double beta = 0.0);
+  // The split run() would use for these tensors (the same checks; nothing runs; without a GPU, the SM count of
+  // the plan's cc's flagship).
+  Conv2dSplitK split_k_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                           const Conv2dGeometry& geometry = {}, double beta = 0.0);
 
  protected:
   void complete_spec(KernelSpec& spec) const override;
@@ -90,16 +110,24 @@ class Conv2d : public Gemm {
   using Gemm::spec_for;
 
   struct ConvProblem;
+  // What run() launches for a problem: the kernel (a configuration of one list of choices) and the split.
+  struct Launch {
+    KernelChoices* choices;
+    std::size_t choice;
+    Conv2dSplitK split;
+  };
   ConvProblem check_conv(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                          const Conv2dGeometry& geometry, double beta) const;
-  KernelChoices& conv_choices(const ConvProblem& problem);
+  KernelChoices& conv_choices(const ConvProblem& problem, SplitKMode mode);
   std::size_t choose(const KernelChoices& choices, const ConvProblem& problem, int sm_count) const;
+  Launch launch_for(const ConvProblem& problem, int sm_count);
+  int sm_count_for_choice() const;
 
   ConvKind kind_;
   std::optional<IteratorAlgorithm> iterator_;
   std::optional<StrideSupport> stride_support_;
-  SplitKMode split_k_mode_ = SplitKMode::Serial;
-  int split_k_slices_ = 1;
+  std::optional<SplitKMode> split_k_mode_;
+  int split_k_slices_ = 0;
 };
 
 }  // namespace gemmkit

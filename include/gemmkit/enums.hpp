@@ -280,7 +280,7 @@ struct EnumTable<SplitKMode> {
   static constexpr std::string_view what = "split-K mode";
   static constexpr EnumRow<SplitKMode> rows[] = {
       {SplitKMode::Serial, "serial", "cutlass::conv::SplitKMode::kSerial", ""},
-      {SplitKMode::Parallel, "parallel", "cutlass::conv::SplitKMode::kParallel", ""},
+      {SplitKMode::Parallel, "parallel", "cutlass::conv::SplitKMode::kParallel", "_splitk_parallel"},
   };
 };
 

@@ -87,6 +87,9 @@ struct KernelSpec {
   std::optional<ConvKind> conv_kind;
   IteratorAlgorithm iterator_algorithm = IteratorAlgorithm::Analytic;
   StrideSupport stride_support = StrideSupport::Strided;
+  // Conv2d kernels: Serial (the kernel writes D; split-K slices, if any, add into it in turn) or Parallel (partial
+  // sums in a workspace, then a reduction kernel that applies the epilogue). The slice count is a run-time argument.
+  SplitKMode split_k_mode = SplitKMode::Serial;
 
   // Kernel name in the reference's format, e.g. cutlass_tensorop_f16_s16816gemm_f16_256x128_64x3_tt_align8.
   std::string name() const;

@@ -72,6 +72,8 @@ class KernelModule {
   // A Conv2d module (gk_module_kind() == GK_MODULE_CONV2D) has these entries instead. conv2d_run launches with a
   // stream-ordered workspace of its own; ConfigError names the problem when CUTLASS's can_implement refuses it.
   int conv2d_can_implement(const gk_conv2d_args& args) const { return conv2d_can_implement_(&args); }
+  // Device workspace bytes a Conv2d module needs (serial split-K's semaphores, parallel split-K's partial sums).
+  std::size_t conv2d_workspace_size(const gk_conv2d_args& args) const { return conv2d_workspace_size_(&args); }
   bool conv2d() const { return conv2d_run_ != nullptr; }
   void conv2d_run(const gk_conv2d_args& args, cudaStream_t stream) const;
 

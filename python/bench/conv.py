@@ -1,20 +1,31 @@
-"""python/bench/conv.py: gemmkit.Conv2d against cuDNN (torch.nn.functional.conv2d and torch.nn.grad's
-conv2d_input / conv2d_weight, torch.backends.cudnn.benchmark on) in the same process, on the ResNet-50 conv layers
-(torchvision's v1.5: the stride on the 3x3) at batch 32 and 128, f16, channels_last.
+"""python/bench/conv.py: gemmkit.Conv2d against cuDNN in the same process (torch.backends.cudnn.benchmark on), on
+the ResNet-50 conv layers (torchvision's v1.5: the stride on the 3x3) at batch 32 and 128, f16, channels_last.
+
+What is timed for cuDNN: fprop is torch.nn.functional.conv2d; dgrad and wgrad are
+torch.ops.aten.convolution_backward(dy, x, w, ...) on the same channels_last tensors gemmkit reads, with output_mask
+(True, False, False) for dgrad and (False, True, False) for wgrad: the call autograd makes, computing only the
+asked-for gradient, into channels_last results. (torch.nn.grad.conv2d_input / conv2d_weight make the same call but
+pass a stride-0 expanded placeholder for the tensor they do not need; calling it directly keeps both operands in the
+memory format being measured.) gemmkit's time is plan.run(..., sync=False) on a cached kernel: its host checks, the
+launch, and for a split wgrad the reduction kernel and the workspace allocation from gemmkit's stream-ordered pool.
 
 Each layer runs fprop (the issue's target: >= 0.9x cuDNN, geometric mean), dgrad and wgrad; results are checked
-against cuDNN's (small integers: exact) before timing; times are CUDA-event medians of interleaved rounds. conv1
+against cuDNN's (small integers: exact) before timing; times are CUDA-event medians of interleaved rounds. Every
+kernel the layers will run is compiled first, in parallel (--no-prebuild: at each layer's first run). Each row
+names gemmkit's kernel and the split-K it ran with (split_k_mode, split_k_slices: by default run() splits wgrad
+problems whose output is under a wave of CTAs, in parallel; --split-k MODE:SLICES forces one for every layer). conv1
 (3 input channels) is left out: gemmkit's f16 tensor-op kernels need channel counts that are multiples of 2 (the
 reference's few-channels kernels are not built). --kernel-cc picks the gemmkit family: 80 (CUTLASS 2.x implicit GEMM,
 the default, every layer) or 90 (CUTLASS 3.x with TMA im2col; the layers it refuses, strided dgrad, are reported as
 refused and left out of its geometric means). Writes JSON to --out.
 Usage: python python/bench/conv.py [--out FILE] [--batches 32,128] [--kinds fprop,dgrad,wgrad] [--rounds N]
-       [--kernel-cc 80|90]
+       [--kernel-cc 80|90] [--layers REGEX] [--split-k MODE:SLICES] [--no-prebuild]
 """
 import argparse
 import json
 import math
 import platform
+import re
 import statistics
 import time
 
@@ -76,7 +87,44 @@ def channels_last(t):
     return t.contiguous(memory_format=torch.channels_last)
 
 
-def run_layer(kind, batch, layer, rounds, iterations, kernel_cc):
+def cudnn_backward(dy, x, w, stride, padding, mask):
+    """cuDNN's dgrad (mask (True, False, False)) or wgrad ((False, True, False)) on these very tensors."""
+    grads = torch.ops.aten.convolution_backward(dy, x, w, None, [stride, stride], [padding, padding], [1, 1], False,
+                                                [0, 0], 1, mask)
+    return grads[0] if mask[0] else grads[1]
+
+
+def make_plan(kind, split_k, kernel_cc):
+    plan = gemmkit.Conv2d(kind=kind, element=torch.float16, element_accumulator=torch.float32, kernel_cc=kernel_cc)
+    if split_k is not None:
+        plan.set_split_k(*split_k)
+    return plan
+
+
+def prebuild(kinds, batches, layers, split_k, kernel_cc):
+    """Compiles every kernel the timed layers will run, in parallel (gemmkit.compile_many), before any is timed:
+    the split-K choice picks tiles per layer, and one nvcc after another would take minutes."""
+    specs = []
+    for kind in kinds:
+        for batch in batches:
+            for _, hw, c, k, r, stride, pad in layers:
+                empty = lambda *s: torch.empty(s, dtype=torch.half, device="cuda").to(  # noqa: E731
+                    memory_format=torch.channels_last)
+                _, p, q, _ = gemmkit.Conv2d.output_size((batch, hw, hw, c), (k, r, r, c), pad, stride)
+                x, w, y = empty(batch, c, hw, hw), empty(k, c, r, r), empty(batch, k, p, q)
+                a, b, d = {"fprop": (x, w, y), "dgrad": (y, w, x), "wgrad": (y, x, w)}[kind]
+                try:
+                    specs.append(make_plan(kind, split_k, kernel_cc).spec_for(a, b, None, d, stride=stride,
+                                                                               padding=pad))
+                except gemmkit.ConfigError:  # refused by the chosen family: run_layer reports it
+                    pass
+    start = time.perf_counter()
+    built = gemmkit.compile_many(specs)
+    misses = sum(not kernel.cache_hit for kernel in built)
+    print(f"prebuild: {len(built)} kernels ({misses} built) in {time.perf_counter() - start:.1f} s", flush=True)
+
+
+def run_layer(kind, batch, layer, rounds, iterations, split_k=None, kernel_cc=None):
     name, hw, c, k, r, stride, pad = layer
     gen = torch.Generator().manual_seed(1)
     ints = lambda *shape: channels_last(torch.randint(-1, 2, shape, generator=gen).half().cuda())  # noqa: E731
@@ -84,7 +132,7 @@ def run_layer(kind, batch, layer, rounds, iterations, kernel_cc):
     args = dict(stride=stride, padding=pad)
     y_shape = torch.nn.functional.conv2d(x[:1], w, **args).shape
     dy = ints(batch, k, y_shape[2], y_shape[3])
-    plan = gemmkit.Conv2d(kind=kind, element=torch.float16, element_accumulator=torch.float32, kernel_cc=kernel_cc)
+    plan = make_plan(kind, split_k, kernel_cc)
     if kind == "fprop":
         out = channels_last(torch.empty(batch, k, y_shape[2], y_shape[3], dtype=torch.half, device="cuda"))
         ours = lambda: plan.run(x, w, None, out, sync=False, **args)  # noqa: E731
@@ -92,11 +140,11 @@ def run_layer(kind, batch, layer, rounds, iterations, kernel_cc):
     elif kind == "dgrad":
         out = torch.empty_like(x)
         ours = lambda: plan.run(dy, w, None, out, sync=False, **args)  # noqa: E731
-        theirs = lambda: torch.nn.grad.conv2d_input(x.shape, w, dy, **args)  # noqa: E731
+        theirs = lambda: cudnn_backward(dy, x, w, stride, pad, [True, False, False])  # noqa: E731
     else:
         out = torch.empty_like(w)
         ours = lambda: plan.run(dy, x, None, out, sync=False, **args)  # noqa: E731
-        theirs = lambda: torch.nn.grad.conv2d_weight(x, w.shape, dy, **args)  # noqa: E731
+        theirs = lambda: cudnn_backward(dy, x, w, stride, pad, [False, True, False])  # noqa: E731
     operands = (x, w) if kind == "fprop" else (dy, w) if kind == "dgrad" else (dy, x)
     try:
         spec = plan.spec_for(*operands, None, out, **args)
@@ -109,10 +157,11 @@ def run_layer(kind, batch, layer, rounds, iterations, kernel_cc):
     reference = theirs()
     # f16 outputs of integer sums: exact up to 2048, rounded alike above (both accumulate in f32).
     exact = torch.equal(out, reference)
+    split_mode, split_slices = plan.split_k_for(*operands, None, out, **args)
     ms_ours, ms_theirs = compare(ours, theirs, rounds, iterations)
     flops = 2.0 * batch * y_shape[2] * y_shape[3] * k * c * r * r
     return {"layer": name, "kind": kind, "batch": batch, "kernel_cc": kernel_cc, "kernel": spec.name(),
-            "first_run_s": first_s,
+            "split_k_mode": split_mode.name, "split_k_slices": split_slices, "first_run_s": first_s,
             "matches_cudnn": bool(exact), "gemmkit_ms": ms_ours, "cudnn_ms": ms_theirs,
             "gemmkit_tflops": flops / ms_ours / 1e9, "cudnn_tflops": flops / ms_theirs / 1e9,
             "speedup": ms_theirs / ms_ours}
@@ -127,23 +176,36 @@ def main():
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--kernel-cc", type=int, choices=(80, 90), default=80,
                         help="gemmkit's conv family: 80 = CUTLASS 2.x, 90 = CUTLASS 3.x (TMA im2col, SM90 GPUs)")
+    parser.add_argument("--layers", default=".", help="only layers whose name this regular expression finds")
+    parser.add_argument("--no-prebuild", action="store_true", help="compile each kernel at its layer's first run")
+    parser.add_argument("--split-k", default=None, help="MODE:SLICES for every layer, e.g. parallel:16 or "
+                        "serial:0 (0: run() counts); default: run() chooses")
     args = parser.parse_args()
+    split_k = None
+    if args.split_k:
+        mode, slices = args.split_k.split(":")
+        split_k = (mode, int(slices))
+    layers = [layer for layer in RESNET50 if re.search(args.layers, layer[0])]
+    kinds, batches = args.kinds.split(","), [int(b) for b in args.batches.split(",")]
+    if not args.no_prebuild:
+        prebuild(kinds, batches, layers, split_k, args.kernel_cc)
     torch.backends.cudnn.benchmark = True
     results = []
-    for kind in args.kinds.split(","):
-        for batch in (int(b) for b in args.batches.split(",")):
-            for layer in RESNET50:
-                row = run_layer(kind, batch, layer, args.rounds, args.iterations, args.kernel_cc)
+    for kind in kinds:
+        for batch in batches:
+            for layer in layers:
+                row = run_layer(kind, batch, layer, args.rounds, args.iterations, split_k, args.kernel_cc)
                 results.append(row)
                 if "refused" in row:
                     print(f"{kind:5} b{batch:<4} {row['layer']:24} refused: {row['refused']}", flush=True)
                     continue
+                split = f"{row['split_k_mode']} x{row['split_k_slices']}" if row["split_k_slices"] > 1 else "no split"
                 print(f"{kind:5} b{batch:<4} {row['layer']:24} gemmkit {row['gemmkit_ms']:.3f} ms  cudnn "
                       f"{row['cudnn_ms']:.3f} ms  x{row['speedup']:.2f}  {'ok' if row['matches_cudnn'] else 'DIFF'}"
-                      f"  {row['kernel']}", flush=True)
+                      f"  {split:14} {row['kernel']}", flush=True)
     summary = {}
-    for kind in args.kinds.split(","):
-        for batch in (int(b) for b in args.batches.split(",")):
+    for kind in kinds:
+        for batch in batches:
             rows = [r for r in results if r["kind"] == kind and r["batch"] == batch and "refused" not in r]
             gmean = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows))
             summary[f"{kind}_b{batch}"] = gmean

@@ -424,6 +424,12 @@ class KernelSpec:
     @property
     def stride_support(self) -> StrideSupport: ...
 
+    @property
+    def split_k_mode(self) -> SplitKMode:
+        """
+        Conv2d kernels: serial (the kernel writes D) or parallel (partial sums, then a reduction kernel).
+        """
+
     def name(self) -> str:
         """The kernel's name in the reference's format."""
 
@@ -732,12 +738,19 @@ class Conv2d(Gemm):
     def stride_support(self, arg: StrideSupport | None, /) -> None: ...
 
     @property
-    def split_k_mode(self) -> SplitKMode: ...
+    def split_k_mode(self) -> SplitKMode | None:
+        """
+        serial or parallel as set; None: run() chooses (parallel for wgrad problems under a wave).
+        """
 
     @property
-    def split_k_slices(self) -> int: ...
+    def split_k_slices(self) -> int:
+        """As set; 0: run() chooses per problem."""
 
-    def set_split_k(self, mode: SplitKMode, slices: int) -> None: ...
+    def set_split_k(self, mode: SplitKMode | None, slices: int = 0) -> None:
+        """
+        (mode, slices): slices 0 lets run() choose the count; (None, 0) lets it choose both.
+        """
 
     @staticmethod
     def output_size(input_size: Sequence[int], weight_size: Sequence[int], padding: Sequence[int] = [0, 0], stride: Sequence[int] = [1, 1], dilation: Sequence[int] = [1, 1]) -> list[int]:
@@ -748,6 +761,11 @@ class Conv2d(Gemm):
     def spec_for(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], beta: float = 0.0) -> KernelSpec:  # type: ignore[override]
         """
         The kernel run() would use for these NHWC / KRSC tensors (same checks; nothing runs; no GPU needed).
+        """
+
+    def split_k_for(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], beta: float = 0.0) -> tuple[SplitKMode, int]:
+        """
+        (mode, slices): the split-K run() would use for these NHWC / KRSC tensors (slices 1: none).
         """
 
     def run(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:  # type: ignore[override]

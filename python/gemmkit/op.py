@@ -393,16 +393,35 @@ class Conv2d(_Configuration, _ConvPlan):
                                               _pair(dilation, "dilation"), beta)
         return spec
 
+    def split_k_for(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,
+                    stride: Pair = (1, 1), padding: Pair = (0, 0), dilation: Pair = (1, 1),
+                    beta: Optional[float] = None) -> tuple[SplitKMode, int]:
+        """(mode, slices): the split-K run() would use for these tensors (slices 1: not split; same checks as
+        spec_for; nothing runs)."""
+        A, B, C, D, _, beta = self._operands(A, B, C, D, None, beta)
+        split: tuple[SplitKMode, int] = _ConvPlan.split_k_for(self, A, B, C, D, _pair(stride, "stride"),
+                                                              _pair(padding, "padding"), _pair(dilation, "dilation"),
+                                                              beta)
+        return split
+
+    def set_split_k(self, mode: Optional[EnumLike[SplitKMode]], slices: int = 0) -> None:
+        """Split-K as the reference's split_k = (mode, slices): "serial" or "parallel"; slices 0 lets run() choose the
+        count per problem; mode None (with slices 0) lets run() choose both (the default: parallel for wgrad problems
+        whose output is under a wave of CTAs)."""
+        member = None if mode is None else _convert.enum_member(SplitKMode, mode, "split-K mode")
+        _ConvPlan.set_split_k(self, member, int(slices))
+
     def run(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,  # type: ignore[override]
             stride: Pair = (1, 1), padding: Pair = (0, 0), dilation: Pair = (1, 1), alpha: Optional[float] = None,
             beta: Optional[float] = None, split_k: Optional[tuple[Any, int]] = None, sync: bool = True,
             print_module: bool = False, stream: StreamLike = None) -> None:
         """D = act(alpha * conv(A, B) + beta * C). stride, padding and dilation are ints or (h, w) pairs; split_k is
-        (mode, slices) as in the reference ("serial"; "parallel" is refused) and stays set on the plan. Device
-        tensors run in place on `stream` (by default torch's current stream); host arrays are staged."""
+        (mode, slices) as in the reference ("serial" or "parallel"; see set_split_k) and stays set on the plan; None
+        keeps the plan's (by default chosen per problem: split_k_for says what). Device tensors run in place on
+        `stream` (by default torch's current stream); host arrays are staged."""
         if split_k is not None:
             mode, slices = split_k
-            self.set_split_k(_convert.enum_member(SplitKMode, mode, "split-K mode"), int(slices))
+            self.set_split_k(mode, int(slices))
         A, B, C, D, alpha, beta = self._operands(A, B, C, D, alpha, beta)
         if D is None:
             raise TensorError("Tensor D: pass the output tensor.")

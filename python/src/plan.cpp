@@ -111,6 +111,8 @@ void bind_values(nb::module_& m) {
       .def_ro("conv_kind", &KernelSpec::conv_kind, "Conv2d kernels: fprop, dgrad or wgrad; None for a GEMM.")
       .def_ro("iterator_algorithm", &KernelSpec::iterator_algorithm)
       .def_ro("stride_support", &KernelSpec::stride_support)
+      .def_ro("split_k_mode", &KernelSpec::split_k_mode,
+              "Conv2d kernels: serial (the kernel writes D) or parallel (partial sums, then a reduction kernel).")
       .def("name", &KernelSpec::name, "The kernel's name in the reference's format.")
       .def("procedural_name", &KernelSpec::name, "Alias of name(), as the reference calls it.")
       .def("element_compute", &KernelSpec::element_compute)
@@ -301,6 +303,14 @@ Conv2dGeometry geometry(Pair stride, Pair padding, Pair dilation) {
   return Conv2dGeometry{stride, padding, dilation};
 }
 
+// spec_for's and split_k_for's operands as views (D writable), handed to `use`; C may be None.
+template <class Use>
+auto with_conv_views(nb::handle A, nb::handle B, nb::handle C, nb::handle D, Use&& use) {
+  const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
+  const auto c = to_optional_tensor(C, "C", false);
+  return use(a.view, b.view, c ? &c->view : nullptr, d.view);
+}
+
 // Conv tensors arrive as NHWC / KRSC views (gemmkit.op.Conv2d permutes torch's channels_last tensors in place).
 void bind_conv2d(nb::module_& m) {
   auto cls = nb::class_<Conv2d, Gemm>(
@@ -329,9 +339,11 @@ void bind_conv2d(nb::module_& m) {
                    "None: optimized where the problem allows it at run time (construct() names the analytic kernel).")
       .def_prop_rw("stride_support", &Conv2d::stride_support, &Conv2d::set_stride_support,
                    "Dgrad: unity (unit strides only) or strided; None: by the problem's stride at run time.")
-      .def_prop_ro("split_k_mode", &Conv2d::split_k_mode)
-      .def_prop_ro("split_k_slices", &Conv2d::split_k_slices)
-      .def("set_split_k", &Conv2d::set_split_k, "mode"_a, "slices"_a)
+      .def_prop_ro("split_k_mode", &Conv2d::split_k_mode,
+                   "serial or parallel as set; None: run() chooses (parallel for wgrad problems under a wave).")
+      .def_prop_ro("split_k_slices", &Conv2d::split_k_slices, "As set; 0: run() chooses per problem.")
+      .def("set_split_k", &Conv2d::set_split_k, "mode"_a.none(), "slices"_a = 0,
+           "(mode, slices): slices 0 lets run() choose the count; (None, 0) lets it choose both.")
       .def_static(
           "output_size",
           [](std::array<std::int64_t, 4> input, std::array<std::int64_t, 4> weight, Pair padding, Pair stride,
@@ -343,14 +355,27 @@ void bind_conv2d(nb::module_& m) {
           "spec_for",
           [](Conv2d& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, Pair stride, Pair padding,
              Pair dilation, double beta) {
-            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
-            const auto c = to_optional_tensor(C, "C", false);
-            return plan.spec_for(a.view, b.view, c ? &c->view : nullptr, d.view, geometry(stride, padding, dilation),
-                                 beta);
+            return with_conv_views(
+                A, B, C, D, [&](const TensorView& a, const TensorView& b, const TensorView* c, const TensorView& d) {
+                  return plan.spec_for(a, b, c, d, geometry(stride, padding, dilation), beta);
+                });
           },
           "A"_a, "B"_a, "C"_a.none(), "D"_a, "stride"_a = Pair{1, 1}, "padding"_a = Pair{0, 0},
           "dilation"_a = Pair{1, 1}, "beta"_a = 0.0,
           "The kernel run() would use for these NHWC / KRSC tensors (same checks; nothing runs; no GPU needed).")
+      .def(
+          "split_k_for",
+          [](Conv2d& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, Pair stride, Pair padding,
+             Pair dilation, double beta) {
+            return with_conv_views(
+                A, B, C, D, [&](const TensorView& a, const TensorView& b, const TensorView* c, const TensorView& d) {
+                  const Conv2dSplitK split = plan.split_k_for(a, b, c, d, geometry(stride, padding, dilation), beta);
+                  return std::make_pair(split.mode, split.slices);
+                });
+          },
+          "A"_a, "B"_a, "C"_a.none(), "D"_a, "stride"_a = Pair{1, 1}, "padding"_a = Pair{0, 0},
+          "dilation"_a = Pair{1, 1}, "beta"_a = 0.0,
+          "(mode, slices): the split-K run() would use for these NHWC / KRSC tensors (slices 1: none).")
       .def(
           "run",
           [](Conv2d& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, Pair stride, Pair padding,

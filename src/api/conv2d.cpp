@@ -185,12 +185,14 @@ void Conv2d::set_stride_support(std::optional<StrideSupport> support) {
   change_checked(stride_support_, support);
 }
 
-void Conv2d::set_split_k(SplitKMode mode, int slices) {
-  if (slices < 1) throw ConfigError("split_k_slices must be at least 1; got " + std::to_string(slices) + ".");
-  if (mode == SplitKMode::Parallel && slices > 1) {
-    throw ConfigError(
-        "Parallel split-K (partial sums reduced by a second kernel) is not implemented in gemmkit; use "
-        "split_k_mode serial, which splits the reduction the same way inside one kernel.");
+void Conv2d::set_split_k(std::optional<SplitKMode> mode, int slices) {
+  if (slices < 0 || slices > catalog::kMaxSplitKSlices) {
+    throw ConfigError("split_k_slices must be between 1 and " + std::to_string(catalog::kMaxSplitKSlices) +
+                      " (the grid's z extent), or 0 to let run() choose; got " + std::to_string(slices) + ".");
+  }
+  if (!mode && slices != 0) {
+    throw ConfigError("split_k_slices " + std::to_string(slices) +
+                      " needs a split_k_mode (serial or parallel); without one run() chooses both.");
   }
   split_k_mode_ = mode;
   split_k_slices_ = slices;
@@ -310,11 +312,12 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
   return p;
 }
 
-Gemm::KernelChoices& Conv2d::conv_choices(const ConvProblem& p) {
+Gemm::KernelChoices& Conv2d::conv_choices(const ConvProblem& p, SplitKMode mode) {
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
   for (auto& choices : run_cache_->choices) {
     if (choices.a == p.alignment_a && choices.b == p.alignment_b && choices.c == p.alignment_c &&
-        choices.base.iterator_algorithm == p.iterator && choices.base.stride_support == p.stride_support) {
+        choices.base.iterator_algorithm == p.iterator && choices.base.stride_support == p.stride_support &&
+        choices.base.split_k_mode == mode) {
       return choices;
     }
   }
@@ -322,6 +325,7 @@ Gemm::KernelChoices& Conv2d::conv_choices(const ConvProblem& p) {
       p.alignment_a, p.alignment_b, p.alignment_c, base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
   choices.base.iterator_algorithm = p.iterator;
   choices.base.stride_support = p.stride_support;
+  choices.base.split_k_mode = mode;
   choices.tiles = valid_tiles(choices.base);
   choices.slots.resize(choices.tiles.size());
   run_cache_->choices.push_back(std::move(choices));
@@ -333,13 +337,40 @@ std::size_t Conv2d::choose(const KernelChoices& choices, const ConvProblem& p, i
   return catalog::choose_tile(choices.tiles, choices.base, p.gemm(kind_), sm_count);
 }
 
+Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
+  KernelChoices& direct = conv_choices(p, SplitKMode::Serial);
+  std::size_t choice = choose(direct, p, sm_count);
+  // By default only wgrad splits (its K = N*P*Q is long, its output small).
+  int slices = split_k_mode_ || kind_ == ConvKind::Wgrad ? split_k_slices_ : 1;
+  if (slices == 0 && kind_ == ConvKind::Dgrad && p.stride_support == StrideSupport::Strided) {
+    slices = 1;              // strided dgrad kernels: no parallel split-K kernel, no split at all above stride 1
+  } else if (slices == 0) {  // the count is run()'s to choose, and with it the tile when the plan has none
+    const catalog::ProblemShape gemm = p.gemm(kind_);
+    const catalog::SplitChoice best = catalog::choose_split_k_tile(direct.tiles, gemm, sm_count);
+    slices = best.slices;
+    if (slices > 1) choice = best.tile;  // unsplit, the usual pick stands
+  }
+  if (slices <= 1) return {&direct, choice, {}};  // unsplit: the direct kernel, whatever the mode
+  const SplitKMode mode = split_k_mode_.value_or(SplitKMode::Parallel);
+  if (mode == SplitKMode::Serial) return {&direct, choice, {mode, slices}};
+  // The same configurations with the partial-sums epilogue and the reduction kernel.
+  KernelChoices& parallel = conv_choices(p, SplitKMode::Parallel);
+  return {&parallel, choice, {mode, slices}};
+}
+
+int Conv2d::sm_count_for_choice() const {
+  return cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
+}
+
 KernelSpec Conv2d::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                             const Conv2dGeometry& geometry, double beta) {
-  const ConvProblem p = check_conv(A, B, C, D, geometry, beta);
-  const KernelChoices& choices = conv_choices(p);
-  const int sm_count =
-      cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
-  return choices.spec(choose(choices, p, sm_count));
+  const Launch launch = launch_for(check_conv(A, B, C, D, geometry, beta), sm_count_for_choice());
+  return launch.choices->spec(launch.choice);
+}
+
+Conv2dSplitK Conv2d::split_k_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                                 const Conv2dGeometry& geometry, double beta) {
+  return launch_for(check_conv(A, B, C, D, geometry, beta), sm_count_for_choice()).split;
 }
 
 void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
@@ -358,11 +389,9 @@ void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, 
   }
   if (p.n == 0) return;  // an empty batch: nothing to compute, nothing to write
 
-  KernelChoices& choices = conv_choices(p);
-  const int sm_count = device_info(device).sm_count;
-  const std::size_t choice = choose(choices, p, sm_count);
-  if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
-  KernelModule& module = module_for(choices, choice, options.wait_for_best);
+  const Launch launch = launch_for(p, device_info(device).sm_count);
+  if (options.print_module) std::fputs(render(launch.choices->spec(launch.choice)).text.c_str(), stdout);
+  KernelModule& module = module_for(*launch.choices, launch.choice, options.wait_for_best);
 
   const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device());
   if (any_host && runtime::is_capturing(options.stream)) {
@@ -379,7 +408,7 @@ void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, 
   args.pad_h = geometry.padding[0], args.pad_w = geometry.padding[1];
   args.stride_h = geometry.stride[0], args.stride_w = geometry.stride[1];
   args.dilation_h = geometry.dilation[0], args.dilation_w = geometry.dilation[1];
-  args.split_k_slices = split_k_slices_;
+  args.split_k_slices = launch.split.slices;
   args.A = staging.on_device(launch_operand(A, types_.a));
   args.B = staging.on_device(launch_operand(B, types_.b));
   args.D = staging.on_device(d, /*copy_in=*/false);  // packed: the kernel writes every element

@@ -169,6 +169,9 @@ std::vector<TileDescription> tile_descriptions(const Target& target, OpClass opc
 }
 
 void validate(const KernelSpec& spec, const DeviceLimits& limits) {
+  if (spec.split_k_mode == SplitKMode::Parallel && !spec.conv_kind) {
+    throw ConfigError("Parallel split-K (split_k_mode parallel) is a Conv2d option; a GEMM spec takes serial.");
+  }
   family_of(spec.family).validate(spec, limits);
 }
 
@@ -188,6 +191,12 @@ std::int64_t tile_count(const Shape3& cta, const ProblemShape& p) {
 
 bool stream_k(const TileDescription& td) {
   return td.tile_scheduler == TileScheduler::StreamK;
+}
+
+// The entries whose estimated times the heuristics compare: the default's kernel schedule and cluster shape, and no
+// Stream-K (one per CTA shape, as auto-scheduled).
+bool weighed(const TileDescription& td, const TileDescription& front) {
+  return !stream_k(td) && td.kernel_schedule == front.kernel_schedule && td.cluster_shape == front.cluster_shape;
 }
 
 }  // namespace
@@ -229,15 +238,53 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   double best_cost = 0.0;
   for (std::size_t i = 0; i < tiles.size(); ++i) {
     const TileDescription& td = tiles[i];
-    if (stream_k(td) || td.kernel_schedule != tiles.front().kernel_schedule ||
-        td.cluster_shape != tiles.front().cluster_shape) {
-      continue;
-    }
+    if (!weighed(td, tiles.front())) continue;
     const Shape3 cta = td.cta_tile();
     const double waves = static_cast<double>((tile_count(cta, shape) + sm_count - 1) / sm_count);
     const double cost = waves * cta[0] * cta[1] / tile_efficiency(cta);
     if (i == 0 || cost < best_cost * 0.97) {  // a clear win only, else keep the earlier (default) entry
       best = i;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+int choose_split_k(std::int64_t output_tiles, std::int64_t k_iterations, int sm_count) {
+  if (output_tiles < 1 || sm_count < 1 || output_tiles >= sm_count) return 1;
+  const std::int64_t target = (std::int64_t{kSplitKWaves} * sm_count + output_tiles - 1) / output_tiles;
+  const std::int64_t most = std::min<std::int64_t>(k_iterations / kMinSplitKIterations, kMaxSplitKSlices);
+  return static_cast<int>(std::max<std::int64_t>(1, std::min(target, most)));
+}
+
+namespace {
+
+// The most slices whose partial sums (f32, written and read: 8 bytes per output element and slice) cost no more
+// memory traffic than reading the operands once (16-bit: 2 bytes per element of the m x k and k x n operands).
+std::int64_t partial_sums_cap(const ProblemShape& shape) {
+  const std::int64_t outputs = std::max<std::int64_t>(1, shape.m * shape.n);
+  return (shape.m + shape.n) * shape.k / (4 * outputs);
+}
+
+}  // namespace
+
+SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const ProblemShape& shape, int sm_count) {
+  SplitChoice best;
+  if (sm_count < 1) return best;
+  double best_cost = 0.0;
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    const TileDescription& td = tiles[i];
+    if (!weighed(td, tiles.front())) continue;
+    const Shape3 cta = td.cta_tile();
+    const std::int64_t output_tiles = tile_count(cta, shape);
+    const std::int64_t k_iterations = (shape.k + cta[2] - 1) / cta[2];
+    const int slices = static_cast<int>(std::min<std::int64_t>(choose_split_k(output_tiles, k_iterations, sm_count),
+                                                               std::max<std::int64_t>(1, partial_sums_cap(shape))));
+    const double waves = static_cast<double>((output_tiles * slices + sm_count - 1) / sm_count);
+    const double steps = static_cast<double>((k_iterations + slices - 1) / slices);
+    const double cost = waves * cta[0] * cta[1] / tile_efficiency(cta) * steps;
+    if (i == 0 || cost < best_cost * 0.97) {
+      best = {i, slices};
       best_cost = cost;
     }
   }

@@ -68,6 +68,28 @@ struct ProblemShape {
 std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
                         int sm_count);
 
+// Split-K slices for a problem whose output has `output_tiles` CTA tiles and whose reduction takes `k_iterations`
+// steps of the tile's K (Conv2d's default for wgrad, whose implicit GEMM is a small output over a long K = N*P*Q):
+// 1 when the output alone fills a wave of `sm_count` CTAs; otherwise enough slices for kSplitKWaves waves of CTAs,
+// each slice keeping at least kMinSplitKIterations steps (the mainloop's pipeline fill amortised), at most
+// kMaxSplitKSlices (the grid's z extent). A function of its arguments alone (deterministic).
+inline constexpr int kSplitKWaves = 4;
+inline constexpr int kMinSplitKIterations = 8;
+inline constexpr int kMaxSplitKSlices = 65535;
+int choose_split_k(std::int64_t output_tiles, std::int64_t k_iterations, int sm_count);
+
+// For a problem that may be split along K: the configuration (index into `tiles`) and its choose_split_k slices
+// with the lowest estimated time, waves x tile area / tile efficiency x steps of K per slice, among the entries of
+// the default's kernel schedule and cluster shape (no Stream-K); a clear win only, else the earlier entry. Small
+// outputs take small tiles here (a 64 x 64 wgrad output on a 256 x 128 tile would compute 8 times its work). The
+// slices are also capped so that their partial sums (f32, written and read) move no more bytes than the 16-bit
+// operands do: (m + n) k / (4 m n).
+struct SplitChoice {
+  std::size_t tile = 0;
+  int slices = 1;
+};
+SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const ProblemShape& shape, int sm_count);
+
 // Up to `max` configurations (indices into `tiles`) worth timing for this problem, for autotuning: choose_tile's pick
 // and the default first, then by estimated time (data-parallel: waves x tile area / efficiency; Stream-K: the work
 // spread evenly over the SMs), taking a variety of CTA shapes first, then clusters and schedules.

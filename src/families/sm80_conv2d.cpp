@@ -1,7 +1,8 @@
 // src/families/sm80_conv2d.cpp: the Sm80Conv2d family: CUTLASS 2.x implicit-GEMM convolution
-// (device::ImplicitGemmConvolution over DefaultConv2dFprop/Dgrad/Wgrad; NHWC activations, KRSC filters), rendered
-// from templates/sm80_conv2d.cu.in with the glue of device/include/gemmkit/sm80_conv2d.hpp. Its tiles and mainloop
-// rules are those of the Sm80Universal family: a conv is a GEMM whose operands the iterators gather.
+// (device::ImplicitGemmConvolution over DefaultConv2dFprop/Dgrad/Wgrad; NHWC activations, KRSC filters; with parallel
+// split-K, partial sums and a reduction::device::ReduceSplitK kernel), rendered from templates/sm80_conv2d.cu.in with
+// the glue of device/include/gemmkit/sm80_conv2d.hpp. Its tiles and mainloop rules are those of the Sm80Universal
+// family: a conv is a GEMM whose operands the iterators gather.
 #include <algorithm>
 #include <string>
 
@@ -58,6 +59,12 @@ class Sm80Conv2d final : public Family {
       fail("Conv2d kernels take IdentitySwizzle1/2/4/8 (strided dgrad kernels their StridedDgrad variants); " +
            std::string(to_string(spec.swizzle)) + " is a GEMM swizzle.");
     }
+    if (spec.split_k_mode == SplitKMode::Parallel && *spec.conv_kind == ConvKind::Dgrad &&
+        spec.stride_support == StrideSupport::Strided) {
+      fail(
+          "Parallel split-K has no strided dgrad kernel (CUTLASS's strided dgrad splits no reduction); use stride "
+          "support 'unity' (unit strides) or split_k_mode serial with 1 slice.");
+    }
     if (spec.stride_support == StrideSupport::Unity && *spec.conv_kind != ConvKind::Dgrad) {
       fail("Stride support 'unity' selects the unit-stride dgrad kernels; " + std::string(to_string(*spec.conv_kind)) +
            " kernels take any stride: leave it at 'strided'.");
@@ -78,7 +85,8 @@ class Sm80Conv2d final : public Family {
            "_" + extended_name(spec, core) + "_" + std::to_string(tb[0]) + "x" + std::to_string(tb[1]) + "_" +
            std::to_string(tb[2]) + "x" + std::to_string(spec.tile.stages) + "_nhwc" +
            std::string(row_of(spec.stride_support).in_kernel_name) + "_align" + std::to_string(spec.alignment_a) +
-           std::string(row_of(spec.swizzle).in_kernel_name) + epilogue_suffix(spec);
+           std::string(row_of(spec.swizzle).in_kernel_name) + epilogue_suffix(spec) +
+           std::string(row_of(spec.split_k_mode).in_kernel_name);
   }
 
   Placeholders placeholders(const KernelSpec& spec) const override {
@@ -93,11 +101,13 @@ class Sm80Conv2d final : public Family {
                 std::to_string(swizzle_width(spec.swizzle)) + ">";
       }
     }
-    out.insert(out.end(), {
-                              {"default_kernel", default_kernel(*spec.conv_kind)},
-                              {"iterator_algorithm", std::string(row_of(spec.iterator_algorithm).cutlass)},
-                              {"stride_support", std::string(row_of(spec.stride_support).cutlass)},
-                          });
+    out.insert(out.end(),
+               {
+                   {"default_kernel", default_kernel(*spec.conv_kind)},
+                   {"iterator_algorithm", std::string(row_of(spec.iterator_algorithm).cutlass)},
+                   {"stride_support", std::string(row_of(spec.stride_support).cutlass)},
+                   {"output", spec.split_k_mode == SplitKMode::Parallel ? "ParallelSplitKOutput" : "DirectOutput"},
+               });
     return out;
   }
 

@@ -140,12 +140,13 @@ TEST(CompileTier, GroupedKernelsOfBothFamiliesBuildAndDescribeThemselves) {
   }
 }
 
-// A 3x3 conv of 64 channels on 56 x 56 with padding 1 (the kernels' host-side checks never read the buffer).
-gk_conv2d_args resnet_conv_args() {
+// A convolution of n x hw x hw x c by k filters of r x r (r odd), padded to keep the size, at fake addresses (only
+// host code reads them).
+gk_conv2d_args same_size_conv_args(int n, int hw, int c, int k, int r) {
+  alignas(128) static char buffer[128];  // TMA descriptors need 16-byte aligned bases
   gk_conv2d_args args{};
-  alignas(128) static char buffer[128];
-  args.n = 1, args.h = 56, args.w = 56, args.c = 64, args.k = 64, args.r = 3, args.s = 3, args.p = 56, args.q = 56;
-  args.pad_h = args.pad_w = 1;
+  args.n = n, args.h = args.w = args.p = args.q = hw, args.c = c, args.k = k, args.r = args.s = r;
+  args.pad_h = args.pad_w = r / 2;
   args.stride_h = args.stride_w = args.dilation_h = args.dilation_w = 1;
   args.split_k_slices = 1;
   args.A = args.B = args.D = buffer;
@@ -168,7 +169,7 @@ TEST(CompileTier, Conv2dFpropKernelBuildsAndChecksProblems) {
   const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
   EXPECT_TRUE(module->conv2d());
   EXPECT_FALSE(module->grouped());
-  gk_conv2d_args args = resnet_conv_args();
+  gk_conv2d_args args = same_size_conv_args(1, 56, 64, 64, 3);
   EXPECT_EQ(module->conv2d_can_implement(args), GK_OK);
   args.c = 12;  // not a multiple of the 8-element vectors the kernel reads
   EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
@@ -191,12 +192,36 @@ TEST(CompileTier, Sm90Conv2dFpropKernelBuildsAndChecksProblems) {
             "epi_tma");
   const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
   EXPECT_TRUE(module->conv2d());
-  gk_conv2d_args args = resnet_conv_args();
+  gk_conv2d_args args = same_size_conv_args(1, 56, 64, 64, 3);
   EXPECT_EQ(module->conv2d_can_implement(args), GK_OK);
   args.c = 12;  // TMA moves 16-byte channel vectors: 8 f16
   EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
   args.c = 64;
   args.pad_h = 200, args.p = 454;  // the im2col box's lower corner at -200, past [-128, 127]
+  EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
+}
+
+// The parallel split-K wgrad kernel (conv + reduction in one module), built through the CLI: its workspace holds one
+// f32 partial sum per element of dw (K x R*S*C) per slice, for any slice count at run time.
+TEST(CompileTier, Conv2dParallelSplitKWgradKernelBuildsAndSizesItsWorkspace) {
+  gk::testenv::TempDir cache_dir;
+  gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
+  const auto json = nlohmann::ordered_json::parse(
+      run_cli(cache_dir.str(),
+              "compile --conv wgrad --cc 80 --element f16 --element-accumulator f32 --n 8 --h 28 --w 28 --c 64 --k 64 "
+              "--r 3 --s 3 --pad 1 --split-k-mode parallel --split-k-slices 4 --json"));
+  const std::string name = json.at("kernel_name").get<std::string>();
+  EXPECT_EQ(name.substr(name.size() - 16), "_splitk_parallel") << name;
+  EXPECT_NE(name.find("wgrad_optimized"), std::string::npos) << name;
+  const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
+  EXPECT_TRUE(module->conv2d());
+  gk_conv2d_args args = same_size_conv_args(8, 28, 64, 64, 3);
+  for (int slices : {4, 7, 1}) {
+    args.split_k_slices = slices;
+    EXPECT_EQ(module->conv2d_can_implement(args), GK_OK);
+    EXPECT_EQ(module->conv2d_workspace_size(args), std::size_t(slices) * 64 * (3 * 3 * 64) * sizeof(float));
+  }
+  args.c = 12;  // not a multiple of the 8-element vectors
   EXPECT_EQ(module->conv2d_can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
 }
 

@@ -1,11 +1,13 @@
 // tests/gpu/conv2d_gpu_test.cpp: Conv2d on a CUDA device, exact on small integers against the float64 host
 // reference: every case of support/conv_cases.hpp on the CUTLASS 2.x family (fprop, dgrad, wgrad; strides, padding,
-// dilation; 1x1, 3x3, 7x7; odd channels; f16, bf16, tf32, f32 SIMT; activations; split-K wgrad) and, on an SM90 GPU,
-// on the CUTLASS 3.x family (Sm90/...: TMA im2col); host-staged tensors, a reused plan, what SM90 kernels refuse.
+// dilation; 1x1, 3x3, 7x7; odd channels; f16, bf16, tf32, f32 SIMT; activations; serial and parallel split-K),
+// parallel split-K at many slice counts, the split run() chooses by itself, and, on an SM90 GPU, the CUTLASS 3.x
+// family (Sm90/...: TMA im2col); host-staged tensors, a reused plan, what SM90 kernels refuse.
 // Kernels: gemmkit_gpu_prebuild --cc 90 --only conv,conv90.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "gemmkit/conv2d.hpp"
@@ -27,6 +29,7 @@ namespace {
 struct ConvRun {
   const cases::ConvCase& c;
   HostMatrix A, B, C, D;
+  gk::Conv2dSplitK split;  // what run_on_device ran with
 
   explicit ConvRun(const cases::ConvCase& c)
       : c(c),
@@ -34,8 +37,10 @@ struct ConvRun {
         B(gk::testing::conv_tensor(c.ab, c.shape.b(c.kind))),
         C(gk::testing::conv_tensor(c.cd, c.shape.d(c.kind))),
         D(gk::testing::conv_tensor(c.cd, c.shape.d(c.kind))) {
-    // A 16-bit accumulator (and serial split-K's 16-bit partial sums) holds integers up to 2048 exactly.
-    const int ab = c.accumulator == gk::DataType::f16 || c.split_k_slices > 1 ? 1 : 2;
+    // A 16-bit accumulator (and serial split-K's 16-bit partial sums) holds integers up to 2048 exactly; so does a
+    // 16-bit output of long sums (N*P*Q terms) of -1, 0 and 1.
+    const bool long_sum = c.kind == gk::ConvKind::Wgrad && c.shape.n * c.shape.p() * c.shape.q() > 4096;
+    const int ab = c.accumulator == gk::DataType::f16 || c.split_k_mode == gk::SplitKMode::Serial || long_sum ? 1 : 2;
     A.fill_integers(11, -ab, ab);
     B.fill_integers(12, -ab, ab);
     C.fill_integers(13, -3, 3);
@@ -51,6 +56,7 @@ struct ConvRun {
     const auto vD = gk::testing::conv_view(D, c.shape.d(c.kind), dD.get(), device);
     plan.run(vA, vB, c.beta != 0.0 ? &vC : nullptr, vD, c.shape.geometry, c.alpha, c.beta);
     dD.copy_to(D);
+    split = plan.split_k_for(vA, vB, c.beta != 0.0 ? &vC : nullptr, vD, c.shape.geometry, c.beta);
   }
 
   gk::testing::Comparison compare() const {
@@ -58,6 +64,13 @@ struct ConvRun {
     return gk::testing::compare_conv(c.kind, c.shape, A, B, c.beta != 0.0 ? &C : nullptr, D, c.alpha, c.beta, epilogue);
   }
 };
+
+cases::ConvCase find_case(const std::string& name) {
+  for (const auto& c : cases::conv_cases()) {
+    if (c.name == name) return c;
+  }
+  throw std::logic_error("no conv case " + name);
+}
 
 class Conv2dCases : public ::testing::TestWithParam<cases::ConvCase> {};
 
@@ -131,6 +144,38 @@ TEST(Conv2dGpu, OnePlanRunsManyProblemsAndPicksKernelsPerProblem) {
       run.run_on_device(plan);
       EXPECT_EQ(run.compare().max_abs_error, 0.0) << name;
     }
+  }
+}
+
+// One parallel split-K kernel, the slice count a run-time argument: counts that divide N*P*Q's steps of the tile's K
+// and counts that do not, more slices than steps (the empty ones add zeros); beta and ReLU after the reduction.
+TEST(Conv2dGpu, ParallelSplitKIsExactForAnySliceCount) {
+  REQUIRE_GPU();
+  cases::ConvCase c = find_case("wgrad_f16_parallel5_relu_beta");
+  gk::Conv2d plan = cases::conv_plan(c, device_cc());
+  for (int slices : {2, 3, 5, 7, 16, 40, 200}) {
+    plan.set_split_k(gk::SplitKMode::Parallel, slices);
+    ConvRun run(c);
+    run.run_on_device(plan);
+    EXPECT_EQ(run.split, (gk::Conv2dSplitK{gk::SplitKMode::Parallel, slices}));
+    const auto cmp = run.compare();
+    EXPECT_EQ(cmp.checked, run.D.rows() * run.D.cols());
+    EXPECT_EQ(cmp.max_abs_error, 0.0) << slices << " slices";
+  }
+}
+
+// Without a split-K setting run() splits a wgrad whose output is under a wave of CTAs, in parallel; a mode with no
+// count gets the count chosen; a forced serial count is kept.
+TEST(Conv2dGpu, RunChoosesTheSplitAndStaysExact) {
+  REQUIRE_GPU();
+  for (const char* name : {"wgrad_f16_auto_split", "wgrad_bf16_parallel_auto_count", "wgrad_f16_split_k3"}) {
+    const cases::ConvCase c = find_case(name);
+    gk::Conv2d plan = cases::conv_plan(c, device_cc());
+    ConvRun run(c);
+    run.run_on_device(plan);
+    EXPECT_EQ(run.split.mode, c.split_k_mode.value_or(gk::SplitKMode::Parallel)) << name;
+    EXPECT_GT(run.split.slices, c.split_k_slices > 0 ? c.split_k_slices - 1 : 1) << name;
+    EXPECT_EQ(run.compare().max_abs_error, 0.0) << name;
   }
 }
 

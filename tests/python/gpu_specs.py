@@ -35,6 +35,7 @@ def specs(cc=None):
     out.append(moe.construct())
     out += torch_specs(cc)
     out += fp8_specs(cc)
+    out += conv_specs(cc)
     unique = {}
     for spec in out:
         unique.setdefault(spec.canonical(), spec)
@@ -77,6 +78,23 @@ def fp8_specs(cc=None):
                            layout_B="col", layout_C="row", cc=cc)
     rowwise.scale = "row_and_column"
     out.append(rowwise.construct())
+    return out
+
+
+def conv_specs(cc=None):
+    """test_conv2d.py's split-K kernels (parallel split-K wgrad with ReLU; the split run() picks for a long wgrad)
+    and test_torch_emit.py's exported fprop kernel, asked for with NHWC arrays of their tests' shapes."""
+    zeros = lambda *shape: np.zeros(shape, np.float16)  # noqa: E731
+    relu = gemmkit.Conv2d(kind="wgrad", element=np.float16, element_accumulator=np.float32, cc=cc)
+    relu.activation = "relu"
+    relu.set_split_k("parallel", 2)
+    out = [relu.spec_for(zeros(4, 16, 16, 32), zeros(4, 16, 16, 16), zeros(32, 3, 3, 16), zeros(32, 3, 3, 16),
+                         padding=1, beta=-1.0)]
+    auto = gemmkit.Conv2d(kind="wgrad", element=np.float16, element_accumulator=np.float32, cc=cc)
+    out.append(auto.spec_for(zeros(32, 28, 28, 64), zeros(32, 28, 28, 64), None, zeros(64, 1, 1, 64)))
+    fprop = gemmkit.Conv2d(kind="fprop", element=np.float16, element_accumulator=np.float32, cc=cc)
+    fprop.iterator_algorithm = "optimized"
+    out.append(fprop.construct())
     return out
 
 

@@ -1,8 +1,10 @@
 """tests/python/test_conv2d.py: gemmkit.Conv2d. Unit tests (no GPU): output sizes, reference-format names, the
 family, kind names, spec_for on numpy NHWC arrays and torch channels_last tensors (read in place), the TensorError
-for NCHW-contiguous torch tensors, the SM90 default and kernel_cc. gpu tests: fprop, dgrad and wgrad on torch
-channels_last tensors against torch.nn.functional.conv2d and its gradients, exact on small integers, on the CUTLASS 2.x
-kernels (kernel_cc=80) and, on an SM90 GPU, the 3.x ones (kernel_cc=90)."""
+for NCHW-contiguous torch tensors, the split-K options and the split run() would choose, the SM90 default and
+kernel_cc. gpu tests: fprop, dgrad and wgrad on torch channels_last tensors against torch.nn.functional.conv2d and
+its gradients, exact on small integers, on the CUTLASS 2.x kernels (kernel_cc=80; serial and parallel split-K:
+several slice counts, beta, an activation after the reduction, the split chosen by default) and, on an SM90 GPU,
+the 3.x ones (kernel_cc=90)."""
 import numpy as np
 import pytest
 
@@ -41,8 +43,9 @@ def test_names_kinds_and_family():
     relu = plan()
     relu.activation = "relu"
     assert relu.kernel_name().endswith("_relu")
-    with pytest.raises(gemmkit.ConfigError, match="serial"):
-        relu.set_split_k(gemmkit.SplitKMode.parallel, 2)
+    relu.set_split_k("parallel", 2)
+    assert (relu.split_k_mode, relu.split_k_slices) == (gemmkit.SplitKMode.parallel, 2)
+    assert relu.kernel_name().endswith("_relu")  # construct() names the direct kernel
     # An SM90 plan takes the CUTLASS 3.x family by default; kernel_cc=80 pins the 2.x one; what SM90 lacks is refused
     # naming kernel_cc=80.
     sm90 = gemmkit.Conv2d(kind="fprop", element=np.float16, element_accumulator=np.float32, cc=90)
@@ -63,6 +66,37 @@ def test_spec_for_numpy_nhwc_arrays():
     assert spec.alignment_A == 8
     with pytest.raises(gemmkit.TensorError, match=r"gives \(2, 6, 6, 32\)"):
         p.spec_for(x, w, None, y)  # no padding: the output is 6 x 6
+
+
+def test_split_k_options_and_the_split_run_chooses():
+    p = plan("wgrad")
+    assert p.split_k_mode is None and p.split_k_slices == 0
+    # wgrad's implicit GEMM here: a 32 x 32 output over N*P*Q = 16384, under a wave of the A100's 108 SMs.
+    dy = np.zeros((16, 32, 32, 32), np.float16)
+    x = np.zeros((16, 32, 32, 32), np.float16)
+    dw = np.zeros((32, 1, 1, 32), np.float16)
+    mode, slices = p.split_k_for(dy, x, None, dw)
+    assert mode == gemmkit.SplitKMode.parallel and slices > 1
+    spec = p.spec_for(dy, x, None, dw)
+    assert spec.split_k_mode == gemmkit.SplitKMode.parallel and spec.name().endswith("_splitk_parallel")
+    p.set_split_k("serial")  # the mode, the count still chosen
+    assert p.split_k_for(dy, x, None, dw) == (gemmkit.SplitKMode.serial, slices)
+    p.set_split_k("parallel", 5)
+    assert p.split_k_for(dy, x, None, dw) == (gemmkit.SplitKMode.parallel, 5)
+    p.set_split_k("parallel", 1)  # one slice: the direct kernel
+    assert p.split_k_for(dy, x, None, dw) == (gemmkit.SplitKMode.serial, 1)
+    p.set_split_k(None)
+    assert p.split_k_mode is None
+    with pytest.raises(gemmkit.ConfigError, match="needs a split_k_mode"):
+        p.set_split_k(None, 3)
+    with pytest.raises(gemmkit.ConfigError, match="between 1 and 65535"):
+        p.set_split_k("serial", -2)
+    with pytest.raises(gemmkit.ConfigError, match="split-K mode"):
+        p.set_split_k("sideways", 2)
+    # fprop splits only when asked.
+    f = plan("fprop")
+    assert f.split_k_for(np.zeros((1, 7, 7, 256), np.float16), np.zeros((64, 1, 1, 256), np.float16), None,
+                         np.zeros((1, 7, 7, 64), np.float16)) == (gemmkit.SplitKMode.serial, 1)
 
 
 def test_torch_channels_last_is_read_in_place_and_nchw_is_refused():
@@ -151,3 +185,39 @@ def test_split_k_wgrad_and_an_activation():
     relu.run(x, w, None, y, padding=1)
     expected = torch.relu(torch.nn.functional.conv2d(x.double(), w.double(), padding=1))
     assert torch.equal(y.double(), expected.half().double())
+
+
+@pytest.mark.gpu
+def test_parallel_split_k_wgrad_with_beta_and_an_activation_after_the_reduction():
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator().manual_seed(5)
+    cl = torch.channels_last
+    ints = lambda *shape: torch.randint(-2, 3, shape, generator=gen).half().cuda().to(memory_format=cl)  # noqa: E731
+    x, dy, c = ints(4, 16, 16, 16), ints(4, 32, 16, 16), ints(32, 16, 3, 3)
+    dw = torch.empty(32, 16, 3, 3, dtype=torch.half, device="cuda").to(memory_format=cl)
+    p = gemmkit.Conv2dWgrad(element=torch.float16, element_accumulator=torch.float32)
+    p.activation = "relu"
+    grad = torch.nn.grad.conv2d_weight(x.double(), dw.shape, dy.double(), padding=1)
+    # relu(2 * sum - C): a relu per slice, or beta per slice, would not give this (N*P*Q = 1024 = 16 steps of 64).
+    expected = torch.relu(2.0 * grad - c.double()).half()
+    for slices in (2, 3, 5, 16, 40):
+        dw.fill_(7)
+        p.run(dy, x, c, dw, padding=1, alpha=2.0, beta=-1.0, split_k=("parallel", slices))
+        assert p.split_k_for(dy, x, c, dw, padding=1, beta=-1.0) == (gemmkit.SplitKMode.parallel, slices)
+        assert torch.equal(dw, expected), slices
+
+
+@pytest.mark.gpu
+def test_wgrad_splits_by_default_and_matches_torch():
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator().manual_seed(6)
+    cl = torch.channels_last
+    ints = lambda *shape: torch.randint(-1, 2, shape, generator=gen).half().cuda().to(memory_format=cl)  # noqa: E731
+    x, dy = ints(32, 64, 28, 28), ints(32, 64, 28, 28)
+    dw = torch.empty(64, 64, 1, 1, dtype=torch.half, device="cuda").to(memory_format=cl)
+    p = gemmkit.Conv2dWgrad(element=torch.float16, element_accumulator=torch.float32)
+    mode, slices = p.split_k_for(dy, x, None, dw)
+    assert mode == gemmkit.SplitKMode.parallel and slices > 1
+    p.run(dy, x, None, dw)
+    expected = torch.nn.grad.conv2d_weight(x.double(), dw.shape, dy.double())
+    assert torch.equal(dw.double(), expected.half().double())

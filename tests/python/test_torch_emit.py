@@ -1,7 +1,8 @@
 """tests/python/test_torch_emit.py: gemmkit.emit.pytorch. Unit: the files it writes for SM80 and SM90 kernels and
-fused activations, the flags of setup.py, refused arguments (no nvcc, no GPU; no torch unless a test says so).
-Compile (nvcc, torch, no GPU): the JIT build against a cached kernel, importable without a GPU, and one AOT
-`setup.py build_ext` on a clean folder. GPU: the exported module against torch.matmul, exactly."""
+fused activations, Conv2d fprop kernels, the flags of setup.py, refused arguments (no nvcc, no GPU; no torch unless
+a test says so). Compile (nvcc, torch, no GPU): the JIT build against a cached kernel, importable without a GPU, and
+one AOT `setup.py build_ext` on a clean folder. GPU: the exported module against torch.matmul and
+torch.nn.functional.conv2d, exactly, and its errors."""
 import ast
 import filecmp
 import json
@@ -126,6 +127,51 @@ def test_unsupported_op_types_are_refused(tmp_path):
 def test_bad_names_are_refused_before_writing(tmp_path, name):
     with pytest.raises(gemmkit.ConfigError, match="name"):
         gemmkit.emit.pytorch(spec(80), name, 80, str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def conv_plan(cc, kind="fprop"):
+    return gemmkit.Conv2d(kind=kind, element=np.float16, element_accumulator=np.float32, cc=cc)
+
+
+@pytest.mark.parametrize("activation", [None, ("leaky_relu", 0.25)])
+def test_writes_a_conv2d_fprop_kernel_its_binding_and_setup(tmp_path, activation):
+    plan = conv_plan(80)
+    if activation is not None:
+        plan.activation = activation
+    op = plan.construct()
+    assert gemmkit.emit.pytorch(op, "my_conv", 80, str(tmp_path)) is None
+    assert (tmp_path / "my_conv_kernel.cu").read_text() == _gemmkit.render(op).text
+    binding = (tmp_path / "my_conv.cpp").read_text()
+    assert f"//   {op.name()}\n" in binding
+    for line in ("/*input=*/GK_DTYPE_F16,", "/*weight=*/GK_DTYPE_F16,", "/*output=*/GK_DTYPE_F16,",
+                 "/*alignment_input=*/8,", "/*alignment_weight=*/8,", "/*alignment_output=*/8,",
+                 "gk_torch_register_conv2d_v1(ns, kSchema, &kKernel, &gemmkit::torch_module::kConv2dEntryPoints)"):
+        assert line in binding
+    leaky = activation is not None
+    assert f"/*takes_slope=*/{int(leaky)}," in binding
+    slope = ", float slope=0.01" if leaky else ""
+    assert ('"run(Tensor input, Tensor weight, Tensor? C=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, '
+            f'float alpha=1.0, float beta=0.0{slope}) -> Tensor"') in binding
+    assert "{{" not in binding and "torch/" not in binding
+    text = (tmp_path / "setup.py").read_text()
+    assert '["my_conv.cpp", "gemmkit/torch_export.cpp", "my_conv_kernel.cu"]' in text
+    assert "-gencode=arch=compute_80,code=sm_80" in setup_flags(tmp_path / "setup.py")["flags"]
+    glue = (tmp_path / "gemmkit" / "torch_export.cpp").read_text()
+    assert 'extern "C" const char* gk_torch_register_conv2d_v1(' in glue
+
+
+def test_conv2d_kernels_that_do_not_export_are_refused_before_writing(tmp_path):
+    for kind in ("dgrad", "wgrad"):
+        with pytest.raises(gemmkit.ConfigError, match="fprop kernels"):
+            gemmkit.emit.pytorch(conv_plan(80, kind).construct(), "my_conv", 80, str(tmp_path / "out"))
+    plan = conv_plan(80)
+    plan.set_split_k("parallel", 3)
+    x, w, y = (np.zeros(s, np.float16) for s in ((1, 7, 7, 256), (64, 1, 1, 256), (1, 7, 7, 64)))
+    parallel = plan.spec_for(x, w, None, y)
+    assert parallel.split_k_mode == gemmkit.SplitKMode.parallel
+    with pytest.raises(gemmkit.ConfigError, match="parallel split-K"):
+        gemmkit.emit.pytorch(parallel, "my_conv", 80, str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
 
 
@@ -616,3 +662,52 @@ def test_exported_grouped_on_the_current_stream_in_a_cuda_graph_and_torch_compil
     compiled = torch.compile(lambda a, b: [d * 2 for d in mod.run(a, b)], fullgraph=True)
     for a, b, d in zip(As, Bs, compiled(As, Bs)):
         torch.testing.assert_close(d, exact(torch, a, b, alpha=2.0), rtol=0, atol=0)
+
+
+# ---- gpu tier: an exported Conv2d fprop kernel -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def exported_conv(tmp_path_factory):
+    """An f16 Conv2d fprop kernel for this GPU (the optimized iterators), exported and built with jit=True."""
+    torch = pytest.importorskip("torch")
+    cc = gemmkit.device_cc()
+    plan = gemmkit.Conv2d(kind="fprop", element=torch.float16, element_accumulator=torch.float32, cc=cc)
+    plan.iterator_algorithm = "optimized"
+    module = gemmkit.emit.pytorch(plan.construct(), "gk_test_conv", cc, str(tmp_path_factory.mktemp("conv")), jit=True)
+    return torch, module
+
+
+def conv_integers(torch, shape, seed):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(-2, 3, shape, generator=generator).half().cuda().to(memory_format=torch.channels_last)
+
+
+@pytest.mark.gpu
+def test_exported_conv2d_matches_torch_conv2d(exported_conv):
+    torch, mod = exported_conv
+    x, w = conv_integers(torch, (2, 16, 13, 11), 1), conv_integers(torch, (24, 16, 3, 3), 2)
+    for args in (dict(), dict(padding=1), dict(stride=2, padding=(1, 2)), dict(stride=(1, 2), dilation=2)):
+        y = mod.run(x, w, **args)
+        expected = torch.nn.functional.conv2d(x.double(), w.double(), **args)
+        assert y.dtype == torch.float16 and y.is_contiguous(memory_format=torch.channels_last)
+        torch.testing.assert_close(y, expected.half(), rtol=0, atol=0)
+    C = conv_integers(torch, (2, 24, 13, 11), 3)
+    y = mod.run(x, w, C, padding=1, alpha=2.0, beta=-1.0)
+    expected = 2.0 * torch.nn.functional.conv2d(x.double(), w.double(), padding=1) - C.double()
+    torch.testing.assert_close(y, expected.half(), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+def test_exported_conv2d_refuses_what_its_kernel_cannot_read(exported_conv):
+    torch, mod = exported_conv
+    x, w = conv_integers(torch, (2, 16, 8, 8), 4), conv_integers(torch, (24, 16, 3, 3), 5)
+    cases = [((x.contiguous(), w), "channels_last"),
+             ((x.float(), w), "input has dtype Float but the kernel was built for Half"),
+             ((x, conv_integers(torch, (24, 8, 3, 3), 6)), "groups = 1"),
+             ((conv_integers(torch, (2, 12, 8, 8), 7), conv_integers(torch, (24, 12, 3, 3), 8)), "multiples of 8"),
+             ((x, w, conv_integers(torch, (2, 24, 8, 8), 9)), r"C has shape \[2, 24, 8, 8\] but the output is"),
+             ((x, conv_integers(torch, (24, 16, 11, 11), 10)), "larger than the padded input")]
+    for args, message in cases:
+        with pytest.raises(ValueError, match=message):
+            mod.run(*args)

@@ -3,6 +3,7 @@
 // first: conv_cases() pins the CUTLASS 2.x family (kernel_cc 80), conv90_cases() the CUTLASS 3.x one (kernel_cc 90).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,8 @@ struct ConvCase {
   OpClass opclass = OpClass::TensorOp;
   Activation activation = Activation::Identity;
   double activation_parameter = 0.01;
-  int split_k_slices = 1;
+  std::optional<SplitKMode> split_k_mode = std::nullopt;  // none: run() chooses (parallel for wgrad under a wave)
+  int split_k_slices = 0;                                 // with a mode; 0: run() counts
   std::optional<IteratorAlgorithm> iterator = std::nullopt;
   double alpha = 1.0, beta = 0.0;
   int kernel_cc = 80;  // the family: 80 = Sm80Conv2d (on any SM80+ GPU), 90 = Sm90Conv2d (SM90 only)
@@ -35,7 +37,8 @@ inline testing::ConvShape conv_shape(std::int64_t n, std::int64_t h, std::int64_
 
 // fprop, dgrad and wgrad; strides 1 and 2, padding, dilation; 1x1, 3x3 and 7x7 filters; odd channels (f32 SIMT) and
 // channel counts that allow narrow vectors only; f16 (f32 and f16 accumulation), bf16, tf32; activations, alpha and
-// beta with C; serial split-K wgrad; the analytic iterators next to the optimized ones run() picks.
+// beta with C; serial and parallel split-K (wgrad, also fprop and unit-stride dgrad; the activation after the
+// reduction); a wgrad that run() splits by itself; the analytic iterators next to the optimized ones run() picks.
 inline std::vector<ConvCase> conv_cases() {
   const DataType f16 = DataType::f16, bf16 = DataType::bf16, f32 = DataType::f32;
   const ConvKind fprop = ConvKind::Fprop, dgrad = ConvKind::Dgrad, wgrad = ConvKind::Wgrad;
@@ -62,12 +65,38 @@ inline std::vector<ConvCase> conv_cases() {
       {"wgrad_tf32", wgrad, f32, f32, f32, conv_shape(2, 8, 8, 8, 12, 3, 3, 1, 1)},
       {"wgrad_f32_simt_odd", wgrad, f32, f32, f32, conv_shape(2, 7, 7, 3, 5, 3, 3, 1, 1), OpClass::Simt},
   };
-  ConvCase split = {"wgrad_f16_split_k3", wgrad, f16, f16, f32, conv_shape(4, 16, 16, 16, 32, 3, 3, 1, 1)};
-  split.split_k_slices = 3;
-  out.push_back(split);
-  ConvCase split_tf32 = {"wgrad_tf32_split_k4", wgrad, f32, f32, f32, conv_shape(4, 12, 12, 8, 16, 3, 3, 2, 1)};
-  split_tf32.split_k_slices = 4;
-  out.push_back(split_tf32);
+  auto split = [&](ConvCase c, SplitKMode mode, int slices) {
+    c.split_k_mode = mode;
+    c.split_k_slices = slices;
+    out.push_back(c);
+    return c;
+  };
+  const SplitKMode serial = SplitKMode::Serial, parallel = SplitKMode::Parallel;
+  split({"wgrad_f16_split_k3", wgrad, f16, f16, f32, conv_shape(4, 16, 16, 16, 32, 3, 3, 1, 1)}, serial, 3);
+  split({"wgrad_tf32_split_k4", wgrad, f32, f32, f32, conv_shape(4, 12, 12, 8, 16, 3, 3, 2, 1)}, serial, 4);
+  // Parallel split-K: partial sums in f32, the reduction applies alpha, beta and the activation to the whole sum
+  // (relu of a sum is not the sum of relus: a per-slice activation would not be exact). 5 slices do not divide
+  // the 1024 = 16 x 64 of N*P*Q.
+  ConvCase relu_split = {"wgrad_f16_parallel5_relu_beta",          wgrad, f16, f16, f32,
+                         conv_shape(4, 16, 16, 16, 32, 3, 3, 1, 1)};
+  relu_split.activation = Activation::ReLU;
+  relu_split.alpha = 2.0;
+  relu_split.beta = -1.0;
+  split(relu_split, parallel, 5);
+  ConvCase leaky_split = {"wgrad_tf32_parallel3_leaky_relu",       wgrad, f32, f32, f32,
+                          conv_shape(4, 12, 12, 8, 16, 3, 3, 2, 1)};
+  leaky_split.activation = Activation::LeakyReLU;
+  leaky_split.activation_parameter = 0.5;
+  split(leaky_split, parallel, 3);
+  ConvCase simt_split = {"wgrad_f32_simt_odd_parallel4",        wgrad,        f32, f32, f32,
+                         conv_shape(3, 9, 9, 3, 5, 3, 3, 1, 1), OpClass::Simt};
+  split(simt_split, parallel, 4);
+  split({"wgrad_bf16_parallel_auto_count", wgrad, bf16, bf16, f32, conv_shape(8, 16, 16, 16, 16, 3, 3, 1, 1)}, parallel,
+        0);
+  split({"fprop_f16_parallel3", fprop, f16, f16, f32, conv_shape(2, 8, 8, 64, 32, 3, 3, 1, 1)}, parallel, 3);
+  split({"dgrad_f16_unity_parallel2", dgrad, f16, f16, f32, conv_shape(2, 8, 8, 64, 64, 3, 3, 1, 1)}, parallel, 2);
+  // No split-K setting: run() splits this wgrad itself (a 32 x 32 output over N*P*Q = 16384).
+  out.push_back({"wgrad_f16_auto_split", wgrad, f16, f16, f32, conv_shape(16, 32, 32, 32, 32, 1, 1, 1, 0)});
   ConvCase relu = {"fprop_f16_relu_alpha_beta", fprop, f16, f16, f32, conv_shape(2, 8, 8, 16, 24, 3, 3, 1, 1)};
   relu.activation = Activation::ReLU;
   relu.alpha = 2.0;
@@ -131,7 +160,7 @@ inline Conv2d conv_plan(const ConvCase& c, int cc) {
   if (plan.opclass() != c.opclass) plan.set_opclass(c.opclass);
   if (c.activation != Activation::Identity) plan.set_activation(c.activation, c.activation_parameter);
   if (c.iterator) plan.set_iterator_algorithm(c.iterator);
-  if (c.split_k_slices > 1) plan.set_split_k(SplitKMode::Serial, c.split_k_slices);
+  if (c.split_k_mode) plan.set_split_k(c.split_k_mode, c.split_k_slices);
   return plan;
 }
 

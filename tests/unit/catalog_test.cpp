@@ -109,6 +109,50 @@ TEST(CatalogHeuristic, AnExplicitStreamKSwizzleOrSingleTileIsKept) {
   EXPECT_EQ(cat::choose_tile({tiles[5]}, sm90_f16_spec(), {128, 128, 128, 1}, 132), 0u);
 }
 
+TEST(CatalogHeuristic, SplitKFillsFourWavesWithinTheReduction) {
+  // res2's 1x1 wgrad at batch 128 on one 64 x 64 output tile: K = 401408 = 6272 steps of 64; 4 waves of 132 SMs.
+  EXPECT_EQ(cat::choose_split_k(1, 6272, 132), 528);
+  EXPECT_EQ(cat::choose_split_k(9, 6272, 132), 59);                          // ceil(528 / 9)
+  EXPECT_EQ(cat::choose_split_k(131, 6272, 132), 5);                         // just under a wave: ceil(528 / 131)
+  EXPECT_EQ(cat::choose_split_k(1, 100, 132), 12);                           // at least 8 steps per slice: 100 / 8
+  EXPECT_EQ(cat::choose_split_k(4, 32, 108), 4);                             // 32 / 8
+  EXPECT_EQ(cat::choose_split_k(1, 15, 132), 1);                             // too short to split
+  EXPECT_EQ(cat::choose_split_k(132, 100000, 132), 1);                       // the output fills a wave
+  EXPECT_EQ(cat::choose_split_k(1, 1 << 30, 20000), cat::kMaxSplitKSlices);  // the grid's z extent
+  EXPECT_EQ(cat::choose_split_k(0, 6272, 132), 1);
+  EXPECT_EQ(cat::choose_split_k(1, 6272, 0), 1);
+  // Deterministic: the same numbers, the same answer.
+  EXPECT_EQ(cat::choose_split_k(7, 5000, 132), cat::choose_split_k(7, 5000, 132));
+}
+
+TEST(CatalogHeuristic, SplitKTilePrefersSmallTilesAndCapsThePartialSums) {
+  gk::TileDescription small, large;
+  small.threadblock_shape = {64, 64, 64};
+  large.threadblock_shape = {256, 128, 64};
+  // A 64 x 64 output over K = 401408: the 64 x 64 tile (one eighth of the large tile's work), 528 slices.
+  auto choice = cat::choose_split_k_tile({large, small}, {64, 64, 401408, 1}, 132);
+  EXPECT_EQ(choice.tile, 1u);
+  EXPECT_EQ(choice.slices, 528);
+  // res5's 3x3 wgrad at batch 128 (512 x 4608 over 6272): 72 tiles would take 8 slices, but their partial sums
+  // would move 8 x 512 x 4608 x 8 bytes, far more than the operands' (512 + 4608) x 6272 x 2: capped at 3.
+  choice = cat::choose_split_k_tile({large}, {512, 4608, 6272, 1}, 132);
+  EXPECT_EQ(choice.tile, 0u);
+  EXPECT_EQ(choice.slices, 3);
+  // An output that fills the GPU is not split.
+  EXPECT_EQ(cat::choose_split_k_tile({large}, {4096, 4096, 4096, 1}, 132).slices, 1);
+}
+
+TEST(CatalogValidation, ParallelSplitKIsAConvOption) {
+  gk::GemmOptions o;
+  o.element = gk::DataType::f16;
+  o.element_accumulator = gk::DataType::f32;
+  o.layout = gk::Layout::RowMajor;
+  o.cc = 80;
+  gk::KernelSpec spec = gk::Gemm(o).spec();
+  spec.split_k_mode = gk::SplitKMode::Parallel;
+  EXPECT_THROW(cat::validate(spec, cat::limits_for_cc(80)), gk::ConfigError);
+}
+
 TEST(CatalogValidation, EveryRuleSaysWhatToChange) {
   const auto limits = cat::limits_for_cc(90);
   auto message = [&](gk::KernelSpec spec) -> std::string {

@@ -351,5 +351,14 @@ TEST(Conv2dGolden, Sm90WgradF16Gelu) {
   expect_golden("conv2d_sm90_wgrad_f16_gelu.cu", plan.spec());
 }
 
+// Parallel split-K: the conv kernel writes f32 partial sums, the reduction applies the plan's epilogue (ReLU).
+TEST(Conv2dGolden, Sm80WgradF16ParallelSplitKRelu) {
+  Conv2d plan(conv_options(ConvKind::Wgrad));
+  plan.set_activation(Activation::ReLU);
+  KernelSpec spec = plan.spec();
+  spec.split_k_mode = SplitKMode::Parallel;
+  expect_golden("conv2d_sm80_wgrad_f16_parallel_relu.cu", spec);
+}
+
 }  // namespace
 }  // namespace gemmkit

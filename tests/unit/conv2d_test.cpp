@@ -1,10 +1,11 @@
 // tests/unit/conv2d_test.cpp: Conv2d without a GPU: the output-size rule and its errors, the plan's family and
 // reference-format kernel names, the iterators and stride support run() picks per problem, the tensor checks
-// (packed NHWC, groups = 1, alignment), the SM90 family (the default on SM90, its names, catalog, validate rules,
-// TMA im2col problem rules and what it refuses naming kernel_cc=80) and the CLI's --conv (goldens of the rendered
-// source: codegen_test.cpp).
+// (packed NHWC, groups = 1, alignment), the split-K run() chooses or is told, the SM90 family (the default on
+// SM90, its names, catalog, validate rules, TMA im2col problem rules and what it refuses naming kernel_cc=80)
+// and the CLI's --conv (goldens of the rendered source: codegen_test.cpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "gemmkit/conv2d.hpp"
@@ -114,8 +115,6 @@ TEST(Conv2dPlan, RefusesWhatNoConvKernelHas) {
   Conv2d plan(options(ConvKind::Fprop));
   EXPECT_THROW(plan.set_swizzling_functor(Swizzle::StreamK), ConfigError);
   EXPECT_NE(error_of([&] { plan.set_stride_support(StrideSupport::Unity); }).find("dgrad"), std::string::npos);
-  EXPECT_NE(error_of([&] { plan.set_split_k(SplitKMode::Parallel, 4); }).find("serial"), std::string::npos);
-  EXPECT_THROW(plan.set_split_k(SplitKMode::Serial, 0), ConfigError);
   plan.set_split_k(SplitKMode::Serial, 4);
   EXPECT_EQ(plan.split_k_slices(), 4);
   // A GEMM's run does not apply to it.
@@ -297,6 +296,96 @@ TEST(Conv2dSm90, ProblemRulesOfTmaIm2colAreCheckedBeforeAnythingRuns) {
   });
   EXPECT_NE(split.find("no split-K"), std::string::npos) << split;
   EXPECT_NE(split.find("kernel_cc=80"), std::string::npos) << split;
+}
+
+// res2's 1x1 64 -> 64 layer at batch 128: wgrad's implicit GEMM is 64 x 64 over K = 128 * 56 * 56 = 401408.
+struct Res2Wgrad {
+  TensorView dy = tensor({128, 56, 56, 64}), x = tensor({128, 56, 56, 64}), dw = tensor({64, 1, 1, 64});
+};
+
+TEST(Conv2dSplitK, WgradUnderAWaveSplitsInParallelByDefault) {
+  Conv2d wgrad(options(ConvKind::Wgrad, DataType::f16, DataType::f32, 90));
+  EXPECT_FALSE(wgrad.split_k_mode());
+  EXPECT_EQ(wgrad.split_k_slices(), 0);
+  const Res2Wgrad t;
+  const KernelSpec spec = wgrad.spec_for(t.dy, t.x, nullptr, t.dw);
+  const Conv2dSplitK split = wgrad.split_k_for(t.dy, t.x, nullptr, t.dw);
+  EXPECT_EQ(split.mode, SplitKMode::Parallel);
+  EXPECT_EQ(spec.split_k_mode, SplitKMode::Parallel);
+  // The tile the shape picks, 4 waves of the H200's 132 SMs over its output tiles, at least 8 steps of K per slice.
+  const Shape3 cta = spec.tile.cta_tile();
+  const std::int64_t tiles = ((64 + cta[0] - 1) / cta[0]) * ((64 + cta[1] - 1) / cta[1]);
+  EXPECT_EQ(split.slices, std::min<std::int64_t>((4 * 132 + tiles - 1) / tiles, 401408 / cta[2] / 8));
+  EXPECT_GT(split.slices, 100);
+  EXPECT_EQ(spec.name().substr(spec.name().size() - 16), "_splitk_parallel");
+  const std::string source = render(spec).text;
+  EXPECT_NE(source.find("gemmkit::sm80_conv2d::ParallelSplitKOutput<EpilogueOp>"), std::string::npos);
+  // The direct kernel of the same configuration differs only in that.
+  KernelSpec direct = spec;
+  direct.split_k_mode = SplitKMode::Serial;
+  EXPECT_EQ(direct.name() + "_splitk_parallel", spec.name());
+  EXPECT_NE(direct.canonical(), spec.canonical());
+  EXPECT_NE(render(direct).text.find("gemmkit::sm80_conv2d::DirectOutput<EpilogueOp>"), std::string::npos);
+  // construct() names the direct kernel.
+  EXPECT_EQ(wgrad.spec().split_k_mode, SplitKMode::Serial);
+
+  // A wgrad whose K is short stays whole; so do fprop and dgrad, whatever their shape.
+  const TensorView small_dy = tensor({2, 9, 9, 32}), small_x = tensor({2, 9, 9, 16}), small_dw = tensor({32, 3, 3, 16});
+  const Conv2dGeometry same{{1, 1}, {1, 1}, {1, 1}};
+  EXPECT_EQ(wgrad.split_k_for(small_dy, small_x, nullptr, small_dw, same), (Conv2dSplitK{SplitKMode::Serial, 1}));
+  EXPECT_EQ(wgrad.spec_for(small_dy, small_x, nullptr, small_dw, same).split_k_mode, SplitKMode::Serial);
+  Conv2d fprop(options(ConvKind::Fprop, DataType::f16, DataType::f32, 90));
+  const TensorView x7 = tensor({1, 7, 7, 2048}), w7 = tensor({512, 1, 1, 2048}), y7 = tensor({1, 7, 7, 512});
+  EXPECT_EQ(fprop.split_k_for(x7, w7, nullptr, y7), (Conv2dSplitK{SplitKMode::Serial, 1}));
+  // A mode without a count: run() counts for any kind (here 49 x 512 over K = 2048).
+  fprop.set_split_k(SplitKMode::Parallel);
+  const Conv2dSplitK fprop_split = fprop.split_k_for(x7, w7, nullptr, y7);
+  EXPECT_EQ(fprop_split.mode, SplitKMode::Parallel);
+  EXPECT_GT(fprop_split.slices, 1);
+  EXPECT_LE(fprop_split.slices, 2048 / 8);
+}
+
+TEST(Conv2dSplitK, UsersForceTheModeAndCount) {
+  Conv2d wgrad(options(ConvKind::Wgrad, DataType::f16, DataType::f32, 90));
+  const Res2Wgrad t;
+  const int automatic = wgrad.split_k_for(t.dy, t.x, nullptr, t.dw).slices;
+  wgrad.set_split_k(SplitKMode::Serial);  // the mode, the automatic count
+  EXPECT_EQ(wgrad.split_k_for(t.dy, t.x, nullptr, t.dw), (Conv2dSplitK{SplitKMode::Serial, automatic}));
+  EXPECT_EQ(wgrad.spec_for(t.dy, t.x, nullptr, t.dw).split_k_mode, SplitKMode::Serial);
+  wgrad.set_split_k(SplitKMode::Parallel, 7);
+  EXPECT_EQ(wgrad.split_k_mode(), SplitKMode::Parallel);
+  EXPECT_EQ(wgrad.split_k_slices(), 7);
+  EXPECT_EQ(wgrad.split_k_for(t.dy, t.x, nullptr, t.dw), (Conv2dSplitK{SplitKMode::Parallel, 7}));
+  // One slice is no split: the direct kernel, as the reference runs ("parallel", 1).
+  wgrad.set_split_k(SplitKMode::Parallel, 1);
+  EXPECT_EQ(wgrad.split_k_for(t.dy, t.x, nullptr, t.dw), (Conv2dSplitK{SplitKMode::Serial, 1}));
+  EXPECT_EQ(wgrad.spec_for(t.dy, t.x, nullptr, t.dw).split_k_mode, SplitKMode::Serial);
+  wgrad.set_split_k(std::nullopt);
+  EXPECT_EQ(wgrad.split_k_for(t.dy, t.x, nullptr, t.dw), (Conv2dSplitK{SplitKMode::Parallel, automatic}));
+  // Option errors.
+  EXPECT_NE(error_of([&] { wgrad.set_split_k(SplitKMode::Serial, -1); }).find("between 1 and 65535"),
+            std::string::npos);
+  EXPECT_THROW(wgrad.set_split_k(SplitKMode::Parallel, 65536), ConfigError);
+  EXPECT_NE(error_of([&] { wgrad.set_split_k(std::nullopt, 3); }).find("needs a split_k_mode"), std::string::npos);
+  EXPECT_FALSE(wgrad.split_k_mode());  // a refused setting leaves the plan as it was
+
+  // Dgrad: the unit-stride kernels split in parallel; the strided ones split nothing.
+  Conv2d dgrad(options(ConvKind::Dgrad, DataType::f16, DataType::f32, 90));
+  const TensorView dy = tensor({2, 8, 8, 32}), w = tensor({32, 3, 3, 16}), dx = tensor({2, 8, 8, 16});
+  const Conv2dGeometry same{{1, 1}, {1, 1}, {1, 1}};
+  dgrad.set_split_k(SplitKMode::Parallel, 2);
+  const KernelSpec unity = dgrad.spec_for(dy, w, nullptr, dx, same);
+  EXPECT_EQ(unity.split_k_mode, SplitKMode::Parallel);
+  EXPECT_EQ(unity.stride_support, StrideSupport::Unity);
+  const Conv2dGeometry strided{{2, 2}, {1, 1}, {1, 1}};
+  const TensorView dy4 = tensor({2, 4, 4, 32});
+  EXPECT_NE(error_of([&] { dgrad.spec_for(dy4, w, nullptr, dx, strided); }).find("no split-K"), std::string::npos);
+  dgrad.set_split_k(SplitKMode::Parallel);  // automatic count: none for strided dgrad
+  EXPECT_EQ(dgrad.split_k_for(dy4, w, nullptr, dx, strided), (Conv2dSplitK{SplitKMode::Serial, 1}));
+  dgrad.set_split_k(SplitKMode::Parallel, 2);
+  dgrad.set_stride_support(StrideSupport::Strided);  // the strided kernel at unit stride
+  EXPECT_NE(error_of([&] { dgrad.spec_for(dy, w, nullptr, dx, same); }).find("no strided dgrad kernel"),
+            std::string::npos);
 }
 
 TEST(Conv2dTensors, ErrorsNameTheTensorAndWhatToChange) {

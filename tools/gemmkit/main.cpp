@@ -198,7 +198,11 @@ std::vector<OptionRow> conv_table(bool with_n_k) {
       {"dilation", "N", "with --conv: dilation (both axes)", integer_check(1, kInt32Max)},
       {"iterator-algorithm", "NAME", "with --conv: " + one_of<gk::IteratorAlgorithm>() + " (default: by problem)",
        enum_check<gk::IteratorAlgorithm>()},
-      {"split-k-slices", "N", "with --conv: serial split-K slices", integer_check(1, 1024)},
+      {"split-k-slices", "N", "with --conv: split-K slices (serial unless --split-k-mode says; default: by problem)",
+       integer_check(1, 65535)},
+      {"split-k-mode", "NAME",
+       "with --conv: " + one_of<gk::SplitKMode>() + " split-K (default: parallel for wgrad under a wave of CTAs)",
+       enum_check<gk::SplitKMode>()},
   };
   if (with_n_k) {
     rows.push_back({"n", "N", "with --conv: batch", integer_check(1, kInt32Max)});
@@ -340,8 +344,12 @@ std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped,
     if (auto algorithm = args.enumerator<gk::IteratorAlgorithm>("iterator-algorithm")) {
       apply(args, "iterator-algorithm", [&] { conv->set_iterator_algorithm(*algorithm); });
     }
-    if (auto slices = args.integer("split-k-slices")) {
-      apply(args, "split-k-slices", [&] { conv->set_split_k(gk::SplitKMode::Serial, static_cast<int>(*slices)); });
+    const auto split_mode = args.enumerator<gk::SplitKMode>("split-k-mode");
+    const auto slices = args.integer("split-k-slices");
+    if (split_mode || slices) {
+      apply(args, split_mode ? "split-k-mode" : "split-k-slices", [&] {
+        conv->set_split_k(split_mode.value_or(gk::SplitKMode::Serial), static_cast<int>(slices.value_or(0)));
+      });
     }
     owned = std::move(conv);
   } else {
@@ -656,6 +664,7 @@ int cmd_run_conv(gk::Conv2d& plan, const Values& args, bool check, const Output&
   const auto vC = gk::testing::conv_view(C, shape.d(kind), dC.get(), device);
   const auto vD = gk::testing::conv_view(D, shape.d(kind), dD.get(), device);
   const gk::KernelSpec spec = plan.spec_for(vA, vB, &vC, vD, shape.geometry, beta);
+  const gk::Conv2dSplitK split = plan.split_k_for(vA, vB, &vC, vD, shape.geometry, beta);
   gk::RunOptions options;
   const auto t0 = std::chrono::steady_clock::now();
   plan.run(vA, vB, &vC, vD, shape.geometry, alpha, beta, options);  // first run: compile or load
@@ -684,11 +693,14 @@ int cmd_run_conv(gk::Conv2d& plan, const Values& args, bool check, const Output&
               {"s", shape.s},
               {"p", shape.p()},
               {"q", shape.q()},
+              {"split_k_mode", gk::to_string(split.mode)},
+              {"split_k_slices", split.slices},
               {"first_run_seconds", first_seconds},
               {"seconds_per_run", seconds},
               {"tflops", tflops}};
-  std::string text = "kernel: " + spec.name() + "\nfirst run (compile or load): " + fixed(first_seconds, 1) + " s\n" +
-                     fixed(tflops, 1) + " TFLOP/s\n";
+  std::string text = "kernel: " + spec.name() + "\nsplit-K: " + std::string(gk::to_string(split.mode)) + " x" +
+                     std::to_string(split.slices) + "\nfirst run (compile or load): " + fixed(first_seconds, 1) +
+                     " s\n" + fixed(tflops, 1) + " TFLOP/s\n";
   if (!check) {
     output.print(out, text);
     return 0;
@@ -1244,8 +1256,8 @@ int main(int argc, char** argv) {
     }
     if (values.given("groups") && !grouped) throw UsageError("--groups needs --grouped.");
     if (!values.given("conv")) {
-      for (const char* name :
-           {"h", "w", "c", "r", "s", "stride", "pad", "dilation", "iterator-algorithm", "split-k-slices"}) {
+      for (const char* name : {"h", "w", "c", "r", "s", "stride", "pad", "dilation", "iterator-algorithm",
+                               "split-k-slices", "split-k-mode"}) {
         if (values.given(name)) throw UsageError(std::string("--") + name + " needs --conv KIND.");
       }
       if (!run.parsed() && (values.given("n") || values.given("k"))) {

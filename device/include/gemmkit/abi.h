@@ -182,7 +182,9 @@ typedef struct gk_conv2d_args {
   int32_t pad_h, pad_w; /* zero padding on each side */
   int32_t stride_h, stride_w;
   int32_t dilation_h, dilation_w;
-  int32_t split_k_slices; /* >= 1; with more than one the slices add into D in turn (serial split-K) */
+  int32_t split_k_slices; /* >= 1: the reduction in that many slices; they add into D in turn (serial split-K),
+                             or, in a parallel split-K module (name ending _splitk_parallel), write partial sums
+                             to the workspace that a reduction kernel then adds and finishes the epilogue on */
   const void* A;
   const void* B;
   const void* C; /* may be null when beta == 0 */
@@ -194,7 +196,8 @@ typedef struct gk_conv2d_args {
 } gk_conv2d_args;
 
 typedef int (*gk_conv2d_can_implement_fn)(const gk_conv2d_args*);
-/* Device workspace bytes (serial split-K semaphores); a workspace is never shared by two launches in flight. */
+/* Device workspace bytes (serial split-K semaphores; parallel split-K's partial sums, slices x the implicit GEMM's
+   m x n accumulators); a workspace is never shared by two launches in flight. */
 typedef size_t (*gk_conv2d_workspace_size_fn)(const gk_conv2d_args*);
 typedef int (*gk_conv2d_run_fn)(const gk_conv2d_args*, void* workspace, void* stream /* cudaStream_t */);
 

@@ -1,7 +1,8 @@
 """python/gemmkit/emit/pytorch.py: gemmkit.emit.pytorch, a kernel as a PyTorch CUDA extension.
 
 It writes <name>_kernel.cu (the very source gemmkit compiles), <name>.cpp (the binding, which includes no torch
-header: a Gemm kernel's description, or a grouped kernel's run schema, since grouped kernels describe themselves),
+header: a Gemm or Conv2d kernel's description, or a grouped kernel's run schema, since grouped kernels describe
+themselves),
 gemmkit/ (gemmkit's device headers and its torch glue, torch_export.cpp: checks, launch, op registration) and
 setup.py (an ahead-of-time build of all three, with gemmkit's nvcc flags for the kernel). With jit=True it builds in seconds: the kernel library comes from gemmkit's cache (built there when
 missing) and the glue library from a per-torch cache, both placed next to the extension, so that only the binding
@@ -26,8 +27,8 @@ import types
 from typing import Callable, Optional
 
 from .. import _gemmkit
-from .._gemmkit import (Activation, BiasMode, CompiledKernel, ConfigError, DataType, KernelFamily, KernelSource,
-                        KernelSpec, LayoutType, ScaleMode, Toolchain)
+from .._gemmkit import (Activation, BiasMode, CompiledKernel, ConfigError, ConvKind, DataType, KernelFamily,
+                        KernelSource, KernelSpec, LayoutType, ScaleMode, SplitKMode, Toolchain)
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
@@ -87,7 +88,9 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
     <name>_kernel.cu, <name>.cpp, setup.py and gemmkit/ (headers, torch glue). `cc` must be the op's.
     With jit=True, builds and returns the module; its `run` is torch.ops.<name>.run:
     Gemm: run(A, B, C=None, alpha=1.0, beta=0.0) -> D;
-    GroupedGemm: run(As, Bs, Cs=None, alpha=1.0, beta=0.0) -> [D[0], ...], all groups in one launch
+    GroupedGemm: run(As, Bs, Cs=None, alpha=1.0, beta=0.0) -> [D[0], ...], all groups in one launch;
+    Conv2d (fprop): run(input, weight, C=None, stride=1, padding=0, dilation=1, alpha=1.0, beta=0.0) -> output,
+    torch's (N, C, H, W) / (K, C, R, S) tensors in channels_last memory, stride / padding / dilation ints or (h, w)
     (leaky_relu kernels also take slope=0.01). The outputs are new tensors on the operands' device, allocated and
     computed on its current stream. run is not differentiable (gemmkit.torch.gemm is).
     Without jit nothing is compiled (no nvcc, no torch needed) and None is returned."""
@@ -192,6 +195,32 @@ def _grouped_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
     }
 
 
+def _conv2d_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
+    if spec.conv_kind != ConvKind.fprop:
+        raise ConfigError(f"kernel {spec.name()} is a {spec.conv_kind.name} kernel; PyTorch emission of Conv2d takes "
+                          "fprop kernels (gemmkit.Conv2d(kind='fprop', ...).construct()) for now.")
+    if spec.split_k_mode != SplitKMode.serial:
+        raise ConfigError(f"kernel {spec.name()} is a parallel split-K module (partial sums and a reduction); export "
+                          "the plan's direct kernel (plan.construct()).")
+    parameters = _parameters(spec, [Parameter("input", "Tensor"), Parameter("weight", "Tensor"),
+                                    Parameter("C", "Tensor?", "None"), Parameter("stride", "int[2]", "1"),
+                                    Parameter("padding", "int[2]", "0"), Parameter("dilation", "int[2]", "1")])
+    return {
+        "name": name,
+        "version": _gemmkit.__version__,
+        "kernel_name": spec.name(),
+        **_signature(parameters, "Tensor"),
+        "dtype_input": _abi_dtype(spec.element_A),
+        "dtype_weight": _abi_dtype(spec.element_B),
+        "dtype_output": _abi_dtype(spec.element_D),
+        "alignment_input": str(spec.alignment_A),
+        "alignment_weight": str(spec.alignment_B),
+        "alignment_output": str(spec.alignment_D),
+        "takes_slope": "1" if spec.activation == Activation.leaky_relu else "0",
+        "activation": spec.activation.name,
+    }
+
+
 _GEMM = _Binding("gemm.cpp.in", _gemm_placeholders)
 _GROUPED = _Binding("grouped.cpp.in", _grouped_placeholders)
 _BINDINGS: dict[KernelFamily, _Binding] = {
@@ -199,6 +228,7 @@ _BINDINGS: dict[KernelFamily, _Binding] = {
     KernelFamily.sm90_collective: _GEMM,
     KernelFamily.sm80_grouped: _GROUPED,
     KernelFamily.sm90_grouped: _GROUPED,
+    KernelFamily.sm80_conv2d: _Binding("conv2d.cpp.in", _conv2d_placeholders),
 }
 
 
@@ -208,7 +238,7 @@ def _binding_for(op: object) -> _Binding:
                         "the op a plan's construct() returns (e.g. gemmkit.Gemm(...).construct()).")
     if op.family not in _BINDINGS:
         raise NotImplementedError(f"PyTorch emission of {op.family.name} kernels ({op.name()}) is not implemented "
-                                  "yet; Gemm and GroupedGemm kernels export.")
+                                  "yet; Gemm, GroupedGemm and Conv2d fprop kernels export.")
     return _BINDINGS[op.family]
 
 

@@ -1,8 +1,8 @@
 /* gemmkit/torch_export.h: the interface between an exported extension's binding (<name>.cpp, which includes no
    torch header and builds in about a second) and gemmkit's torch glue (gemmkit/torch_export.cpp: tensor checks,
    launch, op registration; compiled into the extension by setup.py, taken ready-built from gemmkit's cache by the
-   JIT build). Plain C, so that neither side depends on the other's compiler settings. Gemm and GroupedGemm
-   kernels each have their registration below. */
+   JIT build). Plain C, so that neither side depends on the other's compiler settings. Gemm, GroupedGemm and
+   Conv2d (fprop) kernels each have their registration below. */
 #ifndef GEMMKIT_TORCH_EXPORT_H
 #define GEMMKIT_TORCH_EXPORT_H
 
@@ -47,6 +47,23 @@ typedef struct gk_torch_grouped_entry_points {
   gk_grouped_run_fn run;
 } gk_torch_grouped_entry_points;
 
+/* A Conv2d fprop kernel: the element types of the input x (N,C,H,W), the weight w (K,C,R,S) and the output y and C
+   (N,K,P,Q), all in channels_last memory, and the vectors (in channels) it reads them in. */
+typedef struct gk_torch_conv2d_kernel {
+  gk_dtype input, weight, output;
+  int alignment_input, alignment_weight, alignment_output; /* channel counts and addresses are multiples of them */
+  int takes_slope;                                         /* 1: run() ends with leaky_relu's slope */
+} gk_torch_conv2d_kernel;
+
+typedef struct gk_torch_conv2d_entry_points {
+  gk_abi_version_fn abi_version;
+  gk_kernel_name_fn kernel_name;
+  gk_last_cuda_error_fn last_cuda_error;
+  gk_conv2d_can_implement_fn can_implement;
+  gk_conv2d_workspace_size_fn workspace_size;
+  gk_conv2d_run_fn run;
+} gk_torch_conv2d_entry_points;
+
 /* Registers the op `run` with `schema` in the torch.ops namespace `ns`, for every device (CUDA tensors run; meta
    and fake tensors get D's shape). NULL on success, else the reason (valid until this thread's next call).
    The version suffix changes with the structs above, so that a stale glue library fails to link. */
@@ -56,6 +73,10 @@ const char* gk_torch_register_gemm_v1(const char* ns, const char* schema, const 
 /* The same for a grouped kernel: run(As, Bs, Cs, alpha, beta[, slope]) -> list of D (`takes_slope` as above). */
 const char* gk_torch_register_grouped_v1(const char* ns, const char* schema, int takes_slope,
                                          const gk_torch_grouped_entry_points* entry_points);
+
+/* The same for a Conv2d fprop kernel: run(input, weight, C, stride, padding, dilation, alpha, beta[, slope]) -> y. */
+const char* gk_torch_register_conv2d_v1(const char* ns, const char* schema, const gk_torch_conv2d_kernel* kernel,
+                                        const gk_torch_conv2d_entry_points* entry_points);
 
 #ifdef __cplusplus
 }

@@ -6,10 +6,10 @@
 
 #include "gemmkit/torch_export.h"
 
-// The kernel's entry points (gemmkit/module_entry.hpp, gemmkit/grouped_entry.hpp), linked in: from
-// <name>_kernel.cu (setup.py) or the kernel library of gemmkit's cache (the JIT build). A Gemm module defines the
-// dense ones, a grouped module the gk_grouped_* ones; a binding names only its kind's table below, so the other
-// kind's symbols are never referenced.
+// The kernel's entry points (gemmkit/module_entry.hpp, gemmkit/grouped_entry.hpp, gemmkit/conv2d_entry.hpp), linked
+// in: from <name>_kernel.cu (setup.py) or the kernel library of gemmkit's cache (the JIT build). A Gemm module
+// defines the dense ones, a grouped module the gk_grouped_* ones, a Conv2d module the gk_conv2d_* ones; a binding
+// names only its kind's table below, so the other kinds' symbols are never referenced.
 extern "C" {
 int gk_abi_version(void);
 const char* gk_kernel_name(void);
@@ -22,6 +22,9 @@ size_t gk_grouped_workspace_size(const gk_grouped_args* args);
 int gk_grouped_pack(const gk_grouped_args* args, const gk_grouped_problem* problems, void* host_metadata,
                     size_t metadata_bytes, int32_t* failed_group);
 int gk_grouped_run(const gk_grouped_args* args, const void* device_metadata, void* workspace, void* stream);
+int gk_conv2d_can_implement(const gk_conv2d_args* args);
+size_t gk_conv2d_workspace_size(const gk_conv2d_args* args);
+int gk_conv2d_run(const gk_conv2d_args* args, void* workspace, void* stream);
 }
 
 namespace gemmkit::torch_module {
@@ -38,6 +41,9 @@ static constexpr gk_torch_grouped_entry_points kGroupedEntryPoints = {gk_abi_ver
                                                                       gk_grouped_workspace_size,
                                                                       gk_grouped_pack,
                                                                       gk_grouped_run};
+static constexpr gk_torch_conv2d_entry_points kConv2dEntryPoints = {gk_abi_version,           gk_kernel_name,
+                                                                    gk_last_cuda_error,       gk_conv2d_can_implement,
+                                                                    gk_conv2d_workspace_size, gk_conv2d_run};
 
 // Registers the op (torch.ops.<ns>.run) and returns the module with `run` (that op: its schema brings keywords
 // and defaults) and `kernel_name`; nullptr with a Python ImportError when something does not fit.
