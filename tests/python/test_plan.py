@@ -217,7 +217,7 @@ def test_split_k_settings():
     assert (plan.decomposition, plan.split_k_slices) == (gemmkit.Decomposition.Auto, 1)
     plan.set_split_k_slices(4)
     assert (plan.decomposition, plan.split_k_slices) == (gemmkit.Decomposition.SplitK, 4)
-    plan.decomposition = "data_parallel"
+    plan.decomposition = "DataParallel"
     assert (plan.decomposition, plan.split_k_slices) == (gemmkit.Decomposition.DataParallel, 1)
     plan.reduction_mode = "Nondeterministic"
     assert plan.reduction_mode == gemmkit.ReductionMode.Nondeterministic
