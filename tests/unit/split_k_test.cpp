@@ -9,6 +9,7 @@
 #include "catalog/catalog.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "support/cli.hpp"
 #include "testing/shape_suite.hpp"
 
 namespace gk = gemmkit;
@@ -18,18 +19,16 @@ namespace {
 
 constexpr int kH200Sms = 132;
 
-gk::GemmOptions f16_options(int kernel_cc = 90) {
-  gk::GemmOptions o;
-  o.element = gk::DataType::f16;
-  o.element_accumulator = gk::DataType::f32;
-  o.layout = gk::Layout::RowMajor;
-  o.cc = 90;
-  o.kernel_cc = kernel_cc;
+using gk::testing::f16_row;
+
+gk::GemmOptions sm80_kernels() {
+  gk::GemmOptions o = f16_row(90);
+  o.kernel_cc = 80;
   return o;
 }
 
 struct Tables {
-  gk::KernelSpec spec = gk::Gemm(f16_options()).spec();
+  gk::KernelSpec spec = gk::Gemm(f16_row(90)).spec();
   std::vector<gk::TileDescription> tiles =
       cat::tile_descriptions(90, gk::OpClass::TensorOp,
                              {gk::DataType::f16, gk::DataType::f16, gk::DataType::f16, gk::DataType::f16,
@@ -155,7 +154,7 @@ TEST(SplitKChoice, SuiteShapesThatRunSplitK) {
 }
 
 TEST(SplitKPlan, SlicesForceAStreamKKernelWithThatManySplits) {
-  gk::Gemm plan(f16_options());
+  gk::Gemm plan(f16_row(90));
   EXPECT_EQ(plan.decomposition(), gk::Decomposition::Auto);
   const auto A = probe(1024, 4096), B = probe(4096, 1024), D = probe(1024, 1024);
   // 1024 x 1024 x 4096 by default: split-K 2 on the smallest Stream-K tile.
@@ -178,7 +177,7 @@ TEST(SplitKPlan, SlicesForceAStreamKKernelWithThatManySplits) {
 }
 
 TEST(SplitKPlan, BadSettingsAreConfigErrorsThatSayWhatToDo) {
-  gk::Gemm plan(f16_options());
+  gk::Gemm plan(f16_row(90));
   EXPECT_NE(error_of([&] { plan.set_split_k_slices(0); }).find("split_k_slices must be"), std::string::npos);
   EXPECT_NE(error_of([&] { plan.set_decomposition(gk::Decomposition::SplitK); }).find("set_split_k_slices"),
             std::string::npos);
@@ -187,7 +186,7 @@ TEST(SplitKPlan, BadSettingsAreConfigErrorsThatSayWhatToDo) {
   plan.set_tile_description(data_parallel);
   EXPECT_NE(error_of([&] { plan.set_split_k_slices(4); }).find("Stream-K tile scheduler"), std::string::npos);
   EXPECT_EQ(plan.decomposition(), gk::Decomposition::Auto);  // unchanged after the error
-  gk::Gemm with_stream_k_tile(f16_options());
+  gk::Gemm with_stream_k_tile(f16_row(90));
   for (const auto& td : with_stream_k_tile.tile_descriptions()) {
     if (td.tile_scheduler == gk::TileScheduler::StreamK) {
       with_stream_k_tile.set_tile_description(td);
@@ -197,7 +196,7 @@ TEST(SplitKPlan, BadSettingsAreConfigErrorsThatSayWhatToDo) {
   with_stream_k_tile.set_split_k_slices(4);
   EXPECT_EQ(with_stream_k_tile.split_k_slices(), 4);
   // CUTLASS 2.x kernels have no Stream-K scheduler arguments.
-  gk::Gemm sm80(f16_options(80));
+  gk::Gemm sm80(sm80_kernels());
   EXPECT_NE(error_of([&] { sm80.set_split_k_slices(2); }).find("CUTLASS 2.x"), std::string::npos);
   EXPECT_NE(error_of([&] { sm80.set_reduction_mode(gk::ReductionMode::Nondeterministic); }).find("SM90"),
             std::string::npos);
