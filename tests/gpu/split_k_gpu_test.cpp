@@ -168,8 +168,10 @@ TEST(GpuSplitK, CapturedIntoAGraphAndReplayed) {
   gk::RunOptions options;
   options.stream = stream;
   options.sync = false;
-  plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), 1.0, 1.0, options);  // loads
+  options.wait_for_best = true;  // loads the split-K kernel itself, so that the graph captures it
+  plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), 1.0, 1.0, options);
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(plan.running_kernel_name(o.A.view(), o.B.view(), nullptr, o.D.view()), kernel_of(plan, o));
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
   plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), 1.0, 1.0, options);
   cudaGraph_t graph = nullptr;
