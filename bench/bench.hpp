@@ -133,6 +133,8 @@ double time_cublas(Context& ctx, gk::DataType t, const Shape& s, Operands& o);
 gk::Gemm default_plan(gk::DataType dtype, int cc);
 // The kernel plan.run() would pick for row-major A (m x k), B (k x n), D (m x n) on `device`; nothing runs.
 gk::KernelSpec planned_spec(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device);
+// The decomposition and split count run() passes that kernel (Gemm::k_split_for).
+gk::KSplit planned_k_split(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device);
 cudaDataType_t cuda_type(gk::DataType dtype);
 std::size_t element_bytes(gk::DataType dtype);
 

@@ -3,6 +3,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
 #include <thread>
 
 #include "bench.hpp"
@@ -54,13 +55,26 @@ gk::Gemm default_plan(gk::DataType dtype, int cc) {
   return gk::Gemm(o);
 }
 
-gk::KernelSpec planned_spec(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device) {
-  // spec_for() checks shapes, strides and address alignment only: a cudaMalloc-aligned placeholder stands in.
+namespace {
+
+// spec_for() checks shapes, strides and address alignment only: a cudaMalloc-aligned placeholder stands in.
+std::array<gk::TensorView, 3> placeholder_views(gk::DataType dtype, const Shape& s, int device) {
   void* placeholder = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
-  const auto A = gk::TensorView::on_gpu(placeholder, dtype, {s.m, s.k}, gk::Layout::RowMajor, device);
-  const auto B = gk::TensorView::on_gpu(placeholder, dtype, {s.k, s.n}, gk::Layout::RowMajor, device);
-  const auto D = gk::TensorView::on_gpu(placeholder, dtype, {s.m, s.n}, gk::Layout::RowMajor, device);
+  return {gk::TensorView::on_gpu(placeholder, dtype, {s.m, s.k}, gk::Layout::RowMajor, device),
+          gk::TensorView::on_gpu(placeholder, dtype, {s.k, s.n}, gk::Layout::RowMajor, device),
+          gk::TensorView::on_gpu(placeholder, dtype, {s.m, s.n}, gk::Layout::RowMajor, device)};
+}
+
+}  // namespace
+
+gk::KernelSpec planned_spec(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device) {
+  const auto [A, B, D] = placeholder_views(dtype, s, device);
   return plan.spec_for(A, B, nullptr, D);
+}
+
+gk::KSplit planned_k_split(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device) {
+  const auto [A, B, D] = placeholder_views(dtype, s, device);
+  return plan.k_split_for(A, B, nullptr, D);
 }
 
 cudaDataType_t cuda_type(gk::DataType dtype) {

@@ -2,6 +2,7 @@
 // groups (the gemm section's verified, interleaved method), with the geometric mean per group and over M >= 128.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "bench.hpp"
@@ -26,8 +27,8 @@ struct Geomean {
 SectionResult suite_section(Context& ctx) {
   SectionResult result;
   const auto shapes = gk::testing::shape_suite(ctx.options.groups);
-  Table table{{"dtype", "group", "M x N x K", "gemmkit TFLOP/s", "cuBLAS TFLOP/s", "ratio", "gemmkit ms", "cuBLAS ms",
-               "spread (max-min)/median", "calls x batches", "check (max rel diff)", "tuned"},
+  Table table{{"dtype", "group", "M x N x K", "split-K", "gemmkit TFLOP/s", "cuBLAS TFLOP/s", "ratio", "gemmkit ms",
+               "cuBLAS ms", "spread (max-min)/median", "calls x batches", "check (max rel diff)", "tuned"},
               {}};
   Value rows = Value::array(), geomeans = Value::object();
   std::string geomean_lines;
@@ -53,6 +54,12 @@ SectionResult suite_section(Context& ctx) {
         row["kernel_name"] = planned_spec(plan, dtype, s, ctx.device).name();  // the kernel run() picks
         const bool tuned = gk::tuning::counters().applied > applied;           // ... from the tuning database
         row["tuned"] = tuned;
+        const gk::KSplit split = planned_k_split(plan, dtype, s, ctx.device);
+        row["decomposition"] = std::string(gk::to_string(split.mode));
+        row["splits"] = split.splits;
+        cells.push_back(split.mode == gk::Decomposition::SplitK         ? std::to_string(split.splits)
+                        : split.mode == gk::Decomposition::DataParallel ? std::string("-")
+                                                                        : std::string(gk::to_string(split.mode)));
         RowResult measured = measure_row(ctx, plan, dtype, s);
         row.update(measured.json);
         row["ok"] = true;
@@ -95,11 +102,14 @@ SectionResult suite_section(Context& ctx) {
     geomeans[type_name] = per_group;
   }
   result.json["groups"] = ctx.options.groups.empty() ? "all" : ctx.options.groups;
+  const char* split_k = std::getenv("GEMMKIT_SPLIT_K");  // "off": run() chose no split-K by itself
+  result.json["split_k"] = split_k != nullptr && *split_k != '\0' ? split_k : "auto";
   result.json["tuning_database"] = gk::tuning::Database::default_path();
   result.json["rows"] = rows;
   result.json["geomean_ratio"] = geomeans;
   result.markdown =
-      "## Shape suite (D = A@B, row-major, f32 accumulate, beta 0; ratio = cuBLAS time / gemmkit time)\n\n" +
+      "## Shape suite (D = A@B, row-major, f32 accumulate, beta 0; ratio = cuBLAS time / gemmkit time; split-K: the "
+      "split count run() chose, or the Stream-K kernel's decomposition)\n\n" +
       table.markdown() + "\n" + geomean_lines;
   return result;
 }

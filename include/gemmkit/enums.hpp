@@ -46,6 +46,13 @@ enum class BiasMode { None, PerRow, PerColumn };
 enum class ScaleMode { None, PerRow, PerColumn, RowAndColumn };
 // Order in which SM90 persistent schedulers walk output tiles (a run-time argument).
 enum class RasterOrder { Heuristic, AlongM, AlongN };
+// How an SM90 Stream-K kernel shares out the K extent of its output tiles (a run-time argument, no recompile): Auto =
+// gemmkit's choice per problem shape (split-K for a long K over few output tiles, else CUTLASS's heuristic), or one
+// of the CUTLASS scheduler's decompositions.
+enum class Decomposition { Auto, Heuristic, DataParallel, SplitK, StreamK };
+// How the CTAs that share an output tile add up their partial sums: in K order (bitwise reproducible) or atomically
+// in any order (less waiting; the rounding may differ from run to run).
+enum class ReductionMode { Deterministic, Nondeterministic };
 // Which convolution a Conv2d kernel computes (the reference's ConvKind: Fprop=0, Dgrad=1, Wgrad=2).
 enum class ConvKind { Fprop, Dgrad, Wgrad };
 // How a 2.x conv kernel walks its operands: analytic (any problem) or optimized (precomputed masks and offsets;
@@ -244,6 +251,27 @@ struct EnumTable<RasterOrder> {
       {RasterOrder::Heuristic, "Heuristic", "", ""},
       {RasterOrder::AlongM, "AlongM", "", "", "along_m m"},
       {RasterOrder::AlongN, "AlongN", "", "", "along_n n"},
+  };
+};
+
+template <>
+struct EnumTable<Decomposition> {
+  static constexpr std::string_view what = "decomposition";
+  static constexpr EnumRow<Decomposition> rows[] = {
+      {Decomposition::Auto, "Auto", "", ""},
+      {Decomposition::Heuristic, "Heuristic", "", ""},
+      {Decomposition::DataParallel, "DataParallel", "", "", "data_parallel dp"},
+      {Decomposition::SplitK, "SplitK", "", "", "split_k"},
+      {Decomposition::StreamK, "StreamK", "", "", "stream_k"},
+  };
+};
+
+template <>
+struct EnumTable<ReductionMode> {
+  static constexpr std::string_view what = "reduction mode";
+  static constexpr EnumRow<ReductionMode> rows[] = {
+      {ReductionMode::Deterministic, "Deterministic", "", ""},
+      {ReductionMode::Nondeterministic, "Nondeterministic", "", ""},
   };
 };
 

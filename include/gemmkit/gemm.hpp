@@ -121,6 +121,26 @@ class Gemm {
   int max_swizzle_size() const { return max_swizzle_size_; }
   void set_max_swizzle_size(int size);
 
+  // Split-K and Stream-K on SM90 kernels: run-time arguments of the Stream-K tile scheduler, no recompile.
+  // Decomposition::Auto (the default) lets run() choose per problem shape: split-K on a Stream-K kernel for a long K
+  // over few output tiles (splits ~ SMs / tiles), else CUTLASS's heuristic; GEMMKIT_SPLIT_K=off turns the automatic
+  // split-K off. set_split_k_slices(n > 1) splits every output tile's K extent into n slices, added up in the
+  // launch's workspace before the epilogue (the reference's split_k_slices); 1 returns to Auto. set_decomposition
+  // forces DataParallel, StreamK or CUTLASS's Heuristic (SplitK: use set_split_k_slices). A forced decomposition runs a
+  // Stream-K kernel (the plan's tile must use the Stream-K scheduler if one is set). The reduction mode says whether
+  // the slices add up in K order (bitwise reproducible) or as they finish. ConfigError on plans of CUTLASS 2.x
+  // kernels.
+  Decomposition decomposition() const { return decomposition_; }
+  void set_decomposition(Decomposition mode);
+  int split_k_slices() const { return splits_; }
+  void set_split_k_slices(int slices);
+  ReductionMode reduction_mode() const { return reduction_mode_; }
+  void set_reduction_mode(ReductionMode mode);
+  // The decomposition and split count run() passes the kernel it picks for these tensors (spec_for's); {DataParallel,
+  // 1} when that kernel has no Stream-K scheduler. Nothing runs; no GPU needed.
+  KSplit k_split_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                     double beta = 0.0);
+
   // The kernel for the widest alignments (or the given ones): a plain value, no I/O. A tile given here is
   // validated and stored in the plan, as the reference does.
   KernelSpec construct(const std::optional<TileDescription>& tile = std::nullopt,
@@ -200,6 +220,10 @@ class Gemm {
   // The module run() launches for `choice`: with `wait`, that one (compiled if needed); else see run().
   KernelModule& module_for(KernelChoices& choices, std::size_t choice, bool wait);
   std::size_t choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const;
+  // The decomposition run() passes configuration `choice` for this problem.
+  KSplit k_split(const KernelChoices& choices, std::size_t choice, const Problem& p, int sm_count) const;
+  // Throws ConfigError when the split-K settings do not apply to `spec` (a plan's kernel without a tile: its family).
+  void check_k_split_settings(const KernelSpec& spec) const;
   void invalidate();
   // tune()'s candidates for a checked problem: indices into choices.tiles, the heuristic's first.
   std::vector<std::size_t> tuning_indices(const KernelChoices& choices, const Problem& p, int sm_count,
@@ -237,6 +261,9 @@ class Gemm {
   ScaleMode scale_ = ScaleMode::None;
   RasterOrder raster_order_ = RasterOrder::Heuristic;
   int max_swizzle_size_ = 1;
+  Decomposition decomposition_ = Decomposition::Auto;
+  int splits_ = 1;
+  ReductionMode reduction_mode_ = ReductionMode::Deterministic;
   std::unique_ptr<RunCache> run_cache_;
 };
 

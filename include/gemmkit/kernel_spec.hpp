@@ -20,6 +20,14 @@ std::string shape_text(const Shape3& shape);
 // "[A, B, C]", as the reference prints them.
 std::string shape_list(const Shape3& shape);
 
+// How a Stream-K kernel shares out the K extent of its output tiles in one launch: its scheduler's decomposition
+// (never Auto) and split count, run-time arguments chosen per problem (Gemm::k_split_for).
+struct KSplit {
+  Decomposition mode = Decomposition::Heuristic;
+  int splits = 1;
+  bool operator==(const KSplit&) const = default;
+};
+
 // One configuration of a kernel family, printable like the reference's TileDescription.
 // On SM90 threadblock_shape is the cluster's tile, as in the reference: each CTA computes
 // threadblock_shape / cluster_shape (see cta_tile()).

@@ -16,6 +16,7 @@ from ._gemmkit import (  # noqa: E402
     ConvKind,
     CudaError,
     DataType,
+    Decomposition,
     EpilogueScheduleType,
     IteratorAlgorithm,
     Error,
@@ -27,6 +28,7 @@ from ._gemmkit import (  # noqa: E402
     MathOperation,
     OpcodeClass,
     RasterOrder,
+    ReductionMode,
     ScaleMode,
     SplitKMode,
     StrideSupport,
@@ -56,9 +58,9 @@ __version__: str = _gemmkit.__version__
 
 __all__ = [
     "Activation", "BiasMode", "CacheCounters", "CompileError", "CompiledKernel", "ConfigError", "Conv2d", "Conv2dDgrad",
-    "Conv2dFprop", "Conv2dWgrad", "ConvKind", "CudaError", "DataType",
+    "Conv2dFprop", "Conv2dWgrad", "ConvKind", "CudaError", "DataType", "Decomposition",
     "EpilogueScheduleType", "Error", "Gemm", "GroupedGemm", "IteratorAlgorithm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
-    "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "ScaleMode", "SplitKMode", "StrideSupport", "SwizzlingFunctor", "TensorError", "TensorView",
+    "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "ReductionMode", "ScaleMode", "SplitKMode", "StrideSupport", "SwizzlingFunctor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
     "cuda_device_count", "device_cc", "emit", "epilogue", "op", "pack_specs", "read_pack_file", "render", "swizzle",
     "tensor_view", "tuning_counters", "tuning_database_path", "wait_for_background_compiles",

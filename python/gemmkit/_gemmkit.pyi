@@ -207,6 +207,30 @@ class RasterOrder(enum.Enum):
 
     AlongN = 2
 
+class Decomposition(enum.Enum):
+    """
+    How an SM90 Stream-K kernel shares out K: Auto (per shape), Heuristic, DataParallel, SplitK or StreamK.
+    """
+
+    Auto = 0
+
+    Heuristic = 1
+
+    DataParallel = 2
+
+    SplitK = 3
+
+    StreamK = 4
+
+class ReductionMode(enum.Enum):
+    """
+    How split-K / Stream-K partial sums add up: in K order or as they finish.
+    """
+
+    Deterministic = 0
+
+    Nondeterministic = 1
+
 class ConvKind(enum.Enum):
     """Which convolution a Conv2d computes: fprop, dgrad or wgrad."""
 
@@ -654,6 +678,33 @@ class Gemm:
 
     @max_swizzle_size.setter
     def max_swizzle_size(self, arg: int, /) -> None: ...
+
+    @property
+    def decomposition(self) -> Decomposition:
+        """
+        SM90 Stream-K kernels: how K is shared out (Auto: run() chooses per shape; run-time only).
+        """
+
+    @decomposition.setter
+    def decomposition(self, arg: Decomposition, /) -> None: ...
+
+    @property
+    def split_k_slices(self) -> int:
+        """1: run() chooses; n > 1: split-K into n slices."""
+
+    def set_split_k_slices(self, slices: int) -> None:
+        """
+        Split every output tile's K extent into this many slices on a Stream-K kernel (1: run() chooses).
+        """
+
+    @property
+    def reduction_mode(self) -> ReductionMode:
+        """
+        Split-K / Stream-K partial sums: Deterministic (in K order) or Nondeterministic.
+        """
+
+    @reduction_mode.setter
+    def reduction_mode(self, arg: ReductionMode, /) -> None: ...
 
     def construct(self, tile_description: TileDescription | None = None, alignment_A: int | None = None, alignment_B: int | None = None, alignment_C: int | None = None) -> KernelSpec:
         """

@@ -22,10 +22,12 @@ from ._gemmkit import (
     CompiledKernel,
     ConfigError,
     ConvKind,
+    Decomposition,
     IteratorAlgorithm,
     KernelSpec,
     OpcodeClass,
     RasterOrder,
+    ReductionMode,
     ScaleMode,
     SplitKMode,
     StrideSupport,
@@ -201,6 +203,25 @@ class Gemm(_Configuration, _Plan):
     @raster_order.setter
     def raster_order(self, value: EnumLike[RasterOrder]) -> None:
         _set(self, "raster_order", _convert.enum_member(RasterOrder, value, "raster order"))
+
+    @property
+    def decomposition(self) -> Decomposition:
+        """Decomposition.Auto (run() chooses per shape), Heuristic, DataParallel or StreamK (SM90 Stream-K kernels;
+        SplitK: set_split_k_slices); settable with the enum or its name."""
+        return super().decomposition
+
+    @decomposition.setter
+    def decomposition(self, value: EnumLike[Decomposition]) -> None:
+        _set(self, "decomposition", _convert.enum_member(Decomposition, value, "decomposition"))
+
+    @property
+    def reduction_mode(self) -> ReductionMode:
+        """ReductionMode.Deterministic or Nondeterministic (split-K / Stream-K); settable with the enum or its name."""
+        return super().reduction_mode
+
+    @reduction_mode.setter
+    def reduction_mode(self, value: EnumLike[ReductionMode]) -> None:
+        _set(self, "reduction_mode", _convert.enum_member(ReductionMode, value, "reduction mode"))
 
     # run() and run_contiguous() take the reference's arguments (print_module, any stream object), not the C++ base
     # class's: the override is deliberate.

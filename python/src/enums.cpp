@@ -32,6 +32,11 @@ void bind_enums(nb::module_& m) {
   bind_enum<ScaleMode>(m, "ScaleMode",
                        "f32 scale vectors multiplying the accumulator per output row, column or both (SM90; FP8).");
   bind_enum<RasterOrder>(m, "RasterOrder", "Order in which SM90 persistent schedulers walk output tiles.");
+  bind_enum<Decomposition>(m, "Decomposition",
+                           "How an SM90 Stream-K kernel shares out K: Auto (per shape), Heuristic, DataParallel, "
+                           "SplitK or StreamK.");
+  bind_enum<ReductionMode>(m, "ReductionMode",
+                           "How split-K / Stream-K partial sums add up: in K order or as they finish.");
   bind_enum<ConvKind>(m, "ConvKind", "Which convolution a Conv2d computes: fprop, dgrad or wgrad.");
   bind_enum<IteratorAlgorithm>(m, "IteratorAlgorithm", "How a conv kernel walks its operands.");
   bind_enum<StrideSupport>(m, "StrideSupport", "Dgrad kernels for unit strides only, or for any stride.");

@@ -428,6 +428,13 @@ void bind_gemm(nb::module_& m) {
                    "SM90 persistent schedulers: the order output tiles are walked in (run-time only).")
       .def_prop_rw("max_swizzle_size", &Gemm::max_swizzle_size, &Gemm::set_max_swizzle_size,
                    "SM90 persistent schedulers: 1, 2, 4 or 8 (run-time only).")
+      .def_prop_rw("decomposition", &Gemm::decomposition, &Gemm::set_decomposition,
+                   "SM90 Stream-K kernels: how K is shared out (Auto: run() chooses per shape; run-time only).")
+      .def_prop_ro("split_k_slices", &Gemm::split_k_slices, "1: run() chooses; n > 1: split-K into n slices.")
+      .def("set_split_k_slices", &Gemm::set_split_k_slices, "slices"_a,
+           "Split every output tile's K extent into this many slices on a Stream-K kernel (1: run() chooses).")
+      .def_prop_rw("reduction_mode", &Gemm::reduction_mode, &Gemm::set_reduction_mode,
+                   "Split-K / Stream-K partial sums: Deterministic (in K order) or Nondeterministic.")
       .def("construct", &Gemm::construct, "tile_description"_a = nb::none(), "alignment_A"_a = nb::none(),
            "alignment_B"_a = nb::none(), "alignment_C"_a = nb::none(),
            "The KernelSpec for the widest alignments (or those given); a tile given here stays in the plan.")

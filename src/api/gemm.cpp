@@ -308,16 +308,27 @@ std::vector<Swizzle> Gemm::swizzling_functors() const {
   return catalog::family_for(target(), opclass_, operand_types(types_)).swizzles(opclass_);
 }
 
-template <class Field>
-void Gemm::change_checked(Field& field, Field value) {
+namespace {
+
+// Sets `field`, and restores it when `check` throws.
+template <class Field, class Check>
+void assign_checked(Field& field, Field value, const Check& check) {
   const Field previous = field;
   field = value;
   try {
-    (void)spec();  // every rule is checked against the new value before the plan keeps it
+    check();
   } catch (...) {
     field = previous;
     throw;
   }
+}
+
+}  // namespace
+
+template <class Field>
+void Gemm::change_checked(Field& field, Field value) {
+  const Field previous = field;
+  assign_checked(field, value, [&] { (void)spec(); });  // every rule is checked before the plan keeps the value
   if (previous != value) invalidate();
 }
 
@@ -374,6 +385,64 @@ void Gemm::set_max_swizzle_size(int size) {
   max_swizzle_size_ = size;
 }
 
+namespace {
+
+// GEMMKIT_SPLIT_K: "off" keeps run() from choosing split-K by itself (read once per process).
+bool automatic_split_k() {
+  static const bool on = [] {
+    const std::string value = knobs::value("GEMMKIT_SPLIT_K");
+    if (value.empty() || value == "auto") return true;
+    if (value == "off") return false;
+    throw ConfigError("GEMMKIT_SPLIT_K='" + value + "' is not auto or off; unset it or set one of them.");
+  }();
+  return on;
+}
+
+bool forces_stream_k(Decomposition mode) {
+  return mode != Decomposition::Auto;
+}
+
+}  // namespace
+
+void Gemm::check_k_split_settings(const KernelSpec& spec) const {
+  if (!forces_stream_k(decomposition_) && reduction_mode_ == ReductionMode::Deterministic) return;
+  if (!catalog::family_of(spec.family).has_persistent_scheduler()) {
+    throw ConfigError(
+        "Split-K slices, a decomposition and a reduction mode apply to SM90 Stream-K kernels; this plan uses CUTLASS "
+        "2.x kernels (" +
+        std::string(to_string(spec.family)) + "). Use swizzle = ThreadblockSwizzleStreamK for Stream-K there.");
+  }
+  if (forces_stream_k(decomposition_) && tile_ && !families::uses_stream_k(spec)) {
+    throw ConfigError("Decomposition " + std::string(to_string(decomposition_)) +
+                      " needs the Stream-K tile scheduler, but the plan's tile " + tile_->to_string() +
+                      " has none; set its tile_scheduler to StreamK or set_swizzling_functor(StreamK).");
+  }
+}
+
+void Gemm::set_decomposition(Decomposition mode) {
+  require_operation(catalog::Operation::Gemm, "set_decomposition");
+  if (mode == Decomposition::SplitK) {
+    throw ConfigError("Decomposition SplitK needs a split count: call set_split_k_slices(n) with n >= 2 instead.");
+  }
+  assign_checked(decomposition_, mode, [&] { check_k_split_settings(spec()); });
+  splits_ = 1;
+}
+
+void Gemm::set_split_k_slices(int slices) {
+  require_operation(catalog::Operation::Gemm, "set_split_k_slices");
+  if (slices < 1 || slices > 1024) {
+    throw ConfigError("split_k_slices must be 1 (run() chooses) to 1024; got " + std::to_string(slices) + ".");
+  }
+  assign_checked(decomposition_, slices > 1 ? Decomposition::SplitK : Decomposition::Auto,
+                 [&] { check_k_split_settings(spec()); });
+  splits_ = slices;
+}
+
+void Gemm::set_reduction_mode(ReductionMode mode) {
+  require_operation(catalog::Operation::Gemm, "set_reduction_mode");
+  assign_checked(reduction_mode_, mode, [&] { check_k_split_settings(spec()); });
+}
+
 KernelSpec Gemm::construct(const std::optional<TileDescription>& tile, std::optional<int> alignment_a,
                            std::optional<int> alignment_b, std::optional<int> alignment_c) {
   if (tile) set_tile_description(*tile);
@@ -419,14 +488,56 @@ void Gemm::wait_for_background() {
   wait_for_background_compiles();
 }
 
+namespace {
+
+// The SMs of the current GPU, or of the flagship GPU of cc without one (spec_for on a build machine).
+int sm_count_here(int cc) {
+  return cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc).sm_count;
+}
+
+// The problem as the kernel sees it: transposed when it computes D^T.
+catalog::ProblemShape kernel_shape(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool swap) {
+  return {swap ? n : m, swap ? m : n, k, batch};
+}
+
+}  // namespace
+
 std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const {
+  check_k_split_settings(choices.spec(0));
   if (tile_) return 0;
+  const catalog::ProblemShape shape = kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed);
+  if (forces_stream_k(decomposition_) && swizzle_ != Swizzle::StreamK) {
+    const std::size_t i = catalog::smallest_stream_k(choices.tiles, shape);
+    if (i == choices.tiles.size()) {
+      throw ConfigError("Decomposition " + std::string(to_string(decomposition_)) +
+                        " needs a Stream-K kernel, and this plan has no valid Stream-K configuration for alignments " +
+                        std::to_string(p.alignment_a) + "/" + std::to_string(p.alignment_b) + "/" +
+                        std::to_string(p.alignment_c) + ".");
+    }
+    return i;
+  }
   // A configuration measured by Gemm::tune for this plan and shape bucket (tuning database), when it is built.
   if (auto tuned = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch})) return *tuned;
-  // The kernel sees the transposed problem when it computes D^T.
-  const bool swap = run_cache_->transposed;
-  const catalog::ProblemShape shape{swap ? p.n : p.m, swap ? p.m : p.n, p.k, p.batch};
-  return catalog::choose_tile(choices.tiles, choices.base, shape, sm_count);
+  return catalog::choose_tile(choices.tiles, choices.base, shape, sm_count, automatic_split_k());
+}
+
+KSplit Gemm::k_split(const KernelChoices& choices, std::size_t choice, const Problem& p, int sm_count) const {
+  if (!families::uses_stream_k(choices.spec(choice))) return {Decomposition::DataParallel, 1};
+  switch (decomposition_) {
+    case Decomposition::Auto: break;
+    case Decomposition::SplitK: return {Decomposition::SplitK, splits_};
+    default: return {decomposition_, 1};
+  }
+  if (!automatic_split_k()) return {};
+  const catalog::ProblemShape shape = kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed);
+  return catalog::choose_k_split(choices.tiles[choice], shape, sm_count);
+}
+
+KSplit Gemm::k_split_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                         double beta) {
+  const auto [choices, choice] = choice_without_running(A, B, C, D, beta);
+  const Problem p = check_problem(A, B, C, D, beta);
+  return k_split(*choices, choice, p, sm_count_here(cc_));
 }
 
 std::vector<KernelSpec> Gemm::run_time_kernels() const {
@@ -435,9 +546,12 @@ std::vector<KernelSpec> Gemm::run_time_kernels() const {
   const int sm_count = catalog::limits_for_cc(cc_).sm_count;
   const Shape3 cta = tiles.front().cta_tile();
   // Shapes that reach each branch of the run-time choice: one wave plus one tile (wave-quantized: Stream-K), a long
-  // K on few tiles (Stream-K on the smallest tile), and mid-sized problems (the cheapest tile shape).
+  // K on few tiles (Stream-K on the smallest tile), decode-like ones (64-row tiles, split-K) and mid-sized problems
+  // (the cheapest tile shape).
   const std::vector<catalog::ProblemShape> probes = {{cta[0] * (sm_count + 1), cta[1], 8192, 1},
                                                      {512, 512, 16384, 1},
+                                                     {16, 4096, 4096, 1},
+                                                     {16, 14336, 4096, 1},
                                                      {1024, 1024, 4096, 1},
                                                      {2048, 2048, 2048, 1},
                                                      {4096, 4096, 512, 1},
@@ -464,9 +578,7 @@ std::pair<Gemm::KernelChoices*, std::size_t> Gemm::choice_without_running(const 
   require_operation(catalog::Operation::Gemm, "spec_for(A, B, C, D)");
   const Problem p = check_problem(A, B, C, D, beta);
   KernelChoices& choices = choices_for(p);
-  const int sm_count =
-      cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
-  return {&choices, choose_tile(choices, p, sm_count)};
+  return {&choices, choose_tile(choices, p, sm_count_here(cc_))};
 }
 
 KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
@@ -688,6 +800,8 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   gemm.activation_parameter = activation_parameter_;
   gemm.raster_order = raster_order_;
   gemm.max_swizzle_size = max_swizzle_size_;
+  gemm.k_split = k_split(choices, choice, p, sm_count);
+  gemm.reduction_mode = reduction_mode_;
   gemm.device = device;
   gemm.sm_count = sm_count;
   runtime::launch(module, gemm, options.stream, options.sync, options.workspace);

@@ -199,56 +199,46 @@ bool weighed(const TileDescription& td, const TileDescription& front) {
   return !stream_k(td) && td.kernel_schedule == front.kernel_schedule && td.cluster_shape == front.cluster_shape;
 }
 
-}  // namespace
+// Output tiles as the persistent schedulers count them: CTA tiles, rounded up to whole clusters.
+std::int64_t cluster_tile_count(const TileDescription& td, const ProblemShape& p) {
+  const Shape3 cta = td.cta_tile();
+  auto blocks = [](std::int64_t extent, int tile, int cluster) {
+    const std::int64_t n = (extent + tile - 1) / tile;
+    return (n + cluster - 1) / cluster * cluster;
+  };
+  return blocks(p.m, cta[0], td.cluster_shape[0]) * blocks(p.n, cta[1], td.cluster_shape[1]) * p.batch;
+}
 
-std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
-                        int sm_count) {
-  if (tiles.size() <= 1 || spec.swizzle == Swizzle::StreamK) return 0;
-  // Below a few GFLOP the kernel takes microseconds whatever its tile: keep the default, so one compiled kernel
-  // serves every small problem of the plan.
-  constexpr double kMinFlopsForShapeChoice = 4e9;
-  if (2.0 * shape.m * shape.n * shape.k * shape.batch < kMinFlopsForShapeChoice) return 0;
-  const Shape3 default_cta = tiles.front().cta_tile();
-  const std::int64_t default_tiles = tile_count(default_cta, shape);
-  if (default_tiles >= sm_count) {
-    // A last wave that is mostly idle (e.g. 2 waves + 1 tile): Stream-K spreads the work evenly (1.4x measured).
-    const std::int64_t last_wave = default_tiles % sm_count;
-    if (last_wave == 0 || last_wave * 4 > sm_count || default_tiles > 4 * sm_count) return 0;
-    for (std::size_t i = 0; i < tiles.size(); ++i) {
-      if (stream_k(tiles[i]) && tiles[i].cta_tile() == default_cta &&
-          tiles[i].cluster_shape == tiles.front().cluster_shape) {
-        return i;
-      }
-    }
-    return 0;
-  }
-  // Few output tiles and a long K: split K across SMs with Stream-K, on the smallest Stream-K tile (most work
-  // units; measured 2x over the default tile at 512x512x16384 on the H200).
-  if (default_tiles * 2 <= sm_count && shape.k >= 8 * std::max(shape.m, shape.n)) {
-    std::size_t best = tiles.size();
-    for (std::size_t i = 0; i < tiles.size(); ++i) {
-      if (!stream_k(tiles[i])) continue;
-      const Shape3 c = tiles[i].cta_tile();
-      if (best == tiles.size() || c[0] * c[1] < tiles[best].cta_tile()[0] * tiles[best].cta_tile()[1]) best = i;
-    }
-    if (best != tiles.size()) return best;
-  }
-  // Otherwise the tile shape with the lowest estimated time, among each shape's first (auto-scheduled) entry.
-  std::size_t best = 0;
+// The tile of least estimated time (waves x tile area / efficiency) among the entries `eligible` accepts; a later
+// entry must win clearly (3%), else the earlier one stays. tiles.size() when none is eligible.
+template <class Eligible>
+std::size_t cheapest_tile(const std::vector<TileDescription>& tiles, const ProblemShape& shape, int sm_count,
+                          Eligible eligible) {
+  std::size_t best = tiles.size();
   double best_cost = 0.0;
   for (std::size_t i = 0; i < tiles.size(); ++i) {
-    const TileDescription& td = tiles[i];
-    if (!weighed(td, tiles.front())) continue;
-    const Shape3 cta = td.cta_tile();
+    if (!eligible(tiles[i])) continue;
+    const Shape3 cta = tiles[i].cta_tile();
     const double waves = static_cast<double>((tile_count(cta, shape) + sm_count - 1) / sm_count);
     const double cost = waves * cta[0] * cta[1] / tile_efficiency(cta);
-    if (i == 0 || cost < best_cost * 0.97) {  // a clear win only, else keep the earlier (default) entry
+    if (best == tiles.size() || cost < best_cost * 0.97) {
       best = i;
       best_cost = cost;
     }
   }
   return best;
 }
+
+bool splits_k(const std::vector<TileDescription>& tiles, std::size_t i, const ProblemShape& shape, int sm_count) {
+  return i != tiles.size() && choose_k_split(tiles[i], shape, sm_count).mode == Decomposition::SplitK;
+}
+
+// Decode-like problems: at most 64 rows against a B of at least 16M elements, which the kernel mostly streams from
+// memory, so what counts is how many SMs read it.
+constexpr std::int64_t kDecodeRows = 64;
+constexpr double kDecodeMinBElements = 16.0 * 1024 * 1024;
+
+}  // namespace
 
 int choose_split_k(std::int64_t output_tiles, std::int64_t k_iterations, int sm_count) {
   if (output_tiles < 1 || sm_count < 1 || output_tiles >= sm_count) return 1;
@@ -289,6 +279,78 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
     }
   }
   return best;
+}
+
+std::size_t smallest_stream_k(const std::vector<TileDescription>& tiles, const ProblemShape& shape) {
+  auto area = [&](std::size_t i) { return tiles[i].cta_tile()[0] * tiles[i].cta_tile()[1]; };
+  auto wasted = [&](std::size_t i) {
+    return cluster_tile_count(tiles[i], shape) > tile_count(tiles[i].cta_tile(), shape);
+  };
+  std::size_t best = tiles.size();
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    if (!stream_k(tiles[i])) continue;
+    if (best == tiles.size() || area(i) < area(best) || (area(i) == area(best) && wasted(best) && !wasted(i))) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+KSplit choose_k_split(const TileDescription& tile, const ProblemShape& shape, int sm_count) {
+  const std::int64_t tiles = cluster_tile_count(tile, shape);
+  const std::int64_t k_tiles = (shape.k + tile.cta_tile()[2] - 1) / tile.cta_tile()[2];
+  if (tiles == 0 || tiles * 2 > sm_count) return {};
+  const std::int64_t splits = std::min({sm_count / tiles, k_tiles / kMinKTilesPerSplit, std::int64_t{kMaxSplits}});
+  if (splits < 2) return {};
+  return {Decomposition::SplitK, static_cast<int>(splits)};
+}
+
+std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
+                        int sm_count, bool split_k) {
+  if (tiles.size() <= 1 || spec.swizzle == Swizzle::StreamK) return 0;
+  const TileDescription& front = tiles.front();
+  const std::int64_t default_tiles = tile_count(front.cta_tile(), shape);
+  if (default_tiles >= sm_count) {
+    // A last wave that is mostly idle (e.g. 2 waves + 1 tile): Stream-K spreads the work evenly (1.4x measured).
+    const std::int64_t last_wave = default_tiles % sm_count;
+    if (last_wave == 0 || last_wave * 4 > sm_count || default_tiles > 4 * sm_count) return 0;
+    for (std::size_t i = 0; i < tiles.size(); ++i) {
+      if (stream_k(tiles[i]) && tiles[i].cta_tile() == front.cta_tile() &&
+          tiles[i].cluster_shape == front.cluster_shape) {
+        return i;
+      }
+    }
+    return 0;
+  }
+  const std::size_t stream_k_tile = smallest_stream_k(tiles, shape);
+  if (shape.m <= kDecodeRows && static_cast<double>(shape.n) * shape.k * shape.batch >= kDecodeMinBElements) {
+    auto row_tile = [](const TileDescription& td) {
+      return td.cta_tile()[0] == kDecodeRows && td.cluster_shape == Shape3{1, 1, 1} &&
+             td.kernel_schedule == KernelSchedule::Auto && !stream_k(td);
+    };
+    const std::size_t narrow = cheapest_tile(tiles, shape, sm_count, row_tile);
+    std::int64_t most_ctas = 0;  // the 64-row tiles' best SM coverage
+    for (const TileDescription& td : tiles) {
+      if (row_tile(td)) most_ctas = std::max(most_ctas, tile_count(td.cta_tile(), shape));
+    }
+    if (split_k && most_ctas * 2 <= sm_count && splits_k(tiles, stream_k_tile, shape, sm_count)) return stream_k_tile;
+    if (narrow != tiles.size()) return narrow;
+  }
+  // Below a few GFLOP the kernel takes microseconds whatever its tile: keep the default, so one compiled kernel
+  // serves every small problem of the plan.
+  constexpr double kMinFlopsForShapeChoice = 4e9;
+  if (2.0 * shape.m * shape.n * shape.k * shape.batch < kMinFlopsForShapeChoice) return 0;
+  // Few output tiles and a long K: split K across SMs on the smallest Stream-K tile (most work units; CUTLASS's
+  // Stream-K decomposition measured 2x over the default tile at 512x512x16384 on the H200).
+  if (default_tiles * 2 <= sm_count && stream_k_tile != tiles.size()) {
+    const bool long_k =
+        split_k ? splits_k(tiles, stream_k_tile, shape, sm_count) : shape.k >= 8 * std::max(shape.m, shape.n);
+    if (long_k) return stream_k_tile;
+  }
+  // Otherwise the tile shape with the lowest estimated time, among each shape's first (auto-scheduled) entry.
+  const std::size_t best =
+      cheapest_tile(tiles, shape, sm_count, [&](const TileDescription& td) { return weighed(td, front); });
+  return best == tiles.size() ? 0 : best;
 }
 
 std::vector<std::size_t> tuning_candidates(const std::vector<TileDescription>& tiles, const KernelSpec& spec,

@@ -62,11 +62,27 @@ struct ProblemShape {
 };
 
 // The configuration (index into `tiles`, all valid for `spec`) to run this problem with when the plan has none:
-// the default (index 0) for problems under 4 GFLOP and for problems that fill the GPU; for the others, the tile that
-// minimises an estimated time (waves x tile area / tile efficiency); for few tiles and a long K, the Stream-K
-// configuration.
+// - a problem that fills the GPU keeps the default (index 0), unless its last wave is mostly idle (Stream-K);
+// - a decode-like problem (M <= 64 rows against a large B) takes split-K on the smallest Stream-K tile when the
+//   64-row tiles would leave most SMs idle and K is long, else the 64-row tile (cluster 1x1) of least estimated time;
+// - other problems under 4 GFLOP keep the default (one compiled kernel serves them all);
+// - few output tiles and a long K: the smallest Stream-K tile (split-K, see choose_k_split);
+// - otherwise the tile that minimises an estimated time (waves x tile area / tile efficiency).
+// `split_k` false (GEMMKIT_SPLIT_K=off) never chooses for split-K: long K takes Stream-K only when K >= 8 max(M, N)
+// (CUTLASS's own decomposition), decode-like problems the 64-row tile.
 std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
-                        int sm_count);
+                        int sm_count, bool split_k = true);
+
+// Split-K for a problem with few output tiles of `tile` (at most half the SMs) and a K long enough for every split
+// to get at least kMinKTilesPerSplit of the tile's K steps: splits ~ sm_count / tiles, at most kMaxSplits. Otherwise
+// CUTLASS's heuristic (Stream-K for a quantized last wave, data-parallel for many tiles).
+inline constexpr int kMinKTilesPerSplit = 8;
+inline constexpr int kMaxSplits = 16;
+KSplit choose_k_split(const TileDescription& tile, const ProblemShape& shape, int sm_count);
+
+// The smallest Stream-K CTA tile of `tiles` (most work units), preferring a cluster that covers no tile outside the
+// problem; tiles.size() when there is none.
+std::size_t smallest_stream_k(const std::vector<TileDescription>& tiles, const ProblemShape& shape);
 
 // Split-K slices for a problem whose output has `output_tiles` CTA tiles and whose reduction takes `k_iterations`
 // steps of the tile's K (Conv2d's default for wgrad, whose implicit GEMM is a small output over a long K = N*P*Q):

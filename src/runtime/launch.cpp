@@ -62,7 +62,11 @@ void launch(KernelModule& module, const GemmLaunch& gemm, cudaStream_t stream, b
   if (gemm.transposed) std::swap(args.row_scale, args.column_scale);
   args.raster_order = static_cast<int32_t>(gemm.raster_order);
   args.max_swizzle_size = gemm.max_swizzle_size;
-  args.splits = 1;
+  // The ABI numbers decompositions as CUTLASS does (Heuristic = 0, ...): one less than gemmkit's, whose Auto is
+  // resolved before a launch.
+  args.splits = std::max(1, gemm.k_split.splits);
+  args.decomposition = std::max(0, static_cast<int32_t>(gemm.k_split.mode) - 1);
+  args.reduction = static_cast<int32_t>(gemm.reduction_mode);
   module.run(args, stream, workspace);
 
   // Host D is copied back and lands before return; device outputs sync if asked.

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "gemmkit/enums.hpp"
+#include "gemmkit/kernel_spec.hpp"
 #include "gemmkit/runtime.hpp"
 #include "runtime/staging.hpp"
 
@@ -22,6 +23,8 @@ struct GemmLaunch {
   double alpha = 1.0, beta = 0.0, activation_parameter = 0.0;
   RasterOrder raster_order = RasterOrder::Heuristic;
   int max_swizzle_size = 1;
+  KSplit k_split;  // Stream-K kernels: decomposition and split count (other kernels ignore them)
+  ReductionMode reduction_mode = ReductionMode::Deterministic;
   int device = 0, sm_count = 0;
 };
 

@@ -41,6 +41,8 @@ const std::vector<Knob>& all() {
       {"GEMMKIT_WAIT_FOR_BEST", Type::Flag, "off",
        "1 makes run() compile and wait for the kernel a new shape asks for, instead of compiling it in the background"},
       {"GEMMKIT_DUMP_SASS", Type::Flag, "off", "1 writes kernel.sass (cuobjdump -sass) beside each built kernel.so"},
+      {"GEMMKIT_SPLIT_K", Type::Text, "auto",
+       "off: run() never chooses split-K by itself (Stream-K kernels keep CUTLASS's heuristic decomposition)"},
       {"GEMMKIT_TUNING_DB", Type::Text, "<cache>/tuning.sqlite3",
        "the tuning database (gemmkit tune, Gemm::tune); off: run() ignores it"},
   };

@@ -116,6 +116,48 @@ TEST(CompileTier, Fp8Sm90KernelWithScaleVectorsBuilds) {
   EXPECT_NE(plan.kernel_name().find("_scalerowcolumn"), std::string::npos) << plan.kernel_name();
 }
 
+// The SM90 split-K kernel of the gpu tier (Stream-K scheduler, fused ReLU) builds; its host code (no GPU) reads the
+// decomposition and split count from the ABI: split-K 4 needs a workspace for the partial tiles, a data-parallel
+// launch of the same kernel none of that size, and CUTLASS refuses a split count with a Stream-K decomposition.
+TEST(CompileTier, Sm90SplitKKernelBuildsAndReadsItsDecompositionAtRunTime) {
+  gk::testenv::TempDir cache_dir;
+  gk::Gemm plan(f16_row(90));
+  plan.set_activation(gk::Activation::ReLU);
+  plan.set_split_k_slices(2);
+  alignas(256) static char base[256];
+  auto view = [&](long rows, long cols) {
+    return gk::TensorView::on_gpu(base, gk::DataType::f16, {rows, cols}, gk::Layout::RowMajor, 0);
+  };
+  const long m = 256, n = 384, k = 2392;  // tests/support/gpu_cases.hpp kSplitKShape
+  const gk::KernelSpec spec = plan.spec_for(view(m, k), view(k, n), nullptr, view(m, n));
+  EXPECT_NE(spec.name().find("_stream_k"), std::string::npos) << spec.name();
+  gk::DiskCache cache(cache_dir.str());
+  const auto entries = cache.get_or_build_many(gk::Toolchain::discover(), {gk::render(spec)});
+  ASSERT_EQ(entries.size(), 1u);
+  const auto module = gk::KernelModule::load(entries[0].module_path);
+  gk_gemm_args args{};
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.batch = 1;
+  args.A = args.B = args.C = args.D = base;
+  args.lda = k;
+  args.ldb = args.ldc = args.ldd = n;
+  args.alpha = args.beta = 1.0;
+  args.sm_count = 132;
+  args.splits = 4;
+  args.decomposition = 2;  // split-K
+  const std::size_t split_k = module->workspace_size(args);
+  EXPECT_EQ(module->can_implement(args), GK_OK);
+  args.splits = 1;
+  args.decomposition = 1;  // data-parallel
+  const std::size_t data_parallel = module->workspace_size(args);
+  EXPECT_GE(split_k, data_parallel + std::size_t{m} * n * sizeof(float)) << split_k << " vs " << data_parallel;
+  args.splits = 4;
+  args.decomposition = 3;  // Stream-K takes no split count
+  EXPECT_EQ(module->can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
+}
+
 // One grouped kernel of each family: the modules build, load as grouped modules and describe what they compiled.
 TEST(CompileTier, GroupedKernelsOfBothFamiliesBuildAndDescribeThemselves) {
   gk::testenv::TempDir cache_dir;

@@ -212,6 +212,25 @@ def test_bias_kernel_cc_and_raster_order():
     assert plan90.kernel_name() == SM90_DEFAULT  # run-time arguments: the kernel stays
 
 
+def test_split_k_settings():
+    plan = fp16_plan(90)
+    assert (plan.decomposition, plan.split_k_slices) == (gemmkit.Decomposition.Auto, 1)
+    plan.set_split_k_slices(4)
+    assert (plan.decomposition, plan.split_k_slices) == (gemmkit.Decomposition.SplitK, 4)
+    plan.decomposition = "DataParallel"
+    assert (plan.decomposition, plan.split_k_slices) == (gemmkit.Decomposition.DataParallel, 1)
+    plan.reduction_mode = "Nondeterministic"
+    assert plan.reduction_mode == gemmkit.ReductionMode.Nondeterministic
+    assert plan.kernel_name() == SM90_DEFAULT  # run-time arguments: the kernel stays
+    with pytest.raises(gemmkit.ConfigError, match="set_split_k_slices"):
+        plan.decomposition = "SplitK"
+    with pytest.raises(gemmkit.ConfigError, match="split_k_slices must be"):
+        plan.set_split_k_slices(0)
+    sm80 = gemmkit.Gemm(element=np.float16, layout="row", element_accumulator=np.float32, cc=90, kernel_cc=80)
+    with pytest.raises(gemmkit.ConfigError, match="CUTLASS 2.x"):
+        sm80.set_split_k_slices(2)
+
+
 # The gemmkit command line and the Python package resolve types and layouts through the same C++ code: for each
 # option set, `gemmkit plan --json` and the Python plan agree (the CLI's help: --element f16 and --layout row when
 # a line names neither).

@@ -302,9 +302,31 @@ inline std::vector<KernelSpec> suite_specs(int cc) {
   return out;
 }
 
+// tests/gpu/split_k_gpu_test.cpp: forced split-K and decompositions on a ReLU plan (kSplitKShape: K = 37 x 64 + 24, so
+// no split count divides its 38 K steps), and the automatic choice on a plain plan for a long K and two decode shapes.
+inline constexpr Shape kSplitKShape{256, 384, 2392};
+inline const std::vector<Shape>& split_k_auto_shapes() {
+  static const std::vector<Shape> kShapes = {{512, 512, 8192}, {16, 4096, 4096}, {16, 14336, 4096}};
+  return kShapes;
+}
+inline Gemm split_k_plan(int cc, Activation activation) {
+  Gemm plan(epilogue_options(DataType::f16, cc, 90));
+  plan.set_activation(activation);
+  return plan;
+}
+inline std::vector<KernelSpec> split_k_specs(int cc) {
+  std::vector<KernelSpec> out;
+  Gemm relu = split_k_plan(cc, Activation::ReLU);
+  relu.set_split_k_slices(2);
+  out.push_back(spec_for_shape(relu, kSplitKShape));
+  Gemm plain = split_k_plan(cc, Activation::Identity);
+  for (const Shape& s : split_k_auto_shapes()) out.push_back(spec_for_shape(plain, s));
+  return out;
+}
+
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` (comma-separated)
 // picks "config", "epilogue", "concurrency", "types", "fuzz", "grouped", "conv", "conv90" (SM90 only), "fp8" (SM90
-// only) and/or "tuning" (empty: all of these), or "suite" (the benchmark's shape suite; only when named).
+// only), "splitk" and/or "tuning" (empty: all of these), or "suite" (the benchmark's shape suite; only when named).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
   auto named = [&](const std::string& group) {
     return ("," + groups + ",").find("," + group + ",") != std::string::npos;
@@ -344,6 +366,9 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
   }
   if (named("suite")) {
     for (const auto& spec : suite_specs(cc)) out.push_back(spec);
+  }
+  if (wanted("splitk") && cc >= 90) {
+    for (const auto& spec : split_k_specs(cc)) out.push_back(spec);
   }
   if (wanted("tuning") && cc >= 90) {
     for (const auto& spec : tuning_specs(cc)) out.push_back(spec);

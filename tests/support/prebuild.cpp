@@ -1,5 +1,6 @@
 // tests/support/prebuild.cpp: compiles every kernel of the gpu tier into the cache, in parallel, before the
-// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only config,epilogue,types,fuzz,grouped,conv,conv90,fp8,tuning,suite]
+// tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only
+// config,epilogue,types,fuzz,grouped,conv,conv90,fp8,splitk,tuning,suite]
 // [--match REGEX] [--list]).
 #include <chrono>
 #include <cstring>
@@ -18,7 +19,8 @@
 int main(int argc, char** argv) {
   int cc = 90;
   bool list_only = false;
-  // "config,epilogue,types,fuzz,grouped,conv,conv90,fp8,tuning" subsets, empty = all; "suite": the benchmark's shape suite
+  // "config,epilogue,types,fuzz,grouped,conv,conv90,fp8,splitk,tuning" subsets, empty = all; "suite": the benchmark's
+  // shape suite
   std::string groups;
   std::string match = ".";  // only kernels whose name this regular expression finds
   for (int i = 1; i < argc; ++i) {

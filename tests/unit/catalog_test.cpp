@@ -87,7 +87,8 @@ TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
   const auto tiles =
       cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
                              cat::limits_for_cc(90));
-  // 1024 x 1024 has 32 default (128x256) tiles for 132 SMs: 128x128 tiles give 64 CTAs for the same time.
+  // 1024 x 1024 has 32 default (128x256) tiles for 132 SMs: 128x128 tiles give 64 CTAs for the same time, and
+  // split-K 2 on them 128 (tests/unit/split_k_test.cpp).
   const auto mid = tiles[cat::choose_tile(tiles, spec, {1024, 1024, 4096, 1}, 132)];
   EXPECT_LT(mid.cta_tile()[0] * mid.cta_tile()[1], 128 * 256) << mid.to_string();
   const auto long_k = tiles[cat::choose_tile(tiles, spec, {256, 512, 65536, 1}, 132)];

@@ -168,6 +168,11 @@ std::vector<OptionRow> plan_table() {
        enum_check<gk::RasterOrder>()},
       // The library's rule (Gemm::set_max_swizzle_size), checked here too so that it fails before any GPU query.
       {"max-swizzle-size", "N", "SM90 persistent schedulers: 1, 2, 4 or 8", integer_one_of({1, 2, 4, 8})},
+      {"decomposition", "MODE",
+       "SM90 Stream-K kernels, " + one_of<gk::Decomposition>() + " (SplitK: --split-k-slices; default Auto)",
+       enum_check<gk::Decomposition>()},
+      {"reduction-mode", "MODE", "SM90 split-K / Stream-K partial sums, " + one_of<gk::ReductionMode>(),
+       enum_check<gk::ReductionMode>()},
       {"tile", "N", "use the N-th entry of `gemmkit tiles` instead of the default", integer_check(0, kInt32Max)},
   };
 }
@@ -198,7 +203,9 @@ std::vector<OptionRow> conv_table(bool with_n_k) {
       {"dilation", "N", "with --conv: dilation (both axes)", integer_check(1, kInt32Max)},
       {"iterator-algorithm", "NAME", "with --conv: " + one_of<gk::IteratorAlgorithm>() + " (default: by problem)",
        enum_check<gk::IteratorAlgorithm>()},
-      {"split-k-slices", "N", "with --conv: split-K slices (serial unless --split-k-mode says; default: by problem)",
+      {"split-k-slices", "N",
+       "with --conv: split-K slices (serial unless --split-k-mode says; default: by problem); else SM90 split-K slices "
+       "of a Stream-K kernel (1: run() chooses)",
        integer_check(1, 65535)},
       {"split-k-mode", "NAME",
        "with --conv: " + one_of<gk::SplitKMode>() + " split-K (default: parallel for wgrad under a wave of CTAs)",
@@ -374,6 +381,12 @@ std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped,
   if (auto size = args.integer("max-swizzle-size")) {
     apply(args, "max-swizzle-size", [&] { plan.set_max_swizzle_size(static_cast<int>(*size)); });
   }
+  if (auto mode = args.enumerator<gk::Decomposition>("decomposition")) {
+    apply(args, "decomposition", [&] { plan.set_decomposition(*mode); });
+  }
+  if (auto mode = args.enumerator<gk::ReductionMode>("reduction-mode")) {
+    apply(args, "reduction-mode", [&] { plan.set_reduction_mode(*mode); });
+  }
   if (auto index = args.integer("tile")) {
     const auto tiles = plan.tile_descriptions();
     if (*index >= static_cast<std::int64_t>(tiles.size())) {
@@ -382,6 +395,10 @@ std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped,
                             " (see gemmkit tiles).");
     }
     apply(args, "tile", [&] { plan.set_tile_description(tiles[static_cast<std::size_t>(*index)]); });
+  }
+  const bool conv = args.enumerator<gk::ConvKind>("conv").has_value();
+  if (auto slices = args.integer("split-k-slices"); slices && !conv) {
+    apply(args, "split-k-slices", [&] { plan.set_split_k_slices(static_cast<int>(*slices)); });
   }
   return owned;
 }
@@ -1256,8 +1273,8 @@ int main(int argc, char** argv) {
     }
     if (values.given("groups") && !grouped) throw UsageError("--groups needs --grouped.");
     if (!values.given("conv")) {
-      for (const char* name : {"h", "w", "c", "r", "s", "stride", "pad", "dilation", "iterator-algorithm",
-                               "split-k-slices", "split-k-mode"}) {
+      for (const char* name :
+           {"h", "w", "c", "r", "s", "stride", "pad", "dilation", "iterator-algorithm", "split-k-mode"}) {
         if (values.given(name)) throw UsageError(std::string("--") + name + " needs --conv KIND.");
       }
       if (!run.parsed() && (values.given("n") || values.given("k"))) {

@@ -40,7 +40,9 @@ typedef struct gk_gemm_args {
   int32_t raster_order;     /* SM90 persistent schedulers: 0 = heuristic, 1 = along M, 2 = along N */
   int32_t max_swizzle_size; /* SM90 persistent schedulers: 1, 2, 4 or 8 */
   int32_t splits;           /* Stream-K / split-K: number of splits, 1 = let the scheduler decide */
-  int32_t reserved;
+  int32_t decomposition;    /* SM90 Stream-K scheduler: 0 = heuristic, 1 = data-parallel, 2 = split-K, 3 = Stream-K */
+  int32_t reduction;        /* SM90 Stream-K scheduler: 0 = deterministic (in K order), 1 = nondeterministic */
+  int32_t reserved;         /* keeps the pointers below 8-byte aligned */
   /* Scale vectors of f32 when the module was built with them (e.g. FP8 dequantization scales): the accumulator of
      output (i, j) is multiplied by row_scale[i] (m elements) and column_scale[j] (n elements) before alpha; a null
      one counts as all ones. */

@@ -126,13 +126,21 @@ Stride make_stride(int64_t ld, int64_t batch_stride) {
   return stride;
 }
 
-// Stream-K's scheduler takes a split count; the other schedulers have no such field.
+// Stream-K's scheduler takes a split count, a decomposition and a reduction mode (run-time arguments: one kernel
+// runs data-parallel, split-K or Stream-K); the other schedulers have no such fields. The ABI numbers them in
+// CUTLASS's order; a value out of range keeps CUTLASS's default.
 template <class T>
-auto set_splits(T& scheduler, int splits, int) -> decltype(scheduler.splits = splits, void()) {
-  if (splits > 1) scheduler.splits = splits;
+auto set_decomposition(T& scheduler, const gk_gemm_args& args, int) -> decltype(scheduler.splits = 1, void()) {
+  using Decomposition = decltype(scheduler.decomposition_mode);
+  using Reduction = decltype(scheduler.reduction_mode);
+  if (args.splits > 1) scheduler.splits = args.splits;
+  if (args.decomposition >= 0 && args.decomposition <= 3) {
+    scheduler.decomposition_mode = static_cast<Decomposition>(args.decomposition);
+  }
+  if (args.reduction == 0 || args.reduction == 1) scheduler.reduction_mode = static_cast<Reduction>(args.reduction);
 }
 template <class T>
-void set_splits(T&, int, long) {}
+void set_decomposition(T&, const gk_gemm_args&, long) {}
 
 // The bias vector, when the fusion has one; its stride (dBias) stays the default: unit along m (PerRow) or n
 // (PerColumn), 0 along the batch, so every batch adds the same vector.
@@ -221,7 +229,7 @@ class Module : public ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmKernel, 
       out.scheduler.raster_order = static_cast<RasterOrder>(args.raster_order);  // Heuristic, AlongM, AlongN
     }
     if (args.max_swizzle_size > 0) out.scheduler.max_swizzle_size = args.max_swizzle_size;
-    set_splits(out.scheduler, args.splits, 0);
+    set_decomposition(out.scheduler, args, 0);
     return out;
   }
 

@@ -1,0 +1,193 @@
+// tests/gpu/split_k_gpu_test.cpp: split-K and the Stream-K decompositions on SM90 kernels, exact on small-integer data:
+// several split counts (none dividing K's steps), both reduction modes, beta != 0 and a fused ReLU that must see the
+// full sum (partial sums of the other sign), the automatic choice for long-K and decode shapes, and a CUDA graph
+// replayed with its own workspace. Kernels: gemmkit_gpu_prebuild --only splitk.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gemmkit/gemm.hpp"
+#include "gemmkit/runtime.hpp"
+#include "support/gpu_cases.hpp"
+#include "support/gpu_test.hpp"
+#include "testing/device_buffer.hpp"
+#include "testing/host_matrix.hpp"
+
+namespace gk = gemmkit;
+using gk::testing::DeviceBuffer;
+using gk::testing::HostMatrix;
+namespace cases = gk::gpu_cases;
+
+#define REQUIRE_SM90()                                                              \
+  do {                                                                              \
+    REQUIRE_GPU();                                                                  \
+    if (device_cc() < 90) GTEST_SKIP() << "SM90 Stream-K kernels need an SM90 GPU"; \
+  } while (0)
+
+namespace {
+
+struct Operands {
+  HostMatrix A, B, C, D;
+  explicit Operands(const cases::Shape& s)
+      : A(gk::DataType::f16, s.m, s.k, gk::Layout::RowMajor),
+        B(gk::DataType::f16, s.k, s.n, gk::Layout::RowMajor),
+        C(gk::DataType::f16, s.m, s.n, gk::Layout::RowMajor),
+        D(gk::DataType::f16, s.m, s.n, gk::Layout::RowMajor) {}
+  void fill_integers() {
+    A.fill_integers(61, -3, 3);
+    B.fill_integers(62, -3, 3);
+    C.fill_integers(63, -8, 8);
+  }
+  // A in [1, 3]; B's rows negative in the first half of K and positive in the second: every partial sum of the first
+  // half is negative while the full sum may be positive, so a ReLU applied to a partial sum (before the reduction)
+  // would zero what the reference keeps.
+  void fill_sign_split() {
+    A.fill_integers(64, 1, 3);
+    B.fill_integers(65, 1, 2);
+    for (long k = 0; k < B.rows() / 2; ++k) {
+      for (long n = 0; n < B.cols(); ++n) B.set(0, k, n, -B.get(0, k, n));
+    }
+    C.fill_integers(66, -2, 2);
+  }
+};
+
+// D = act(A@B + beta C) through device tensors; the comparison with the float64 reference (D's rounding) on every
+// element, or on `samples` of them.
+gk::testing::Comparison run_exact(gk::Gemm& plan, Operands& o, double beta, long samples = 0) {
+  DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D);
+  gk::RunOptions wait;
+  wait.wait_for_best = true;  // the kernel chosen for the shape, not a stand-in while it compiles
+  plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), 1.0, beta, wait);
+  dD.copy_to(o.D);
+  const gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(), nullptr, gk::BiasMode::None};
+  return gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta, samples, 1, epilogue);
+}
+
+gk::KSplit k_split_of(gk::Gemm& plan, const Operands& o) {
+  const gk::TensorView C = o.C.view();
+  return plan.k_split_for(o.A.view(), o.B.view(), &C, o.D.view(), 1.0);
+}
+
+std::string kernel_of(gk::Gemm& plan, const Operands& o) {
+  const gk::TensorView C = o.C.view();
+  return plan.spec_for(o.A.view(), o.B.view(), &C, o.D.view(), 1.0).name();
+}
+
+}  // namespace
+
+TEST(GpuSplitK, EverySplitCountAndReductionModeIsExactWithBetaAndReluAfterTheReduction) {
+  REQUIRE_SM90();
+  gk::Gemm plan = cases::split_k_plan(device_cc(), gk::Activation::ReLU);
+  for (const gk::ReductionMode reduction : {gk::ReductionMode::Deterministic, gk::ReductionMode::Nondeterministic}) {
+    plan.set_reduction_mode(reduction);
+    for (const int splits : {2, 3, 5, 8, 16}) {
+      plan.set_split_k_slices(splits);
+      const std::string what = std::to_string(splits) + " splits, " + std::string(gk::to_string(reduction));
+      Operands sign(cases::kSplitKShape);
+      sign.fill_sign_split();
+      ASSERT_EQ(k_split_of(plan, sign), (gk::KSplit{gk::Decomposition::SplitK, splits})) << what;
+      EXPECT_EQ(run_exact(plan, sign, 1.0).max_abs_error, 0.0) << what << " " << kernel_of(plan, sign);
+      Operands mixed(cases::kSplitKShape);
+      mixed.fill_integers();
+      EXPECT_EQ(run_exact(plan, mixed, 2.0).max_abs_error, 0.0) << what;
+    }
+  }
+}
+
+// Host only: the data of the test above has outputs positive overall though every first-half partial sum is negative.
+TEST(GpuSplitK, TheReluDataWouldCatchAnActivationBeforeTheReduction) {
+  Operands o(cases::kSplitKShape);
+  o.fill_sign_split();
+  long positive = 0;
+  for (long i = 0; i < o.A.rows(); ++i) {
+    for (long j = 0; j < o.B.cols(); ++j) {
+      double first_half = 0.0, total = 0.0;
+      for (long k = 0; k < o.A.cols(); ++k) {
+        const double p = o.A.get(0, i, k) * o.B.get(0, k, j);
+        total += p;
+        if (k < o.A.cols() / 2) first_half += p;
+      }
+      EXPECT_LT(first_half, 0.0);
+      if (total + o.C.get(0, i, j) > 0) ++positive;
+    }
+  }
+  EXPECT_GT(positive, o.D.rows() * o.D.cols() / 4);
+  EXPECT_LT(positive, o.D.rows() * o.D.cols() * 3 / 4);
+}
+
+TEST(GpuSplitK, ForcedDecompositionsRunTheSameKernelExactly) {
+  REQUIRE_SM90();
+  gk::Gemm plan = cases::split_k_plan(device_cc(), gk::Activation::ReLU);
+  plan.set_split_k_slices(2);
+  Operands first(cases::kSplitKShape);
+  first.fill_sign_split();
+  ASSERT_EQ(run_exact(plan, first, 1.0).max_abs_error, 0.0);
+  const std::string kernel = kernel_of(plan, first);
+  for (const gk::Decomposition mode :
+       {gk::Decomposition::DataParallel, gk::Decomposition::StreamK, gk::Decomposition::Heuristic}) {
+    plan.set_decomposition(mode);
+    Operands o(cases::kSplitKShape);
+    o.fill_sign_split();
+    EXPECT_EQ(kernel_of(plan, o), kernel);  // the same kernel: the decomposition is a run-time argument
+    EXPECT_EQ(k_split_of(plan, o), (gk::KSplit{mode, 1}));
+    EXPECT_EQ(run_exact(plan, o, 1.0).max_abs_error, 0.0) << gk::to_string(mode);
+  }
+}
+
+TEST(GpuSplitK, AutomaticChoiceForLongKAndDecodeShapes) {
+  REQUIRE_SM90();
+  gk::Gemm plan = cases::split_k_plan(device_cc(), gk::Activation::Identity);
+  const int sms = gk::device_info(gk::current_device()).sm_count;
+  for (const cases::Shape& s : cases::split_k_auto_shapes()) {
+    Operands o(s);
+    o.fill_integers();
+    const gk::KSplit split = k_split_of(plan, o);
+    const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " " +
+                             std::string(gk::to_string(split.mode)) + " " + std::to_string(split.splits);
+    if (s.n == 14336) {
+      EXPECT_EQ(split.mode, gk::Decomposition::DataParallel) << what;  // 64-row tiles cover the SMs
+    } else if (sms >= 128) {
+      EXPECT_EQ(split.mode, gk::Decomposition::SplitK) << what;
+      EXPECT_GE(split.splits, 2) << what;
+    }
+    EXPECT_EQ(run_exact(plan, o, 1.0, 20000).max_abs_error, 0.0) << what << " " << kernel_of(plan, o);
+  }
+}
+
+// Each replay of a captured split-K launch gets its own workspace (a graph memory node) and resets its barriers.
+TEST(GpuSplitK, CapturedIntoAGraphAndReplayed) {
+  REQUIRE_SM90();
+  gk::Gemm plan = cases::split_k_plan(device_cc(), gk::Activation::ReLU);
+  plan.set_split_k_slices(5);
+  Operands o(cases::kSplitKShape);
+  o.fill_sign_split();
+  DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  gk::RunOptions options;
+  options.stream = stream;
+  options.sync = false;
+  options.wait_for_best = true;  // loads the split-K kernel itself, so that the graph captures it
+  plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), 1.0, 1.0, options);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(plan.running_kernel_name(o.A.view(), o.B.view(), nullptr, o.D.view()), kernel_of(plan, o));
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), 1.0, 1.0, options);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 3; ++replay) {
+    ASSERT_EQ(cudaMemsetAsync(dD.get(), 0, dD.bytes(), stream), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    dD.copy_to(o.D);
+    const gk::testing::Epilogue relu{gk::Activation::ReLU, 0.0, nullptr, gk::BiasMode::None};
+    EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 1.0, 0, 1, relu).max_abs_error, 0.0)
+        << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}

@@ -1,0 +1,204 @@
+// tests/unit/split_k_test.cpp: the run-time choice of split-K and of 64-row tiles (which shapes, how many splits),
+// and the plan's split-K settings and their errors. No GPU: spec_for / k_split_for on SM90 plans.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "catalog/catalog.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+#include "support/cli.hpp"
+#include "testing/shape_suite.hpp"
+
+namespace gk = gemmkit;
+namespace cat = gemmkit::catalog;
+
+namespace {
+
+constexpr int kH200Sms = 132;
+
+using gk::testing::f16_row;
+
+gk::GemmOptions sm80_kernels() {
+  gk::GemmOptions o = f16_row(90);
+  o.kernel_cc = 80;
+  return o;
+}
+
+struct Tables {
+  gk::KernelSpec spec = gk::Gemm(f16_row(90)).spec();
+  std::vector<gk::TileDescription> tiles =
+      cat::tile_descriptions(90, gk::OpClass::TensorOp,
+                             {gk::DataType::f16, gk::DataType::f16, gk::DataType::f16, gk::DataType::f16,
+                              gk::DataType::f32, gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor},
+                             cat::limits_for_cc(90));
+};
+
+// What run() would do for a shape: the configuration and the decomposition it passes.
+struct Choice {
+  gk::TileDescription tile;
+  gk::KSplit split;
+};
+
+Choice choose(const Tables& t, cat::ProblemShape shape, bool split_k = true) {
+  const gk::TileDescription& tile = t.tiles[cat::choose_tile(t.tiles, t.spec, shape, kH200Sms, split_k)];
+  gk::KSplit split{gk::Decomposition::DataParallel, 1};
+  if (tile.tile_scheduler == gk::TileScheduler::StreamK) {
+    split = split_k ? cat::choose_k_split(tile, shape, kH200Sms) : gk::KSplit{};
+  }
+  return {tile, split};
+}
+
+gk::TensorView probe(long rows, long cols) {
+  alignas(256) static char base[256];
+  return gk::TensorView::on_gpu(base, gk::DataType::f16, {rows, cols}, gk::Layout::RowMajor, 0);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const gk::ConfigError& e) {
+    return e.what();
+  }
+  return "(no ConfigError)";
+}
+
+}  // namespace
+
+TEST(SplitKChoice, LongKShapesSplitSoThatTilesTimesSplitsFillTheSms) {
+  const Tables t;
+  // 512x512: 4x4 CTA tiles of 128x128 (cluster 2x1 fits), 256 K steps: 132 / 16 = 8 splits.
+  const Choice a = choose(t, {512, 512, 16384, 1});
+  EXPECT_EQ(a.tile.tile_scheduler, gk::TileScheduler::StreamK);
+  EXPECT_EQ(a.tile.cta_tile(), (gk::Shape3{128, 128, 64})) << a.tile.to_string();
+  EXPECT_EQ(a.split, (gk::KSplit{gk::Decomposition::SplitK, 8}));
+  // 1024x1024: 64 tiles -> 2 splits.
+  EXPECT_EQ(choose(t, {1024, 1024, 32768, 1}).split, (gk::KSplit{gk::Decomposition::SplitK, 2}));
+  // 128x4096: one row of 32 tiles; a 2x1 cluster would idle half its CTAs, so the cluster is 1x2: 4 splits.
+  const Choice c = choose(t, {128, 4096, 16384, 1});
+  EXPECT_EQ(c.tile.cluster_shape, (gk::Shape3{1, 2, 1})) << c.tile.to_string();
+  EXPECT_EQ(c.split, (gk::KSplit{gk::Decomposition::SplitK, 4}));
+  // One output tile and a very long K: capped at kMaxSplits.
+  EXPECT_EQ(choose(t, {128, 128, 1 << 20, 1}).split, (gk::KSplit{gk::Decomposition::SplitK, cat::kMaxSplits}));
+}
+
+TEST(SplitKChoice, SplitsAreBoundedByKAndNeverChosenForManyTilesOrShortK) {
+  const Tables t;
+  gk::TileDescription stream_k = t.tiles[cat::smallest_stream_k(t.tiles, {512, 512, 16384, 1})];
+  // 16 tiles but only 16 K steps: at most 16 / kMinKTilesPerSplit = 2 splits.
+  EXPECT_EQ(cat::choose_k_split(stream_k, {512, 512, 1024, 1}, kH200Sms), (gk::KSplit{gk::Decomposition::SplitK, 2}));
+  // 16 tiles, 8 K steps: one split each; CUTLASS's heuristic.
+  EXPECT_EQ(cat::choose_k_split(stream_k, {512, 512, 512, 1}, kH200Sms), gk::KSplit{});
+  // 67 tiles: more than half the SMs.
+  EXPECT_EQ(cat::choose_k_split(stream_k, {128 * 67, 128, 65536, 1}, kH200Sms), gk::KSplit{});
+  // Batches count as tiles: 16 x 8 = 128.
+  EXPECT_EQ(cat::choose_k_split(stream_k, {512, 512, 16384, 8}, kH200Sms), gk::KSplit{});
+  // Wave-quantized problems keep Stream-K with CUTLASS's heuristic.
+  const Choice q = choose(t, {128 * 265, 256, 4096, 1});
+  EXPECT_EQ(q.tile.tile_scheduler, gk::TileScheduler::StreamK);
+  EXPECT_EQ(q.split, gk::KSplit{});
+}
+
+TEST(SplitKChoice, DecodeShapesTakeSixtyFourRowTilesOrSplitK) {
+  const Tables t;
+  // M = 16, N = 14336: 112 CTAs of 64x128 (cluster 1x1) cover most SMs; no split.
+  const Choice wide = choose(t, {16, 14336, 4096, 1});
+  EXPECT_EQ(wide.tile.cta_tile(), (gk::Shape3{64, 128, 64})) << wide.tile.to_string();
+  EXPECT_EQ(wide.tile.cluster_shape, (gk::Shape3{1, 1, 1}));
+  EXPECT_EQ(wide.split.mode, gk::Decomposition::DataParallel);
+  // N = 28672: 224 such CTAs are two waves; one wave of 64x256 is cheaper.
+  EXPECT_EQ(choose(t, {16, 28672, 8192, 1}).tile.cta_tile(), (gk::Shape3{64, 256, 64}));
+  // N = 4096: 32 CTAs of 64x128 would leave 100 SMs idle: split-K 4 on 128x128 tiles (cluster 1x2).
+  const Choice narrow = choose(t, {16, 4096, 4096, 1});
+  EXPECT_EQ(narrow.tile.tile_scheduler, gk::TileScheduler::StreamK) << narrow.tile.to_string();
+  EXPECT_EQ(narrow.tile.cluster_shape, (gk::Shape3{1, 2, 1}));
+  EXPECT_EQ(narrow.split, (gk::KSplit{gk::Decomposition::SplitK, 4}));
+  EXPECT_EQ(choose(t, {16, 8192, 28672, 1}).split, (gk::KSplit{gk::Decomposition::SplitK, 2}));
+  // GEMMKIT_SPLIT_K=off: the 64-row tile instead.
+  const Choice off = choose(t, {16, 4096, 4096, 1}, false);
+  EXPECT_EQ(off.tile.cta_tile(), (gk::Shape3{64, 128, 64}));
+  EXPECT_EQ(off.split.mode, gk::Decomposition::DataParallel);
+  // Small problems keep the default (one kernel serves them all).
+  EXPECT_EQ(cat::choose_tile(t.tiles, t.spec, {16, 1024, 1024, 1}, kH200Sms), 0u);
+  EXPECT_EQ(cat::choose_tile(t.tiles, t.spec, {64, 64, 64, 1}, kH200Sms), 0u);
+}
+
+TEST(SplitKChoice, WithoutAutomaticSplitKLongKTakesCutlassStreamKHeuristic) {
+  const Tables t;
+  const Choice a = choose(t, {512, 512, 16384, 1}, false);
+  EXPECT_EQ(a.tile.tile_scheduler, gk::TileScheduler::StreamK);
+  EXPECT_EQ(a.split, gk::KSplit{});
+  // K < 8 max(M, N): no Stream-K without split-K.
+  EXPECT_NE(choose(t, {128, 4096, 16384, 1}, false).tile.tile_scheduler, gk::TileScheduler::StreamK);
+}
+
+// Counted over the benchmark's suite (f16): which shapes run split-K, with how many splits. Pinned so that a change
+// of the heuristic shows up here (and the benchmark is rerun).
+TEST(SplitKChoice, SuiteShapesThatRunSplitK) {
+  const Tables t;
+  std::map<std::string, int> split_k;
+  int sixty_four_rows = 0;
+  for (const auto& s : gk::testing::shape_suite()) {
+    const Choice c = choose(t, {s.m, s.n, s.k, 1});
+    if (c.split.mode == gk::Decomposition::SplitK) split_k[s.text()] = c.split.splits;
+    if (c.tile.cta_tile()[0] == 64) ++sixty_four_rows;
+  }
+  const std::map<std::string, int> expected = {
+      {"512x512x16384", 8}, {"1024x1024x32768", 2}, {"128x4096x16384", 4}, {"16x4096x4096", 4},   {"16x4096x14336", 4},
+      {"16x8192x28672", 2}, {"128x4096x4096", 4},   {"128x4096x14336", 4}, {"128x8192x28672", 2}, {"1x4096x4096", 4},
+      {"1x4096x14336", 4},  {"1x8192x28672", 2},    {"8x4096x4096", 4},    {"8x4096x14336", 4},   {"8x8192x28672", 2}};
+  EXPECT_EQ(split_k, expected);
+  EXPECT_EQ(sixty_four_rows, 6);  // M = 1, 8, 16 against N = 14336 and 28672
+}
+
+TEST(SplitKPlan, SlicesForceAStreamKKernelWithThatManySplits) {
+  gk::Gemm plan(f16_row(90));
+  EXPECT_EQ(plan.decomposition(), gk::Decomposition::Auto);
+  const auto A = probe(1024, 4096), B = probe(4096, 1024), D = probe(1024, 1024);
+  // 1024 x 1024 x 4096 by default: split-K 2 on the smallest Stream-K tile.
+  EXPECT_EQ(plan.k_split_for(A, B, nullptr, D), (gk::KSplit{gk::Decomposition::SplitK, 2}));
+  plan.set_split_k_slices(5);
+  EXPECT_EQ(plan.decomposition(), gk::Decomposition::SplitK);
+  EXPECT_EQ(plan.split_k_slices(), 5);
+  EXPECT_EQ(plan.spec_for(A, B, nullptr, D).tile.tile_scheduler, gk::TileScheduler::StreamK);
+  EXPECT_EQ(plan.k_split_for(A, B, nullptr, D), (gk::KSplit{gk::Decomposition::SplitK, 5}));
+  plan.set_decomposition(gk::Decomposition::DataParallel);
+  EXPECT_EQ(plan.split_k_slices(), 1);
+  EXPECT_EQ(plan.k_split_for(A, B, nullptr, D), (gk::KSplit{gk::Decomposition::DataParallel, 1}));
+  plan.set_split_k_slices(1);
+  EXPECT_EQ(plan.decomposition(), gk::Decomposition::Auto);
+  // A small problem keeps the default data-parallel kernel.
+  EXPECT_EQ(plan.k_split_for(probe(128, 128), probe(128, 128), nullptr, probe(128, 128)),
+            (gk::KSplit{gk::Decomposition::DataParallel, 1}));
+  plan.set_reduction_mode(gk::ReductionMode::Nondeterministic);
+  EXPECT_EQ(plan.reduction_mode(), gk::ReductionMode::Nondeterministic);
+}
+
+TEST(SplitKPlan, BadSettingsAreConfigErrorsThatSayWhatToDo) {
+  gk::Gemm plan(f16_row(90));
+  EXPECT_NE(error_of([&] { plan.set_split_k_slices(0); }).find("split_k_slices must be"), std::string::npos);
+  EXPECT_NE(error_of([&] { plan.set_decomposition(gk::Decomposition::SplitK); }).find("set_split_k_slices"),
+            std::string::npos);
+  // A tile without the Stream-K scheduler cannot split K.
+  gk::TileDescription data_parallel = plan.tile_descriptions().front();
+  plan.set_tile_description(data_parallel);
+  EXPECT_NE(error_of([&] { plan.set_split_k_slices(4); }).find("Stream-K tile scheduler"), std::string::npos);
+  EXPECT_EQ(plan.decomposition(), gk::Decomposition::Auto);  // unchanged after the error
+  gk::Gemm with_stream_k_tile(f16_row(90));
+  for (const auto& td : with_stream_k_tile.tile_descriptions()) {
+    if (td.tile_scheduler == gk::TileScheduler::StreamK) {
+      with_stream_k_tile.set_tile_description(td);
+      break;
+    }
+  }
+  with_stream_k_tile.set_split_k_slices(4);
+  EXPECT_EQ(with_stream_k_tile.split_k_slices(), 4);
+  // CUTLASS 2.x kernels have no Stream-K scheduler arguments.
+  gk::Gemm sm80(sm80_kernels());
+  EXPECT_NE(error_of([&] { sm80.set_split_k_slices(2); }).find("CUTLASS 2.x"), std::string::npos);
+  EXPECT_NE(error_of([&] { sm80.set_reduction_mode(gk::ReductionMode::Nondeterministic); }).find("SM90"),
+            std::string::npos);
+  EXPECT_EQ(sm80.reduction_mode(), gk::ReductionMode::Deterministic);
+}
