@@ -17,7 +17,7 @@
 namespace gemmkit::module {
 
 // memcmp() on gk_gemm_args is only meaningful without padding bytes.
-static_assert(sizeof(gk_gemm_args) == 4 * 4 + 4 * 8 + 8 * 8 + 4 * 8 + 8 + 6 * 4 + 2 * 8, "gk_gemm_args has padding");
+static_assert(sizeof(gk_gemm_args) == 4 * 4 + 4 * 8 + 8 * 8 + 4 * 8 + 8 + 8 * 4 + 2 * 8, "gk_gemm_args has padding");
 static_assert(sizeof(gk_conv2d_args) == 16 * 4 + 4 * 8 + 4 * 8 + 4 * 4, "gk_conv2d_args has padding");
 
 // The last CUDA error seen by this thread's calls into the module, for gk_last_cuda_error(). Internal linkage
