@@ -340,8 +340,10 @@ std::size_t Conv2d::choose(const KernelChoices& choices, const ConvProblem& p, i
 Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
   KernelChoices& direct = conv_choices(p, SplitKMode::Serial);
   std::size_t choice = choose(direct, p, sm_count);
-  // By default only wgrad splits (its K = N*P*Q is long, its output small).
-  int slices = split_k_mode_ || kind_ == ConvKind::Wgrad ? split_k_slices_ : 1;
+  // By default only wgrad splits (its K = N*P*Q is long, its output small); SM90's TMA im2col kernels never do (a
+  // forced count was refused by check_conv).
+  const bool sm90 = run_cache_->kernel_cc == 90;
+  int slices = !sm90 && (split_k_mode_ || kind_ == ConvKind::Wgrad) ? split_k_slices_ : 1;
   if (slices == 0 && kind_ == ConvKind::Dgrad && p.stride_support == StrideSupport::Strided) {
     slices = 1;              // strided dgrad kernels: no parallel split-K kernel, no split at all above stride 1
   } else if (slices == 0) {  // the count is run()'s to choose, and with it the tile when the plan has none

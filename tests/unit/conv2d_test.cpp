@@ -303,8 +303,15 @@ struct Res2Wgrad {
   TensorView dy = tensor({128, 56, 56, 64}), x = tensor({128, 56, 56, 64}), dw = tensor({64, 1, 1, 64});
 };
 
+// The CUTLASS 2.x family on an SM90 GPU (kernel_cc=80): SM90's conv kernels have no split-K.
+Conv2dOptions sm80_on_hopper(ConvKind kind) {
+  Conv2dOptions o = options(kind, DataType::f16, DataType::f32, 90);
+  o.kernel_cc = 80;
+  return o;
+}
+
 TEST(Conv2dSplitK, WgradUnderAWaveSplitsInParallelByDefault) {
-  Conv2d wgrad(options(ConvKind::Wgrad, DataType::f16, DataType::f32, 90));
+  Conv2d wgrad(sm80_on_hopper(ConvKind::Wgrad));
   EXPECT_FALSE(wgrad.split_k_mode());
   EXPECT_EQ(wgrad.split_k_slices(), 0);
   const Res2Wgrad t;
@@ -334,7 +341,7 @@ TEST(Conv2dSplitK, WgradUnderAWaveSplitsInParallelByDefault) {
   const Conv2dGeometry same{{1, 1}, {1, 1}, {1, 1}};
   EXPECT_EQ(wgrad.split_k_for(small_dy, small_x, nullptr, small_dw, same), (Conv2dSplitK{SplitKMode::Serial, 1}));
   EXPECT_EQ(wgrad.spec_for(small_dy, small_x, nullptr, small_dw, same).split_k_mode, SplitKMode::Serial);
-  Conv2d fprop(options(ConvKind::Fprop, DataType::f16, DataType::f32, 90));
+  Conv2d fprop(sm80_on_hopper(ConvKind::Fprop));
   const TensorView x7 = tensor({1, 7, 7, 2048}), w7 = tensor({512, 1, 1, 2048}), y7 = tensor({1, 7, 7, 512});
   EXPECT_EQ(fprop.split_k_for(x7, w7, nullptr, y7), (Conv2dSplitK{SplitKMode::Serial, 1}));
   // A mode without a count: run() counts for any kind (here 49 x 512 over K = 2048).
@@ -345,8 +352,15 @@ TEST(Conv2dSplitK, WgradUnderAWaveSplitsInParallelByDefault) {
   EXPECT_LE(fprop_split.slices, 2048 / 8);
 }
 
-TEST(Conv2dSplitK, UsersForceTheModeAndCount) {
+TEST(Conv2dSplitK, Sm90PlansNeverSplit) {
   Conv2d wgrad(options(ConvKind::Wgrad, DataType::f16, DataType::f32, 90));
+  const Res2Wgrad t;
+  EXPECT_EQ(wgrad.split_k_for(t.dy, t.x, nullptr, t.dw), (Conv2dSplitK{SplitKMode::Serial, 1}));
+  EXPECT_EQ(wgrad.spec_for(t.dy, t.x, nullptr, t.dw).family, KernelFamily::Sm90Conv2d);
+}
+
+TEST(Conv2dSplitK, UsersForceTheModeAndCount) {
+  Conv2d wgrad(sm80_on_hopper(ConvKind::Wgrad));
   const Res2Wgrad t;
   const int automatic = wgrad.split_k_for(t.dy, t.x, nullptr, t.dw).slices;
   wgrad.set_split_k(SplitKMode::Serial);  // the mode, the automatic count
@@ -370,7 +384,7 @@ TEST(Conv2dSplitK, UsersForceTheModeAndCount) {
   EXPECT_FALSE(wgrad.split_k_mode());  // a refused setting leaves the plan as it was
 
   // Dgrad: the unit-stride kernels split in parallel; the strided ones split nothing.
-  Conv2d dgrad(options(ConvKind::Dgrad, DataType::f16, DataType::f32, 90));
+  Conv2d dgrad(sm80_on_hopper(ConvKind::Dgrad));
   const TensorView dy = tensor({2, 8, 8, 32}), w = tensor({32, 3, 3, 16}), dx = tensor({2, 8, 8, 16});
   const Conv2dGeometry same{{1, 1}, {1, 1}, {1, 1}};
   dgrad.set_split_k(SplitKMode::Parallel, 2);
