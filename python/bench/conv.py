@@ -17,9 +17,11 @@ problems whose output is under a wave of CTAs, in parallel; --split-k MODE:SLICE
 (3 input channels) is left out: gemmkit's f16 tensor-op kernels need channel counts that are multiples of 2 (the
 reference's few-channels kernels are not built). --kernel-cc picks the gemmkit family: 80 (CUTLASS 2.x implicit GEMM,
 the default, every layer) or 90 (CUTLASS 3.x with TMA im2col; the layers it refuses, strided dgrad, are reported as
-refused and left out of its geometric means). Writes JSON to --out.
+refused and left out of its geometric means). --sweep times every configuration the plan lists
+(tile_descriptions()) on each layer instead of the default choice, and reports the best one per layer next to the
+default's: what a better tile choice could gain. Writes JSON to --out.
 Usage: python python/bench/conv.py [--out FILE] [--batches 32,128] [--kinds fprop,dgrad,wgrad] [--rounds N]
-       [--kernel-cc 80|90] [--layers REGEX] [--split-k MODE:SLICES] [--no-prebuild]
+       [--kernel-cc 80|90] [--layers REGEX] [--split-k MODE:SLICES] [--no-prebuild] [--sweep]
 """
 import argparse
 import json
@@ -94,14 +96,21 @@ def cudnn_backward(dy, x, w, stride, padding, mask):
     return grads[0] if mask[0] else grads[1]
 
 
-def make_plan(kind, split_k, kernel_cc):
+def make_plan(kind, split_k, kernel_cc, tile=None):
     plan = gemmkit.Conv2d(kind=kind, element=torch.float16, element_accumulator=torch.float32, kernel_cc=kernel_cc)
     if split_k is not None:
         plan.set_split_k(*split_k)
+    if tile is not None:
+        plan.tile_description = tile
     return plan
 
 
-def prebuild(kinds, batches, layers, split_k, kernel_cc):
+def tiles_of(kind, kernel_cc, sweep):
+    """The configurations a layer is timed with: None (the plan's own choice), or with --sweep every one it lists."""
+    return make_plan(kind, None, kernel_cc).tile_descriptions() if sweep else [None]
+
+
+def prebuild(kinds, batches, layers, split_k, kernel_cc, sweep=False):
     """Compiles every kernel the timed layers will run, in parallel (gemmkit.compile_many), before any is timed:
     the split-K choice picks tiles per layer, and one nvcc after another would take minutes."""
     specs = []
@@ -113,18 +122,19 @@ def prebuild(kinds, batches, layers, split_k, kernel_cc):
                 _, p, q, _ = gemmkit.Conv2d.output_size((batch, hw, hw, c), (k, r, r, c), pad, stride)
                 x, w, y = empty(batch, c, hw, hw), empty(k, c, r, r), empty(batch, k, p, q)
                 a, b, d = {"fprop": (x, w, y), "dgrad": (y, w, x), "wgrad": (y, x, w)}[kind]
-                try:
-                    specs.append(make_plan(kind, split_k, kernel_cc).spec_for(a, b, None, d, stride=stride,
-                                                                               padding=pad))
-                except gemmkit.ConfigError:  # refused by the chosen family: run_layer reports it
-                    pass
+                for tile in tiles_of(kind, kernel_cc, sweep):
+                    try:
+                        specs.append(make_plan(kind, split_k, kernel_cc, tile).spec_for(a, b, None, d, stride=stride,
+                                                                                         padding=pad))
+                    except gemmkit.ConfigError:  # refused by the chosen family: run_layer reports it
+                        pass
     start = time.perf_counter()
     built = gemmkit.compile_many(specs)
     misses = sum(not kernel.cache_hit for kernel in built)
     print(f"prebuild: {len(built)} kernels ({misses} built) in {time.perf_counter() - start:.1f} s", flush=True)
 
 
-def run_layer(kind, batch, layer, rounds, iterations, split_k=None, kernel_cc=None):
+def run_layer(kind, batch, layer, rounds, iterations, split_k=None, kernel_cc=None, tile=None):
     name, hw, c, k, r, stride, pad = layer
     gen = torch.Generator().manual_seed(1)
     ints = lambda *shape: channels_last(torch.randint(-1, 2, shape, generator=gen).half().cuda())  # noqa: E731
@@ -132,7 +142,7 @@ def run_layer(kind, batch, layer, rounds, iterations, split_k=None, kernel_cc=No
     args = dict(stride=stride, padding=pad)
     y_shape = torch.nn.functional.conv2d(x[:1], w, **args).shape
     dy = ints(batch, k, y_shape[2], y_shape[3])
-    plan = make_plan(kind, split_k, kernel_cc)
+    plan = make_plan(kind, split_k, kernel_cc, tile)
     if kind == "fprop":
         out = channels_last(torch.empty(batch, k, y_shape[2], y_shape[3], dtype=torch.half, device="cuda"))
         ours = lambda: plan.run(x, w, None, out, sync=False, **args)  # noqa: E731
@@ -178,6 +188,7 @@ def main():
                         help="gemmkit's conv family: 80 = CUTLASS 2.x, 90 = CUTLASS 3.x (TMA im2col, SM90 GPUs)")
     parser.add_argument("--layers", default=".", help="only layers whose name this regular expression finds")
     parser.add_argument("--no-prebuild", action="store_true", help="compile each kernel at its layer's first run")
+    parser.add_argument("--sweep", action="store_true", help="time every configuration of the plan on each layer")
     parser.add_argument("--split-k", default=None, help="MODE:SLICES for every layer, e.g. parallel:16 or "
                         "serial:0 (0: run() counts); default: run() chooses")
     args = parser.parse_args()
@@ -188,17 +199,23 @@ def main():
     layers = [layer for layer in RESNET50 if re.search(args.layers, layer[0])]
     kinds, batches = args.kinds.split(","), [int(b) for b in args.batches.split(",")]
     if not args.no_prebuild:
-        prebuild(kinds, batches, layers, split_k, args.kernel_cc)
+        prebuild(kinds, batches, layers, split_k, args.kernel_cc, args.sweep)
     torch.backends.cudnn.benchmark = True
     results = []
     for kind in kinds:
         for batch in batches:
             for layer in layers:
-                row = run_layer(kind, batch, layer, args.rounds, args.iterations, split_k, args.kernel_cc)
-                results.append(row)
-                if "refused" in row:
-                    print(f"{kind:5} b{batch:<4} {row['layer']:24} refused: {row['refused']}", flush=True)
+                rows = [run_layer(kind, batch, layer, args.rounds, args.iterations, split_k, args.kernel_cc, tile)
+                        for tile in tiles_of(kind, args.kernel_cc, args.sweep)]
+                timed = [r for r in rows if "refused" not in r]
+                if not timed:
+                    results.append(rows[0])
+                    print(f"{kind:5} b{batch:<4} {layer[0]:24} refused: {rows[0]['refused']}", flush=True)
                     continue
+                row = max(timed, key=lambda r: r["speedup"])
+                if args.sweep:  # the best configuration stands for the layer; every one is kept in the JSON
+                    row = dict(row, swept=timed)
+                results.append(row)
                 split = f"{row['split_k_mode']} x{row['split_k_slices']}" if row["split_k_slices"] > 1 else "no split"
                 print(f"{kind:5} b{batch:<4} {row['layer']:24} gemmkit {row['gemmkit_ms']:.3f} ms  cudnn "
                       f"{row['cudnn_ms']:.3f} ms  x{row['speedup']:.2f}  {'ok' if row['matches_cudnn'] else 'DIFF'}"
@@ -209,11 +226,12 @@ def main():
             rows = [r for r in results if r["kind"] == kind and r["batch"] == batch and "refused" not in r]
             gmean = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows))
             summary[f"{kind}_b{batch}"] = gmean
-            print(f"geometric mean speedup vs cuDNN, {kind} batch {batch}: {gmean:.3f}")
+            what = "best configuration per layer" if args.sweep else "gemmkit's choice"
+            print(f"geometric mean speedup vs cuDNN, {kind} batch {batch} ({what}): {gmean:.3f}")
     with open(args.out, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                    "cudnn": torch.backends.cudnn.version(), "python": platform.python_version(),
-                   "kernel_cc": args.kernel_cc,
+                   "kernel_cc": args.kernel_cc, "sweep": args.sweep,
                    "summary": summary, "results": results}, f, indent=1)
 
 

@@ -85,12 +85,13 @@ def conv_specs(cc=None):
     """test_conv2d.py's split-K kernels (parallel split-K wgrad with ReLU; the split run() picks for a long wgrad)
     and test_torch_emit.py's exported fprop kernel, asked for with NHWC arrays of their tests' shapes."""
     zeros = lambda *shape: np.zeros(shape, np.float16)  # noqa: E731
-    relu = gemmkit.Conv2d(kind="wgrad", element=np.float16, element_accumulator=np.float32, cc=cc)
+    # Split-K is the CUTLASS 2.x family's (kernel_cc=80): SM90 conv plans never split.
+    relu = gemmkit.Conv2d(kind="wgrad", element=np.float16, element_accumulator=np.float32, cc=cc, kernel_cc=80)
     relu.activation = "relu"
     relu.set_split_k("parallel", 2)
     out = [relu.spec_for(zeros(4, 16, 16, 32), zeros(4, 16, 16, 16), zeros(32, 3, 3, 16), zeros(32, 3, 3, 16),
                          padding=1, beta=-1.0)]
-    auto = gemmkit.Conv2d(kind="wgrad", element=np.float16, element_accumulator=np.float32, cc=cc)
+    auto = gemmkit.Conv2d(kind="wgrad", element=np.float16, element_accumulator=np.float32, cc=cc, kernel_cc=80)
     out.append(auto.spec_for(zeros(32, 28, 28, 64), zeros(32, 28, 28, 64), None, zeros(64, 1, 1, 64)))
     fprop = gemmkit.Conv2d(kind="fprop", element=np.float16, element_accumulator=np.float32, cc=cc)
     fprop.iterator_algorithm = "optimized"

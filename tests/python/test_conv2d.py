@@ -195,7 +195,7 @@ def test_parallel_split_k_wgrad_with_beta_and_an_activation_after_the_reduction(
     ints = lambda *shape: torch.randint(-2, 3, shape, generator=gen).half().cuda().to(memory_format=cl)  # noqa: E731
     x, dy, c = ints(4, 16, 16, 16), ints(4, 32, 16, 16), ints(32, 16, 3, 3)
     dw = torch.empty(32, 16, 3, 3, dtype=torch.half, device="cuda").to(memory_format=cl)
-    p = gemmkit.Conv2dWgrad(element=torch.float16, element_accumulator=torch.float32)
+    p = gemmkit.Conv2dWgrad(element=torch.float16, element_accumulator=torch.float32, kernel_cc=80)
     p.activation = "relu"
     grad = torch.nn.grad.conv2d_weight(x.double(), dw.shape, dy.double(), padding=1)
     # relu(2 * sum - C): a relu per slice, or beta per slice, would not give this (N*P*Q = 1024 = 16 steps of 64).
@@ -215,7 +215,7 @@ def test_wgrad_splits_by_default_and_matches_torch():
     ints = lambda *shape: torch.randint(-1, 2, shape, generator=gen).half().cuda().to(memory_format=cl)  # noqa: E731
     x, dy = ints(32, 64, 28, 28), ints(32, 64, 28, 28)
     dw = torch.empty(64, 64, 1, 1, dtype=torch.half, device="cuda").to(memory_format=cl)
-    p = gemmkit.Conv2dWgrad(element=torch.float16, element_accumulator=torch.float32)
+    p = gemmkit.Conv2dWgrad(element=torch.float16, element_accumulator=torch.float32, kernel_cc=80)
     mode, slices = p.split_k_for(dy, x, None, dw)
     assert mode == gemmkit.SplitKMode.parallel and slices > 1
     p.run(dy, x, None, dw)
