@@ -93,7 +93,7 @@ def conv_specs(cc=None):
                          padding=1, beta=-1.0)]
     auto = gemmkit.Conv2d(kind="wgrad", element=np.float16, element_accumulator=np.float32, cc=cc, kernel_cc=80)
     out.append(auto.spec_for(zeros(32, 28, 28, 64), zeros(32, 28, 28, 64), None, zeros(64, 1, 1, 64)))
-    fprop = gemmkit.Conv2d(kind="fprop", element=np.float16, element_accumulator=np.float32, cc=cc)
+    fprop = gemmkit.Conv2d(kind="fprop", element=np.float16, element_accumulator=np.float32, cc=cc, kernel_cc=80)
     fprop.iterator_algorithm = "optimized"
     out.append(fprop.construct())
     return out

@@ -669,10 +669,11 @@ def test_exported_grouped_on_the_current_stream_in_a_cuda_graph_and_torch_compil
 
 @pytest.fixture(scope="module")
 def exported_conv(tmp_path_factory):
-    """An f16 Conv2d fprop kernel for this GPU (the optimized iterators), exported and built with jit=True."""
+    """An f16 Conv2d fprop kernel for this GPU (the CUTLASS 2.x family's optimized iterators: the export takes its
+    kernels), exported and built with jit=True."""
     torch = pytest.importorskip("torch")
     cc = gemmkit.device_cc()
-    plan = gemmkit.Conv2d(kind="fprop", element=torch.float16, element_accumulator=torch.float32, cc=cc)
+    plan = gemmkit.Conv2d(kind="fprop", element=torch.float16, element_accumulator=torch.float32, cc=cc, kernel_cc=80)
     plan.iterator_algorithm = "optimized"
     module = gemmkit.emit.pytorch(plan.construct(), "gk_test_conv", cc, str(tmp_path_factory.mktemp("conv")), jit=True)
     return torch, module
