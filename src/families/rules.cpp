@@ -156,6 +156,13 @@ void check_shared_memory(const KernelSpec& spec, const DeviceLimits& limits) {
   fail(msg.str());
 }
 
+void check_sm90_stages(const TileDescription& tile) {
+  if (tile.stages != 0 && tile.stages < 2) {
+    fail("Stage count " + std::to_string(tile.stages) +
+         " is invalid for SM90 kernels: use 0 (as many as fit) or an explicit count of at least 2.");
+  }
+}
+
 bool uses_stream_k(const KernelSpec& spec) {
   return spec.swizzle == Swizzle::StreamK || spec.tile.tile_scheduler == TileScheduler::StreamK;
 }

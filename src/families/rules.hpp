@@ -44,6 +44,9 @@ void check_threadblock_shape(const KernelSpec& spec);
 int smem_bytes_per_stage(const TileDescription& tile, DataType a, DataType b);
 // The mainloop's stages fit the block's shared memory (an automatic stage count counts as one).
 void check_shared_memory(const KernelSpec& spec, const DeviceLimits& limits);
+// SM90 (CUTLASS 3.x collective builder) stage counts: 0 (the builder fits as many as shared memory allows) or at
+// least 2. The GEMM and conv families share it.
+void check_sm90_stages(const TileDescription& tile);
 
 // Stream-K comes from the swizzle or the tile scheduler.
 bool uses_stream_k(const KernelSpec& spec);

@@ -256,11 +256,7 @@ class Sm90Collective final : public Family {
     check_schedules(spec);
     check_operand_alignments(spec);
     check_tma_alignments(spec);
-    // The collective builder fits as many stages as shared memory allows when asked for 0.
-    if (td.stages != 0 && td.stages < 2) {
-      fail("Stage count " + std::to_string(td.stages) +
-           " is invalid for SM90 kernels: use 0 (as many as fit) or an explicit count of at least 2.");
-    }
+    check_sm90_stages(td);
     check_shared_memory(spec, limits);
   }
 

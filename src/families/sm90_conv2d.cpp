@@ -117,10 +117,7 @@ void check_tile(const KernelSpec& spec) {
         std::string(to_string(td.kernel_schedule)) + ", epilogue " + std::string(to_string(td.epilogue_schedule)) +
         ", scheduler " + std::string(to_string(td.tile_scheduler)) + ".");
   }
-  if (td.stages != 0 && td.stages < 2) {
-    fail("Stage count " + std::to_string(td.stages) +
-         " is invalid for SM90 kernels: use 0 (as many as fit) or an explicit count of at least 2.");
-  }
+  check_sm90_stages(td);
 }
 
 class Sm90Conv2d final : public Family {

@@ -130,38 +130,42 @@ def _abi_dtype(element: DataType) -> str:
     return _ABI_DTYPES[element]
 
 
-def _parameters(spec: KernelSpec, operands: list[Parameter]) -> list[Parameter]:
-    """run's parameters: the operands, then the epilogue's scalars."""
+def _placeholders(spec: KernelSpec, name: str, operands: list[Parameter], returns: str,
+                  refusals: tuple[tuple[bool, str], ...] = ()) -> dict[str, str]:
+    """What every binding shares. Refuses the kernel with the first of `refusals` that holds (a condition and why
+    the exported run cannot take the kernel, said after "kernel <its name>"); then the placeholders every template
+    has: the names, run's signature (`operands`, then the epilogue's scalars alpha, beta and a leaky_relu slope,
+    returning `returns`) and the activation."""
+    for refused, reason in refusals:
+        if refused:
+            raise ConfigError(f"kernel {spec.name()} {reason}")
+    leaky = spec.activation == Activation.leaky_relu  # the slope is a run-time argument of the kernel
     parameters = operands + [Parameter("alpha", "float", "1.0"), Parameter("beta", "float", "0.0")]
-    if spec.activation == Activation.leaky_relu:  # the slope is a run-time argument of the kernel
+    if leaky:
         parameters.append(Parameter("slope", "float", _DEFAULT_SLOPE))
-    return parameters
-
-
-def _signature(parameters: list[Parameter], returns: str) -> dict[str, str]:
-    return {"run_arguments": ", ".join(p.python() for p in parameters),
-            "schema": "run(" + ", ".join(p.schema() for p in parameters) + f") -> {returns}"}
-
-
-def _gemm_parameters(spec: KernelSpec) -> list[Parameter]:
-    return _parameters(spec, [Parameter("A", "Tensor"), Parameter("B", "Tensor"), Parameter("C", "Tensor?", "None")])
-
-
-def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
-    if spec.bias != BiasMode.none:
-        raise ConfigError(f"kernel {spec.name()} adds a bias vector, which the exported run does not take yet; export "
-                          "a plan without a bias (plan.bias = 'none') and add the bias with C (beta=1).")
-    if spec.scale != ScaleMode.none:
-        raise ConfigError(f"kernel {spec.name()} takes scale vectors, which the exported run does not take yet; export "
-                          "a plan without them (plan.scale = 'none').")
-    parameters = _gemm_parameters(spec)
-    leaky = spec.activation == Activation.leaky_relu
-    has_c = spec.element_C != DataType.void
     return {
         "name": name,
         "version": _gemmkit.__version__,
         "kernel_name": spec.name(),
-        **_signature(parameters, "Tensor"),
+        "run_arguments": ", ".join(p.python() for p in parameters),
+        "schema": "run(" + ", ".join(p.schema() for p in parameters) + f") -> {returns}",
+        "takes_slope": "1" if leaky else "0",
+        "activation": spec.activation.name,
+    }
+
+
+def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
+    refusals = (
+        (spec.bias != BiasMode.none, "adds a bias vector, which the exported run does not take yet; export a plan "
+         "without a bias (plan.bias = 'none') and add the bias with C (beta=1)."),
+        (spec.scale != ScaleMode.none, "takes scale vectors, which the exported run does not take yet; export a plan "
+         "without them (plan.scale = 'none')."),
+    )
+    operands = [Parameter("A", "Tensor"), Parameter("B", "Tensor"), Parameter("C", "Tensor?", "None")]
+    common = _placeholders(spec, name, operands, "Tensor", refusals)
+    has_c = spec.element_C != DataType.void
+    return {
+        **common,
         "dtype_a": _abi_dtype(spec.element_A),
         "dtype_b": _abi_dtype(spec.element_B),
         "dtype_c": _abi_dtype(spec.element_C if has_c else spec.element_D),
@@ -174,8 +178,6 @@ def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
         "alignment_c": str(spec.alignment_C),
         "alignment_d": str(spec.alignment_D),
         "has_c": "1" if has_c else "0",
-        "takes_slope": "1" if leaky else "0",
-        "activation": spec.activation.name,
     }
 
 
@@ -183,41 +185,29 @@ def _grouped_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
     """A grouped kernel describes its operands itself (gk_grouped_describe); its binding only names run's schema."""
     for element in (spec.element_A, spec.element_B, spec.element_C, spec.element_D):
         _abi_dtype(element)  # refused here, before anything is written, rather than when the extension loads
-    parameters = _parameters(spec, [Parameter("As", "Tensor[]"), Parameter("Bs", "Tensor[]"),
-                                    Parameter("Cs", "Tensor[]?", "None")])
-    return {
-        "name": name,
-        "version": _gemmkit.__version__,
-        "kernel_name": spec.name(),
-        **_signature(parameters, "Tensor[]"),
-        "takes_slope": "1" if spec.activation == Activation.leaky_relu else "0",
-        "activation": spec.activation.name,
-    }
+    operands = [Parameter("As", "Tensor[]"), Parameter("Bs", "Tensor[]"), Parameter("Cs", "Tensor[]?", "None")]
+    return _placeholders(spec, name, operands, "Tensor[]")
 
 
 def _conv2d_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
-    if spec.conv_kind != ConvKind.fprop:
-        raise ConfigError(f"kernel {spec.name()} is a {spec.conv_kind.name} kernel; PyTorch emission of Conv2d takes "
-                          "fprop kernels (gemmkit.Conv2d(kind='fprop', ...).construct()) for now.")
-    if spec.split_k_mode != SplitKMode.serial:
-        raise ConfigError(f"kernel {spec.name()} is a parallel split-K module (partial sums and a reduction); export "
-                          "the plan's direct kernel (plan.construct()).")
-    parameters = _parameters(spec, [Parameter("input", "Tensor"), Parameter("weight", "Tensor"),
-                                    Parameter("C", "Tensor?", "None"), Parameter("stride", "int[2]", "1"),
-                                    Parameter("padding", "int[2]", "0"), Parameter("dilation", "int[2]", "1")])
+    refusals = (
+        (spec.conv_kind != ConvKind.fprop, f"is a {spec.conv_kind.name} kernel; PyTorch emission of Conv2d takes "
+         "fprop kernels (gemmkit.Conv2d(kind='fprop', ...).construct()) for now."),
+        (spec.split_k_mode != SplitKMode.serial, "is a parallel split-K module (partial sums and a reduction); export "
+         "the plan's direct kernel (plan.construct())."),
+    )
+    operands = [Parameter("input", "Tensor"), Parameter("weight", "Tensor"), Parameter("C", "Tensor?", "None"),
+                Parameter("stride", "int[2]", "1"), Parameter("padding", "int[2]", "0"),
+                Parameter("dilation", "int[2]", "1")]
+    common = _placeholders(spec, name, operands, "Tensor", refusals)
     return {
-        "name": name,
-        "version": _gemmkit.__version__,
-        "kernel_name": spec.name(),
-        **_signature(parameters, "Tensor"),
+        **common,
         "dtype_input": _abi_dtype(spec.element_A),
         "dtype_weight": _abi_dtype(spec.element_B),
         "dtype_output": _abi_dtype(spec.element_D),
         "alignment_input": str(spec.alignment_A),
         "alignment_weight": str(spec.alignment_B),
         "alignment_output": str(spec.alignment_D),
-        "takes_slope": "1" if spec.activation == Activation.leaky_relu else "0",
-        "activation": spec.activation.name,
     }
 
 
