@@ -64,6 +64,7 @@ bool run_kind(gk::ConvKind kind, const gk::testing::ConvShape& shape) {
 }  // namespace
 
 int main() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as it happens, also into a log file
   try {
     gk::Conv2dOptions options;
     options.element = gk::DataType::f16;

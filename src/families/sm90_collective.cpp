@@ -162,6 +162,17 @@ void check_tma_alignments(const KernelSpec& spec) {
   }
 }
 
+// FP8 mainloops (without fast accumulation) add each few k-blocks' tensor-core sums into a second set of f32
+// accumulators, so a consumer warp group holds its tile twice: up to 64 x 128 fits in registers. The 128 x 256
+// cooperative tile (64 x 256 per warp group) spilled 858 bytes (ptxas -v) and ran at 0.33-0.59x torch._scaled_mm on
+// the H200 (bench/results/2026-12-01/fp8-bench-s2_h200.log); 128 x 128 compiles without spills.
+bool fp8_promotion_fits(const Cta& cta, KernelSchedule schedule) {
+  const bool cooperative = schedule == KernelSchedule::TmaWarpSpecializedCooperative ||
+                           (schedule == KernelSchedule::Auto && cta.m >= 128);  // as CUTLASS's builder resolves Auto
+  const int warp_group_rows = cooperative ? cta.m / 2 : cta.m;
+  return warp_group_rows * cta.n <= 64 * 128;
+}
+
 class Sm90Collective final : public Family {
  public:
   KernelFamily id() const override { return KernelFamily::Sm90Collective; }
@@ -188,6 +199,7 @@ class Sm90Collective final : public Family {
   std::vector<TileDescription> tile_descriptions(OpClass, const OperandTypes& types, const DeviceLimits&,
                                                  int alignment_a, int alignment_b) const override {
     const bool tma = moves_16_byte_rows(alignment_a, types.a) && moves_16_byte_rows(alignment_b, types.b);
+    const bool fp8 = is_fp8(types.a);
     std::vector<TileDescription> out;
     for (const auto& cta : kCtas) {
       if (is_int8(types.a) && cta.m == 256) continue;
@@ -198,6 +210,7 @@ class Sm90Collective final : public Family {
         td.warp_count = {4, 1, 1};
         td.stages = 0;
         auto add = [&](KernelSchedule k, EpilogueSchedule e, TileScheduler s) {
+          if (fp8 && !fp8_promotion_fits(cta, k)) return;
           td.kernel_schedule = k;
           td.epilogue_schedule = e;
           td.tile_scheduler = s;

@@ -73,7 +73,7 @@ TEST(Fp8Plan, Sm90KernelAccumulatesInF32WithAlignment16AndKTile128) {
     EXPECT_EQ(spec.alignment_b, 16);
     const std::string dt(gk::to_string(d));
     EXPECT_EQ(spec.name(),
-              "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_" + dt + "_" + dt + "_256x256x128_2x1x1_0_tnt_align16");
+              "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_" + dt + "_" + dt + "_256x128x128_2x1x1_0_tnt_align16");
   }
   gk::GemmOptions mixed = fp8_tn(90, gk::DataType::e4m3, gk::DataType::f32);
   mixed.element_b = gk::DataType::e5m2;
@@ -86,6 +86,12 @@ TEST(Fp8Plan, EveryListedTileIsValidWithKTile128) {
   ASSERT_GT(tiles.size(), 4u);
   for (const auto& tile : tiles) {
     EXPECT_EQ(tile.threadblock_shape[2], 128) << tile.to_string();
+    // The promotion keeps a warp group's tile twice in registers: no 128 x 256 or 256 x 128 CTA (they spilled).
+    const gk::Shape3 cta = tile.cta_tile();
+    EXPECT_LE(cta[0] * cta[1], 128 * 128) << tile.to_string();
+    if (cta[0] * cta[1] == 128 * 128) {
+      EXPECT_NE(tile.kernel_schedule, gk::KernelSchedule::TmaWarpSpecializedPingpong) << tile.to_string();
+    }
     EXPECT_NO_THROW(plan.set_tile_description(tile)) << tile.to_string();
   }
 }
