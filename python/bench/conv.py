@@ -15,9 +15,9 @@ kernel the layers will run is compiled first, in parallel (--no-prebuild: at eac
 names gemmkit's kernel and the split-K it ran with (split_k_mode, split_k_slices: by default run() splits wgrad
 problems whose output is under a wave of CTAs, in parallel; --split-k MODE:SLICES forces one for every layer). conv1
 (3 input channels) is left out: gemmkit's f16 tensor-op kernels need channel counts that are multiples of 2 (the
-reference's few-channels kernels are not built). --kernel-cc picks the gemmkit family: 80 (CUTLASS 2.x implicit GEMM,
-the default, every layer) or 90 (CUTLASS 3.x with TMA im2col; the layers it refuses, strided dgrad, are reported as
-refused and left out of its geometric means). --sweep times every configuration the plan lists
+reference's few-channels kernels are not built). --kernel-cc picks the gemmkit family (default: the plan's, 90 on an
+SM90 GPU): 80 (CUTLASS 2.x implicit GEMM, every layer) or 90 (CUTLASS 3.x with TMA im2col; the layers it refuses,
+strided dgrad, are reported as refused and left out of its geometric means). --sweep times every configuration the plan lists
 (tile_descriptions()) on each layer instead of the default choice, and reports the best one per layer next to the
 default's: what a better tile choice could gain. Writes JSON to --out.
 Usage: python python/bench/conv.py [--out FILE] [--batches 32,128] [--kinds fprop,dgrad,wgrad] [--rounds N]
@@ -184,8 +184,9 @@ def main():
     parser.add_argument("--kinds", default="fprop,dgrad,wgrad")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=20)
-    parser.add_argument("--kernel-cc", type=int, choices=(80, 90), default=80,
-                        help="gemmkit's conv family: 80 = CUTLASS 2.x, 90 = CUTLASS 3.x (TMA im2col, SM90 GPUs)")
+    parser.add_argument("--kernel-cc", type=int, choices=(80, 90), default=None,
+                        help="gemmkit's conv family: 80 = CUTLASS 2.x, 90 = CUTLASS 3.x (TMA im2col, SM90 GPUs); "
+                        "default: the plan's (90 on an SM90 GPU)")
     parser.add_argument("--layers", default=".", help="only layers whose name this regular expression finds")
     parser.add_argument("--no-prebuild", action="store_true", help="compile each kernel at its layer's first run")
     parser.add_argument("--sweep", action="store_true", help="time every configuration of the plan on each layer")
