@@ -81,8 +81,8 @@ TEST_P(Fp8Types, PerTensorScalesFoldedIntoAlphaAreExact) {
 // Random values in [-1, 1] (rounded to FP8 on the host, so the reference sees exactly what the GPU reads): the only
 // errors left are D's rounding and the FP8 tensor cores' accumulation, which keeps about 13 mantissa bits inside each
 // 128-deep K block before the mainloop promotes it into f32. On the H200 that reached 0.59 % of max(1, |D|) here
-// (K = 272 and alpha 2, so |D| is of order 10) for f16 and f32 D alike, ten times f16's own rounding; a wrong scale, operand or layout
-// errs by order 1.
+// (K = 272 and alpha 2, so |D| is of order 10) for f16 and f32 D alike, ten times f16's own rounding; a wrong
+// scale, operand or layout errs by order 1.
 TEST_P(Fp8Types, RandomDataWithinOutputPrecision) {
   REQUIRE_SM90();
   gk::Gemm plan(cases::fp8_options(GetParam(), device_cc()));
