@@ -21,7 +21,7 @@ strided dgrad, are reported as refused and left out of its geometric means). --s
 (tile_descriptions()) on each layer instead of the default choice, and reports the best one per layer next to the
 default's: what a better tile choice could gain. Writes JSON to --out.
 Usage: python python/bench/conv.py [--out FILE] [--batches 32,128] [--kinds fprop,dgrad,wgrad] [--rounds N]
-       [--kernel-cc 80|90] [--layers REGEX] [--split-k MODE:SLICES] [--no-prebuild] [--sweep]
+       [--kernel-cc 80|90] [--layers REGEX] [--split-k MODE:SLICES] [--no-prebuild] [--sweep [--stages 2,3]]
 """
 import argparse
 import json
@@ -105,12 +105,23 @@ def make_plan(kind, split_k, kernel_cc, tile=None):
     return plan
 
 
-def tiles_of(kind, kernel_cc, sweep):
-    """The configurations a layer is timed with: None (the plan's own choice), or with --sweep every one it lists."""
-    return make_plan(kind, None, kernel_cc).tile_descriptions() if sweep else [None]
+def with_stages(td, stages):
+    return gemmkit.TileDescription(threadblock_shape=td.threadblock_shape, warp_count=td.warp_count, stages=stages,
+                                   cluster_shape=td.cluster_shape, kernel_schedule=td.kernel_schedule,
+                                   epilogue_schedule=td.epilogue_schedule, tile_scheduler=td.tile_scheduler)
 
 
-def prebuild(kinds, batches, layers, split_k, kernel_cc, sweep=False):
+def tiles_of(kind, kernel_cc, sweep, stages=()):
+    """The configurations a layer is timed with: None (the plan's own choice), or with --sweep every one it lists,
+    each also with the pipeline depths of --stages (fewer stages leave shared memory for more CTAs per SM, which a
+    layer with a short K may need more than a deep pipeline)."""
+    if not sweep:
+        return [None]
+    listed = make_plan(kind, None, kernel_cc).tile_descriptions()
+    return listed + [with_stages(td, n) for td in listed for n in stages if n != td.stages]
+
+
+def prebuild(kinds, batches, layers, split_k, kernel_cc, sweep=False, stages=()):
     """Compiles every kernel the timed layers will run, in parallel (gemmkit.compile_many), before any is timed:
     the split-K choice picks tiles per layer, and one nvcc after another would take minutes."""
     specs = []
@@ -122,7 +133,7 @@ def prebuild(kinds, batches, layers, split_k, kernel_cc, sweep=False):
                 _, p, q, _ = gemmkit.Conv2d.output_size((batch, hw, hw, c), (k, r, r, c), pad, stride)
                 x, w, y = empty(batch, c, hw, hw), empty(k, c, r, r), empty(batch, k, p, q)
                 a, b, d = {"fprop": (x, w, y), "dgrad": (y, w, x), "wgrad": (y, x, w)}[kind]
-                for tile in tiles_of(kind, kernel_cc, sweep):
+                for tile in tiles_of(kind, kernel_cc, sweep, stages):
                     try:
                         specs.append(make_plan(kind, split_k, kernel_cc, tile).spec_for(a, b, None, d, stride=stride,
                                                                                          padding=pad))
@@ -190,6 +201,8 @@ def main():
     parser.add_argument("--layers", default=".", help="only layers whose name this regular expression finds")
     parser.add_argument("--no-prebuild", action="store_true", help="compile each kernel at its layer's first run")
     parser.add_argument("--sweep", action="store_true", help="time every configuration of the plan on each layer")
+    parser.add_argument("--stages", default="", help="with --sweep, also each configuration at these pipeline "
+                        "depths, e.g. 2,3")
     parser.add_argument("--split-k", default=None, help="MODE:SLICES for every layer, e.g. parallel:16 or "
                         "serial:0 (0: run() counts); default: run() chooses")
     args = parser.parse_args()
@@ -197,17 +210,18 @@ def main():
     if args.split_k:
         mode, slices = args.split_k.split(":")
         split_k = (mode, int(slices))
+    stages = [int(n) for n in args.stages.split(",")] if args.stages else []
     layers = [layer for layer in RESNET50 if re.search(args.layers, layer[0])]
     kinds, batches = args.kinds.split(","), [int(b) for b in args.batches.split(",")]
     if not args.no_prebuild:
-        prebuild(kinds, batches, layers, split_k, args.kernel_cc, args.sweep)
+        prebuild(kinds, batches, layers, split_k, args.kernel_cc, args.sweep, stages)
     torch.backends.cudnn.benchmark = True
     results = []
     for kind in kinds:
         for batch in batches:
             for layer in layers:
                 rows = [run_layer(kind, batch, layer, args.rounds, args.iterations, split_k, args.kernel_cc, tile)
-                        for tile in tiles_of(kind, args.kernel_cc, args.sweep)]
+                        for tile in tiles_of(kind, args.kernel_cc, args.sweep, stages)]
                 timed = [r for r in rows if "refused" not in r]
                 if not timed:
                     results.append(rows[0])
