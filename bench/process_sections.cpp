@@ -89,9 +89,9 @@ SectionResult compile_section(Context& ctx) {
   std::vector<Path> paths = {{"one pass", nullptr, 1}};
   if (splittable) paths.push_back({"split (cubin + host module)", "1", 2});
   SectionResult result;
-  Table table{{"kernel", "build", "plan.compile() s", "of which nvcc build s", "Toolchain::discover() s",
-               "child process s"},
-              {}};
+  Table table{
+      {"kernel", "build", "plan.compile() s", "of which nvcc build s", "Toolchain::discover() s", "child process s"},
+      {}};
   for (const Path& path : paths) {
     std::printf("compile: cold compile of %s, %s, in a child process (about a minute) ...\n", expected.c_str(),
                 path.name);
@@ -109,8 +109,8 @@ SectionResult compile_section(Context& ctx) {
     const auto hit = report.find("cache_hit");
     if (number(report, "builds") != path.builds || hit == report.end() || !hit->is_boolean() || hit->get<bool>()) {
       throw Failure("the cold compile (" + std::string(path.name) + ") did not build exactly " +
-                    std::to_string(path.builds) + " artifacts in the empty cache (builds = " +
-                    fixed(number(report, "builds"), 0) + ")");
+                    std::to_string(path.builds) +
+                    " artifacts in the empty cache (builds = " + fixed(number(report, "builds"), 0) + ")");
     }
     const double wall_s = static_cast<double>(run.exit_ns - run.spawn_ns) * 1e-9;
     Value entry = report;

@@ -72,8 +72,9 @@ class DiskCache {
   std::optional<CacheEntry> lookup(const std::string& key) const;
 
   // lookup(), else build in a private temp folder and rename() it into place; manifest.json last. A split source
-  // (builds_split) builds its two entries at once, and the entry returned is the host module's, with cubin_path. A root this process
-  // cannot write is read but not written: new kernels go to a private temporary cache (one warning on stderr).
+  // (builds_split) builds its two entries at once, and the entry returned is the host module's, with cubin_path. A root
+  // this process cannot write is read but not written: new kernels go to a private temporary cache (one warning on
+  // stderr).
   CacheEntry get_or_build(const Toolchain& toolchain, const KernelSource& source, const ModuleBuilder& builder);
   CacheEntry get_or_build(const Toolchain& toolchain, const KernelSource& source);
 

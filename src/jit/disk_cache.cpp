@@ -542,8 +542,7 @@ std::string DiskCache::split_record(const Toolchain& toolchain, const KernelSour
                      flags);
 }
 
-std::string DiskCache::split_key(const Toolchain& toolchain, const KernelSource& source,
-                                 SplitArtifact artifact) const {
+std::string DiskCache::split_key(const Toolchain& toolchain, const KernelSource& source, SplitArtifact artifact) const {
   return sha256_hex(split_record(toolchain, source, artifact));
 }
 
@@ -607,8 +606,8 @@ ModuleBuilder split_builder(const Toolchain& toolchain, SplitArtifact artifact) 
   };
 }
 
-std::vector<CacheEntry> build_jobs(const std::string& root, const Toolchain& toolchain, const std::vector<BuildJob>& sources,
-                                              const ProgressCallback& progress) {
+std::vector<CacheEntry> build_jobs(const std::string& root, const Toolchain& toolchain,
+                                   const std::vector<BuildJob>& sources, const ProgressCallback& progress) {
   std::vector<CacheEntry> entries(sources.size());
   std::vector<std::string> keys;
   std::map<std::string, std::size_t> first_with_key;
@@ -640,7 +639,8 @@ std::vector<CacheEntry> build_jobs(const std::string& root, const Toolchain& too
   auto report = [&](const BuildJob& job, bool finished) {
     if (!progress) return;
     std::lock_guard<std::mutex> lock(progress_mutex);
-    BuildProgress step{job.source->kernel_name, finished, done += finished ? 1 : 0, misses.size(), seconds_since(start)};
+    BuildProgress step{job.source->kernel_name, finished, done += finished ? 1 : 0, misses.size(),
+                       seconds_since(start)};
     if (done > 0) {
       // Builds run `jobs` at a time: the rest take about their share of the mean time per build so far.
       const std::size_t left = misses.size() - done;
@@ -706,7 +706,8 @@ std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
     }
     const std::string cubin_key = split_key(toolchain, source, SplitArtifact::cubin);
     jobs.push_back({&source, cubin_key, split_builder(toolchain, SplitArtifact::cubin), {"kernel.cubin"}});
-    jobs.push_back({&source, split_key(toolchain, source, SplitArtifact::host),
+    jobs.push_back({&source,
+                    split_key(toolchain, source, SplitArtifact::host),
                     split_builder(toolchain, SplitArtifact::host),
                     {"kernel.so", Json{{"cubin_key", cubin_key}}}});
   }
@@ -864,7 +865,8 @@ DiskCache::ImportResult DiskCache::import_archive(const std::string& path) {
     const std::string name = slash == std::string::npos ? "" : file.name.substr(slash + 1);
     if (!is_key(key) || !is_archive_file(name)) {
       throw Error("the archive " + path + " holds " + file.name +
-                  ", which is not <key>/manifest.json, kernel.so, kernel.cubin or kernel.cu: it was not written by gemmkit cache "
+                  ", which is not <key>/manifest.json, kernel.so, kernel.cubin or kernel.cu: it was not written by "
+                  "gemmkit cache "
                   "export");
     }
     entries[key][name] = std::move(file.data);

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <regex>
 #include <sstream>
@@ -98,8 +98,8 @@ const std::vector<std::string> kLanguageFlags = {"-std=c++17", "-O3", "-DNDEBUG"
 // The host-side flags of a module (.so): position independent, optimized, CUTLASS's template statics private to each
 // module (else two modules share device caches), linked against the shared CUDA runtime.
 const std::vector<std::string> kSharedObjectFlags = {
-    "-Xcompiler=-fPIC", "-Xcompiler=-O2", "-Xcompiler=-fvisibility=hidden", "-Xcompiler=-fno-gnu-unique",
-    "-shared",          "-cudart",        "shared"};
+    "-Xcompiler=-fPIC", "-Xcompiler=-O2", "-Xcompiler=-fvisibility=hidden", "-Xcompiler=-fno-gnu-unique", "-shared",
+    "-cudart",          "shared"};
 
 // CUTLASS's diagnostics, the target and the include paths.
 std::vector<std::string> target_flags(const Toolchain& toolchain, const KernelSource& source) {
@@ -121,17 +121,21 @@ std::vector<std::string> command(const Toolchain& toolchain, std::vector<std::ve
 
 std::vector<std::string> nvcc_command(const Toolchain& toolchain, const KernelSource& source,
                                       const std::string& source_path, const std::string& output_path) {
-  return command(toolchain,
-                 {kLanguageFlags, kSharedObjectFlags, target_flags(toolchain, source), {source_path, "-o", output_path}});
+  return command(
+      toolchain,
+      {kLanguageFlags, kSharedObjectFlags, target_flags(toolchain, source), {source_path, "-o", output_path}});
 }
 
 std::vector<std::string> split_command(const Toolchain& toolchain, const KernelSource& source, SplitArtifact artifact,
                                        const std::string& source_path, const std::string& output_path) {
   if (artifact == SplitArtifact::cubin) {
-    return command(toolchain, {kLanguageFlags, target_flags(toolchain, source),
+    return command(toolchain, {kLanguageFlags,
+                               target_flags(toolchain, source),
                                {"-cubin", "-DGEMMKIT_SPLIT_DEVICE", source_path, "-o", output_path}});
   }
-  return command(toolchain, {kLanguageFlags, kSharedObjectFlags, target_flags(toolchain, source),
+  return command(toolchain, {kLanguageFlags,
+                             kSharedObjectFlags,
+                             target_flags(toolchain, source),
                              {"-DGEMMKIT_SPLIT_HOST", source_path, "-o", output_path}});
 }
 
@@ -196,9 +200,8 @@ void run_nvcc(const Toolchain& toolchain, const KernelSource& source, const fs::
 }  // namespace
 
 void compile_module(const Toolchain& toolchain, const KernelSource& source, const std::string& work_dir) {
-  run_nvcc(toolchain, source, work_dir, "kernel.so", "kernel.cu", [&](const std::string& in, const std::string& out) {
-    return nvcc_command(toolchain, source, in, out);
-  });
+  run_nvcc(toolchain, source, work_dir, "kernel.so", "kernel.cu",
+           [&](const std::string& in, const std::string& out) { return nvcc_command(toolchain, source, in, out); });
 }
 
 void compile_split(const Toolchain& toolchain, const KernelSource& source, SplitArtifact artifact,

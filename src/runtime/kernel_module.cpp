@@ -3,8 +3,8 @@
 
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <optional>
+#include <sstream>
 
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
@@ -45,7 +45,8 @@ void bind_cubin(gk_split_bind_fn bind, const std::string& path, const std::strin
     throw Error("Cannot read the cubin " + cubin_path + " of kernel module " + path +
                 "; clear the cache entry (gemmkit cache clear) to rebuild it.");
   }
-  if (bind(image.data(), image.size()) != GK_OK) throw Error("Kernel module " + path + " refused its cubin " + cubin_path);
+  if (bind(image.data(), image.size()) != GK_OK)
+    throw Error("Kernel module " + path + " refused its cubin " + cubin_path);
 }
 
 }  // namespace

@@ -106,7 +106,9 @@ TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   EXPECT_EQ(cache.lookup(cubin_key)->module_path, entries[0].cubin_path);
   std::ifstream cubin(entries[0].cubin_path, std::ios::binary);
   const std::string image((std::istreambuf_iterator<char>(cubin)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(image.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(image.substr(0, 4),
+            "\x7f"
+            "ELF");
   EXPECT_NE(image.find("gk_device_kernel"), std::string::npos);
   std::ifstream manifest(std::filesystem::path(entries[0].dir) / "manifest.json");
   EXPECT_EQ(nlohmann::ordered_json::parse(manifest).at("cubin_key").get<std::string>(), cubin_key);

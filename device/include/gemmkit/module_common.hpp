@@ -116,9 +116,13 @@ inline int current_device() {
 inline int launch_status(cutlass::Status status) {
   cudaError_t error = cudaGetLastError();
   if (status == cutlass::Status::kSuccess && error == cudaSuccess) return GK_OK;
-  // CUTLASS's launchers read (and so clear) the error themselves; keep whatever is left, else "unknown".
-  // A launch through the driver API (the split path) recorded its own error; else "unknown".
-  if (error != cudaSuccess || last_cuda_error == cudaSuccess) last_cuda_error = error != cudaSuccess ? error : cudaErrorUnknown;
+  // CUTLASS's launchers read (and so clear) the error themselves; keep whatever is left, else the error a launch
+  // through the driver API (the split path) recorded in this call, else "unknown".
+  if (error != cudaSuccess) {
+    last_cuda_error = error;
+  } else if (last_cuda_error == cudaSuccess) {
+    last_cuda_error = cudaErrorUnknown;
+  }
   return GK_ERR_LAUNCH;
 }
 

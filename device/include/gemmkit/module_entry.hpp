@@ -47,7 +47,7 @@ GK_EXPORT size_t gk_workspace_size(const gk_gemm_args* args) {
 GK_EXPORT int gk_run(const gk_gemm_args* args, void* workspace, void* stream) {
   if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias); status != GK_OK) return status;
   return gemmkit::module::run<gemmkit_kernel::LaunchGlue>(launch_cache, *args, workspace,
-                                                      static_cast<cudaStream_t>(stream));
+                                                          static_cast<cudaStream_t>(stream));
 }
 
 GK_EXPORT int gk_last_cuda_error(void) {

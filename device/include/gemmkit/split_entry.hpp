@@ -3,8 +3,9 @@
 //   GEMMKIT_SPLIT_DEVICE  nvcc -cubin: only the kernel, as extern "C" gk_device_kernel (cutlass::device_kernel's body,
 //                         launch bounds and __grid_constant__ Params), and nothing of the host glue;
 //   GEMMKIT_SPLIT_HOST    the host compiler alone: the abi.h entry points, which build the kernel's Params
-//                         (GemmKernel::to_underlying_arguments: TMA descriptors, scheduler) and launch the cubin through
-//                         the driver API. No __global__ function is instantiated, so no device code is compiled.
+//                         (GemmKernel::to_underlying_arguments: TMA descriptors, scheduler) and launch the cubin
+//                         through the driver API. No __global__ function is instantiated, so no device code is
+//                         compiled.
 // Today for CUTLASS 3.x kernel-level operators (the Sm90Collective family), whose glue names the adapter as
 // gemmkit_kernel::Module::Gemm.
 #pragma once
