@@ -632,7 +632,10 @@ std::vector<CacheEntry> build_jobs(const std::string& root, const Toolchain& too
   std::vector<std::exception_ptr> errors(misses.size());
   std::atomic<std::size_t> next{0};
   std::atomic<bool> interrupted{false};
-  const std::size_t jobs = std::min<std::size_t>(misses.size(), static_cast<std::size_t>(max_parallel_compiles()));
+  // A background build is one of the background pool's jobs, which max_parallel_compiles() already bounds: its
+  // artifacts (a split kernel's two) are built one after the other.
+  const int cap = is_background_thread() ? 1 : max_parallel_compiles();
+  const std::size_t jobs = std::min<std::size_t>(misses.size(), static_cast<std::size_t>(cap));
   std::mutex progress_mutex;
   std::size_t done = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -665,13 +668,7 @@ std::vector<CacheEntry> build_jobs(const std::string& root, const Toolchain& too
     }
   };
   std::vector<std::thread> workers;
-  const bool background = is_background_thread();  // the workers build for the same caller
-  for (std::size_t t = 1; t < jobs; ++t) {
-    workers.emplace_back([&work, background] {
-      set_background_thread(background);
-      work();
-    });
-  }
+  for (std::size_t t = 1; t < jobs; ++t) workers.emplace_back(work);
   work();
   for (std::thread& worker : workers) worker.join();
   for (const std::exception_ptr& error : errors) {

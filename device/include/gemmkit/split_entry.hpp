@@ -115,6 +115,14 @@ inline CUfunction current_function() {
     module::last_cuda_error = cudaErrorInvalidDevice;
     return nullptr;
   }
+  // The driver calls below use the thread's current context, which a runtime caller may not have made current yet
+  // (cudaGetDevice does not): cudaSetDevice makes the device's primary context current, once per thread and device.
+  // It is no stream operation, so it is allowed inside a graph capture.
+  thread_local int bound_device = -1;
+  if (bound_device != device) {
+    if (module::record_cuda_error(cudaSetDevice(device))) return nullptr;
+    bound_device = device;
+  }
   if (CUfunction fn = __atomic_load_n(&img.functions[device], __ATOMIC_ACQUIRE)) return fn;
   std::lock_guard<std::mutex> lock(img.mutex);
   if (img.functions[device] != nullptr) return img.functions[device];
@@ -127,7 +135,6 @@ inline CUfunction current_function() {
     module::last_cuda_error = cudaErrorInvalidKernelImage;  // the loader never bound the cubin
     return nullptr;
   }
-  if (module::record_cuda_error(cudaFree(nullptr))) return nullptr;  // makes the primary context current
   CUmodule mod = nullptr;
   CUfunction fn = nullptr;
   if (record_driver_error(d.module_load_data(&mod, img.cubin.data()))) return nullptr;
