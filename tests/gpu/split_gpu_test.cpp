@@ -37,8 +37,8 @@ TEST(GpuSplit, SplitKernelsMatchTheReference) {
     const Json compiled = cli_json("compile " + plan + " --json");
     ASSERT_TRUE(compiled.contains("cubin_path")) << compiled.dump(2);  // built split, not in one pass
     EXPECT_TRUE(std::filesystem::exists(compiled.at("cubin_path").get<std::string>()));
-    for (const char* shape : {"--m 520 --n 264 --k 1000 --batch 2 --beta 0.5 --repeat 3",
-                              "--m 4096 --n 4096 --k 512 --repeat 2"}) {
+    for (const char* shape :
+         {"--m 520 --n 264 --k 1000 --batch 2 --beta 0.5 --repeat 3", "--m 4096 --n 4096 --k 512 --repeat 2"}) {
       const Json run = cli_json("run " + plan + " " + shape + " --check --json");
       EXPECT_EQ(run.at("check").get<std::string>(), "pass") << plan << " " << shape << "\n" << run.dump(2);
     }
