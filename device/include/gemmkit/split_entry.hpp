@@ -37,6 +37,7 @@ extern "C" __global__ void __launch_bounds__(gemmkit::split::Kernel::MaxThreadsP
 
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "cute/layout.hpp"
 
@@ -156,23 +157,23 @@ inline CUfunction current_function() {
   return fn;
 }
 
-// The glue for gemmkit::module::run: the family's own argument mapping and checks, with CUTLASS's kernel-level
-// preparation (what GemmUniversalAdapter::initialize does, without its cudaFuncSetAttribute on device_kernel) and a
-// driver-API launch of the cubin (what GemmUniversalAdapter::run does: a cluster launch unless the cluster is 1x1x1).
+// The glue for gemmkit::module::run: the family's own glue (`Base`, e.g. sm90::Module over sm90::ParamsLaunch) with
+// its argument mapping (to_arguments: every gk_gemm_args field, scale vectors and split-K scheduler arguments
+// included), checks, prepared state, launch cache and workspace reset, of which only two steps differ: `prepare`
+// builds the Params with CUTLASS's kernel-level calls (what GemmUniversalAdapter::initialize does, without its
+// cudaFuncSetAttribute on device_kernel, which would instantiate the kernel here) and `launch` launches the cubin
+// through the driver API (what GemmUniversalAdapter::run does: a cluster launch unless the cluster is 1x1x1).
 template <class Base>
 struct Glue : Base {
-  using Params = typename Kernel::Params;
-  using Prepared = module::Prepared<typename Base::Gemm::Arguments, Params>;
-  using Cache = module::LaunchCache<Prepared>;
+  using Prepared = typename Base::Prepared;
+  static_assert(std::is_same_v<decltype(Prepared::state), typename Kernel::Params>,
+                "the split path launches the kernel's Params: the family's prepared state must be them");
 
   static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    const cutlass::Status status = Kernel::initialize_workspace(prepared.arguments, workspace, stream, nullptr);
+    const cutlass::Status status = Base::reset_workspace(prepared, workspace, stream);  // initialize_workspace
     if (status != cutlass::Status::kSuccess) return status;
     prepared.state = Kernel::to_underlying_arguments(prepared.arguments, workspace);
     return cutlass::Status::kSuccess;
-  }
-  static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    return Kernel::initialize_workspace(prepared.arguments, workspace, stream, nullptr);
   }
   static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) {
     const CUfunction fn = current_function();
