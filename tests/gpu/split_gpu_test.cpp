@@ -43,8 +43,8 @@ TEST(GpuSplit, SplitKernelsMatchTheReference) {
        {"--m 520 --n 264 --k 1000 --batch 2 --beta 0.5 --repeat 3", "--m 4096 --n 4096 --k 512 --repeat 2"}},
       {stream_k,
        {"--m 520 --n 264 --k 1000 --batch 2 --beta 0.5 --repeat 3", "--m 4096 --n 4096 --k 512 --repeat 2",
-        "--m 256 --n 256 --k 8192 --decomposition SplitK --split-k-slices 3 --repeat 2",
-        "--m 256 --n 256 --k 8192 --beta 1 --decomposition SplitK --split-k-slices 4 --reduction-mode Nondeterministic",
+        "--m 256 --n 256 --k 8192 --split-k-slices 3 --repeat 2",
+        "--m 256 --n 256 --k 8192 --beta 1 --split-k-slices 4 --reduction-mode Nondeterministic",
         "--m 384 --n 256 --k 6000 --decomposition StreamK --repeat 2"}},
   };
   for (const Case& c : cases) {
