@@ -21,7 +21,8 @@ using ModuleBuilder = std::function<void(const KernelSource& source, const std::
 struct CacheEntry {
   std::string key;          // 64 hex digits
   std::string dir;          // <root>/v1/<aa>/<key>
-  std::string module_path;  // dir/kernel.so
+  std::string module_path;  // dir/kernel.so (a split kernel's cubin entry: dir/kernel.cubin)
+  std::string cubin_path;   // a split kernel (compiler.hpp): the cubin its host module launches; empty otherwise
   std::string kernel_name;
   bool hit = false;            // true if no build happened in this call
   double build_seconds = 0.0;  // time spent building in this call (0 on a hit)
@@ -58,11 +59,22 @@ class DiskCache {
   std::string record(const Toolchain& toolchain, const KernelSource& source) const;
   std::string key(const Toolchain& toolchain, const KernelSource& source) const;
 
+  // Whether `source` is built on the split path: its family can (KernelSource::splittable) and GEMMKIT_SPLIT_BUILD is
+  // on. Its entries are then two: the cubin's, whose record leaves out the host compiler (a cubin built on a machine
+  // without a GPU is found on one with another host compiler), and the host module's, whose record has it.
+  static bool builds_split(const KernelSource& source);
+  std::string split_record(const Toolchain& toolchain, const KernelSource& source, SplitArtifact artifact) const;
+  std::string split_key(const Toolchain& toolchain, const KernelSource& source, SplitArtifact artifact) const;
+  // The keys of the entries `source` is built into: key(), or on the split path its cubin's and its host module's.
+  std::vector<std::string> keys(const Toolchain& toolchain, const KernelSource& source) const;
+
   // A complete entry (manifest present and consistent) or nothing; a damaged entry is moved aside.
   std::optional<CacheEntry> lookup(const std::string& key) const;
 
-  // lookup(), else build in a private temp folder and rename() it into place; manifest.json last. A root this process
-  // cannot write is read but not written: new kernels go to a private temporary cache (one warning on stderr).
+  // lookup(), else build in a private temp folder and rename() it into place; manifest.json last. A split source
+  // (builds_split) builds its two entries at once, and the entry returned is the host module's, with cubin_path. A root
+  // this process cannot write is read but not written: new kernels go to a private temporary cache (one warning on
+  // stderr).
   CacheEntry get_or_build(const Toolchain& toolchain, const KernelSource& source, const ModuleBuilder& builder);
   CacheEntry get_or_build(const Toolchain& toolchain, const KernelSource& source);
 
@@ -70,7 +82,8 @@ class DiskCache {
   // nothing under GEMMKIT_ALWAYS_COMPILE.
   std::optional<CacheEntry> find(const Toolchain& toolchain, const KernelSource& source) const;
 
-  // Several sources at once, built in parallel (max_parallel_compiles() jobs). Order matches `sources`. After an
+  // Several sources at once, built in parallel (max_parallel_compiles() jobs, a split source's two nvcc processes
+  // counting as two). Order matches `sources`. After an
   // InterruptedError no further build starts.
   std::vector<CacheEntry> get_or_build_many(const Toolchain& toolchain, const std::vector<KernelSource>& sources,
                                             const ProgressCallback& progress = {});

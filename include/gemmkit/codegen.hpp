@@ -12,6 +12,8 @@ struct KernelSource {
   std::string kernel_name;
   std::string arch_flag;  // e.g. "sm_90a"
   std::string text;
+  // Whether its family can build it as a cubin and a host module (compiler.hpp's split path) instead of one module.
+  bool splittable = false;
 };
 
 // Renders the spec through its family's template (templates/*.cu.in). Throws ConfigError, naming the kernel, for a

@@ -35,6 +35,23 @@ struct Toolchain {
 std::vector<std::string> nvcc_command(const Toolchain& toolchain, const KernelSource& source,
                                       const std::string& source_path, const std::string& output_path);
 
+// The split path (GEMMKIT_SPLIT_BUILD, families that support it): one kernel source built as two artifacts by two nvcc
+// processes, which may run at once. The cubin holds only the kernel (nvcc -cubin, -DGEMMKIT_SPLIT_DEVICE) and depends
+// on no host compiler; the host module (a .so exporting abi.h's entry points, -DGEMMKIT_SPLIT_HOST) builds the
+// kernel's Params and launches the cubin through the driver API. The host module compiles kSplitHostWrapper, which
+// hides kernel.cu from the device compiler, so no device code is compiled for it.
+enum class SplitArtifact { cubin, host };
+inline constexpr const char* kSplitHostWrapper =
+    "// host.cu: gemmkit's split host pass; the device compiler sees nothing, the host compiler kernel.cu.\n"
+    "#if !defined(__CUDA_ARCH__)\n"
+    "#include \"kernel.cu\"\n"
+    "#endif\n";
+std::vector<std::string> split_command(const Toolchain& toolchain, const KernelSource& source, SplitArtifact artifact,
+                                       const std::string& source_path, const std::string& output_path);
+// Builds work_dir/kernel.cubin or work_dir/kernel.so (from work_dir/host.cu) for `source`, as compile_module does.
+void compile_split(const Toolchain& toolchain, const KernelSource& source, SplitArtifact artifact,
+                   const std::string& work_dir);
+
 // What a module builder may leave in its work_dir for the cache's manifest: a JSON object ("nvcc_argv", "seconds" per
 // phase), merged into the manifest's "build" record.
 inline constexpr const char* kBuildRecordFile = "build.json";

@@ -15,6 +15,7 @@ namespace gemmkit {
 struct CompiledKernel {
   std::string kernel_name;
   std::string module_path;
+  std::string cubin_path;  // built on the split path (GEMMKIT_SPLIT_BUILD): the cubin module_path launches; else empty
   std::string cache_key;
   bool cache_hit = false;
   double build_seconds = 0.0;

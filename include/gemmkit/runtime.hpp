@@ -39,7 +39,9 @@ struct Workspace {
 class KernelModule {
  public:
   // Throws Error if the file cannot be loaded or was built for another ABI version.
-  static std::shared_ptr<KernelModule> load(const std::string& path);
+  // A split kernel's host module (cubin_path not empty) is handed the cubin's bytes (gk_split_bind) before anything
+  // else; it loads them into each device's context on its first launch there.
+  static std::shared_ptr<KernelModule> load(const std::string& path, const std::string& cubin_path = "");
   ~KernelModule() = default;
   KernelModule(const KernelModule&) = delete;
   KernelModule& operator=(const KernelModule&) = delete;

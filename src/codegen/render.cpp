@@ -67,7 +67,8 @@ KernelSource render(const KernelSpec& spec) {
   }
   const std::string_view name = family.template_name();
   return KernelSource{spec.name(), spec.arch_flag(),
-                      codegen::render(name, codegen::find_template(name), family.placeholders(spec))};
+                      codegen::render(name, codegen::find_template(name), family.placeholders(spec)),
+                      family.splittable()};
 }
 
 }  // namespace gemmkit

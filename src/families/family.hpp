@@ -63,6 +63,9 @@ class Family {
   virtual std::string kernel_name(const KernelSpec& spec) const = 0;
   // The template's placeholders for a valid spec.
   virtual Placeholders placeholders(const KernelSpec& spec) const = 0;
+  // Whether its glue builds a kernel as a cubin plus a host module (gemmkit/split_entry.hpp) when asked
+  // (GEMMKIT_SPLIT_BUILD); the others always build one module in one nvcc pass.
+  virtual bool splittable() const { return false; }
 };
 
 // The families, each defined in its own unit; catalog/ says which architectures use them.

@@ -290,6 +290,8 @@ class Sm90Collective final : public Family {
            std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) + epilogue_suffix(spec);
   }
 
+  bool splittable() const override { return true; }
+
   Placeholders placeholders(const KernelSpec& spec) const override {
     const TileDescription& tile = spec.tile;
     const Shape3 cta = tile.cta_tile();

@@ -156,7 +156,21 @@ struct Probe {
   Json manifest;
 };
 
-// Complete iff manifest.json parses, names `key`, and kernel.so has the recorded size and SHA-256.
+// The built file of an entry: kernel.so (a module, or a split kernel's host module) or kernel.cubin (a split kernel's
+// device code).
+constexpr const char* kArtifacts[] = {"kernel.so", "kernel.cubin"};
+
+// The artifact a manifest records, or "" when it records none.
+std::string artifact_of(const Json& manifest) {
+  const auto files = manifest.find("files");
+  if (files == manifest.end() || !files->is_object()) return "";
+  for (const char* name : kArtifacts) {
+    if (files->contains(name)) return name;
+  }
+  return "";
+}
+
+// Complete iff manifest.json parses, names `key`, and its artifact has the recorded size and SHA-256.
 Probe probe_entry(const std::string& root, const std::string& key) {
   const fs::path dir = entry_dir(root, key);
   std::error_code ec;
@@ -166,9 +180,11 @@ Probe probe_entry(const std::string& root, const std::string& key) {
   if (!text) return damaged;
   try {
     Json manifest = Json::parse(*text);
-    const Json module = manifest.at("files").at("kernel.so");
+    const std::string artifact = artifact_of(manifest);
+    if (artifact.empty()) return damaged;
+    const Json module = manifest.at("files").at(artifact);
     if (manifest.at("key").get<std::string>() != key || !module.at("bytes").is_number_unsigned()) return damaged;
-    const fs::path module_path = dir / "kernel.so";
+    const fs::path module_path = dir / artifact;
     const std::uintmax_t size = fs::file_size(module_path, ec);
     if (ec || size != module.at("bytes").get<std::uintmax_t>()) return damaged;
     if (sha256_file_hex(module_path.string()) != module.at("sha256").get<std::string>()) return damaged;
@@ -176,7 +192,7 @@ Probe probe_entry(const std::string& root, const std::string& key) {
   } catch (const Json::exception&) {
     return damaged;  // not JSON, or a field missing or of another type
   } catch (const Error&) {
-    return damaged;  // kernel.so unreadable
+    return damaged;  // the artifact unreadable
   }
 }
 
@@ -189,7 +205,7 @@ CacheEntry make_entry(const std::string& root, const std::string& key, const Jso
   CacheEntry entry;
   entry.key = key;
   entry.dir = entry_dir(root, key).string();
-  entry.module_path = (entry_dir(root, key) / "kernel.so").string();
+  entry.module_path = (entry_dir(root, key) / artifact_of(manifest)).string();
   entry.kernel_name = manifest_string(manifest, "kernel_name");
   entry.hit = hit;
   return entry;
@@ -328,8 +344,15 @@ Json build_record(const fs::path& dir, const Json& cache_seconds) {
   return record;
 }
 
+// What one build makes: its artifact (kernel.so or kernel.cubin) and fields the manifest adds (a split kernel's host
+// module names its cubin's key).
+struct Output {
+  std::string artifact = "kernel.so";
+  Json manifest_fields = Json::object();
+};
+
 void write_manifest(const fs::path& dir, const std::string& key, const Toolchain& toolchain, const KernelSource& source,
-                    const Json& cache_seconds) {
+                    const Json& cache_seconds, const Output& output) {
   Json manifest;
   manifest["key"] = key;
   manifest["kernel_name"] = source.kernel_name;
@@ -338,14 +361,16 @@ void write_manifest(const fs::path& dir, const std::string& key, const Toolchain
   manifest["gemmkit_version"] = GEMMKIT_VERSION;
   manifest["cutlass_version"] = toolchain.cutlass_version;
   manifest["nvcc_version"] = toolchain.nvcc_version;
+  manifest.update(output.manifest_fields);
   manifest["build"] = build_record(dir, cache_seconds);
-  manifest["files"] = {{"kernel.so", file_record(dir / "kernel.so")}, {"kernel.cu", file_record(dir / "kernel.cu")}};
+  manifest["files"] = {{output.artifact, file_record(dir / output.artifact)},
+                       {"kernel.cu", file_record(dir / "kernel.cu")}};
   write_file(dir / "manifest.json", manifest.dump(2) + "\n");
 }
 
-// Runs the builder in a private temp folder; returns it complete (kernel.so, kernel.cu, manifest.json).
+// Runs the builder in a private temp folder; returns it complete (the artifact, kernel.cu, manifest.json).
 fs::path build_private(const std::string& root, const std::string& key, const Toolchain& toolchain,
-                       const KernelSource& source, const ModuleBuilder& builder, Json seconds) {
+                       const KernelSource& source, const ModuleBuilder& builder, const Output& output, Json seconds) {
   const fs::path tmp = make_dir(v1_dir(root) / "tmp" / (key + "." + unique_suffix()));
   std::error_code ec;
   const auto start = std::chrono::steady_clock::now();
@@ -361,11 +386,12 @@ fs::path build_private(const std::string& root, const std::string& key, const To
   if (is_background_thread()) ++g_background_builds;
   seconds["builder"] = seconds_since(start);
   try {
-    if (!fs::is_regular_file(tmp / "kernel.so", ec)) {
-      throw Error("building kernel " + source.kernel_name + " left no kernel.so behind (module builder bug)");
+    if (!fs::is_regular_file(tmp / output.artifact, ec)) {
+      throw Error("building kernel " + source.kernel_name + " left no " + output.artifact +
+                  " behind (module builder bug)");
     }
     if (!fs::exists(tmp / "kernel.cu", ec)) write_file(tmp / "kernel.cu", source.text);
-    write_manifest(tmp, key, toolchain, source, seconds);  // last: a complete manifest means a complete entry
+    write_manifest(tmp, key, toolchain, source, seconds, output);  // last: a complete manifest means a complete entry
   } catch (...) {
     fs::remove_all(tmp, ec);  // e.g. a full disk: nothing half-written stays behind
     throw;
@@ -374,7 +400,8 @@ fs::path build_private(const std::string& root, const std::string& key, const To
 }
 
 CacheEntry build_and_publish(const std::string& root, const std::string& key, const Toolchain& toolchain,
-                             const KernelSource& source, const ModuleBuilder& builder, bool damaged) {
+                             const KernelSource& source, const ModuleBuilder& builder, bool damaged,
+                             const Output& output = {}) {
   const auto start = std::chrono::steady_clock::now();
   KeyLock lock(root, key);
   const bool always_compile = knobs::flag("GEMMKIT_ALWAYS_COMPILE");
@@ -386,7 +413,7 @@ CacheEntry build_and_publish(const std::string& root, const std::string& key, co
   const Json seconds = {{"wait_for_lock", seconds_since(start)}};
   const auto build_start = std::chrono::steady_clock::now();
   sweep_stale_tmp(root);
-  const fs::path tmp = build_private(root, key, toolchain, source, builder, seconds);
+  const fs::path tmp = build_private(root, key, toolchain, source, builder, output, seconds);
   const fs::path final_dir = entry_dir(root, key);
   if (always_compile) move_aside(root, final_dir);  // the fresh build replaces the entry (we hold the key's lock)
   std::error_code ec;
@@ -404,7 +431,7 @@ CacheEntry build_and_publish(const std::string& root, const std::string& key, co
     CacheEntry entry;
     entry.key = key;
     entry.dir = final_dir.string();
-    entry.module_path = (final_dir / "kernel.so").string();
+    entry.module_path = (final_dir / output.artifact).string();
     entry.kernel_name = source.kernel_name;
     entry.hit = false;
     entry.build_seconds = seconds_since(build_start);
@@ -463,30 +490,69 @@ std::string DiskCache::default_root() {
 
 DiskCache::DiskCache(std::string root) : root_(std::move(root)) {}
 
-std::string DiskCache::record(const Toolchain& toolchain, const KernelSource& source) const {
-  // The real flag list with machine-specific paths replaced, so equal toolkits hit on different machines.
+namespace {
+
+// The toolchain with machine-specific paths replaced, so that equal toolkits hit on different machines.
+Toolchain without_paths(const Toolchain& toolchain) {
   Toolchain placeholders = toolchain;
   placeholders.nvcc = "<nvcc>";
   placeholders.cutlass_root = "<cutlass>";
   placeholders.device_include_dir = "<device_include>";
+  return placeholders;
+}
+
+// A key record: what every artifact depends on (the record's schema, gemmkit, its device headers, CUTLASS, nvcc),
+// then `fields` (the host compiler, for what it compiles), the target, the flags and the source.
+std::string make_record(const Toolchain& toolchain, const KernelSource& source, const std::string& fields,
+                        const std::vector<std::string>& flags) {
   std::string out = record_field("gemmkit-cache-key-schema", kKeySchema);
   out += record_field("gemmkit-version", GEMMKIT_VERSION);
   out += record_field("device-headers-sha256", toolchain.device_headers_hash);
   out += record_field("cutlass-version", toolchain.cutlass_version);
   out += record_field("nvcc-version", toolchain.nvcc_version);
   out += record_field("nvcc-build", toolchain.nvcc_build);
-  out += record_field("host-compiler", toolchain.host_compiler);
+  out += fields;
   out += record_field("arch", source.arch_flag);
   out += record_field("kernel-name", source.kernel_name);
-  for (const std::string& flag : nvcc_command(placeholders, source, "<source>", "<output>")) {
-    out += record_field("flag", flag);
-  }
+  for (const std::string& flag : flags) out += record_field("flag", flag);
   out += record_field("source-bytes", std::to_string(source.text.size()));
   return out + source.text;
 }
 
+}  // namespace
+
+std::string DiskCache::record(const Toolchain& toolchain, const KernelSource& source) const {
+  return make_record(toolchain, source, record_field("host-compiler", toolchain.host_compiler),
+                     nvcc_command(without_paths(toolchain), source, "<source>", "<output>"));
+}
+
+bool DiskCache::builds_split(const KernelSource& source) {
+  return source.splittable && knobs::flag("GEMMKIT_SPLIT_BUILD");
+}
+
+std::string DiskCache::split_record(const Toolchain& toolchain, const KernelSource& source,
+                                    SplitArtifact artifact) const {
+  const std::vector<std::string> flags =
+      split_command(without_paths(toolchain), source, artifact, "<source>", "<output>");
+  if (artifact == SplitArtifact::cubin) return make_record(toolchain, source, record_field("artifact", "cubin"), flags);
+  // The host module compiles the wrapper, and launches a cubin of this same source.
+  return make_record(toolchain, source,
+                     record_field("artifact", "host") + record_field("host-compiler", toolchain.host_compiler) +
+                         record_field("host-wrapper", kSplitHostWrapper),
+                     flags);
+}
+
+std::string DiskCache::split_key(const Toolchain& toolchain, const KernelSource& source, SplitArtifact artifact) const {
+  return sha256_hex(split_record(toolchain, source, artifact));
+}
+
 std::string DiskCache::key(const Toolchain& toolchain, const KernelSource& source) const {
   return sha256_hex(record(toolchain, source));
+}
+
+std::vector<std::string> DiskCache::keys(const Toolchain& toolchain, const KernelSource& source) const {
+  if (!builds_split(source)) return {key(toolchain, source)};
+  return {split_key(toolchain, source, SplitArtifact::cubin), split_key(toolchain, source, SplitArtifact::host)};
 }
 
 std::optional<CacheEntry> DiskCache::lookup(const std::string& key) const {
@@ -498,7 +564,14 @@ std::optional<CacheEntry> DiskCache::lookup(const std::string& key) const {
 std::optional<CacheEntry> DiskCache::find(const Toolchain& toolchain, const KernelSource& source) const {
   if (knobs::flag("GEMMKIT_ALWAYS_COMPILE")) return std::nullopt;
   bool damaged = false;
-  return find_built(root_, key(toolchain, source), damaged);
+  if (!builds_split(source)) return find_built(root_, key(toolchain, source), damaged);
+  std::optional<CacheEntry> host = find_built(root_, split_key(toolchain, source, SplitArtifact::host), damaged);
+  if (!host) return std::nullopt;
+  const std::optional<CacheEntry> cubin =
+      find_built(root_, split_key(toolchain, source, SplitArtifact::cubin), damaged);
+  if (!cubin) return std::nullopt;
+  host->cubin_path = cubin->module_path;
+  return host;
 }
 
 CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSource& source,
@@ -513,18 +586,28 @@ CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSourc
 }
 
 CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSource& source) {
+  if (builds_split(source)) return get_or_build_many(toolchain, {source}).front();
   return get_or_build(toolchain, source, nvcc_builder(toolchain));
 }
 
-std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
-                                                     const std::vector<KernelSource>& sources,
-                                                     const ProgressCallback& progress) {
-  return get_or_build_many(toolchain, sources, nvcc_builder(toolchain), progress);
+namespace {
+
+// One build of get_or_build_many: a source, its key, its builder and what the builder makes.
+struct BuildJob {
+  const KernelSource* source;
+  std::string key;
+  ModuleBuilder builder;
+  Output output;
+};
+
+ModuleBuilder split_builder(const Toolchain& toolchain, SplitArtifact artifact) {
+  return [&toolchain, artifact](const KernelSource& source, const std::string& work_dir) {
+    compile_split(toolchain, source, artifact, work_dir);
+  };
 }
 
-std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
-                                                     const std::vector<KernelSource>& sources,
-                                                     const ModuleBuilder& builder, const ProgressCallback& progress) {
+std::vector<CacheEntry> build_jobs(const std::string& root, const Toolchain& toolchain,
+                                   const std::vector<BuildJob>& sources, const ProgressCallback& progress) {
   std::vector<CacheEntry> entries(sources.size());
   std::vector<std::string> keys;
   std::map<std::string, std::size_t> first_with_key;
@@ -534,29 +617,33 @@ std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
   };
   std::vector<Miss> misses;
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    keys.push_back(key(toolchain, sources[i]));
+    keys.push_back(sources[i].key);
     if (!first_with_key.emplace(keys[i], i).second) continue;  // a duplicate is served by its first copy
     bool damaged = false;
     std::optional<CacheEntry> entry;
-    if (!knobs::flag("GEMMKIT_ALWAYS_COMPILE")) entry = find_built(root_, keys[i], damaged);
+    if (!knobs::flag("GEMMKIT_ALWAYS_COMPILE")) entry = find_built(root, keys[i], damaged);
     if (entry)
       entries[i] = *entry;
     else
       misses.push_back({i, damaged});
   }
-  const std::string build_root = misses.empty() ? root_ : build_roots().for_root(root_);
+  const std::string build_root = misses.empty() ? root : build_roots().for_root(root);
 
   std::vector<std::exception_ptr> errors(misses.size());
   std::atomic<std::size_t> next{0};
   std::atomic<bool> interrupted{false};
-  const std::size_t jobs = std::min<std::size_t>(misses.size(), static_cast<std::size_t>(max_parallel_compiles()));
+  // A background build is one of the background pool's jobs, which max_parallel_compiles() already bounds: its
+  // artifacts (a split kernel's two) are built one after the other.
+  const int cap = is_background_thread() ? 1 : max_parallel_compiles();
+  const std::size_t jobs = std::min<std::size_t>(misses.size(), static_cast<std::size_t>(cap));
   std::mutex progress_mutex;
   std::size_t done = 0;
   const auto start = std::chrono::steady_clock::now();
-  auto report = [&](const KernelSource& source, bool finished) {
+  auto report = [&](const BuildJob& job, bool finished) {
     if (!progress) return;
     std::lock_guard<std::mutex> lock(progress_mutex);
-    BuildProgress step{source.kernel_name, finished, done += finished ? 1 : 0, misses.size(), seconds_since(start)};
+    BuildProgress step{job.source->kernel_name, finished, done += finished ? 1 : 0, misses.size(),
+                       seconds_since(start)};
     if (done > 0) {
       // Builds run `jobs` at a time: the rest take about their share of the mean time per build so far.
       const std::size_t left = misses.size() - done;
@@ -569,7 +656,8 @@ std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
       const std::size_t i = misses[m].index;
       try {
         report(sources[i], false);
-        entries[i] = build_and_publish(build_root, keys[i], toolchain, sources[i], builder, misses[m].damaged);
+        entries[i] = build_and_publish(build_root, keys[i], toolchain, *sources[i].source, sources[i].builder,
+                                       misses[m].damaged, sources[i].output);
         report(sources[i], true);
       } catch (const InterruptedError&) {
         interrupted = true;  // no further build starts
@@ -597,6 +685,52 @@ std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
     if (const std::size_t first = first_with_key.at(keys[i]); first != i) entries[i] = entries[first];
   }
   return entries;
+}
+
+}  // namespace
+
+std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
+                                                     const std::vector<KernelSource>& sources,
+                                                     const ProgressCallback& progress) {
+  // A split source is two jobs, its cubin's and its host module's, which the job cap counts apart.
+  std::vector<BuildJob> jobs;
+  std::vector<std::size_t> first_job;  // per source
+  for (const KernelSource& source : sources) {
+    first_job.push_back(jobs.size());
+    if (!builds_split(source)) {
+      jobs.push_back({&source, key(toolchain, source), nvcc_builder(toolchain), {}});
+      continue;
+    }
+    const std::string cubin_key = split_key(toolchain, source, SplitArtifact::cubin);
+    jobs.push_back({&source, cubin_key, split_builder(toolchain, SplitArtifact::cubin), {"kernel.cubin"}});
+    jobs.push_back({&source,
+                    split_key(toolchain, source, SplitArtifact::host),
+                    split_builder(toolchain, SplitArtifact::host),
+                    {"kernel.so", Json{{"cubin_key", cubin_key}}}});
+  }
+  const std::vector<CacheEntry> built = build_jobs(root_, toolchain, jobs, progress);
+  std::vector<CacheEntry> entries;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    CacheEntry entry = built[first_job[i]];
+    if (builds_split(sources[i])) {
+      const CacheEntry& cubin = entry;
+      CacheEntry host = built[first_job[i] + 1];
+      host.cubin_path = cubin.module_path;
+      host.hit = host.hit && cubin.hit;
+      host.build_seconds = std::max(host.build_seconds, cubin.build_seconds);  // built side by side
+      entry = host;
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
+                                                     const std::vector<KernelSource>& sources,
+                                                     const ModuleBuilder& builder, const ProgressCallback& progress) {
+  std::vector<BuildJob> jobs;
+  for (const KernelSource& source : sources) jobs.push_back({&source, key(toolchain, source), builder, {}});
+  return build_jobs(root_, toolchain, jobs, progress);
 }
 
 std::vector<CacheListing> DiskCache::list() const {
@@ -645,26 +779,35 @@ std::size_t DiskCache::clear() {
 
 namespace {
 
-constexpr const char* kArchiveFiles[] = {"manifest.json", "kernel.so", "kernel.cu"};
+// An entry in an archive: manifest.json, kernel.cu and its artifact (kernel.so or kernel.cubin).
+constexpr const char* kArchiveFiles[] = {"manifest.json", "kernel.so", "kernel.cubin", "kernel.cu"};
 
 bool is_archive_file(const std::string& name) {
   return std::any_of(std::begin(kArchiveFiles), std::end(kArchiveFiles), [&](const char* f) { return name == f; });
 }
 
+// The files of an entry whose manifest records `artifact`.
+std::vector<std::string> entry_files(const std::string& artifact) {
+  return {"manifest.json", artifact, "kernel.cu"};
+}
+
 // Why the entry's files (name -> bytes) do not match its manifest, or "" when they do.
 std::string entry_mismatch(const std::string& key, const std::map<std::string, std::string>& files) {
-  for (const char* name : kArchiveFiles) {
-    if (!files.count(name)) return std::string("it has no ") + name;
-  }
+  if (!files.count("manifest.json")) return "it has no manifest.json";
   try {
     const Json manifest = Json::parse(files.at("manifest.json"));
     if (manifest.at("key").get<std::string>() != key) return "its manifest names another key";
-    for (const char* name : {"kernel.so", "kernel.cu"}) {
+    const std::string artifact = artifact_of(manifest);
+    if (artifact.empty()) return "its manifest records neither kernel.so nor kernel.cubin";
+    for (const std::string& name : entry_files(artifact)) {
+      if (!files.count(name)) return "it has no " + name;
+    }
+    for (const std::string& name : {artifact, std::string("kernel.cu")}) {
       const Json& record = manifest.at("files").at(name);
       const std::string& data = files.at(name);
       if (record.at("bytes").get<std::uint64_t>() != data.size() ||
           record.at("sha256").get<std::string>() != sha256_hex(data)) {
-        return std::string(name) + " does not match the size and SHA-256 its manifest records";
+        return name + " does not match the size and SHA-256 its manifest records";
       }
     }
   } catch (const Json::exception& e) {
@@ -682,8 +825,9 @@ std::size_t DiskCache::export_archive(const std::string& path, const std::vector
   }
   std::vector<tar::File> files;
   for (const std::string& key : wanted) {
-    if (!lookup(key)) throw Error("cannot export " + key + ": no complete entry with that key in " + root_);
-    for (const char* name : kArchiveFiles) {
+    const std::optional<CacheEntry> entry = lookup(key);
+    if (!entry) throw Error("cannot export " + key + ": no complete entry with that key in " + root_);
+    for (const std::string& name : entry_files(fs::path(entry->module_path).filename().string())) {
       const std::optional<std::string> data = read_file(entry_dir(root_, key) / name);
       if (!data) throw Error("cannot read " + (entry_dir(root_, key) / name).string() + " to export it");
       files.push_back({key + "/" + name, *data});
@@ -718,7 +862,8 @@ DiskCache::ImportResult DiskCache::import_archive(const std::string& path) {
     const std::string name = slash == std::string::npos ? "" : file.name.substr(slash + 1);
     if (!is_key(key) || !is_archive_file(name)) {
       throw Error("the archive " + path + " holds " + file.name +
-                  ", which is not <key>/manifest.json, kernel.so or kernel.cu: it was not written by gemmkit cache "
+                  ", which is not <key>/manifest.json, kernel.so, kernel.cubin or kernel.cu: it was not written by "
+                  "gemmkit cache "
                   "export");
     }
     entries[key][name] = std::move(file.data);

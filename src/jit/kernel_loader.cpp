@@ -17,7 +17,7 @@ namespace gemmkit {
 namespace {
 
 CompiledKernel compiled(const CacheEntry& entry) {
-  return {entry.kernel_name, entry.module_path, entry.key, entry.hit, entry.build_seconds};
+  return {entry.kernel_name, entry.module_path, entry.cubin_path, entry.key, entry.hit, entry.build_seconds};
 }
 
 }  // namespace
@@ -43,6 +43,7 @@ void to_json(nlohmann::ordered_json& json, const CompiledKernel& kernel) {
           {"seconds", kernel.build_seconds},
           {"module_path", kernel.module_path},
           {"cache_key", kernel.cache_key}};
+  if (!kernel.cubin_path.empty()) json["cubin_path"] = kernel.cubin_path;
 }
 
 namespace jit {
@@ -78,7 +79,8 @@ std::shared_ptr<KernelModule> load_kernel(const KernelSpec& spec) {
   const std::string key = spec.canonical();
   if (auto module = find_loaded(key)) return module;
   // Built outside the lock: another thread may build a different kernel meanwhile.
-  return remember(key, KernelModule::load(build_kernel(spec).module_path));
+  const CompiledKernel built = build_kernel(spec);
+  return remember(key, KernelModule::load(built.module_path, built.cubin_path));
 }
 
 std::shared_ptr<KernelModule> load_kernel_if_built(const KernelSpec& spec) {
@@ -86,7 +88,7 @@ std::shared_ptr<KernelModule> load_kernel_if_built(const KernelSpec& spec) {
   if (auto module = find_loaded(key)) return module;
   const std::optional<CacheEntry> entry = DiskCache().find(Toolchain::discover(), render(spec));
   if (!entry) return nullptr;
-  return remember(key, KernelModule::load(entry->module_path));
+  return remember(key, KernelModule::load(entry->module_path, entry->cubin_path));
 }
 
 std::shared_ptr<const BackgroundBuild> build_kernel_in_background(const KernelSpec& spec) {

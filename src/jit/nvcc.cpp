@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <regex>
 #include <sstream>
@@ -89,25 +90,70 @@ long long available_memory() {
 
 }  // namespace
 
-std::vector<std::string> nvcc_command(const Toolchain& toolchain, const KernelSource& source,
-                                      const std::string& source_path, const std::string& output_path) {
-  return {toolchain.nvcc, "-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "-Xcompiler=-fPIC",
-          "-Xcompiler=-O2",
-          // CUTLASS's template statics must stay private to each module, or two modules share device caches.
-          "-Xcompiler=-fvisibility=hidden", "-Xcompiler=-fno-gnu-unique", "-shared", "-cudart", "shared", "-Xcudafe",
-          "--diag_suppress=esa_on_defaulted_function_ignored", gencode_flag(source.arch_flag),
-          "-I" + toolchain.cutlass_root + "/include", "-I" + toolchain.cutlass_root + "/tools/util/include",
-          "-I" + toolchain.device_include_dir, source_path, "-o", output_path};
+namespace {
+
+// The language and optimization flags of every compile.
+const std::vector<std::string> kLanguageFlags = {"-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr"};
+
+// The host-side flags of a module (.so): position independent, optimized, CUTLASS's template statics private to each
+// module (else two modules share device caches), linked against the shared CUDA runtime.
+const std::vector<std::string> kSharedObjectFlags = {
+    "-Xcompiler=-fPIC", "-Xcompiler=-O2", "-Xcompiler=-fvisibility=hidden", "-Xcompiler=-fno-gnu-unique", "-shared",
+    "-cudart",          "shared"};
+
+// CUTLASS's diagnostics, the target and the include paths.
+std::vector<std::string> target_flags(const Toolchain& toolchain, const KernelSource& source) {
+  return {"-Xcudafe",
+          "--diag_suppress=esa_on_defaulted_function_ignored",
+          gencode_flag(source.arch_flag),
+          "-I" + toolchain.cutlass_root + "/include",
+          "-I" + toolchain.cutlass_root + "/tools/util/include",
+          "-I" + toolchain.device_include_dir};
 }
 
-void compile_module(const Toolchain& toolchain, const KernelSource& source, const std::string& work_dir) {
-  const fs::path dir(work_dir);
+std::vector<std::string> command(const Toolchain& toolchain, std::vector<std::vector<std::string>> parts) {
+  std::vector<std::string> argv = {toolchain.nvcc};
+  for (auto& part : parts) argv.insert(argv.end(), part.begin(), part.end());
+  return argv;
+}
+
+}  // namespace
+
+std::vector<std::string> nvcc_command(const Toolchain& toolchain, const KernelSource& source,
+                                      const std::string& source_path, const std::string& output_path) {
+  return command(
+      toolchain,
+      {kLanguageFlags, kSharedObjectFlags, target_flags(toolchain, source), {source_path, "-o", output_path}});
+}
+
+std::vector<std::string> split_command(const Toolchain& toolchain, const KernelSource& source, SplitArtifact artifact,
+                                       const std::string& source_path, const std::string& output_path) {
+  if (artifact == SplitArtifact::cubin) {
+    return command(toolchain, {kLanguageFlags,
+                               target_flags(toolchain, source),
+                               {"-cubin", "-DGEMMKIT_SPLIT_DEVICE", source_path, "-o", output_path}});
+  }
+  return command(toolchain, {kLanguageFlags,
+                             kSharedObjectFlags,
+                             target_flags(toolchain, source),
+                             {"-DGEMMKIT_SPLIT_HOST", source_path, "-o", output_path}});
+}
+
+namespace {
+
+// Runs one nvcc command that builds work_dir/<output> from work_dir/kernel.cu (written here) and writes the build
+// record; throws CompileError on failure. `main_source` is what nvcc compiles (kernel.cu, or a wrapper including it).
+void run_nvcc(const Toolchain& toolchain, const KernelSource& source, const fs::path& dir, const std::string& output,
+              const std::string& main_source,
+              const std::function<std::vector<std::string>(const std::string&, const std::string&)>& make_argv) {
   fs::create_directories(dir);
   const fs::path source_path = dir / "kernel.cu";
-  const fs::path module_path = dir / "kernel.so";
+  const fs::path module_path = dir / output;
   write_file(source_path, source.text);
+  const fs::path compiled_path = dir / main_source;
+  if (main_source != "kernel.cu") write_file(compiled_path, kSplitHostWrapper);
 
-  std::vector<std::string> argv = nvcc_command(toolchain, source, source_path.string(), module_path.string());
+  std::vector<std::string> argv = make_argv(compiled_path.string(), module_path.string());
   if (knobs::flag("GEMMKIT_KEEP_TEMP")) {
     fs::create_directories(dir / "nvcc");
     argv.insert(argv.begin() + 1, {"--keep", "--keep-dir", (dir / "nvcc").string()});
@@ -140,15 +186,31 @@ void compile_module(const Toolchain& toolchain, const KernelSource& source, cons
   write_file(log_path, "$ " + shell_quote(argv) + "\n" + result.output);
   std::ostringstream message;
   message << "nvcc failed to build kernel " << source.kernel_name << " for " << source.arch_flag << " (exit code "
-          << result.exit_code << (result.exit_code == 0 ? ", but it wrote no kernel.so" : "")
+          << result.exit_code << (result.exit_code == 0 ? ", but it wrote no " + output : "")
           << (result.exit_code > 128 ? ": killed by signal " + std::to_string(result.exit_code - 128) +
                                            ", perhaps for memory; lower GEMMKIT_MAX_JOBS"
                                      : "")
           << "); the source and "
-          << "the log were kept in " << work_dir << " (kernel.cu, compile.log); reproduce with:\n  "
+          << "the log were kept in " << dir.string() << " (kernel.cu, compile.log); reproduce with:\n  "
           << shell_quote(argv) << "\n"
           << head_lines(result.output, kLogLinesInMessage);
   throw CompileError(message.str(), argv, result.exit_code, result.output, source_path.string());
+}
+
+}  // namespace
+
+void compile_module(const Toolchain& toolchain, const KernelSource& source, const std::string& work_dir) {
+  run_nvcc(toolchain, source, work_dir, "kernel.so", "kernel.cu",
+           [&](const std::string& in, const std::string& out) { return nvcc_command(toolchain, source, in, out); });
+}
+
+void compile_split(const Toolchain& toolchain, const KernelSource& source, SplitArtifact artifact,
+                   const std::string& work_dir) {
+  const bool cubin = artifact == SplitArtifact::cubin;
+  run_nvcc(toolchain, source, work_dir, cubin ? "kernel.cubin" : "kernel.so", cubin ? "kernel.cu" : "host.cu",
+           [&](const std::string& in, const std::string& out) {
+             return split_command(toolchain, source, artifact, in, out);
+           });
 }
 
 int max_parallel_compiles() {

@@ -2,7 +2,9 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
@@ -33,9 +35,23 @@ std::string status_text(int status) {
   }
 }
 
+// Hands a split kernel's host module the bytes of its cubin.
+void bind_cubin(gk_split_bind_fn bind, const std::string& path, const std::string& cubin_path) {
+  std::ifstream in(cubin_path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string image = bytes.str();
+  if (!in || image.empty()) {
+    throw Error("Cannot read the cubin " + cubin_path + " of kernel module " + path +
+                "; clear the cache entry (gemmkit cache clear) to rebuild it.");
+  }
+  if (bind(image.data(), image.size()) != GK_OK)
+    throw Error("Kernel module " + path + " refused its cubin " + cubin_path);
+}
+
 }  // namespace
 
-std::shared_ptr<KernelModule> KernelModule::load(const std::string& path) {
+std::shared_ptr<KernelModule> KernelModule::load(const std::string& path, const std::string& cubin_path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     throw Error("Cannot load kernel module " + path + ": " + dlerror());
@@ -49,6 +65,7 @@ std::shared_ptr<KernelModule> KernelModule::load(const std::string& path) {
                 " but this gemmkit speaks version " + std::to_string(GK_ABI_VERSION) + "; it will be rebuilt.");
   }
   module->kernel_name_ = resolve<gk_kernel_name_fn>(handle, "gk_kernel_name", path)();
+  if (!cubin_path.empty()) bind_cubin(resolve<gk_split_bind_fn>(handle, "gk_split_bind", path), path, cubin_path);
   module->last_cuda_error_ = resolve<gk_last_cuda_error_fn>(handle, "gk_last_cuda_error", path);
   // A module without gk_module_kind is a dense one (modules built before grouped kernels existed).
   const auto kind = reinterpret_cast<gk_module_kind_fn>(dlsym(handle, "gk_module_kind"));

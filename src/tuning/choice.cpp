@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <iostream>
@@ -87,7 +88,8 @@ Counters counters() {
 
 bool kernel_built(const KernelSpec& spec) {
   const DiskCache cache;
-  return cache.lookup(cache.key(Toolchain::discover(), render(spec))).has_value();
+  const std::vector<std::string> keys = cache.keys(Toolchain::discover(), render(spec));
+  return std::all_of(keys.begin(), keys.end(), [&](const std::string& key) { return cache.lookup(key).has_value(); });
 }
 
 void forget_snapshot() {

@@ -38,6 +38,9 @@ const std::vector<Knob>& all() {
       {"GEMMKIT_KEEP_TEMP", Type::Flag, "off", "1 keeps nvcc's intermediate files (.ptx, .cubin, ...) in the entry"},
       {"GEMMKIT_ALWAYS_COMPILE", Type::Flag, "off",
        "1 builds each kernel once per process instead of taking it from the disk cache"},
+      {"GEMMKIT_SPLIT_BUILD", Type::Flag, "off",
+       "1 builds SM90 GEMM kernels as a cubin plus a small host module (two nvcc processes at once, launched through "
+       "the driver API) instead of one module; the cubin's cache entry does not depend on the host compiler"},
       {"GEMMKIT_WAIT_FOR_BEST", Type::Flag, "off",
        "1 makes run() compile and wait for the kernel a new shape asks for, instead of compiling it in the background"},
       {"GEMMKIT_DUMP_SASS", Type::Flag, "off", "1 writes kernel.sass (cuobjdump -sass) beside each built kernel.so"},

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "gemmkit/cache.hpp"
@@ -75,8 +76,11 @@ TEST(CompileTier, CompileErrorsCarryTheLogAndTheKeptSource) {
   }
 }
 
+// The SM90 kernel is built on the split path (GEMMKIT_SPLIT_BUILD): a cubin entry and a host module entry, two nvcc
+// processes at once; the host module loads with its cubin bound.
 TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   gk::testenv::TempDir cache_dir;
+  gk::testenv::ScopedEnv split("GEMMKIT_SPLIT_BUILD", "1");
   gk::Gemm sm90(f16_row(90));
   sm90.set_activation(gk::Activation::GELU);
   sm90.set_bias(gk::BiasMode::PerRow);
@@ -89,8 +93,30 @@ TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   const auto entries =
       cache.get_or_build_many(gk::Toolchain::discover(), {gk::render(sm90.spec()), gk::render(sm80.spec())});
   ASSERT_EQ(entries.size(), 2u);
-  EXPECT_EQ(gk::KernelModule::load(entries[0].module_path)->kernel_name(), sm90.kernel_name());
+  EXPECT_EQ(gk::KernelModule::load(entries[0].module_path, entries[0].cubin_path)->kernel_name(), sm90.kernel_name());
   EXPECT_EQ(gk::KernelModule::load(entries[1].module_path)->kernel_name(), sm80.kernel_name());
+  EXPECT_TRUE(entries[1].cubin_path.empty());  // SM80 kernels build in one pass
+
+  // The split kernel: its cubin holds the kernel under the name the host module launches, the host module's manifest
+  // names the cubin's key, and both entries are where their keys say.
+  const gk::Toolchain& toolchain = gk::Toolchain::discover();
+  const gk::KernelSource source = gk::render(sm90.spec());
+  const std::string cubin_key = cache.split_key(toolchain, source, gk::SplitArtifact::cubin);
+  EXPECT_EQ(entries[0].key, cache.split_key(toolchain, source, gk::SplitArtifact::host));
+  ASSERT_TRUE(cache.lookup(cubin_key));
+  EXPECT_EQ(cache.lookup(cubin_key)->module_path, entries[0].cubin_path);
+  std::ifstream cubin(entries[0].cubin_path, std::ios::binary);
+  const std::string image((std::istreambuf_iterator<char>(cubin)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(image.substr(0, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_NE(image.find("gk_device_kernel"), std::string::npos);
+  std::ifstream manifest(std::filesystem::path(entries[0].dir) / "manifest.json");
+  EXPECT_EQ(nlohmann::ordered_json::parse(manifest).at("cubin_key").get<std::string>(), cubin_key);
+  EXPECT_THROW(gk::KernelModule::load(entries[0].module_path, entries[0].dir + "/no.cubin"), gk::Error);
+  const auto found = cache.find(toolchain, source);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->cubin_path, entries[0].cubin_path);
   EXPECT_NE(sm90.kernel_name().find("_gelu_biasrow"), std::string::npos) << sm90.kernel_name();
   EXPECT_NE(sm80.kernel_name().find("_leaky_relu_biascolumn"), std::string::npos) << sm80.kernel_name();
 }

@@ -1,14 +1,16 @@
 // tests/gpu/fp8_gpu_test.cpp: FP8 (e4m3, e5m2) GEMMs on SM90 against a float64 reference of the dequantized
 // inputs: exact on values FP8 represents exactly (small integers and halves), per-tensor scales folded into alpha
 // (alpha = scale_a * scale_b), D in bf16, f16 and f32, device and host-staged tensors. Skips itself without an SM90
-// device. Kernels: gemmkit_gpu_prebuild --only fp8.
+// device. Kernels: gemmkit_gpu_prebuild --only fp8 (the split-path test builds its own two artifacts).
 #include <gtest/gtest.h>
 
 #include "gemmkit/gemm.hpp"
+#include "gemmkit/jit.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
 #include "testing/device_buffer.hpp"
 #include "testing/host_matrix.hpp"
+#include "unit/test_env.hpp"
 
 namespace gk = gemmkit;
 using gk::testing::DeviceBuffer;
@@ -112,11 +114,11 @@ TEST(Fp8Staging, HostTensorsAreStagedExactly) {
 
 // Per-row and per-column scale vectors in the epilogue: powers of two (and 3 / 4), so the reference stays exact;
 // with C, beta, and (one case) a per-column bias and ReLU.
-class Fp8ScaleVectors : public ::testing::TestWithParam<cases::Fp8ScaleCase> {};
+namespace {
 
-TEST_P(Fp8ScaleVectors, ExactAgainstTheDequantizedReference) {
-  REQUIRE_SM90();
-  const cases::Fp8ScaleCase& c = GetParam();
+// Runs the scale case on the device (the kernel chosen for the shape: compiled and waited for if needed) and checks it
+// against the reference.
+void expect_scale_case_exact(const cases::Fp8ScaleCase& c) {
   gk::Gemm plan = cases::fp8_scale_plan(c, device_cc());
   const cases::Shape s = cases::kMatrixShape;
   Fp8Operands o(plan, s);
@@ -139,6 +141,7 @@ TEST_P(Fp8ScaleVectors, ExactAgainstTheDequantizedReference) {
   options.row_scale = by_rows ? &rows_view : nullptr;
   options.column_scale = by_columns ? &columns_view : nullptr;
   options.bias = c.bias != gk::BiasMode::None ? &bias_view : nullptr;
+  options.wait_for_best = true;
   const double alpha = 0.5, beta = 1.0;
   plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), alpha, beta, options);
   dD.copy_to(o.D);
@@ -152,6 +155,30 @@ TEST_P(Fp8ScaleVectors, ExactAgainstTheDequantizedReference) {
   const auto cmp = gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta, 0, 1, epilogue);
   EXPECT_GT(cmp.checked, 0);
   EXPECT_EQ(cmp.max_abs_error, 0.0) << plan.kernel_name();
+}
+
+}  // namespace
+
+class Fp8ScaleVectors : public ::testing::TestWithParam<cases::Fp8ScaleCase> {};
+
+TEST_P(Fp8ScaleVectors, ExactAgainstTheDequantizedReference) {
+  REQUIRE_SM90();
+  expect_scale_case_exact(GetParam());
+}
+
+// The same on the split path (GEMMKIT_SPLIT_BUILD=1: a cubin launched by a host module through the driver API), whose
+// host module must pass the scale vectors, the bias and the activation to the kernel's Params as the one-pass module
+// does. Alone in its process (ctest runs each test apart): a module loaded earlier for the same kernel would be reused.
+TEST(Fp8ScaleVectorsSplitBuild, RowsColumnsBiasReluExactOnTheSplitPath) {
+  REQUIRE_SM90();
+  gk::testenv::ScopedEnv split("GEMMKIT_SPLIT_BUILD", "1");
+  const cases::Fp8ScaleCase c = cases::fp8_scale_cases().back();
+  ASSERT_EQ(c.scale, gk::ScaleMode::RowAndColumn);
+  ASSERT_EQ(c.bias, gk::BiasMode::PerColumn);
+  gk::Gemm plan = cases::fp8_scale_plan(c, device_cc());
+  const gk::CompiledKernel built = gk::build_kernel(cases::spec_for_shape(plan, cases::kMatrixShape));
+  ASSERT_FALSE(built.cubin_path.empty()) << built.kernel_name << " was not built on the split path";
+  expect_scale_case_exact(c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sm90, Fp8ScaleVectors, ::testing::ValuesIn(cases::fp8_scale_cases()),

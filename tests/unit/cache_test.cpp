@@ -116,6 +116,83 @@ TEST_F(CacheTest, RecordHoldsFlagsWithPlaceholdersAndTheSource) {
   EXPECT_EQ(record.substr(record.size() - source_.text.size()), source_.text);
 }
 
+// ---- the split path's two keys (compiler.hpp) ------------------------------------------------------------------
+
+TEST_F(CacheTest, TheCubinKeyLeavesOutTheHostCompilerAndTheHostKeyHasIt) {
+  const std::string cubin = cache_.split_key(tc_, source_, SplitArtifact::cubin);
+  const std::string host = cache_.split_key(tc_, source_, SplitArtifact::host);
+  const std::string single = cache_.key(tc_, source_);
+  EXPECT_NE(cubin, host);
+  EXPECT_NE(cubin, single);
+  EXPECT_NE(host, single);
+
+  // Another machine's host compiler: its cubin hits, its host module is its own.
+  Toolchain other_host = tc_;
+  other_host.host_compiler = "g++ (Ubuntu 13.2.0-23ubuntu4) 13.2.0";
+  EXPECT_EQ(cache_.split_key(other_host, source_, SplitArtifact::cubin), cubin);
+  EXPECT_NE(cache_.split_key(other_host, source_, SplitArtifact::host), host);
+  EXPECT_NE(cache_.key(other_host, source_), single);
+  // ...and so do its paths.
+  Toolchain moved = tc_;
+  moved.nvcc = "/usr/local/cuda-13.0/bin/nvcc";
+  moved.cutlass_root = "/srv/cutlass";
+  moved.device_include_dir = "/usr/share/gemmkit/device/include";
+  EXPECT_EQ(cache_.split_key(moved, source_, SplitArtifact::cubin), cubin);
+  EXPECT_EQ(cache_.split_key(moved, source_, SplitArtifact::host), host);
+}
+
+TEST_F(CacheTest, TheCubinKeyCoversWhatTheCubinDependsOn) {
+  const std::vector<std::pair<const char*, std::function<void(Toolchain&, KernelSource&)>>> changes = {
+      {"device headers", [](Toolchain& t, KernelSource&) { t.device_headers_hash = std::string(64, 'e'); }},
+      {"cutlass version", [](Toolchain& t, KernelSource&) { t.cutlass_version = "4.2.1"; }},
+      {"nvcc version", [](Toolchain& t, KernelSource&) { t.nvcc_version = "12.8"; }},
+      {"nvcc build", [](Toolchain& t, KernelSource&) { t.nvcc_build = "Build cuda_13.0.r13.0/compiler.1_0"; }},
+      {"arch", [](Toolchain&, KernelSource& s) { s.arch_flag = "sm_90"; }},
+      {"kernel name", [](Toolchain&, KernelSource& s) { s.kernel_name += "_x"; }},
+      {"source text", [](Toolchain&, KernelSource& s) { s.text += " "; }},
+  };
+  for (const SplitArtifact artifact : {SplitArtifact::cubin, SplitArtifact::host}) {
+    const std::string base = cache_.split_key(tc_, source_, artifact);
+    for (const auto& [what, change] : changes) {
+      Toolchain tc = tc_;
+      KernelSource source = source_;
+      change(tc, source);
+      EXPECT_NE(cache_.split_key(tc, source, artifact), base) << what;
+    }
+  }
+}
+
+TEST_F(CacheTest, SplitRecordsHoldTheirOwnFlags) {
+  const std::string cubin = cache_.split_record(tc_, source_, SplitArtifact::cubin);
+  EXPECT_NE(cubin.find("flag: -cubin\n"), std::string::npos);
+  EXPECT_NE(cubin.find("flag: -DGEMMKIT_SPLIT_DEVICE\n"), std::string::npos);
+  EXPECT_NE(cubin.find("flag: -gencode=arch=compute_90a,code=sm_90a\n"), std::string::npos);
+  EXPECT_EQ(cubin.find("host-compiler"), std::string::npos);
+  EXPECT_EQ(cubin.find("-shared"), std::string::npos);
+  EXPECT_EQ(cubin.substr(cubin.size() - source_.text.size()), source_.text);
+  const std::string host = cache_.split_record(tc_, source_, SplitArtifact::host);
+  EXPECT_NE(host.find("flag: -DGEMMKIT_SPLIT_HOST\n"), std::string::npos);
+  EXPECT_NE(host.find("flag: -shared\n"), std::string::npos);
+  EXPECT_NE(host.find("host-compiler: " + tc_.host_compiler + "\n"), std::string::npos);
+  EXPECT_EQ(host.find("-cubin"), std::string::npos);
+}
+
+TEST_F(CacheTest, OnlySplittableSourcesBuildSplitAndOnlyWhenAsked) {
+  KernelSource splittable = source_;
+  splittable.splittable = true;
+  {
+    testenv::ScopedEnv off("GEMMKIT_SPLIT_BUILD", std::nullopt);
+    EXPECT_FALSE(DiskCache::builds_split(splittable));
+  }
+  testenv::ScopedEnv on("GEMMKIT_SPLIT_BUILD", "1");
+  EXPECT_TRUE(DiskCache::builds_split(splittable));
+  EXPECT_FALSE(DiskCache::builds_split(source_));
+  // A builder given by the caller builds one module, whatever the knob says.
+  const CacheEntry built = cache_.get_or_build(tc_, splittable, fake_builder());
+  EXPECT_EQ(built.key, cache_.key(tc_, splittable));
+  EXPECT_TRUE(built.cubin_path.empty());
+}
+
 // ---- publish and hit ---------------------------------------------------------------------------------------
 
 TEST_F(CacheTest, TheBuildersRecordJoinsTheManifest) {

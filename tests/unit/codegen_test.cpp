@@ -154,6 +154,12 @@ TEST(Codegen, SourceCarriesNameArchAndGlue) {
   }
 }
 
+TEST(Codegen, OnlySm90GemmsAreSplittable) {
+  EXPECT_TRUE(render(sm90_f16_auto()).splittable);
+  EXPECT_TRUE(render(sm90_bf16_stream_k_leaky()).splittable);
+  EXPECT_FALSE(render(sm80_f16_tensorop()).splittable);
+}
+
 TEST(Codegen, Sm90DerivesCtaTileAndSchedulerTags) {
   const std::string text = render(sm90_bf16_stream_k_leaky()).text;
   EXPECT_NE(text.find("cute::Shape<cute::Int<128>, cute::Int<128>, cute::Int<64>>"), std::string::npos);

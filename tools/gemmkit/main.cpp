@@ -967,7 +967,7 @@ int cmd_cache(const std::string& what, const std::string& file, const std::strin
     if (!pack.empty() || !pack_file.empty()) {
       const gk::Toolchain& toolchain = gk::Toolchain::discover();
       for (const gk::KernelSpec& spec : pack_of(pack, pack_file, "gemmkit cache export")) {
-        keys.push_back(cache.key(toolchain, gk::render(spec)));
+        for (const std::string& key : cache.keys(toolchain, gk::render(spec))) keys.push_back(key);
       }
     }
     out["file"] = file;

@@ -56,6 +56,9 @@ typedef int (*gk_can_implement_fn)(const gk_gemm_args*);
 typedef size_t (*gk_workspace_size_fn)(const gk_gemm_args*);
 typedef int (*gk_run_fn)(const gk_gemm_args*, void* workspace, void* stream /* cudaStream_t */);
 typedef int (*gk_last_cuda_error_fn)(void);
+/* Split modules only (a host module whose kernel is a separate cubin, see gemmkit/split_entry.hpp): hands the module
+   the cubin's bytes, which it copies; called once by the loader before any other entry point. */
+typedef int (*gk_split_bind_fn)(const void* cubin, size_t bytes);
 
 /* ---- Grouped GEMM modules ---------------------------------------------------------------------------------------
    A module tells its kind through gk_module_kind(); one without that export is a dense (gk_gemm_args) module.

@@ -129,8 +129,13 @@ inline int current_device() {
 inline int launch_status(cutlass::Status status) {
   cudaError_t error = cudaGetLastError();
   if (status == cutlass::Status::kSuccess && error == cudaSuccess) return GK_OK;
-  // CUTLASS's launchers read (and so clear) the error themselves; keep whatever is left, else "unknown".
-  last_cuda_error = error != cudaSuccess ? error : cudaErrorUnknown;
+  // CUTLASS's launchers read (and so clear) the error themselves; keep whatever is left, else the error a launch
+  // through the driver API (the split path) recorded in this call, else "unknown".
+  if (error != cudaSuccess) {
+    last_cuda_error = error;
+  } else if (last_cuda_error == cudaSuccess) {
+    last_cuda_error = cudaErrorUnknown;
+  }
   return GK_ERR_LAUNCH;
 }
 
@@ -162,6 +167,7 @@ inline int initialize_failed() {
 // reset before every launch is initialized again.
 template <class Glue, class Args>
 int run(typename Glue::Cache& cache, const Args& args, void* workspace, cudaStream_t stream) {
+  last_cuda_error = cudaSuccess;  // read only after a failure of this call
   const int device = current_device();
   if (device < 0) return GK_ERR_LAUNCH;
   typename Glue::Prepared& prepared = cache.prepared;

@@ -5,10 +5,25 @@
 
 #include "gemmkit/module_common.hpp"
 
+#if defined(GEMMKIT_SPLIT_DEVICE) || defined(GEMMKIT_SPLIT_HOST)
+#include "gemmkit/split_entry.hpp"  // the split path: a cubin and a host module built from this one source
+#endif
+
+#if !defined(GEMMKIT_SPLIT_DEVICE)
+
+namespace gemmkit_kernel {
+// What gk_run prepares and launches: the family's glue, or on the split path the same glue launching the cubin.
+#if defined(GEMMKIT_SPLIT_HOST)
+using LaunchGlue = gemmkit::split::Glue<Module>;
+#else
+using LaunchGlue = Module;
+#endif
+}  // namespace gemmkit_kernel
+
 namespace {
 // This thread's last prepared launch. Internal linkage: a function-local static in the (template) glue would be
 // a GNU "unique" symbol, shared by every module in the process that holds the same kernel type.
-thread_local gemmkit_kernel::Module::Cache launch_cache;
+thread_local gemmkit_kernel::LaunchGlue::Cache launch_cache;
 constexpr gemmkit::module::Scale kScale = gemmkit::module::scale_of<gemmkit_kernel::Module>;
 }  // namespace
 
@@ -34,10 +49,24 @@ GK_EXPORT size_t gk_workspace_size(const gk_gemm_args* args) {
 GK_EXPORT int gk_run(const gk_gemm_args* args, void* workspace, void* stream) {
   if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale); status != GK_OK)
     return status;
-  return gemmkit::module::run<gemmkit_kernel::Module>(launch_cache, *args, workspace,
-                                                      static_cast<cudaStream_t>(stream));
+  return gemmkit::module::run<gemmkit_kernel::LaunchGlue>(launch_cache, *args, workspace,
+                                                          static_cast<cudaStream_t>(stream));
 }
 
 GK_EXPORT int gk_last_cuda_error(void) {
   return static_cast<int>(gemmkit::module::last_cuda_error);
 }
+
+#if defined(GEMMKIT_SPLIT_HOST)
+// The cubin this host module launches (the loader reads it from the cache and binds it once, before any launch); the
+// module keeps a copy. GK_ERR_ARGS for an empty image.
+GK_EXPORT int gk_split_bind(const void* cubin, size_t bytes) {
+  if (cubin == nullptr || bytes == 0) return GK_ERR_ARGS;
+  gemmkit::split::Image& image = gemmkit::split::image();
+  std::lock_guard<std::mutex> lock(image.mutex);
+  image.cubin.assign(static_cast<const char*>(cubin), bytes);
+  return GK_OK;
+}
+#endif
+
+#endif  // !GEMMKIT_SPLIT_DEVICE

@@ -1,0 +1,210 @@
+// device/include/gemmkit/split_entry.hpp: a kernel source compiled as two artifacts instead of one (the split path).
+// Included by gemmkit/module_entry.hpp when the build defines one of
+//   GEMMKIT_SPLIT_DEVICE  nvcc -cubin: only the kernel, as extern "C" gk_device_kernel (cutlass::device_kernel's body,
+//                         launch bounds and __grid_constant__ Params), and nothing of the host glue;
+//   GEMMKIT_SPLIT_HOST    the host compiler alone: the abi.h entry points, which build the kernel's Params
+//                         (GemmKernel::to_underlying_arguments: TMA descriptors, scheduler) and launch the cubin
+//                         through the driver API. No __global__ function is instantiated, so no device code is
+//                         compiled.
+// Today for CUTLASS 3.x kernel-level operators (the Sm90Collective family), whose glue names the adapter as
+// gemmkit_kernel::Module::Gemm.
+#pragma once
+
+#include <cstddef>
+
+#include "cutlass/cutlass.h"
+#include "cutlass/device_kernel.h"
+#include "gemmkit/module_common.hpp"
+
+namespace gemmkit::split {
+using Kernel = typename gemmkit_kernel::Module::Gemm::GemmKernel;
+}  // namespace gemmkit::split
+
+#if defined(GEMMKIT_SPLIT_DEVICE)
+
+// The kernel, by a name the host finds with cuModuleGetFunction; the same as cutlass::device_kernel<Kernel>.
+extern "C" __global__ void __launch_bounds__(gemmkit::split::Kernel::MaxThreadsPerBlock,
+                                             gemmkit::split::Kernel::MinBlocksPerMultiprocessor)
+    gk_device_kernel(CUTLASS_GRID_CONSTANT typename gemmkit::split::Kernel::Params const params) {
+  extern __shared__ char smem[];
+  gemmkit::split::Kernel op;
+  op(params, smem);
+}
+
+#elif defined(GEMMKIT_SPLIT_HOST)
+
+#include <cuda.h>
+
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "cute/layout.hpp"
+
+namespace gemmkit::split {
+
+// The driver functions the launch needs, through the runtime's cudaGetDriverEntryPoint: nothing links libcuda.
+struct Driver {
+  CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
+  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
+  CUresult (*func_get_param_info)(CUfunction, size_t, size_t*, size_t*) = nullptr;  // CUDA >= 12.4 drivers
+  CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
+  bool ok = false;
+};
+
+// `version`: the CUDA version whose signature of the function we call (12000 = 12.0).
+template <class Fn>
+bool entry_point(const char* name, Fn& fn, int version = 12000) {
+  void* address = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+  if (cudaGetDriverEntryPointByVersion(name, &address, version, cudaEnableDefault, &found) != cudaSuccess ||
+#else
+  (void)version;
+  if (cudaGetDriverEntryPoint(name, &address, cudaEnableDefault, &found) != cudaSuccess ||
+#endif
+      found != cudaDriverEntryPointSuccess) {
+    return false;
+  }
+  fn = reinterpret_cast<Fn>(address);
+  return true;
+}
+
+inline const Driver& driver() {
+  static const Driver loaded = [] {
+    Driver d;
+    d.ok = entry_point("cuModuleLoadData", d.module_load_data) &&
+           entry_point("cuModuleGetFunction", d.module_get_function) &&
+           entry_point("cuFuncSetAttribute", d.func_set_attribute) &&
+           entry_point("cuLaunchKernelEx", d.launch_kernel_ex);
+    entry_point("cuFuncGetParamInfo", d.func_get_param_info, 12040);  // optional: only checks the Params size
+    return d;
+  }();
+  return loaded;
+}
+
+// Driver error codes share the runtime's numbering for the errors a launch meets (invalid value, out of memory,
+// no kernel image, invalid handle, launch out of resources...); gk_last_cuda_error reports them as cudaError_t.
+inline bool record_driver_error(CUresult result) {
+  if (result == CUDA_SUCCESS) return false;
+  module::last_cuda_error = static_cast<cudaError_t>(result);
+  return true;
+}
+
+constexpr int kMaxDevices = 64;
+
+// The cubin image (given once by the loader, gk_split_bind) and, per device, the function loaded from it into the
+// device's primary context (the runtime's), with its dynamic shared memory limit raised once.
+struct Image {
+  std::mutex mutex;
+  std::string cubin;
+  CUfunction functions[kMaxDevices] = {};
+};
+
+inline Image& image() {
+  static Image* held = new Image();  // never destroyed: launches may run during static destruction
+  return *held;
+}
+
+// The function on the calling thread's current device (whose primary context the runtime uses), loaded on first use;
+// nullptr after recording the error.
+inline CUfunction current_function() {
+  const int device = module::current_device();
+  Image& img = image();
+  if (device < 0 || device >= kMaxDevices) {
+    module::last_cuda_error = cudaErrorInvalidDevice;
+    return nullptr;
+  }
+  // The driver calls below use the thread's current context, which a runtime caller may not have made current yet
+  // (cudaGetDevice does not): cudaSetDevice makes the device's primary context current, once per thread and device.
+  // It is no stream operation, so it is allowed inside a graph capture.
+  thread_local int bound_device = -1;
+  if (bound_device != device) {
+    if (module::record_cuda_error(cudaSetDevice(device))) return nullptr;
+    bound_device = device;
+  }
+  if (CUfunction fn = __atomic_load_n(&img.functions[device], __ATOMIC_ACQUIRE)) return fn;
+  std::lock_guard<std::mutex> lock(img.mutex);
+  if (img.functions[device] != nullptr) return img.functions[device];
+  const Driver& d = driver();
+  if (!d.ok) {
+    module::last_cuda_error = cudaErrorCallRequiresNewerDriver;
+    return nullptr;
+  }
+  if (img.cubin.empty()) {
+    module::last_cuda_error = cudaErrorInvalidKernelImage;  // the loader never bound the cubin
+    return nullptr;
+  }
+  CUmodule mod = nullptr;
+  CUfunction fn = nullptr;
+  if (record_driver_error(d.module_load_data(&mod, img.cubin.data()))) return nullptr;
+  if (record_driver_error(d.module_get_function(&fn, mod, "gk_device_kernel"))) return nullptr;
+  if (d.func_get_param_info != nullptr) {
+    // The cubin's Params and the host's must be the same struct: a mismatch would launch garbage.
+    size_t offset = 0, bytes = 0;
+    if (d.func_get_param_info(fn, 0, &offset, &bytes) == CUDA_SUCCESS && bytes != sizeof(typename Kernel::Params)) {
+      module::last_cuda_error = cudaErrorInvalidKernelImage;
+      return nullptr;
+    }
+  }
+  constexpr int smem = Kernel::SharedStorageSize;
+  if (smem >= (48 << 10) &&
+      record_driver_error(d.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem))) {
+    return nullptr;
+  }
+  __atomic_store_n(&img.functions[device], fn, __ATOMIC_RELEASE);
+  return fn;
+}
+
+// The glue for gemmkit::module::run: the family's own glue (`Base`, e.g. sm90::Module over sm90::ParamsLaunch) with
+// its argument mapping (to_arguments: every gk_gemm_args field, scale vectors and split-K scheduler arguments
+// included), checks, prepared state, launch cache and workspace reset, of which only two steps differ: `prepare`
+// builds the Params with CUTLASS's kernel-level calls (what GemmUniversalAdapter::initialize does, without its
+// cudaFuncSetAttribute on device_kernel, which would instantiate the kernel here) and `launch` launches the cubin
+// through the driver API (what GemmUniversalAdapter::run does: a cluster launch unless the cluster is 1x1x1).
+template <class Base>
+struct Glue : Base {
+  using Prepared = typename Base::Prepared;
+  static_assert(std::is_same_v<decltype(Prepared::state), typename Kernel::Params>,
+                "the split path launches the kernel's Params: the family's prepared state must be them");
+
+  static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
+    const cutlass::Status status = Base::reset_workspace(prepared, workspace, stream);  // initialize_workspace
+    if (status != cutlass::Status::kSuccess) return status;
+    prepared.state = Kernel::to_underlying_arguments(prepared.arguments, workspace);
+    return cutlass::Status::kSuccess;
+  }
+  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) {
+    const CUfunction fn = current_function();
+    if (fn == nullptr) return cutlass::Status::kErrorInternal;
+    const dim3 grid = Kernel::get_grid_shape(prepared.state);
+    const dim3 block = Kernel::get_block_shape();
+    using ClusterShape = typename Kernel::DispatchPolicy::ClusterShape;
+    CUlaunchAttribute cluster{};
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = cute::size<0>(ClusterShape{});
+    cluster.value.clusterDim.y = cute::size<1>(ClusterShape{});
+    cluster.value.clusterDim.z = cute::size<2>(ClusterShape{});
+    CUlaunchConfig config{};
+    config.gridDimX = grid.x;
+    config.gridDimY = grid.y;
+    config.gridDimZ = grid.z;
+    config.blockDimX = block.x;
+    config.blockDimY = block.y;
+    config.blockDimZ = block.z;
+    config.sharedMemBytes = Kernel::SharedStorageSize;
+    config.hStream = reinterpret_cast<CUstream>(stream);
+    config.attrs = &cluster;
+    config.numAttrs = cute::size(ClusterShape{}) == 1 ? 0 : 1;
+    void* params[] = {&prepared.state};
+    if (record_driver_error(driver().launch_kernel_ex(&config, fn, params, nullptr))) {
+      return cutlass::Status::kErrorInternal;
+    }
+    return cutlass::Status::kSuccess;
+  }
+};
+
+}  // namespace gemmkit::split
+
+#endif
