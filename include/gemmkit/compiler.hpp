@@ -8,13 +8,16 @@
 
 namespace gemmkit {
 
-// Everything about the build environment that can change a compiled module (all of it enters the cache key).
+// Everything about the build environment that can change a compiled module. All of it enters the cache key but the
+// host compiler's version: a module's interface is C and its code the same kernel, so a module built by another
+// g++ for the same host target is reused (a pack built on a machine without a GPU hits on the GPU machine).
 struct Toolchain {
   std::string nvcc;                 // absolute path of nvcc
   std::string cuda_home;            // its toolkit root
   std::string nvcc_version;         // "13.0"
   std::string nvcc_build;           // nvcc's full build line, e.g. "Build cuda_13.0.r13.0/compiler.36424714_0"
-  std::string host_compiler;        // e.g. "g++ (Debian 12.2.0-14) 12.2.0"
+  std::string host_compiler;        // e.g. "g++ (Debian 12.2.0-14) 12.2.0" (recorded in manifests, not in keys)
+  std::string host_target;          // the host compiler's `-dumpmachine`, e.g. "x86_64-linux-gnu"
   std::string cutlass_root;         // holds include/ and tools/util/include
   std::string cutlass_version;      // "4.2.0"
   std::string device_include_dir;   // gemmkit's device/include
@@ -26,7 +29,7 @@ struct Toolchain {
   // The same search, uncached: reads the environment again (tests; a program that changed CUTLASS_PATH).
   static Toolchain discover_uncached();
   // The part of the search that runs no program: CUTLASS (cutlass_root, cutlass_version) and gemmkit's device
-  // headers (device_include_dir, device_headers_hash); the nvcc and host-compiler fields stay empty. Exporters
+  // headers (device_include_dir, device_headers_hash); the nvcc and host-compiler fields (host_target too) stay empty. Exporters
   // (gemmkit.emit) write build files with it on machines without the CUDA toolkit. Throws ToolchainError.
   static Toolchain find_headers();
 };

@@ -41,7 +41,7 @@ using Json = nlohmann::ordered_json;
 namespace gemmkit {
 namespace {
 
-constexpr const char* kKeySchema = "1";  // bump when record() changes shape
+constexpr const char* kKeySchema = "2";  // bump when record() changes shape
 constexpr auto kStaleTmpAge = std::chrono::hours(1);
 constexpr int kPublishAttempts = 3;
 
@@ -361,6 +361,7 @@ void write_manifest(const fs::path& dir, const std::string& key, const Toolchain
   manifest["gemmkit_version"] = GEMMKIT_VERSION;
   manifest["cutlass_version"] = toolchain.cutlass_version;
   manifest["nvcc_version"] = toolchain.nvcc_version;
+  manifest["host_compiler"] = toolchain.host_compiler;  // not in the key: which machine's g++ built it
   manifest.update(output.manifest_fields);
   manifest["build"] = build_record(dir, cache_seconds);
   manifest["files"] = {{output.artifact, file_record(dir / output.artifact)},
@@ -502,7 +503,7 @@ Toolchain without_paths(const Toolchain& toolchain) {
 }
 
 // A key record: what every artifact depends on (the record's schema, gemmkit, its device headers, CUTLASS, nvcc),
-// then `fields` (the host compiler, for what it compiles), the target, the flags and the source.
+// then `fields` (the host target, for what the host compiler compiles), the target, the flags and the source.
 std::string make_record(const Toolchain& toolchain, const KernelSource& source, const std::string& fields,
                         const std::vector<std::string>& flags) {
   std::string out = record_field("gemmkit-cache-key-schema", kKeySchema);
@@ -522,7 +523,7 @@ std::string make_record(const Toolchain& toolchain, const KernelSource& source, 
 }  // namespace
 
 std::string DiskCache::record(const Toolchain& toolchain, const KernelSource& source) const {
-  return make_record(toolchain, source, record_field("host-compiler", toolchain.host_compiler),
+  return make_record(toolchain, source, record_field("host-target", toolchain.host_target),
                      nvcc_command(without_paths(toolchain), source, "<source>", "<output>"));
 }
 
@@ -537,7 +538,7 @@ std::string DiskCache::split_record(const Toolchain& toolchain, const KernelSour
   if (artifact == SplitArtifact::cubin) return make_record(toolchain, source, record_field("artifact", "cubin"), flags);
   // The host module compiles the wrapper, and launches a cubin of this same source.
   return make_record(toolchain, source,
-                     record_field("artifact", "host") + record_field("host-compiler", toolchain.host_compiler) +
+                     record_field("artifact", "host") + record_field("host-target", toolchain.host_target) +
                          record_field("host-wrapper", kSplitHostWrapper),
                      flags);
 }

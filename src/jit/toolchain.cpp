@@ -171,17 +171,18 @@ namespace {
 
 using namespace toolchain_detail;
 
-std::string host_compiler_version(const char* nvcc_ccbin) {
+// The first line the host compiler prints for `option` (--version, -dumpmachine).
+std::string ask_host_compiler(const char* nvcc_ccbin, const std::string& option) {
   const std::string compiler = host_compiler_command(nvcc_ccbin);
   ProcessResult result;
   try {
-    result = run_process({compiler, "--version"});
+    result = run_process({compiler, option});
   } catch (const ToolchainError&) {
     result.exit_code = -1;
   }
   if (result.exit_code != 0) {
-    throw ToolchainError("the host compiler `" + compiler +
-                         " --version` did not run; install g++ (or set "
+    throw ToolchainError("the host compiler `" + compiler + " " + option +
+                         "` did not run; install g++ (or set "
                          "NVCC_CCBIN to the host compiler nvcc should use)");
   }
   return toolchain_detail::first_line(result.output);
@@ -260,7 +261,9 @@ Toolchain Toolchain::discover_uncached() {
   tc.nvcc_version = nvcc.version;
   tc.nvcc_build = nvcc.build;
   const std::string ccbin = knobs::value("NVCC_CCBIN");
-  tc.host_compiler = host_compiler_version(ccbin.empty() ? nullptr : ccbin.c_str());
+  const char* host = ccbin.empty() ? nullptr : ccbin.c_str();
+  tc.host_compiler = ask_host_compiler(host, "--version");
+  tc.host_target = ask_host_compiler(host, "-dumpmachine");
   return tc;
 }
 

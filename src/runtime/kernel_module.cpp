@@ -54,7 +54,11 @@ void bind_cubin(gk_split_bind_fn bind, const std::string& path, const std::strin
 std::shared_ptr<KernelModule> KernelModule::load(const std::string& path, const std::string& cubin_path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
-    throw Error("Cannot load kernel module " + path + ": " + dlerror());
+    // Keys leave out the host compiler's version: a module imported from a machine with a newer C/C++ runtime
+    // fails here, and rebuilding it on this machine replaces it.
+    throw Error("Cannot load kernel module " + path + ": " + dlerror() +
+                "; if it came from another machine (gemmkit cache import) with a newer glibc or libstdc++, delete its "
+                "folder to rebuild it here, and build packs on the oldest system you deploy to");
   }
   std::shared_ptr<KernelModule> module(new KernelModule());
   module->handle_ = handle;

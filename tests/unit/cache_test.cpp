@@ -83,7 +83,7 @@ std::vector<std::pair<const char*, std::function<void(Toolchain&, KernelSource&)
       {"cutlass version", [](Toolchain& t, KernelSource&) { t.cutlass_version = "4.2.1"; }},
       {"nvcc version", [](Toolchain& t, KernelSource&) { t.nvcc_version = "12.8"; }},
       {"nvcc build", [](Toolchain& t, KernelSource&) { t.nvcc_build = "Build cuda_13.0.r13.0/compiler.1_0"; }},
-      {"host compiler", [](Toolchain& t, KernelSource&) { t.host_compiler = "g++ (GCC) 13.1.0"; }},
+      {"host target", [](Toolchain& t, KernelSource&) { t.host_target = "aarch64-linux-gnu"; }},
       {"arch", [](Toolchain&, KernelSource& s) { s.arch_flag = "sm_90"; }},
       {"kernel name", [](Toolchain&, KernelSource& s) { s.kernel_name += "_x"; }},
       {"source text", [](Toolchain&, KernelSource& s) { s.text += " "; }},
@@ -101,8 +101,12 @@ TEST_F(CacheTest, EveryRecordFieldChangesTheKey) {
   }
 }
 
-TEST_F(CacheTest, PathsDoNotChangeTheKey) {
+TEST_F(CacheTest, PathsAndTheHostCompilersVersionDoNotChangeTheKey) {
   const std::string base = cache_.key(tc_, source_);
+  // A module built by another g++ for the same target is the same kernel behind the same C interface.
+  Toolchain other_host = tc_;
+  other_host.host_compiler = "g++ (Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0";
+  EXPECT_EQ(cache_.key(other_host, source_), base);
   Toolchain moved = tc_;
   moved.nvcc = "/usr/local/cuda-13.0/bin/nvcc";
   moved.cuda_home = "/usr/local/cuda-13.0";
@@ -124,7 +128,7 @@ TEST_F(CacheTest, RecordHoldsFlagsWithPlaceholdersAndTheSource) {
 
 // ---- the split path's two keys (compiler.hpp) ------------------------------------------------------------------
 
-TEST_F(CacheTest, TheCubinKeyLeavesOutTheHostCompilerAndTheHostKeyHasIt) {
+TEST_F(CacheTest, TheCubinKeyLeavesOutTheHostTargetAndTheHostKeyHasIt) {
   const std::string cubin = cache_.split_key(tc_, source_, SplitArtifact::cubin);
   const std::string host = cache_.split_key(tc_, source_, SplitArtifact::host);
   const std::string single = cache_.key(tc_, source_);
@@ -132,14 +136,15 @@ TEST_F(CacheTest, TheCubinKeyLeavesOutTheHostCompilerAndTheHostKeyHasIt) {
   EXPECT_NE(cubin, single);
   EXPECT_NE(host, single);
 
-  // Another machine's host compiler: its cubin hits, its host module is its own.
-  Toolchain other_host = tc_;
-  other_host.host_compiler = "g++ (Ubuntu 13.2.0-23ubuntu4) 13.2.0";
-  EXPECT_EQ(cache_.split_key(other_host, source_, SplitArtifact::cubin), cubin);
-  EXPECT_NE(cache_.split_key(other_host, source_, SplitArtifact::host), host);
-  EXPECT_NE(cache_.key(other_host, source_), single);
-  // ...and so do its paths.
+  // Another host target (an aarch64 host with the same toolkit): its cubin hits, its host module is its own.
+  Toolchain other_target = tc_;
+  other_target.host_target = "aarch64-linux-gnu";
+  EXPECT_EQ(cache_.split_key(other_target, source_, SplitArtifact::cubin), cubin);
+  EXPECT_NE(cache_.split_key(other_target, source_, SplitArtifact::host), host);
+  EXPECT_NE(cache_.key(other_target, source_), single);
+  // Another g++ version or other paths change neither.
   Toolchain moved = tc_;
+  moved.host_compiler = "g++ (Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0";
   moved.nvcc = "/usr/local/cuda-13.0/bin/nvcc";
   moved.cutlass_root = "/srv/cutlass";
   moved.device_include_dir = "/usr/share/gemmkit/device/include";
@@ -148,9 +153,9 @@ TEST_F(CacheTest, TheCubinKeyLeavesOutTheHostCompilerAndTheHostKeyHasIt) {
 }
 
 TEST_F(CacheTest, TheCubinKeyCoversWhatTheCubinDependsOn) {
-  // Every field of the record but the host compiler, which a cubin does not depend on.
+  // Every field of the record but the host target, which a cubin does not depend on.
   auto changes = record_changes();
-  std::erase_if(changes, [](const auto& change) { return std::string_view(change.first) == "host compiler"; });
+  std::erase_if(changes, [](const auto& change) { return std::string_view(change.first) == "host target"; });
   for (const SplitArtifact artifact : {SplitArtifact::cubin, SplitArtifact::host}) {
     const std::string base = cache_.split_key(tc_, source_, artifact);
     for (const auto& [what, change] : changes) {
@@ -167,13 +172,14 @@ TEST_F(CacheTest, SplitRecordsHoldTheirOwnFlags) {
   EXPECT_NE(cubin.find("flag: -cubin\n"), std::string::npos);
   EXPECT_NE(cubin.find("flag: -DGEMMKIT_SPLIT_DEVICE\n"), std::string::npos);
   EXPECT_NE(cubin.find("flag: -gencode=arch=compute_90a,code=sm_90a\n"), std::string::npos);
-  EXPECT_EQ(cubin.find("host-compiler"), std::string::npos);
+  EXPECT_EQ(cubin.find("host-target"), std::string::npos);
   EXPECT_EQ(cubin.find("-shared"), std::string::npos);
   EXPECT_EQ(cubin.substr(cubin.size() - source_.text.size()), source_.text);
   const std::string host = cache_.split_record(tc_, source_, SplitArtifact::host);
   EXPECT_NE(host.find("flag: -DGEMMKIT_SPLIT_HOST\n"), std::string::npos);
   EXPECT_NE(host.find("flag: -shared\n"), std::string::npos);
-  EXPECT_NE(host.find("host-compiler: " + tc_.host_compiler + "\n"), std::string::npos);
+  EXPECT_NE(host.find("host-target: " + tc_.host_target + "\n"), std::string::npos);
+  EXPECT_EQ(host.find(tc_.host_compiler), std::string::npos);
   EXPECT_EQ(host.find("-cubin"), std::string::npos);
 }
 

@@ -292,7 +292,9 @@ class DiscoverTest : public ::testing::Test {
   void SetUp() override {
     write_fake_cutlass(dir_.path() / "cutlass");
     write_fake_nvcc(dir_.path() / "cuda" / "bin" / "nvcc", kNvcc130Version, "exit 1");
-    write_script(dir_.path() / "cc" / "fakecc", "echo 'fakecc (Test) 1.0'\necho 'second line'");
+    write_script(dir_.path() / "cc" / "fakecc",
+                 "if [ \"$1\" = -dumpmachine ]; then echo x86_64-test-linux; exit; fi\n"
+                 "echo 'fakecc (Test) 1.0'\necho 'second line'");
   }
   std::string at(const char* relative) const { return (dir_.path() / relative).string(); }
 
@@ -309,6 +311,7 @@ TEST_F(DiscoverTest, FindsEverything) {
   EXPECT_EQ(tc.nvcc_version, "13.0");
   EXPECT_EQ(tc.nvcc_build, "Build cuda_13.0.r13.0/compiler.36424714_0");
   EXPECT_EQ(tc.host_compiler, "fakecc (Test) 1.0");
+  EXPECT_EQ(tc.host_target, "x86_64-test-linux");
   EXPECT_EQ(tc.cutlass_root, at("cutlass"));
   EXPECT_EQ(tc.cutlass_version, "4.2.0");
   EXPECT_TRUE(fs::is_directory(tc.device_include_dir));
@@ -324,7 +327,7 @@ TEST_F(DiscoverTest, FindHeadersRunsNoProgram) {
   EXPECT_EQ(tc.cutlass_root, at("cutlass"));
   EXPECT_EQ(tc.cutlass_version, "4.2.0");
   EXPECT_EQ(tc.device_headers_hash, hash_directory(tc.device_include_dir));
-  EXPECT_TRUE(tc.nvcc.empty() && tc.nvcc_version.empty() && tc.host_compiler.empty());
+  EXPECT_TRUE(tc.nvcc.empty() && tc.nvcc_version.empty() && tc.host_compiler.empty() && tc.host_target.empty());
 }
 
 TEST_F(DiscoverTest, EmptyCutlassPathSaysHowToFixIt) {

@@ -21,6 +21,7 @@ inline Toolchain fake_toolchain() {
   tc.nvcc_version = "13.0";
   tc.nvcc_build = "Build cuda_13.0.r13.0/compiler.36424714_0";
   tc.host_compiler = "g++ (Debian 12.2.0-14) 12.2.0";
+  tc.host_target = "x86_64-linux-gnu";
   tc.cutlass_root = "/home/me/gemmkit/.deps/cutlass";
   tc.cutlass_version = "4.2.0";
   tc.device_include_dir = "/home/me/gemmkit/device/include";
