@@ -30,7 +30,7 @@ const std::vector<Knob>& all() {
       {"CUTLASS_PATH", Type::Text, "the installed copy, else .deps/cutlass",
        "a CUTLASS 4.2 tree holding include/ and tools/util/include"},
       {"CUDA_HOME", Type::Text, "`which nvcc`, then /usr/local/cuda", "the CUDA toolkit (nvcc >= 12.4)"},
-      {"NVCC_CCBIN", Type::Text, "g++", "the host compiler nvcc uses (also enters the cache key)"},
+      {"NVCC_CCBIN", Type::Text, "g++", "the host compiler nvcc uses (its target enters the cache key, not its version)"},
       {"GEMMKIT_ROOT", Type::Text, "the install, else the source tree",
        "where device/include (gemmkit's glue headers) lives"},
       {"GEMMKIT_VERBOSE", Type::Flag, "off", "1 prints every nvcc command line"},
@@ -40,7 +40,7 @@ const std::vector<Knob>& all() {
        "1 builds each kernel once per process instead of taking it from the disk cache"},
       {"GEMMKIT_SPLIT_BUILD", Type::Flag, "off",
        "1 builds SM90 GEMM kernels as a cubin plus a small host module (two nvcc processes at once, launched through "
-       "the driver API) instead of one module; the cubin's cache entry does not depend on the host compiler"},
+       "the driver API) instead of one module"},
       {"GEMMKIT_WAIT_FOR_BEST", Type::Flag, "off",
        "1 makes run() compile and wait for the kernel a new shape asks for, instead of compiling it in the background"},
       {"GEMMKIT_DUMP_SASS", Type::Flag, "off", "1 writes kernel.sass (cuobjdump -sass) beside each built kernel.so"},

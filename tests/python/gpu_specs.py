@@ -100,10 +100,11 @@ def conv_specs(cc=None):
 
 
 if __name__ == "__main__":
+    import sys
     import time
 
-    start = time.perf_counter()
-    built = gemmkit.compile_many(specs())
+    start = time.perf_counter()  # an optional argument names the cc (90 on a machine without a GPU)
+    built = gemmkit.compile_many(specs(int(sys.argv[1]) if len(sys.argv) > 1 else None))
     misses = sum(not k.cache_hit for k in built)
     print(f"{len(built)} kernels ({misses} built, {len(built) - misses} cached) in {time.perf_counter() - start:.1f} s"
           f" into {gemmkit.cache_dir()}")
