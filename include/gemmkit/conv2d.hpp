@@ -48,6 +48,10 @@ struct Conv2dSplitK {
 //     dilated filters beyond TMA im2col's ranges) is refused with a ConfigError or TensorError telling the user to
 //     pass kernel_cc=80. The one exception is opclass Simt, which only 2.x kernels have: like Gemm, a Simt plan uses
 //     them and says so (kernel_cc() 80, cutlass_sm80_simt_... names).
+//     A 1x1 filter at unit stride without padding is a plain GEMM (fprop: N*H*W x K x C; dgrad: N*H*W x C x K;
+//     wgrad: K x C x N*H*W), and CUTLASS 4.2's SM90 conv kernel is neither persistent nor split: such problems run
+//     the SM90 GEMM family's kernel (persistent, its run-time tile choice, split-K for a long wgrad), and spec_for
+//     names it (cutlass3x_sm90_tensorop_gemm_...). A tile description set on the plan keeps the conv kernel.
 // Tensors are 4-D, packed, channels innermost (NHWC / KRSC). Thread-safe like Gemm::run.
 class Conv2d : public Gemm {
  public:
@@ -121,6 +125,15 @@ class Conv2d : public Gemm {
   KernelChoices& conv_choices(const ConvProblem& problem, SplitKMode mode);
   std::size_t choose(const KernelChoices& choices, const ConvProblem& problem, int sm_count) const;
   Launch launch_for(const ConvProblem& problem, int sm_count);
+  // The GEMM plan a pointwise problem runs as (see the class comment), else null.
+  Gemm* pointwise_gemm(const ConvProblem& problem);
+  // The conv's tensors as that GEMM's matrices.
+  struct PointwiseOperands {
+    TensorView a, b, d;
+    std::optional<TensorView> c;
+  };
+  PointwiseOperands pointwise_operands(const ConvProblem& problem, const TensorView& A, const TensorView& B,
+                                       const TensorView* C, const TensorView& D) const;
   int sm_count_for_choice() const;
 
   ConvKind kind_;

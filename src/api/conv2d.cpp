@@ -127,6 +127,24 @@ runtime::LaunchOperand launch_operand(const TensorView& t, DataType type) {
   return o;
 }
 
+// A pointwise convolution's operand as the GEMM reads it: a packed NHWC / KRSC tensor as a rows x cols matrix.
+TensorView matrix(const TensorView& t, std::int64_t rows, std::int64_t cols, Layout layout) {
+  const bool row_major = layout == Layout::RowMajor;
+  return TensorView::strided(t.data, t.dtype, {rows, cols}, {row_major ? cols : 1, row_major ? 1 : rows}, t.device);
+}
+
+// The GEMM layouts of A, B and C/D for a 1x1 convolution of each kind: fprop y = x w^T, dgrad dx = dy w,
+// wgrad dw = dy^T x, with activations as (N*H*W) x channels row-major matrices and the filter as K x C row-major.
+std::array<Layout, 3> pointwise_layouts(ConvKind kind) {
+  constexpr Layout row = Layout::RowMajor, col = Layout::ColumnMajor;
+  switch (kind) {
+    case ConvKind::Fprop: return {row, col, row};
+    case ConvKind::Dgrad: return {row, row, row};
+    case ConvKind::Wgrad: return {col, row, row};
+  }
+  return {row, row, row};
+}
+
 }  // namespace
 
 // One checked convolution: its sizes, the vectors its tensors allow and the iterators it runs with.
@@ -360,19 +378,69 @@ Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
   return {&parallel, choice, {mode, slices}};
 }
 
+Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
+  const Conv2dGeometry& g = p.geometry;
+  const bool pointwise = p.r == 1 && p.s == 1 && g.stride == std::array{1, 1} && g.padding == std::array{0, 0};
+  if (!pointwise || run_cache_->kernel_cc != 90 || tile_description()) return nullptr;
+  const double slope = activation_parameter();
+  std::lock_guard<std::mutex> lock(run_cache_->mutex);
+  for (const auto& [parameter, gemm] : run_cache_->pointwise) {
+    if (parameter == slope) return gemm.get();
+  }
+  const std::array<Layout, 3> layouts = pointwise_layouts(kind_);
+  GemmOptions o;
+  o.element_a = types_.a, o.element_b = types_.b, o.element_c = types_.c, o.element_d = types_.d;
+  o.element_accumulator = types_.accumulator;
+  o.layout_a = layouts[0], o.layout_b = layouts[1], o.layout_c = layouts[2];
+  o.cc = cc_;
+  o.kernel_cc = 90;
+  std::unique_ptr<Gemm> gemm;
+  try {
+    gemm = std::make_unique<Gemm>(o);
+    gemm->set_activation(activation(), slope);
+  } catch (const ConfigError&) {
+    gemm.reset();  // no GEMM kernel for these types: the conv kernel runs the problem
+  }
+  return run_cache_->pointwise.emplace_back(slope, std::move(gemm)).second.get();
+}
+
+Conv2d::PointwiseOperands Conv2d::pointwise_operands(const ConvProblem& p, const TensorView& A, const TensorView& B,
+                                                     const TensorView* C, const TensorView& D) const {
+  const std::array<Layout, 3> layout = pointwise_layouts(kind_);
+  const std::int64_t pixels = p.n * p.h * p.w;
+  // Each operand's GEMM extents (rows x cols), as pointwise_layouts lays them out.
+  std::array<std::int64_t, 2> a{}, b{}, d{};
+  switch (kind_) {
+    case ConvKind::Fprop: a = {pixels, p.c}, b = {p.c, p.k}, d = {pixels, p.k}; break;
+    case ConvKind::Dgrad: a = {pixels, p.k}, b = {p.k, p.c}, d = {pixels, p.c}; break;
+    case ConvKind::Wgrad: a = {p.k, pixels}, b = {pixels, p.c}, d = {p.k, p.c}; break;
+  }
+  PointwiseOperands out{matrix(A, a[0], a[1], layout[0]), matrix(B, b[0], b[1], layout[1]),
+                        matrix(D, d[0], d[1], layout[2]), std::nullopt};
+  if (C != nullptr) out.c = matrix(*C, d[0], d[1], layout[2]);
+  return out;
+}
+
 int Conv2d::sm_count_for_choice() const {
   return cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
 }
 
 KernelSpec Conv2d::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                             const Conv2dGeometry& geometry, double beta) {
-  const Launch launch = launch_for(check_conv(A, B, C, D, geometry, beta), sm_count_for_choice());
+  const ConvProblem p = check_conv(A, B, C, D, geometry, beta);
+  if (Gemm* gemm = pointwise_gemm(p)) {
+    const PointwiseOperands o = pointwise_operands(p, A, B, C, D);
+    return gemm->spec_for(o.a, o.b, o.c ? &*o.c : nullptr, o.d, beta);
+  }
+  const Launch launch = launch_for(p, sm_count_for_choice());
   return launch.choices->spec(launch.choice);
 }
 
 Conv2dSplitK Conv2d::split_k_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                                  const Conv2dGeometry& geometry, double beta) {
-  return launch_for(check_conv(A, B, C, D, geometry, beta), sm_count_for_choice()).split;
+  const ConvProblem p = check_conv(A, B, C, D, geometry, beta);
+  if (pointwise_gemm(p) != nullptr) return {};  // the GEMM's split-K is its own (Gemm::k_split_for)
+  return launch_for(p, sm_count_for_choice()).split;
 }
 
 void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
@@ -390,6 +458,11 @@ void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, 
     }
   }
   if (p.n == 0) return;  // an empty batch: nothing to compute, nothing to write
+  if (Gemm* gemm = pointwise_gemm(p)) {
+    const PointwiseOperands o = pointwise_operands(p, A, B, C, D);
+    gemm->run(o.a, o.b, o.c ? &*o.c : nullptr, o.d, alpha, beta, options);
+    return;
+  }
 
   const Launch launch = launch_for(p, device_info(device).sm_count);
   if (options.print_module) std::fputs(render(launch.choices->spec(launch.choice)).text.c_str(), stdout);

@@ -5,6 +5,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "api/kernel_slots.hpp"
@@ -42,6 +43,9 @@ struct Gemm::RunCache {
   int kernel_cc = 0;        // the kernel generation of the plan's family
   std::mutex mutex;
   std::deque<KernelChoices> choices;
+  // Conv2d (kernel_cc 90): the GEMM plan a 1x1, unit-stride, unpadded convolution runs as, one per leaky_relu slope
+  // (a run-time value the GEMM plan holds); made on first use, under the mutex, and kept until the next change.
+  std::vector<std::pair<double, std::unique_ptr<Gemm>>> pointwise;
 };
 
 }  // namespace gemmkit

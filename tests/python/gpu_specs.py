@@ -96,6 +96,18 @@ def conv_specs(cc=None):
     fprop = gemmkit.Conv2d(kind="fprop", element=np.float16, element_accumulator=np.float32, cc=cc, kernel_cc=80)
     fprop.iterator_algorithm = "optimized"
     out.append(fprop.construct())
+    return out + pointwise_specs(cc)
+
+
+def pointwise_specs(cc=None):
+    """test_conv2d.py's 1x1 convs at the default kernel_cc: on SM90 they run the SM90 GEMM family's kernels."""
+    zeros = lambda *shape: np.zeros(shape, np.float16)  # noqa: E731
+    x, w, y = zeros(2, 13, 11, 16), zeros(24, 1, 1, 16), zeros(2, 13, 11, 24)  # N, H, W, C = 2, 13, 11, 16; K = 24
+    operands = {"fprop": (x, w, y), "dgrad": (y, w, x), "wgrad": (y, x, w)}
+    out = []
+    for kind, (a, b, d) in operands.items():
+        plan = gemmkit.Conv2d(kind=kind, element=np.float16, element_accumulator=np.float32, cc=cc)
+        out.append(plan.spec_for(a, b, None, d))
     return out
 
 

@@ -140,12 +140,25 @@ def test_sm90_kernels_match_torch(kind, dtype_name, stride, padding, dilation):
     check_against_torch(kind, dtype_name, stride, padding, dilation, kernel_cc=90)
 
 
-def check_against_torch(kind, dtype_name, stride, padding, dilation, kernel_cc):
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["fprop", "dgrad", "wgrad"])
+def test_sm90_pointwise_convs_run_as_gemms_and_match_torch(kind):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("SM90 plans need an SM90 GPU")
+    # A 1x1 filter at unit stride without padding: the SM90 GEMM family's kernel runs it (gpu_specs.pointwise_specs).
+    name = check_against_torch(kind, "float16", 1, 0, 1, kernel_cc=90, R=1)
+    assert name.startswith("cutlass3x_sm90_tensorop_") and "gemm_f16" in name, name
+
+
+def check_against_torch(kind, dtype_name, stride, padding, dilation, kernel_cc, R=3):
+    """Runs the plan on small integers and compares with torch's float64 conv (or its gradient); returns the name of
+    the kernel the plan ran."""
     torch = pytest.importorskip("torch")
     dtype = getattr(torch, dtype_name)
     gen = torch.Generator().manual_seed(7)
     ints = lambda *shape: torch.randint(-2, 3, shape, generator=gen).to(dtype)  # noqa: E731
-    N, C, H, W, K, R = 2, 16, 13, 11, 24, 3
+    N, C, H, W, K = 2, 16, 13, 11, 24
     x = ints(N, C, H, W).cuda().to(memory_format=torch.channels_last)
     w = ints(K, C, R, R).cuda().to(memory_format=torch.channels_last)
     args = dict(stride=stride, padding=padding, dilation=dilation)
@@ -164,7 +177,9 @@ def check_against_torch(kind, dtype_name, stride, padding, dilation, kernel_cc):
         expected = torch.nn.grad.conv2d_weight(x.double(), w.shape, dy.double(), **args)
     p.run(*operands, None, out, **args)
     torch.cuda.synchronize()
-    assert torch.equal(out.double(), expected.to(dtype).double()), p.spec_for(*operands, None, out, **args).name()
+    name = p.spec_for(*operands, None, out, **args).name()
+    assert torch.equal(out.double(), expected.to(dtype).double()), name
+    return name
 
 
 @pytest.mark.gpu

@@ -355,11 +355,62 @@ TEST(Conv2dSplitK, WgradUnderAWaveSplitsInParallelByDefault) {
   EXPECT_LE(fprop_split.slices, 2048 / 8);
 }
 
-TEST(Conv2dSplitK, Sm90PlansNeverSplit) {
+TEST(Conv2dSplitK, Sm90ConvKernelsNeverSplit) {
   Conv2d wgrad(options(ConvKind::Wgrad, DataType::f16, DataType::f32, 90));
+  // res2's 3x3 64 -> 64 wgrad at batch 128: 64 x 576 over K = 401408, one conv kernel, unsplit.
+  const TensorView dy = tensor({128, 56, 56, 64}), x = tensor({128, 56, 56, 64}), dw = tensor({64, 3, 3, 64});
+  const Conv2dGeometry same{{1, 1}, {1, 1}, {1, 1}};
+  EXPECT_EQ(wgrad.split_k_for(dy, x, nullptr, dw, same), (Conv2dSplitK{SplitKMode::Serial, 1}));
+  EXPECT_EQ(wgrad.spec_for(dy, x, nullptr, dw, same).family, KernelFamily::Sm90Conv2d);
+}
+
+// kernel_cc 90: a 1x1 filter at unit stride without padding runs as the SM90 GEMM family's kernel, with the GEMM
+// layouts of its kind; anything else (a stride, padding, a larger filter, a pinned tile, kernel_cc 80) stays a conv.
+TEST(Conv2dSm90, PointwiseProblemsRunAsTheSm90Gemm) {
   const Res2Wgrad t;
+  Conv2d wgrad(options(ConvKind::Wgrad, DataType::f16, DataType::f32, 90));
+  wgrad.set_activation(Activation::ReLU);
+  const KernelSpec w = wgrad.spec_for(t.dy, t.x, nullptr, t.dw);
+  EXPECT_EQ(w.family, KernelFamily::Sm90Collective);
+  EXPECT_EQ(w.activation, Activation::ReLU);
+  // dw = dy^T x: dy read column-major (K x N*H*W), x row-major; a long K on a 64 x 64 output: the GEMM's Stream-K
+  // kernel, which run() splits (its own split-K, not the conv's).
+  EXPECT_EQ(w.layout_a, Layout::ColumnMajor);
+  EXPECT_EQ(w.layout_b, Layout::RowMajor);
+  EXPECT_EQ(w.tile.tile_scheduler, TileScheduler::StreamK) << w.name();
   EXPECT_EQ(wgrad.split_k_for(t.dy, t.x, nullptr, t.dw), (Conv2dSplitK{SplitKMode::Serial, 1}));
-  EXPECT_EQ(wgrad.spec_for(t.dy, t.x, nullptr, t.dw).family, KernelFamily::Sm90Conv2d);
+
+  Conv2d fprop(options(ConvKind::Fprop, DataType::f16, DataType::f32, 90));
+  const TensorView x = tensor({128, 56, 56, 64}), w1 = tensor({256, 1, 1, 64}), y = tensor({128, 56, 56, 256});
+  const KernelSpec f = fprop.spec_for(x, w1, &y, y, Conv2dGeometry{}, 1.0);
+  EXPECT_EQ(f.family, KernelFamily::Sm90Collective);
+  EXPECT_EQ(f.layout_a, Layout::RowMajor);     // x as (N*H*W) x C
+  EXPECT_EQ(f.layout_b, Layout::ColumnMajor);  // the K x C filter read as C x K
+  EXPECT_EQ(f.layout_c, Layout::RowMajor);
+  EXPECT_EQ(f.element_accumulator, DataType::f32);
+  Conv2d dgrad(options(ConvKind::Dgrad, DataType::bf16, DataType::f32, 90));
+  const KernelSpec d = dgrad.spec_for(tensor({2, 7, 7, 64}, DataType::bf16), tensor({64, 1, 1, 32}, DataType::bf16),
+                                      nullptr, tensor({2, 7, 7, 32}, DataType::bf16));
+  EXPECT_EQ(d.family, KernelFamily::Sm90Collective);
+  EXPECT_EQ(d.element_a, DataType::bf16);
+  EXPECT_EQ(d.layout_a, Layout::RowMajor);
+  EXPECT_EQ(d.layout_b, Layout::RowMajor);
+
+  // Not pointwise: a stride (ResNet's 1x1 downsampling), padding, a 3x3 filter.
+  const Conv2dGeometry stride2{{2, 2}, {0, 0}, {1, 1}};
+  EXPECT_EQ(fprop.spec_for(x, w1, nullptr, tensor({128, 28, 28, 256}), stride2).family, KernelFamily::Sm90Conv2d);
+  const Conv2dGeometry pad1{{1, 1}, {1, 1}, {1, 1}};
+  EXPECT_EQ(fprop.spec_for(x, w1, nullptr, tensor({128, 58, 58, 256}), pad1).family, KernelFamily::Sm90Conv2d);
+  EXPECT_EQ(fprop.spec_for(x, tensor({256, 3, 3, 64}), nullptr, y, pad1).family, KernelFamily::Sm90Conv2d);
+  // A tile description on the plan pins the conv kernel; the CUTLASS 2.x family is never rerouted.
+  Conv2d pinned(options(ConvKind::Fprop, DataType::f16, DataType::f32, 90));
+  pinned.set_tile_description(pinned.tile_descriptions().at(1));
+  EXPECT_EQ(pinned.spec_for(x, w1, nullptr, y).family, KernelFamily::Sm90Conv2d);
+  Conv2d sm80(sm80_on_hopper(ConvKind::Fprop));
+  EXPECT_EQ(sm80.spec_for(x, w1, nullptr, y).family, KernelFamily::Sm80Conv2d);
+  // The tensor checks stay the conv's: a wrong output size names the formula.
+  const std::string size = error_of([&] { fprop.spec_for(x, w1, nullptr, tensor({128, 56, 55, 256})); });
+  EXPECT_NE(size.find("P = (H + 2 pad"), std::string::npos) << size;
 }
 
 TEST(Conv2dSplitK, UsersForceTheModeAndCount) {
