@@ -22,18 +22,26 @@ strided dgrad, are reported as refused and left out of its geometric means). --s
 default's: what a better tile choice could gain. Writes JSON to --out.
 Usage: python python/bench/conv.py [--out FILE] [--batches 32,128] [--kinds fprop,dgrad,wgrad] [--rounds N]
        [--kernel-cc 80|90] [--layers REGEX] [--split-k MODE:SLICES] [--no-prebuild] [--sweep [--stages 2,3]]
+       python python/bench/conv.py --prebuild-only --cc 90 [...]   (fills the kernel cache; no GPU needed)
 """
 import argparse
 import json
 import math
+import os
 import platform
 import re
 import statistics
 import time
 
-import torch
+import numpy as np
 
-import gemmkit
+os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # time the kernel the layer asks for, not a stand-in
+import gemmkit  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # --prebuild-only needs neither torch nor a GPU
+    torch = None
 
 # (name, H = W of the input, C, K, R = S, stride, padding)
 RESNET50 = [
@@ -96,8 +104,8 @@ def cudnn_backward(dy, x, w, stride, padding, mask):
     return grads[0] if mask[0] else grads[1]
 
 
-def make_plan(kind, split_k, kernel_cc, tile=None):
-    plan = gemmkit.Conv2d(kind=kind, element=torch.float16, element_accumulator=torch.float32, kernel_cc=kernel_cc)
+def make_plan(kind, split_k, kernel_cc, tile=None, cc=None):
+    plan = gemmkit.Conv2d(kind=kind, element="f16", element_accumulator="f32", kernel_cc=kernel_cc, cc=cc)
     if split_k is not None:
         plan.set_split_k(*split_k)
     if tile is not None:
@@ -111,38 +119,44 @@ def with_stages(td, stages):
                                    epilogue_schedule=td.epilogue_schedule, tile_scheduler=td.tile_scheduler)
 
 
-def tiles_of(kind, kernel_cc, sweep, stages=()):
+def tiles_of(kind, kernel_cc, sweep, stages=(), cc=None):
     """The configurations a layer is timed with: None (the plan's own choice), or with --sweep every one it lists,
     each also with the pipeline depths of --stages (fewer stages leave shared memory for more CTAs per SM, which a
     layer with a short K may need more than a deep pipeline)."""
     if not sweep:
         return [None]
-    listed = make_plan(kind, None, kernel_cc).tile_descriptions()
+    listed = make_plan(kind, None, kernel_cc, cc=cc).tile_descriptions()
     return listed + [with_stages(td, n) for td in listed for n in stages if n != td.stages]
 
 
-def prebuild(kinds, batches, layers, split_k, kernel_cc, sweep=False, stages=()):
+def prebuild(kinds, batches, layers, split_k, kernel_cc, sweep=False, stages=(), cc=None):
     """Compiles every kernel the timed layers will run, in parallel (gemmkit.compile_many), before any is timed:
-    the split-K choice picks tiles per layer, and one nvcc after another would take minutes."""
+    the split-K choice picks tiles per layer, and one nvcc after another would take minutes. The plans pick kernels
+    from NHWC numpy stand-ins of the layers' shapes (a 1-element array strided to the full extents), so this part
+    needs no GPU: --prebuild-only --cc 90 fills a cache on a build machine."""
     specs = []
     for kind in kinds:
         for batch in batches:
             for _, hw, c, k, r, stride, pad in layers:
-                empty = lambda *s: torch.empty(s, dtype=torch.half, device="cuda").to(  # noqa: E731
-                    memory_format=torch.channels_last)
                 _, p, q, _ = gemmkit.Conv2d.output_size((batch, hw, hw, c), (k, r, r, c), pad, stride)
-                x, w, y = empty(batch, c, hw, hw), empty(k, c, r, r), empty(batch, k, p, q)
+                x, w, y = nhwc(batch, hw, hw, c), nhwc(k, r, r, c), nhwc(batch, p, q, k)
                 a, b, d = {"fprop": (x, w, y), "dgrad": (y, w, x), "wgrad": (y, x, w)}[kind]
-                for tile in tiles_of(kind, kernel_cc, sweep, stages):
+                for tile in tiles_of(kind, kernel_cc, sweep, stages, cc):
                     try:
-                        specs.append(make_plan(kind, split_k, kernel_cc, tile).spec_for(a, b, None, d, stride=stride,
-                                                                                         padding=pad))
+                        plan = make_plan(kind, split_k, kernel_cc, tile, cc)
+                        specs.append(plan.spec_for(a, b, None, d, stride=stride, padding=pad))
                     except gemmkit.ConfigError:  # refused by the chosen family: run_layer reports it
                         pass
     start = time.perf_counter()
     built = gemmkit.compile_many(specs)
     misses = sum(not kernel.cache_hit for kernel in built)
     print(f"prebuild: {len(built)} kernels ({misses} built) in {time.perf_counter() - start:.1f} s", flush=True)
+
+
+def nhwc(*shape):
+    """A packed f16 NHWC array of `shape` with no memory behind it (spec_for reads only shapes, strides, addresses)."""
+    strides = [int(np.prod(shape[i + 1:])) * 2 for i in range(4)]
+    return np.lib.stride_tricks.as_strided(np.zeros(shape[-1:] or 1, np.float16), shape, strides)
 
 
 def run_layer(kind, batch, layer, rounds, iterations, split_k=None, kernel_cc=None, tile=None):
@@ -205,6 +219,9 @@ def main():
                         "depths, e.g. 2,3")
     parser.add_argument("--split-k", default=None, help="MODE:SLICES for every layer, e.g. parallel:16 or "
                         "serial:0 (0: run() counts); default: run() chooses")
+    parser.add_argument("--prebuild-only", action="store_true", help="compile the kernels and stop (no GPU or torch "
+                        "needed; with --cc on a machine without a GPU)")
+    parser.add_argument("--cc", type=int, default=None, help="the GPU to pick kernels for (default: this one's)")
     args = parser.parse_args()
     split_k = None
     if args.split_k:
@@ -214,7 +231,9 @@ def main():
     layers = [layer for layer in RESNET50 if re.search(args.layers, layer[0])]
     kinds, batches = args.kinds.split(","), [int(b) for b in args.batches.split(",")]
     if not args.no_prebuild:
-        prebuild(kinds, batches, layers, split_k, args.kernel_cc, args.sweep, stages)
+        prebuild(kinds, batches, layers, split_k, args.kernel_cc, args.sweep, stages, args.cc)
+    if args.prebuild_only:
+        return
     torch.backends.cudnn.benchmark = True
     results = []
     for kind in kinds:

@@ -311,6 +311,17 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   const TileDescription& front = tiles.front();
   const std::int64_t default_tiles = tile_count(front.cta_tile(), shape);
   if (default_tiles >= sm_count) {
+    // A skinny output (M or N well under the default tile's: a 1x1 conv's 64 output channels on a 256-wide tile)
+    // leaves most of each tile's MMAs idle: the tile shape of least estimated time instead.
+    const Shape3 cta = front.cta_tile();
+    auto covered = [](std::int64_t extent, int tile) {
+      return static_cast<double>(extent) / static_cast<double>((extent + tile - 1) / tile * tile);
+    };
+    if (covered(shape.m, cta[0]) * covered(shape.n, cta[1]) < 0.75) {
+      const std::size_t best =
+          cheapest_tile(tiles, shape, sm_count, [&](const TileDescription& td) { return weighed(td, front); });
+      if (best != tiles.size()) return best;
+    }
     // A last wave that is mostly idle (e.g. 2 waves + 1 tile): Stream-K spreads the work evenly (1.4x measured).
     const std::int64_t last_wave = default_tiles % sm_count;
     if (last_wave == 0 || last_wave * 4 > sm_count || default_tiles > 4 * sm_count) return 0;

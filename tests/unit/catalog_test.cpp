@@ -100,6 +100,21 @@ TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
   EXPECT_EQ(quantized.cta_tile(), tiles.front().cta_tile());
 }
 
+TEST(CatalogHeuristic, ASkinnyOutputTakesATileThatCoversIt) {
+  const auto spec = sm90_f16_spec();
+  const auto tiles =
+      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
+                             cat::limits_for_cc(90));
+  ASSERT_EQ(tiles.front().cta_tile()[1], 256);
+  // A 1x1 conv's GEMM at batch 128: 401408 x 64 x 64. The default 128x256 tile would compute 4x the output; a tile
+  // 128 wide computes half as much, in half as many waves.
+  const auto skinny = tiles[cat::choose_tile(tiles, spec, {401408, 64, 64, 1}, 132)];
+  EXPECT_EQ(skinny.cta_tile()[1], 128) << skinny.to_string();
+  EXPECT_EQ(skinny.cluster_shape, tiles.front().cluster_shape);
+  // A covered output keeps the default (the first entry: the tests above).
+  EXPECT_EQ(cat::choose_tile(tiles, spec, {401408, 256, 64, 1}, 132), 0u);
+}
+
 TEST(CatalogHeuristic, AnExplicitStreamKSwizzleOrSingleTileIsKept) {
   auto spec = sm90_f16_spec();
   spec.swizzle = gk::Swizzle::StreamK;
