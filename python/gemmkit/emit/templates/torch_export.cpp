@@ -5,7 +5,7 @@
 // setup.py compiles it into the extension, the JIT build compiles it once per torch installation and links it.
 //
 // Only the headers it needs: torch/extension.h (pybind11) would triple its build time; output tensors come from
-// torch's CUDA allocator directly (ATen/cuda/EmptyTensor.h, no dispatch: a grouped call allocates one D per group)
+// torch's CUDA allocator directly (ATen/cuda/EmptyTensor.h, no dispatch; a grouped call's Ds are views of one block)
 // or Tensor methods (new_empty, for meta tensors) rather than ATen/ops headers, and the device is switched with the
 // CUDA runtime rather than c10/cuda/CUDAGuard.h.
 #include <ATen/core/Tensor.h>
@@ -163,6 +163,38 @@ at::Tensor allocate_output(const Operand& d, const at::Tensor& like, std::option
   }
   if (like.is_meta()) return like.new_empty_strided(sizes, strides, like.options().dtype(d.dtype));
   return at::detail::empty_strided_cuda(sizes, strides, d.dtype, like.device());
+}
+
+// A grouped call's outputs, (rows, cols) each in D's layout: on CUDA, views of one block from torch's allocator at
+// 256-byte aligned offsets (as torch.split's outputs share one storage), so that a call of many groups allocates
+// once; on meta tensors, one each.
+std::vector<at::Tensor> allocate_grouped_outputs(const Operand& d, const at::Tensor& like,
+                                                 const std::vector<std::pair<int64_t, int64_t>>& extents) {
+  std::vector<at::Tensor> out;
+  out.reserve(extents.size());
+  if (like.is_meta()) {
+    for (const auto& [rows, cols] : extents) out.push_back(allocate_output(d, like, std::nullopt, rows, cols));
+    return out;
+  }
+  const int64_t element = static_cast<int64_t>(c10::elementSize(d.dtype));
+  std::vector<int64_t> offsets;  // in bytes
+  offsets.reserve(extents.size());
+  int64_t bytes = 0;
+  for (const auto& [rows, cols] : extents) {
+    offsets.push_back(bytes);
+    bytes += (rows * cols * element + 255) / 256 * 256;
+  }
+  const at::Tensor block = at::detail::empty_cuda({std::max<int64_t>(bytes, 1)}, at::kByte, like.device(), std::nullopt);
+  const caffe2::TypeMeta dtype = c10::scalarTypeToTypeMeta(d.dtype);
+  for (size_t g = 0; g < extents.size(); ++g) {
+    const auto [rows, cols] = extents[g];
+    at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(block.storage()),
+                                                                block.key_set(), dtype);
+    const std::array<int64_t, 2> sizes{rows, cols}, strides{d.row_major ? cols : 1, d.row_major ? 1 : rows};
+    view.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offsets[g] / element);
+    out.push_back(std::move(view));
+  }
+  return out;
 }
 
 int multiprocessor_count(int device) {
@@ -401,35 +433,42 @@ std::vector<at::Tensor> run_grouped(const GroupedKernel& kernel, at::TensorList 
   const Name first_name{"As", 0};
   TORCH_CHECK_VALUE(first.is_cuda() || first.is_meta(), first_name, " is on ", first.device(),
                     "; the kernel runs on CUDA tensors");
-  std::vector<at::Tensor> D;
-  D.reserve(groups);
+  // Every check that needs no output first, then the outputs in one allocation, then the rest.
+  std::vector<std::array<Matrix, 3>> checked(static_cast<size_t>(groups));  // a, b, c per group
+  std::vector<std::pair<int64_t, int64_t>> extents(static_cast<size_t>(groups));
+  for (int64_t g = 0; g < groups; ++g) {
+    const Name a_name{"As", g}, b_name{"Bs", g}, c_name{"Cs", g};
+    auto& [a, b, c] = checked[static_cast<size_t>(g)];
+    a = check_matrix(As[g], a_name, kernel.a, first, first_name, /*batches=*/false);
+    b = check_matrix(Bs[g], b_name, kernel.b, first, first_name, /*batches=*/false);
+    TORCH_CHECK_VALUE(a.cols == b.rows, a_name, " is ", a.rows, " x ", a.cols, " (M x K) but ", b_name, " is ", b.rows,
+                      " x ", b.cols, " (K x N); their K extents must agree");
+    if (c_given) {
+      c = check_matrix((*Cs)[g], c_name, kernel.c, first, first_name, /*batches=*/false);
+      TORCH_CHECK_VALUE(c.rows == a.rows && c.cols == b.cols, c_name, " is ", c.rows, " x ", c.cols, " but ", a_name,
+                        " @ ", b_name, " is ", a.rows, " x ", b.cols);
+    }
+    extents[static_cast<size_t>(g)] = {a.rows, b.cols};
+  }
+  std::vector<at::Tensor> D = allocate_grouped_outputs(kernel.d, first, extents);
   std::vector<gk_grouped_problem> problems(static_cast<size_t>(groups));
   bool any_work = false;
   for (int64_t g = 0; g < groups; ++g) {
     const Name a_name{"As", g}, b_name{"Bs", g}, c_name{"Cs", g}, d_name{"D", g};
-    const Matrix a = check_matrix(As[g], a_name, kernel.a, first, first_name, /*batches=*/false);
-    const Matrix b = check_matrix(Bs[g], b_name, kernel.b, first, first_name, /*batches=*/false);
-    TORCH_CHECK_VALUE(a.cols == b.rows, a_name, " is ", a.rows, " x ", a.cols, " (M x K) but ", b_name, " is ", b.rows,
-                      " x ", b.cols, " (K x N); their K extents must agree");
+    const auto& [a, b, c] = checked[static_cast<size_t>(g)];
     const int64_t m = a.rows, n = b.cols, k = a.cols;
-    Matrix c;
-    if (c_given) {
-      c = check_matrix((*Cs)[g], c_name, kernel.c, first, first_name, /*batches=*/false);
-      TORCH_CHECK_VALUE(c.rows == m && c.cols == n, c_name, " is ", c.rows, " x ", c.cols, " but ", a_name, " @ ",
-                        b_name, " is ", m, " x ", n);
-    }
-    D.push_back(allocate_output(kernel.d, first, std::nullopt, m, n));
     if (m == 0 || n == 0) continue;  // nothing to compute; the kernel skips the group and reads none of its pointers
     TORCH_CHECK_VALUE(k > 0, a_name, " and ", b_name, ": K is 0 but ", d_name, " is ", m, " x ", n,
                       "; the kernel needs K >= 1 (D is then beta * C, activated: compute that group without it)");
     TORCH_CHECK_VALUE(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX, "group ", g, ": the problem ", m, " x ", n,
                       " x ", k, " exceeds 2^31-1 in one dimension");
     if (first.is_meta()) continue;
-    const Matrix d = check_matrix(D.back(), d_name, kernel.d, first, first_name, /*batches=*/false);
+    const at::Tensor& out = D[static_cast<size_t>(g)];
+    const Matrix d = check_matrix(out, d_name, kernel.d, first, first_name, /*batches=*/false);
     check_alignment(As[g], a_name, kernel.a, a, kernel.aligned_extents);
     check_alignment(Bs[g], b_name, kernel.b, b, kernel.aligned_extents);
     if (c_given) check_alignment((*Cs)[g], c_name, kernel.c, c, kernel.aligned_extents);
-    check_alignment(D.back(), d_name, kernel.d, d, kernel.aligned_extents);
+    check_alignment(out, d_name, kernel.d, d, kernel.aligned_extents);
     gk_grouped_problem& p = problems[static_cast<size_t>(g)];
     p.m = static_cast<int32_t>(m);
     p.n = static_cast<int32_t>(n);
@@ -437,7 +476,7 @@ std::vector<at::Tensor> run_grouped(const GroupedKernel& kernel, at::TensorList 
     p.A = As[g].data_ptr();
     p.B = Bs[g].data_ptr();
     p.C = c_given ? (*Cs)[g].data_ptr() : nullptr;
-    p.D = D.back().data_ptr();
+    p.D = out.data_ptr();
     p.lda = a.ld;
     p.ldb = b.ld;
     p.ldc = c_given ? c.ld : d.ld;
