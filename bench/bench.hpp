@@ -42,6 +42,7 @@ struct Options {
   int calls = 10000;       // host-overhead calls per measurement
   int startup_runs = 5;    // child processes for the time-to-first-result section
   std::string groups;      // the suite section's groups (testing/shape_suite.hpp); "" = all
+  int prebuild_cc = 0;     // > 0: only build the sections' kernels for this cc (no GPU needed), then stop
 };
 
 // Everything the sections share: the options, the device, one stream and one cuBLAS handle bound to it.

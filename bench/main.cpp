@@ -45,6 +45,8 @@ Benchmarks gemmkit against cuBLAS on this machine's GPU 0 and writes JSON + Mark
   --repeats N          timed batches per library per GEMM row; the median is reported (default 9)
   --calls N            calls per host-overhead measurement (default 10000)
   --startup-runs N     child processes for the time-to-first-result section (default 5)
+  --prebuild-cc N      only build the kernels the chosen sections need on a GPU of compute capability N, into the
+                       cache, and stop: no GPU needed (a build machine fills the cache the GPU machine runs from)
   --help               this text
 
 Exit status: 0 all measurements valid; 1 a check or a section failed (results are still written, with
@@ -88,7 +90,7 @@ Shape parse_shape(const std::string& text) {
 
 const std::set<std::string> kValueOptions = {"--groups",  "--tuning", "--out",         "--only",  "--shapes",
                                              "--dtypes",  "--warmup", "--warmup-ms",   "--iters", "--batch-ms",
-                                             "--repeats", "--calls",  "--startup-runs"};
+                                             "--repeats", "--calls",  "--startup-runs", "--prebuild-cc"};
 
 Options parse_options(int argc, char** argv) {
   Options o;
@@ -125,6 +127,8 @@ Options parse_options(int argc, char** argv) {
         throw UsageError(std::string("--groups: ") + e.what());
       }
       o.groups = value;
+    } else if (name == "--prebuild-cc") {
+      o.prebuild_cc = static_cast<int>(positive(value, name));
     } else if (name == "--tuning") {
       if (value != "on" && value != "off") throw UsageError("--tuning: expects on or off; got '" + value + "'");
       if (value == "off") setenv("GEMMKIT_TUNING_DB", "off", 1);  // before any plan runs
@@ -326,6 +330,13 @@ int run(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::fprintf(stderr, "gemmkit_bench: %s\n\n%s", e.what(), kUsage);
     return 2;
+  }
+  if (ctx.options.prebuild_cc > 0) {
+    ctx.device = 0;  // the placeholder views' device; spec_for reads no memory
+    ctx.cc = ctx.options.prebuild_cc;
+    const Value built = prepare_kernels(ctx);
+    std::printf("%zu kernel(s) ready for cc %d\n", built.size(), ctx.cc);
+    return 0;
   }
   if (gk::cuda_device_count() == 0) {
     std::fprintf(stderr, "gemmkit_bench: needs a CUDA device\n");
