@@ -324,7 +324,14 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     }
     // A last wave that is mostly idle (e.g. 2 waves + 1 tile): Stream-K spreads the work evenly (1.4x measured).
     const std::int64_t last_wave = default_tiles % sm_count;
-    if (last_wave == 0 || last_wave * 4 > sm_count || default_tiles > 4 * sm_count) return 0;
+    if (last_wave == 0 || default_tiles > 4 * sm_count) return 0;
+    if (last_wave * 4 > sm_count) {
+      // A few waves with a large last one (1.5 waves of a 1x1 conv's 196 tiles): a smaller tile shape may fill the
+      // waves better; the estimate must win clearly (cheapest_tile's 3%), else the default stays.
+      const std::size_t best =
+          cheapest_tile(tiles, shape, sm_count, [&](const TileDescription& td) { return weighed(td, front); });
+      return best == tiles.size() ? 0 : best;
+    }
     for (std::size_t i = 0; i < tiles.size(); ++i) {
       if (stream_k(tiles[i]) && tiles[i].cta_tile() == front.cta_tile() &&
           tiles[i].cluster_shape == front.cluster_shape) {
@@ -347,17 +354,21 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     if (split_k && most_ctas * 2 <= sm_count && splits_k(tiles, stream_k_tile, shape, sm_count)) return stream_k_tile;
     if (narrow != tiles.size()) return narrow;
   }
-  // Below a few GFLOP the kernel takes microseconds whatever its tile: keep the default, so one compiled kernel
-  // serves every small problem of the plan.
-  constexpr double kMinFlopsForShapeChoice = 4e9;
-  if (2.0 * shape.m * shape.n * shape.k * shape.batch < kMinFlopsForShapeChoice) return 0;
   // Few output tiles and a long K: split K across SMs on the smallest Stream-K tile (most work units; CUTLASS's
   // Stream-K decomposition measured 2x over the default tile at 512x512x16384 on the H200).
-  if (default_tiles * 2 <= sm_count && stream_k_tile != tiles.size()) {
-    const bool long_k =
-        split_k ? splits_k(tiles, stream_k_tile, shape, sm_count) : shape.k >= 8 * std::max(shape.m, shape.n);
-    if (long_k) return stream_k_tile;
+  const bool few_tiles = default_tiles * 2 <= sm_count && stream_k_tile != tiles.size();
+  const bool long_k = few_tiles && (split_k ? splits_k(tiles, stream_k_tile, shape, sm_count)
+                                            : shape.k >= 8 * std::max(shape.m, shape.n));
+  // Below a few GFLOP the kernel takes microseconds whatever its tile: keep the default, so one compiled kernel
+  // serves every small problem of the plan; unless each CTA would walk a K of 64 steps or more alone (a 1x1 conv's
+  // wgrad, 64 x 64 over K = 100352, took 0.9 ms unsplit on the H200).
+  constexpr double kMinFlopsForShapeChoice = 4e9;
+  constexpr std::int64_t kLongWalkKSteps = 64;
+  const bool long_walk = (shape.k + front.cta_tile()[2] - 1) / front.cta_tile()[2] >= kLongWalkKSteps;
+  if (2.0 * shape.m * shape.n * shape.k * shape.batch < kMinFlopsForShapeChoice) {
+    return long_k && long_walk ? stream_k_tile : 0;
   }
+  if (long_k) return stream_k_tile;
   // Otherwise the tile shape with the lowest estimated time, among each shape's first (auto-scheduled) entry.
   const std::size_t best =
       cheapest_tile(tiles, shape, sm_count, [&](const TileDescription& td) { return weighed(td, front); });

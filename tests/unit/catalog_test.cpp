@@ -115,6 +115,22 @@ TEST(CatalogHeuristic, ASkinnyOutputTakesATileThatCoversIt) {
   EXPECT_EQ(cat::choose_tile(tiles, spec, {401408, 256, 64, 1}, 132), 0u);
 }
 
+TEST(CatalogHeuristic, ALongKWalkSplitsEvenBelowTheFlopFloorAndALargeLastWaveWeighsSmallerTiles) {
+  const auto spec = sm90_f16_spec();
+  const auto tiles =
+      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
+                             cat::limits_for_cc(90));
+  // A 1x1 conv's wgrad at batch 32: 64 x 64 over K = 100352 is 0.8 GFLOP, but one CTA would walk 1568 K steps.
+  const auto walk = tiles[cat::choose_tile(tiles, spec, {64, 64, 100352, 1}, 132)];
+  EXPECT_EQ(walk.tile_scheduler, gk::TileScheduler::StreamK) << walk.to_string();
+  // Small and short: the default serves it.
+  EXPECT_EQ(cat::choose_tile(tiles, spec, {64, 64, 2048, 1}, 132), 0u);
+  // 196 default tiles (25088 x 256 x 512, a 1x1 conv at batch 32) are 1.5 waves: 392 tiles of 128 x 128 fill 3.
+  const auto waves = tiles[cat::choose_tile(tiles, spec, {25088, 256, 512, 1}, 132)];
+  EXPECT_EQ(waves.cta_tile()[0] * waves.cta_tile()[1], 128 * 128) << waves.to_string();
+  EXPECT_EQ(waves.cluster_shape, tiles.front().cluster_shape);
+}
+
 TEST(CatalogHeuristic, AnExplicitStreamKSwizzleOrSingleTileIsKept) {
   auto spec = sm90_f16_spec();
   spec.swizzle = gk::Swizzle::StreamK;
