@@ -88,8 +88,8 @@ Shape parse_shape(const std::string& text) {
   return s;
 }
 
-const std::set<std::string> kValueOptions = {"--groups",  "--tuning", "--out",         "--only",  "--shapes",
-                                             "--dtypes",  "--warmup", "--warmup-ms",   "--iters", "--batch-ms",
+const std::set<std::string> kValueOptions = {"--groups",  "--tuning", "--out",          "--only",       "--shapes",
+                                             "--dtypes",  "--warmup", "--warmup-ms",    "--iters",      "--batch-ms",
                                              "--repeats", "--calls",  "--startup-runs", "--prebuild-cc"};
 
 Options parse_options(int argc, char** argv) {

@@ -29,8 +29,8 @@ struct Toolchain {
   // The same search, uncached: reads the environment again (tests; a program that changed CUTLASS_PATH).
   static Toolchain discover_uncached();
   // The part of the search that runs no program: CUTLASS (cutlass_root, cutlass_version) and gemmkit's device
-  // headers (device_include_dir, device_headers_hash); the nvcc and host-compiler fields (host_target too) stay empty. Exporters
-  // (gemmkit.emit) write build files with it on machines without the CUDA toolkit. Throws ToolchainError.
+  // headers (device_include_dir, device_headers_hash); the nvcc and host-compiler fields (host_target too) stay empty.
+  // Exporters (gemmkit.emit) write build files with it on machines without the CUDA toolkit. Throws ToolchainError.
   static Toolchain find_headers();
 };
 

@@ -184,12 +184,13 @@ std::vector<at::Tensor> allocate_grouped_outputs(const Operand& d, const at::Ten
     offsets.push_back(bytes);
     bytes += (rows * cols * element + 255) / 256 * 256;
   }
-  const at::Tensor block = at::detail::empty_cuda({std::max<int64_t>(bytes, 1)}, at::kByte, like.device(), std::nullopt);
+  const at::Tensor block =
+      at::detail::empty_cuda({std::max<int64_t>(bytes, 1)}, at::kByte, like.device(), std::nullopt);
   const caffe2::TypeMeta dtype = c10::scalarTypeToTypeMeta(d.dtype);
   for (size_t g = 0; g < extents.size(); ++g) {
     const auto [rows, cols] = extents[g];
     at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(block.storage()),
-                                                                block.key_set(), dtype);
+                                                               block.key_set(), dtype);
     const std::array<int64_t, 2> sizes{rows, cols}, strides{d.row_major ? cols : 1, d.row_major ? 1 : rows};
     view.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offsets[g] / element);
     out.push_back(std::move(view));
