@@ -5,7 +5,7 @@
 // setup.py compiles it into the extension, the JIT build compiles it once per torch installation and links it.
 //
 // Only the headers it needs: torch/extension.h (pybind11) would triple its build time; output tensors come from
-// torch's CUDA allocator directly (ATen/cuda/EmptyTensor.h, no dispatch; a grouped call's Ds are views of one block)
+// torch's CUDA allocator directly (ATen/cuda/EmptyTensor.h, no dispatch; a grouped call's Ds share one block)
 // or Tensor methods (new_empty, for meta tensors) rather than ATen/ops headers, and the device is switched with the
 // CUDA runtime rather than c10/cuda/CUDAGuard.h.
 #include <ATen/core/Tensor.h>
@@ -165,9 +165,14 @@ at::Tensor allocate_output(const Operand& d, const at::Tensor& like, std::option
   return at::detail::empty_strided_cuda(sizes, strides, d.dtype, like.device());
 }
 
-// A grouped call's outputs, (rows, cols) each in D's layout: on CUDA, views of one block from torch's allocator at
-// 256-byte aligned offsets (as torch.split's outputs share one storage), so that a call of many groups allocates
-// once; on meta tensors, one each.
+// A grouped call's outputs, (rows, cols) each in D's layout: on CUDA, carved out of one block from torch's
+// allocator at 256-byte aligned offsets, so that a call of many groups allocates once; on meta tensors, one each.
+// Each output has a storage of its own (its data pointer holds a reference to the block), because torch requires a
+// custom op's outputs not to alias one another (views of one storage would).
+void release_block(void* block) {
+  delete static_cast<c10::Storage*>(block);
+}
+
 std::vector<at::Tensor> allocate_grouped_outputs(const Operand& d, const at::Tensor& like,
                                                  const std::vector<std::pair<int64_t, int64_t>>& extents) {
   std::vector<at::Tensor> out;
@@ -186,14 +191,17 @@ std::vector<at::Tensor> allocate_grouped_outputs(const Operand& d, const at::Ten
   }
   const at::Tensor block =
       at::detail::empty_cuda({std::max<int64_t>(bytes, 1)}, at::kByte, like.device(), std::nullopt);
+  auto* base = static_cast<char*>(block.data_ptr());
   const caffe2::TypeMeta dtype = c10::scalarTypeToTypeMeta(d.dtype);
   for (size_t g = 0; g < extents.size(); ++g) {
     const auto [rows, cols] = extents[g];
-    at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(block.storage()),
-                                                               block.key_set(), dtype);
+    c10::DataPtr data(base + offsets[g], new c10::Storage(block.storage()), &release_block, block.device());
+    c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(rows * cols * element), std::move(data),
+                         /*allocator=*/nullptr, /*resizable=*/false);
+    at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), block.key_set(), dtype);
     const std::array<int64_t, 2> sizes{rows, cols}, strides{d.row_major ? cols : 1, d.row_major ? 1 : rows};
-    view.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offsets[g] / element);
-    out.push_back(std::move(view));
+    t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
+    out.push_back(std::move(t));
   }
   return out;
 }
