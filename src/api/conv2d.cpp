@@ -127,22 +127,27 @@ runtime::LaunchOperand launch_operand(const TensorView& t, DataType type) {
   return o;
 }
 
-// A pointwise convolution's operand as the GEMM reads it: a packed NHWC / KRSC tensor as a rows x cols matrix.
-TensorView matrix(const TensorView& t, std::int64_t rows, std::int64_t cols, Layout layout) {
-  const bool row_major = layout == Layout::RowMajor;
-  return TensorView::strided(t.data, t.dtype, {rows, cols}, {row_major ? cols : 1, row_major ? 1 : rows}, t.device);
-}
-
-// The GEMM layouts of A, B and C/D for a 1x1 convolution of each kind: fprop y = x w^T, dgrad dx = dy w,
-// wgrad dw = dy^T x, with activations as (N*H*W) x channels row-major matrices and the filter as K x C row-major.
-std::array<Layout, 3> pointwise_layouts(ConvKind kind) {
+// A 1x1 convolution of each kind as a GEMM: fprop y = x w^T, dgrad dx = dy w, wgrad dw = dy^T x, with activations
+// as (N*H*W) x channels row-major matrices and the K x C filter row-major. Each operand's extents and layout, A, B, D.
+struct PointwiseMatrix {
+  std::int64_t rows, cols;
+  Layout layout;
+};
+std::array<PointwiseMatrix, 3> pointwise_matrices(ConvKind kind, std::int64_t pixels, std::int64_t c, std::int64_t k) {
   constexpr Layout row = Layout::RowMajor, col = Layout::ColumnMajor;
   switch (kind) {
-    case ConvKind::Fprop: return {row, col, row};
-    case ConvKind::Dgrad: return {row, row, row};
-    case ConvKind::Wgrad: return {col, row, row};
+    case ConvKind::Fprop: return {{{pixels, c, row}, {c, k, col}, {pixels, k, row}}};
+    case ConvKind::Dgrad: return {{{pixels, k, row}, {k, c, row}, {pixels, c, row}}};
+    case ConvKind::Wgrad: return {{{k, pixels, col}, {pixels, c, row}, {k, c, row}}};
   }
-  return {row, row, row};
+  return {};
+}
+
+// A pointwise convolution's operand as the GEMM reads it: a packed NHWC / KRSC tensor as that matrix.
+TensorView matrix(const TensorView& t, const PointwiseMatrix& m) {
+  const bool row_major = m.layout == Layout::RowMajor;
+  return TensorView::strided(t.data, t.dtype, {m.rows, m.cols}, {row_major ? m.cols : 1, row_major ? 1 : m.rows},
+                             t.device);
 }
 
 }  // namespace
@@ -387,11 +392,11 @@ Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
   for (const auto& [parameter, gemm] : run_cache_->pointwise) {
     if (parameter == slope) return gemm.get();
   }
-  const std::array<Layout, 3> layouts = pointwise_layouts(kind_);
+  const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.h * p.w, p.c, p.k);
   GemmOptions o;
   o.element_a = types_.a, o.element_b = types_.b, o.element_c = types_.c, o.element_d = types_.d;
   o.element_accumulator = types_.accumulator;
-  o.layout_a = layouts[0], o.layout_b = layouts[1], o.layout_c = layouts[2];
+  o.layout_a = a.layout, o.layout_b = b.layout, o.layout_c = d.layout;
   o.cc = cc_;
   o.kernel_cc = 90;
   std::unique_ptr<Gemm> gemm;
@@ -406,18 +411,9 @@ Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
 
 Conv2d::PointwiseOperands Conv2d::pointwise_operands(const ConvProblem& p, const TensorView& A, const TensorView& B,
                                                      const TensorView* C, const TensorView& D) const {
-  const std::array<Layout, 3> layout = pointwise_layouts(kind_);
-  const std::int64_t pixels = p.n * p.h * p.w;
-  // Each operand's GEMM extents (rows x cols), as pointwise_layouts lays them out.
-  std::array<std::int64_t, 2> a{}, b{}, d{};
-  switch (kind_) {
-    case ConvKind::Fprop: a = {pixels, p.c}, b = {p.c, p.k}, d = {pixels, p.k}; break;
-    case ConvKind::Dgrad: a = {pixels, p.k}, b = {p.k, p.c}, d = {pixels, p.c}; break;
-    case ConvKind::Wgrad: a = {p.k, pixels}, b = {pixels, p.c}, d = {p.k, p.c}; break;
-  }
-  PointwiseOperands out{matrix(A, a[0], a[1], layout[0]), matrix(B, b[0], b[1], layout[1]),
-                        matrix(D, d[0], d[1], layout[2]), std::nullopt};
-  if (C != nullptr) out.c = matrix(*C, d[0], d[1], layout[2]);
+  const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.h * p.w, p.c, p.k);
+  PointwiseOperands out{matrix(A, a), matrix(B, b), matrix(D, d), std::nullopt};
+  if (C != nullptr) out.c = matrix(*C, d);
   return out;
 }
 

@@ -310,6 +310,10 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   if (tiles.size() <= 1 || spec.swizzle == Swizzle::StreamK) return 0;
   const TileDescription& front = tiles.front();
   const std::int64_t default_tiles = tile_count(front.cta_tile(), shape);
+  // The tile shape of least estimated time among each shape's first (auto-scheduled) entry; tiles.size() if none.
+  const auto cheapest_shape = [&] {
+    return cheapest_tile(tiles, shape, sm_count, [&](const TileDescription& td) { return weighed(td, front); });
+  };
   if (default_tiles >= sm_count) {
     // A skinny output (M or N well under the default tile's: a 1x1 conv's 64 output channels on a 256-wide tile)
     // leaves most of each tile's MMAs idle: the tile shape of least estimated time instead.
@@ -318,9 +322,7 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
       return static_cast<double>(extent) / static_cast<double>((extent + tile - 1) / tile * tile);
     };
     if (covered(shape.m, cta[0]) * covered(shape.n, cta[1]) < 0.75) {
-      const std::size_t best =
-          cheapest_tile(tiles, shape, sm_count, [&](const TileDescription& td) { return weighed(td, front); });
-      if (best != tiles.size()) return best;
+      if (const std::size_t best = cheapest_shape(); best != tiles.size()) return best;
     }
     // A last wave that is mostly idle (e.g. 2 waves + 1 tile): Stream-K spreads the work evenly (1.4x measured).
     const std::int64_t last_wave = default_tiles % sm_count;
@@ -328,8 +330,7 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     if (last_wave * 4 > sm_count) {
       // A few waves with a large last one (1.5 waves of a 1x1 conv's 196 tiles): a smaller tile shape may fill the
       // waves better; the estimate must win clearly (cheapest_tile's 3%), else the default stays.
-      const std::size_t best =
-          cheapest_tile(tiles, shape, sm_count, [&](const TileDescription& td) { return weighed(td, front); });
+      const std::size_t best = cheapest_shape();
       return best == tiles.size() ? 0 : best;
     }
     for (std::size_t i = 0; i < tiles.size(); ++i) {
@@ -369,9 +370,8 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     return long_k && long_walk ? stream_k_tile : 0;
   }
   if (long_k) return stream_k_tile;
-  // Otherwise the tile shape with the lowest estimated time, among each shape's first (auto-scheduled) entry.
-  const std::size_t best =
-      cheapest_tile(tiles, shape, sm_count, [&](const TileDescription& td) { return weighed(td, front); });
+  // Otherwise the tile shape with the lowest estimated time.
+  const std::size_t best = cheapest_shape();
   return best == tiles.size() ? 0 : best;
 }
 
