@@ -126,6 +126,7 @@ std::optional<Entry> best_match(const std::vector<Entry>& entries, const Identit
 struct Counters {
   int applied = 0;    // run()/spec_for() used a database entry
   int not_built = 0;  // an entry matched but its kernel is not in the cache: the heuristic chose instead
+  int searched = 0;   // choices that searched the database (a plan's repeated problem is answered from its memo)
 };
 Counters counters();
 

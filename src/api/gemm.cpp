@@ -517,7 +517,9 @@ std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, in
     return i;
   }
   // A configuration measured by Gemm::tune for this plan and shape bucket (tuning database), when it is built.
-  if (auto tuned = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch})) return *tuned;
+  if (auto tuned = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch}, *choices.tuned)) {
+    return *tuned;
+  }
   return catalog::choose_tile(choices.tiles, choices.base, shape, sm_count, automatic_split_k());
 }
 

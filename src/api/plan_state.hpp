@@ -11,6 +11,7 @@
 #include "api/kernel_slots.hpp"
 #include "api/tensor_check.hpp"
 #include "gemmkit/gemm.hpp"
+#include "tuning/choice.hpp"
 
 namespace gemmkit {
 
@@ -27,6 +28,7 @@ struct Gemm::KernelChoices {
   KernelSpec base;
   std::vector<TileDescription> tiles;
   KernelSlots<KernelModule> slots;  // parallel to tiles, loaded on first use
+  std::unique_ptr<tuning::LookupMemo> tuned = std::make_unique<tuning::LookupMemo>();  // run()'s database answers
 
   KernelSpec spec(std::size_t choice) const {
     KernelSpec s = base;

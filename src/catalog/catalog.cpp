@@ -210,7 +210,8 @@ std::int64_t cluster_tile_count(const TileDescription& td, const ProblemShape& p
 }
 
 // The tile of least estimated time (waves x tile area / efficiency) among the entries `eligible` accepts; a later
-// entry must win clearly (3%), else the earlier one stays. tiles.size() when none is eligible.
+// entry must win clearly (3%), else the earlier one stays. Waves count whole clusters: a 2x1 cluster of 128-row
+// tiles at M = 128 launches an idle CTA beside each busy one. tiles.size() when none is eligible.
 template <class Eligible>
 std::size_t cheapest_tile(const std::vector<TileDescription>& tiles, const ProblemShape& shape, int sm_count,
                           Eligible eligible) {
@@ -219,7 +220,7 @@ std::size_t cheapest_tile(const std::vector<TileDescription>& tiles, const Probl
   for (std::size_t i = 0; i < tiles.size(); ++i) {
     if (!eligible(tiles[i])) continue;
     const Shape3 cta = tiles[i].cta_tile();
-    const double waves = static_cast<double>((tile_count(cta, shape) + sm_count - 1) / sm_count);
+    const double waves = static_cast<double>((cluster_tile_count(tiles[i], shape) + sm_count - 1) / sm_count);
     const double cost = waves * cta[0] * cta[1] / tile_efficiency(cta);
     if (best == tiles.size() || cost < best_cost * 0.97) {
       best = i;
@@ -266,7 +267,7 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
     const TileDescription& td = tiles[i];
     if (!weighed(td, tiles.front())) continue;
     const Shape3 cta = td.cta_tile();
-    const std::int64_t output_tiles = tile_count(cta, shape);
+    const std::int64_t output_tiles = cluster_tile_count(td, shape);
     const std::int64_t k_iterations = (shape.k + cta[2] - 1) / cta[2];
     const int slices = static_cast<int>(std::min<std::int64_t>(choose_split_k(output_tiles, k_iterations, sm_count),
                                                                std::max<std::int64_t>(1, partial_sums_cap(shape))));
@@ -360,10 +361,10 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   const bool few_tiles = default_tiles * 2 <= sm_count && stream_k_tile != tiles.size();
   const bool long_k = few_tiles && (split_k ? splits_k(tiles, stream_k_tile, shape, sm_count)
                                             : shape.k >= 8 * std::max(shape.m, shape.n));
-  // Below a few GFLOP the kernel takes microseconds whatever its tile: keep the default, so one compiled kernel
-  // serves every small problem of the plan; unless each CTA would walk a K of 64 steps or more alone (a 1x1 conv's
-  // wgrad, 64 x 64 over K = 100352, took 0.9 ms unsplit on the H200).
-  constexpr double kMinFlopsForShapeChoice = 4e9;
+  // Below a GFLOP the kernel takes microseconds whatever its tile: keep the default, so one compiled kernel serves
+  // every small problem of the plan (at 1024^3, 2 GFLOP, the default's 32 CTAs ran 0.66x cuBLAS); unless each CTA would
+  // walk a K of 64 steps or more alone (a 1x1 conv's wgrad, 64 x 64 over K = 100352, took 0.9 ms unsplit on the H200).
+  constexpr double kMinFlopsForShapeChoice = 1e9;
   constexpr std::int64_t kLongWalkKSteps = 64;
   const bool long_walk = (shape.k + front.cta_tile()[2] - 1) / front.cta_tile()[2] >= kLongWalkKSteps;
   if (2.0 * shape.m * shape.n * shape.k * shape.batch < kMinFlopsForShapeChoice) {

@@ -24,7 +24,7 @@
 namespace gemmkit::tuning {
 namespace {
 
-std::atomic<int> g_applied{0}, g_not_built{0};
+std::atomic<int> g_applied{0}, g_not_built{0}, g_searched{0};
 
 // What this process knows of the database: read at the first lookup and again after each write of this process.
 struct Snapshot {
@@ -41,7 +41,9 @@ Snapshot& snapshot() {
 }
 
 enum State { kUnknown, kEmpty, kHasEntries };
-std::atomic<int> g_state{kUnknown};  // lets run() skip everything while the database is empty or absent
+std::atomic<int> g_state{kUnknown};          // lets run() skip everything while the database is empty or absent
+std::atomic<std::uint64_t> g_snapshot{1};    // changes whenever the snapshot may have: LookupMemo answers expire
+constexpr std::size_t kMemoProblems = 4096;  // a plan run at ever new shapes starts its memo afresh beyond this
 
 // Reads every entry; a lookup never creates the file, and a database that cannot be read is ignored (one warning).
 void load(Snapshot& s) {
@@ -56,6 +58,7 @@ void load(Snapshot& s) {
       std::cerr << "gemmkit: warning: run() ignores the tuning database: " << e.what() << "\n";
     }
   }
+  g_snapshot.fetch_add(1, std::memory_order_acq_rel);
   g_state.store(s.entries.empty() ? kEmpty : kHasEntries, std::memory_order_release);
 }
 
@@ -83,7 +86,7 @@ std::string tile_key(const TileDescription& tile) {
 }
 
 Counters counters() {
-  return {g_applied.load(), g_not_built.load()};
+  return {g_applied.load(), g_not_built.load(), g_searched.load()};
 }
 
 bool kernel_built(const KernelSpec& spec) {
@@ -98,6 +101,7 @@ void forget_snapshot() {
   s.loaded = false;
   s.entries.clear();
   s.built.clear();
+  g_snapshot.fetch_add(1, std::memory_order_acq_rel);
   g_state.store(kUnknown, std::memory_order_release);
 }
 
@@ -132,6 +136,7 @@ std::optional<std::size_t> tuned_choice(const KernelSpec& base, const std::vecto
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.loaded) load(s);
   if (s.entries.empty()) return std::nullopt;
+  ++g_searched;
   auto identity = s.identities.find(device);
   if (identity == s.identities.end()) identity = s.identities.emplace(device, identity_of(device)).first;
   return choose(s.entries, identity->second, base, tiles, problem, [&](const KernelSpec& spec) {
@@ -140,6 +145,31 @@ std::optional<std::size_t> tuned_choice(const KernelSpec& base, const std::vecto
     if (known == s.built.end()) known = s.built.emplace(key, kernel_built(spec)).first;
     return known->second;
   });
+}
+
+std::optional<std::size_t> tuned_choice(const KernelSpec& base, const std::vector<TileDescription>& tiles,
+                                        const Problem& problem, LookupMemo& memo) {
+  if (g_state.load(std::memory_order_acquire) == kEmpty) return std::nullopt;
+  const std::array<std::int64_t, 4> key{problem.m, problem.n, problem.k, problem.batch};
+  const std::uint64_t snapshot_before = g_snapshot.load(std::memory_order_acquire);
+  {
+    std::lock_guard<std::mutex> lock(memo.mutex);
+    if (memo.snapshot == snapshot_before) {
+      if (auto found = memo.choices.find(key); found != memo.choices.end()) {
+        if (found->second) ++g_applied;  // counted per choice, as the lookup does
+        return found->second;
+      }
+    }
+  }
+  const std::optional<std::size_t> chosen = tuned_choice(base, tiles, problem);
+  // Filed under the snapshot it was read from (a first lookup loads one: it is redone once, then kept).
+  std::lock_guard<std::mutex> lock(memo.mutex);
+  if (memo.snapshot != snapshot_before || memo.choices.size() >= kMemoProblems) {
+    memo.choices.clear();
+    memo.snapshot = snapshot_before;
+  }
+  memo.choices.emplace(key, chosen);
+  return chosen;
 }
 
 }  // namespace gemmkit::tuning

@@ -1,8 +1,11 @@
 // src/tuning/choice.hpp: run()'s one hook into the tuning database: the tuned configuration for a problem, if any.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -18,9 +21,21 @@ struct Problem {
 // The index into `tiles` (a plan's configurations for one alignment triple, `base` being its kernel without a tile)
 // of the configuration the tuning database holds for this problem on the current device, when that kernel is in the
 // kernel cache (or loaded); nullopt otherwise, and then run() chooses by its heuristic. Reads the database once per
-// process (a snapshot, refreshed after this process writes it); costs a string compare per entry when it has any.
+// process (a snapshot, refreshed after this process writes it).
 std::optional<std::size_t> tuned_choice(const KernelSpec& base, const std::vector<TileDescription>& tiles,
                                         const Problem& problem);
+
+// One plan's tuned_choice answers by problem, for one snapshot of the database: a lookup builds JSON keys of the plan
+// and of every configuration (0.3-0.5 ms measured on the H200), far too much for each run().
+struct LookupMemo {
+  std::mutex mutex;
+  std::uint64_t snapshot = 0;
+  std::map<std::array<std::int64_t, 4>, std::optional<std::size_t>> choices;  // (m, n, k, batch) -> answer
+};
+
+// tuned_choice through `memo` (the plan's, for these `tiles`): a repeated problem costs a map lookup.
+std::optional<std::size_t> tuned_choice(const KernelSpec& base, const std::vector<TileDescription>& tiles,
+                                        const Problem& problem, LookupMemo& memo);
 
 // tuned_choice's decision over given entries and identity; `built` says whether a kernel can run without a compile.
 std::optional<std::size_t> choose(const std::vector<Entry>& entries, const Identity& identity, const KernelSpec& base,

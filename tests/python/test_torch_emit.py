@@ -80,7 +80,8 @@ def test_writes_kernel_binding_setup_and_headers(tmp_path, cc, activation, layou
     device = pathlib.Path(_gemmkit.Toolchain.find_headers().device_include_dir) / "gemmkit"
     for header in device.iterdir():
         assert filecmp.cmp(header, out / "gemmkit" / header.name, shallow=False), header.name
-    for glue in ("torch_export.h", "torch_module.h", "torch_export.cpp"):
+    for glue in ("torch_export.h", "torch_module.h", "torch_export_common.h", "torch_export_gemm.cpp",
+                 "torch_export_grouped.cpp", "torch_export_conv2d.cpp"):
         assert (out / "gemmkit" / glue).is_file()
     flags = setup_flags(out / "setup.py")
     assert gencode in flags["flags"]
@@ -103,7 +104,7 @@ def test_setup_py_has_gemmkits_nvcc_flags(tmp_path):
     assert not any(f.startswith("-I") or f in ("-shared", "-o") for f in values["flags"])
     assert values["cutlass_default"] == toolchain.cutlass_root
     assert 'os.environ.get("CUTLASS_PATH"' in text
-    assert '["gelu_gemm.cpp", "gemmkit/torch_export.cpp", "gelu_gemm_kernel.cu"]' in text
+    assert '["gelu_gemm.cpp", "gemmkit/torch_export_gemm.cpp", "gelu_gemm_kernel.cu"]' in text
     assert "include_dirs=[HERE] + CUTLASS_INCLUDES" in text
     assert 'CUDAExtension(\n            "gelu_gemm",' in text
     assert "{{" not in text
@@ -155,10 +156,11 @@ def test_writes_a_conv2d_fprop_kernel_its_binding_and_setup(tmp_path, activation
             f'float alpha=1.0, float beta=0.0{slope}) -> Tensor"') in binding
     assert "{{" not in binding and "torch/" not in binding
     text = (tmp_path / "setup.py").read_text()
-    assert '["my_conv.cpp", "gemmkit/torch_export.cpp", "my_conv_kernel.cu"]' in text
+    assert '["my_conv.cpp", "gemmkit/torch_export_conv2d.cpp", "my_conv_kernel.cu"]' in text
     assert "-gencode=arch=compute_80,code=sm_80" in setup_flags(tmp_path / "setup.py")["flags"]
-    glue = (tmp_path / "gemmkit" / "torch_export.cpp").read_text()
+    glue = (tmp_path / "gemmkit" / "torch_export_conv2d.cpp").read_text()
     assert 'extern "C" const char* gk_torch_register_conv2d_v1(' in glue
+    assert '#include "gemmkit/torch_export_common.h"' in glue
 
 
 def test_conv2d_kernels_that_do_not_export_are_refused_before_writing(tmp_path):
@@ -212,7 +214,7 @@ def test_writes_a_grouped_kernel_its_binding_and_setup(tmp_path, cc, kernel_cc, 
     assert "gk_grouped_pack" in (tmp_path / "gemmkit" / "torch_module.h").read_text()
     assert (tmp_path / "gemmkit" / "grouped_entry.hpp").is_file()
     text = (tmp_path / "setup.py").read_text()
-    assert '["my_grouped.cpp", "gemmkit/torch_export.cpp", "my_grouped_kernel.cu"]' in text
+    assert '["my_grouped.cpp", "gemmkit/torch_export_grouped.cpp", "my_grouped_kernel.cu"]' in text
     assert f"-gencode=arch=compute_{op.arch_flag()[3:]},code={op.arch_flag()}" in setup_flags(tmp_path / "setup.py")[
         "flags"]
 
@@ -223,9 +225,11 @@ def test_grouped_and_gemm_bindings_differ_only_where_the_kernels_do(tmp_path):
     grouped, dense = ((tmp_path / kind / "g.cpp").read_text() for kind in ("grouped", "gemm"))
     assert "-> Tensor[]" in grouped and "-> Tensor\"" in dense
     assert "gk_torch_register_gemm_v1" in dense and "gk_torch_register_grouped_v1" not in dense
-    # The glue both extensions carry is one and the same file.
-    assert filecmp.cmp(tmp_path / "grouped" / "gemmkit" / "torch_export.cpp",
-                       tmp_path / "gemm" / "gemmkit" / "torch_export.cpp", shallow=False)
+    # Both extensions carry the same glue files; each setup.py compiles its own kind's.
+    for glue in ("torch_export_common.h", "torch_export_gemm.cpp", "torch_export_grouped.cpp"):
+        assert filecmp.cmp(tmp_path / "grouped" / "gemmkit" / glue, tmp_path / "gemm" / "gemmkit" / glue, shallow=False)
+    assert "gemmkit/torch_export_grouped.cpp" in (tmp_path / "grouped" / "setup.py").read_text()
+    assert "gemmkit/torch_export_gemm.cpp" in (tmp_path / "gemm" / "setup.py").read_text()
 
 
 def test_bias_kernels_are_refused_before_writing(tmp_path):

@@ -79,7 +79,20 @@ TEST(CatalogHeuristic, LargeProblemsKeepTheDefault) {
   EXPECT_EQ(cat::choose_tile(tiles, spec, {8192, 8192, 8192, 1}, 132), 0u);
   EXPECT_EQ(cat::choose_tile(tiles, spec, {2400, 3232, 4096, 1}, 132), 0u);
   EXPECT_EQ(cat::choose_tile(tiles, spec, {128, 128, 128, 1}, 132), 0u);  // tiny: one kernel serves them all
-  EXPECT_EQ(cat::choose_tile(tiles, spec, {1024, 1024, 1024, 1}, 132), 0u);
+  EXPECT_EQ(cat::choose_tile(tiles, spec, {512, 512, 512, 1}, 132), 0u);  // below 1 GFLOP
+}
+
+TEST(CatalogHeuristic, WavesCountWholeClusters) {
+  const auto spec = sm90_f16_spec();
+  const auto tiles =
+      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
+                             cat::limits_for_cc(90));
+  // M = 128: a 2x1 cluster of 128-row tiles would run an idle CTA beside every busy one (0.54x cuBLAS measured at
+  // 128 x 14336 x 4096); the choice covers the 128 rows with one cluster row and no idle CTA.
+  for (const std::int64_t n : {14336, 28672}) {
+    const auto chosen = tiles[cat::choose_tile(tiles, spec, {128, n, 4096, 1}, 132)];
+    EXPECT_LE(chosen.cta_tile()[0] * chosen.cluster_shape[0], 128) << n << ": " << chosen.to_string();
+  }
 }
 
 TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
@@ -87,10 +100,12 @@ TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
   const auto tiles =
       cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
                              cat::limits_for_cc(90));
-  // 1024 x 1024 has 32 default (128x256) tiles for 132 SMs: 128x128 tiles give 64 CTAs for the same time, and
-  // split-K 2 on them 128 (tests/unit/split_k_test.cpp).
-  const auto mid = tiles[cat::choose_tile(tiles, spec, {1024, 1024, 4096, 1}, 132)];
-  EXPECT_LT(mid.cta_tile()[0] * mid.cta_tile()[1], 128 * 256) << mid.to_string();
+  // 1024 x 1024 has 32 default (128x256) tiles for 132 SMs: smaller tiles fill more SMs (at K = 4096 split-K 2 on
+  // 128x128 tiles, tests/unit/split_k_test.cpp; at K = 1024 128 unsplit 64x128 tiles).
+  for (const std::int64_t k : {1024, 4096}) {
+    const auto mid = tiles[cat::choose_tile(tiles, spec, {1024, 1024, k, 1}, 132)];
+    EXPECT_LT(mid.cta_tile()[0] * mid.cta_tile()[1], 128 * 256) << k << ": " << mid.to_string();
+  }
   const auto long_k = tiles[cat::choose_tile(tiles, spec, {256, 512, 65536, 1}, 132)];
   EXPECT_EQ(long_k.tile_scheduler, gk::TileScheduler::StreamK) << long_k.to_string();
   EXPECT_EQ(long_k.cta_tile()[0] * long_k.cta_tile()[1], 128 * 128) << long_k.to_string();

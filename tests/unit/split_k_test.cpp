@@ -87,10 +87,10 @@ TEST(SplitKChoice, LongKShapesSplitSoThatTilesTimesSplitsFillTheSms) {
 TEST(SplitKChoice, SplitsAreBoundedByKAndNeverChosenForManyTilesOrShortK) {
   const Tables t;
   gk::TileDescription stream_k = t.tiles[cat::smallest_stream_k(t.tiles, {512, 512, 16384, 1})];
-  // 16 tiles but only 16 K steps: at most 16 / kMinKTilesPerSplit = 2 splits.
-  EXPECT_EQ(cat::choose_k_split(stream_k, {512, 512, 1024, 1}, kH200Sms), (gk::KSplit{gk::Decomposition::SplitK, 2}));
-  // 16 tiles, 8 K steps: one split each; CUTLASS's heuristic.
-  EXPECT_EQ(cat::choose_k_split(stream_k, {512, 512, 512, 1}, kH200Sms), gk::KSplit{});
+  // 16 tiles but only 32 K steps: at most 32 / kMinKTilesPerSplit = 2 splits.
+  EXPECT_EQ(cat::choose_k_split(stream_k, {512, 512, 2048, 1}, kH200Sms), (gk::KSplit{gk::Decomposition::SplitK, 2}));
+  // 16 tiles, 16 K steps: one split each; CUTLASS's heuristic.
+  EXPECT_EQ(cat::choose_k_split(stream_k, {512, 512, 1024, 1}, kH200Sms), gk::KSplit{});
   // 67 tiles: more than half the SMs.
   EXPECT_EQ(cat::choose_k_split(stream_k, {128 * 67, 128, 65536, 1}, kH200Sms), gk::KSplit{});
   // Batches count as tiles: 16 x 8 = 128.
@@ -150,7 +150,9 @@ TEST(SplitKChoice, SuiteShapesThatRunSplitK) {
       {"16x8192x28672", 2}, {"128x4096x4096", 4},   {"128x4096x14336", 4}, {"128x8192x28672", 2}, {"1x4096x4096", 4},
       {"1x4096x14336", 4},  {"1x8192x28672", 2},    {"8x4096x4096", 4},    {"8x4096x14336", 4},   {"8x8192x28672", 2}};
   EXPECT_EQ(split_k, expected);
-  EXPECT_EQ(sixty_four_rows, 6);  // M = 1, 8, 16 against N = 14336 and 28672
+  // M = 1, 8, 16 against N = 14336 and 28672; M = 128 against them (2x1 clusters of 64-row tiles); 1024^3 (128 CTAs
+  // of 64x128, unsplit: its K is too short to split).
+  EXPECT_EQ(sixty_four_rows, 9);
 }
 
 TEST(SplitKPlan, SlicesForceAStreamKKernelWithThatManySplits) {

@@ -873,7 +873,7 @@ Json tune_shape(gk::Gemm& plan, std::int64_t m, std::int64_t n, std::int64_t k, 
 }
 
 // gemmkit tune: one shape (--m --n --k), the shape suite (--suite), or the database's --export / --import.
-int cmd_tune(const Values& args, bool suite, const Output& output) {
+int cmd_tune(const Values& args, bool suite, bool prebuild, const Output& output) {
   if (auto file = args.text("export")) {
     const Json document = gk::tuning::Database().export_json();
     if (*file == "-") {
@@ -898,7 +898,10 @@ int cmd_tune(const Values& args, bool suite, const Output& output) {
                  "imported " + std::to_string(count) + " entries into " + database.path() + "\n");
     return 0;
   }
-  (void)gk::current_device();  // tuning times kernels: without a GPU, say so before anything is allocated
+  if (prebuild && !suite) throw UsageError("--prebuild needs --suite (a shape's candidates build as it is tuned).");
+  if (prebuild && !args.given("cc")) throw UsageError("--prebuild needs --cc: the GPU the candidates are for.");
+  // Tuning times kernels: without a GPU, say so before anything is allocated (--prebuild only compiles).
+  if (!prebuild) (void)gk::current_device();
   gk::TuneOptions options;
   options.max_candidates = static_cast<int>(*args.integer("max-candidates"));
   options.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
@@ -937,6 +940,13 @@ int cmd_tune(const Values& args, bool suite, const Output& output) {
             << " problems (cached ones cost nothing) ...\n";
   const auto start = std::chrono::steady_clock::now();
   (void)gk::compile_many(specs);
+  if (prebuild) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    output.print({{"kernels", specs.size()}, {"seconds", seconds}, {"cache", gk::DiskCache().root()}},
+                 "built the suite's " + std::to_string(specs.size()) + " candidates into " + gk::DiskCache().root() +
+                     " in " + fixed(seconds, 0) + " s\n");
+    return 0;
+  }
   Json results = Json::array();
   for (std::size_t p = 0; p < plans.size(); ++p) {
     for (const auto& s : shapes) {
@@ -1200,6 +1210,10 @@ int main(int argc, char** argv) {
   values.add_to(*tune, tune_table());
   bool suite = false;
   add_flag(*tune, "--suite", suite, "tune the benchmark's shape suite (f16 and bf16 unless --element is given)");
+  bool prebuild_candidates = false;
+  add_flag(*tune, "--prebuild", prebuild_candidates,
+           "with --suite and --cc: only compile the candidates into the cache (no GPU needed), for a GPU machine "
+           "that then tunes from the cache");
   CLI::App* prebuild =
       add_command(app, "prebuild", "build a pack of kernels into the cache, in parallel (no GPU needed)");
   std::string pack, pack_file;
@@ -1288,7 +1302,7 @@ int main(int argc, char** argv) {
     if (planning[2]->parsed()) return cmd_compile(values, grouped, output);
     if (run.parsed()) return grouped ? cmd_run_grouped(values, check, output) : cmd_run(values, check, output);
     if (values.given("suite-groups") && !suite) throw UsageError("--suite-groups needs --suite.");
-    if (tune->parsed()) return cmd_tune(values, suite, output);
+    if (tune->parsed()) return cmd_tune(values, suite, prebuild_candidates, output);
     if (cache->parsed()) {
       if (cache_what.empty()) throw UsageError("gemmkit cache needs one of: ls, info, clear, export, import.");
       return cmd_cache(cache_what, cache_file, pack, pack_file, output);

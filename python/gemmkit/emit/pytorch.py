@@ -3,7 +3,7 @@
 It writes <name>_kernel.cu (the very source gemmkit compiles), <name>.cpp (the binding, which includes no torch
 header: a Gemm or Conv2d kernel's description, or a grouped kernel's run schema, since grouped kernels describe
 themselves),
-gemmkit/ (gemmkit's device headers and its torch glue, torch_export.cpp: checks, launch, op registration) and
+gemmkit/ (gemmkit's device headers and its torch glue, torch_export_<kind>.cpp: checks, launch, op registration) and
 setup.py (an ahead-of-time build of all three, with gemmkit's nvcc flags for the kernel). With jit=True it builds in seconds: the kernel library comes from gemmkit's cache (built there when
 missing) and the glue library from a per-torch cache, both placed next to the extension, so that only the binding
 is compiled.
@@ -43,10 +43,12 @@ _ABI_DTYPES = {
     DataType.u8: "GK_DTYPE_U8", DataType.s32: "GK_DTYPE_S32",
 }
 _ABI_LAYOUTS = {LayoutType.RowMajor: "GK_ROW_MAJOR", LayoutType.ColumnMajor: "GK_COLUMN_MAJOR"}
-# gemmkit's torch glue, written into gemmkit/ beside the device headers; the glue library is built from
-# _GLUE_SOURCES (torch_export.h includes abi.h), torch_module.h goes into every binding.
-_GLUE_FILES = ("torch_export.h", "torch_module.h", "torch_export.cpp")
-_GLUE_SOURCES = ("abi.h", "torch_export.h", "torch_export.cpp")
+# gemmkit's torch glue, written into gemmkit/ beside the device headers: one source per op kind (_Binding.glue),
+# whose library is built from it and _GLUE_HEADERS (torch_export.h includes abi.h); torch_module.h goes into every
+# binding.
+_GLUE_HEADERS = ("abi.h", "torch_export.h", "torch_export_common.h")
+_GLUE_FILES = ("torch_export.h", "torch_module.h", "torch_export_common.h", "torch_export_gemm.cpp",
+               "torch_export_grouped.cpp", "torch_export_conv2d.cpp")
 _DEFAULT_SLOPE = "0.01"  # gemmkit.Gemm.set_activation's default leaky_relu slope
 
 # The files that nvcc_command() names itself, which setup.py replaces with its own.
@@ -103,7 +105,7 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
     source = _gemmkit.render(op)
     binding_text = _render(binding.template, binding.placeholders(op, name))
     toolchain = Toolchain.find_headers()
-    setup_text = _setup_py(op, name, source, toolchain)
+    setup_text = _setup_py(op, name, source, toolchain, binding.glue)
     sourcedir = os.path.abspath(sourcedir or os.curdir)
     os.makedirs(sourcedir, exist_ok=True)
     _write_text(os.path.join(sourcedir, f"{name}_kernel.cu"), source.text)
@@ -111,7 +113,7 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
     _write_text(binding_path, binding_text)
     _write_text(os.path.join(sourcedir, "setup.py"), setup_text)
     _copy_headers(toolchain.device_include_dir, os.path.join(sourcedir, "gemmkit"))
-    return _jit_build(op, name, sourcedir, binding_path) if jit else None
+    return _jit_build(op, name, sourcedir, binding_path, binding.glue) if jit else None
 
 
 # ---- one binding per operation kind: a row of _BINDINGS per kernel family -------------------------------------
@@ -121,6 +123,7 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
 class _Binding:
     template: str  # file in templates/
     placeholders: Callable[[KernelSpec, str], dict[str, str]]
+    glue: str  # the op kind's torch glue in gemmkit/ (one of _GLUE_FILES), compiled beside the binding
 
 
 def _abi_dtype(element: DataType) -> str:
@@ -211,14 +214,14 @@ def _conv2d_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
     }
 
 
-_GEMM = _Binding("gemm.cpp.in", _gemm_placeholders)
-_GROUPED = _Binding("grouped.cpp.in", _grouped_placeholders)
+_GEMM = _Binding("gemm.cpp.in", _gemm_placeholders, "torch_export_gemm.cpp")
+_GROUPED = _Binding("grouped.cpp.in", _grouped_placeholders, "torch_export_grouped.cpp")
 _BINDINGS: dict[KernelFamily, _Binding] = {
     KernelFamily.sm80_universal: _GEMM,
     KernelFamily.sm90_collective: _GEMM,
     KernelFamily.sm80_grouped: _GROUPED,
     KernelFamily.sm90_grouped: _GROUPED,
-    KernelFamily.sm80_conv2d: _Binding("conv2d.cpp.in", _conv2d_placeholders),
+    KernelFamily.sm80_conv2d: _Binding("conv2d.cpp.in", _conv2d_placeholders, "torch_export_conv2d.cpp"),
 }
 
 
@@ -271,10 +274,11 @@ def _nvcc_flags(toolchain: Toolchain, source: KernelSource) -> list[str]:
     return flags + _UNDO_TORCH_NVCC_DEFINES
 
 
-def _setup_py(op: KernelSpec, name: str, source: KernelSource, toolchain: Toolchain) -> str:
+def _setup_py(op: KernelSpec, name: str, source: KernelSource, toolchain: Toolchain, glue: str) -> str:
     flags = _nvcc_flags(toolchain, source)
     return _render("setup.py.in", {
         "name": name,
+        "glue": glue,
         "version": _gemmkit.__version__,
         "kernel_name": op.name(),
         "cutlass_default": toolchain.cutlass_root,
@@ -339,9 +343,9 @@ def _build_library(name: str, source: str, include_dir: str, build_dir: str, cud
     return command.get_ext_fullpath(name)
 
 
-def _glue_library(sourcedir: str) -> tuple[str, float]:
-    """gemmkit's torch glue (gemmkit/torch_export.cpp) built for this torch, compiler and glue source, once per
-    machine: the library and the seconds its build took (0 when cached)."""
+def _glue_library(sourcedir: str, glue: str) -> tuple[str, float]:
+    """One op kind's torch glue (gemmkit/<glue>) built for this torch, compiler and glue source, once per machine:
+    the library and the seconds its build took (0 when cached)."""
     import torch
     from torch.utils import cpp_extension
 
@@ -350,9 +354,9 @@ def _glue_library(sourcedir: str) -> tuple[str, float]:
     digest = hashlib.sha256()
     for part in (torch.__version__, str(torch.version.cuda), str(cpp_extension.CUDA_HOME), compiler, compiler_version):
         digest.update(part.encode() + b"\0")
-    for glue in _GLUE_SOURCES:
-        with open(os.path.join(sourcedir, "gemmkit", glue), "rb") as f:
-            digest.update(f.read() + b"\0")
+    for file in (*_GLUE_HEADERS, glue):
+        with open(os.path.join(sourcedir, "gemmkit", file), "rb") as f:
+            digest.update(file.encode() + b"\0" + f.read() + b"\0")
     name = f"gemmkit_torch_{digest.hexdigest()[:16]}"
     folder = os.path.join(_gemmkit.cache_dir(), "torch-glue", name)
     library = os.path.join(folder, f"{name}.so")
@@ -367,16 +371,16 @@ def _glue_library(sourcedir: str) -> tuple[str, float]:
         with tempfile.TemporaryDirectory(dir=folder) as work:
             include = os.path.join(work, "gemmkit")
             os.makedirs(include)
-            for glue in _GLUE_SOURCES:
-                shutil.copyfile(os.path.join(sourcedir, "gemmkit", glue), os.path.join(include, glue))
+            for file in (*_GLUE_HEADERS, glue):
+                shutil.copyfile(os.path.join(sourcedir, "gemmkit", file), os.path.join(include, file))
             # -O2: the run path of every exported op; built once, so its build time matters little.
-            built = _build_library(name, os.path.join(include, "torch_export.cpp"), work, work, cuda=True,
+            built = _build_library(name, os.path.join(include, glue), work, work, cuda=True,
                                    compile_args=["-O2"], link_args=[_PRIVATE_RUNTIME])
             os.replace(built, library)
         return library, time.perf_counter() - start
 
 
-def _jit_build(op: KernelSpec, name: str, sourcedir: str, binding_path: str) -> types.ModuleType:
+def _jit_build(op: KernelSpec, name: str, sourcedir: str, binding_path: str, glue_source: str) -> types.ModuleType:
     try:
         import torch.utils.cpp_extension  # noqa: F401
     except ImportError as error:
@@ -393,7 +397,7 @@ def _jit_build(op: KernelSpec, name: str, sourcedir: str, binding_path: str) -> 
         start = time.perf_counter()
         # Both usually come from their caches; when not, the glue builds while nvcc builds the kernel.
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            glue_build = pool.submit(_glue_library, sourcedir)
+            glue_build = pool.submit(_glue_library, sourcedir, glue_source)
             kernel = _gemmkit.compile_many([op])[0]
             glue, glue_seconds = glue_build.result()
         build_dir = os.path.join(sourcedir, "build-jit")

@@ -1,5 +1,5 @@
 /* gemmkit/torch_export.h: the interface between an exported extension's binding (<name>.cpp, which includes no
-   torch header and builds in about a second) and gemmkit's torch glue (gemmkit/torch_export.cpp: tensor checks,
+   torch header and builds in about a second) and gemmkit's torch glue (gemmkit/torch_export_<kind>.cpp: tensor checks,
    launch, op registration; compiled into the extension by setup.py, taken ready-built from gemmkit's cache by the
    JIT build). Plain C, so that neither side depends on the other's compiler settings. Gemm, GroupedGemm and
    Conv2d (fprop) kernels each have their registration below. */
