@@ -20,9 +20,9 @@ struct TuneOptions {
   int max_candidates = 12;       // configurations compiled and timed, at most
   int warmup_calls = 3;          // untimed calls per candidate, at least
   double warmup_ms = 30.0;       // ... and at least this long per candidate
-  int rounds = 5;                // timed batches per candidate; the median is kept
+  int rounds = 5;                // rounds of one timed batch per candidate (interleaved); the median is kept
   double batch_ms = 10.0;        // target length of one timed batch
-  double time_budget_s = 110.0;  // candidates not yet timed when this is spent are skipped (compiles included)
+  double time_budget_s = 110.0;  // candidates not yet checked when this is spent are skipped (compiles included)
   double alpha = 1.0, beta = 0.0;
   cudaStream_t stream = nullptr;  // where the candidates run
   bool store = true;              // write the winner to the tuning database
