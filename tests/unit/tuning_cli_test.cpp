@@ -64,6 +64,13 @@ TEST(TuningCli, BadInputIsAnErrorNamingIt) {
   EXPECT_NE(r.out.find("--suite-groups needs --suite"), std::string::npos) << r.out;
   r = run_cli("tune --max-candidates 0", dir.str());
   EXPECT_EQ(r.status, 2) << r.out;
+  // --prebuild compiles a suite's candidates for a named GPU: both must be given.
+  r = run_cli("tune --prebuild --cc 90", dir.str());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--prebuild needs --suite"), std::string::npos) << r.out;
+  r = run_cli("tune --suite --prebuild", dir.str());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--prebuild needs --cc"), std::string::npos) << r.out;
 }
 
 }  // namespace
