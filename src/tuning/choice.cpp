@@ -124,9 +124,12 @@ std::optional<std::size_t> choose(const std::vector<Entry>& entries, const Ident
   return std::nullopt;  // a configuration this plan does not offer (another CUTLASS or gemmkit build)
 }
 
-std::optional<std::size_t> tuned_choice(const KernelSpec& base, const std::vector<TileDescription>& tiles,
-                                        const Problem& problem) {
-  if (g_state.load(std::memory_order_acquire) == kEmpty) return std::nullopt;
+namespace {
+
+// The database's answer for this problem on the current device, without the memo: reads the snapshot (loading it
+// first), then matches entries and tiles by their JSON keys.
+std::optional<std::size_t> search_database(const KernelSpec& base, const std::vector<TileDescription>& tiles,
+                                           const Problem& problem) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) {  // no GPU (spec_for on a build machine): nothing was measured here
     cudaGetLastError();
@@ -147,6 +150,8 @@ std::optional<std::size_t> tuned_choice(const KernelSpec& base, const std::vecto
   });
 }
 
+}  // namespace
+
 std::optional<std::size_t> tuned_choice(const KernelSpec& base, const std::vector<TileDescription>& tiles,
                                         const Problem& problem, LookupMemo& memo) {
   if (g_state.load(std::memory_order_acquire) == kEmpty) return std::nullopt;
@@ -161,7 +166,7 @@ std::optional<std::size_t> tuned_choice(const KernelSpec& base, const std::vecto
       }
     }
   }
-  const std::optional<std::size_t> chosen = tuned_choice(base, tiles, problem);
+  const std::optional<std::size_t> chosen = search_database(base, tiles, problem);
   // Filed under the snapshot it was read from (a first lookup loads one: it is redone once, then kept).
   std::lock_guard<std::mutex> lock(memo.mutex);
   if (memo.snapshot != snapshot_before || memo.choices.size() >= kMemoProblems) {

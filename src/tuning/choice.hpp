@@ -18,14 +18,7 @@ struct Problem {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
 };
 
-// The index into `tiles` (a plan's configurations for one alignment triple, `base` being its kernel without a tile)
-// of the configuration the tuning database holds for this problem on the current device, when that kernel is in the
-// kernel cache (or loaded); nullopt otherwise, and then run() chooses by its heuristic. Reads the database once per
-// process (a snapshot, refreshed after this process writes it).
-std::optional<std::size_t> tuned_choice(const KernelSpec& base, const std::vector<TileDescription>& tiles,
-                                        const Problem& problem);
-
-// One plan's tuned_choice answers by problem, for one snapshot of the database: a lookup builds JSON keys of the plan
+// One plan's tuned_choice answers by problem, for one snapshot of the database: a search builds JSON keys of the plan
 // and of every configuration (0.3-0.5 ms measured on the H200), far too much for each run().
 struct LookupMemo {
   std::mutex mutex;
@@ -33,7 +26,11 @@ struct LookupMemo {
   std::map<std::array<std::int64_t, 4>, std::optional<std::size_t>> choices;  // (m, n, k, batch) -> answer
 };
 
-// tuned_choice through `memo` (the plan's, for these `tiles`): a repeated problem costs a map lookup.
+// The index into `tiles` (a plan's configurations for one alignment triple, `base` being its kernel without a tile)
+// of the configuration the tuning database holds for this problem on the current device, when that kernel is in the
+// kernel cache (or loaded); nullopt otherwise, and then run() chooses by its heuristic. Reads the database once per
+// process (a snapshot, refreshed after this process writes it); `memo` (the plan's, for these `tiles`) answers a
+// repeated problem with a map lookup.
 std::optional<std::size_t> tuned_choice(const KernelSpec& base, const std::vector<TileDescription>& tiles,
                                         const Problem& problem, LookupMemo& memo);
 
