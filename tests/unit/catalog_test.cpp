@@ -28,6 +28,12 @@ gk::KernelSpec sm90_f16_spec() {
   return gk::Gemm(o).spec();
 }
 
+// That plan's configurations, as run() weighs them.
+std::vector<gk::TileDescription> sm90_f16_tiles() {
+  return cat::tile_descriptions(90, gk::OpClass::TensorOp,
+                                types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32), cat::limits_for_cc(90));
+}
+
 }  // namespace
 
 TEST(Catalog, EnumerationCountsPerArchitectureAndType) {
@@ -73,9 +79,7 @@ TEST(Catalog, OpclassesAndAlignments) {
 
 TEST(CatalogHeuristic, LargeProblemsKeepTheDefault) {
   const auto spec = sm90_f16_spec();
-  const auto tiles =
-      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
-                             cat::limits_for_cc(90));
+  const auto tiles = sm90_f16_tiles();
   EXPECT_EQ(cat::choose_tile(tiles, spec, {8192, 8192, 8192, 1}, 132), 0u);
   EXPECT_EQ(cat::choose_tile(tiles, spec, {2400, 3232, 4096, 1}, 132), 0u);
   EXPECT_EQ(cat::choose_tile(tiles, spec, {128, 128, 128, 1}, 132), 0u);  // tiny: one kernel serves them all
@@ -84,9 +88,7 @@ TEST(CatalogHeuristic, LargeProblemsKeepTheDefault) {
 
 TEST(CatalogHeuristic, WavesCountWholeClusters) {
   const auto spec = sm90_f16_spec();
-  const auto tiles =
-      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
-                             cat::limits_for_cc(90));
+  const auto tiles = sm90_f16_tiles();
   // M = 128: a 2x1 cluster of 128-row tiles would run an idle CTA beside every busy one (0.54x cuBLAS measured at
   // 128 x 14336 x 4096); the choice covers the 128 rows with one cluster row and no idle CTA.
   for (const std::int64_t n : {14336, 28672}) {
@@ -97,9 +99,7 @@ TEST(CatalogHeuristic, WavesCountWholeClusters) {
 
 TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
   const auto spec = sm90_f16_spec();
-  const auto tiles =
-      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
-                             cat::limits_for_cc(90));
+  const auto tiles = sm90_f16_tiles();
   // 1024 x 1024 has 32 default (128x256) tiles for 132 SMs: smaller tiles fill more SMs (at K = 4096 split-K 2 on
   // 128x128 tiles, tests/unit/split_k_test.cpp; at K = 1024 128 unsplit 64x128 tiles).
   for (const std::int64_t k : {1024, 4096}) {
@@ -117,9 +117,7 @@ TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
 
 TEST(CatalogHeuristic, ASkinnyOutputTakesATileThatCoversIt) {
   const auto spec = sm90_f16_spec();
-  const auto tiles =
-      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
-                             cat::limits_for_cc(90));
+  const auto tiles = sm90_f16_tiles();
   ASSERT_EQ(tiles.front().cta_tile()[1], 256);
   // A 1x1 conv's GEMM at batch 128: 401408 x 64 x 64. The default 128x256 tile would compute 4x the output; a tile
   // 128 wide computes half as much, in half as many waves.
@@ -132,9 +130,7 @@ TEST(CatalogHeuristic, ASkinnyOutputTakesATileThatCoversIt) {
 
 TEST(CatalogHeuristic, ALongKWalkSplitsEvenBelowTheFlopFloorAndALargeLastWaveWeighsSmallerTiles) {
   const auto spec = sm90_f16_spec();
-  const auto tiles =
-      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
-                             cat::limits_for_cc(90));
+  const auto tiles = sm90_f16_tiles();
   // A 1x1 conv's wgrad at batch 32: 64 x 64 over K = 100352 is 0.8 GFLOP, but one CTA would walk 1568 K steps.
   const auto walk = tiles[cat::choose_tile(tiles, spec, {64, 64, 100352, 1}, 132)];
   EXPECT_EQ(walk.tile_scheduler, gk::TileScheduler::StreamK) << walk.to_string();
@@ -149,9 +145,7 @@ TEST(CatalogHeuristic, ALongKWalkSplitsEvenBelowTheFlopFloorAndALargeLastWaveWei
 TEST(CatalogHeuristic, AnExplicitStreamKSwizzleOrSingleTileIsKept) {
   auto spec = sm90_f16_spec();
   spec.swizzle = gk::Swizzle::StreamK;
-  const auto tiles =
-      cat::tile_descriptions(90, gk::OpClass::TensorOp, types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32),
-                             cat::limits_for_cc(90));
+  const auto tiles = sm90_f16_tiles();
   EXPECT_EQ(cat::choose_tile(tiles, spec, {128, 128, 128, 1}, 132), 0u);
   EXPECT_EQ(cat::choose_tile({tiles[5]}, sm90_f16_spec(), {128, 128, 128, 1}, 132), 0u);
 }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <string>
 
 #include "gemmkit/tuning.hpp"
 #include "support/cli.hpp"
@@ -13,6 +14,13 @@ namespace gemmkit {
 namespace {
 
 using testing::run_cli;
+
+// `gemmkit <args>` exits 2 (a usage error) and says `message`.
+void expect_usage_error(const std::string& args, const std::string& message, const std::string& cache) {
+  const auto r = run_cli(args, cache);
+  EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+  EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
+}
 
 TEST(TuningCli, ExportImportMoveADatabaseBetweenCaches) {
   testenv::TempDir from, to;
@@ -56,21 +64,13 @@ TEST(TuningCli, BadInputIsAnErrorNamingIt) {
   EXPECT_NE(r.out.find("is not JSON"), std::string::npos) << r.out;
   r = run_cli("tune --import " + (dir.path() / "missing.json").string(), dir.str());
   EXPECT_EQ(r.status, 2) << r.out;
-  r = run_cli("tune --suite --suite-groups square,nope", dir.str());
-  EXPECT_EQ(r.status, 2) << r.out;
-  EXPECT_NE(r.out.find("unknown suite group 'nope'"), std::string::npos) << r.out;
-  r = run_cli("tune --suite-groups square", dir.str());
-  EXPECT_EQ(r.status, 2) << r.out;
-  EXPECT_NE(r.out.find("--suite-groups needs --suite"), std::string::npos) << r.out;
+  expect_usage_error("tune --suite --suite-groups square,nope", "unknown suite group 'nope'", dir.str());
+  expect_usage_error("tune --suite-groups square", "--suite-groups needs --suite", dir.str());
   r = run_cli("tune --max-candidates 0", dir.str());
   EXPECT_EQ(r.status, 2) << r.out;
   // --prebuild compiles a suite's candidates for a named GPU: both must be given.
-  r = run_cli("tune --prebuild --cc 90", dir.str());
-  EXPECT_EQ(r.status, 2) << r.out;
-  EXPECT_NE(r.out.find("--prebuild needs --suite"), std::string::npos) << r.out;
-  r = run_cli("tune --suite --prebuild", dir.str());
-  EXPECT_EQ(r.status, 2) << r.out;
-  EXPECT_NE(r.out.find("--prebuild needs --cc"), std::string::npos) << r.out;
+  expect_usage_error("tune --prebuild --cc 90", "--prebuild needs --suite", dir.str());
+  expect_usage_error("tune --suite --prebuild", "--prebuild needs --cc", dir.str());
 }
 
 }  // namespace
