@@ -43,12 +43,11 @@ _ABI_DTYPES = {
     DataType.u8: "GK_DTYPE_U8", DataType.s32: "GK_DTYPE_S32",
 }
 _ABI_LAYOUTS = {LayoutType.RowMajor: "GK_ROW_MAJOR", LayoutType.ColumnMajor: "GK_COLUMN_MAJOR"}
-# gemmkit's torch glue, written into gemmkit/ beside the device headers: one source per op kind (_Binding.glue),
-# whose library is built from it and _GLUE_HEADERS (torch_export.h includes abi.h); torch_module.h goes into every
-# binding.
+# gemmkit's torch glue, written into gemmkit/ beside the device headers: these headers and one source per op kind
+# (_Binding.glue); a kind's library is built from its source and _GLUE_HEADERS (torch_export.h includes the device
+# header abi.h); torch_module.h goes into every binding.
+_GLUE_TEMPLATE_HEADERS = ("torch_export.h", "torch_module.h", "torch_export_common.h")
 _GLUE_HEADERS = ("abi.h", "torch_export.h", "torch_export_common.h")
-_GLUE_FILES = ("torch_export.h", "torch_module.h", "torch_export_common.h", "torch_export_gemm.cpp",
-               "torch_export_grouped.cpp", "torch_export_conv2d.cpp")
 _DEFAULT_SLOPE = "0.01"  # gemmkit.Gemm.set_activation's default leaky_relu slope
 
 # The files that nvcc_command() names itself, which setup.py replaces with its own.
@@ -123,7 +122,7 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
 class _Binding:
     template: str  # file in templates/
     placeholders: Callable[[KernelSpec, str], dict[str, str]]
-    glue: str  # the op kind's torch glue in gemmkit/ (one of _GLUE_FILES), compiled beside the binding
+    glue: str  # the op kind's torch glue source in templates/ and gemmkit/, compiled beside the binding
 
 
 def _abi_dtype(element: DataType) -> str:
@@ -307,7 +306,7 @@ def _copy_headers(device_include_dir: str, destination: str) -> None:
     device_headers = os.path.join(device_include_dir, "gemmkit")
     for header in sorted(os.listdir(device_headers)):
         _copy_file(os.path.join(device_headers, header), os.path.join(destination, header))
-    for glue in _GLUE_FILES:
+    for glue in (*_GLUE_TEMPLATE_HEADERS, *sorted({binding.glue for binding in _BINDINGS.values()})):
         _copy_file(os.path.join(_TEMPLATES, glue), os.path.join(destination, glue))
 
 
