@@ -8,6 +8,8 @@ asked-for gradient, into channels_last results. (torch.nn.grad.conv2d_input / co
 pass a stride-0 expanded placeholder for the tensor they do not need; calling it directly keeps both operands in the
 memory format being measured.) gemmkit's time is plan.run(..., sync=False) on a cached kernel: its host checks, the
 launch, and for a split wgrad the reduction kernel and the workspace allocation from gemmkit's stream-ordered pool.
+Each pair is timed twice: as a loop of launches (what a Python caller sees; for small layers this is host-bound, on
+both sides) and as the replay of a CUDA graph of the same calls (the GPU's time alone).
 
 Each layer runs fprop (the issue's target: >= 0.9x cuDNN, geometric mean), dgrad and wgrad; results are checked
 against cuDNN's (small integers: exact) before timing; times are CUDA-event medians of interleaved rounds. Every
@@ -90,6 +92,34 @@ def compare(ours, theirs, rounds, iterations):
     for _ in range(rounds):
         a.append(event_ms(ours, iterations))
         b.append(event_ms(theirs, iterations))
+    return statistics.median(a), statistics.median(b)
+
+
+def graph_of(fn, iterations):
+    """A CUDA graph of `iterations` calls of fn, captured after a warm-up on the capture stream (which allocates what
+    the calls keep: cuDNN's workspace, gemmkit's pooled workspace)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iterations):
+            fn()
+    return graph
+
+
+def compare_graphs(ours, theirs, rounds, iterations):
+    """Median ms per call of each, replaying a graph of `iterations` calls: the GPU's time alone, without the host's
+    (a launch loop of small layers measures Python and dispatch, not the kernels)."""
+    graphs = [graph_of(fn, iterations) for fn in (ours, theirs)]
+    for graph in graphs:
+        graph.replay()
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(event_ms(graphs[0].replay, 1) / iterations)
+        b.append(event_ms(graphs[1].replay, 1) / iterations)
     return statistics.median(a), statistics.median(b)
 
 
@@ -194,12 +224,14 @@ def run_layer(kind, batch, layer, rounds, iterations, split_k=None, kernel_cc=No
     exact = torch.equal(out, reference)
     split_mode, split_slices = plan.split_k_for(*operands, None, out, **args)
     ms_ours, ms_theirs = compare(ours, theirs, rounds, iterations)
+    graph_ours, graph_theirs = compare_graphs(ours, theirs, rounds, iterations)
     flops = 2.0 * batch * y_shape[2] * y_shape[3] * k * c * r * r
     return {"layer": name, "kind": kind, "batch": batch, "kernel_cc": kernel_cc, "kernel": spec.name(),
             "split_k_mode": split_mode.name, "split_k_slices": split_slices, "first_run_s": first_s,
             "matches_cudnn": bool(exact), "gemmkit_ms": ms_ours, "cudnn_ms": ms_theirs,
             "gemmkit_tflops": flops / ms_ours / 1e9, "cudnn_tflops": flops / ms_theirs / 1e9,
-            "speedup": ms_theirs / ms_ours}
+            "speedup": ms_theirs / ms_ours, "gemmkit_graph_ms": graph_ours, "cudnn_graph_ms": graph_theirs,
+            "graph_speedup": graph_theirs / graph_ours}
 
 
 def main():
@@ -252,16 +284,19 @@ def main():
                 results.append(row)
                 split = f"{row['split_k_mode']} x{row['split_k_slices']}" if row["split_k_slices"] > 1 else "no split"
                 print(f"{kind:5} b{batch:<4} {row['layer']:24} gemmkit {row['gemmkit_ms']:.3f} ms  cudnn "
-                      f"{row['cudnn_ms']:.3f} ms  x{row['speedup']:.2f}  {'ok' if row['matches_cudnn'] else 'DIFF'}"
+                      f"{row['cudnn_ms']:.3f} ms  x{row['speedup']:.2f}  graphs {row['gemmkit_graph_ms']:.3f} / "
+                      f"{row['cudnn_graph_ms']:.3f} ms x{row['graph_speedup']:.2f}  "
+                      f"{'ok' if row['matches_cudnn'] else 'DIFF'}"
                       f"  {split:14} {row['kernel']}", flush=True)
     summary = {}
     for kind in kinds:
         for batch in batches:
             rows = [r for r in results if r["kind"] == kind and r["batch"] == batch and "refused" not in r]
-            gmean = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows))
-            summary[f"{kind}_b{batch}"] = gmean
             what = "best configuration per layer" if args.sweep else "gemmkit's choice"
-            print(f"geometric mean speedup vs cuDNN, {kind} batch {batch} ({what}): {gmean:.3f}")
+            for key, timing in (("speedup", "launch loop"), ("graph_speedup", "graph replay")):
+                gmean = math.exp(sum(math.log(r[key]) for r in rows) / len(rows))
+                summary[f"{kind}_b{batch}" + ("_graph" if key == "graph_speedup" else "")] = gmean
+                print(f"geometric mean speedup vs cuDNN, {kind} batch {batch} ({what}, {timing}): {gmean:.3f}")
     with open(args.out, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                    "cudnn": torch.backends.cudnn.version(), "python": platform.python_version(),

@@ -1,7 +1,7 @@
 // tests/support/prebuild.cpp: compiles every kernel of the gpu tier into the cache, in parallel, before the
 // tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only
 // config,epilogue,types,fuzz,grouped,conv,conv90,fp8,splitk,tuning,suite]
-// [--match REGEX] [--list]).
+// [--match REGEX] [--list] [--missing]; --missing: only the kernels not in the cache).
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -19,6 +19,7 @@
 int main(int argc, char** argv) {
   int cc = 90;
   bool list_only = false;
+  bool missing_only = false;
   // "config,epilogue,types,fuzz,grouped,conv,conv90,fp8,splitk,tuning" subsets, empty = all; "suite": the benchmark's
   // shape suite
   std::string groups;
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--cc") == 0 && i + 1 < argc) cc = std::atoi(argv[++i]);
     if (std::strcmp(argv[i], "--list") == 0) list_only = true;
+    if (std::strcmp(argv[i], "--missing") == 0) missing_only = true;
     if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) groups = argv[++i];
     if (std::strcmp(argv[i], "--match") == 0 && i + 1 < argc) match = argv[++i];
   }
@@ -36,7 +38,8 @@ int main(int argc, char** argv) {
     for (const auto& spec : gemmkit::gpu_cases::all_specs(cc, groups)) {
       if (!std::regex_search(spec.name(), std::regex(match)) || !seen.insert(spec.canonical()).second) continue;
       try {
-        (void)gemmkit::render(spec);
+        const gemmkit::KernelSource source = gemmkit::render(spec);
+        if (missing_only && gemmkit::DiskCache().find(gemmkit::Toolchain::discover(), source)) continue;
         specs.push_back(spec);
         std::cout << spec.name() << "\n";
       } catch (const gemmkit::ConfigError& e) {

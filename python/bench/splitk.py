@@ -1,0 +1,123 @@
+"""python/bench/splitk.py: how K should be split on SM90 Stream-K kernels, per shape (issue 15's long-K and small-M
+shapes). For each shape: the plan's own choice, then every Stream-K configuration of the default f16 plan with each
+decomposition (data-parallel; split-K at 2, 4, 8, 16 slices; Stream-K) and each reduction mode (Deterministic: each
+slice waits for the one before it; Nondeterministic: slices add their partial sums in arrival order), against
+torch.matmul (cuBLASLt's heuristic) in the same run. Times are CUDA-event medians of rounds interleaved with
+torch's; every configuration's result is checked against torch's. Writes JSON to --out.
+Usage: python python/bench/splitk.py [--shapes MxNxK,...] [--rounds N] [--out FILE]
+       python python/bench/splitk.py --prebuild-only --cc 90   (compile the kernels; no GPU or torch needed)
+"""
+import argparse
+import json
+import os
+import statistics
+
+os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # time the kernel the shape asks for, not a stand-in
+
+import gemmkit  # noqa: E402
+
+SHAPES = "512x512x16384,128x4096x4096,128x4096x14336,128x4096x16384,1024x1024x1024,3000x3000x3000,1024x1024x32768"
+SLICES = (2, 4, 8, 16)
+
+
+def make_plan(cc=None):
+    return gemmkit.Gemm(element="f16", element_accumulator="f32", layout="row", cc=cc)
+
+
+def stream_k_tiles(plan):
+    return [td for td in plan.tile_descriptions() if td.tile_scheduler == gemmkit.TileSchedulerType.StreamK]
+
+
+def variants(k, td):
+    """(decomposition, slices, reduction) to time on one tile: slices leaving each at least 4 K steps."""
+    k_steps = (k + td.threadblock_shape[2] - 1) // td.threadblock_shape[2]
+    out = [(gemmkit.Decomposition.DataParallel, 1, gemmkit.ReductionMode.Deterministic)]
+    for reduction in gemmkit.ReductionMode.__members__.values():
+        out += [(gemmkit.Decomposition.SplitK, s, reduction) for s in SLICES if k_steps >= 4 * s]
+        out.append((gemmkit.Decomposition.StreamK, 1, reduction))
+    return out
+
+
+def configure(plan, td, decomposition, slices, reduction):
+    plan.tile_description = td
+    plan.reduction_mode = reduction
+    if decomposition == gemmkit.Decomposition.SplitK:
+        plan.set_split_k_slices(slices)  # sets the SplitK decomposition with its count
+    else:
+        plan.decomposition = decomposition
+
+
+def event_ms(torch, fn, iterations):
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iterations):
+        fn()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) / iterations
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shapes", default=SHAPES)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument("--out", default="splitk.json")
+    parser.add_argument("--prebuild-only", action="store_true")
+    parser.add_argument("--cc", type=int, default=None, help="the GPU to pick kernels for (default: this one's)")
+    args = parser.parse_args()
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+
+    tiles = stream_k_tiles(make_plan(args.cc))
+    # The plan's own choice per shape (numpy stand-ins: spec_for needs no GPU) and every Stream-K configuration.
+    import numpy as np
+    specs = [make_plan(args.cc).spec_for(np.empty((m, k), np.float16), np.empty((k, n), np.float16), None,
+                                         np.empty((m, n), np.float16)) for m, n, k in shapes]
+    gemmkit.compile_many(specs + [make_plan(args.cc).construct(td) for td in tiles])
+    if args.prebuild_only:
+        return
+
+    import torch
+    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
+    for m, n, k in shapes:
+        a = torch.randint(-2, 3, (m, k), device="cuda").half()
+        b = torch.randint(-2, 3, (k, n), device="cuda").half()
+        expected = a.float() @ b.float()
+        d = torch.empty(m, n, device="cuda", dtype=torch.half)
+        flops = 2.0 * m * n * k
+
+        def timed(run):
+            run()
+            torch.cuda.synchronize()
+            error = (d.float() - expected).abs().max().item() / max(1.0, expected.abs().max().item())
+            ours, theirs = [], []
+            for _ in range(args.rounds):
+                ours.append(event_ms(torch, run, args.iterations))
+                theirs.append(event_ms(torch, lambda: torch.matmul(a, b), args.iterations))
+            o, t = statistics.median(ours), statistics.median(theirs)
+            return {"ms": o, "cublas_ms": t, "ratio": t / o, "tflops": flops / o / 1e9, "max_rel_error": error}
+
+        event_ms(torch, lambda: torch.matmul(a, b), 200)  # clocks up before the first row
+        default = make_plan()
+        row = {"shape": [m, n, k], "default": timed(lambda: default.run(a, b, None, d, sync=False)),
+               "default_kernel": default.spec_for(a, b, None, d).procedural_name(), "configs": []}
+        print(f"{m}x{n}x{k} default {row['default']['ratio']:.3f}x ({row['default_kernel']})", flush=True)
+        for td in tiles:
+            for decomposition, slices, reduction in variants(k, td):
+                sweep = make_plan()
+                configure(sweep, td, decomposition, slices, reduction)
+                entry = timed(lambda: sweep.run(a, b, None, d, sync=False))
+                entry.update(tile=list(td.threadblock_shape), cluster=list(td.cluster_shape),
+                             decomposition=decomposition.name, slices=slices, reduction=reduction.name)
+                row["configs"].append(entry)
+                print(f"  {entry['tile']} {entry['cluster']} {decomposition.name} {slices} {reduction.name}: "
+                      f"{entry['ms']:.4f} ms, {entry['ratio']:.3f}x, err {entry['max_rel_error']:.1e}", flush=True)
+        best = max(row["configs"], key=lambda c: c["ratio"])
+        print(f"  best {best['ratio']:.3f}x: {best}", flush=True)
+        results["rows"].append(row)
+    with open(args.out, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
