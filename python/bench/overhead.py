@@ -10,8 +10,6 @@ import statistics
 import sys
 import time
 
-import torch
-
 import gemmkit
 
 
@@ -28,6 +26,49 @@ def per_call_us(fn, iterations, repeats, after=None):
     return statistics.median(samples)
 
 
+def conv_plan(cc=None):
+    return gemmkit.Conv2d(kind="fprop", element="f16", element_accumulator="f32", cc=cc)
+
+
+CONV_CASES = {"conv1x1": (1, 0), "conv3x3": (3, 1)}  # (filter size, padding) on 1 x 64 x 8 x 8, 64 filters
+
+
+def conv_operands(size, as_torch):
+    """x (NHWC), w (KRSC) and y of a tiny fprop: channels_last torch tensors, or numpy stand-ins (prebuilding)."""
+    if not as_torch:
+        import numpy as np
+        return np.empty((1, 8, 8, 64), np.float16), np.empty((64, size, size, 64), np.float16), np.empty(
+            (1, 8, 8, 64), np.float16)
+    import torch
+    last = dict(memory_format=torch.channels_last)
+    x = torch.randint(-1, 2, (1, 64, 8, 8), device="cuda").half().contiguous(**last)
+    w = torch.randint(-1, 2, (64, 64, size, size), device="cuda").half().contiguous(**last)
+    return x, w, torch.empty(1, 64, 8, 8, device="cuda").half().contiguous(**last)
+
+
+def conv_overheads(it, rep, sync):
+    """Host time of Conv2d.run on tiny layers next to torch.nn.functional.conv2d: a 1x1 conv runs a GEMM kernel
+    through the pointwise path, a 3x3 the conv kernel; both with the Python wrapper's geometry arguments."""
+    import torch
+    out = {}
+    for name, (size, padding) in CONV_CASES.items():
+        plan = conv_plan()
+        x, w, y = conv_operands(size, True)
+        plan.run(x, w, None, y, padding=padding)
+        out[f"{name}_gemmkit_run_launch_us"] = per_call_us(
+            lambda: plan.run(x, w, None, y, padding=padding, sync=False), it, rep, sync)
+        out[f"{name}_torch_conv2d_launch_us"] = per_call_us(
+            lambda: torch.nn.functional.conv2d(x, w, padding=padding), it, rep, sync)
+    return out
+
+
+def prebuild_conv(cc):
+    """Compiles the conv cases' kernels for GPUs of compute capability cc (numpy stand-ins: no GPU needed)."""
+    specs = [conv_plan(cc).spec_for(*conv_operands(size, False)[:2], None, conv_operands(size, False)[2],
+                                  padding=padding) for size, padding in CONV_CASES.values()]
+    gemmkit.compile_many(specs)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=128)
@@ -37,7 +78,14 @@ def main():
     parser.add_argument("--tiles", default="",
                         help="comma-separated indices into plan.tile_descriptions(): also time run() with those "
                              "configurations (smaller tiles finish a small problem sooner)")
+    parser.add_argument("--prebuild-only", action="store_true",
+                        help="compile the conv cases' kernels for --cc and stop (no GPU or torch needed)")
+    parser.add_argument("--cc", type=int, default=90)
     args = parser.parse_args()
+    if args.prebuild_only:
+        prebuild_conv(args.cc)
+        return 0
+    import torch
     n = args.size
     torch.manual_seed(0)
     A, B, C = (torch.randn(n, n, device="cuda").half() for _ in range(3))
@@ -67,6 +115,7 @@ def main():
             lambda: gemmkit._gemmkit.Gemm.run(plan, A, B, C, D, 1.0, 0.0, stream, False), it, rep, sync),
         "tensor_view_x4_us": per_call_us(lambda: [gemmkit.tensor_view(t) for t in (A, B, C, D)], it, rep),
     }
+    results.update(conv_overheads(it, rep, sync))
     tiles = {}
     for index, tiled in tiled_plans.items():
         tiled.run(A, B, C, D, 1.0, 0.0)

@@ -2,7 +2,8 @@
 shapes). For each shape: the plan's own choice, then every Stream-K configuration of the default f16 plan with each
 decomposition (data-parallel; split-K at 2, 4, 8, 16 slices; Stream-K) and each reduction mode (Deterministic: each
 slice waits for the one before it; Nondeterministic: slices add their partial sums in arrival order), against
-torch.matmul (cuBLASLt's heuristic) in the same run. Times are CUDA-event medians of rounds interleaved with
+torch.matmul (cuBLASLt's heuristic) in the same run. Also an emulation of deterministic parallel split-K (what cuBLAS
+runs on long K): a batched GEMM writing each K slice's f32 partial sums, then torch.sum and a copy to f16. Times are CUDA-event medians of rounds interleaved with
 torch's; every configuration's result is checked against torch's. Writes JSON to --out.
 Usage: python python/bench/splitk.py [--shapes MxNxK,...] [--rounds N] [--out FILE]
        python python/bench/splitk.py --prebuild-only --cc 90   (compile the kernels; no GPU or torch needed)
@@ -47,6 +48,30 @@ def configure(plan, td, decomposition, slices, reduction):
         plan.decomposition = decomposition
 
 
+def partials_plan(cc=None):
+    """f16 operands, f32 output: each K slice's partial sums, as a batched GEMM writes them."""
+    return gemmkit.Gemm(element_A="f16", element_B="f16", element_C="f32", element_D="f32",
+                        element_accumulator="f32", layout="row", cc=cc)
+
+
+def partials_views(xp, a, b, partials, slices):
+    """A (m x k) and B (k x n) as batches of `slices` K slices (row-major: slice i starts i*k/s columns into A and
+    i*k/s rows into B), and the f32 partial sums (slices x m x n)."""
+    (m, k), n = a.shape, b.shape[1]
+    step = k // slices
+    size = a.itemsize if hasattr(a, "itemsize") else a.element_size()
+    if xp is None:  # numpy stand-ins
+        import numpy as np
+        view = np.lib.stride_tricks.as_strided
+        return (view(a, (slices, m, step), (step * size, k * size, size)),
+                view(b, (slices, step, n), (step * n * size, n * size, size)), partials)
+    return a.as_strided((slices, m, step), (step, k, 1)), b.as_strided((slices, step, n), (step * n, n, 1)), partials
+
+
+def parallel_slices(k):
+    return [s for s in SLICES if k % s == 0 and (k // s) % 64 == 0]
+
+
 def event_ms(torch, fn, iterations):
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -73,6 +98,11 @@ def main():
     import numpy as np
     specs = [make_plan(args.cc).spec_for(np.empty((m, k), np.float16), np.empty((k, n), np.float16), None,
                                          np.empty((m, n), np.float16)) for m, n, k in shapes]
+    for m, n, k in shapes:  # the batched partial-sums GEMM of each slice count (run()'s own tile choice)
+        for slices in parallel_slices(k):
+            a, b = np.empty((m, k), np.float16), np.empty((k, n), np.float16)
+            views = partials_views(None, a, b, np.empty((slices, m, n), np.float32), slices)
+            specs.append(partials_plan(args.cc).spec_for(*views[:2], None, views[2]))
     gemmkit.compile_many(specs + [make_plan(args.cc).construct(td) for td in tiles])
     if args.prebuild_only:
         return
@@ -112,6 +142,24 @@ def main():
                 row["configs"].append(entry)
                 print(f"  {entry['tile']} {entry['cluster']} {decomposition.name} {slices} {reduction.name}: "
                       f"{entry['ms']:.4f} ms, {entry['ratio']:.3f}x, err {entry['max_rel_error']:.1e}", flush=True)
+        # Deterministic parallel split-K as cuBLAS does it, emulated: a batched GEMM writes each slice's f32 partial
+        # sums, then torch.sum adds them in slice order (the epilogue's conversion left out: a lower bound).
+        for slices in parallel_slices(k):
+            partials = torch.empty(slices, m, n, device="cuda", dtype=torch.float32)
+            total = torch.empty(m, n, device="cuda", dtype=torch.float32)
+            pa, pb, _ = partials_views(torch, a, b, partials, slices)
+            batched = partials_plan()
+
+            def parallel():
+                batched.run(pa, pb, None, partials, sync=False)
+                torch.sum(partials, 0, out=total)
+                d.copy_(total)  # the conversion to f16 (a real reduction kernel fuses it)
+            entry = timed(parallel)
+            entry.update(decomposition="ParallelPartials", slices=slices, reduction="InOrder",
+                         kernel=batched.spec_for(pa, pb, None, partials).procedural_name())
+            row["configs"].append(entry)
+            print(f"  parallel partials x{slices} ({entry['kernel']}) + torch.sum: {entry['ms']:.4f} ms, "
+                  f"{entry['ratio']:.3f}x, err {entry['max_rel_error']:.1e}", flush=True)
         best = max(row["configs"], key=lambda c: c["ratio"])
         print(f"  best {best['ratio']:.3f}x: {best}", flush=True)
         results["rows"].append(row)

@@ -301,23 +301,6 @@ class GroupedGemm(_Configuration, _GroupedPlan):
         super().run_contiguous(A, B, D, offsets, C, alpha, beta, handle, sync)
 
 
-def _conv_operand(tensor: Tensor, name: str) -> Tensor:
-    """A conv operand as the kernels read it: NHWC activations / KRSC filters. torch tensors are (N, C, H, W) /
-    (K, C, R, S) in channels_last memory, viewed in place as NHWC / KRSC; other arrays are NHWC / KRSC already."""
-    if tensor is None or type(tensor).__module__.split(".")[0] != "torch":
-        return tensor
-    import torch
-
-    if tensor.dim() != 4:
-        raise TensorError(f"Tensor {name}: a conv operand is 4-D (N, C, H, W); got shape {tuple(tensor.shape)}.")
-    if not tensor.is_contiguous(memory_format=torch.channels_last):
-        raise TensorError(
-            f"Tensor {name} with shape {tuple(tensor.shape)} and strides {tensor.stride()} is not in channels_last "
-            f"memory; the conv kernels read NHWC in place. Call .to(memory_format=torch.channels_last) on it first "
-            f"(or allocate it so: torch.empty(..., memory_format=torch.channels_last)).")
-    return tensor.permute(0, 2, 3, 1)
-
-
 Pair = Any  # an int, or a pair (h, w) of ints
 
 
@@ -402,8 +385,7 @@ class Conv2d(_Configuration, _ConvPlan):
         B = B0 if B is None else B
         C = C0 if C is None else C
         D = D0 if D is None else D
-        return (_conv_operand(A, "A"), _conv_operand(B, "B"), _conv_operand(C, "C"), _conv_operand(D, "D"),
-                alpha0 if alpha is None else alpha, beta0 if beta is None else beta)
+        return A, B, C, D, alpha0 if alpha is None else alpha, beta0 if beta is None else beta
 
     def spec_for(self, A: Tensor = None, B: Tensor = None, C: Tensor = None,  # type: ignore[override]
                  D: Tensor = None, stride: Pair = (1, 1), padding: Pair = (0, 0), dilation: Pair = (1, 1),

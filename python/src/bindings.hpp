@@ -36,5 +36,9 @@ PyTensor to_tensor(nb::handle obj, const char* name, bool writable);
 std::uintptr_t framework_stream(nb::handle tensor, int device);
 // The same as to_tensor, where None means "not given".
 std::optional<PyTensor> to_optional_tensor(nb::handle obj, const char* name, bool writable);
+// A conv operand as the kernels read it (NHWC activations, KRSC filters): a torch tensor is (N, C, H, W) /
+// (K, C, R, S) in channels_last memory, viewed as NHWC / KRSC without a torch call; other arrays are taken as NHWC /
+// KRSC already. None: not given.
+std::optional<PyTensor> to_conv_tensor(nb::handle obj, const char* name, bool writable);
 
 }  // namespace gemmkit::python

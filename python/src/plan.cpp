@@ -303,15 +303,22 @@ Conv2dGeometry geometry(Pair stride, Pair padding, Pair dilation) {
   return Conv2dGeometry{stride, padding, dilation};
 }
 
-// spec_for's and split_k_for's operands as views (D writable), handed to `use`; C may be None.
+PyTensor required_conv_tensor(nb::handle obj, const char* name, bool writable) {
+  std::optional<PyTensor> tensor = to_conv_tensor(obj, name, writable);
+  if (!tensor) return to_tensor(obj, name, writable);  // None: to_tensor's "must be set"
+  return std::move(*tensor);
+}
+
+// spec_for's, split_k_for's and run's operands as views (D writable), handed to `use`; C may be None.
 template <class Use>
 auto with_conv_views(nb::handle A, nb::handle B, nb::handle C, nb::handle D, Use&& use) {
-  const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
-  const auto c = to_optional_tensor(C, "C", false);
+  const auto a = required_conv_tensor(A, "A", false), b = required_conv_tensor(B, "B", false);
+  const auto d = required_conv_tensor(D, "D", true);
+  const auto c = to_conv_tensor(C, "C", false);
   return use(a.view, b.view, c ? &c->view : nullptr, d.view);
 }
 
-// Conv tensors arrive as NHWC / KRSC views (gemmkit.op.Conv2d permutes torch's channels_last tensors in place).
+// Conv tensors: NHWC / KRSC arrays, or torch's (N, C, H, W) tensors in channels_last memory (to_conv_tensor).
 void bind_conv2d(nb::module_& m) {
   auto cls = nb::class_<Conv2d, Gemm>(
       m, "Conv2d", "The C++ Conv2d plan, typed. Use gemmkit.Conv2d, which also takes names, dtypes and torch tensors.");
@@ -380,14 +387,15 @@ void bind_conv2d(nb::module_& m) {
           "run",
           [](Conv2d& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, Pair stride, Pair padding,
              Pair dilation, double alpha, double beta, std::optional<std::uintptr_t> stream, bool sync) {
-            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
-            const auto c = to_optional_tensor(C, "C", false);
-            RunOptions options;
-            options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.view.device));
-            options.sync = sync;
-            nb::gil_scoped_release release;
-            plan.run(a.view, b.view, c ? &c->view : nullptr, d.view, geometry(stride, padding, dilation), alpha, beta,
-                     options);
+            with_conv_views(A, B, C, D,
+                            [&](const TensorView& a, const TensorView& b, const TensorView* c, const TensorView& d) {
+                              RunOptions options;
+                              options.stream =
+                                  reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.device));
+                              options.sync = sync;
+                              nb::gil_scoped_release release;
+                              plan.run(a, b, c, d, geometry(stride, padding, dilation), alpha, beta, options);
+                            });
           },
           "A"_a, "B"_a, "C"_a.none(), "D"_a, "stride"_a = Pair{1, 1}, "padding"_a = Pair{0, 0},
           "dilation"_a = Pair{1, 1}, "alpha"_a = 1.0, "beta"_a = 0.0, "stream"_a = nb::none(), "sync"_a = true,

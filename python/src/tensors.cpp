@@ -236,6 +236,36 @@ std::optional<PyTensor> to_optional_tensor(nb::handle obj, const char* name, boo
   return to_tensor(obj, name, writable);
 }
 
+std::optional<PyTensor> to_conv_tensor(nb::handle obj, const char* name, bool writable) {
+  if (!obj.is_valid() || obj.is_none()) return std::nullopt;
+  std::optional<PyTensor> tensor = from_torch(obj, name);
+  if (!tensor) return to_tensor(obj, name, writable);
+  TensorView& v = tensor->view;
+  if (v.rank != 4) {
+    throw TensorError(describe(name) + ": a conv operand is 4-D (N, C, H, W); got shape " + v.shape_string() + ".");
+  }
+  // (N, C, H, W) -> (N, H, W, C): channels_last memory is then packed, extents of 1 aside (as torch sees it).
+  const std::array<int, 4> order{0, 2, 3, 1};
+  const TensorView nchw = v;
+  for (int i = 0; i < 4; ++i) {
+    v.shape[i] = nchw.shape[order[i]];
+    v.strides[i] = nchw.strides[order[i]];
+  }
+  std::int64_t packed = 1;
+  for (int i = 3; i >= 0; --i) {
+    if (v.shape[i] == 1) continue;
+    if (v.strides[i] != packed) {
+      throw TensorError(describe(name) + " with shape " + nchw.shape_string() + " and strides " +
+                        nchw.strides_string() +
+                        " is not in channels_last memory; the conv kernels read NHWC in place. Call "
+                        ".to(memory_format=torch.channels_last) on it first (or allocate it so: torch.empty(..., "
+                        "memory_format=torch.channels_last)).");
+    }
+    packed *= v.shape[i];
+  }
+  return tensor;
+}
+
 std::uintptr_t framework_stream(nb::handle tensor, int device) {
   if (device < 0) return 0;
   if (const TorchTypes* torch = torch_types(); torch != nullptr && PyObject_TypeCheck(tensor.ptr(), torch->tensor)) {

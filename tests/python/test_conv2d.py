@@ -110,6 +110,12 @@ def test_torch_channels_last_is_read_in_place_and_nchw_is_refused():
     nchw = torch.zeros(2, 16, 8, 8, dtype=torch.float16)
     with pytest.raises(gemmkit.TensorError, match=r"memory_format=torch.channels_last"):
         p.spec_for(nchw, w, None, y, padding=1)
+    with pytest.raises(gemmkit.TensorError, match=r"Tensor A: a conv operand is 4-D \(N, C, H, W\)"):
+        p.spec_for(x[0], w, None, y, padding=1)
+    # A channels_last tensor with extents of 1 is packed whatever torch's strides for them say.
+    def last(*shape):
+        return torch.zeros(*shape, dtype=torch.float16).to(memory_format=torch.channels_last)
+    assert p.spec_for(last(1, 16, 1, 8), last(32, 16, 1, 1), None, last(1, 32, 1, 8)).alignment_A == 8
     # From tensors: their dtypes declare the plan.
     from_tensors = gemmkit.Conv2d(kind="fprop", A=x, B=w, C=y, D=y, element_accumulator=torch.float32, cc=80)
     assert from_tensors.element_A == gemmkit.DataType.f16
