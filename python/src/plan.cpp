@@ -387,15 +387,14 @@ void bind_conv2d(nb::module_& m) {
           "run",
           [](Conv2d& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, Pair stride, Pair padding,
              Pair dilation, double alpha, double beta, std::optional<std::uintptr_t> stream, bool sync) {
-            with_conv_views(A, B, C, D,
-                            [&](const TensorView& a, const TensorView& b, const TensorView* c, const TensorView& d) {
-                              RunOptions options;
-                              options.stream =
-                                  reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.device));
-                              options.sync = sync;
-                              nb::gil_scoped_release release;
-                              plan.run(a, b, c, d, geometry(stride, padding, dilation), alpha, beta, options);
-                            });
+            with_conv_views(
+                A, B, C, D, [&](const TensorView& a, const TensorView& b, const TensorView* c, const TensorView& d) {
+                  RunOptions options;
+                  options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.device));
+                  options.sync = sync;
+                  nb::gil_scoped_release release;
+                  plan.run(a, b, c, d, geometry(stride, padding, dilation), alpha, beta, options);
+                });
           },
           "A"_a, "B"_a, "C"_a.none(), "D"_a, "stride"_a = Pair{1, 1}, "padding"_a = Pair{0, 0},
           "dilation"_a = Pair{1, 1}, "alpha"_a = 1.0, "beta"_a = 0.0, "stream"_a = nb::none(), "sync"_a = true,
