@@ -194,6 +194,15 @@ std::vector<KernelSpec> Gemm::tune_candidates(const TensorView& A, const TensorV
   return out;
 }
 
+std::size_t tuning_winner(const std::vector<TuneCandidate>& candidates, double min_gain) {
+  std::size_t fastest = 0;
+  for (std::size_t c = 1; c < candidates.size(); ++c) {
+    if (candidates[c].ok && (!candidates[fastest].ok || candidates[c].ms < candidates[fastest].ms)) fastest = c;
+  }
+  if (fastest == 0 || !candidates[0].ok) return fastest;
+  return candidates[fastest].ms <= candidates[0].ms * (1.0 - min_gain) ? fastest : 0;
+}
+
 TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                       const TuneOptions& options) {
   const auto start = Clock::now();
@@ -293,9 +302,7 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
     say(candidate.kernel_name + ": " + std::to_string(candidate.ms) + " ms");
   }
   result.heuristic_ms = result.candidates[0].ms;
-  for (std::size_t c = 1; c < result.candidates.size(); ++c) {
-    if (result.candidates[c].ok && result.candidates[c].ms < result.candidates[result.best].ms) result.best = c;
-  }
+  result.best = tuning_winner(result.candidates);
   result.database = tuning::Database::default_path();
   if (options.store && !result.database.empty()) {
     tuning::Entry entry;

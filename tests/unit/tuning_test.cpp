@@ -311,5 +311,24 @@ TEST(TuningCandidates, TuneRefusesWhatItCannotTime) {
   EXPECT_THROW(plan.tune_candidates(V, V, nullptr, V), ConfigError);  // a set tile: nothing to choose
 }
 
+TEST(Tuning, WinnerMustBeatTheHeuristicByTheMargin) {
+  auto candidate = [](double ms, bool ok = true) {
+    TuneCandidate c;
+    c.ms = ms;
+    c.ok = ok;
+    return c;
+  };
+  // 2 % faster is within run-to-run noise: the heuristic's choice stays.
+  EXPECT_EQ(tuning_winner({candidate(1.0), candidate(0.98)}), 0u);
+  // 5 % faster wins, and the fastest of several does.
+  EXPECT_EQ(tuning_winner({candidate(1.0), candidate(0.95), candidate(0.90), candidate(1.2)}), 2u);
+  // A failed candidate never wins, however fast it read.
+  EXPECT_EQ(tuning_winner({candidate(1.0), candidate(0.1, false)}), 0u);
+  // When the heuristic's own kernel failed, the fastest that ran wins outright.
+  EXPECT_EQ(tuning_winner({candidate(0.0, false), candidate(1.0), candidate(0.99)}), 2u);
+  // The margin is a parameter: 0 takes any lead.
+  EXPECT_EQ(tuning_winner({candidate(1.0), candidate(0.99)}, 0.0), 1u);
+}
+
 }  // namespace
 }  // namespace gemmkit
