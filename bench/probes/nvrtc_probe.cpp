@@ -1,6 +1,6 @@
-// bench/nvrtc_probe.cpp: times NVRTC compiling .cu files to cubins in one process (no PCH, auto --pch, --create-pch
-// then --use-pch). Build: g++ -std=c++17 -O2 -I/usr/local/cuda/include bench/nvrtc_probe.cpp -o nvrtc_probe
-// -L/usr/local/cuda/lib64 -lnvrtc -Wl,-rpath,/usr/local/cuda/lib64
+// bench/probes/nvrtc_probe.cpp: times NVRTC compiling .cu files to cubins in one process (no PCH, auto --pch,
+// --create-pch then --use-pch). Build: g++ -std=c++17 -O2 -I/usr/local/cuda/include bench/probes/nvrtc_probe.cpp -o
+// nvrtc_probe -L/usr/local/cuda/lib64 -lnvrtc -Wl,-rpath,/usr/local/cuda/lib64
 //
 // Usage: nvrtc_probe [--mode=none|auto|explicit|ab] [--pch-file=F] [--pch-dir=D] [--heap-mb=N] [--repeat=N]
 //                    [--out-dir=D] [--log-lines=N] [NVRTC options...] file.cu [file.cu...]
