@@ -42,6 +42,7 @@ import gemmkit  # noqa: E402
 
 try:
     import torch
+    from timing import event_ms  # python/bench/timing.py
 except ImportError:  # --prebuild-only needs neither torch nor a GPU
     torch = None
 
@@ -70,16 +71,6 @@ RESNET50 = [
     ("res5_1x1_2048_512", 7, 2048, 512, 1, 1, 0),
     ("res5_3x3_512_512", 7, 512, 512, 3, 1, 1),
 ]
-
-
-def event_ms(fn, iterations):
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iterations):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return start.elapsed_time(stop) / iterations
 
 
 def compare(ours, theirs, rounds, iterations):

@@ -72,16 +72,6 @@ def parallel_slices(k):
     return [s for s in SLICES if k % s == 0 and (k // s) % 64 == 0]
 
 
-def event_ms(torch, fn, iterations):
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iterations):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return start.elapsed_time(stop) / iterations
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--shapes", default=SHAPES)
@@ -108,6 +98,7 @@ def main():
         return
 
     import torch
+    from timing import event_ms  # python/bench/timing.py (imports torch)
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
     for m, n, k in shapes:
         a = torch.randint(-2, 3, (m, k), device="cuda").half()
@@ -122,12 +113,12 @@ def main():
             error = (d.float() - expected).abs().max().item() / max(1.0, expected.abs().max().item())
             ours, theirs = [], []
             for _ in range(args.rounds):
-                ours.append(event_ms(torch, run, args.iterations))
-                theirs.append(event_ms(torch, lambda: torch.matmul(a, b), args.iterations))
+                ours.append(event_ms(run, args.iterations))
+                theirs.append(event_ms(lambda: torch.matmul(a, b), args.iterations))
             o, t = statistics.median(ours), statistics.median(theirs)
             return {"ms": o, "cublas_ms": t, "ratio": t / o, "tflops": flops / o / 1e9, "max_rel_error": error}
 
-        event_ms(torch, lambda: torch.matmul(a, b), 200)  # clocks up before the first row
+        event_ms(lambda: torch.matmul(a, b), 200)  # clocks up before the first row
         default = make_plan()
         row = {"shape": [m, n, k], "default": timed(lambda: default.run(a, b, None, d, sync=False)),
                "default_kernel": default.spec_for(a, b, None, d).procedural_name(), "configs": []}

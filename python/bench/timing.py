@@ -17,3 +17,14 @@ def median_ms(fn, rounds):
         end.synchronize()
         times.append(start.elapsed_time(end))
     return statistics.median(times)
+
+
+def event_ms(fn, iterations):
+    """Mean GPU time (ms) of one call over `iterations` back-to-back calls: CUDA events on the current stream."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iterations):
+        fn()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) / iterations

@@ -27,6 +27,7 @@ import gemmkit
 import gemmkit.torch as gt
 from grouped import host_us_per_call
 from overhead import per_call_us
+from timing import event_ms  # python/bench/timing.py
 
 SHAPES = [(2400, 3232, 4096), (4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 16384)]
 
@@ -84,17 +85,6 @@ def jit_times(workdir: str, kind: str = "gemm", cold: bool = True) -> dict:
             "op": op}
 
 
-def gpu_ms(fn, iterations: int) -> float:
-    """Mean GPU time of one call over `iterations` back-to-back calls (CUDA events on the current stream)."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iterations):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / iterations
-
-
 def throughput(module, op, warmup: int, repeats: int) -> list[dict]:
     plan = f16_plan()
     plan.tile_description = op.tile_description  # gemmkit's own run of exactly the exported kernel
@@ -111,11 +101,11 @@ def throughput(module, op, warmup: int, repeats: int) -> list[dict]:
         flop = 2.0 * m * n * k
         iterations = max(3, int(0.05 / (flop / 600e12)))  # ~50 ms of work per timed repeat
         for fn in variants.values():
-            gpu_ms(fn, warmup)
+            event_ms(fn, warmup)
         samples = {name: [] for name in variants}
         for _ in range(repeats):  # interleaved, so that clock and thermal drift hit every variant alike
             for name, fn in variants.items():
-                samples[name].append(gpu_ms(fn, iterations))
+                samples[name].append(event_ms(fn, iterations))
         exported = module.run(A, B)
         plan.run(A, B, None, D)
         row = {"m": m, "n": n, "k": k, "iterations": iterations,
@@ -182,7 +172,7 @@ def grouped_walkthrough(module, iterations: int, repeats: int) -> dict:
                "kernel": module.kernel_name, "exact": exact}
     for name, fn in calls.items():
         results[f"{name}_synced_us"] = host_us_per_call(fn, 100, repeats)
-        results[f"{name}_gpu_us"] = gpu_ms(fn, 100) * 1e3  # back to back: the host may hide behind the GPU
+        results[f"{name}_gpu_us"] = event_ms(fn, 100) * 1e3  # back to back: the host may hide behind the GPU
         results[f"{name}_launch_us"] = per_call_us(fn, iterations, repeats, torch.cuda.synchronize)
     results["custom_op_minus_gemmkit_run_us"] = (results["gemmkit_torch_grouped_gemm_launch_us"] -
                                                  results["gemmkit_run_launch_us"])
