@@ -23,6 +23,7 @@ struct TuneOptions {
   int rounds = 5;                // rounds of one timed batch per candidate (interleaved); the median is kept
   double batch_ms = 10.0;        // target length of one timed batch
   double time_budget_s = 110.0;  // candidates not yet checked when this is spent are skipped (compiles included)
+  double min_gain = 0.03;  // a candidate replaces the heuristic's choice only when this much faster (tuning_winner)
   double alpha = 1.0, beta = 0.0;
   cudaStream_t stream = nullptr;  // where the candidates run
   bool store = true;              // write the winner to the tuning database

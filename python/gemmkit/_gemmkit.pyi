@@ -733,9 +733,9 @@ class Gemm:
         D = act(alpha * (A @ B * row_scale * column_scale) + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result on return.
         """
 
-    def tune(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, max_candidates: int = 12, time_budget_s: float = 110.0, store: bool = True, verbose: bool = False) -> object:
+    def tune(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, max_candidates: int = 12, time_budget_s: float = 110.0, store: bool = True, verbose: bool = False, min_gain: float = 0.03) -> object:
         """
-        Autotuning on device tensors: compiles up to max_candidates configurations in parallel, times each (warm-up, median), checks its result, stores the fastest in the tuning database (run() then uses it for this plan and shape bucket in every process). Returns a dict: best, best_ms, heuristic, heuristic_ms, speedup, stored, database, candidates. D is overwritten.
+        Autotuning on device tensors: compiles up to max_candidates configurations in parallel, times each (warm-up, median), checks its result, stores the fastest (if at least min_gain faster than the heuristic's choice, else that) in the tuning database (run() then uses it for this plan and shape bucket in every process). Returns a dict: best, best_ms, heuristic, heuristic_ms, speedup, stored, database, candidates. D is overwritten.
         """
 
 class GroupedGemm(Gemm):

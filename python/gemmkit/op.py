@@ -250,10 +250,11 @@ class Gemm(_Configuration, _Plan):
     def tune(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,
              alpha: Optional[float] = None, beta: Optional[float] = None, stream: StreamLike = None,
              max_candidates: int = 12, time_budget_s: float = 110.0, store: bool = True,
-             verbose: bool = False) -> dict[str, Any]:
+             verbose: bool = False, min_gain: float = 0.03) -> dict[str, Any]:
         """Autotunes this problem on device tensors (torch / cupy CUDA arrays): compiles up to max_candidates of the
         plan's configurations in parallel, times each (warm-up, median of rounds), checks its result against the
-        kernel run() picked before, and stores the fastest in the tuning database (gemmkit.tuning_database_path()),
+        kernel run() picked before, and stores the fastest — when at least min_gain (a fraction) faster than that
+        kernel, else that kernel — in the tuning database (gemmkit.tuning_database_path()),
         which run() then uses for this plan and shape bucket in every process. D is overwritten. Returns a dict
         (best, best_ms, heuristic, heuristic_ms, speedup, stored, database, candidates)."""
         A0, B0, C0, D0, alpha0, beta0 = self._defaults
@@ -262,7 +263,7 @@ class Gemm(_Configuration, _Plan):
         beta = beta0 if beta is None else beta
         handle = None if stream is None else _convert.stream_handle(stream)
         return cast(dict[str, Any], _Plan.tune(self, A, B, C, D, alpha, beta, handle, max_candidates, time_budget_s,
-                                               store, verbose))
+                                               store, verbose, min_gain))
 
 
 class GroupedGemm(_Configuration, _GroupedPlan):

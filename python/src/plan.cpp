@@ -488,7 +488,8 @@ void bind_gemm(nb::module_& m) {
       .def(
           "tune",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
-             std::optional<std::uintptr_t> stream, int max_candidates, double time_budget_s, bool store, bool verbose) {
+             std::optional<std::uintptr_t> stream, int max_candidates, double time_budget_s, bool store, bool verbose,
+             double min_gain) {
             const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
             const auto c = to_optional_tensor(C, "C", false);
             TuneOptions options;
@@ -497,6 +498,7 @@ void bind_gemm(nb::module_& m) {
             options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.view.device));
             options.max_candidates = max_candidates;
             options.time_budget_s = time_budget_s;
+            options.min_gain = min_gain;
             options.store = store;
             if (verbose)
               options.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
@@ -509,10 +511,11 @@ void bind_gemm(nb::module_& m) {
           },
           "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0,
           "stream"_a = nb::none(), "max_candidates"_a = 12, "time_budget_s"_a = 110.0, "store"_a = true,
-          "verbose"_a = false,
+          "verbose"_a = false, "min_gain"_a = 0.03,
           "Autotuning on device tensors: compiles up to max_candidates configurations in parallel, times each "
-          "(warm-up, median), checks its result, stores the fastest in the tuning database (run() then uses it for "
-          "this plan and shape bucket in every process). Returns a dict: best, best_ms, heuristic, heuristic_ms, "
+          "(warm-up, median), checks its result, stores the fastest (if at least min_gain faster than the heuristic's "
+          "choice, else that) in the tuning database (run() then uses it for this plan and shape bucket in every "
+          "process). Returns a dict: best, best_ms, heuristic, heuristic_ms, "
           "speedup, stored, database, candidates. D is overwritten.");
 }
 

@@ -38,6 +38,12 @@ void check_options(const TuneOptions& o) {
   if (!(o.batch_ms > 0) || !(o.warmup_ms >= 0) || !(o.time_budget_s > 0)) {
     throw ConfigError("TuneOptions: batch_ms and time_budget_s must be positive and warmup_ms not negative.");
   }
+  if (!(o.min_gain >= 0 && o.min_gain < 1)) {
+    throw ConfigError(
+        "TuneOptions::min_gain is a fraction in [0, 1) (0.03: 3 % faster than the heuristic's choice); "
+        "got " +
+        std::to_string(o.min_gain) + ".");
+  }
 }
 
 // How far two kernels' results may differ, relative to max(|x|, rms of the result): a few units in the last place of
@@ -302,7 +308,7 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
     say(candidate.kernel_name + ": " + std::to_string(candidate.ms) + " ms");
   }
   result.heuristic_ms = result.candidates[0].ms;
-  result.best = tuning_winner(result.candidates);
+  result.best = tuning_winner(result.candidates, options.min_gain);
   result.database = tuning::Database::default_path();
   if (options.store && !result.database.empty()) {
     tuning::Entry entry;

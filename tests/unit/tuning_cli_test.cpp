@@ -68,6 +68,7 @@ TEST(TuningCli, BadInputIsAnErrorNamingIt) {
   expect_usage_error("tune --suite-groups square", "--suite-groups needs --suite", dir.str());
   r = run_cli("tune --max-candidates 0", dir.str());
   EXPECT_EQ(r.status, 2) << r.out;
+  expect_usage_error("tune --min-gain 1.5", "expects a fraction in [0, 1); got '1.5'", dir.str());
   // --prebuild compiles a suite's candidates for a named GPU: both must be given.
   expect_usage_error("tune --prebuild --cc 90", "--prebuild needs --suite", dir.str());
   expect_usage_error("tune --suite --prebuild", "--prebuild needs --cc", dir.str());

@@ -299,6 +299,9 @@ TEST(TuningCandidates, TuneCandidatesNeedNoGpu) {
   }
   options.max_candidates = 0;
   EXPECT_THROW(plan.tune_candidates(A, B, nullptr, D, options), ConfigError);
+  options.max_candidates = 4;
+  options.min_gain = -0.1;  // a fraction in [0, 1)
+  EXPECT_THROW(plan.tune_candidates(A, B, nullptr, D, options), ConfigError);
 }
 
 TEST(TuningCandidates, TuneRefusesWhatItCannotTime) {

@@ -231,6 +231,13 @@ std::vector<OptionRow> tune_table() {
   for (const auto& g : gk::testing::suite_groups()) groups += (groups.empty() ? "" : ",") + g;
   return {
       {"max-candidates", "N", "configurations compiled and timed per shape", integer_check(1, 1000), "12"},
+      {"min-gain", "F",
+       "a candidate replaces the heuristic's choice only when this fraction faster (0: the fastest always wins)",
+       value_check([](const std::string& text) -> std::string {
+         const auto value = parse_real(text);
+         return value && *value >= 0 && *value < 1 ? "" : "expects a fraction in [0, 1); " + got(text) + ".";
+       }),
+       "0.03"},
       {"suite-groups", "LIST",
        "with --suite: the groups to tune, comma-separated, of " + groups + ", llm, all (default all)",
        value_check([](const std::string& text) -> std::string {
@@ -904,6 +911,7 @@ int cmd_tune(const Values& args, bool suite, bool prebuild, const Output& output
   if (!prebuild) (void)gk::current_device();
   gk::TuneOptions options;
   options.max_candidates = static_cast<int>(*args.integer("max-candidates"));
+  options.min_gain = *args.real("min-gain");
   options.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
   std::string text;
   if (!suite) {
