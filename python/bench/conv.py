@@ -42,7 +42,7 @@ import gemmkit  # noqa: E402
 
 try:
     import torch
-    from timing import event_ms  # python/bench/timing.py
+    from timing import compare_graphs, event_ms  # python/bench/timing.py
 except ImportError:  # --prebuild-only needs neither torch nor a GPU
     torch = None
 
@@ -83,34 +83,6 @@ def compare(ours, theirs, rounds, iterations):
     for _ in range(rounds):
         a.append(event_ms(ours, iterations))
         b.append(event_ms(theirs, iterations))
-    return statistics.median(a), statistics.median(b)
-
-
-def graph_of(fn, iterations):
-    """A CUDA graph of `iterations` calls of fn, captured after a warm-up on the capture stream (which allocates what
-    the calls keep: cuDNN's workspace, gemmkit's pooled workspace)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(iterations):
-            fn()
-    return graph
-
-
-def compare_graphs(ours, theirs, rounds, iterations):
-    """Median ms per call of each, replaying a graph of `iterations` calls: the GPU's time alone, without the host's
-    (a launch loop of small layers measures Python and dispatch, not the kernels)."""
-    graphs = [graph_of(fn, iterations) for fn in (ours, theirs)]
-    for graph in graphs:
-        graph.replay()
-    a, b = [], []
-    for _ in range(rounds):
-        a.append(event_ms(graphs[0].replay, 1) / iterations)
-        b.append(event_ms(graphs[1].replay, 1) / iterations)
     return statistics.median(a), statistics.median(b)
 
 

@@ -3,15 +3,15 @@ shapes). For each shape: the plan's own choice, then every Stream-K configuratio
 decomposition (data-parallel; split-K at 2, 4, 8, 16 slices; Stream-K) and each reduction mode (Deterministic: each
 slice waits for the one before it; Nondeterministic: slices add their partial sums in arrival order), against
 torch.matmul (cuBLASLt's heuristic) in the same run. Also an emulation of deterministic parallel split-K (what cuBLAS
-runs on long K): a batched GEMM writing each K slice's f32 partial sums, then torch.sum and a copy to f16. Times are CUDA-event medians of rounds interleaved with
-torch's; every configuration's result is checked against torch's. Writes JSON to --out.
+runs on long K): a batched GEMM writing each K slice's f32 partial sums, then torch.sum and a copy to f16. Times are
+medians of CUDA-graph replays interleaved with torch's (the GPU's time alone); every configuration's result is
+checked against torch's. Writes JSON to --out.
 Usage: python python/bench/splitk.py [--shapes MxNxK,...] [--rounds N] [--out FILE]
        python python/bench/splitk.py --prebuild-only --cc 90   (compile the kernels; no GPU or torch needed)
 """
 import argparse
 import json
 import os
-import statistics
 
 os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # time the kernel the shape asks for, not a stand-in
 
@@ -98,7 +98,7 @@ def main():
         return
 
     import torch
-    from timing import event_ms  # python/bench/timing.py (imports torch)
+    from timing import compare_graphs, event_ms  # python/bench/timing.py (imports torch)
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
     for m, n, k in shapes:
         a = torch.randint(-2, 3, (m, k), device="cuda").half()
@@ -111,11 +111,8 @@ def main():
             run()
             torch.cuda.synchronize()
             error = (d.float() - expected).abs().max().item() / max(1.0, expected.abs().max().item())
-            ours, theirs = [], []
-            for _ in range(args.rounds):
-                ours.append(event_ms(run, args.iterations))
-                theirs.append(event_ms(lambda: torch.matmul(a, b), args.iterations))
-            o, t = statistics.median(ours), statistics.median(theirs)
+            # CUDA-graph replays: the GPU's time alone (several launches from Python per call would time the host).
+            o, t = compare_graphs(run, lambda: torch.matmul(a, b), args.rounds, args.iterations)
             return {"ms": o, "cublas_ms": t, "ratio": t / o, "tflops": flops / o / 1e9, "max_rel_error": error}
 
         event_ms(lambda: torch.matmul(a, b), 200)  # clocks up before the first row
@@ -134,7 +131,8 @@ def main():
                 print(f"  {entry['tile']} {entry['cluster']} {decomposition.name} {slices} {reduction.name}: "
                       f"{entry['ms']:.4f} ms, {entry['ratio']:.3f}x, err {entry['max_rel_error']:.1e}", flush=True)
         # Deterministic parallel split-K as cuBLAS does it, emulated: a batched GEMM writes each slice's f32 partial
-        # sums, then torch.sum adds them in slice order (the epilogue's conversion left out: a lower bound).
+        # sums, then torch.sum adds them in slice order and a copy converts to f16 (two kernels where one reduction
+        # kernel with the epilogue would do: an upper bound on that design's time).
         for slices in parallel_slices(k):
             partials = torch.empty(slices, m, n, device="cuda", dtype=torch.float32)
             total = torch.empty(m, n, device="cuda", dtype=torch.float32)

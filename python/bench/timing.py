@@ -28,3 +28,31 @@ def event_ms(fn, iterations):
     stop.record()
     stop.synchronize()
     return start.elapsed_time(stop) / iterations
+
+
+def graph_of(fn, iterations):
+    """A CUDA graph of `iterations` calls of fn, captured after a warm-up on the capture stream (which allocates what
+    the calls keep: cuDNN's workspace, gemmkit's pooled workspace)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iterations):
+            fn()
+    return graph
+
+
+def compare_graphs(ours, theirs, rounds, iterations):
+    """Median ms per call of each, replaying a graph of `iterations` calls: the GPU's time alone, without the host's
+    (a launch loop of small layers measures Python and dispatch, not the kernels)."""
+    graphs = [graph_of(fn, iterations) for fn in (ours, theirs)]
+    for graph in graphs:
+        graph.replay()
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(event_ms(graphs[0].replay, 1) / iterations)
+        b.append(event_ms(graphs[1].replay, 1) / iterations)
+    return statistics.median(a), statistics.median(b)
