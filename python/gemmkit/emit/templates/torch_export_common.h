@@ -184,6 +184,22 @@ inline void check_launch(int status, gk_kernel_name_fn kernel_name, gk_last_cuda
               ")");
 }
 
+// Runs a single-problem module (GEMM or conv entry points) on the current stream of `device`, its workspace taken from
+// torch's allocator like `like`'s memory: stream-ordered like the launch, so the block is reused only after the
+// kernel. A failed launch throws with CUDA's reason; other statuses are returned for the caller to report.
+template <class EntryPoints, class Args>
+int run_with_workspace(const EntryPoints& module, const Args& args, const at::Tensor& like, int device) {
+  const size_t workspace_bytes = module.workspace_size(&args);
+  at::Tensor workspace;
+  if (workspace_bytes > 0) {
+    workspace = like.new_empty({static_cast<int64_t>(workspace_bytes)}, like.options().dtype(at::kByte));
+  }
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device).stream();
+  const int status = module.run(&args, workspace_bytes > 0 ? workspace.data_ptr() : nullptr, stream);
+  check_launch(status, module.kernel_name, module.last_cuda_error);
+  return status;
+}
+
 // Makes `device` current for the launch and restores the caller's device afterwards.
 class DeviceGuard {
  public:

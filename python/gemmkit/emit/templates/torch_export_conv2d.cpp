@@ -104,14 +104,7 @@ at::Tensor run_conv2d(const Conv2dKernel& kernel, const at::Tensor& x, const at:
   TORCH_CHECK_VALUE(implementable == GK_OK, "kernel ", kernel_module.kernel_name(), " cannot compute ", problem(), ": ",
                     status_text(implementable),
                     " (e.g. an optimized kernel takes filters of at most 32 x 32); export one for this problem");
-  const size_t workspace_bytes = kernel_module.workspace_size(&args);
-  at::Tensor workspace;
-  if (workspace_bytes > 0) {
-    workspace = x.new_empty({static_cast<int64_t>(workspace_bytes)}, x.options().dtype(at::kByte));
-  }
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device).stream();
-  const int status = kernel_module.run(&args, workspace_bytes > 0 ? workspace.data_ptr() : nullptr, stream);
-  check_launch(status, kernel_module.kernel_name, kernel_module.last_cuda_error);
+  const int status = run_with_workspace(kernel_module, args, x, device);
   TORCH_CHECK(status == GK_OK, "kernel ", kernel_module.kernel_name(), " refused ", problem(), ": ",
               status_text(status));
   return y;

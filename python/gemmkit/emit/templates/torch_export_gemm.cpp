@@ -62,15 +62,7 @@ at::Tensor run_gemm(const GemmKernel& kernel, const at::Tensor& A, const at::Ten
   args.splits = 1;
 
   const gk_torch_entry_points& kernel_module = kernel.entry_points;
-  // Stream-ordered like the launch: torch's allocator reuses the block only after the kernel on this stream.
-  const size_t workspace_bytes = kernel_module.workspace_size(&args);
-  at::Tensor workspace;
-  if (workspace_bytes > 0) {
-    workspace = A.new_empty({static_cast<int64_t>(workspace_bytes)}, A.options().dtype(at::kByte));
-  }
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device).stream();
-  const int status = kernel_module.run(&args, workspace_bytes > 0 ? workspace.data_ptr() : nullptr, stream);
-  check_launch(status, kernel_module.kernel_name, kernel_module.last_cuda_error);
+  const int status = run_with_workspace(kernel_module, args, A, device);
   TORCH_CHECK(status == GK_OK, "kernel ", kernel_module.kernel_name(), " refused the problem m=", m, " n=", n, " k=", k,
               " batch=", batch, ": ", status_text(status));
   return D;
