@@ -64,8 +64,10 @@ def conv_overheads(it, rep, sync):
 
 def prebuild_conv(cc):
     """Compiles the conv cases' kernels for GPUs of compute capability cc (numpy stand-ins: no GPU needed)."""
-    specs = [conv_plan(cc).spec_for(*conv_operands(size, False)[:2], None, conv_operands(size, False)[2],
-                                  padding=padding) for size, padding in CONV_CASES.values()]
+    specs = []
+    for size, padding in CONV_CASES.values():
+        x, w, y = conv_operands(size, False)
+        specs.append(conv_plan(cc).spec_for(x, w, None, y, padding=padding))
     gemmkit.compile_many(specs)
 
 

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--match") == 0 && i + 1 < argc) match = argv[++i];
   }
   try {
+    const gemmkit::DiskCache cache;
     std::set<std::string> seen;
     std::vector<gemmkit::KernelSpec> specs;
     int refused = 0;  // kernels the generator refuses: reported, and the tests that need them fail
@@ -39,7 +40,7 @@ int main(int argc, char** argv) {
       if (!std::regex_search(spec.name(), std::regex(match)) || !seen.insert(spec.canonical()).second) continue;
       try {
         const gemmkit::KernelSource source = gemmkit::render(spec);
-        if (missing_only && gemmkit::DiskCache().find(gemmkit::Toolchain::discover(), source)) continue;
+        if (missing_only && cache.find(gemmkit::Toolchain::discover(), source)) continue;
         specs.push_back(spec);
         std::cout << spec.name() << "\n";
       } catch (const gemmkit::ConfigError& e) {
