@@ -26,6 +26,16 @@ def per_call_us(fn, iterations, repeats, after=None):
     return statistics.median(samples)
 
 
+def interleaved_us(cases, iterations, repeats):
+    """per_call_us for several cases {name: (fn, after)}, timed round-robin (each repeat times every case once), so
+    that no case is favoured by coming first (clocks ramping, caches warming) or last."""
+    samples = {name: [] for name in cases}
+    for _ in range(repeats):
+        for name, (fn, after) in cases.items():
+            samples[name].append(per_call_us(fn, iterations, 1, after))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def conv_plan(cc=None):
     return gemmkit.Conv2d(kind="fprop", element="f16", element_accumulator="f32", cc=cc)
 
@@ -107,16 +117,26 @@ def main():
     stream = gemmkit._gemmkit.default_stream(D)
     sync = torch.cuda.synchronize
     it, rep = args.iterations, args.repeats
-    results = {
-        "gemmkit_run_launch_us": per_call_us(lambda: plan.run(A, B, C, D, 1.0, 0.0, sync=False), it, rep, sync),
-        "gemmkit_run_sync_us": per_call_us(lambda: plan.run(A, B, C, D, 1.0, 0.0), it, rep),
-        "torch_matmul_launch_us": per_call_us(lambda: torch.matmul(A, B), it, rep, sync),
-        "torch_matmul_sync_us": per_call_us(lambda: (torch.matmul(A, B), sync()), it, rep),
-        # Where gemmkit's time goes: the extension's run without the Python wrapper, and the four tensor imports.
-        "gemmkit_extension_run_launch_us": per_call_us(
-            lambda: gemmkit._gemmkit.Gemm.run(plan, A, B, C, D, 1.0, 0.0, stream, False), it, rep, sync),
-        "tensor_view_x4_us": per_call_us(lambda: [gemmkit.tensor_view(t) for t in (A, B, C, D)], it, rep),
+    # (fn, after): `after` (a sync) runs outside the clock.
+    cases = {
+        "gemmkit_run_launch_us": (lambda: plan.run(A, B, C, D, 1.0, 0.0, sync=False), sync),
+        "gemmkit_run_sync_us": (lambda: plan.run(A, B, C, D, 1.0, 0.0), None),
+        "torch_matmul_launch_us": (lambda: torch.matmul(A, B), sync),
+        "torch_matmul_sync_us": (lambda: (torch.matmul(A, B), sync()), None),
+        # Where gemmkit's time goes: the extension's run without the Python wrapper (stream given, then found in C++:
+        # torch's current stream), the wrapper with the stream given, the four tensor imports, the stream lookup
+        # alone, and the choice of kernel alone (tensor checks and run()'s tile choice, no launch).
+        "gemmkit_extension_run_launch_us": (
+            lambda: gemmkit._gemmkit.Gemm.run(plan, A, B, C, D, 1.0, 0.0, stream, False), sync),
+        "gemmkit_extension_run_default_stream_launch_us": (
+            lambda: gemmkit._gemmkit.Gemm.run(plan, A, B, C, D, 1.0, 0.0, None, False), sync),
+        "gemmkit_run_given_stream_launch_us": (
+            lambda: plan.run(A, B, C, D, 1.0, 0.0, sync=False, stream=stream), sync),
+        "tensor_view_x4_us": (lambda: [gemmkit.tensor_view(t) for t in (A, B, C, D)], None),
+        "default_stream_us": (lambda: gemmkit._gemmkit.default_stream(D), None),
+        "spec_for_us": (lambda: gemmkit._gemmkit.Gemm.spec_for(plan, A, B, C, D, 0.0), None),
     }
+    results = interleaved_us(cases, it, rep)
     results.update(conv_overheads(it, rep, sync))
     tiles = {}
     for index, tiled in tiled_plans.items():
@@ -137,9 +157,9 @@ def main():
         "problem": {"m": n, "n": n, "k": n, "dtype": "f16", "accumulator": "f32", "tensors": "torch cuda"},
         "kernel": plan.kernel_name(),
         "max_abs_error_vs_torch": max_error,
-        "method": f"host time per call, mean over {it} calls, median of {rep} repeats; *_launch: no sync in the "
-                  "loop (one sync after it, outside the clock); *_sync: gemmkit syncs its stream, torch runs "
-                  "torch.cuda.synchronize()",
+        "method": f"host time per call, mean over {it} calls, median of {rep} repeats (the GEMM cases interleaved: "
+                  "each repeat times every case once); *_launch: no sync in the loop (one sync after it, outside the "
+                  "clock); *_sync: gemmkit syncs its stream, torch runs torch.cuda.synchronize()",
         "results_us": results,
         "other_configurations": tiles,
     }

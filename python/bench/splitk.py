@@ -8,6 +8,7 @@ medians of CUDA-graph replays interleaved with torch's (the GPU's time alone); e
 checked against torch's. Writes JSON to --out.
 Usage: python python/bench/splitk.py [--shapes MxNxK,...] [--rounds N] [--out FILE]
        python python/bench/splitk.py --prebuild-only --cc 90   (compile the kernels; no GPU or torch needed)
+       --partials-only leaves out the Stream-K sweep.
 """
 import argparse
 import json
@@ -79,11 +80,13 @@ def main():
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--out", default="splitk.json")
     parser.add_argument("--prebuild-only", action="store_true")
+    parser.add_argument("--partials-only", action="store_true",
+                        help="time the plan's choice and the parallel-partials emulation, not the Stream-K sweep")
     parser.add_argument("--cc", type=int, default=None, help="the GPU to pick kernels for (default: this one's)")
     args = parser.parse_args()
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
 
-    tiles = stream_k_tiles(make_plan(args.cc))
+    tiles = [] if args.partials_only else stream_k_tiles(make_plan(args.cc))
     # The plan's own choice per shape (numpy stand-ins: spec_for needs no GPU) and every Stream-K configuration.
     import numpy as np
     specs = [make_plan(args.cc).spec_for(np.empty((m, k), np.float16), np.empty((k, n), np.float16), None,
