@@ -213,13 +213,30 @@ class Gemm {
       const RunOptions& options, const Problem& p) const;
   struct KernelChoices;
   KernelChoices& choices_for(const Problem& p);
-  // spec_for's checks and choice: the kernel choices of the tensors' alignments and the configuration their shape
-  // picks.
-  std::pair<KernelChoices*, std::size_t> choice_without_running(const TensorView& A, const TensorView& B,
-                                                                const TensorView* C, const TensorView& D, double beta);
+  // What run() launches for a problem: a configuration of the tensors' kernel choices and its decomposition, and
+  // where parallel split-K replaces it, that kernel's choices, configuration and slice count.
+  struct RunChoice {
+    KernelChoices* choices;
+    std::size_t index;
+    KSplit split;
+    KernelChoices* parallel;
+    std::size_t parallel_index;
+    int slices;
+  };
+  RunChoice run_choice(const Problem& p, int sm_count);
+  // The parallel split-K kernels of these choices (made once), or nullptr where run() does not choose them: a tile
+  // or decomposition set, a batch, GEMMKIT_SPLIT_K other than auto, or a family without them (SM90 only).
+  KernelChoices* parallel_choices(KernelChoices& choices, const Problem& p);
+  // The parallel kernel of `c` when it is built (or with `wait`, compiled here); else nullptr, its build started in
+  // the background, and run() launches the serial choice meanwhile.
+  KernelModule* parallel_module(const RunChoice& c, bool wait);
+  // spec_for's checks and choice: run_choice's, the parallel kernel in place of the serial one where chosen.
+  RunChoice choice_without_running(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                                   double beta);
   // The module run() launches for `choice`: with `wait`, that one (compiled if needed); else see run().
   KernelModule& module_for(KernelChoices& choices, std::size_t choice, bool wait);
-  std::size_t choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const;
+  // `tuned` (if given) is set when the tuning database chose.
+  std::size_t choose_tile(const KernelChoices& choices, const Problem& p, int sm_count, bool* tuned = nullptr) const;
   // The decomposition run() passes configuration `choice` for this problem.
   KSplit k_split(const KernelChoices& choices, std::size_t choice, const Problem& p, int sm_count) const;
   // Throws ConfigError when the split-K settings do not apply to `spec` (a plan's kernel without a tile: its family).

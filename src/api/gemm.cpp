@@ -387,15 +387,22 @@ void Gemm::set_max_swizzle_size(int size) {
 
 namespace {
 
-// GEMMKIT_SPLIT_K: "off" keeps run() from choosing split-K by itself (read once per process).
-bool automatic_split_k() {
-  static const bool on = [] {
+// GEMMKIT_SPLIT_K (read once per process): "auto" lets run() split K by itself, on SM90 with parallel split-K where
+// it applies; "stream-k" only on the Stream-K kernel; "off" never.
+enum class AutoSplit { Off, StreamK, Parallel };
+AutoSplit automatic_split() {
+  static const AutoSplit mode = [] {
     const std::string value = knobs::value("GEMMKIT_SPLIT_K");
-    if (value.empty() || value == "auto") return true;
-    if (value == "off") return false;
-    throw ConfigError("GEMMKIT_SPLIT_K='" + value + "' is not auto or off; unset it or set one of them.");
+    if (value.empty() || value == "auto") return AutoSplit::Parallel;
+    if (value == "stream-k") return AutoSplit::StreamK;
+    if (value == "off") return AutoSplit::Off;
+    throw ConfigError("GEMMKIT_SPLIT_K='" + value + "' is not auto, stream-k or off; unset it or set one of them.");
   }();
-  return on;
+  return mode;
+}
+
+bool automatic_split_k() {
+  return automatic_split() != AutoSplit::Off;
 }
 
 bool forces_stream_k(Decomposition mode) {
@@ -502,7 +509,7 @@ catalog::ProblemShape kernel_shape(std::int64_t m, std::int64_t n, std::int64_t 
 
 }  // namespace
 
-std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const {
+std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, int sm_count, bool* tuned) const {
   check_k_split_settings(choices.spec(0));
   if (tile_) return 0;
   const catalog::ProblemShape shape = kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed);
@@ -517,8 +524,9 @@ std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, in
     return i;
   }
   // A configuration measured by Gemm::tune for this plan and shape bucket (tuning database), when it is built.
-  if (auto tuned = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch}, *choices.tuned)) {
-    return *tuned;
+  if (auto entry = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch}, *choices.tuned)) {
+    if (tuned != nullptr) *tuned = true;
+    return *entry;
   }
   return catalog::choose_tile(choices.tiles, choices.base, shape, sm_count, automatic_split_k());
 }
@@ -537,9 +545,68 @@ KSplit Gemm::k_split(const KernelChoices& choices, std::size_t choice, const Pro
 
 KSplit Gemm::k_split_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                          double beta) {
-  const auto [choices, choice] = choice_without_running(A, B, C, D, beta);
-  const Problem p = check_problem(A, B, C, D, beta);
-  return k_split(*choices, choice, p, sm_count_here(cc_));
+  return choice_without_running(A, B, C, D, beta).split;
+}
+
+Gemm::KernelChoices* Gemm::parallel_choices(KernelChoices& choices, const Problem& p) {
+  if (automatic_split() != AutoSplit::Parallel || tile_ || decomposition_ != Decomposition::Auto || p.batch != 1 ||
+      choices.base.family != KernelFamily::Sm90Collective || choices.base.element_accumulator != DataType::f32) {
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(run_cache_->mutex);
+  if (!choices.parallel) {
+    KernelSpec base = choices.base;
+    base.split_k_mode = SplitKMode::Parallel;
+    std::vector<TileDescription> tiles = valid_tiles(base);
+    choices.parallel = std::make_unique<KernelChoices>(KernelChoices{choices.a, choices.b, choices.c, base, tiles, {}});
+    choices.parallel->slots.resize(tiles.size());
+  }
+  return choices.parallel->tiles.empty() ? nullptr : choices.parallel.get();
+}
+
+Gemm::RunChoice Gemm::run_choice(const Problem& p, int sm_count) {
+  KernelChoices& choices = choices_for(p);
+  bool tuned = false;
+  const std::size_t index = choose_tile(choices, p, sm_count, &tuned);
+  RunChoice out{&choices, index, k_split(choices, index, p, sm_count), nullptr, 0, 0};
+  // Where run() would split K on the Stream-K kernel by itself, parallel split-K instead when a configuration fits:
+  // 0.9-1.1x cuBLAS where Stream-K's split-K ran 0.48-0.88x (emulated on the H200, splitk-partials-tiles-s6-2).
+  if (tuned || out.split.mode != Decomposition::SplitK) return out;
+  if (KernelChoices* parallel = parallel_choices(choices, p)) {
+    const catalog::ProblemShape shape = kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed);
+    const int k_granule = 128 / bits_of(types_.a);  // slices start on 16-byte boundaries
+    if (auto pick = catalog::choose_parallel_split(parallel->tiles, shape, sm_count, k_granule)) {
+      out.parallel = parallel;
+      out.parallel_index = pick->tile;
+      out.slices = pick->slices;
+    }
+  }
+  return out;
+}
+
+KernelModule* Gemm::parallel_module(const RunChoice& c, bool wait) {
+  KernelSlots<KernelModule>& slots = c.parallel->slots;
+  const std::size_t i = c.parallel_index;
+  std::shared_ptr<const jit::BackgroundBuild> pending;
+  {
+    std::lock_guard<std::mutex> lock(run_cache_->mutex);
+    if (slots.modules[i]) return slots.modules[i].get();
+    pending = slots.pending[i];
+  }
+  if (wait || (pending && pending->state() == jit::BackgroundBuild::State::done)) {
+    return &module_for(*c.parallel, i, /*wait=*/true);
+  }
+  if (pending) return nullptr;  // building, or failed (a warning said so): the serial choice meanwhile, or from now on
+  const KernelSpec spec = c.parallel->spec(i);
+  if (auto module = jit::load_kernel_if_built(spec)) {
+    std::lock_guard<std::mutex> lock(run_cache_->mutex);
+    if (!slots.modules[i]) slots.modules[i] = std::move(module);
+    return slots.modules[i].get();
+  }
+  auto build = jit::build_kernel_in_background(spec);
+  std::lock_guard<std::mutex> lock(run_cache_->mutex);
+  if (!slots.pending[i]) slots.pending[i] = std::move(build);
+  return nullptr;
 }
 
 std::vector<KernelSpec> Gemm::run_time_kernels() const {
@@ -559,10 +626,25 @@ std::vector<KernelSpec> Gemm::run_time_kernels() const {
                                                      {4096, 4096, 512, 1},
                                                      {3000, 3000, 3000, 1}};
   std::vector<std::size_t> chosen = {0};
+  // The parallel split-K kernels run() picks where it splits K (SM90; see run_choice).
+  const bool parallel = !tile_ && automatic_split() == AutoSplit::Parallel && decomposition_ == Decomposition::Auto &&
+                        base.family == KernelFamily::Sm90Collective && base.element_accumulator == DataType::f32;
+  KernelSpec parallel_base = base;
+  parallel_base.split_k_mode = SplitKMode::Parallel;
+  const std::vector<TileDescription> parallel_tiles = parallel ? valid_tiles(parallel_base) : tiles;
+  std::vector<std::size_t> parallel_chosen;
+  auto add = [](std::vector<std::size_t>& list, std::size_t i) {
+    if (std::find(list.begin(), list.end(), i) == list.end()) list.push_back(i);
+  };
   if (!tile_) {
     for (const catalog::ProblemShape& shape : probes) {
       const std::size_t i = catalog::choose_tile(tiles, base, shape, sm_count);
-      if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) chosen.push_back(i);
+      add(chosen, i);
+      if (parallel && catalog::choose_k_split(tiles[i], shape, sm_count).mode == Decomposition::SplitK) {
+        if (auto pick = catalog::choose_parallel_split(parallel_tiles, shape, sm_count, 128 / bits_of(types_.a))) {
+          add(parallel_chosen, pick->tile);
+        }
+      }
     }
   }
   std::vector<KernelSpec> out;
@@ -571,30 +653,43 @@ std::vector<KernelSpec> Gemm::run_time_kernels() const {
     s.tile = tiles[i];
     out.push_back(s);
   }
+  for (const std::size_t i : parallel_chosen) {
+    KernelSpec s = parallel_base;
+    s.tile = parallel_tiles[i];
+    out.push_back(s);
+  }
   return out;
 }
 
-std::pair<Gemm::KernelChoices*, std::size_t> Gemm::choice_without_running(const TensorView& A, const TensorView& B,
-                                                                          const TensorView* C, const TensorView& D,
-                                                                          double beta) {
+Gemm::RunChoice Gemm::choice_without_running(const TensorView& A, const TensorView& B, const TensorView* C,
+                                             const TensorView& D, double beta) {
   require_operation(catalog::Operation::Gemm, "spec_for(A, B, C, D)");
-  const Problem p = check_problem(A, B, C, D, beta);
-  KernelChoices& choices = choices_for(p);
-  return {&choices, choose_tile(choices, p, sm_count_here(cc_))};
+  RunChoice c = run_choice(check_problem(A, B, C, D, beta), sm_count_here(cc_));
+  if (c.parallel != nullptr) {  // what run() launches once the parallel kernel is built
+    c.choices = c.parallel;
+    c.index = c.parallel_index;
+    c.split = {Decomposition::SplitK, c.slices};
+  }
+  return c;
 }
 
 KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                           double beta) {
-  const auto [choices, choice] = choice_without_running(A, B, C, D, beta);
-  return choices->spec(choice);
+  const RunChoice c = choice_without_running(A, B, C, D, beta);
+  return c.choices->spec(c.index);
 }
 
 std::string Gemm::running_kernel_name(const TensorView& A, const TensorView& B, const TensorView* C,
                                       const TensorView& D, double beta) {
-  const auto [choices_pointer, choice] = choice_without_running(A, B, C, D, beta);
-  const KernelChoices& choices = *choices_pointer;
+  require_operation(catalog::Operation::Gemm, "running_kernel_name(A, B, C, D)");
+  const RunChoice c = run_choice(check_problem(A, B, C, D, beta), sm_count_here(cc_));
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
-  const KernelSlots<KernelModule>& slots = choices.slots;
+  if (c.parallel != nullptr && c.parallel->slots.modules[c.parallel_index]) {
+    return c.parallel->slots.modules[c.parallel_index]->kernel_name();
+  }
+  // Otherwise run() launches the serial choice (while the parallel kernel builds, if it was chosen).
+  const std::size_t choice = c.index;
+  const KernelSlots<KernelModule>& slots = c.choices->slots;
   if (slots.modules[choice]) return slots.modules[choice]->kernel_name();
   const std::size_t stand_in = slots.stand_in[choice];
   if (slots.pending[choice] && stand_in != KernelSlots<KernelModule>::kNone) {
@@ -767,11 +862,17 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;  // an empty D: nothing to compute, nothing to write
 
   // Choose the kernel for these alignments (resolved once per alignment triple) and this problem's shape.
-  KernelChoices& choices = choices_for(p);
   const int sm_count = device_info(device).sm_count;
-  const std::size_t choice = choose_tile(choices, p, sm_count);
-  if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
-  KernelModule& module = module_for(choices, choice, options.wait_for_best);
+  RunChoice c = run_choice(p, sm_count);
+  KernelModule* parallel = c.parallel != nullptr ? parallel_module(c, options.wait_for_best) : nullptr;
+  if (parallel != nullptr) {
+    c.choices = c.parallel;
+    c.index = c.parallel_index;
+    c.split = {Decomposition::SplitK, c.slices};
+  }
+  const KernelChoices& choices = *c.choices;
+  if (options.print_module) std::fputs(render(choices.spec(c.index)).text.c_str(), stdout);
+  KernelModule& module = parallel != nullptr ? *parallel : module_for(*c.choices, c.index, options.wait_for_best);
   if (options.bias != nullptr && options.bias->on_device()) {
     const auto bytes =
         static_cast<std::uintptr_t>(catalog::family_of(choices.base.family).bias_alignment_bytes(choices.base));
@@ -802,7 +903,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   gemm.activation_parameter = activation_parameter_;
   gemm.raster_order = raster_order_;
   gemm.max_swizzle_size = max_swizzle_size_;
-  gemm.k_split = k_split(choices, choice, p, sm_count);
+  gemm.k_split = c.split;
   gemm.reduction_mode = reduction_mode_;
   gemm.device = device;
   gemm.sm_count = sm_count;

@@ -113,6 +113,8 @@ void to_json(nlohmann::ordered_json& json, const KernelSpec& spec) {
     json["iterator_algorithm"] = to_string(spec.iterator_algorithm);
     json["stride_support"] = to_string(spec.stride_support);
     json["split_k_mode"] = to_string(spec.split_k_mode);
+  } else if (spec.split_k_mode == SplitKMode::Parallel) {
+    json["split_k_mode"] = to_string(spec.split_k_mode);
   }
 }
 
@@ -134,9 +136,9 @@ std::string KernelSpec::canonical() const {
   if (conv_kind) {
     out << ";conv=" << to_string(*conv_kind) << ";iterator=" << to_string(iterator_algorithm)
         << ";stride_support=" << to_string(stride_support);
-    // Serial conv records stay as they were before parallel split-K existed.
-    if (split_k_mode == SplitKMode::Parallel) out << ";split_k=" << to_string(split_k_mode);
   }
+  // Serial records stay as they were before parallel split-K existed.
+  if (split_k_mode == SplitKMode::Parallel) out << ";split_k=" << to_string(split_k_mode);
   return out.str();
 }
 

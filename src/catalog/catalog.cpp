@@ -169,8 +169,10 @@ std::vector<TileDescription> tile_descriptions(const Target& target, OpClass opc
 }
 
 void validate(const KernelSpec& spec, const DeviceLimits& limits) {
-  if (spec.split_k_mode == SplitKMode::Parallel && !spec.conv_kind) {
-    throw ConfigError("Parallel split-K (split_k_mode parallel) is a Conv2d option; a GEMM spec takes serial.");
+  if (spec.split_k_mode == SplitKMode::Parallel && !spec.conv_kind && spec.family != KernelFamily::Sm90Collective) {
+    throw ConfigError("Parallel split-K (split_k_mode parallel) is a Conv2d option and, for GEMMs, an SM90 one "
+                      "(kernel_cc 90 tensor-op kernels); this spec's family is " + std::string(to_string(spec.family)) +
+                      ": take serial.");
   }
   family_of(spec.family).validate(spec, limits);
 }
@@ -374,6 +376,38 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   // Otherwise the tile shape with the lowest estimated time.
   const std::size_t best = cheapest_shape();
   return best == tiles.size() ? 0 : best;
+}
+
+std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
+                                                 int sm_count, int k_granule) {
+  // Relative mainloop throughput of the CTA shapes with partial sums (64-row tiles ran closer to 128 x 128 than in
+  // choose_tile's table), and the H200's per-SM f16 rate and memory bandwidth at what the kernels reach (only their
+  // ratio matters).
+  auto efficiency = [](const Shape3& cta) { return cta[0] * cta[1] >= 128 * 256 ? 1.0 : cta[0] == 64 ? 0.8 : 0.85; };
+  constexpr double kSmFlops = 6e12, kBytesPerSecond = 3e12;
+  std::optional<SplitChoice> best;
+  double best_seconds = 0;
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    const TileDescription& td = tiles[i];
+    if (td.cluster_shape != Shape3{1, 1, 1} || td.kernel_schedule != KernelSchedule::Auto || stream_k(td)) continue;
+    const Shape3 cta = td.cta_tile();
+    const std::int64_t output_tiles = tile_count(cta, shape);
+    for (int slices = 2; slices <= kMaxSplits; ++slices) {
+      const std::int64_t slice_k = shape.k / slices;
+      if (shape.k % slices != 0 || slice_k % k_granule != 0 || slice_k < std::int64_t{kMinParallelKSteps} * cta[2] ||
+          output_tiles * slices > sm_count) {
+        continue;
+      }
+      const double gemm = 2.0 * cta[0] * cta[1] * static_cast<double>(slice_k) / (kSmFlops * efficiency(cta));
+      const double partials = 8.0 * slices * static_cast<double>(shape.m) * static_cast<double>(shape.n);
+      const double seconds = gemm + partials / kBytesPerSecond;
+      if (!best || seconds < best_seconds) {
+        best = SplitChoice{i, slices};
+        best_seconds = seconds;
+      }
+    }
+  }
+  return best;
 }
 
 std::vector<std::size_t> tuning_candidates(const std::vector<TileDescription>& tiles, const KernelSpec& spec,

@@ -107,6 +107,19 @@ struct SplitChoice {
 };
 SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const ProblemShape& shape, int sm_count);
 
+// Parallel split-K on SM90 (KernelSpec::split_k_mode Parallel): K cut into `slices` equal parts, each a batch entry
+// of f32 partial sums, added by a reduction kernel that applies the epilogue. For a problem run() would split along
+// K: the configuration (index into `tiles`, the parallel kernels' valid ones; cluster 1x1, automatic schedules) and
+// slice count of least estimated time, the GEMM's (one wave at most: tiles x slices <= sm_count; time ~ tile area x
+// K / slices / tile efficiency) plus the partial sums' traffic (slices x m x n x 8 bytes). Each slice is a multiple of
+// `k_granule` elements (16-byte aligned slice starts) and at least kMinParallelKSteps of the tile's K steps. nullopt
+// when no slice count of 2..kMaxSplits fits. Measured on the H200 (bench/results/2026-12-01/splitk-partials-tiles-
+// s6-2_h200.log): the best emulated configurations at 512x512x16384, 128x4096x4096 and 128x4096x14336 are the ones
+// this picks.
+inline constexpr int kMinParallelKSteps = 8;
+std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
+                                                 int sm_count, int k_granule);
+
 // Up to `max` configurations (indices into `tiles`) worth timing for this problem, for autotuning: choose_tile's pick
 // and the default first, then by estimated time (data-parallel: waves x tile area / efficiency; Stream-K: the work
 // spread evenly over the SMs), taking a variety of CTA shapes first, then clusters and schedules.

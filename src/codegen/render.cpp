@@ -65,10 +65,10 @@ KernelSource render(const KernelSpec& spec) {
   } catch (const ConfigError& error) {
     throw ConfigError(spec.name() + ": " + error.what());
   }
-  const std::string_view name = family.template_name();
+  const std::string_view name = family.template_name(spec);
   return KernelSource{spec.name(), spec.arch_flag(),
                       codegen::render(name, codegen::find_template(name), family.placeholders(spec)),
-                      family.splittable()};
+                      family.splittable(spec)};
 }
 
 }  // namespace gemmkit

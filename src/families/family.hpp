@@ -37,7 +37,7 @@ class Family {
   // The kernel generation it builds (KernelSpec::kernel_cc): 80 for CUTLASS 2.x kernels, 90 for 3.x.
   virtual int kernel_cc() const = 0;
   // templates/<template_name()>, which includes device/include/<glue_header()>.
-  virtual std::string_view template_name() const = 0;
+  virtual std::string_view template_name(const KernelSpec& spec) const = 0;
   virtual std::string_view glue_header() const = 0;
 
   // Whether it has kernels for these operands with this opcode class.
@@ -65,7 +65,7 @@ class Family {
   virtual Placeholders placeholders(const KernelSpec& spec) const = 0;
   // Whether its glue builds a kernel as a cubin plus a host module (gemmkit/split_entry.hpp) when asked
   // (GEMMKIT_SPLIT_BUILD); the others always build one module in one nvcc pass.
-  virtual bool splittable() const { return false; }
+  virtual bool splittable(const KernelSpec&) const { return false; }
 };
 
 // The families, each defined in its own unit; catalog/ says which architectures use them.

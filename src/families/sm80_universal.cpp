@@ -126,7 +126,7 @@ class Sm80Universal final : public Family {
  public:
   KernelFamily id() const override { return KernelFamily::Sm80Universal; }
   int kernel_cc() const override { return 80; }
-  std::string_view template_name() const override { return "sm80_gemm.cu.in"; }
+  std::string_view template_name(const KernelSpec&) const override { return "sm80_gemm.cu.in"; }
   std::string_view glue_header() const override { return "gemmkit/sm80_gemm.hpp"; }
 
   bool supports(OpClass opclass, const OperandTypes& types) const override {

@@ -72,6 +72,20 @@ void check_types(const KernelSpec& spec) {
   }
 }
 
+// Parallel split-K runs the GEMM as a batch of K slices (so one GEMM, not a batch of them) on the persistent
+// scheduler; the reduction kernel applies every epilogue (activation, bias, scale vectors).
+void check_parallel_split_k(const KernelSpec& spec) {
+  if (spec.split_k_mode != SplitKMode::Parallel) return;
+  if (uses_stream_k(spec)) {
+    fail("Parallel split-K splits K over a batch of partial-sum GEMMs; it does not combine with the Stream-K tile "
+         "scheduler or swizzle. Use the Default tile scheduler and IdentitySwizzle1.");
+  }
+  if (spec.element_accumulator != DataType::f32) {
+    fail("Parallel split-K writes f32 partial sums; the accumulator is " +
+         std::string(to_string(spec.element_accumulator)) + ".");
+  }
+}
+
 // Cluster shape: rank 3 with a unit third dimension, at most 8 CTAs (portable size).
 void check_cluster(const TileDescription& td) {
   if (td.cluster_shape[2] != 1) {
@@ -177,7 +191,11 @@ class Sm90Collective final : public Family {
  public:
   KernelFamily id() const override { return KernelFamily::Sm90Collective; }
   int kernel_cc() const override { return 90; }
-  std::string_view template_name() const override { return "sm90_gemm.cu.in"; }
+  // Parallel split-K kernels: partial sums and a reduction kernel with the epilogue (their module class is in the
+  // template).
+  std::string_view template_name(const KernelSpec& spec) const override {
+    return spec.split_k_mode == SplitKMode::Parallel ? "sm90_gemm_parallel.cu.in" : "sm90_gemm.cu.in";
+  }
   std::string_view glue_header() const override { return "gemmkit/sm90_gemm.hpp"; }
 
   // Tensor cores other than f64 (whose kernels are CUTLASS 2.x ones), and FP8.
@@ -264,6 +282,7 @@ class Sm90Collective final : public Family {
   void validate(const KernelSpec& spec, const DeviceLimits& limits) const override {
     const TileDescription& td = spec.tile;
     check_types(spec);
+    check_parallel_split_k(spec);
     check_cluster(td);
     check_threadblock_shape(spec);
     check_schedules(spec);
@@ -287,10 +306,12 @@ class Sm90Collective final : public Family {
            layout_letter(spec.layout_b) + layout_letter(spec.layout_c) + "_align" + std::to_string(spec.alignment_a) +
            std::string(row_of(td.kernel_schedule).in_kernel_name) +
            std::string(row_of(td.epilogue_schedule).in_kernel_name) +
-           std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) + epilogue_suffix(spec);
+           std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) + epilogue_suffix(spec) +
+           std::string(row_of(spec.split_k_mode).in_kernel_name);
   }
 
-  bool splittable() const override { return true; }
+  // The split build's host module launches one cubin kernel; parallel split-K launches two.
+  bool splittable(const KernelSpec& spec) const override { return spec.split_k_mode != SplitKMode::Parallel; }
 
   Placeholders placeholders(const KernelSpec& spec) const override {
     const TileDescription& tile = spec.tile;

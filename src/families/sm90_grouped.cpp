@@ -84,7 +84,7 @@ class Sm90Grouped final : public Family {
  public:
   KernelFamily id() const override { return KernelFamily::Sm90Grouped; }
   int kernel_cc() const override { return 90; }
-  std::string_view template_name() const override { return "sm90_grouped.cu.in"; }
+  std::string_view template_name(const KernelSpec&) const override { return "sm90_grouped.cu.in"; }
   std::string_view glue_header() const override { return "gemmkit/sm90_grouped.hpp"; }
 
   // f16, bf16 and f32 (tf32) tensor cores; tf32 with row-major A and B has no wgmma form (the dense family computes

@@ -46,7 +46,8 @@ const std::vector<Knob>& all() {
        "1 makes run() compile and wait for the kernel a new shape asks for, instead of compiling it in the background"},
       {"GEMMKIT_DUMP_SASS", Type::Flag, "off", "1 writes kernel.sass (cuobjdump -sass) beside each built kernel.so"},
       {"GEMMKIT_SPLIT_K", Type::Text, "auto",
-       "off: run() never chooses split-K by itself (Stream-K kernels keep CUTLASS's heuristic decomposition)"},
+       "stream-k: run() splits K by itself on the Stream-K kernel only (not with SM90 parallel split-K); off: never "
+       "(Stream-K kernels keep CUTLASS's heuristic decomposition)"},
       {"GEMMKIT_TUNING_DB", Type::Text, "<cache>/tuning.sqlite3",
        "the tuning database (gemmkit tune, Gemm::tune); off: run() ignores it"},
   };
