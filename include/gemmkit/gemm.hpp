@@ -235,8 +235,7 @@ class Gemm {
                                    double beta);
   // The module run() launches for `choice`: with `wait`, that one (compiled if needed); else see run().
   KernelModule& module_for(KernelChoices& choices, std::size_t choice, bool wait);
-  // `tuned` (if given) is set when the tuning database chose.
-  std::size_t choose_tile(const KernelChoices& choices, const Problem& p, int sm_count, bool* tuned = nullptr) const;
+  std::size_t choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const;
   // The decomposition run() passes configuration `choice` for this problem.
   KSplit k_split(const KernelChoices& choices, std::size_t choice, const Problem& p, int sm_count) const;
   // Throws ConfigError when the split-K settings do not apply to `spec` (a plan's kernel without a tile: its family).

@@ -69,6 +69,18 @@ def partials_views(xp, a, b, partials, slices):
     return a.as_strided((slices, m, step), (step, k, 1)), b.as_strided((slices, step, n), (step * n, n, 1)), partials
 
 
+def partials_tile(plan, text):
+    """The first data-parallel configuration of `plan` with CTA tile and cluster "MxNxK/CMxCN" (e.g. 128x128x64/1x1)."""
+    tile, cluster = text.split("/")
+    shape = [int(x) for x in tile.split("x")]
+    cl = [int(x) for x in cluster.split("x")]
+    for td in plan.tile_descriptions():
+        if (list(td.threadblock_shape) == shape and list(td.cluster_shape)[:2] == cl
+                and td.tile_scheduler != gemmkit.TileSchedulerType.StreamK):
+            return td
+    raise SystemExit(f"no configuration {text} in the partials plan")
+
+
 def parallel_slices(k):
     return [s for s in SLICES if k % s == 0 and (k // s) % 64 == 0]
 
@@ -82,6 +94,9 @@ def main():
     parser.add_argument("--prebuild-only", action="store_true")
     parser.add_argument("--partials-only", action="store_true",
                         help="time the plan's choice and the parallel-partials emulation, not the Stream-K sweep")
+    parser.add_argument("--partials-tiles", default="",
+                        help="comma-separated MxNxK/CMxCN configurations for the partial-sums GEMM besides run()'s "
+                             "own choice (e.g. 128x128x64/1x1)")
     parser.add_argument("--cc", type=int, default=None, help="the GPU to pick kernels for (default: this one's)")
     args = parser.parse_args()
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
@@ -91,6 +106,8 @@ def main():
     import numpy as np
     specs = [make_plan(args.cc).spec_for(np.empty((m, k), np.float16), np.empty((k, n), np.float16), None,
                                          np.empty((m, n), np.float16)) for m, n, k in shapes]
+    extra_tiles = [partials_tile(partials_plan(args.cc), t) for t in args.partials_tiles.split(",") if t]
+    specs += [partials_plan(args.cc).construct(td) for td in extra_tiles]
     for m, n, k in shapes:  # the batched partial-sums GEMM of each slice count (run()'s own tile choice)
         for slices in parallel_slices(k):
             a, b = np.empty((m, k), np.float16), np.empty((k, n), np.float16)
@@ -140,18 +157,25 @@ def main():
             partials = torch.empty(slices, m, n, device="cuda", dtype=torch.float32)
             total = torch.empty(m, n, device="cuda", dtype=torch.float32)
             pa, pb, _ = partials_views(torch, a, b, partials, slices)
-            batched = partials_plan()
+            for td in [None, *extra_tiles]:
+                batched = partials_plan()
+                if td is not None:
+                    batched.tile_description = td
 
-            def parallel():
-                batched.run(pa, pb, None, partials, sync=False)
-                torch.sum(partials, 0, out=total)
-                d.copy_(total)  # the conversion to f16 (a real reduction kernel fuses it)
-            entry = timed(parallel)
-            entry.update(decomposition="ParallelPartials", slices=slices, reduction="InOrder",
-                         kernel=batched.spec_for(pa, pb, None, partials).procedural_name())
-            row["configs"].append(entry)
-            print(f"  parallel partials x{slices} ({entry['kernel']}) + torch.sum: {entry['ms']:.4f} ms, "
-                  f"{entry['ratio']:.3f}x, err {entry['max_rel_error']:.1e}", flush=True)
+                def parallel():
+                    batched.run(pa, pb, None, partials, sync=False)
+                    torch.sum(partials, 0, out=total)
+                    d.copy_(total)  # the conversion to f16 (a real reduction kernel fuses it)
+                entry = timed(parallel)
+                # The partial-sums GEMM alone: what a fused reduction kernel would add to.
+                entry["gemm_only_ms"] = compare_graphs(lambda: batched.run(pa, pb, None, partials, sync=False),
+                                                       lambda: torch.matmul(a, b), args.rounds, args.iterations)[0]
+                entry.update(decomposition="ParallelPartials", slices=slices, reduction="InOrder",
+                             kernel=batched.spec_for(pa, pb, None, partials).procedural_name())
+                row["configs"].append(entry)
+                print(f"  parallel partials x{slices} ({entry['kernel']}) + torch.sum: {entry['ms']:.4f} ms "
+                      f"(GEMM alone {entry['gemm_only_ms']:.4f}), {entry['ratio']:.3f}x, "
+                      f"err {entry['max_rel_error']:.1e}", flush=True)
         best = max(row["configs"], key=lambda c: c["ratio"])
         print(f"  best {best['ratio']:.3f}x: {best}", flush=True)
         results["rows"].append(row)

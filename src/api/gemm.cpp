@@ -509,7 +509,7 @@ catalog::ProblemShape kernel_shape(std::int64_t m, std::int64_t n, std::int64_t 
 
 }  // namespace
 
-std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, int sm_count, bool* tuned) const {
+std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const {
   check_k_split_settings(choices.spec(0));
   if (tile_) return 0;
   const catalog::ProblemShape shape = kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed);
@@ -524,9 +524,8 @@ std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, in
     return i;
   }
   // A configuration measured by Gemm::tune for this plan and shape bucket (tuning database), when it is built.
-  if (auto entry = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch}, *choices.tuned)) {
-    if (tuned != nullptr) *tuned = true;
-    return *entry;
+  if (auto tuned = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch}, *choices.tuned)) {
+    return *tuned;
   }
   return catalog::choose_tile(choices.tiles, choices.base, shape, sm_count, automatic_split_k());
 }
@@ -566,12 +565,17 @@ Gemm::KernelChoices* Gemm::parallel_choices(KernelChoices& choices, const Proble
 
 Gemm::RunChoice Gemm::run_choice(const Problem& p, int sm_count) {
   KernelChoices& choices = choices_for(p);
-  bool tuned = false;
-  const std::size_t index = choose_tile(choices, p, sm_count, &tuned);
+  const std::size_t index = choose_tile(choices, p, sm_count);
   RunChoice out{&choices, index, k_split(choices, index, p, sm_count), nullptr, 0, 0};
   // Where run() would split K on the Stream-K kernel by itself, parallel split-K instead when a configuration fits:
-  // 0.9-1.1x cuBLAS where Stream-K's split-K ran 0.48-0.88x (emulated on the H200, splitk-partials-tiles-s6-2).
-  if (tuned || out.split.mode != Decomposition::SplitK) return out;
+  // 0.9-1.1x cuBLAS where Stream-K's split-K ran 0.48-0.88x (emulated on the H200, splitk-partials-tiles-s6-2). It
+  // takes precedence over a tuning database entry (tune() times serial configurations only and refuses these shapes),
+  // so the heuristic decides without the database.
+  const std::size_t heuristic = tile_ ? 0 : catalog::choose_tile(choices.tiles, choices.base,
+                                                                 kernel_shape(p.m, p.n, p.k, p.batch,
+                                                                              run_cache_->transposed),
+                                                                 sm_count, automatic_split_k());
+  if (k_split(choices, heuristic, p, sm_count).mode != Decomposition::SplitK) return out;
   if (KernelChoices* parallel = parallel_choices(choices, p)) {
     const catalog::ProblemShape shape = kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed);
     const int k_granule = 128 / bits_of(types_.a);  // slices start on 16-byte boundaries

@@ -29,11 +29,11 @@ namespace {
 
 struct Operands {
   HostMatrix A, B, C, D;
-  explicit Operands(const cases::Shape& s)
-      : A(gk::DataType::f16, s.m, s.k, gk::Layout::RowMajor),
-        B(gk::DataType::f16, s.k, s.n, gk::Layout::RowMajor),
-        C(gk::DataType::f16, s.m, s.n, gk::Layout::RowMajor),
-        D(gk::DataType::f16, s.m, s.n, gk::Layout::RowMajor) {}
+  explicit Operands(const cases::Shape& s, gk::Layout layout = gk::Layout::RowMajor)
+      : A(gk::DataType::f16, s.m, s.k, layout),
+        B(gk::DataType::f16, s.k, s.n, layout),
+        C(gk::DataType::f16, s.m, s.n, layout),
+        D(gk::DataType::f16, s.m, s.n, layout) {}
   void fill_integers() {
     A.fill_integers(61, -3, 3);
     B.fill_integers(62, -3, 3);
@@ -152,6 +152,40 @@ TEST(GpuSplitK, AutomaticChoiceForLongKAndDecodeShapes) {
       EXPECT_GE(split.splits, 2) << what;
     }
     EXPECT_EQ(run_exact(plan, o, 1.0, 20000).max_abs_error, 0.0) << what << " " << kernel_of(plan, o);
+  }
+}
+
+// Parallel split-K: the partial sums of every K slice, then one reduction kernel with the whole epilogue. The sign-split
+// data would catch an activation or a bias applied to a partial sum; beta != 0 reads C in the reduction.
+TEST(GpuSplitK, ParallelSplitKIsExactWithTheWholeEpilogueAfterTheReduction) {
+  REQUIRE_SM90();
+  for (const gk::Layout layout : {gk::Layout::RowMajor, gk::Layout::ColumnMajor}) {
+    for (const gk::Activation activation : cases::parallel_split_k_activations()) {
+      gk::Gemm plan = cases::parallel_split_k_plan(device_cc(), activation, layout);
+      Operands o(cases::kParallelSplitKShape, layout);
+      o.fill_sign_split();
+      HostMatrix bias(gk::DataType::f16, 1, o.D.rows(), gk::Layout::RowMajor);
+      bias.fill_integers(67, -4, 4);
+      const auto bias_view = gk::TensorView::host(const_cast<void*>(bias.data()), bias.dtype(), {bias.cols()});
+      const std::string what = std::string(gk::to_string(layout)) + " " + std::string(gk::to_string(activation));
+      const gk::TensorView C = o.C.view();
+      const gk::KernelSpec spec = plan.spec_for(o.A.view(), o.B.view(), &C, o.D.view(), 1.0);
+      ASSERT_EQ(spec.split_k_mode, gk::SplitKMode::Parallel) << what << " " << spec.name();
+      const gk::KSplit split = plan.k_split_for(o.A.view(), o.B.view(), &C, o.D.view(), 1.0);
+      ASSERT_GE(split.splits, 2) << what;
+      gk::RunOptions options;
+      options.bias = &bias_view;
+      options.wait_for_best = true;  // the parallel kernel itself, not the serial one while it builds
+      for (const double beta : {1.0, 2.0}) {
+        plan.run(o.A.view(), o.B.view(), &C, o.D.view(), 1.0, beta, options);
+        const gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(), &bias,
+                                             gk::BiasMode::PerRow};
+        EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta, 0, 1, epilogue).max_abs_error,
+                  0.0)
+            << what << ", beta " << beta << ", " << split.splits << " slices, " << spec.name();
+      }
+      EXPECT_EQ(plan.running_kernel_name(o.A.view(), o.B.view(), &C, o.D.view(), 1.0), spec.name()) << what;
+    }
   }
 }
 

@@ -269,7 +269,7 @@ inline Gemm fp8_scale_plan(const Fp8ScaleCase& c, int cc) {
 }
 
 // The tuning tier (tests/gpu/tuning_gpu_test.cpp): an f16 plan tuned on one problem among this many candidates.
-inline constexpr Shape kTuneShape{256, 512, 4096};
+inline constexpr Shape kTuneShape{1024, 1024, 1024};  // not a parallel split-K shape (tune() refuses those)
 inline constexpr int kTuneCandidates = 4;
 
 inline GemmOptions tuning_options(int cc) {
@@ -314,8 +314,29 @@ inline Gemm split_k_plan(int cc, Activation activation) {
   plan.set_activation(activation);
   return plan;
 }
+// Parallel split-K (SM90): run() picks it for this long K over 12 tiles of 64 x 128; in both layouts, with a ReLU or
+// leaky_relu (slope 0.25: exact in f16) and a per-row bias.
+inline constexpr Shape kParallelSplitKShape{256, 384, 4096};
+inline Gemm parallel_split_k_plan(int cc, Activation activation, Layout layout) {
+  GemmOptions o = epilogue_options(DataType::f16, cc, 90);
+  o.layout_a = o.layout_b = o.layout_c = layout;
+  Gemm plan(o);
+  plan.set_activation(activation, 0.25);
+  plan.set_bias(BiasMode::PerRow);
+  return plan;
+}
+inline const std::vector<Activation>& parallel_split_k_activations() {
+  static const std::vector<Activation> kActivations = {Activation::ReLU, Activation::LeakyReLU};
+  return kActivations;
+}
 inline std::vector<KernelSpec> split_k_specs(int cc) {
   std::vector<KernelSpec> out;
+  for (const Layout layout : {Layout::RowMajor, Layout::ColumnMajor}) {
+    for (const Activation activation : parallel_split_k_activations()) {
+      Gemm parallel = parallel_split_k_plan(cc, activation, layout);
+      out.push_back(spec_for_shape(parallel, kParallelSplitKShape));
+    }
+  }
   Gemm relu = split_k_plan(cc, Activation::ReLU);
   relu.set_split_k_slices(2);
   out.push_back(spec_for_shape(relu, kSplitKShape));

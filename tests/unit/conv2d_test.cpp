@@ -373,11 +373,11 @@ TEST(Conv2dSm90, PointwiseProblemsRunAsTheSm90Gemm) {
   const KernelSpec w = wgrad.spec_for(t.dy, t.x, nullptr, t.dw);
   EXPECT_EQ(w.family, KernelFamily::Sm90Collective);
   EXPECT_EQ(w.activation, Activation::ReLU);
-  // dw = dy^T x: dy read column-major (K x N*H*W), x row-major; a long K on a 64 x 64 output: the GEMM's Stream-K
-  // kernel, which run() splits (its own split-K, not the conv's).
+  // dw = dy^T x: dy read column-major (K x N*H*W), x row-major; a long K on a 64 x 64 output: the GEMM's parallel
+  // split-K kernel, which run() splits (its own split-K, not the conv's).
   EXPECT_EQ(w.layout_a, Layout::ColumnMajor);
   EXPECT_EQ(w.layout_b, Layout::RowMajor);
-  EXPECT_EQ(w.tile.tile_scheduler, TileScheduler::StreamK) << w.name();
+  EXPECT_EQ(w.split_k_mode, SplitKMode::Parallel) << w.name();
   EXPECT_EQ(wgrad.split_k_for(t.dy, t.x, nullptr, t.dw), (Conv2dSplitK{SplitKMode::Serial, 1}));
 
   Conv2d fprop(options(ConvKind::Fprop, DataType::f16, DataType::f32, 90));

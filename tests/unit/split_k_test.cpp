@@ -204,3 +204,75 @@ TEST(SplitKPlan, BadSettingsAreConfigErrorsThatSayWhatToDo) {
             std::string::npos);
   EXPECT_EQ(sm80.reduction_mode(), gk::ReductionMode::Deterministic);
 }
+
+// SM90 parallel split-K: where run() would split K on the Stream-K kernel, a partial-sums GEMM over K slices and a
+// reduction kernel with the epilogue instead; the configurations are the best of the H200 emulation
+// (bench/results/2026-12-01/splitk-partials-tiles-s6-2_h200.log).
+TEST(ParallelSplitK, LongKOverFewTilesRunsParallelSplitKOnTheMeasuredConfigurations) {
+  gk::Gemm plan(f16_row(90));
+  struct Case {
+    long m, n, k;
+    int slices;
+  };
+  for (const Case& c : {Case{512, 512, 16384, 4}, Case{128, 4096, 4096, 2}, Case{128, 4096, 14336, 2}}) {
+    const auto A = probe(c.m, c.k), B = probe(c.k, c.n), D = probe(c.m, c.n);
+    const gk::KernelSpec spec = plan.spec_for(A, B, nullptr, D);
+    const std::string what = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
+    EXPECT_EQ(spec.split_k_mode, gk::SplitKMode::Parallel) << what;
+    EXPECT_EQ(spec.tile.cta_tile(), (gk::Shape3{64, 128, 64})) << what;
+    EXPECT_EQ(spec.tile.tile_scheduler, gk::TileScheduler::Default) << what;
+    EXPECT_NE(spec.name().find("_splitk_parallel"), std::string::npos) << spec.name();
+    EXPECT_EQ(plan.k_split_for(A, B, nullptr, D), (gk::KSplit{gk::Decomposition::SplitK, c.slices})) << what;
+  }
+  // What a pack of the plan holds: its run-time kernels include the parallel ones.
+  int parallel_kernels = 0;
+  for (const gk::KernelSpec& spec : plan.run_time_kernels()) {
+    parallel_kernels += spec.split_k_mode == gk::SplitKMode::Parallel;
+  }
+  EXPECT_GE(parallel_kernels, 1);
+}
+
+TEST(ParallelSplitK, NotWhereSlicesCannotStartAlignedOrTheUserChose) {
+  const Tables t;
+  std::vector<gk::TileDescription> tiles;
+  for (const auto& td : t.tiles) {
+    if (td.tile_scheduler != gk::TileScheduler::StreamK) tiles.push_back(td);
+  }
+  // K = 2392 = 8 x 13 x 23: no slice count leaves 16-byte aligned slices of at least 8 K steps.
+  EXPECT_FALSE(cat::choose_parallel_split(tiles, {256, 384, 2392, 1}, kH200Sms, 8));
+  // Many output tiles: no slice count fits one wave.
+  EXPECT_FALSE(cat::choose_parallel_split(tiles, {4096, 4096, 16384, 1}, kH200Sms, 8));
+  ASSERT_TRUE(cat::choose_parallel_split(tiles, {512, 512, 16384, 1}, kH200Sms, 8));
+
+  const auto A = probe(512, 16384), B = probe(16384, 512), D = probe(512, 512);
+  gk::Gemm forced(f16_row(90));
+  forced.set_split_k_slices(4);  // Stream-K split-K, as set
+  EXPECT_EQ(forced.spec_for(A, B, nullptr, D).split_k_mode, gk::SplitKMode::Serial);
+  gk::Gemm tiled(f16_row(90));
+  tiled.set_tile_description(tiled.tile_descriptions().front());
+  EXPECT_EQ(tiled.spec_for(A, B, nullptr, D).split_k_mode, gk::SplitKMode::Serial);
+  gk::Gemm sm80(sm80_kernels());  // CUTLASS 2.x kernels: no parallel split-K for GEMMs
+  EXPECT_EQ(sm80.spec_for(A, B, nullptr, D).split_k_mode, gk::SplitKMode::Serial);
+}
+
+TEST(ParallelSplitK, SpecsOutsideSm90OrWithStreamKAreConfigErrors) {
+  gk::KernelSpec sm80 = gk::Gemm(sm80_kernels()).spec();
+  sm80.split_k_mode = gk::SplitKMode::Parallel;
+  EXPECT_NE(error_of([&] { cat::validate(sm80, cat::limits_for_cc(90)); }).find("an SM90 one"), std::string::npos);
+  gk::Gemm plan(f16_row(90));
+  for (const auto& td : plan.tile_descriptions()) {
+    if (td.tile_scheduler != gk::TileScheduler::StreamK) continue;
+    gk::KernelSpec stream_k = plan.construct(td);
+    stream_k.split_k_mode = gk::SplitKMode::Parallel;
+    EXPECT_NE(error_of([&] { cat::validate(stream_k, cat::limits_for_cc(90)); }).find("does not combine"),
+              std::string::npos);
+    break;
+  }
+  // A serial spec's name and record are those of before parallel split-K.
+  const gk::KernelSpec serial = plan.spec();
+  EXPECT_EQ(serial.canonical().find("split_k"), std::string::npos);
+  gk::KernelSpec parallel = serial;
+  parallel.split_k_mode = gk::SplitKMode::Parallel;
+  EXPECT_EQ(parallel.name(), serial.name() + "_splitk_parallel");
+  EXPECT_NE(parallel.canonical(), serial.canonical());
+}

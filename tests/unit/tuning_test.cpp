@@ -286,7 +286,7 @@ TEST(TuningCandidates, BoundedDistinctAndHeuristicFirst) {
 
 TEST(TuningCandidates, TuneCandidatesNeedNoGpu) {
   Gemm plan(f16_options());
-  const gpu_cases::Shape s{512, 512, 16384};
+  const gpu_cases::Shape s{1024, 1024, 1024};  // not a parallel split-K shape: spec_for is a candidate of tune()
   const auto A = gpu_cases::probe_view(DataType::f16, s.m, s.k, Layout::RowMajor);
   const auto B = gpu_cases::probe_view(DataType::f16, s.k, s.n, Layout::RowMajor);
   const auto D = gpu_cases::probe_view(DataType::f16, s.m, s.n, Layout::RowMajor);
