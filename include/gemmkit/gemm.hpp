@@ -224,8 +224,11 @@ class Gemm {
     int slices;
   };
   RunChoice run_choice(const Problem& p, int sm_count);
-  // The parallel split-K kernels of these choices (made once), or nullptr where run() does not choose them: a tile
-  // or decomposition set, a batch, GEMMKIT_SPLIT_K other than auto, or a family without them (SM90 only).
+  // Whether run() may take parallel split-K for kernels like `base`: not with a tile, decomposition or Stream-K swizzle
+  // set, GEMMKIT_SPLIT_K other than auto, or a family without it (SM90 only, f32 accumulation).
+  bool may_split_k_in_parallel(const KernelSpec& base) const;
+  // The parallel split-K kernels of these choices (made once), or nullptr where run() does not choose them (see
+  // may_split_k_in_parallel; also a batch).
   KernelChoices* parallel_choices(KernelChoices& choices, const Problem& p);
   // The parallel kernel of `c` when it is built (or with `wait`, compiled here); else nullptr, its build started in
   // the background, and run() launches the serial choice meanwhile.

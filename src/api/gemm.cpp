@@ -547,11 +547,14 @@ KSplit Gemm::k_split_for(const TensorView& A, const TensorView& B, const TensorV
   return choice_without_running(A, B, C, D, beta).split;
 }
 
+bool Gemm::may_split_k_in_parallel(const KernelSpec& base) const {
+  return automatic_split() == AutoSplit::Parallel && !tile_ && decomposition_ == Decomposition::Auto &&
+         swizzle_ != Swizzle::StreamK && base.family == KernelFamily::Sm90Collective &&
+         base.element_accumulator == DataType::f32;
+}
+
 Gemm::KernelChoices* Gemm::parallel_choices(KernelChoices& choices, const Problem& p) {
-  if (automatic_split() != AutoSplit::Parallel || tile_ || decomposition_ != Decomposition::Auto || p.batch != 1 ||
-      choices.base.family != KernelFamily::Sm90Collective || choices.base.element_accumulator != DataType::f32) {
-    return nullptr;
-  }
+  if (p.batch != 1 || !may_split_k_in_parallel(choices.base)) return nullptr;
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
   if (!choices.parallel) {
     KernelSpec base = choices.base;
@@ -571,13 +574,11 @@ Gemm::RunChoice Gemm::run_choice(const Problem& p, int sm_count) {
   // 0.9-1.1x cuBLAS where Stream-K's split-K ran 0.48-0.88x (emulated on the H200, splitk-partials-tiles-s6-2). It
   // takes precedence over a tuning database entry (tune() times serial configurations only and refuses these shapes),
   // so the heuristic decides without the database.
-  const std::size_t heuristic = tile_ ? 0 : catalog::choose_tile(choices.tiles, choices.base,
-                                                                 kernel_shape(p.m, p.n, p.k, p.batch,
-                                                                              run_cache_->transposed),
-                                                                 sm_count, automatic_split_k());
+  const catalog::ProblemShape shape = kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed);
+  const std::size_t heuristic =
+      tile_ ? 0 : catalog::choose_tile(choices.tiles, choices.base, shape, sm_count, automatic_split_k());
   if (k_split(choices, heuristic, p, sm_count).mode != Decomposition::SplitK) return out;
   if (KernelChoices* parallel = parallel_choices(choices, p)) {
-    const catalog::ProblemShape shape = kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed);
     const int k_granule = 128 / bits_of(types_.a);  // slices start on 16-byte boundaries
     if (auto pick = catalog::choose_parallel_split(parallel->tiles, shape, sm_count, k_granule)) {
       out.parallel = parallel;
@@ -631,8 +632,7 @@ std::vector<KernelSpec> Gemm::run_time_kernels() const {
                                                      {3000, 3000, 3000, 1}};
   std::vector<std::size_t> chosen = {0};
   // The parallel split-K kernels run() picks where it splits K (SM90; see run_choice).
-  const bool parallel = !tile_ && automatic_split() == AutoSplit::Parallel && decomposition_ == Decomposition::Auto &&
-                        base.family == KernelFamily::Sm90Collective && base.element_accumulator == DataType::f32;
+  const bool parallel = may_split_k_in_parallel(base);
   KernelSpec parallel_base = base;
   parallel_base.split_k_mode = SplitKMode::Parallel;
   const std::vector<TileDescription> parallel_tiles = parallel ? valid_tiles(parallel_base) : tiles;

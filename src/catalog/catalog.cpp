@@ -170,9 +170,10 @@ std::vector<TileDescription> tile_descriptions(const Target& target, OpClass opc
 
 void validate(const KernelSpec& spec, const DeviceLimits& limits) {
   if (spec.split_k_mode == SplitKMode::Parallel && !spec.conv_kind && spec.family != KernelFamily::Sm90Collective) {
-    throw ConfigError("Parallel split-K (split_k_mode parallel) is a Conv2d option and, for GEMMs, an SM90 one "
-                      "(kernel_cc 90 tensor-op kernels); this spec's family is " + std::string(to_string(spec.family)) +
-                      ": take serial.");
+    throw ConfigError(
+        "Parallel split-K (split_k_mode parallel) is a Conv2d option and, for GEMMs, an SM90 one "
+        "(kernel_cc 90 tensor-op kernels); this spec's family is " +
+        std::string(to_string(spec.family)) + ": take serial.");
   }
   family_of(spec.family).validate(spec, limits);
 }

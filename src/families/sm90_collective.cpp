@@ -77,8 +77,9 @@ void check_types(const KernelSpec& spec) {
 void check_parallel_split_k(const KernelSpec& spec) {
   if (spec.split_k_mode != SplitKMode::Parallel) return;
   if (uses_stream_k(spec)) {
-    fail("Parallel split-K splits K over a batch of partial-sum GEMMs; it does not combine with the Stream-K tile "
-         "scheduler or swizzle. Use the Default tile scheduler and IdentitySwizzle1.");
+    fail(
+        "Parallel split-K splits K over a batch of partial-sum GEMMs; it does not combine with the Stream-K tile "
+        "scheduler or swizzle. Use the Default tile scheduler and IdentitySwizzle1.");
   }
   if (spec.element_accumulator != DataType::f32) {
     fail("Parallel split-K writes f32 partial sums; the accumulator is " +

@@ -231,9 +231,10 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
   };
   const int device = current_device();
   if (run_choice(p, device_info(device).sm_count).parallel != nullptr) {
-    throw ConfigError("tune(): run() computes this shape with parallel split-K (a long K over few output tiles), "
-                      "which tune() does not time; it needs no tuning entry (set GEMMKIT_SPLIT_K=stream-k to tune "
-                      "the Stream-K kernel's split-K instead).");
+    throw ConfigError(
+        "tune(): run() computes this shape with parallel split-K (a long K over few output tiles), "
+        "which tune() does not time; it needs no tuning entry (set GEMMKIT_SPLIT_K=stream-k to tune "
+        "the Stream-K kernel's split-K instead).");
   }
   const KernelChoices& choices = choices_for(p);
   const std::vector<std::size_t> indices = tuning_indices(choices, p, device_info(device).sm_count, options);

@@ -155,8 +155,8 @@ TEST(GpuSplitK, AutomaticChoiceForLongKAndDecodeShapes) {
   }
 }
 
-// Parallel split-K: the partial sums of every K slice, then one reduction kernel with the whole epilogue. The sign-split
-// data would catch an activation or a bias applied to a partial sum; beta != 0 reads C in the reduction.
+// Parallel split-K: the partial sums of every K slice, then one reduction kernel with the whole epilogue. The
+// sign-split data would catch an activation or a bias applied to a partial sum; beta != 0 reads C in the reduction.
 TEST(GpuSplitK, ParallelSplitKIsExactWithTheWholeEpilogueAfterTheReduction) {
   REQUIRE_SM90();
   for (const gk::Layout layout : {gk::Layout::RowMajor, gk::Layout::ColumnMajor}) {
