@@ -222,6 +222,12 @@ class Gemm {
     KernelChoices* parallel;
     std::size_t parallel_index;
     int slices;
+    // Launch the parallel kernel: its choices, configuration and split in place of the serial ones.
+    void take_parallel() {
+      choices = parallel;
+      index = parallel_index;
+      split = {Decomposition::SplitK, slices};
+    }
   };
   RunChoice run_choice(const Problem& p, int sm_count);
   // Whether run() may take parallel split-K for kernels like `base`: not with a tile, decomposition or Stream-K swizzle
@@ -238,7 +244,11 @@ class Gemm {
                                    double beta);
   // The module run() launches for `choice`: with `wait`, that one (compiled if needed); else see run().
   KernelModule& module_for(KernelChoices& choices, std::size_t choice, bool wait);
+  // The configuration the plan or the shape picks: a set tile, a forced decomposition's Stream-K kernel, else the
+  // shape heuristic (run_choice consults the tuning database after it).
   std::size_t choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const;
+  // Whether a forced decomposition asks for the Stream-K kernel (the plan's swizzle does not already give it).
+  bool forces_stream_k_kernel() const;
   // The decomposition run() passes configuration `choice` for this problem.
   KSplit k_split(const KernelChoices& choices, std::size_t choice, const Problem& p, int sm_count) const;
   // Throws ConfigError when the split-K settings do not apply to `spec` (a plan's kernel without a tile: its family).

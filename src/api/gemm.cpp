@@ -502,6 +502,13 @@ int sm_count_here(int cc) {
   return cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc).sm_count;
 }
 
+// Parallel split-K's configuration and slices for a problem (catalog::choose_parallel_split), its slices starting on
+// 16-byte boundaries of A's elements.
+std::optional<catalog::SplitChoice> parallel_split(const std::vector<TileDescription>& tiles,
+                                                   const catalog::ProblemShape& shape, int sm_count, DataType a) {
+  return catalog::choose_parallel_split(tiles, shape, sm_count, 128 / bits_of(a));
+}
+
 // The problem as the kernel sees it: transposed when it computes D^T.
 catalog::ProblemShape kernel_shape(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, bool swap) {
   return {swap ? n : m, swap ? m : n, k, batch};
@@ -513,7 +520,7 @@ std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, in
   check_k_split_settings(choices.spec(0));
   if (tile_) return 0;
   const catalog::ProblemShape shape = kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed);
-  if (forces_stream_k(decomposition_) && swizzle_ != Swizzle::StreamK) {
+  if (forces_stream_k_kernel()) {
     const std::size_t i = catalog::smallest_stream_k(choices.tiles, shape);
     if (i == choices.tiles.size()) {
       throw ConfigError("Decomposition " + std::string(to_string(decomposition_)) +
@@ -523,11 +530,11 @@ std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, in
     }
     return i;
   }
-  // A configuration measured by Gemm::tune for this plan and shape bucket (tuning database), when it is built.
-  if (auto tuned = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch}, *choices.tuned)) {
-    return *tuned;
-  }
   return catalog::choose_tile(choices.tiles, choices.base, shape, sm_count, automatic_split_k());
+}
+
+bool Gemm::forces_stream_k_kernel() const {
+  return forces_stream_k(decomposition_) && swizzle_ != Swizzle::StreamK;
 }
 
 KSplit Gemm::k_split(const KernelChoices& choices, std::size_t choice, const Problem& p, int sm_count) const {
@@ -568,22 +575,28 @@ Gemm::KernelChoices* Gemm::parallel_choices(KernelChoices& choices, const Proble
 
 Gemm::RunChoice Gemm::run_choice(const Problem& p, int sm_count) {
   KernelChoices& choices = choices_for(p);
-  const std::size_t index = choose_tile(choices, p, sm_count);
-  RunChoice out{&choices, index, k_split(choices, index, p, sm_count), nullptr, 0, 0};
-  // Where run() would split K on the Stream-K kernel by itself, parallel split-K instead when a configuration fits:
-  // 0.9-1.1x cuBLAS where Stream-K's split-K ran 0.48-0.88x (emulated on the H200, splitk-partials-tiles-s6-2). It
-  // takes precedence over a tuning database entry (tune() times serial configurations only and refuses these shapes),
-  // so the heuristic decides without the database.
-  const catalog::ProblemShape shape = kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed);
-  const std::size_t heuristic =
-      tile_ ? 0 : catalog::choose_tile(choices.tiles, choices.base, shape, sm_count, automatic_split_k());
-  if (k_split(choices, heuristic, p, sm_count).mode != Decomposition::SplitK) return out;
-  if (KernelChoices* parallel = parallel_choices(choices, p)) {
-    const int k_granule = 128 / bits_of(types_.a);  // slices start on 16-byte boundaries
-    if (auto pick = catalog::choose_parallel_split(parallel->tiles, shape, sm_count, k_granule)) {
-      out.parallel = parallel;
-      out.parallel_index = pick->tile;
-      out.slices = pick->slices;
+  const std::size_t heuristic = choose_tile(choices, p, sm_count);
+  RunChoice out{&choices, heuristic, k_split(choices, heuristic, p, sm_count), nullptr, 0, 0};
+  // Where the heuristic splits K on the Stream-K kernel, parallel split-K instead when a configuration fits: 0.9-1.1x
+  // cuBLAS where Stream-K's split-K ran 0.48-0.88x (emulated on the H200, splitk-partials-tiles-s6-2). It takes
+  // precedence over a tuning database entry (tune() times serial configurations only and refuses these shapes).
+  if (out.split.mode == Decomposition::SplitK) {
+    if (KernelChoices* parallel = parallel_choices(choices, p)) {
+      const catalog::ProblemShape shape = kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed);
+      if (auto pick = parallel_split(parallel->tiles, shape, sm_count, types_.a)) {
+        out.parallel = parallel;
+        out.parallel_index = pick->tile;
+        out.slices = pick->slices;
+        return out;
+      }
+    }
+  }
+  // Else a configuration measured by Gemm::tune for this plan and shape bucket (tuning database), when it is built;
+  // a set tile or a forced Stream-K kernel is the plan's own choice.
+  if (!tile_ && !forces_stream_k_kernel()) {
+    if (auto tuned = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch}, *choices.tuned)) {
+      out.index = *tuned;
+      out.split = k_split(choices, *tuned, p, sm_count);
     }
   }
   return out;
@@ -635,7 +648,8 @@ std::vector<KernelSpec> Gemm::run_time_kernels() const {
   const bool parallel = may_split_k_in_parallel(base);
   KernelSpec parallel_base = base;
   parallel_base.split_k_mode = SplitKMode::Parallel;
-  const std::vector<TileDescription> parallel_tiles = parallel ? valid_tiles(parallel_base) : tiles;
+  const std::vector<TileDescription> parallel_tiles =
+      parallel ? valid_tiles(parallel_base) : std::vector<TileDescription>{};
   std::vector<std::size_t> parallel_chosen;
   auto add = [](std::vector<std::size_t>& list, std::size_t i) {
     if (std::find(list.begin(), list.end(), i) == list.end()) list.push_back(i);
@@ -645,7 +659,7 @@ std::vector<KernelSpec> Gemm::run_time_kernels() const {
       const std::size_t i = catalog::choose_tile(tiles, base, shape, sm_count);
       add(chosen, i);
       if (parallel && catalog::choose_k_split(tiles[i], shape, sm_count).mode == Decomposition::SplitK) {
-        if (auto pick = catalog::choose_parallel_split(parallel_tiles, shape, sm_count, 128 / bits_of(types_.a))) {
+        if (auto pick = parallel_split(parallel_tiles, shape, sm_count, types_.a)) {
           add(parallel_chosen, pick->tile);
         }
       }
@@ -669,11 +683,7 @@ Gemm::RunChoice Gemm::choice_without_running(const TensorView& A, const TensorVi
                                              const TensorView& D, double beta) {
   require_operation(catalog::Operation::Gemm, "spec_for(A, B, C, D)");
   RunChoice c = run_choice(check_problem(A, B, C, D, beta), sm_count_here(cc_));
-  if (c.parallel != nullptr) {  // what run() launches once the parallel kernel is built
-    c.choices = c.parallel;
-    c.index = c.parallel_index;
-    c.split = {Decomposition::SplitK, c.slices};
-  }
+  if (c.parallel != nullptr) c.take_parallel();  // what run() launches once the parallel kernel is built
   return c;
 }
 
@@ -869,11 +879,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   const int sm_count = device_info(device).sm_count;
   RunChoice c = run_choice(p, sm_count);
   KernelModule* parallel = c.parallel != nullptr ? parallel_module(c, options.wait_for_best) : nullptr;
-  if (parallel != nullptr) {
-    c.choices = c.parallel;
-    c.index = c.parallel_index;
-    c.split = {Decomposition::SplitK, c.slices};
-  }
+  if (parallel != nullptr) c.take_parallel();
   const KernelChoices& choices = *c.choices;
   if (options.print_module) std::fputs(render(choices.spec(c.index)).text.c_str(), stdout);
   KernelModule& module = parallel != nullptr ? *parallel : module_for(*c.choices, c.index, options.wait_for_best);

@@ -29,8 +29,8 @@ struct Gemm::KernelChoices {
   std::vector<TileDescription> tiles;
   KernelSlots<KernelModule> slots;  // parallel to tiles, loaded on first use
   std::unique_ptr<tuning::LookupMemo> tuned = std::make_unique<tuning::LookupMemo>();  // run()'s database answers
-  std::unique_ptr<KernelChoices> parallel =
-      nullptr;  // the parallel split-K kernels of this triple (SM90), made on first use
+  // The parallel split-K kernels of this triple (SM90), made on first use.
+  std::unique_ptr<KernelChoices> parallel = nullptr;
 
   KernelSpec spec(std::size_t choice) const {
     KernelSpec s = base;
