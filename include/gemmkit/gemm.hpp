@@ -237,8 +237,11 @@ class Gemm {
   // may_split_k_in_parallel; also a batch).
   KernelChoices* parallel_choices(KernelChoices& choices, const Problem& p);
   // The parallel kernel of `c` when it is built (or with `wait`, compiled here); else nullptr, its build started in
-  // the background, and run() launches the serial choice meanwhile.
-  KernelModule* parallel_module(const RunChoice& c, bool wait);
+  // the background (`building` set while it runs; a failed build leaves it false: the serial choice from then on).
+  KernelModule* parallel_module(const RunChoice& c, bool wait, bool& building);
+  // While c's parallel kernel builds: a serial kernel already built (c's, else another configuration), never one
+  // compiled for the meantime; with none built, the parallel kernel compiled here (and `c` switched to it).
+  KernelModule& module_while_parallel_builds(RunChoice& c);
   // spec_for's checks and choice: run_choice's, the parallel kernel in place of the serial one where chosen.
   RunChoice choice_without_running(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                                    double beta);

@@ -602,7 +602,7 @@ Gemm::RunChoice Gemm::run_choice(const Problem& p, int sm_count) {
   return out;
 }
 
-KernelModule* Gemm::parallel_module(const RunChoice& c, bool wait) {
+KernelModule* Gemm::parallel_module(const RunChoice& c, bool wait, bool& building) {
   KernelSlots<KernelModule>& slots = c.parallel->slots;
   const std::size_t i = c.parallel_index;
   std::shared_ptr<const jit::BackgroundBuild> pending;
@@ -614,7 +614,10 @@ KernelModule* Gemm::parallel_module(const RunChoice& c, bool wait) {
   if (wait || (pending && pending->state() == jit::BackgroundBuild::State::done)) {
     return &module_for(*c.parallel, i, /*wait=*/true);
   }
-  if (pending) return nullptr;  // building, or failed (a warning said so): the serial choice meanwhile, or from now on
+  if (pending) {  // building, or failed (a warning said so): the serial choice meanwhile, or from now on
+    building = !pending->finished();
+    return nullptr;
+  }
   const KernelSpec spec = c.parallel->spec(i);
   if (auto module = jit::load_kernel_if_built(spec)) {
     std::lock_guard<std::mutex> lock(run_cache_->mutex);
@@ -624,7 +627,19 @@ KernelModule* Gemm::parallel_module(const RunChoice& c, bool wait) {
   auto build = jit::build_kernel_in_background(spec);
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
   if (!slots.pending[i]) slots.pending[i] = std::move(build);
+  building = true;
   return nullptr;
+}
+
+KernelModule& Gemm::module_while_parallel_builds(RunChoice& c) {
+  KernelChoices& serial = *c.choices;
+  const ModuleSources<KernelModule> sources{[&](std::size_t i) { return jit::load_kernel_if_built(serial.spec(i)); },
+                                           {}, {}};
+  if (KernelModule* module = built_module(serial.slots, run_cache_->mutex, c.index, sources)) return *module;
+  bool building = false;
+  KernelModule* parallel = parallel_module(c, /*wait=*/true, building);  // nothing built: the parallel one, as asked
+  c.take_parallel();
+  return *parallel;
 }
 
 std::vector<KernelSpec> Gemm::run_time_kernels() const {
@@ -878,11 +893,17 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   // Choose the kernel for these alignments (resolved once per alignment triple) and this problem's shape.
   const int sm_count = device_info(device).sm_count;
   RunChoice c = run_choice(p, sm_count);
-  KernelModule* parallel = c.parallel != nullptr ? parallel_module(c, options.wait_for_best) : nullptr;
-  if (parallel != nullptr) c.take_parallel();
+  bool parallel_building = false;
+  KernelModule* module = c.parallel != nullptr ? parallel_module(c, options.wait_for_best, parallel_building) : nullptr;
+  if (module != nullptr) {
+    c.take_parallel();
+  } else if (parallel_building) {
+    module = &module_while_parallel_builds(c);
+  } else {
+    module = &module_for(*c.choices, c.index, options.wait_for_best);
+  }
   const KernelChoices& choices = *c.choices;
   if (options.print_module) std::fputs(render(choices.spec(c.index)).text.c_str(), stdout);
-  KernelModule& module = parallel != nullptr ? *parallel : module_for(*c.choices, c.index, options.wait_for_best);
   if (options.bias != nullptr && options.bias->on_device()) {
     const auto bytes =
         static_cast<std::uintptr_t>(catalog::family_of(choices.base.family).bias_alignment_bytes(choices.base));
@@ -917,7 +938,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   gemm.reduction_mode = reduction_mode_;
   gemm.device = device;
   gemm.sm_count = sm_count;
-  runtime::launch(module, gemm, options.stream, options.sync, options.workspace);
+  runtime::launch(*module, gemm, options.stream, options.sync, options.workspace);
 }
 
 }  // namespace gemmkit

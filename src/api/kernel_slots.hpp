@@ -37,6 +37,26 @@ struct ModuleSources {
   std::function<std::shared_ptr<const jit::BackgroundBuild>(std::size_t)> in_background;
 };
 
+// The first configuration other than `skip` whose module is loaded or built (then loaded and kept), else kNone.
+template <class Module>
+std::size_t first_built(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t skip,
+                        const ModuleSources<Module>& sources) {
+  for (std::size_t i = 0; i < slots.modules.size(); ++i) {
+    if (i == skip) continue;
+    std::shared_ptr<Module> module;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      module = slots.modules[i];
+    }
+    if (module) return i;
+    if (!(module = sources.if_built(i))) continue;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!slots.modules[i]) slots.modules[i] = std::move(module);
+    return i;
+  }
+  return KernelSlots<Module>::kNone;
+}
+
 // The module to launch for configuration `wanted`:
 // - loaded, or in the disk cache: that one;
 // - else, unless `wait`, a built one (the plan's default first) at once, while `wanted` builds in the background; once
@@ -66,24 +86,34 @@ Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_
   if (pending && pending->state() == State::done) return keep(wanted, sources.build(wanted));  // a cache hit now
   if (wait) return keep(wanted, sources.build(wanted));
   if (auto module = sources.if_built(wanted)) return keep(wanted, std::move(module));
-  for (std::size_t i = 0; i < slots.modules.size(); ++i) {
-    if (i == wanted) continue;
-    std::shared_ptr<Module> module;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      module = slots.modules[i];
-    }
-    if (!module) module = sources.if_built(i);
-    if (!module) continue;
-    auto build = sources.in_background(wanted);
+  const std::size_t i = first_built(slots, mutex, wanted, sources);
+  if (i == KernelSlots<Module>::kNone) return keep(wanted, sources.build(wanted));  // nothing built: compile, as asked
+  auto build = sources.in_background(wanted);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (slots.modules[wanted]) return *slots.modules[wanted];  // another thread got it meanwhile
+  slots.stand_in[wanted] = i;
+  slots.pending[wanted] = std::move(build);
+  return *slots.modules[i];
+}
+
+// A module for `wanted` if loaded or built, else for another configuration (the plan's default first), else null;
+// nothing compiles and nothing is scheduled: what runs while a kernel of another list of choices builds.
+template <class Module>
+Module* built_module(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t wanted,
+                     const ModuleSources<Module>& sources) {
+  {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!slots.modules[i]) slots.modules[i] = std::move(module);
-    if (slots.modules[wanted]) return *slots.modules[wanted];  // another thread got it meanwhile
-    slots.stand_in[wanted] = i;
-    slots.pending[wanted] = std::move(build);
-    return *slots.modules[i];
+    if (slots.modules[wanted]) return slots.modules[wanted].get();
   }
-  return keep(wanted, sources.build(wanted));  // nothing built: the first run of the plan compiles, as asked
+  if (auto module = sources.if_built(wanted)) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!slots.modules[wanted]) slots.modules[wanted] = std::move(module);
+    return slots.modules[wanted].get();
+  }
+  const std::size_t i = first_built(slots, mutex, wanted, sources);
+  if (i == KernelSlots<Module>::kNone) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  return slots.modules[i].get();
 }
 
 }  // namespace gemmkit

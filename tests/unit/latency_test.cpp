@@ -207,6 +207,23 @@ TEST_F(KernelSlotsTest, AFailedBackgroundBuildLeavesTheStandInForGood) {
   EXPECT_EQ(foreground_builds_, 0);
 }
 
+// While run() waits for a kernel of another list (the parallel split-K one), the serial list only lends what is
+// built: no compile, no background build of a kernel that would be dropped once the other one is ready.
+TEST_F(KernelSlotsTest, BuiltModuleLendsWhatIsBuiltAndBuildsNothing) {
+  slots_.resize(3);
+  EXPECT_EQ(built_module(slots_, mutex_, 2, sources()), nullptr);  // nothing built: nothing to lend
+  built_ = {1};
+  FakeModule* lent = built_module(slots_, mutex_, 2, sources());
+  ASSERT_NE(lent, nullptr);
+  EXPECT_EQ(lent->tile, 1u);
+  built_.insert(2);
+  EXPECT_EQ(built_module(slots_, mutex_, 2, sources())->tile, 2u);  // the wanted one, once built
+  EXPECT_EQ(foreground_builds_, 0);
+  EXPECT_EQ(background_requests_, 0);
+  EXPECT_EQ(slots_.pending[2], nullptr);
+  gate_.open();
+}
+
 // ---- packs ----------------------------------------------------------------------------------------------------
 
 TEST(Packs, PackLinesAreCompilePlans) {
