@@ -51,7 +51,10 @@ struct Conv2dSplitK {
 //     A 1x1 filter at unit stride without padding is a plain GEMM (fprop: N*H*W x K x C; dgrad: N*H*W x C x K;
 //     wgrad: K x C x N*H*W), and CUTLASS 4.2's SM90 conv kernel is neither persistent nor split: such problems run
 //     the SM90 GEMM family's kernel (persistent, its run-time tile choice, split-K for a long wgrad), and spec_for
-//     names it (cutlass3x_sm90_tensorop_gemm_...). A tile description set on the plan keeps the conv kernel.
+//     names it (cutlass3x_sm90_tensorop_gemm_...). So do strided 1x1 fprop and wgrad (ResNet's downsampling layers)
+//     where one copy packs the pixels the filter reads (H a multiple of the stride; a buffer of N*P*Q*C elements from
+//     gemmkit's stream-ordered pool for the launch), then the GEMM runs over N*P*Q pixels. A tile description set on
+//     the plan keeps the conv kernel.
 // Tensors are 4-D, packed, channels innermost (NHWC / KRSC). Thread-safe like Gemm::run.
 class Conv2d : public Gemm {
  public:
@@ -132,8 +135,10 @@ class Conv2d : public Gemm {
     TensorView a, b, d;
     std::optional<TensorView> c;
   };
+  // `gathered`: the strided input's packed pixels (run()), else the input itself is named (spec_for).
   PointwiseOperands pointwise_operands(const ConvProblem& problem, const TensorView& A, const TensorView& B,
-                                       const TensorView* C, const TensorView& D) const;
+                                       const TensorView* C, const TensorView& D,
+                                       const TensorView* gathered = nullptr) const;
   int sm_count_for_choice() const;
 
   ConvKind kind_;

@@ -15,6 +15,7 @@
 #include "jit/kernel_loader.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/staging.hpp"
+#include "runtime/subsample.hpp"
 #include "runtime/workspace.hpp"
 
 namespace gemmkit {
@@ -159,6 +160,15 @@ struct Conv2d::ConvProblem {
   int alignment_a = 0, alignment_b = 0, alignment_c = 0;
   IteratorAlgorithm iterator = IteratorAlgorithm::Analytic;
   StrideSupport stride_support = StrideSupport::Strided;
+
+  // A 1x1 filter without padding runs as a GEMM over the pixels it reads (see Conv2d's class comment). Above unit
+  // stride fprop and wgrad first gather those pixels with one copy; dgrad would scatter, and keeps the conv kernel.
+  bool pointwise(ConvKind kind) const {
+    if (r != 1 || s != 1 || geometry.padding != std::array{0, 0}) return false;
+    return !gathers_input() || (kind != ConvKind::Dgrad && input_pixels(0).one_copy());
+  }
+  bool gathers_input() const { return geometry.stride != std::array{1, 1}; }
+  runtime::StridedPixels input_pixels(int element_bytes) const { return {n, h, w, c, geometry.stride, element_bytes}; }
 
   // The implicit GEMM's extents.
   catalog::ProblemShape gemm(ConvKind kind) const {
@@ -384,15 +394,13 @@ Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
 }
 
 Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
-  const Conv2dGeometry& g = p.geometry;
-  const bool pointwise = p.r == 1 && p.s == 1 && g.stride == std::array{1, 1} && g.padding == std::array{0, 0};
-  if (!pointwise || run_cache_->kernel_cc != 90 || tile_description()) return nullptr;
+  if (!p.pointwise(kind_) || run_cache_->kernel_cc != 90 || tile_description()) return nullptr;
   const double slope = activation_parameter();
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
   for (const auto& [parameter, gemm] : run_cache_->pointwise) {
     if (parameter == slope) return gemm.get();
   }
-  const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.h * p.w, p.c, p.k);
+  const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.p * p.q, p.c, p.k);
   GemmOptions o;
   o.element_a = types_.a, o.element_b = types_.b, o.element_c = types_.c, o.element_d = types_.d;
   o.element_accumulator = types_.accumulator;
@@ -410,9 +418,13 @@ Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
 }
 
 Conv2d::PointwiseOperands Conv2d::pointwise_operands(const ConvProblem& p, const TensorView& A, const TensorView& B,
-                                                     const TensorView* C, const TensorView& D) const {
-  const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.h * p.w, p.c, p.k);
-  PointwiseOperands out{matrix(A, a), matrix(B, b), matrix(D, d), std::nullopt};
+                                                     const TensorView* C, const TensorView& D,
+                                                     const TensorView* gathered) const {
+  const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.p * p.q, p.c, p.k);
+  // The input activation (fprop's A, wgrad's B) is read from its gathered pixels where the stride skips some.
+  const TensorView& A_read = gathered != nullptr && kind_ == ConvKind::Fprop ? *gathered : A;
+  const TensorView& B_read = gathered != nullptr && kind_ == ConvKind::Wgrad ? *gathered : B;
+  PointwiseOperands out{matrix(A_read, a), matrix(B_read, b), matrix(D, d), std::nullopt};
   if (C != nullptr) out.c = matrix(*C, d);
   return out;
 }
@@ -454,8 +466,24 @@ void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, 
     }
   }
   if (p.n == 0) return;  // an empty batch: nothing to compute, nothing to write
+  const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device());
+  if (any_host && runtime::is_capturing(options.stream)) {
+    throw TensorError(
+        "Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy back needs a "
+        "synchronisation); pass device tensors.");
+  }
   if (Gemm* gemm = pointwise_gemm(p)) {
-    const PointwiseOperands o = pointwise_operands(p, A, B, C, D);
+    // Above unit stride, the pixels the filter reads are packed first into a buffer of this launch (stream order).
+    std::optional<runtime::LaunchWorkspace> packed;
+    std::optional<TensorView> gathered;
+    if (p.gathers_input()) {
+      const TensorView& x = kind_ == ConvKind::Fprop ? A : B;
+      const runtime::StridedPixels pixels = p.input_pixels(static_cast<int>(bits_of(x.dtype) / 8));
+      packed.emplace(device, static_cast<std::size_t>(pixels.packed_bytes()), options.stream);
+      runtime::gather_strided_pixels(x.data, pixels, packed->get(), options.stream);
+      gathered = TensorView::strided(packed->get(), x.dtype, {p.n * p.p * p.q, p.c}, {p.c, 1}, device);
+    }
+    const PointwiseOperands o = pointwise_operands(p, A, B, C, D, gathered ? &*gathered : nullptr);
     gemm->run(o.a, o.b, o.c ? &*o.c : nullptr, o.d, alpha, beta, options);
     return;
   }
@@ -463,13 +491,6 @@ void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, 
   const Launch launch = launch_for(p, device_info(device).sm_count);
   if (options.print_module) std::fputs(render(launch.choices->spec(launch.choice)).text.c_str(), stdout);
   KernelModule& module = module_for(*launch.choices, launch.choice, options.wait_for_best);
-
-  const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device());
-  if (any_host && runtime::is_capturing(options.stream)) {
-    throw TensorError(
-        "Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy back needs a "
-        "synchronisation); pass device tensors.");
-  }
   runtime::Staging staging(options.stream);
   const runtime::LaunchOperand d = launch_operand(D, types_.d);
   gk_conv2d_args args{};

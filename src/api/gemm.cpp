@@ -633,8 +633,8 @@ KernelModule* Gemm::parallel_module(const RunChoice& c, bool wait, bool& buildin
 
 KernelModule& Gemm::module_while_parallel_builds(RunChoice& c) {
   KernelChoices& serial = *c.choices;
-  const ModuleSources<KernelModule> sources{[&](std::size_t i) { return jit::load_kernel_if_built(serial.spec(i)); },
-                                           {}, {}};
+  const ModuleSources<KernelModule> sources{
+      [&](std::size_t i) { return jit::load_kernel_if_built(serial.spec(i)); }, {}, {}};
   if (KernelModule* module = built_module(serial.slots, run_cache_->mutex, c.index, sources)) return *module;
   bool building = false;
   KernelModule* parallel = parallel_module(c, /*wait=*/true, building);  // nothing built: the parallel one, as asked
