@@ -52,9 +52,9 @@ struct Conv2dSplitK {
 //     wgrad: K x C x N*H*W), and CUTLASS 4.2's SM90 conv kernel is neither persistent nor split: such problems run
 //     the SM90 GEMM family's kernel (persistent, its run-time tile choice, split-K for a long wgrad), and spec_for
 //     names it (cutlass3x_sm90_tensorop_gemm_...). So do strided 1x1 fprop and wgrad (ResNet's downsampling layers)
-//     where one copy packs the pixels the filter reads (H a multiple of the stride; a buffer of N*P*Q*C elements from
-//     gemmkit's stream-ordered pool for the launch), then the GEMM runs over N*P*Q pixels. A tile description set on
-//     the plan keeps the conv kernel.
+//     where H and W are multiples of the stride: one copy keeps the image rows the filter reads (N*P*W*C elements,
+//     a buffer from gemmkit's stream-ordered pool for the launch), and the GEMM reads every stride_w-th pixel of them
+//     (N*P*Q rows, leading dimension stride_w * C). A tile description set on the plan keeps the conv kernel.
 // Tensors are 4-D, packed, channels innermost (NHWC / KRSC). Thread-safe like Gemm::run.
 class Conv2d : public Gemm {
  public:
@@ -125,7 +125,8 @@ class Conv2d : public Gemm {
   };
   ConvProblem check_conv(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                          const Conv2dGeometry& geometry, double beta) const;
-  KernelChoices& conv_choices(const ConvProblem& problem, SplitKMode mode);
+  // The configurations for this problem's alignments, iterators and split-K mode; `stages` != 0: at that depth.
+  KernelChoices& conv_choices(const ConvProblem& problem, SplitKMode mode, int stages = 0);
   std::size_t choose(const KernelChoices& choices, const ConvProblem& problem, int sm_count) const;
   Launch launch_for(const ConvProblem& problem, int sm_count);
   // The GEMM plan a pointwise problem runs as (see the class comment), else null.
@@ -135,10 +136,10 @@ class Conv2d : public Gemm {
     TensorView a, b, d;
     std::optional<TensorView> c;
   };
-  // `gathered`: the strided input's packed pixels (run()), else the input itself is named (spec_for).
+  // `kept`: the rows of a strided input the filter reads, copied (run()); else the input itself is read.
   PointwiseOperands pointwise_operands(const ConvProblem& problem, const TensorView& A, const TensorView& B,
                                        const TensorView* C, const TensorView& D,
-                                       const TensorView* gathered = nullptr) const;
+                                       const TensorView* kept = nullptr) const;
   int sm_count_for_choice() const;
 
   ConvKind kind_;

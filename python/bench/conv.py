@@ -23,7 +23,8 @@ strided dgrad, are reported as refused and left out of its geometric means). --s
 (tile_descriptions()) on each layer instead of the default choice, and reports the best one per layer next to the
 default's: what a better tile choice could gain. Writes JSON to --out.
 Usage: python python/bench/conv.py [--out FILE] [--batches 32,128] [--kinds fprop,dgrad,wgrad] [--rounds N]
-       [--kernel-cc 80|90] [--layers REGEX] [--split-k MODE:SLICES] [--no-prebuild] [--sweep [--stages 2,3]]
+       [--kernel-cc 80|90] [--layers REGEX] [--split-k MODE:SLICES] [--no-prebuild]
+       [--sweep [--stages 2,3] [--tiles REGEX]]
        python python/bench/conv.py --prebuild-only --cc 90 [...]   (fills the kernel cache; no GPU needed)
 """
 import argparse
@@ -112,17 +113,23 @@ def with_stages(td, stages):
                                    epilogue_schedule=td.epilogue_schedule, tile_scheduler=td.tile_scheduler)
 
 
-def tiles_of(kind, kernel_cc, sweep, stages=(), cc=None):
+def tile_text(td):
+    """A configuration as --tiles matches it: CTA tile, cluster and stages, e.g. 128x64x64_1x1x1_2 (0: automatic)."""
+    return f"{'x'.join(map(str, td.threadblock_shape))}_{'x'.join(map(str, td.cluster_shape))}_{td.stages}"
+
+
+def tiles_of(kind, kernel_cc, sweep, stages=(), cc=None, tile_filter="."):
     """The configurations a layer is timed with: None (the plan's own choice), or with --sweep every one it lists,
     each also with the pipeline depths of --stages (fewer stages leave shared memory for more CTAs per SM, which a
     layer with a short K may need more than a deep pipeline)."""
     if not sweep:
         return [None]
     listed = make_plan(kind, None, kernel_cc, cc=cc).tile_descriptions()
-    return listed + [with_stages(td, n) for td in listed for n in stages if n != td.stages]
+    every = listed + [with_stages(td, n) for td in listed for n in stages if n != td.stages]
+    return [td for td in every if re.search(tile_filter, tile_text(td))]
 
 
-def prebuild(kinds, batches, layers, split_k, kernel_cc, sweep=False, stages=(), cc=None):
+def prebuild(kinds, batches, layers, split_k, kernel_cc, sweep=False, stages=(), cc=None, tile_filter="."):
     """Compiles every kernel the timed layers will run, in parallel (gemmkit.compile_many), before any is timed:
     the split-K choice picks tiles per layer, and one nvcc after another would take minutes. The plans pick kernels
     from NHWC numpy stand-ins of the layers' shapes (a 1-element array strided to the full extents), so this part
@@ -134,7 +141,7 @@ def prebuild(kinds, batches, layers, split_k, kernel_cc, sweep=False, stages=(),
                 _, p, q, _ = gemmkit.Conv2d.output_size((batch, hw, hw, c), (k, r, r, c), pad, stride)
                 x, w, y = nhwc(batch, hw, hw, c), nhwc(k, r, r, c), nhwc(batch, p, q, k)
                 a, b, d = {"fprop": (x, w, y), "dgrad": (y, w, x), "wgrad": (y, x, w)}[kind]
-                for tile in tiles_of(kind, kernel_cc, sweep, stages, cc):
+                for tile in tiles_of(kind, kernel_cc, sweep, stages, cc, tile_filter):
                     try:
                         plan = make_plan(kind, split_k, kernel_cc, tile, cc)
                         specs.append(plan.spec_for(a, b, None, d, stride=stride, padding=pad))
@@ -212,6 +219,8 @@ def main():
     parser.add_argument("--sweep", action="store_true", help="time every configuration of the plan on each layer")
     parser.add_argument("--stages", default="", help="with --sweep, also each configuration at these pipeline "
                         "depths, e.g. 2,3")
+    parser.add_argument("--tiles", default=".", help="with --sweep, only configurations whose CTAxCLUSTER_STAGES "
+                        "text (e.g. 128x64x64_1x1x1_2) this regular expression finds")
     parser.add_argument("--split-k", default=None, help="MODE:SLICES for every layer, e.g. parallel:16 or "
                         "serial:0 (0: run() counts); default: run() chooses")
     parser.add_argument("--prebuild-only", action="store_true", help="compile the kernels and stop (no GPU or torch "
@@ -226,7 +235,7 @@ def main():
     layers = [layer for layer in RESNET50 if re.search(args.layers, layer[0])]
     kinds, batches = args.kinds.split(","), [int(b) for b in args.batches.split(",")]
     if not args.no_prebuild:
-        prebuild(kinds, batches, layers, split_k, args.kernel_cc, args.sweep, stages, args.cc)
+        prebuild(kinds, batches, layers, split_k, args.kernel_cc, args.sweep, stages, args.cc, args.tiles)
     if args.prebuild_only:
         return
     torch.backends.cudnn.benchmark = True
@@ -235,7 +244,7 @@ def main():
         for batch in batches:
             for layer in layers:
                 rows = [run_layer(kind, batch, layer, args.rounds, args.iterations, split_k, args.kernel_cc, tile)
-                        for tile in tiles_of(kind, args.kernel_cc, args.sweep, stages)]
+                        for tile in tiles_of(kind, args.kernel_cc, args.sweep, stages, tile_filter=args.tiles)]
                 timed = [r for r in rows if "refused" not in r]
                 if not timed:
                     results.append(rows[0])

@@ -21,6 +21,10 @@
 namespace gemmkit {
 namespace {
 
+// SM90 conv kernels whose implicit GEMM has at most this many steps of the tile's K run with this many stages.
+constexpr std::int64_t kShallowPipelineKSteps = 12;
+constexpr int kShallowPipelineStages = 4;
+
 using Extent = std::array<std::int64_t, 4>;
 
 GemmOptions gemm_options(const Conv2dOptions& o) {
@@ -162,12 +166,12 @@ struct Conv2d::ConvProblem {
   StrideSupport stride_support = StrideSupport::Strided;
 
   // A 1x1 filter without padding runs as a GEMM over the pixels it reads (see Conv2d's class comment). Above unit
-  // stride fprop and wgrad first gather those pixels with one copy; dgrad would scatter, and keeps the conv kernel.
+  // stride, fprop and wgrad read them as a strided matrix where H and W are multiples of the stride; dgrad would
+  // scatter, and keeps the conv kernel.
   bool pointwise(ConvKind kind) const {
     if (r != 1 || s != 1 || geometry.padding != std::array{0, 0}) return false;
-    return !gathers_input() || (kind != ConvKind::Dgrad && input_pixels(0).one_copy());
+    return geometry.stride == std::array{1, 1} || (kind != ConvKind::Dgrad && input_pixels(0).evenly_strided());
   }
-  bool gathers_input() const { return geometry.stride != std::array{1, 1}; }
   runtime::StridedPixels input_pixels(int element_bytes) const { return {n, h, w, c, geometry.stride, element_bytes}; }
 
   // The implicit GEMM's extents.
@@ -345,12 +349,12 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
   return p;
 }
 
-Gemm::KernelChoices& Conv2d::conv_choices(const ConvProblem& p, SplitKMode mode) {
+Gemm::KernelChoices& Conv2d::conv_choices(const ConvProblem& p, SplitKMode mode, int stages) {
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
   for (auto& choices : run_cache_->choices) {
     if (choices.a == p.alignment_a && choices.b == p.alignment_b && choices.c == p.alignment_c &&
         choices.base.iterator_algorithm == p.iterator && choices.base.stride_support == p.stride_support &&
-        choices.base.split_k_mode == mode) {
+        choices.base.split_k_mode == mode && choices.stages == stages) {
       return choices;
     }
   }
@@ -360,6 +364,10 @@ Gemm::KernelChoices& Conv2d::conv_choices(const ConvProblem& p, SplitKMode mode)
   choices.base.stride_support = p.stride_support;
   choices.base.split_k_mode = mode;
   choices.tiles = valid_tiles(choices.base);
+  if (stages != 0) {  // fewer stages than fit take less shared memory: valid wherever the automatic count is
+    for (TileDescription& td : choices.tiles) td.stages = stages;
+    choices.stages = stages;
+  }
   choices.slots.resize(choices.tiles.size());
   run_cache_->choices.push_back(std::move(choices));
   return run_cache_->choices.back();
@@ -376,6 +384,15 @@ Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
   // By default only wgrad splits (its K = N*P*Q is long, its output small); SM90's TMA im2col kernels never do (a
   // forced count was refused by check_conv).
   const bool sm90 = run_cache_->kernel_cc == 90;
+  if (sm90 && !tile_description()) {
+    // A short reduction (res2's 3x3 64 -> 64: 9 steps of the 128 x 64 tile's K) gains from 4 stages over as many as
+    // fit: two CTAs per SM overlap one's prologue and epilogue with the other's MMAs (1.3x at batch 32 and 128 on the
+    // H200, conv-sweep-stages-s7-1); longer ones lose with fewer stages, 2-3 lost everywhere.
+    const std::int64_t tile_k = direct.tiles[choice].threadblock_shape[2];
+    if ((p.gemm(kind_).k + tile_k - 1) / tile_k <= kShallowPipelineKSteps) {
+      return {&conv_choices(p, SplitKMode::Serial, kShallowPipelineStages), choice, {}};
+    }
+  }
   int slices = !sm90 && (split_k_mode_ || kind_ == ConvKind::Wgrad) ? split_k_slices_ : 1;
   if (slices == 0 && kind_ == ConvKind::Dgrad && p.stride_support == StrideSupport::Strided) {
     slices = 1;              // strided dgrad kernels: no parallel split-K kernel, no split at all above stride 1
@@ -419,13 +436,19 @@ Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
 
 Conv2d::PointwiseOperands Conv2d::pointwise_operands(const ConvProblem& p, const TensorView& A, const TensorView& B,
                                                      const TensorView* C, const TensorView& D,
-                                                     const TensorView* gathered) const {
+                                                     const TensorView* kept) const {
   const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.p * p.q, p.c, p.k);
-  // The input activation (fprop's A, wgrad's B) is read from its gathered pixels where the stride skips some.
-  const TensorView& A_read = gathered != nullptr && kind_ == ConvKind::Fprop ? *gathered : A;
-  const TensorView& B_read = gathered != nullptr && kind_ == ConvKind::Wgrad ? *gathered : B;
-  PointwiseOperands out{matrix(A_read, a), matrix(B_read, b), matrix(D, d), std::nullopt};
+  PointwiseOperands out{matrix(A, a), matrix(B, b), matrix(D, d), std::nullopt};
   if (C != nullptr) out.c = matrix(*C, d);
+  // Above unit stride the input activation (fprop's A, wgrad's B) is read stride_w pixels apart, from the rows the
+  // stride keeps (`kept`, run()) or from the input itself (spec_for; also run() at stride_h 1).
+  if (p.geometry.stride != std::array{1, 1}) {
+    const TensorView& x = kind_ == ConvKind::Fprop ? A : B;
+    const TensorView& from = kept != nullptr ? *kept : x;
+    TensorView& read = kind_ == ConvKind::Fprop ? out.a : out.b;
+    read =
+        TensorView::strided(from.data, x.dtype, {p.n * p.p * p.q, p.c}, {p.geometry.stride[1] * p.c, 1}, from.device);
+  }
   return out;
 }
 
@@ -473,17 +496,18 @@ void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, 
         "synchronisation); pass device tensors.");
   }
   if (Gemm* gemm = pointwise_gemm(p)) {
-    // Above unit stride, the pixels the filter reads are packed first into a buffer of this launch (stream order).
-    std::optional<runtime::LaunchWorkspace> packed;
-    std::optional<TensorView> gathered;
-    if (p.gathers_input()) {
-      const TensorView& x = kind_ == ConvKind::Fprop ? A : B;
-      const runtime::StridedPixels pixels = p.input_pixels(static_cast<int>(bits_of(x.dtype) / 8));
-      packed.emplace(device, static_cast<std::size_t>(pixels.packed_bytes()), options.stream);
-      runtime::gather_strided_pixels(x.data, pixels, packed->get(), options.stream);
-      gathered = TensorView::strided(packed->get(), x.dtype, {p.n * p.p * p.q, p.c}, {p.c, 1}, device);
+    // Above unit stride (vertically), the image rows the filter reads are copied first into a buffer of this launch
+    // (stream order); the GEMM then reads every stride_w-th pixel of them.
+    std::optional<runtime::LaunchWorkspace> buffer;
+    std::optional<TensorView> kept;
+    const TensorView& x = kind_ == ConvKind::Fprop ? A : B;
+    if (const runtime::StridedPixels pixels = p.input_pixels(static_cast<int>(bits_of(x.dtype) / 8));
+        pixels.drops_rows()) {
+      buffer.emplace(device, static_cast<std::size_t>(pixels.kept_rows_bytes()), options.stream);
+      runtime::keep_strided_rows(x.data, pixels, buffer->get(), options.stream);
+      kept = TensorView::strided(buffer->get(), x.dtype, {p.n * p.p, p.w * p.c}, {p.w * p.c, 1}, device);
     }
-    const PointwiseOperands o = pointwise_operands(p, A, B, C, D, gathered ? &*gathered : nullptr);
+    const PointwiseOperands o = pointwise_operands(p, A, B, C, D, kept ? &*kept : nullptr);
     gemm->run(o.a, o.b, o.c ? &*o.c : nullptr, o.d, alpha, beta, options);
     return;
   }

@@ -713,12 +713,21 @@ std::string Gemm::running_kernel_name(const TensorView& A, const TensorView& B, 
   require_operation(catalog::Operation::Gemm, "running_kernel_name(A, B, C, D)");
   const RunChoice c = run_choice(check_problem(A, B, C, D, beta), sm_count_here(cc_));
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
-  if (c.parallel != nullptr && c.parallel->slots.modules[c.parallel_index]) {
-    return c.parallel->slots.modules[c.parallel_index]->kernel_name();
-  }
-  // Otherwise run() launches the serial choice (while the parallel kernel builds, if it was chosen).
   const std::size_t choice = c.index;
   const KernelSlots<KernelModule>& slots = c.choices->slots;
+  if (c.parallel != nullptr) {
+    const KernelSlots<KernelModule>& parallel = c.parallel->slots;
+    if (parallel.modules[c.parallel_index]) return parallel.modules[c.parallel_index]->kernel_name();
+    const auto& pending = parallel.pending[c.parallel_index];
+    if (pending && !pending->finished()) {  // run() lends a loaded serial kernel (module_while_parallel_builds)
+      if (slots.modules[choice]) return slots.modules[choice]->kernel_name();
+      for (const auto& module : slots.modules) {
+        if (module) return module->kernel_name();
+      }
+      return "";
+    }
+  }
+  // Otherwise run() launches the serial choice (also once a parallel build failed).
   if (slots.modules[choice]) return slots.modules[choice]->kernel_name();
   const std::size_t stand_in = slots.stand_in[choice];
   if (slots.pending[choice] && stand_in != KernelSlots<KernelModule>::kNone) {

@@ -31,6 +31,7 @@ struct Gemm::KernelChoices {
   std::unique_ptr<tuning::LookupMemo> tuned = std::make_unique<tuning::LookupMemo>();  // run()'s database answers
   // The parallel split-K kernels of this triple (SM90), made on first use.
   std::unique_ptr<KernelChoices> parallel = nullptr;
+  int stages = 0;  // non-zero: every tile at this pipeline depth (Conv2d's short reductions), not the family's own
 
   KernelSpec spec(std::size_t choice) const {
     KernelSpec s = base;
