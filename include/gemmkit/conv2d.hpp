@@ -51,10 +51,7 @@ struct Conv2dSplitK {
 //     A 1x1 filter at unit stride without padding is a plain GEMM (fprop: N*H*W x K x C; dgrad: N*H*W x C x K;
 //     wgrad: K x C x N*H*W), and CUTLASS 4.2's SM90 conv kernel is neither persistent nor split: such problems run
 //     the SM90 GEMM family's kernel (persistent, its run-time tile choice, split-K for a long wgrad), and spec_for
-//     names it (cutlass3x_sm90_tensorop_gemm_...). So do strided 1x1 fprop and wgrad (ResNet's downsampling layers)
-//     where H and W are multiples of the stride: one copy keeps the image rows the filter reads (N*P*W*C elements,
-//     a buffer from gemmkit's stream-ordered pool for the launch), and the GEMM reads every stride_w-th pixel of them
-//     (N*P*Q rows, leading dimension stride_w * C). A tile description set on the plan keeps the conv kernel.
+//     names it (cutlass3x_sm90_tensorop_gemm_...). A tile description set on the plan keeps the conv kernel.
 // Tensors are 4-D, packed, channels innermost (NHWC / KRSC). Thread-safe like Gemm::run.
 class Conv2d : public Gemm {
  public:
@@ -136,10 +133,8 @@ class Conv2d : public Gemm {
     TensorView a, b, d;
     std::optional<TensorView> c;
   };
-  // `kept`: the rows of a strided input the filter reads, copied (run()); else the input itself is read.
   PointwiseOperands pointwise_operands(const ConvProblem& problem, const TensorView& A, const TensorView& B,
-                                       const TensorView* C, const TensorView& D,
-                                       const TensorView* kept = nullptr) const;
+                                       const TensorView* C, const TensorView& D) const;
   int sm_count_for_choice() const;
 
   ConvKind kind_;

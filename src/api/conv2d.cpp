@@ -15,7 +15,6 @@
 #include "jit/kernel_loader.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/staging.hpp"
-#include "runtime/subsample.hpp"
 #include "runtime/workspace.hpp"
 
 namespace gemmkit {
@@ -165,14 +164,10 @@ struct Conv2d::ConvProblem {
   IteratorAlgorithm iterator = IteratorAlgorithm::Analytic;
   StrideSupport stride_support = StrideSupport::Strided;
 
-  // A 1x1 filter without padding runs as a GEMM over the pixels it reads (see Conv2d's class comment). Above unit
-  // stride, fprop and wgrad read them as a strided matrix where H and W are multiples of the stride; dgrad would
-  // scatter, and keeps the conv kernel.
-  bool pointwise(ConvKind kind) const {
-    if (r != 1 || s != 1 || geometry.padding != std::array{0, 0}) return false;
-    return geometry.stride == std::array{1, 1} || (kind != ConvKind::Dgrad && input_pixels(0).evenly_strided());
+  // A 1x1 filter at unit stride without padding runs as a GEMM on the same tensors (see Conv2d's class comment).
+  bool pointwise() const {
+    return r == 1 && s == 1 && geometry.stride == std::array{1, 1} && geometry.padding == std::array{0, 0};
   }
-  runtime::StridedPixels input_pixels(int element_bytes) const { return {n, h, w, c, geometry.stride, element_bytes}; }
 
   // The implicit GEMM's extents.
   catalog::ProblemShape gemm(ConvKind kind) const {
@@ -411,13 +406,13 @@ Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
 }
 
 Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
-  if (!p.pointwise(kind_) || run_cache_->kernel_cc != 90 || tile_description()) return nullptr;
+  if (!p.pointwise() || run_cache_->kernel_cc != 90 || tile_description()) return nullptr;
   const double slope = activation_parameter();
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
   for (const auto& [parameter, gemm] : run_cache_->pointwise) {
     if (parameter == slope) return gemm.get();
   }
-  const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.p * p.q, p.c, p.k);
+  const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.h * p.w, p.c, p.k);
   GemmOptions o;
   o.element_a = types_.a, o.element_b = types_.b, o.element_c = types_.c, o.element_d = types_.d;
   o.element_accumulator = types_.accumulator;
@@ -435,20 +430,10 @@ Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
 }
 
 Conv2d::PointwiseOperands Conv2d::pointwise_operands(const ConvProblem& p, const TensorView& A, const TensorView& B,
-                                                     const TensorView* C, const TensorView& D,
-                                                     const TensorView* kept) const {
-  const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.p * p.q, p.c, p.k);
+                                                     const TensorView* C, const TensorView& D) const {
+  const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.h * p.w, p.c, p.k);
   PointwiseOperands out{matrix(A, a), matrix(B, b), matrix(D, d), std::nullopt};
   if (C != nullptr) out.c = matrix(*C, d);
-  // Above unit stride the input activation (fprop's A, wgrad's B) is read stride_w pixels apart, from the rows the
-  // stride keeps (`kept`, run()) or from the input itself (spec_for; also run() at stride_h 1).
-  if (p.geometry.stride != std::array{1, 1}) {
-    const TensorView& x = kind_ == ConvKind::Fprop ? A : B;
-    const TensorView& from = kept != nullptr ? *kept : x;
-    TensorView& read = kind_ == ConvKind::Fprop ? out.a : out.b;
-    read =
-        TensorView::strided(from.data, x.dtype, {p.n * p.p * p.q, p.c}, {p.geometry.stride[1] * p.c, 1}, from.device);
-  }
   return out;
 }
 
@@ -496,18 +481,7 @@ void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, 
         "synchronisation); pass device tensors.");
   }
   if (Gemm* gemm = pointwise_gemm(p)) {
-    // Above unit stride (vertically), the image rows the filter reads are copied first into a buffer of this launch
-    // (stream order); the GEMM then reads every stride_w-th pixel of them.
-    std::optional<runtime::LaunchWorkspace> buffer;
-    std::optional<TensorView> kept;
-    const TensorView& x = kind_ == ConvKind::Fprop ? A : B;
-    if (const runtime::StridedPixels pixels = p.input_pixels(static_cast<int>(bits_of(x.dtype) / 8));
-        pixels.drops_rows()) {
-      buffer.emplace(device, static_cast<std::size_t>(pixels.kept_rows_bytes()), options.stream);
-      runtime::keep_strided_rows(x.data, pixels, buffer->get(), options.stream);
-      kept = TensorView::strided(buffer->get(), x.dtype, {p.n * p.p, p.w * p.c}, {p.w * p.c, 1}, device);
-    }
-    const PointwiseOperands o = pointwise_operands(p, A, B, C, D, kept ? &*kept : nullptr);
+    const PointwiseOperands o = pointwise_operands(p, A, B, C, D);
     gemm->run(o.a, o.b, o.c ? &*o.c : nullptr, o.d, alpha, beta, options);
     return;
   }

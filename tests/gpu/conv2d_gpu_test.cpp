@@ -132,59 +132,6 @@ TEST(Conv2dGpu, HostTensorsAreStagedAndTheResultLandsBeforeReturn) {
   EXPECT_EQ(run.compare().max_abs_error, 0.0);
 }
 
-cases::ConvCase find_case90(const std::string& name) {
-  for (const auto& c : cases::conv90_cases()) {
-    if (c.name == name) return c;
-  }
-  throw std::logic_error("no SM90 conv case " + name);
-}
-
-// A strided 1x1 fprop gathers its pixels with one copy into a buffer of the launch, then runs the GEMM kernel: from
-// host tensors (the copy stages them), and captured into a CUDA graph (the buffer a graph memory node) and replayed.
-TEST(Conv2dSm90Gpu, StridedPointwiseGathersFromHostMemoryAndUnderGraphCapture) {
-  REQUIRE_GPU();
-  if (device_cc() != 90) GTEST_SKIP() << "SM90 kernels need an SM90 GPU";
-  const cases::ConvCase c = find_case90("fprop_f16_1x1_stride2");
-  gk::Conv2d plan = cases::conv_plan(c, device_cc());
-  ConvRun host(c);
-  const auto hA = gk::testing::conv_view(host.A, c.shape.a(c.kind));
-  const auto hB = gk::testing::conv_view(host.B, c.shape.b(c.kind));
-  const auto hC = gk::testing::conv_view(host.C, c.shape.d(c.kind));
-  const auto hD = gk::testing::conv_view(host.D, c.shape.d(c.kind));
-  EXPECT_EQ(plan.spec_for(hA, hB, &hC, hD, c.shape.geometry, c.beta).family, gk::KernelFamily::Sm90Collective);
-  plan.run(hA, hB, &hC, hD, c.shape.geometry, c.alpha, c.beta);
-  EXPECT_EQ(host.compare().max_abs_error, 0.0);
-
-  ConvRun captured(c);
-  const int device = gk::current_device();
-  const DeviceBuffer dA(captured.A), dB(captured.B), dC(captured.C), dD(captured.D);
-  const auto vA = gk::testing::conv_view(captured.A, c.shape.a(c.kind), dA.get(), device);
-  const auto vB = gk::testing::conv_view(captured.B, c.shape.b(c.kind), dB.get(), device);
-  const auto vC = gk::testing::conv_view(captured.C, c.shape.d(c.kind), dC.get(), device);
-  const auto vD = gk::testing::conv_view(captured.D, c.shape.d(c.kind), dD.get(), device);
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  gk::RunOptions options;
-  options.stream = stream;
-  plan.run(vA, vB, &vC, vD, c.shape.geometry, c.alpha, c.beta, options);  // the kernel loaded before the capture
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-  plan.run(vA, vB, &vC, vD, c.shape.geometry, c.alpha, c.beta, options);
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  for (int replay = 0; replay < 2; ++replay) {
-    ASSERT_EQ(cudaMemsetAsync(dD.get(), 0, dD.bytes(), stream), cudaSuccess);
-    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    dD.copy_to(captured.D);
-    EXPECT_EQ(captured.compare().max_abs_error, 0.0) << "replay " << replay;
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-}
-
 TEST(Conv2dGpu, OnePlanRunsManyProblemsAndPicksKernelsPerProblem) {
   REQUIRE_GPU();
   // One f16 fprop plan over shapes that need other vectors (12 channels) and filters (1x1, 7x7 with stride 2).

@@ -34,9 +34,10 @@ def test_tune_stores_the_winner_and_a_new_plan_uses_it(monkeypatch, tmp_path):
     if gemmkit.device_cc() < 90:
         pytest.skip("the tuning case uses SM90 kernels")
     monkeypatch.setenv("GEMMKIT_TUNING_DB", str(tmp_path / "tuning.sqlite3"))
-    A = torch.randint(-2, 3, (256, 4096), device="cuda").half()
-    B = torch.randint(-2, 3, (4096, 512), device="cuda").half()
-    D = torch.zeros(256, 512, dtype=torch.float16, device="cuda")
+    # 1024^3 (the C++ tuning tier's shape): 256x512x4096 is a parallel split-K shape, which tune() refuses.
+    A = torch.randint(-2, 3, (1024, 1024), device="cuda").half()
+    B = torch.randint(-2, 3, (1024, 1024), device="cuda").half()
+    D = torch.zeros(1024, 1024, dtype=torch.float16, device="cuda")
     plan = gemmkit.Gemm(element=torch.float16, layout=gemmkit.LayoutType.RowMajor, element_accumulator=torch.float32)
     result = plan.tune(A, B, None, D, max_candidates=2)
     assert result["stored"] and result["database"] == str(tmp_path / "tuning.sqlite3")

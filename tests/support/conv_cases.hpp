@@ -140,8 +140,8 @@ inline std::vector<ConvCase> conv90_cases() {
   shared({"dgrad_f16_3x3_dilation2", "dgrad_bf16", "wgrad_f16_3x3", "wgrad_f16_7x7_stride2"});
   out.push_back({"wgrad_f16_3x3_dilation2", wgrad, f16, f16, f32, conv_shape(2, 12, 12, 16, 16, 3, 3, 1, 2, 2)});
   shared({"wgrad_bf16", "fprop_f16_relu_alpha_beta"});
-  // Strided 1x1 (ResNet's downsampling): fprop and wgrad over gathered pixels (the GEMM family's kernel) where H is a
-  // multiple of the stride, with alpha, beta, C and ReLU; H odd keeps the conv kernel.
+  // Strided 1x1 (ResNet's downsampling; the conv kernel, not the GEMM) with alpha, beta, C and ReLU; odd H; wgrad.
+  // Short reductions (these, and most cases above: K = 32 is one step) run at 4 stages.
   ConvCase gathered = {
       "fprop_f16_1x1_stride2", ConvKind::Fprop, f16, f16, f32, conv_shape(3, 12, 10, 32, 48, 1, 1, 2, 0)};
   gathered.activation = Activation::ReLU;
