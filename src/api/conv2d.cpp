@@ -20,7 +20,7 @@
 namespace gemmkit {
 namespace {
 
-// SM90 conv kernels whose implicit GEMM has at most this many steps of the tile's K run with this many stages.
+// SM90 fprop kernels whose implicit GEMM has at most this many steps of the tile's K run with this many stages.
 constexpr std::int64_t kShallowPipelineKSteps = 12;
 constexpr int kShallowPipelineStages = 4;
 
@@ -379,10 +379,10 @@ Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
   // By default only wgrad splits (its K = N*P*Q is long, its output small); SM90's TMA im2col kernels never do (a
   // forced count was refused by check_conv).
   const bool sm90 = run_cache_->kernel_cc == 90;
-  if (sm90 && !tile_description()) {
+  if (sm90 && kind_ == ConvKind::Fprop && !tile_description()) {
     // A short reduction (res2's 3x3 64 -> 64: 9 steps of the 128 x 64 tile's K) gains from 4 stages over as many as
     // fit: two CTAs per SM overlap one's prologue and epilogue with the other's MMAs (1.3x at batch 32 and 128 on the
-    // H200, conv-sweep-stages-s7-1); longer ones lose with fewer stages, 2-3 lost everywhere.
+    // H200, conv-sweep-stages-s7-1); longer ones lose with fewer stages, 2-3 lost everywhere. Measured on fprop only.
     const std::int64_t tile_k = direct.tiles[choice].threadblock_shape[2];
     if ((p.gemm(kind_).k + tile_k - 1) / tile_k <= kShallowPipelineKSteps) {
       return {&conv_choices(p, SplitKMode::Serial, kShallowPipelineStages), choice, {}};

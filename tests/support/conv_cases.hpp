@@ -141,13 +141,13 @@ inline std::vector<ConvCase> conv90_cases() {
   out.push_back({"wgrad_f16_3x3_dilation2", wgrad, f16, f16, f32, conv_shape(2, 12, 12, 16, 16, 3, 3, 1, 2, 2)});
   shared({"wgrad_bf16", "fprop_f16_relu_alpha_beta"});
   // Strided 1x1 (ResNet's downsampling; the conv kernel, not the GEMM) with alpha, beta, C and ReLU; odd H; wgrad.
-  // Short reductions (these, and most cases above: K = 32 is one step) run at 4 stages.
-  ConvCase gathered = {
+  // Short fprop reductions (these, and most fprop cases above: K = 32 is one step) run at 4 stages.
+  ConvCase strided = {
       "fprop_f16_1x1_stride2", ConvKind::Fprop, f16, f16, f32, conv_shape(3, 12, 10, 32, 48, 1, 1, 2, 0)};
-  gathered.activation = Activation::ReLU;
-  gathered.alpha = 2.0;
-  gathered.beta = -1.0;
-  out.push_back(gathered);
+  strided.activation = Activation::ReLU;
+  strided.alpha = 2.0;
+  strided.beta = -1.0;
+  out.push_back(strided);
   out.push_back(
       {"fprop_f16_1x1_stride2_odd_h", ConvKind::Fprop, f16, f16, f32, conv_shape(2, 11, 9, 32, 48, 1, 1, 2, 0)});
   out.push_back({"wgrad_f16_1x1_stride2", wgrad, f16, f16, f32, conv_shape(3, 12, 10, 32, 48, 1, 1, 2, 0)});

@@ -414,8 +414,8 @@ TEST(Conv2dSm90, PointwiseProblemsRunAsTheSm90Gemm) {
   EXPECT_NE(size.find("P = (H + 2 pad"), std::string::npos) << size;
 }
 
-// A short reduction (res2's 3x3 64 -> 64: 9 steps of the tile's K) runs its SM90 conv kernel at 4 stages; res3's
-// (18 steps) keeps as many as fit (0); a tile description set on the plan is run as given.
+// A short fprop reduction (res2's 3x3 64 -> 64: 9 steps of the tile's K) runs its SM90 conv kernel at 4 stages;
+// res3's (18 steps) keeps as many as fit (0), and so do dgrad (not measured) and a tile set on the plan.
 TEST(Conv2dSm90, ShortReductionsRunWithFourStages) {
   Conv2d fprop(options(ConvKind::Fprop, DataType::f16, DataType::f32, 90));
   const Conv2dGeometry same{{1, 1}, {1, 1}, {1, 1}};
@@ -426,6 +426,10 @@ TEST(Conv2dSm90, ShortReductionsRunWithFourStages) {
   const KernelSpec res3 =
       fprop.spec_for(tensor({128, 28, 28, 128}), tensor({128, 3, 3, 128}), nullptr, tensor({128, 28, 28, 128}), same);
   EXPECT_EQ(res3.tile.stages, 0) << res3.name();
+  Conv2d dgrad(options(ConvKind::Dgrad, DataType::f16, DataType::f32, 90));
+  EXPECT_EQ(dgrad.spec_for(tensor({128, 56, 56, 64}), tensor({64, 3, 3, 64}), nullptr, tensor({128, 56, 56, 64}), same)
+                .tile.stages,
+            0);
   Conv2d pinned(options(ConvKind::Fprop, DataType::f16, DataType::f32, 90));
   pinned.set_tile_description(pinned.tile_descriptions().front());
   EXPECT_EQ(pinned.spec_for(tensor({128, 56, 56, 64}), tensor({64, 3, 3, 64}), nullptr, tensor({128, 56, 56, 64}), same)
