@@ -246,8 +246,9 @@ TEST(CompileTier, Conv2dFpropKernelBuildsAndChecksProblems) {
 }
 
 // The SM90 conv family's kernel (fprop f16, CUTLASS 3.x ConvUniversal with TMA im2col: the default on SM90), built
-// through the CLI into a fresh cache; its can_implement (host code, no GPU) takes a problem that TMA im2col addresses
-// and refuses channels that are not 16-byte vectors and a padding past its corner range.
+// through the CLI into a fresh cache: res2's 3x3 64 -> 64, a short reduction (9 K steps), so at 4 stages; its
+// can_implement (host code, no GPU) takes a problem that TMA im2col addresses and refuses channels that are not
+// 16-byte vectors and a padding past its corner range.
 TEST(CompileTier, Sm90Conv2dFpropKernelBuildsAndChecksProblems) {
   gk::testenv::TempDir cache_dir;
   gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
@@ -256,7 +257,7 @@ TEST(CompileTier, Sm90Conv2dFpropKernelBuildsAndChecksProblems) {
               "compile --conv fprop --cc 90 --element f16 --element-accumulator f32 --n 1 --h 56 --w 56 --c 64 --k 64 "
               "--r 3 --s 3 --pad 1 --json"));
   EXPECT_EQ(json.at("kernel_name").get<std::string>(),
-            "cutlass3x_sm90_tensorop_fprop_f16nhwc_f16nhwc_f32_f16_f16nhwc_128x128x64_1x1x1_0_align8_warpspecialized_"
+            "cutlass3x_sm90_tensorop_fprop_f16nhwc_f16nhwc_f32_f16_f16nhwc_128x128x64_1x1x1_4_align8_warpspecialized_"
             "epi_tma");
   const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
   EXPECT_TRUE(module->conv2d());
