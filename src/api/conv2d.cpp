@@ -473,18 +473,14 @@ void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, 
                         "; call cudaSetDevice first or move the tensor.");
     }
   }
-  if (p.n == 0) return;  // an empty batch: nothing to compute, nothing to write
-  const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device());
-  if (any_host && runtime::is_capturing(options.stream)) {
-    throw TensorError(
-        "Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy back needs a "
-        "synchronisation); pass device tensors.");
-  }
-  if (Gemm* gemm = pointwise_gemm(p)) {
+  if (p.n == 0) return;                  // an empty batch: nothing to compute, nothing to write
+  if (Gemm* gemm = pointwise_gemm(p)) {  // its run() checks the staging
     const PointwiseOperands o = pointwise_operands(p, A, B, C, D);
     gemm->run(o.a, o.b, o.c ? &*o.c : nullptr, o.d, alpha, beta, options);
     return;
   }
+  const bool any_host = !A.on_device() || !B.on_device() || !D.on_device() || (C != nullptr && !C->on_device());
+  runtime::refuse_staging_under_capture(any_host, options.stream);
 
   const Launch launch = launch_for(p, device_info(device).sm_count);
   if (options.print_module) std::fputs(render(launch.choices->spec(launch.choice)).text.c_str(), stdout);

@@ -712,22 +712,25 @@ std::string Gemm::running_kernel_name(const TensorView& A, const TensorView& B, 
                                       const TensorView& D, double beta) {
   require_operation(catalog::Operation::Gemm, "running_kernel_name(A, B, C, D)");
   const RunChoice c = run_choice(check_problem(A, B, C, D, beta), sm_count_here(cc_));
-  std::lock_guard<std::mutex> lock(run_cache_->mutex);
   const std::size_t choice = c.index;
-  const KernelSlots<KernelModule>& slots = c.choices->slots;
+  KernelSlots<KernelModule>& slots = c.choices->slots;
   if (c.parallel != nullptr) {
-    const KernelSlots<KernelModule>& parallel = c.parallel->slots;
-    if (parallel.modules[c.parallel_index]) return parallel.modules[c.parallel_index]->kernel_name();
-    const auto& pending = parallel.pending[c.parallel_index];
-    if (pending && !pending->finished()) {  // run() lends a loaded serial kernel (module_while_parallel_builds)
-      if (slots.modules[choice]) return slots.modules[choice]->kernel_name();
-      for (const auto& module : slots.modules) {
-        if (module) return module->kernel_name();
-      }
-      return "";
+    std::shared_ptr<const jit::BackgroundBuild> pending;
+    {
+      std::lock_guard<std::mutex> lock(run_cache_->mutex);
+      const KernelSlots<KernelModule>& parallel = c.parallel->slots;
+      if (parallel.modules[c.parallel_index]) return parallel.modules[c.parallel_index]->kernel_name();
+      pending = parallel.pending[c.parallel_index];
+    }
+    if (pending && !pending->finished()) {  // the serial kernel run() lends (module_while_parallel_builds), if loaded
+      const ModuleSources<KernelModule> loaded_only{
+          [](std::size_t) { return std::shared_ptr<KernelModule>(); }, {}, {}};
+      const KernelModule* lent = built_module(slots, run_cache_->mutex, choice, loaded_only);
+      return lent != nullptr ? lent->kernel_name() : "";
     }
   }
   // Otherwise run() launches the serial choice (also once a parallel build failed).
+  std::lock_guard<std::mutex> lock(run_cache_->mutex);
   if (slots.modules[choice]) return slots.modules[choice]->kernel_name();
   const std::size_t stand_in = slots.stand_in[choice];
   if (slots.pending[choice] && stand_in != KernelSlots<KernelModule>::kNone) {

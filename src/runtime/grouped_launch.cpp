@@ -3,7 +3,6 @@
 
 #include <cstring>
 
-#include "gemmkit/errors.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/workspace.hpp"
 
@@ -99,11 +98,7 @@ void launch_grouped(const KernelModule& module, const std::vector<GroupOperands>
   for (const GroupOperands& g : groups) {
     any_host |= !g.a.on_device || !g.b.on_device || !g.d.on_device || (g.c && !g.c->on_device);
   }
-  if (any_host && is_capturing(stream)) {
-    throw TensorError(
-        "Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy back needs a "
-        "synchronisation); pass device tensors.");
-  }
+  refuse_staging_under_capture(any_host, stream);
   Staging staging(stream);
   std::vector<gk_grouped_problem> problems(groups.size());
   std::vector<void*> device_d(groups.size());

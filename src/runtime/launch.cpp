@@ -5,7 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include "gemmkit/errors.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/workspace.hpp"
 
@@ -22,11 +21,7 @@ bool any_on_host(const GemmLaunch& gemm) {
 
 void launch(KernelModule& module, const GemmLaunch& gemm, cudaStream_t stream, bool sync, const Workspace& workspace) {
   const bool any_host = any_on_host(gemm);
-  if (any_host && is_capturing(stream)) {
-    throw TensorError(
-        "Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy "
-        "back needs a synchronisation); pass device tensors.");
-  }
+  refuse_staging_under_capture(any_host, stream);
   Staging staging(stream);
   gk_gemm_args args{};
   args.m = static_cast<int32_t>(gemm.m);

@@ -3,9 +3,19 @@
 
 #include <algorithm>
 
+#include "gemmkit/errors.hpp"
 #include "runtime/cuda_check.hpp"
+#include "runtime/workspace.hpp"
 
 namespace gemmkit::runtime {
+
+void refuse_staging_under_capture(bool any_host, cudaStream_t stream) {
+  if (any_host && is_capturing(stream)) {
+    throw TensorError(
+        "Host tensors cannot be staged while the stream is being captured into a CUDA graph (the copy back needs a "
+        "synchronisation); pass device tensors.");
+  }
+}
 
 std::size_t LaunchOperand::bytes() const {
   return static_cast<std::size_t>(std::max<std::int64_t>(span, 1)) * element_bytes;

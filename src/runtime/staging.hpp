@@ -20,6 +20,10 @@ struct LaunchOperand {
   std::size_t bytes() const;
 };
 
+// Throws TensorError when host tensors would be staged on a stream being captured into a CUDA graph: the copy back
+// needs a synchronisation, which capture forbids.
+void refuse_staging_under_capture(bool any_host, cudaStream_t stream);
+
 // Device copies of host tensors for one run, allocated and freed in the stream's order.
 class Staging {
  public:
