@@ -49,9 +49,11 @@ struct Conv2dSplitK {
 //     pass kernel_cc=80. The one exception is opclass Simt, which only 2.x kernels have: like Gemm, a Simt plan uses
 //     them and says so (kernel_cc() 80, cutlass_sm80_simt_... names).
 //     A 1x1 filter at unit stride without padding is a plain GEMM (fprop: N*H*W x K x C; dgrad: N*H*W x C x K;
-//     wgrad: K x C x N*H*W), and CUTLASS 4.2's SM90 conv kernel is neither persistent nor split: such problems run
-//     the SM90 GEMM family's kernel (persistent, its run-time tile choice, split-K for a long wgrad), and spec_for
-//     names it (cutlass3x_sm90_tensorop_gemm_...). A tile description set on the plan keeps the conv kernel.
+//     wgrad: K x C x N*H*W), and so is a strided 1x1 fprop whose input height is stride_h * P (ResNet's
+//     downsampling: a batch of Q GEMMs of N*P x K x C, interleaved in x and y). CUTLASS 4.2's SM90 conv kernel is
+//     neither persistent nor split and has one consumer warp group: such problems run the SM90 GEMM family's kernel
+//     (persistent, its run-time tile choice, split-K for a long wgrad), and spec_for names it
+//     (cutlass3x_sm90_tensorop_gemm_...). A tile description set on the plan keeps the conv kernel.
 // Tensors are 4-D, packed, channels innermost (NHWC / KRSC). Thread-safe like Gemm::run.
 class Conv2d : public Gemm {
  public:

@@ -164,10 +164,13 @@ struct Conv2d::ConvProblem {
   IteratorAlgorithm iterator = IteratorAlgorithm::Analytic;
   StrideSupport stride_support = StrideSupport::Strided;
 
-  // A 1x1 filter at unit stride without padding runs as a GEMM on the same tensors (see Conv2d's class comment).
-  bool pointwise() const {
-    return r == 1 && s == 1 && geometry.stride == std::array{1, 1} && geometry.padding == std::array{0, 0};
+  // A 1x1 filter without padding runs as a GEMM on the same tensors (see Conv2d's class comment): at unit stride, and
+  // a strided fprop whose input rows are the sampled rows' stride apart (H = stride_h * P) as a batch over q.
+  bool runs_as_gemm(ConvKind kind) const {
+    if (r != 1 || s != 1 || geometry.padding != std::array{0, 0}) return false;
+    return unit_stride() || (kind == ConvKind::Fprop && h == geometry.stride[0] * p);
   }
+  bool unit_stride() const { return geometry.stride == std::array{1, 1}; }
 
   // The implicit GEMM's extents.
   catalog::ProblemShape gemm(ConvKind kind) const {
@@ -406,7 +409,7 @@ Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
 }
 
 Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
-  if (!p.pointwise() || run_cache_->kernel_cc != 90 || tile_description()) return nullptr;
+  if (!p.runs_as_gemm(kind_) || run_cache_->kernel_cc != 90 || tile_description()) return nullptr;
   const double slope = activation_parameter();
   std::lock_guard<std::mutex> lock(run_cache_->mutex);
   for (const auto& [parameter, gemm] : run_cache_->pointwise) {
@@ -432,8 +435,22 @@ Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
 Conv2d::PointwiseOperands Conv2d::pointwise_operands(const ConvProblem& p, const TensorView& A, const TensorView& B,
                                                      const TensorView* C, const TensorView& D) const {
   const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.h * p.w, p.c, p.k);
-  PointwiseOperands out{matrix(A, a), matrix(B, b), matrix(D, d), std::nullopt};
-  if (C != nullptr) out.c = matrix(*C, d);
+  if (p.unit_stride()) {
+    PointwiseOperands out{matrix(A, a), matrix(B, b), matrix(D, d), std::nullopt};
+    if (C != nullptr) out.c = matrix(*C, d);
+    return out;
+  }
+  // Strided fprop: output pixel (n, p, q) reads input pixel (n, stride_h p, stride_w q). With H = stride_h * P the
+  // rows (n, p) are one stride apart in both x and y, so q is the batch: x as Q matrices of (N*P) x C, y as Q of
+  // (N*P) x K, interleaved (batch strides stride_w * C and K).
+  const std::int64_t rows = p.n * p.p;
+  const std::int64_t x_row = p.geometry.stride[0] * p.w * p.c, x_batch = p.geometry.stride[1] * p.c;
+  auto output = [&](const TensorView& t) {
+    return TensorView::strided(t.data, t.dtype, {p.q, rows, p.k}, {p.k, p.q * p.k, 1}, t.device);
+  };
+  PointwiseOperands out{TensorView::strided(A.data, A.dtype, {p.q, rows, p.c}, {x_batch, x_row, 1}, A.device),
+                        matrix(B, b), output(D), std::nullopt};
+  if (C != nullptr) out.c = output(*C);
   return out;
 }
 

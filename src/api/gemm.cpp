@@ -801,9 +801,13 @@ Gemm::Problem Gemm::check_problem(const TensorView& A, const TensorView& B, cons
         "Tensors A and B: K is 0, so every output would be beta * C; gemmkit runs no kernel for that. "
         "Give A and B a K of at least 1.");
   }
-  // D's matrices must not overlap, or the kernels would race on the shared elements.
+  // D's matrices must not overlap, or the kernels would race on the shared elements: each lies past the one before,
+  // or they interleave, each batch's part of a row (or column) beside the others' within the leading dimension.
   const std::int64_t d_matrix = d.rows * d.cols == 0 ? 0 : (d.rows * d.cols / d.inner - 1) * d.ld + d.inner;
-  if (d.batch > 1 && d.batch_stride < d_matrix) {
+  auto interleaved = [&] {
+    return d.batch_stride >= d.inner && d.ld >= d.inner && d.batch_stride <= (d.ld - d.inner) / (d.batch - 1);
+  };
+  if (d.batch > 1 && d.batch_stride < d_matrix && !interleaved()) {
     throw TensorError("Tensor D: its batch stride " + std::to_string(d.batch_stride) + " is less than one matrix (" +
                       std::to_string(d_matrix) +
                       " elements), so the batches would overwrite each other; give D a "

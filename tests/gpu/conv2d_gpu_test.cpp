@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -129,6 +130,24 @@ TEST(Conv2dGpu, HostTensorsAreStagedAndTheResultLandsBeforeReturn) {
   const auto vB = gk::testing::conv_view(run.B, c.shape.b(c.kind));
   const auto vD = gk::testing::conv_view(run.D, c.shape.d(c.kind));
   plan.run(vA, vB, nullptr, vD, c.shape.geometry);
+  EXPECT_EQ(run.compare().max_abs_error, 0.0);
+}
+
+// A strided 1x1 fprop runs as a GEMM over interleaved batches of x and y: from host tensors too (x's staged span ends
+// inside the tensor, y is written whole), with C and beta.
+TEST(Conv2dSm90Gpu, StridedPointwiseFpropRunsFromHostTensors) {
+  REQUIRE_GPU();
+  if (device_cc() != 90) GTEST_SKIP() << "the GEMM route is kernel_cc 90's";
+  const auto all = cases::conv90_cases();
+  const auto c = *std::find_if(all.begin(), all.end(), [](const auto& x) { return x.name == "fprop_f16_1x1_stride2"; });
+  gk::Conv2d plan = cases::conv_plan(c, device_cc());
+  ConvRun run(c);
+  const auto vA = gk::testing::conv_view(run.A, c.shape.a(c.kind));
+  const auto vB = gk::testing::conv_view(run.B, c.shape.b(c.kind));
+  const auto vC = gk::testing::conv_view(run.C, c.shape.d(c.kind));
+  const auto vD = gk::testing::conv_view(run.D, c.shape.d(c.kind));
+  EXPECT_EQ(plan.spec_for(vA, vB, &vC, vD, c.shape.geometry, c.beta).family, gk::KernelFamily::Sm90Collective);
+  plan.run(vA, vB, &vC, vD, c.shape.geometry, c.alpha, c.beta);
   EXPECT_EQ(run.compare().max_abs_error, 0.0);
 }
 

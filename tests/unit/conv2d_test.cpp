@@ -396,10 +396,16 @@ TEST(Conv2dSm90, PointwiseProblemsRunAsTheSm90Gemm) {
   EXPECT_EQ(d.layout_a, Layout::RowMajor);
   EXPECT_EQ(d.layout_b, Layout::RowMajor);
 
-  // Not pointwise: a stride (ResNet's 1x1 downsampling: gathering its pixels with a 3-D or a row copy and running
-  // the GEMM was slower than the conv kernel on the H200, conv-bench-*-s7-*), padding, a 3x3 filter.
+  // A strided 1x1 fprop (ResNet's downsampling) with H = stride * P: the GEMM, batched over the Q output columns.
   const Conv2dGeometry stride2{{2, 2}, {0, 0}, {1, 1}};
-  EXPECT_EQ(fprop.spec_for(x, w1, nullptr, tensor({128, 28, 28, 256}), stride2).family, KernelFamily::Sm90Conv2d);
+  const KernelSpec down = fprop.spec_for(x, w1, nullptr, tensor({128, 28, 28, 256}), stride2);
+  EXPECT_EQ(down.family, KernelFamily::Sm90Collective);
+  EXPECT_EQ(down.layout_a, Layout::RowMajor);
+  // Not a GEMM: an odd H (rows (n, p) not one stride apart), a strided wgrad, padding, a 3x3 filter.
+  EXPECT_EQ(fprop.spec_for(tensor({2, 11, 9, 64}), w1, nullptr, tensor({2, 6, 5, 256}), stride2).family,
+            KernelFamily::Sm90Conv2d);
+  Conv2d wgrad_down(options(ConvKind::Wgrad, DataType::f16, DataType::f32, 90));
+  EXPECT_EQ(wgrad_down.spec_for(tensor({128, 28, 28, 256}), x, nullptr, w1, stride2).family, KernelFamily::Sm90Conv2d);
   const Conv2dGeometry pad1{{1, 1}, {1, 1}, {1, 1}};
   EXPECT_EQ(fprop.spec_for(x, w1, nullptr, tensor({128, 58, 58, 256}), pad1).family, KernelFamily::Sm90Conv2d);
   EXPECT_EQ(fprop.spec_for(x, tensor({256, 3, 3, 64}), nullptr, y, pad1).family, KernelFamily::Sm90Conv2d);

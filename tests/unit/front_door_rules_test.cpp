@@ -89,6 +89,13 @@ TEST(FrontDoorRules, OverlappingBatchesOfDAreRefused) {
   EXPECT_TRUE(StartsWith(refusal(plan, A, row(f16, 64, 64), nullptr, D), "Tensor D: its batch stride 0"));
   // The same strides are a broadcast read for A.
   EXPECT_EQ(refusal(plan, D, row(f16, 64, 64), nullptr, A), "");
+  // Batches interleaved within D's rows (3 x 64 columns side by side in rows of 192) do not overlap; one element
+  // less of leading dimension, or a batch stride under a row's 64, and they would.
+  EXPECT_EQ(refusal(plan, A, row(f16, 64, 64), nullptr, view(f16, {3, 64, 64}, {64, 192, 1})), "");
+  EXPECT_TRUE(StartsWith(refusal(plan, A, row(f16, 64, 64), nullptr, view(f16, {3, 64, 64}, {64, 191, 1})),
+                         "Tensor D: its batch stride 64"));
+  EXPECT_TRUE(StartsWith(refusal(plan, A, row(f16, 64, 64), nullptr, view(f16, {3, 64, 64}, {63, 192, 1})),
+                         "Tensor D: its batch stride 63"));
 }
 
 TEST(FrontDoorRules, DsBatchErrorNamesDWhenThereIsNoC) {
