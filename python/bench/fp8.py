@@ -7,7 +7,10 @@ W (N x K, row-major) read as K x N column-major (TN, as FP8 tensor cores need), 
 - row-wise: gemmkit's RowAndColumn scale vectors (m and n float32) against _scaled_mm's (M, 1) and (1, N) scales.
 Each pair is timed with CUDA events after a warm-up, median of interleaved rounds, and each result is checked
 against the other. Every gemmkit kernel is compiled first, in parallel (compile_many). Writes JSON to --out.
-Usage: python python/bench/fp8.py [--out FILE] [--rounds N] [--quick]
+--tile NAME pins every plan to the first listed configuration whose kernel name contains NAME (e.g.
+256x192x128_2x1x1_0_tnt: a 128x192 CTA in a 2x1 cluster), to compare one tile across the shapes; --variants limits the
+scalings timed.
+Usage: python python/bench/fp8.py [--out FILE] [--rounds N] [--quick] [--tile NAME] [--variants per_tensor,rowwise]
 """
 import argparse
 import json
@@ -41,10 +44,19 @@ def quantize(x):
     return (x / scale).to(E4M3), scale
 
 
-def plan_for(scale):
+def plan_for(scale, tile=None):
     plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16",
                         layout_A="row", layout_B="col", layout_C="row", element_accumulator="f32")
     plan.scale = scale
+    if tile is not None:
+        for td in plan.tile_descriptions():
+            try:
+                plan.tile_description = td
+            except gemmkit.ConfigError:  # e.g. a no-smem epilogue with scale vectors
+                continue
+            if tile in plan.kernel_name():
+                return plan
+        raise SystemExit(f"--tile {tile}: no configuration of the {scale} plan has it in its kernel name")
     return plan
 
 
@@ -89,6 +101,7 @@ def measure(plans, group, m, n, k, rounds, fast_accum):
         "rowwise": (lambda: plans["rowwise"].run(a, b, None, d, 1.0, 0.0, sync=False, row_scale=rs, column_scale=cs),
                     lambda: scaled_mm(rs2, cs2)),
     }
+    variants = {name: pair for name, pair in variants.items() if name in plans}
     rows = {}
     for name, (ours, theirs) in variants.items():
         ours()
@@ -120,19 +133,23 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="M = 1024 only for the Llama shapes")
     parser.add_argument("--fast-accum", action="store_true", help="torch._scaled_mm with use_fast_accum=True")
+    parser.add_argument("--tile", help="pin the configuration whose kernel name contains this (default: run()'s choice)")
+    parser.add_argument("--variants", default="per_tensor,rowwise", help="the scalings to time")
     args = parser.parse_args()
     if torch.cuda.get_device_capability() < (9, 0):
         raise SystemExit("python/bench/fp8.py needs an SM90 GPU (H100 / H200)")
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
                "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "scaled_mm_use_fast_accum": args.fast_accum, "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)"}
-    plans = {"per_tensor": plan_for("none"), "rowwise": plan_for("row_and_column")}
+    scales = {"per_tensor": "none", "rowwise": "row_and_column"}
+    plans = {name: plan_for(scales[name], args.tile) for name in args.variants.split(",")}
+    results["tile"] = args.tile
     cases = shapes(args.quick)
     prebuild(plans, cases)
     rows = [measure(plans, *case, args.rounds, args.fast_accum) for case in cases]
     results["shapes"] = rows
     summary = {}
-    for variant in ("per_tensor", "rowwise"):
+    for variant in plans:
         for group in ("square", "anchor", "llama"):
             ratios = [r[variant]["ratio"] for r in rows if r["group"] == group]
             summary[f"{variant}_{group}_geomean_ratio"] = geomean(ratios)

@@ -13,8 +13,10 @@ struct Cta {
   int m, n;
 };
 
-// CTA tiles (M x N) of the SM90 table; K depth depends on the element width (128 bytes).
+// CTA tiles (M x N) of the SM90 table; K depth depends on the element width (128 bytes). FP8 adds 128 x 192 after
+// 128 x 128 (fp8_promotion_fits says why only FP8 needs it).
 const std::vector<Cta> kCtas = {{128, 256}, {256, 128}, {128, 128}, {64, 256}, {64, 128}};
+const std::vector<Cta> kFp8Ctas = {{128, 256}, {256, 128}, {128, 128}, {128, 192}, {64, 256}, {64, 128}};
 const std::vector<Shape3> kClusters = {{2, 1, 1}, {1, 2, 1}, {1, 1, 1}};
 
 int tile_k(DataType a) {
@@ -178,14 +180,15 @@ void check_tma_alignments(const KernelSpec& spec) {
 }
 
 // FP8 mainloops (without fast accumulation) add each few k-blocks' tensor-core sums into a second set of f32
-// accumulators, so a consumer warp group holds its tile twice: up to 64 x 128 fits in registers. The 128 x 256
+// accumulators, so a consumer warp group holds its tile twice: up to 64 x 192 fits in registers. The 128 x 256
 // cooperative tile (64 x 256 per warp group) spilled 858 bytes (ptxas -v) and ran at 0.33-0.59x torch._scaled_mm on
-// the H200 (bench/results/2026-12-01/fp8-bench-s2_h200.log); 128 x 128 compiles without spills.
+// the H200 (bench/results/2026-12-01/fp8-bench-s2_h200.log); 128 x 192 and 128 x 128 compile without spills
+// (bench/results/dev-machine/fp8-tile-spills.md).
 bool fp8_promotion_fits(const Cta& cta, KernelSchedule schedule) {
   const bool cooperative = schedule == KernelSchedule::TmaWarpSpecializedCooperative ||
                            (schedule == KernelSchedule::Auto && cta.m >= 128);  // as CUTLASS's builder resolves Auto
   const int warp_group_rows = cooperative ? cta.m / 2 : cta.m;
-  return warp_group_rows * cta.n <= 64 * 128;
+  return warp_group_rows * cta.n <= 64 * 192;
 }
 
 class Sm90Collective final : public Family {
@@ -220,7 +223,7 @@ class Sm90Collective final : public Family {
     const bool tma = moves_16_byte_rows(alignment_a, types.a) && moves_16_byte_rows(alignment_b, types.b);
     const bool fp8 = is_fp8(types.a);
     std::vector<TileDescription> out;
-    for (const auto& cta : kCtas) {
+    for (const auto& cta : fp8 ? kFp8Ctas : kCtas) {
       if (is_int8(types.a) && cta.m == 256) continue;
       for (const auto& cluster : kClusters) {
         TileDescription td;

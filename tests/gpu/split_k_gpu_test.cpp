@@ -1,10 +1,12 @@
 // tests/gpu/split_k_gpu_test.cpp: split-K and the Stream-K decompositions on SM90 kernels, exact on small-integer data:
 // several split counts (none dividing K's steps), both reduction modes, beta != 0 and a fused ReLU that must see the
-// full sum (partial sums of the other sign), the automatic choice for long-K and decode shapes, and a CUDA graph
-// replayed with its own workspace. Kernels: gemmkit_gpu_prebuild --only splitk.
+// full sum (partial sums of the other sign), the automatic choice for long-K and decode shapes, and CUDA graphs
+// replayed with their own workspace (parallel split-K too: its reduction is a programmatic dependent launch).
+// Kernels: gemmkit_gpu_prebuild --only splitk.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "gemmkit/gemm.hpp"
@@ -189,20 +191,24 @@ TEST(GpuSplitK, ParallelSplitKIsExactWithTheWholeEpilogueAfterTheReduction) {
   }
 }
 
-// Each replay of a captured split-K launch gets its own workspace (a graph memory node) and resets its barriers.
-TEST(GpuSplitK, CapturedIntoAGraphAndReplayed) {
-  REQUIRE_SM90();
-  gk::Gemm plan = cases::split_k_plan(device_cc(), gk::Activation::ReLU);
-  plan.set_split_k_slices(5);
-  Operands o(cases::kSplitKShape);
-  o.fill_sign_split();
+// Captures one run of `plan` (D = act(A@B + C + bias)) into a CUDA graph and replays it three times, each replay
+// exact: its own workspace (a graph memory node) and barriers reset; for parallel split-K, the reduction launched as
+// the GEMM's programmatic dependent.
+void replay_captured(gk::Gemm& plan, Operands& o, const HostMatrix* bias = nullptr) {
   DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  std::optional<DeviceBuffer> d_bias;
+  std::optional<gk::TensorView> bias_view;
   gk::RunOptions options;
+  if (bias != nullptr) {
+    d_bias.emplace(*bias);
+    bias_view = d_bias->view_like(*bias);
+    options.bias = &*bias_view;
+  }
   options.stream = stream;
   options.sync = false;
-  options.wait_for_best = true;  // loads the split-K kernel itself, so that the graph captures it
+  options.wait_for_best = true;  // loads the chosen kernel itself, so that the graph captures it
   plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), 1.0, 1.0, options);
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   EXPECT_EQ(plan.running_kernel_name(o.A.view(), o.B.view(), nullptr, o.D.view()), kernel_of(plan, o));
@@ -212,16 +218,37 @@ TEST(GpuSplitK, CapturedIntoAGraphAndReplayed) {
   ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  const gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(), bias,
+                                       bias != nullptr ? gk::BiasMode::PerRow : gk::BiasMode::None};
   for (int replay = 0; replay < 3; ++replay) {
     ASSERT_EQ(cudaMemsetAsync(dD.get(), 0, dD.bytes(), stream), cudaSuccess);
     ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     dD.copy_to(o.D);
-    const gk::testing::Epilogue relu{gk::Activation::ReLU, 0.0, nullptr, gk::BiasMode::None};
-    EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 1.0, 0, 1, relu).max_abs_error, 0.0)
-        << "replay " << replay;
+    EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 1.0, 0, 1, epilogue).max_abs_error, 0.0)
+        << "replay " << replay << " of " << kernel_of(plan, o);
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+TEST(GpuSplitK, CapturedIntoAGraphAndReplayed) {
+  REQUIRE_SM90();
+  gk::Gemm plan = cases::split_k_plan(device_cc(), gk::Activation::ReLU);
+  plan.set_split_k_slices(5);
+  Operands o(cases::kSplitKShape);
+  o.fill_sign_split();
+  replay_captured(plan, o);
+}
+
+TEST(GpuSplitK, ParallelSplitKCapturedIntoAGraphAndReplayed) {
+  REQUIRE_SM90();
+  gk::Gemm plan = cases::parallel_split_k_plan(device_cc(), gk::Activation::ReLU, gk::Layout::RowMajor);
+  Operands o(cases::kParallelSplitKShape);
+  o.fill_sign_split();
+  ASSERT_EQ(plan.spec_for(o.A.view(), o.B.view(), nullptr, o.D.view()).split_k_mode, gk::SplitKMode::Parallel);
+  HostMatrix bias(gk::DataType::f16, 1, o.D.rows(), gk::Layout::RowMajor);
+  bias.fill_integers(68, -4, 4);
+  replay_captured(plan, o, &bias);
 }

@@ -84,16 +84,21 @@ TEST(Fp8Plan, EveryListedTileIsValidWithKTile128) {
   gk::Gemm plan(fp8_tn(90, gk::DataType::e5m2));
   const auto tiles = plan.tile_descriptions();
   ASSERT_GT(tiles.size(), 4u);
+  bool has_128x192 = false;
   for (const auto& tile : tiles) {
     EXPECT_EQ(tile.threadblock_shape[2], 128) << tile.to_string();
-    // The promotion keeps a warp group's tile twice in registers: no 128 x 256 or 256 x 128 CTA (they spilled).
+    // The promotion keeps a warp group's tile twice in registers: at most 64 x 192 per warp group, so no 128 x 256
+    // or 256 x 128 CTA (they spilled), and a 128-row CTA of 128 or more columns is split between two warp groups.
     const gk::Shape3 cta = tile.cta_tile();
-    EXPECT_LE(cta[0] * cta[1], 128 * 128) << tile.to_string();
-    if (cta[0] * cta[1] == 128 * 128) {
+    EXPECT_LE(cta[0] * cta[1], 128 * 192) << tile.to_string();
+    if (cta[0] * cta[1] >= 128 * 128) {
       EXPECT_NE(tile.kernel_schedule, gk::KernelSchedule::TmaWarpSpecializedPingpong) << tile.to_string();
+      EXPECT_NE(tile.kernel_schedule, gk::KernelSchedule::TmaWarpSpecialized) << tile.to_string();
     }
+    has_128x192 |= cta == gk::Shape3{128, 192, 128};
     EXPECT_NO_THROW(plan.set_tile_description(tile)) << tile.to_string();
   }
+  EXPECT_TRUE(has_128x192);
 }
 
 TEST(Fp8Plan, GeneratedSourceInstantiatesCutlassFp8Types) {
