@@ -133,7 +133,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="M = 1024 only for the Llama shapes")
     parser.add_argument("--fast-accum", action="store_true", help="torch._scaled_mm with use_fast_accum=True")
-    parser.add_argument("--tile", help="pin the configuration whose kernel name contains this (default: run()'s choice)")
+    parser.add_argument("--tile", help="pin the configuration whose kernel name contains this (default: the plan's "
+                        "choice per shape)")
     parser.add_argument("--variants", default="per_tensor,rowwise", help="the scalings to time")
     args = parser.parse_args()
     if torch.cuda.get_device_capability() < (9, 0):
