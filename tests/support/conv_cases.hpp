@@ -140,9 +140,9 @@ inline std::vector<ConvCase> conv90_cases() {
   shared({"dgrad_f16_3x3_dilation2", "dgrad_bf16", "wgrad_f16_3x3", "wgrad_f16_7x7_stride2"});
   out.push_back({"wgrad_f16_3x3_dilation2", wgrad, f16, f16, f32, conv_shape(2, 12, 12, 16, 16, 3, 3, 1, 2, 2)});
   shared({"wgrad_bf16", "fprop_f16_relu_alpha_beta"});
-  // Strided 1x1 (ResNet's downsampling): with H = 2P the batched GEMM (alpha, beta, C and ReLU; an odd W), with an
-  // odd H and for wgrad the conv kernel. Short fprop conv reductions (most fprop cases here: K = 32 is one step) run
-  // at 4 stages.
+  // Strided 1x1 (ResNet's downsampling): with H = 2P the batched GEMM (alpha, beta, C and ReLU; an odd W; strides
+  // 2 x 1), with an odd H and for wgrad the conv kernel. Short fprop conv reductions (most fprop cases here: K = 32 is
+  // one step) run at 4 stages.
   ConvCase strided = {
       "fprop_f16_1x1_stride2", ConvKind::Fprop, f16, f16, f32, conv_shape(3, 12, 10, 32, 48, 1, 1, 2, 0)};
   strided.activation = Activation::ReLU;
@@ -151,6 +151,10 @@ inline std::vector<ConvCase> conv90_cases() {
   out.push_back(strided);
   out.push_back(
       {"fprop_f16_1x1_stride2_odd_w", ConvKind::Fprop, f16, f16, f32, conv_shape(2, 8, 9, 32, 48, 1, 1, 2, 0)});
+  ConvCase uneven = {
+      "fprop_f16_1x1_stride2x1", ConvKind::Fprop, f16, f16, f32, conv_shape(2, 8, 6, 32, 48, 1, 1, 1, 0)};
+  uneven.shape.geometry.stride = {2, 1};  // rows 2 apart, columns adjacent: the batch stride is C
+  out.push_back(uneven);
   out.push_back(
       {"fprop_f16_1x1_stride2_odd_h", ConvKind::Fprop, f16, f16, f32, conv_shape(2, 11, 9, 32, 48, 1, 1, 2, 0)});
   out.push_back({"wgrad_f16_1x1_stride2", wgrad, f16, f16, f32, conv_shape(3, 12, 10, 32, 48, 1, 1, 2, 0)});
