@@ -137,7 +137,6 @@ class Conv2d : public Gemm {
   };
   PointwiseOperands pointwise_operands(const ConvProblem& problem, const TensorView& A, const TensorView& B,
                                        const TensorView* C, const TensorView& D) const;
-  int sm_count_for_choice() const;
 
   ConvKind kind_;
   std::optional<IteratorAlgorithm> iterator_;

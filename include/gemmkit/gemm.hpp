@@ -211,6 +211,9 @@ class Gemm {
   // The scale vectors the plan's ScaleMode asks for: row_scale (m) and column_scale (n), f32.
   std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOperand>> check_scale_operands(
       const RunOptions& options, const Problem& p) const;
+  // The SMs a choice made without running is made for: the current GPU's, or without one the flagship GPU's of the
+  // plan's cc (spec_for on a build machine).
+  int sm_count_for_choice() const;
   struct KernelChoices;
   KernelChoices& choices_for(const Problem& p);
   // What run() launches for a problem: a configuration of the tensors' kernel choices and its decomposition, and

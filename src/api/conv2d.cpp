@@ -454,10 +454,6 @@ Conv2d::PointwiseOperands Conv2d::pointwise_operands(const ConvProblem& p, const
   return out;
 }
 
-int Conv2d::sm_count_for_choice() const {
-  return cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
-}
-
 KernelSpec Conv2d::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                             const Conv2dGeometry& geometry, double beta) {
   const ConvProblem p = check_conv(A, B, C, D, geometry, beta);

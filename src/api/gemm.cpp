@@ -497,11 +497,6 @@ void Gemm::wait_for_background() {
 
 namespace {
 
-// The SMs of the current GPU, or of the flagship GPU of cc without one (spec_for on a build machine).
-int sm_count_here(int cc) {
-  return cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc).sm_count;
-}
-
 // Parallel split-K's configuration and slices for a problem (catalog::choose_parallel_split), its slices starting on
 // 16-byte boundaries of A's elements.
 std::optional<catalog::SplitChoice> parallel_split(const std::vector<TileDescription>& tiles,
@@ -515,6 +510,10 @@ catalog::ProblemShape kernel_shape(std::int64_t m, std::int64_t n, std::int64_t 
 }
 
 }  // namespace
+
+int Gemm::sm_count_for_choice() const {
+  return cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
+}
 
 std::size_t Gemm::choose_tile(const KernelChoices& choices, const Problem& p, int sm_count) const {
   check_k_split_settings(choices.spec(0));
@@ -697,7 +696,7 @@ std::vector<KernelSpec> Gemm::run_time_kernels() const {
 Gemm::RunChoice Gemm::choice_without_running(const TensorView& A, const TensorView& B, const TensorView* C,
                                              const TensorView& D, double beta) {
   require_operation(catalog::Operation::Gemm, "spec_for(A, B, C, D)");
-  RunChoice c = run_choice(check_problem(A, B, C, D, beta), sm_count_here(cc_));
+  RunChoice c = run_choice(check_problem(A, B, C, D, beta), sm_count_for_choice());
   if (c.parallel != nullptr) c.take_parallel();  // what run() launches once the parallel kernel is built
   return c;
 }
@@ -711,7 +710,7 @@ KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const Tensor
 std::string Gemm::running_kernel_name(const TensorView& A, const TensorView& B, const TensorView* C,
                                       const TensorView& D, double beta) {
   require_operation(catalog::Operation::Gemm, "running_kernel_name(A, B, C, D)");
-  const RunChoice c = run_choice(check_problem(A, B, C, D, beta), sm_count_here(cc_));
+  const RunChoice c = run_choice(check_problem(A, B, C, D, beta), sm_count_for_choice());
   const std::size_t choice = c.index;
   KernelSlots<KernelModule>& slots = c.choices->slots;
   if (c.parallel != nullptr) {

@@ -37,22 +37,27 @@ struct ModuleSources {
   std::function<std::shared_ptr<const jit::BackgroundBuild>(std::size_t)> in_background;
 };
 
+// Configuration i's module if loaded, or built (then loaded and kept), else null; nothing compiles.
+template <class Module>
+Module* loaded_or_built(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t i,
+                        const ModuleSources<Module>& sources) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (slots.modules[i]) return slots.modules[i].get();
+  }
+  std::shared_ptr<Module> module = sources.if_built(i);
+  if (!module) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!slots.modules[i]) slots.modules[i] = std::move(module);
+  return slots.modules[i].get();
+}
+
 // The first configuration other than `skip` whose module is loaded or built (then loaded and kept), else kNone.
 template <class Module>
 std::size_t first_built(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t skip,
                         const ModuleSources<Module>& sources) {
   for (std::size_t i = 0; i < slots.modules.size(); ++i) {
-    if (i == skip) continue;
-    std::shared_ptr<Module> module;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      module = slots.modules[i];
-    }
-    if (module) return i;
-    if (!(module = sources.if_built(i))) continue;
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!slots.modules[i]) slots.modules[i] = std::move(module);
-    return i;
+    if (i != skip && loaded_or_built(slots, mutex, i, sources) != nullptr) return i;
   }
   return KernelSlots<Module>::kNone;
 }
@@ -85,7 +90,7 @@ Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_
   }
   if (pending && pending->state() == State::done) return keep(wanted, sources.build(wanted));  // a cache hit now
   if (wait) return keep(wanted, sources.build(wanted));
-  if (auto module = sources.if_built(wanted)) return keep(wanted, std::move(module));
+  if (Module* module = loaded_or_built(slots, mutex, wanted, sources)) return *module;
   const std::size_t i = first_built(slots, mutex, wanted, sources);
   if (i == KernelSlots<Module>::kNone) return keep(wanted, sources.build(wanted));  // nothing built: compile, as asked
   auto build = sources.in_background(wanted);
@@ -101,15 +106,7 @@ Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_
 template <class Module>
 Module* built_module(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t wanted,
                      const ModuleSources<Module>& sources) {
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (slots.modules[wanted]) return slots.modules[wanted].get();
-  }
-  if (auto module = sources.if_built(wanted)) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!slots.modules[wanted]) slots.modules[wanted] = std::move(module);
-    return slots.modules[wanted].get();
-  }
+  if (Module* module = loaded_or_built(slots, mutex, wanted, sources)) return module;
   const std::size_t i = first_built(slots, mutex, wanted, sources);
   if (i == KernelSlots<Module>::kNone) return nullptr;
   std::lock_guard<std::mutex> lock(mutex);

@@ -193,8 +193,7 @@ std::vector<KernelSpec> Gemm::tune_candidates(const TensorView& A, const TensorV
   require_operation(catalog::Operation::Gemm, "tune_candidates(A, B, C, D)");
   const Problem p = check_problem(A, B, C, D, options.beta);
   const KernelChoices& choices = choices_for(p);
-  const int sm_count =
-      cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(cc_).sm_count;
+  const int sm_count = sm_count_for_choice();
   std::vector<KernelSpec> out;
   for (const std::size_t i : tuning_indices(choices, p, sm_count, options)) out.push_back(choices.spec(i));
   return out;
@@ -230,14 +229,15 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
     if (options.progress) options.progress(line);
   };
   const int device = current_device();
-  if (run_choice(p, device_info(device).sm_count).parallel != nullptr) {
+  const int sm_count = device_info(device).sm_count;
+  if (run_choice(p, sm_count).parallel != nullptr) {
     throw ConfigError(
         "tune(): run() computes this shape with parallel split-K (a long K over few output tiles), "
         "which tune() does not time; it needs no tuning entry (set GEMMKIT_SPLIT_K=stream-k to tune "
         "the Stream-K kernel's split-K instead).");
   }
   const KernelChoices& choices = choices_for(p);
-  const std::vector<std::size_t> indices = tuning_indices(choices, p, device_info(device).sm_count, options);
+  const std::vector<std::size_t> indices = tuning_indices(choices, p, sm_count, options);
 
   TuneResult result;
   std::vector<KernelSpec> specs;

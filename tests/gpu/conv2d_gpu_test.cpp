@@ -7,9 +7,9 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "gemmkit/conv2d.hpp"
 #include "gemmkit/errors.hpp"
@@ -66,8 +66,9 @@ struct ConvRun {
   }
 };
 
-cases::ConvCase find_case(const std::string& name) {
-  for (const auto& c : cases::conv_cases()) {
+// The row `name` of `list` (conv_cases(): the CUTLASS 2.x family's).
+cases::ConvCase find_case(const std::string& name, const std::vector<cases::ConvCase>& list = cases::conv_cases()) {
+  for (const auto& c : list) {
     if (c.name == name) return c;
   }
   throw std::logic_error("no conv case " + name);
@@ -138,8 +139,7 @@ TEST(Conv2dGpu, HostTensorsAreStagedAndTheResultLandsBeforeReturn) {
 TEST(Conv2dSm90Gpu, StridedPointwiseFpropRunsFromHostTensors) {
   REQUIRE_GPU();
   if (device_cc() != 90) GTEST_SKIP() << "the GEMM route is kernel_cc 90's";
-  const auto all = cases::conv90_cases();
-  const auto c = *std::find_if(all.begin(), all.end(), [](const auto& x) { return x.name == "fprop_f16_1x1_stride2"; });
+  const cases::ConvCase c = find_case("fprop_f16_1x1_stride2", cases::conv90_cases());
   gk::Conv2d plan = cases::conv_plan(c, device_cc());
   ConvRun run(c);
   const auto vA = gk::testing::conv_view(run.A, c.shape.a(c.kind));
