@@ -233,6 +233,11 @@ class Gemm {
     }
   };
   RunChoice run_choice(const Problem& p, int sm_count);
+  // run_choice without the tuning database: the shape heuristics and parallel split-K (run_choice keeps its answer
+  // for the last problem).
+  RunChoice heuristic_choice(KernelChoices& choices, const Problem& p, int sm_count);
+  // Drops run_choice's remembered answers: for settings that change the choice but keep the loaded kernels.
+  void forget_run_choices();
   // Whether run() may take parallel split-K for kernels like `base`: not with a tile, decomposition or Stream-K swizzle
   // set, GEMMKIT_SPLIT_K other than auto, or a family without it (SM90 only, f32 accumulation).
   bool may_split_k_in_parallel(const KernelSpec& base) const;

@@ -433,6 +433,7 @@ void Gemm::set_decomposition(Decomposition mode) {
   }
   assign_checked(decomposition_, mode, [&] { check_k_split_settings(spec()); });
   splits_ = 1;
+  forget_run_choices();
 }
 
 void Gemm::set_split_k_slices(int slices) {
@@ -443,6 +444,12 @@ void Gemm::set_split_k_slices(int slices) {
   assign_checked(decomposition_, slices > 1 ? Decomposition::SplitK : Decomposition::Auto,
                  [&] { check_k_split_settings(spec()); });
   splits_ = slices;
+  forget_run_choices();
+}
+
+void Gemm::forget_run_choices() {
+  std::lock_guard<std::mutex> lock(run_cache_->mutex);
+  for (KernelChoices& choices : run_cache_->choices) choices.last_choice.reset();
 }
 
 void Gemm::set_reduction_mode(ReductionMode mode) {
@@ -574,6 +581,30 @@ Gemm::KernelChoices* Gemm::parallel_choices(KernelChoices& choices, const Proble
 
 Gemm::RunChoice Gemm::run_choice(const Problem& p, int sm_count) {
   KernelChoices& choices = choices_for(p);
+  const std::array<std::int64_t, 5> problem{p.m, p.n, p.k, p.batch, sm_count};
+  std::optional<RunChoice> out;
+  {
+    std::lock_guard<std::mutex> lock(run_cache_->mutex);
+    if (choices.last_choice && choices.last_choice->problem == problem) out = choices.last_choice->choice;
+  }
+  if (!out) {
+    out = heuristic_choice(choices, p, sm_count);
+    std::lock_guard<std::mutex> lock(run_cache_->mutex);
+    choices.last_choice = KernelChoices::LastChoice{problem, *out};
+  }
+  if (out->parallel != nullptr) return *out;
+  // Else a configuration measured by Gemm::tune for this plan and shape bucket (tuning database), when it is built;
+  // a set tile or a forced Stream-K kernel is the plan's own choice.
+  if (!tile_ && !forces_stream_k_kernel()) {
+    if (auto tuned = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch}, *choices.tuned)) {
+      out->index = *tuned;
+      out->split = k_split(choices, *tuned, p, sm_count);
+    }
+  }
+  return *out;
+}
+
+Gemm::RunChoice Gemm::heuristic_choice(KernelChoices& choices, const Problem& p, int sm_count) {
   const std::size_t heuristic = choose_tile(choices, p, sm_count);
   RunChoice out{&choices, heuristic, k_split(choices, heuristic, p, sm_count), nullptr, 0, 0};
   // Where the heuristic splits K on the Stream-K kernel, parallel split-K instead when a configuration fits: 0.9-1.1x
@@ -586,16 +617,7 @@ Gemm::RunChoice Gemm::run_choice(const Problem& p, int sm_count) {
         out.parallel = parallel;
         out.parallel_index = pick->tile;
         out.slices = pick->slices;
-        return out;
       }
-    }
-  }
-  // Else a configuration measured by Gemm::tune for this plan and shape bucket (tuning database), when it is built;
-  // a set tile or a forced Stream-K kernel is the plan's own choice.
-  if (!tile_ && !forces_stream_k_kernel()) {
-    if (auto tuned = tuning::tuned_choice(choices.base, choices.tiles, {p.m, p.n, p.k, p.batch}, *choices.tuned)) {
-      out.index = *tuned;
-      out.split = k_split(choices, *tuned, p, sm_count);
     }
   }
   return out;

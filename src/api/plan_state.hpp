@@ -2,9 +2,11 @@
 // the kernels one alignment triple may use, and the per-configuration cache of them.
 #pragma once
 
+#include <array>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -32,6 +34,13 @@ struct Gemm::KernelChoices {
   // The parallel split-K kernels of this triple (SM90), made on first use.
   std::unique_ptr<KernelChoices> parallel = nullptr;
   int stages = 0;  // non-zero: every tile at this pipeline depth (Conv2d's short reductions), not the family's own
+  // run()'s shape heuristics' answer for the last problem (m, n, k, batch, SM count) they saw, under RunCache::mutex:
+  // they cost about 2 us a call, and a loop of runs repeats one shape.
+  struct LastChoice {
+    std::array<std::int64_t, 5> problem;
+    RunChoice choice;
+  };
+  std::optional<LastChoice> last_choice = std::nullopt;
 
   KernelSpec spec(std::size_t choice) const {
     KernelSpec s = base;

@@ -276,3 +276,20 @@ TEST(ParallelSplitK, SpecsOutsideSm90OrWithStreamKAreConfigErrors) {
   EXPECT_EQ(parallel.name(), serial.name() + "_splitk_parallel");
   EXPECT_NE(parallel.canonical(), serial.canonical());
 }
+
+TEST(SplitKPlan, RunRemembersOneShapesChoiceAndNotAnother) {
+  // run() keeps the heuristics' answer for the last problem: a different shape, then the first again, must each get
+  // their own choice, and a split setting made in between must change it.
+  gk::Gemm plan(f16_row(90));
+  const auto A = probe(512, 16384), B = probe(16384, 512), D = probe(512, 512);
+  const auto A2 = probe(8192, 8192), B2 = probe(8192, 8192), D2 = probe(8192, 8192);
+  const std::string long_k = plan.spec_for(A, B, nullptr, D).name();
+  const std::string large = plan.spec_for(A2, B2, nullptr, D2).name();
+  EXPECT_NE(long_k, large);
+  EXPECT_EQ(plan.spec_for(A, B, nullptr, D).name(), long_k);
+  EXPECT_EQ(plan.spec_for(A2, B2, nullptr, D2).name(), large);
+  plan.set_split_k_slices(3);
+  EXPECT_EQ(plan.k_split_for(A2, B2, nullptr, D2), (gk::KSplit{gk::Decomposition::SplitK, 3}));
+  plan.set_split_k_slices(1);
+  EXPECT_EQ(plan.spec_for(A2, B2, nullptr, D2).name(), large);
+}
