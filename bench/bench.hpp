@@ -42,6 +42,7 @@ struct Options {
   int calls = 10000;       // host-overhead calls per measurement
   int startup_runs = 5;    // child processes for the time-to-first-result section
   std::string groups;      // the suite section's groups (testing/shape_suite.hpp); "" = all
+  std::string configs;     // the sweep section's configurations: a regular expression on their text; "" = all
   int prebuild_cc = 0;     // > 0: only build the sections' kernels for this cc (no GPU needed), then stop
 };
 
@@ -68,6 +69,9 @@ SectionResult overhead_section(Context& ctx);
 SectionResult startup_section(Context& ctx);
 SectionResult compile_section(Context& ctx);
 SectionResult sweep_section(Context& ctx);
+// The sweep section's shapes (--shapes and three of its own) and configurations' kernels.
+std::vector<Shape> sweep_shapes(const Context& ctx);
+std::vector<gk::KernelSpec> sweep_kernels(const Context& ctx);
 SectionResult epilogue_section(Context& ctx);
 
 // One verified, timed GEMM row of gemmkit's plan against cuBLAS (the gemm section's method): its JSON, its Markdown

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "bench.hpp"
@@ -35,6 +36,8 @@ Benchmarks gemmkit against cuBLAS on this machine's GPU 0 and writes JSON + Mark
                        llm (the four llm groups) or all (default all)
   --tuning on|off      off: run() ignores the tuning database (GEMMKIT_TUNING_DB=off), i.e. the untuned default
                        (default on: a shape tuned with gemmkit tune runs its tuned kernel; rows say so)
+  --configs REGEX      the sweep section's configurations: those whose text (e.g. "128x64x64 c2x1
+                       ScheduleAuto/ScheduleAuto", "... StreamK") the regular expression finds (default all)
   --shapes LIST        GEMM shapes MxNxK, comma-separated
                        (default 2400x3232x4096,4096x4096x4096,8192x8192x8192,16384x16384x16384)
   --dtypes LIST        f16,bf16 (default both)
@@ -90,7 +93,8 @@ Shape parse_shape(const std::string& text) {
 
 const std::set<std::string> kValueOptions = {"--groups",  "--tuning", "--out",          "--only",       "--shapes",
                                              "--dtypes",  "--warmup", "--warmup-ms",    "--iters",      "--batch-ms",
-                                             "--repeats", "--calls",  "--startup-runs", "--prebuild-cc"};
+                                             "--repeats", "--calls",  "--startup-runs", "--prebuild-cc",
+                                             "--configs"};
 
 Options parse_options(int argc, char** argv) {
   Options o;
@@ -127,6 +131,13 @@ Options parse_options(int argc, char** argv) {
         throw UsageError(std::string("--groups: ") + e.what());
       }
       o.groups = value;
+    } else if (name == "--configs") {
+      try {
+        (void)std::regex(value);
+      } catch (const std::regex_error& e) {
+        throw UsageError("--configs: '" + value + "' is not a regular expression (" + e.what() + ")");
+      }
+      o.configs = value;
     } else if (name == "--prebuild-cc") {
       o.prebuild_cc = static_cast<int>(positive(value, name));
     } else if (name == "--tuning") {
@@ -265,6 +276,9 @@ Value prepare_kernels(const Context& ctx) {
       for (const auto& s : gk::testing::shape_suite(ctx.options.groups)) problems.emplace_back(t, Shape{s.m, s.n, s.k});
     }
   }
+  if (ctx.options.sections.count("sweep")) {
+    for (const Shape& s : sweep_shapes(ctx)) problems.emplace_back(gk::DataType::f16, s);
+  }
   if (ctx.options.sections.count("overhead") || ctx.options.sections.count("startup")) {
     problems.emplace_back(gk::DataType::f16, Shape{128, 128, 128});
   }
@@ -273,6 +287,9 @@ Value prepare_kernels(const Context& ctx) {
     gk::Gemm plan = default_plan(t, ctx.cc);
     const gk::KernelSpec spec = planned_spec(plan, t, s, ctx.device);
     unique.emplace(spec.canonical(), spec);
+  }
+  if (ctx.options.sections.count("sweep")) {
+    for (const gk::KernelSpec& spec : sweep_kernels(ctx)) unique.emplace(spec.canonical(), spec);
   }
   std::vector<gk::KernelSpec> specs;
   for (auto& [key, spec] : unique) specs.push_back(spec);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <regex>
 
 #include "bench.hpp"
 #include "gemmkit/jit.hpp"
@@ -23,26 +24,43 @@ std::string tile_text(const gk::TileDescription& td) {
   return s;
 }
 
+// The configurations the sweep times: the f16 plan's, those --configs names.
+std::vector<gk::TileDescription> sweep_tiles(const Context& ctx) {
+  std::vector<gk::TileDescription> tiles = default_plan(gk::DataType::f16, ctx.cc).tile_descriptions();
+  if (!ctx.options.configs.empty()) {
+    const std::regex wanted(ctx.options.configs);
+    std::erase_if(tiles, [&](const gk::TileDescription& td) { return !std::regex_search(tile_text(td), wanted); });
+  }
+  return tiles;
+}
+
 }  // namespace
 
-SectionResult sweep_section(Context& ctx) {
-  SectionResult result;
-  const gk::DataType t = gk::DataType::f16;
-  gk::Gemm probe = default_plan(t, ctx.cc);
-  const auto tiles = probe.tile_descriptions();
-  // Build every configuration first, in parallel.
-  std::vector<gk::KernelSpec> specs;
-  for (const auto& td : tiles) {
-    gk::Gemm plan = default_plan(t, ctx.cc);
-    plan.set_tile_description(td);
-    specs.push_back(plan.spec());
-  }
-  gk::compile_many(specs);
-
+std::vector<Shape> sweep_shapes(const Context& ctx) {
   std::vector<Shape> shapes = ctx.options.shapes;
   for (const Shape& extra : {Shape{1024, 1024, 4096}, Shape{128, 8192, 8192}, Shape{512, 512, 16384}}) {
     shapes.push_back(extra);
   }
+  return shapes;
+}
+
+std::vector<gk::KernelSpec> sweep_kernels(const Context& ctx) {
+  std::vector<gk::KernelSpec> specs;
+  for (const auto& td : sweep_tiles(ctx)) {
+    gk::Gemm plan = default_plan(gk::DataType::f16, ctx.cc);
+    plan.set_tile_description(td);
+    specs.push_back(plan.spec());
+  }
+  return specs;
+}
+
+SectionResult sweep_section(Context& ctx) {
+  SectionResult result;
+  const gk::DataType t = gk::DataType::f16;
+  const std::vector<gk::TileDescription> tiles = sweep_tiles(ctx);
+  gk::compile_many(sweep_kernels(ctx));  // every configuration first, in parallel
+
+  const std::vector<Shape> shapes = sweep_shapes(ctx);
   Table best_table{{"M x N x K", "cuBLAS TFLOP/s", "default TFLOP/s", "default / cuBLAS", "best configuration",
                     "best TFLOP/s", "best / cuBLAS"},
                    {}};
@@ -94,10 +112,18 @@ SectionResult sweep_section(Context& ctx) {
   result.json["dtype"] = "f16";
   result.json["configurations"] = static_cast<int>(tiles.size());
   result.json["rows"] = rows;
+  const std::string title = ctx.options.configs.empty()
+                                ? "## Configuration sweep (f16, every valid configuration; best per shape)\n\n"
+                                : "## Configuration sweep (f16, the configurations matching `" + ctx.options.configs +
+                                      "`; best per shape)\n\n";
+  if (!ctx.options.configs.empty()) {  // a chosen few: no Stream-K comparison (it needs the default tile)
+    result.markdown = title + best_table.markdown();
+    return result;
+  }
 
   // Stream-K against data-parallel tiles: one tile over a whole number of waves, and long K with small M, N.
   const int sms = gk::device_info(ctx.device).sm_count;
-  const auto cta = probe.spec().tile.cta_tile();
+  const auto cta = tiles.front().cta_tile();
   std::vector<Shape> streamk_shapes = {
       {static_cast<std::int64_t>(cta[0]) * (2 * sms + 1), cta[1], 4096},  // 2 waves + 1 tile
       {static_cast<std::int64_t>(cta[0]) * (sms + 1), cta[1] * 3, 4096},  // (132+1) x 3 tiles
@@ -125,8 +151,7 @@ SectionResult sweep_section(Context& ctx) {
                                   fixed(dp_ms / sk_ms, 3), fixed(tflops(s, cublas_ms), 1)});
   }
   result.json["stream_k"] = streamk_rows;
-  result.markdown = "## Configuration sweep (f16, every valid configuration; best per shape)\n\n" +
-                    best_table.markdown() + "\n## Stream-K vs data-parallel (f16)\n\n" + streamk_table.markdown();
+  result.markdown = title + best_table.markdown() + "\n## Stream-K vs data-parallel (f16)\n\n" + streamk_table.markdown();
   return result;
 }
 

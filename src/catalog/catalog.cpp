@@ -328,15 +328,14 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     if (covered(shape.m, cta[0]) * covered(shape.n, cta[1]) < 0.75) {
       if (const std::size_t best = cheapest_shape(); best != tiles.size()) return best;
     }
-    // A last wave that is mostly idle (e.g. 2 waves + 1 tile): Stream-K spreads the work evenly (1.4x measured).
     const std::int64_t last_wave = default_tiles % sm_count;
     if (last_wave == 0 || default_tiles > 4 * sm_count) return 0;
-    if (last_wave * 4 > sm_count) {
-      // A few waves with a large last one (1.5 waves of a 1x1 conv's 196 tiles): a smaller tile shape may fill the
-      // waves better; the estimate must win clearly (cheapest_tile's 3%), else the default stays.
-      const std::size_t best = cheapest_shape();
-      return best == tiles.size() ? 0 : best;
-    }
+    // A few waves with a large last one (1.5 waves of a 1x1 conv's 196 tiles), or a mostly idle one (3000^3: 2 waves
+    // + 24 tiles): a tile shape that fills the waves better, when the estimate wins clearly (cheapest_tile's 3%;
+    // 128 x 192 ran 1.19x over Stream-K at 3000^3, sweep-s9-1).
+    const std::size_t best = cheapest_shape();
+    if (last_wave * 4 > sm_count || (best != tiles.size() && best != 0)) return best == tiles.size() ? 0 : best;
+    // Else a mostly idle last wave (e.g. 2 waves + 1 tile): Stream-K spreads the work evenly (1.4x measured).
     for (std::size_t i = 0; i < tiles.size(); ++i) {
       if (stream_k(tiles[i]) && tiles[i].cta_tile() == front.cta_tile() &&
           tiles[i].cluster_shape == front.cluster_shape) {
@@ -376,14 +375,27 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   if (long_k) return stream_k_tile;
   // Otherwise the tile shape with the lowest estimated time.
   const std::size_t best = cheapest_shape();
-  return best == tiles.size() ? 0 : best;
+  if (best == tiles.size()) return 0;
+  // When that is the 64 x 128 tile in one wave, 128 x 64 tiles without a cluster (cuBLAS's choice at 1024^3): 1.36x
+  // over 64 x 128 in 2x1 clusters there (sweep-s9-1); every tile runs at once, so a cluster's multicast saves nothing.
+  if (tiles[best].cta_tile()[0] == 64 && tiles[best].cta_tile()[1] == 128) {
+    for (std::size_t i = 0; i < tiles.size(); ++i) {
+      const TileDescription& td = tiles[i];
+      const bool wide_rows = td.cta_tile()[0] == 128 && td.cta_tile()[1] == 64;
+      if (wide_rows && td.cluster_shape == Shape3{1, 1, 1} && td.kernel_schedule == KernelSchedule::Auto &&
+          !stream_k(td) && tile_count(td.cta_tile(), shape) <= sm_count) {
+        return i;
+      }
+    }
+  }
+  return best;
 }
 
 std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
                                                  int sm_count, int k_granule) {
   // Relative mainloop throughput of the CTA shapes with partial sums (64-row tiles ran closer to 128 x 128 than in
-  // choose_tile's table), and the H200's per-SM f16 rate and memory bandwidth at what the kernels reach (only their
-  // ratio matters).
+  // choose_tile's table, 128 x 64 a little closer still: cuBLAS's tile at 512x512x16384), and the H200's per-SM f16
+  // rate and memory bandwidth at what the kernels reach (only their ratio matters).
   auto efficiency = [](const Shape3& cta) { return cta[0] * cta[1] >= 128 * 256 ? 1.0 : cta[0] == 64 ? 0.8 : 0.85; };
   constexpr double kSmFlops = 6e12, kBytesPerSecond = 3e12;
   std::optional<SplitChoice> best;
