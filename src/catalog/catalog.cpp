@@ -332,7 +332,7 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     if (last_wave == 0 || default_tiles > 4 * sm_count) return 0;
     // A few waves with a large last one (1.5 waves of a 1x1 conv's 196 tiles), or a mostly idle one (3000^3: 2 waves
     // + 24 tiles): a tile shape that fills the waves better, when the estimate wins clearly (cheapest_tile's 3%;
-    // 128 x 192 ran 1.19x over Stream-K at 3000^3, sweep-s9-1).
+    // 128 x 192 ran 1.19x over Stream-K at 3000^3, sweep-small-tiles-overhead-s9-1).
     const std::size_t best = cheapest_shape();
     if (last_wave * 4 > sm_count || (best != tiles.size() && best != 0)) return best == tiles.size() ? 0 : best;
     // Else a mostly idle last wave (e.g. 2 waves + 1 tile): Stream-K spreads the work evenly (1.4x measured).
@@ -377,7 +377,8 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   const std::size_t best = cheapest_shape();
   if (best == tiles.size()) return 0;
   // When that is the 64 x 128 tile in one wave, 128 x 64 tiles without a cluster (cuBLAS's choice at 1024^3): 1.36x
-  // over 64 x 128 in 2x1 clusters there (sweep-s9-1); every tile runs at once, so a cluster's multicast saves nothing.
+  // over 64 x 128 in 2x1 clusters there (sweep-small-tiles-overhead-s9-1); every tile runs at once, so a cluster's
+  // multicast saves nothing.
   if (tiles[best].cta_tile()[0] == 64 && tiles[best].cta_tile()[1] == 128) {
     for (std::size_t i = 0; i < tiles.size(); ++i) {
       const TileDescription& td = tiles[i];

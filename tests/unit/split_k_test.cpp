@@ -215,7 +215,7 @@ TEST(SplitKPlan, BadSettingsAreConfigErrorsThatSayWhatToDo) {
 
 // SM90 parallel split-K: where run() would split K on the Stream-K kernel, a partial-sums GEMM over K slices and a
 // reduction kernel with the epilogue instead, on 128 x 64 tiles (cuBLAS's on 512x512x16384; 0.85-0.87x cuBLAS there
-// against 0.79-0.82x on 64 x 128, bench/results/2026-12-01/suite-f16-bf16-s9-1_h200.md).
+// against 0.79-0.82x on 64 x 128, bench/results/2026-12-01/suite-f16-bf16-memo-tiles-s9-1_h200.md).
 TEST(ParallelSplitK, LongKOverFewTilesRunsParallelSplitKOnTheMeasuredConfigurations) {
   gk::Gemm plan(f16_row(90));
   struct Case {
