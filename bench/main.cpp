@@ -91,10 +91,9 @@ Shape parse_shape(const std::string& text) {
   return s;
 }
 
-const std::set<std::string> kValueOptions = {"--groups",  "--tuning", "--out",          "--only",       "--shapes",
-                                             "--dtypes",  "--warmup", "--warmup-ms",    "--iters",      "--batch-ms",
-                                             "--repeats", "--calls",  "--startup-runs", "--prebuild-cc",
-                                             "--configs"};
+const std::set<std::string> kValueOptions = {"--groups",  "--tuning", "--out",          "--only",        "--shapes",
+                                             "--dtypes",  "--warmup", "--warmup-ms",    "--iters",       "--batch-ms",
+                                             "--repeats", "--calls",  "--startup-runs", "--prebuild-cc", "--configs"};
 
 Options parse_options(int argc, char** argv) {
   Options o;

@@ -151,7 +151,8 @@ SectionResult sweep_section(Context& ctx) {
                                   fixed(dp_ms / sk_ms, 3), fixed(tflops(s, cublas_ms), 1)});
   }
   result.json["stream_k"] = streamk_rows;
-  result.markdown = title + best_table.markdown() + "\n## Stream-K vs data-parallel (f16)\n\n" + streamk_table.markdown();
+  result.markdown =
+      title + best_table.markdown() + "\n## Stream-K vs data-parallel (f16)\n\n" + streamk_table.markdown();
   return result;
 }
 
