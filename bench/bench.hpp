@@ -34,16 +34,17 @@ struct Options {
   std::set<std::string> sections = {"gemm", "overhead", "startup", "compile"};
   std::vector<Shape> shapes = {{2400, 3232, 4096}, {4096, 4096, 4096}, {8192, 8192, 8192}, {16384, 16384, 16384}};
   std::vector<gk::DataType> dtypes = {gk::DataType::f16, gk::DataType::bf16};
-  int warmup = 10;         // untimed calls per library before a GEMM row is timed, at least
-  double warmup_ms = 500;  // ... and at least this long per library (so the clocks settle)
-  int iters = 0;           // calls per timed batch; 0 = calibrated so one batch takes >= batch_ms
-  double batch_ms = 100;   // target duration of one timed batch when iters == 0
-  int repeats = 9;         // timed batches per library per row (the median is reported)
-  int calls = 10000;       // host-overhead calls per measurement
-  int startup_runs = 5;    // child processes for the time-to-first-result section
-  std::string groups;      // the suite section's groups (testing/shape_suite.hpp); "" = all
-  std::string configs;     // the sweep section's configurations: a regular expression on their text; "" = all
-  int prebuild_cc = 0;     // > 0: only build the sections' kernels for this cc (no GPU needed), then stop
+  int warmup = 10;                         // untimed calls per library before a GEMM row is timed, at least
+  double warmup_ms = 500;                  // ... and at least this long per library (so the clocks settle)
+  int iters = 0;                           // calls per timed batch; 0 = calibrated so one batch takes >= batch_ms
+  double batch_ms = 100;                   // target duration of one timed batch when iters == 0
+  int repeats = 9;                         // timed batches per library per row (the median is reported)
+  int calls = 10000;                       // host-overhead calls per measurement
+  int startup_runs = 5;                    // child processes for the time-to-first-result section
+  std::string groups;                      // the suite section's groups (testing/shape_suite.hpp); "" = all
+  Shape overhead_shape = {128, 128, 128};  // the overhead section's problem
+  std::string configs;  // the sweep section's configurations: a regular expression on their text; "" = all
+  int prebuild_cc = 0;  // > 0: only build the sections' kernels for this cc (no GPU needed), then stop
 };
 
 // Everything the sections share: the options, the device, one stream and one cuBLAS handle bound to it.

@@ -36,6 +36,7 @@ Benchmarks gemmkit against cuBLAS on this machine's GPU 0 and writes JSON + Mark
                        llm (the four llm groups) or all (default all)
   --tuning on|off      off: run() ignores the tuning database (GEMMKIT_TUNING_DB=off), i.e. the untuned default
                        (default on: a shape tuned with gemmkit tune runs its tuned kernel; rows say so)
+  --overhead-shape MxNxK  the overhead section's problem (default 128x128x128)
   --configs REGEX      the sweep section's configurations: those whose text (e.g. "128x64x64 c2x1
                        ScheduleAuto/ScheduleAuto", "... StreamK") the regular expression finds (default all)
   --shapes LIST        GEMM shapes MxNxK, comma-separated
@@ -91,9 +92,10 @@ Shape parse_shape(const std::string& text) {
   return s;
 }
 
-const std::set<std::string> kValueOptions = {"--groups",  "--tuning", "--out",          "--only",        "--shapes",
-                                             "--dtypes",  "--warmup", "--warmup-ms",    "--iters",       "--batch-ms",
-                                             "--repeats", "--calls",  "--startup-runs", "--prebuild-cc", "--configs"};
+const std::set<std::string> kValueOptions = {"--groups",       "--tuning",      "--out",     "--only",
+                                             "--shapes",       "--dtypes",      "--warmup",  "--warmup-ms",
+                                             "--iters",        "--batch-ms",    "--repeats", "--calls",
+                                             "--startup-runs", "--prebuild-cc", "--configs", "--overhead-shape"};
 
 Options parse_options(int argc, char** argv) {
   Options o;
@@ -130,6 +132,8 @@ Options parse_options(int argc, char** argv) {
         throw UsageError(std::string("--groups: ") + e.what());
       }
       o.groups = value;
+    } else if (name == "--overhead-shape") {
+      o.overhead_shape = parse_shape(value);
     } else if (name == "--configs") {
       try {
         (void)std::regex(value);
@@ -278,9 +282,8 @@ Value prepare_kernels(const Context& ctx) {
   if (ctx.options.sections.count("sweep")) {
     for (const Shape& s : sweep_shapes(ctx)) problems.emplace_back(gk::DataType::f16, s);
   }
-  if (ctx.options.sections.count("overhead") || ctx.options.sections.count("startup")) {
-    problems.emplace_back(gk::DataType::f16, Shape{128, 128, 128});
-  }
+  if (ctx.options.sections.count("overhead")) problems.emplace_back(gk::DataType::f16, ctx.options.overhead_shape);
+  if (ctx.options.sections.count("startup")) problems.emplace_back(gk::DataType::f16, Shape{128, 128, 128});
   std::map<std::string, gk::KernelSpec> unique;  // run() may pick a kernel per problem shape
   for (const auto& [t, s] : problems) {
     gk::Gemm plan = default_plan(t, ctx.cc);
@@ -303,6 +306,8 @@ Value prepare_kernels(const Context& ctx) {
     v["cache_hit"] = e.cache_hit;
     v["build_seconds"] = e.build_seconds;
     out.push_back(v);
+    // A build machine's list of what to carry to the GPU machine (scripts/carry-cache --names).
+    if (ctx.options.prebuild_cc > 0) std::printf("  %s\n", e.kernel_name.c_str());
   }
   return out;
 }

@@ -1,4 +1,5 @@
-// bench/overhead_section.cpp: host time of one run() on a cached kernel (128^3 f16, device tensors) vs cuBLAS.
+// bench/overhead_section.cpp: host time of one run() on a cached kernel (f16, device tensors; 128^3 unless
+// --overhead-shape says otherwise) vs cuBLAS.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -80,16 +81,18 @@ Overhead measure(Context& ctx, Launch&& launch, LaunchSync&& launch_sync) {
 
 SectionResult overhead_section(Context& ctx) {
   const gk::DataType dtype = gk::DataType::f16;
-  const Shape s{128, 128, 128};
+  const Shape s = ctx.options.overhead_shape;
   if (ctx.options.calls < kChunk) throw Failure("--calls must be at least " + std::to_string(kChunk));
   gk::Gemm plan = default_plan(dtype, ctx.cc);
-  const std::size_t count = static_cast<std::size_t>(s.m * s.k), bytes = count * element_bytes(dtype);
-  std::vector<std::byte> hA(bytes), hB(bytes), hD_gemmkit(bytes), hD_cublas(bytes);
-  fill_uniform(dtype, hA.data(), count, 7);
-  fill_uniform(dtype, hB.data(), count, 8);
-  DeviceBuffer dA(bytes), dB(bytes), dD_gemmkit(bytes), dD_cublas(bytes);
-  BENCH_CUDA(cudaMemcpy(dA.get(), hA.data(), bytes, cudaMemcpyHostToDevice));
-  BENCH_CUDA(cudaMemcpy(dB.get(), hB.data(), bytes, cudaMemcpyHostToDevice));
+  const auto elements = [](std::int64_t rows, std::int64_t cols) { return static_cast<std::size_t>(rows * cols); };
+  const std::size_t count_a = elements(s.m, s.k), count_b = elements(s.k, s.n), count = elements(s.m, s.n);
+  const std::size_t width = element_bytes(dtype), bytes = count * width;
+  std::vector<std::byte> hA(count_a * width), hB(count_b * width), hD_gemmkit(bytes), hD_cublas(bytes);
+  fill_uniform(dtype, hA.data(), count_a, 7);
+  fill_uniform(dtype, hB.data(), count_b, 8);
+  DeviceBuffer dA(hA.size()), dB(hB.size()), dD_gemmkit(bytes), dD_cublas(bytes);
+  BENCH_CUDA(cudaMemcpy(dA.get(), hA.data(), hA.size(), cudaMemcpyHostToDevice));
+  BENCH_CUDA(cudaMemcpy(dB.get(), hB.data(), hB.size(), cudaMemcpyHostToDevice));
   BENCH_CUDA(cudaMemset(dD_gemmkit.get(), 0xFF, bytes));
   const auto vA = gk::TensorView::on_gpu(dA.get(), dtype, {s.m, s.k}, gk::Layout::RowMajor, ctx.device);
   const auto vB = gk::TensorView::on_gpu(dB.get(), dtype, {s.k, s.n}, gk::Layout::RowMajor, ctx.device);
@@ -106,7 +109,7 @@ SectionResult overhead_section(Context& ctx) {
   for (std::size_t i = 0; i < count; ++i) {
     const double g = load_element(dtype, hD_gemmkit.data(), i), w = load_element(dtype, hD_cublas.data(), i);
     if (!(std::fabs(g - w) / std::max(std::fabs(w), scale) <= 0x1p-9)) {
-      throw Failure("gemmkit's 128^3 result differs from cuBLAS's at element " + std::to_string(i) + ": " +
+      throw Failure("gemmkit's " + s.text() + " result differs from cuBLAS's at element " + std::to_string(i) + ": " +
                     std::to_string(g) + " vs " + std::to_string(w));
     }
   }
@@ -143,8 +146,9 @@ SectionResult overhead_section(Context& ctx) {
   };
   table.rows.push_back(row("gemmkit Gemm::run", gemmkit));
   table.rows.push_back(row("cublasGemmEx", cublas));
-  result.markdown = "## Host overhead per call (128x128x128 f16, device tensors, cached kernel, " +
-                    std::to_string(ctx.options.calls) + " calls each)\n\n" + table.markdown() +
+  result.markdown = "## Host overhead per call (" + s.text() + " f16, device tensors, cached kernel `" +
+                    result.json["kernel_name"].get<std::string>() + "`, " + std::to_string(ctx.options.calls) +
+                    " calls each)\n\n" + table.markdown() +
                     "\nLaunch only: host time of calls that do not wait, timed in chunks of " + std::to_string(kChunk) +
                     " with a synchronize between chunks outside the timed region. "
                     "Launch + sync: host time of each call including cudaStreamSynchronize.\n";
