@@ -330,12 +330,14 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     }
     const std::int64_t last_wave = default_tiles % sm_count;
     if (last_wave == 0 || default_tiles > 4 * sm_count) return 0;
-    // A few waves with a large last one (1.5 waves of a 1x1 conv's 196 tiles), or a mostly idle one (3000^3: 2 waves
-    // + 24 tiles): a tile shape that fills the waves better, when the estimate wins clearly (cheapest_tile's 3%;
-    // 128 x 192 ran 1.19x over Stream-K at 3000^3, sweep-small-tiles-overhead-s9-1).
+    // A few waves with a partly idle last one (3000^3: 2 waves + 24 tiles): a tile shape that fills the waves better,
+    // when the estimate wins clearly (cheapest_tile's 3%; 128 x 192 ran 1.19x over Stream-K at 3000^3,
+    // sweep-small-tiles-overhead-s9-1); else the default when its last wave is at least half full.
     const std::size_t best = cheapest_shape();
-    if (last_wave * 4 > sm_count || (best != tiles.size() && best != 0)) return best == tiles.size() ? 0 : best;
-    // Else a mostly idle last wave (e.g. 2 waves + 1 tile): Stream-K spreads the work evenly (1.4x measured).
+    if (best != tiles.size() && best != 0) return best;
+    if (last_wave * 2 >= sm_count) return 0;
+    // Else Stream-K spreads the work evenly: 1.4x measured at 2 waves + 1 tile, 1.15x at 3 waves + 52 tiles
+    // (1024x14336x4096, sweep-n14336-overhead-split-s9-4).
     for (std::size_t i = 0; i < tiles.size(); ++i) {
       if (stream_k(tiles[i]) && tiles[i].cta_tile() == front.cta_tile() &&
           tiles[i].cluster_shape == front.cluster_shape) {

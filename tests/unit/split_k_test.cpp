@@ -161,6 +161,10 @@ TEST(SplitKChoice, SuiteShapesThatRunSplitK) {
   const Choice odd = choose(t, {3000, 3000, 3000, 1});
   EXPECT_EQ(odd.tile.cta_tile(), (gk::Shape3{128, 192, 64}));
   EXPECT_EQ(odd.tile.tile_scheduler, gk::TileScheduler::Default);
+  // 1024x14336x4096: 3 waves + 52 tiles of 128 x 256, and no tile shape fills them better: Stream-K.
+  const Choice partly_idle = choose(t, {1024, 14336, 4096, 1});
+  EXPECT_EQ(partly_idle.tile.cta_tile(), (gk::Shape3{128, 256, 64}));
+  EXPECT_EQ(partly_idle.tile.tile_scheduler, gk::TileScheduler::StreamK);
 }
 
 TEST(SplitKPlan, SlicesForceAStreamKKernelWithThatManySplits) {
