@@ -1,10 +1,12 @@
 // tests/support/prebuild.cpp: compiles every kernel of the gpu tier into the cache, in parallel, before the
 // tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only
 // config,epilogue,types,fuzz,grouped,conv,conv90,fp8,splitk,tuning,suite]
-// [--match REGEX] [--list] [--missing]; --missing: only the kernels not in the cache).
+// [--match REGEX] [--list] [--keys] [--missing]; --missing: only the kernels not in the cache; --keys: list each
+// kernel's cache keys beside its name, for scripts/carry-cache --keys, and stop).
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -19,6 +21,7 @@
 int main(int argc, char** argv) {
   int cc = 90;
   bool list_only = false;
+  bool keys_only = false;
   bool missing_only = false;
   // "config,epilogue,types,fuzz,grouped,conv,conv90,fp8,splitk,tuning" subsets, empty = all; "suite": the benchmark's
   // shape suite
@@ -27,12 +30,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--cc") == 0 && i + 1 < argc) cc = std::atoi(argv[++i]);
     if (std::strcmp(argv[i], "--list") == 0) list_only = true;
+    if (std::strcmp(argv[i], "--keys") == 0) list_only = keys_only = true;
     if (std::strcmp(argv[i], "--missing") == 0) missing_only = true;
     if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) groups = argv[++i];
     if (std::strcmp(argv[i], "--match") == 0 && i + 1 < argc) match = argv[++i];
   }
   try {
     const gemmkit::DiskCache cache;
+    std::optional<gemmkit::Toolchain> toolchain;  // found on first use: --list alone needs no nvcc
+    auto tools = [&]() -> const gemmkit::Toolchain& {
+      if (!toolchain) toolchain = gemmkit::Toolchain::discover();
+      return *toolchain;
+    };
     std::set<std::string> seen;
     std::vector<gemmkit::KernelSpec> specs;
     int refused = 0;  // kernels the generator refuses: reported, and the tests that need them fail
@@ -40,9 +49,15 @@ int main(int argc, char** argv) {
       if (!std::regex_search(spec.name(), std::regex(match)) || !seen.insert(spec.canonical()).second) continue;
       try {
         const gemmkit::KernelSource source = gemmkit::render(spec);
-        if (missing_only && cache.find(gemmkit::Toolchain::discover(), source)) continue;
+        if (missing_only && cache.find(tools(), source)) continue;
         specs.push_back(spec);
-        std::cout << spec.name() << "\n";
+        if (!keys_only) std::cout << spec.name() << "\n";
+        // The entries this build of gemmkit would load: a stale entry under the same name has another key.
+        if (keys_only) {
+          for (const auto& key : cache.keys(tools(), source)) {
+            std::cout << key << " " << spec.name() << "\n";
+          }
+        }
       } catch (const gemmkit::ConfigError& e) {
         std::cout << "REFUSED " << spec.name() << ": " << e.what() << "\n";
         ++refused;
