@@ -44,9 +44,12 @@ std::vector<Shape> sweep_shapes(const Context& ctx) {
   return shapes;
 }
 
-std::vector<gk::KernelSpec> sweep_kernels(const Context& ctx) {
+namespace {
+
+// The f16 plan's kernel for each configuration.
+std::vector<gk::KernelSpec> kernels_of(const Context& ctx, const std::vector<gk::TileDescription>& tiles) {
   std::vector<gk::KernelSpec> specs;
-  for (const auto& td : sweep_tiles(ctx)) {
+  for (const auto& td : tiles) {
     gk::Gemm plan = default_plan(gk::DataType::f16, ctx.cc);
     plan.set_tile_description(td);
     specs.push_back(plan.spec());
@@ -54,11 +57,17 @@ std::vector<gk::KernelSpec> sweep_kernels(const Context& ctx) {
   return specs;
 }
 
+}  // namespace
+
+std::vector<gk::KernelSpec> sweep_kernels(const Context& ctx) {
+  return kernels_of(ctx, sweep_tiles(ctx));
+}
+
 SectionResult sweep_section(Context& ctx) {
   SectionResult result;
   const gk::DataType t = gk::DataType::f16;
   const std::vector<gk::TileDescription> tiles = sweep_tiles(ctx);
-  gk::compile_many(sweep_kernels(ctx));  // every configuration first, in parallel
+  gk::compile_many(kernels_of(ctx, tiles));  // every configuration first, in parallel
 
   const std::vector<Shape> shapes = sweep_shapes(ctx);
   Table best_table{{"M x N x K", "cuBLAS TFLOP/s", "default TFLOP/s", "default / cuBLAS", "best configuration",

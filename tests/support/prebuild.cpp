@@ -53,10 +53,8 @@ int main(int argc, char** argv) {
         specs.push_back(spec);
         if (!keys_only) std::cout << spec.name() << "\n";
         // The entries this build of gemmkit would load: a stale entry under the same name has another key.
-        if (keys_only) {
-          for (const auto& key : cache.keys(tools(), source)) {
-            std::cout << key << " " << spec.name() << "\n";
-          }
+        for (const auto& key : keys_only ? cache.keys(tools(), source) : std::vector<std::string>{}) {
+          std::cout << key << " " << spec.name() << "\n";
         }
       } catch (const gemmkit::ConfigError& e) {
         std::cout << "REFUSED " << spec.name() << ": " << e.what() << "\n";
