@@ -45,6 +45,7 @@ struct Options {
   Shape overhead_shape = {128, 128, 128};  // the overhead section's problem
   std::string configs;  // the sweep section's configurations: a regular expression on their text; "" = all
   int prebuild_cc = 0;  // > 0: only build the sections' kernels for this cc (no GPU needed), then stop
+  int max_swizzle = 0;  // > 0: every plan's max_swizzle_size (SM90 persistent schedulers); 0 = the plan's default
 };
 
 // Everything the sections share: the options, the device, one stream and one cuBLAS handle bound to it.
@@ -135,8 +136,9 @@ double time_plan(Context& ctx, gk::Gemm& plan, gk::DataType t, const Shape& s, O
                  const gk::TensorView* bias = nullptr);
 double time_cublas(Context& ctx, gk::DataType t, const Shape& s, Operands& o);
 
-// The default gemmkit plan for `dtype` inputs/outputs with f32 accumulation, all row-major.
-gk::Gemm default_plan(gk::DataType dtype, int cc);
+// The default gemmkit plan for `dtype` inputs/outputs with f32 accumulation, all row-major, on ctx's GPU (with
+// --max-swizzle's scheduler swizzle where given).
+gk::Gemm default_plan(gk::DataType dtype, const Context& ctx);
 // The kernel plan.run() would pick for row-major A (m x k), B (k x n), D (m x n) on `device`; nothing runs.
 gk::KernelSpec planned_spec(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device);
 // The decomposition and split count run() passes that kernel (Gemm::k_split_for).

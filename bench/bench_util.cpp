@@ -46,13 +46,15 @@ double time_batch_ms(cudaStream_t stream, int iters, const std::function<void()>
   return static_cast<double>(ms) / iters;
 }
 
-gk::Gemm default_plan(gk::DataType dtype, int cc) {
+gk::Gemm default_plan(gk::DataType dtype, const Context& ctx) {
   gk::GemmOptions o;
   o.element = dtype;
   o.layout = gk::Layout::RowMajor;
   o.element_accumulator = gk::DataType::f32;
-  o.cc = cc;
-  return gk::Gemm(o);
+  o.cc = ctx.cc;
+  gk::Gemm plan(o);
+  if (ctx.options.max_swizzle > 0) plan.set_max_swizzle_size(ctx.options.max_swizzle);
+  return plan;
 }
 
 namespace {

@@ -24,7 +24,7 @@ SectionResult epilogue_section(Context& ctx) {
   }
   variants.push_back({"bias(column)+gelu", gk::Activation::GELU, gk::BiasMode::PerColumn});
   auto plan_for = [&](const Variant& v) {
-    gk::Gemm plan = default_plan(t, ctx.cc);
+    gk::Gemm plan = default_plan(t, ctx);
     plan.set_activation(v.activation, 0.01);
     plan.set_bias(v.bias);
     return plan;

@@ -234,7 +234,7 @@ SectionResult gemm_section(Context& ctx) {
     std::optional<gk::Gemm> plan;
     std::string plan_error;
     try {
-      plan.emplace(default_plan(dtype, ctx.cc));
+      plan.emplace(default_plan(dtype, ctx));
       kernels[type_name] = plan->kernel_name();
     } catch (const std::exception& e) {
       plan_error = std::string("the default plan could not be built: ") + e.what();

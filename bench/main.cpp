@@ -39,6 +39,8 @@ Benchmarks gemmkit against cuBLAS on this machine's GPU 0 and writes JSON + Mark
   --overhead-shape MxNxK  the overhead section's problem (default 128x128x128)
   --configs REGEX      the sweep section's configurations: those whose text (e.g. "128x64x64 c2x1
                        ScheduleAuto/ScheduleAuto", "... StreamK") the regular expression finds (default all)
+  --max-swizzle N      every gemmkit plan's max_swizzle_size: 1, 2, 4 or 8 (SM90 persistent tile schedulers;
+                       default: the plan's own)
   --shapes LIST        GEMM shapes MxNxK, comma-separated
                        (default 2400x3232x4096,4096x4096x4096,8192x8192x8192,16384x16384x16384)
   --dtypes LIST        f16,bf16 (default both)
@@ -92,10 +94,10 @@ Shape parse_shape(const std::string& text) {
   return s;
 }
 
-const std::set<std::string> kValueOptions = {"--groups",       "--tuning",      "--out",     "--only",
-                                             "--shapes",       "--dtypes",      "--warmup",  "--warmup-ms",
-                                             "--iters",        "--batch-ms",    "--repeats", "--calls",
-                                             "--startup-runs", "--prebuild-cc", "--configs", "--overhead-shape"};
+const std::set<std::string> kValueOptions = {
+    "--groups",       "--tuning",      "--out",     "--only",           "--shapes",     "--dtypes",
+    "--warmup",       "--warmup-ms",   "--iters",   "--batch-ms",       "--repeats",    "--calls",
+    "--startup-runs", "--prebuild-cc", "--configs", "--overhead-shape", "--max-swizzle"};
 
 Options parse_options(int argc, char** argv) {
   Options o;
@@ -141,6 +143,11 @@ Options parse_options(int argc, char** argv) {
         throw UsageError("--configs: '" + value + "' is not a regular expression (" + e.what() + ")");
       }
       o.configs = value;
+    } else if (name == "--max-swizzle") {
+      o.max_swizzle = static_cast<int>(positive(value, name));
+      if (o.max_swizzle != 1 && o.max_swizzle != 2 && o.max_swizzle != 4 && o.max_swizzle != 8) {
+        throw UsageError("--max-swizzle: expects 1, 2, 4 or 8; got " + value);
+      }
     } else if (name == "--prebuild-cc") {
       o.prebuild_cc = static_cast<int>(positive(value, name));
     } else if (name == "--tuning") {
@@ -286,7 +293,7 @@ Value prepare_kernels(const Context& ctx) {
   if (ctx.options.sections.count("startup")) problems.emplace_back(gk::DataType::f16, Shape{128, 128, 128});
   std::map<std::string, gk::KernelSpec> unique;  // run() may pick a kernel per problem shape
   for (const auto& [t, s] : problems) {
-    gk::Gemm plan = default_plan(t, ctx.cc);
+    gk::Gemm plan = default_plan(t, ctx);
     const gk::KernelSpec spec = planned_spec(plan, t, s, ctx.device);
     unique.emplace(spec.canonical(), spec);
   }

@@ -83,7 +83,7 @@ SectionResult overhead_section(Context& ctx) {
   const gk::DataType dtype = gk::DataType::f16;
   const Shape s = ctx.options.overhead_shape;
   if (ctx.options.calls < kChunk) throw Failure("--calls must be at least " + std::to_string(kChunk));
-  gk::Gemm plan = default_plan(dtype, ctx.cc);
+  gk::Gemm plan = default_plan(dtype, ctx);
   const auto elements = [](std::int64_t rows, std::int64_t cols) { return static_cast<std::size_t>(rows * cols); };
   const std::size_t count_a = elements(s.m, s.k), count_b = elements(s.k, s.n), count = elements(s.m, s.n);
   const std::size_t width = element_bytes(dtype), bytes = count * width;

@@ -77,7 +77,7 @@ class ScopedVariable {
 };
 
 SectionResult compile_section(Context& ctx) {
-  const std::string expected = default_plan(gk::DataType::f16, ctx.cc).kernel_name();
+  const std::string expected = default_plan(gk::DataType::f16, ctx).kernel_name();
   // The one-pass module, then the split build (GEMMKIT_SPLIT_BUILD=1: a cubin and a host module, two nvcc processes
   // at once), each into an empty cache; SM80 kernels build in one pass either way.
   struct Path {
@@ -129,7 +129,7 @@ SectionResult compile_section(Context& ctx) {
 }
 
 SectionResult startup_section(Context& ctx) {
-  gk::Gemm plan = default_plan(gk::DataType::f16, ctx.cc);
+  gk::Gemm plan = default_plan(gk::DataType::f16, ctx);
   const gk::KernelSpec spec = planned_spec(plan, gk::DataType::f16, {128, 128, 128}, ctx.device);
   const gk::CompiledKernel built = gk::build_kernel(spec);
   if (!built.cache_hit)

@@ -34,7 +34,7 @@ SectionResult suite_section(Context& ctx) {
   std::string geomean_lines;
   for (const gk::DataType dtype : ctx.options.dtypes) {
     const std::string type_name(gk::to_string(dtype));
-    gk::Gemm plan = default_plan(dtype, ctx.cc);
+    gk::Gemm plan = default_plan(dtype, ctx);
     std::map<std::string, Geomean> by_group;
     Geomean large_m;  // M >= 128: the targets
     for (const auto& suite_shape : shapes) {

@@ -26,7 +26,7 @@ std::string tile_text(const gk::TileDescription& td) {
 
 // The configurations the sweep times: the f16 plan's, those --configs names.
 std::vector<gk::TileDescription> sweep_tiles(const Context& ctx) {
-  std::vector<gk::TileDescription> tiles = default_plan(gk::DataType::f16, ctx.cc).tile_descriptions();
+  std::vector<gk::TileDescription> tiles = default_plan(gk::DataType::f16, ctx).tile_descriptions();
   if (!ctx.options.configs.empty()) {
     const std::regex wanted(ctx.options.configs);
     std::erase_if(tiles, [&](const gk::TileDescription& td) { return !std::regex_search(tile_text(td), wanted); });
@@ -50,7 +50,7 @@ namespace {
 std::vector<gk::KernelSpec> kernels_of(const Context& ctx, const std::vector<gk::TileDescription>& tiles) {
   std::vector<gk::KernelSpec> specs;
   for (const auto& td : tiles) {
-    gk::Gemm plan = default_plan(gk::DataType::f16, ctx.cc);
+    gk::Gemm plan = default_plan(gk::DataType::f16, ctx);
     plan.set_tile_description(td);
     specs.push_back(plan.spec());
   }
@@ -79,7 +79,7 @@ SectionResult sweep_section(Context& ctx) {
     std::fflush(stdout);
     Operands b(t, s);
     const double cublas_ms = time_cublas(ctx, t, s, b);
-    gk::Gemm default_plan_for_shape = default_plan(t, ctx.cc);
+    gk::Gemm default_plan_for_shape = default_plan(t, ctx);
     const double default_ms = time_plan(ctx, default_plan_for_shape, t, s, b);
     Value row = Value::object();
     row["shape"] = s.text();
@@ -90,7 +90,7 @@ SectionResult sweep_section(Context& ctx) {
     double best_ms = std::numeric_limits<double>::infinity();
     std::size_t best = 0;
     for (std::size_t i = 0; i < tiles.size(); ++i) {
-      gk::Gemm plan = default_plan(t, ctx.cc);
+      gk::Gemm plan = default_plan(t, ctx);
       plan.set_tile_description(tiles[i]);
       Value c = Value::object();
       c["index"] = static_cast<int>(i);
@@ -143,9 +143,9 @@ SectionResult sweep_section(Context& ctx) {
   Value streamk_rows = Value::array();
   for (const Shape& s : streamk_shapes) {
     Operands b(t, s);
-    gk::Gemm dp = default_plan(t, ctx.cc);
+    gk::Gemm dp = default_plan(t, ctx);
     dp.set_tile_description(tiles.front());
-    gk::Gemm sk = default_plan(t, ctx.cc);
+    gk::Gemm sk = default_plan(t, ctx);
     sk.set_swizzling_functor(gk::Swizzle::StreamK);
     const double dp_ms = time_plan(ctx, dp, t, s, b), sk_ms = time_plan(ctx, sk, t, s, b);
     const double cublas_ms = time_cublas(ctx, t, s, b);

@@ -116,6 +116,8 @@ class Gemm {
   ScaleMode scale() const { return scale_; }
   void set_scale(ScaleMode scale);
   // SM90 persistent tile schedulers: raster order and swizzle size (1, 2, 4 or 8); run-time only, no recompile.
+  // max_swizzle_size 0 (the default) lets run() choose per problem: a swizzle for problems many clusters tall and
+  // wide, where it pads no tile (catalog::choose_max_swizzle); 1 never swizzles.
   RasterOrder raster_order() const { return raster_order_; }
   void set_raster_order(RasterOrder order);
   int max_swizzle_size() const { return max_swizzle_size_; }
@@ -300,7 +302,7 @@ class Gemm {
   BiasMode bias_ = BiasMode::None;
   ScaleMode scale_ = ScaleMode::None;
   RasterOrder raster_order_ = RasterOrder::Heuristic;
-  int max_swizzle_size_ = 1;
+  int max_swizzle_size_ = 0;  // 0: run() chooses
   Decomposition decomposition_ = Decomposition::Auto;
   int splits_ = 1;
   ReductionMode reduction_mode_ = ReductionMode::Deterministic;

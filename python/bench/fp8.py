@@ -9,8 +9,9 @@ Each pair is timed with CUDA events after a warm-up, median of interleaved round
 against the other. Every gemmkit kernel is compiled first, in parallel (compile_many). Writes JSON to --out.
 --tile NAME pins every plan to the first listed configuration whose kernel name contains NAME (e.g.
 256x192x128_2x1x1_0_tnt: a 128x192 CTA in a 2x1 cluster), to compare one tile across the shapes; --variants limits the
-scalings timed.
+scalings timed; --max-swizzle N sets the plans' tile scheduler swizzle (1, 2, 4 or 8).
 Usage: python python/bench/fp8.py [--out FILE] [--rounds N] [--quick] [--tile NAME] [--variants per_tensor,rowwise]
+                                  [--max-swizzle N]
 """
 import argparse
 import json
@@ -44,10 +45,12 @@ def quantize(x):
     return (x / scale).to(E4M3), scale
 
 
-def plan_for(scale, tile=None):
+def plan_for(scale, tile=None, max_swizzle=None):
     plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16",
                         layout_A="row", layout_B="col", layout_C="row", element_accumulator="f32")
     plan.scale = scale
+    if max_swizzle is not None:
+        plan.max_swizzle_size = max_swizzle
     if tile is not None:
         for td in plan.tile_descriptions():
             try:
@@ -136,6 +139,7 @@ def main():
     parser.add_argument("--tile", help="pin the configuration whose kernel name contains this (default: the plan's "
                         "choice per shape)")
     parser.add_argument("--variants", default="per_tensor,rowwise", help="the scalings to time")
+    parser.add_argument("--max-swizzle", type=int, choices=(1, 2, 4, 8), help="the plans' max_swizzle_size")
     args = parser.parse_args()
     if torch.cuda.get_device_capability() < (9, 0):
         raise SystemExit("python/bench/fp8.py needs an SM90 GPU (H100 / H200)")
@@ -143,8 +147,9 @@ def main():
                "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "scaled_mm_use_fast_accum": args.fast_accum, "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)"}
     scales = {"per_tensor": "none", "rowwise": "row_and_column"}
-    plans = {name: plan_for(scales[name], args.tile) for name in args.variants.split(",")}
+    plans = {name: plan_for(scales[name], args.tile, args.max_swizzle) for name in args.variants.split(",")}
     results["tile"] = args.tile
+    results["max_swizzle_size"] = plans[next(iter(plans))].max_swizzle_size
     cases = shapes(args.quick)
     prebuild(plans, cases)
     rows = [measure(plans, *case, args.rounds, args.fast_accum) for case in cases]

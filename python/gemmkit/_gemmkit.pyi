@@ -674,7 +674,9 @@ class Gemm:
 
     @property
     def max_swizzle_size(self) -> int:
-        """SM90 persistent schedulers: 1, 2, 4 or 8 (run-time only)."""
+        """
+        SM90 persistent schedulers: 1, 2, 4 or 8, or 0 (the default): run() chooses per problem (run-time only).
+        """
 
     @max_swizzle_size.setter
     def max_swizzle_size(self, arg: int, /) -> None: ...

@@ -434,7 +434,8 @@ void bind_gemm(nb::module_& m) {
       .def_prop_rw("raster_order", &Gemm::raster_order, &Gemm::set_raster_order,
                    "SM90 persistent schedulers: the order output tiles are walked in (run-time only).")
       .def_prop_rw("max_swizzle_size", &Gemm::max_swizzle_size, &Gemm::set_max_swizzle_size,
-                   "SM90 persistent schedulers: 1, 2, 4 or 8 (run-time only).")
+                   "SM90 persistent schedulers: 1, 2, 4 or 8, or 0 (the default): run() chooses per problem "
+                   "(run-time only).")
       .def_prop_rw("decomposition", &Gemm::decomposition, &Gemm::set_decomposition,
                    "SM90 Stream-K kernels: how K is shared out (Auto: run() chooses per shape; run-time only).")
       .def_prop_ro("split_k_slices", &Gemm::split_k_slices, "1: run() chooses; n > 1: split-K into n slices.")

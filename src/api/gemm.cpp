@@ -373,10 +373,11 @@ void Gemm::set_raster_order(RasterOrder order) {
 }
 
 void Gemm::set_max_swizzle_size(int size) {
-  if (size != 1 && size != 2 && size != 4 && size != 8) {
-    throw ConfigError("max_swizzle_size must be 1, 2, 4 or 8; got " + std::to_string(size) + ".");
+  if (size != 0 && size != 1 && size != 2 && size != 4 && size != 8) {
+    throw ConfigError("max_swizzle_size must be 1, 2, 4 or 8 (or 0: run() chooses per problem); got " +
+                      std::to_string(size) + ".");
   }
-  if (size != 1 && !catalog::family_of(spec().family).has_persistent_scheduler()) {
+  if (size > 1 && !catalog::family_of(spec().family).has_persistent_scheduler()) {
     throw ConfigError(
         "max_swizzle_size applies to SM90 persistent tile schedulers; this plan uses CUTLASS 2.x "
         "kernels. Use swizzle = IdentitySwizzle" +
@@ -971,6 +972,10 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   gemm.activation_parameter = activation_parameter_;
   gemm.raster_order = raster_order_;
   gemm.max_swizzle_size = max_swizzle_size_;
+  if (max_swizzle_size_ == 0 && catalog::family_of(choices.base.family).has_persistent_scheduler()) {
+    gemm.max_swizzle_size = catalog::choose_max_swizzle(choices.tiles[c.index],
+                                                        kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed));
+  }
   gemm.k_split = c.split;
   gemm.reduction_mode = reduction_mode_;
   gemm.device = device;

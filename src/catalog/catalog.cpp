@@ -300,6 +300,17 @@ std::size_t smallest_stream_k(const std::vector<TileDescription>& tiles, const P
   return best;
 }
 
+int choose_max_swizzle(const TileDescription& tile, const ProblemShape& shape) {
+  const Shape3 cta = tile.cta_tile();
+  const std::int64_t blocks_m = (shape.m + cta[0] - 1) / cta[0], blocks_n = (shape.n + cta[1] - 1) / cta[1];
+  const int cluster_m = tile.cluster_shape[0], cluster_n = tile.cluster_shape[1];
+  if (std::min(blocks_m / cluster_m, blocks_n / cluster_n) < kSwizzleMinClusters) return 1;
+  for (const int size : {8, 4, 2}) {
+    if (blocks_m % (size * cluster_m) == 0 && blocks_n % (size * cluster_n) == 0) return size;
+  }
+  return 1;
+}
+
 KSplit choose_k_split(const TileDescription& tile, const ProblemShape& shape, int sm_count) {
   const std::int64_t tiles = cluster_tile_count(tile, shape);
   const std::int64_t k_tiles = (shape.k + tile.cta_tile()[2] - 1) / tile.cta_tile()[2];

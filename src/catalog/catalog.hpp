@@ -81,6 +81,14 @@ inline constexpr int kMinKTilesPerSplit = 16;
 inline constexpr int kMaxSplits = 16;
 KSplit choose_k_split(const TileDescription& tile, const ProblemShape& shape, int sm_count);
 
+// The SM90 persistent scheduler's max_swizzle_size for a problem on `tile` when the plan sets none: 8, 4 or 2 where
+// the problem is at least kSwizzleMinClusters clusters tall and wide, so that a wave of tiles in CUTLASS's row order
+// would span one of its extents (and stream that operand from memory again every wave), and where the swizzle pads
+// no tile: CUTLASS rounds the tile counts up to the swizzle times the cluster, and a padded tile costs a full
+// mainloop (swizzle 8 at M = 1024 on 256-row cluster tiles ran 0.5x). Else 1.
+inline constexpr std::int64_t kSwizzleMinClusters = 24;
+int choose_max_swizzle(const TileDescription& tile, const ProblemShape& shape);
+
 // The smallest Stream-K CTA tile of `tiles` (most work units), preferring a cluster that covers no tile outside the
 // problem; tiles.size() when there is none.
 std::size_t smallest_stream_k(const std::vector<TileDescription>& tiles, const ProblemShape& shape);

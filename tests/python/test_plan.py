@@ -207,6 +207,7 @@ def test_bias_kernel_cc_and_raster_order():
         plan.raster_order = "AlongN"
     plan90 = fp16_plan(90)
     plan90.raster_order = gemmkit.RasterOrder.AlongN
+    assert plan90.max_swizzle_size == 0  # run() chooses per problem
     plan90.max_swizzle_size = 2
     assert (plan90.raster_order, plan90.max_swizzle_size) == (gemmkit.RasterOrder.AlongN, 2)
     assert plan90.kernel_name() == SM90_DEFAULT  # run-time arguments: the kernel stays

@@ -1,5 +1,6 @@
-// tests/unit/split_k_test.cpp: the run-time choice of split-K and of 64-row tiles (which shapes, how many splits),
-// and the plan's split-K settings and their errors. No GPU: spec_for / k_split_for on SM90 plans.
+// tests/unit/split_k_test.cpp: the run-time choice of split-K and of 64-row tiles (which shapes, how many splits) and
+// of the scheduler's swizzle, and the plan's split-K settings and their errors. No GPU: spec_for / k_split_for on SM90
+// plans.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -165,6 +166,36 @@ TEST(SplitKChoice, SuiteShapesThatRunSplitK) {
   const Choice partly_idle = choose(t, {1024, 14336, 4096, 1});
   EXPECT_EQ(partly_idle.tile.cta_tile(), (gk::Shape3{128, 256, 64}));
   EXPECT_EQ(partly_idle.tile.tile_scheduler, gk::TileScheduler::StreamK);
+}
+
+TEST(SwizzleChoice, ProblemsManyClustersTallAndWideSwizzleWithoutPaddingATile) {
+  const Tables t;
+  const gk::TileDescription& front = t.tiles.front();  // 128 x 256 CTAs in 2 x 1 clusters
+  ASSERT_EQ(front.cta_tile()[0], 128);
+  ASSERT_EQ(front.cta_tile()[1], 256);
+  ASSERT_EQ(front.cluster_shape, (gk::Shape3{2, 1, 1}));
+  // Measured on the H200 (suite-f16-swizzle-s10-1): swizzle 8 ran 2-4 % faster at 16384^3 and 8192x28672x8192.
+  EXPECT_EQ(cat::choose_max_swizzle(front, {16384, 16384, 16384}), 8);
+  EXPECT_EQ(cat::choose_max_swizzle(front, {8192, 28672, 8192}), 8);
+  // 56 x 28 CTA tiles: 8 would pad M to 64, 4 pads nothing.
+  EXPECT_EQ(cat::choose_max_swizzle(front, {7168, 7168, 4096}), 4);
+  // 65 CTA rows: any swizzle pads.
+  EXPECT_EQ(cat::choose_max_swizzle(front, {8320, 8192, 4096}), 1);
+  // Few clusters along one extent (a wave spans it already): 4 at M = 1024 (swizzle 8 there ran 0.5x), 16 at 4096.
+  EXPECT_EQ(cat::choose_max_swizzle(front, {1024, 28672, 8192}), 1);
+  EXPECT_EQ(cat::choose_max_swizzle(front, {4096, 4096, 4096}), 1);
+  EXPECT_EQ(cat::choose_max_swizzle(front, {8192, 4096, 4096}), 1);
+
+  gk::Gemm plan(f16_row(90));
+  EXPECT_EQ(plan.max_swizzle_size(), 0);  // run() chooses
+  plan.set_max_swizzle_size(8);
+  EXPECT_EQ(plan.max_swizzle_size(), 8);
+  plan.set_max_swizzle_size(0);
+  EXPECT_EQ(plan.max_swizzle_size(), 0);
+  EXPECT_NE(error_of([&] { plan.set_max_swizzle_size(3); }).find("1, 2, 4 or 8"), std::string::npos);
+  gk::Gemm sm80(sm80_kernels());
+  sm80.set_max_swizzle_size(0);
+  EXPECT_NE(error_of([&] { sm80.set_max_swizzle_size(4); }).find("IdentitySwizzle4"), std::string::npos);
 }
 
 TEST(SplitKPlan, SlicesForceAStreamKKernelWithThatManySplits) {

@@ -167,7 +167,8 @@ std::vector<OptionRow> plan_table() {
       {"raster-order", "ORDER", "SM90 persistent schedulers, " + one_of<gk::RasterOrder>(),
        enum_check<gk::RasterOrder>()},
       // The library's rule (Gemm::set_max_swizzle_size), checked here too so that it fails before any GPU query.
-      {"max-swizzle-size", "N", "SM90 persistent schedulers: 1, 2, 4 or 8", integer_one_of({1, 2, 4, 8})},
+      {"max-swizzle-size", "N", "SM90 persistent schedulers: 1, 2, 4 or 8 (default: chosen per problem)",
+       integer_one_of({1, 2, 4, 8})},
       {"decomposition", "MODE",
        "SM90 Stream-K kernels, " + one_of<gk::Decomposition>() + " (SplitK: --split-k-slices; default Auto)",
        enum_check<gk::Decomposition>()},
