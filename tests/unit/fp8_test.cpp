@@ -73,7 +73,7 @@ TEST(Fp8Plan, Sm90KernelAccumulatesInF32WithAlignment16AndKTile128) {
     EXPECT_EQ(spec.alignment_b, 16);
     const std::string dt(gk::to_string(d));
     EXPECT_EQ(spec.name(),
-              "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_" + dt + "_" + dt + "_256x128x128_2x1x1_0_tnt_align16");
+              "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_" + dt + "_" + dt + "_256x192x128_2x1x1_0_tnt_align16");
   }
   gk::GemmOptions mixed = fp8_tn(90, gk::DataType::e4m3, gk::DataType::f32);
   mixed.element_b = gk::DataType::e5m2;
