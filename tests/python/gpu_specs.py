@@ -120,5 +120,5 @@ if __name__ == "__main__":
     misses = sum(not k.cache_hit for k in built)
     print(f"{len(built)} kernels ({misses} built, {len(built) - misses} cached) in {time.perf_counter() - start:.1f} s"
           f" into {gemmkit.cache_dir()}")
-    for kernel in built:
-        print(f"  {kernel.kernel_name}")
+    for kernel in built:  # key and name: scripts/carry-cache --keys takes this listing
+        print(f"  {kernel.cache_key} {kernel.kernel_name}")
