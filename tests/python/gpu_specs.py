@@ -96,7 +96,31 @@ def conv_specs(cc=None):
     fprop = gemmkit.Conv2d(kind="fprop", element=np.float16, element_accumulator=np.float32, cc=cc, kernel_cc=80)
     fprop.iterator_algorithm = "optimized"
     out.append(fprop.construct())
-    return out + pointwise_specs(cc)
+    return out + pointwise_specs(cc) + matches_torch_specs(cc)
+
+
+def matches_torch_specs(cc=None):
+    """test_conv2d.py's check_against_torch kernels (x 2x13x11x16, w 24x3x3x16) on both families, for the float16
+    and float32 cases (numpy has no bfloat16); before this list the SM90 ones compiled inside the tests, the last
+    3 % of the tier."""
+    out = []
+    cases = {80: [(np.float16, 1, 1, 1), (np.float16, 2, 1, 1), (np.float32, 2, 3, 1)],
+             90: [(np.float16, 1, 1, 1), (np.float16, 2, 1, 1)]}
+    for kernel_cc, geometries in cases.items():
+        if kernel_cc == 90 and (cc or gemmkit.device_cc()) < 90:
+            continue
+        for dtype, stride, padding, dilation in geometries:
+            args = dict(stride=stride, padding=padding, dilation=dilation)
+            x, w = np.zeros((2, 13, 11, 16), dtype), np.zeros((24, 3, 3, 16), dtype)
+            y = np.zeros(gemmkit.Conv2d.output_size(x.shape, w.shape, [padding] * 2, [stride] * 2, [dilation] * 2),
+                         dtype)
+            for kind, (a, b, d) in {"fprop": (x, w, y), "dgrad": (y, w, x), "wgrad": (y, x, w)}.items():
+                if kind == "dgrad" and stride > 1 and (kernel_cc == 90 or dilation > 1):
+                    continue  # refused (a ConfigError the test expects)
+                plan = gemmkit.Conv2d(kind=kind, element=dtype, element_accumulator=np.float32, cc=cc,
+                                      kernel_cc=kernel_cc)
+                out.append(plan.spec_for(a, b, None, d, **args))
+    return out
 
 
 def pointwise_specs(cc=None):
