@@ -139,8 +139,8 @@ double time_cublas(Context& ctx, gk::DataType t, const Shape& s, Operands& o);
 // The default gemmkit plan for `dtype` inputs/outputs with f32 accumulation, all row-major, on ctx's GPU (with
 // --max-swizzle's scheduler swizzle where given).
 gk::Gemm default_plan(gk::DataType dtype, const Context& ctx);
-// The kernel plan.run() would pick for row-major A (m x k), B (k x n), D (m x n) on `device`; nothing runs.
-gk::KernelSpec planned_spec(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device);
+// The kernel plan.run() would pick for this shape on packed device tensors (Gemm::spec_for_problem); nothing runs.
+gk::KernelSpec planned_spec(gk::Gemm& plan, const Shape& s);
 // The decomposition and split count run() passes that kernel (Gemm::k_split_for).
 gk::KSplit planned_k_split(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device);
 cudaDataType_t cuda_type(gk::DataType dtype);

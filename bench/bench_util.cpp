@@ -69,9 +69,8 @@ std::array<gk::TensorView, 3> placeholder_views(gk::DataType dtype, const Shape&
 
 }  // namespace
 
-gk::KernelSpec planned_spec(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device) {
-  const auto [A, B, D] = placeholder_views(dtype, s, device);
-  return plan.spec_for(A, B, nullptr, D);
+gk::KernelSpec planned_spec(gk::Gemm& plan, const Shape& s) {
+  return plan.spec_for_problem(s.m, s.n, s.k);
 }
 
 gk::KSplit planned_k_split(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device) {

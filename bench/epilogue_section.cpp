@@ -35,7 +35,7 @@ SectionResult epilogue_section(Context& ctx) {
   for (const Shape& s : shapes) {
     for (const auto& v : variants) {
       gk::Gemm plan = plan_for(v);
-      specs.push_back(planned_spec(plan, t, s, ctx.device));
+      specs.push_back(planned_spec(plan, s));
     }
   }
   gk::compile_many(specs);
@@ -65,7 +65,7 @@ SectionResult epilogue_section(Context& ctx) {
       const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
       const double ratio = median(ratios);
       const double tf = tflops(s, median(ms[i]));
-      const std::string kernel = planned_spec(plans[i], t, s, ctx.device).name();
+      const std::string kernel = planned_spec(plans[i], s).name();
       Value row = Value::object();
       row["shape"] = s.text();
       row["epilogue"] = variants[i].label;

@@ -252,7 +252,7 @@ SectionResult gemm_section(Context& ctx) {
       std::vector<std::string> cells = {type_name, s.text()};
       try {
         if (!plan_error.empty()) throw Failure(plan_error);
-        row["kernel_name"] = planned_spec(*plan, dtype, s, ctx.device).name();  // the kernel run() picks
+        row["kernel_name"] = planned_spec(*plan, s).name();  // the kernel run() picks
         RowResult measured = measure_row(ctx, *plan, dtype, s);
         row.update(measured.json);
         row["ok"] = true;

@@ -294,7 +294,7 @@ Value prepare_kernels(const Context& ctx) {
   std::map<std::string, gk::KernelSpec> unique;  // run() may pick a kernel per problem shape
   for (const auto& [t, s] : problems) {
     gk::Gemm plan = default_plan(t, ctx);
-    const gk::KernelSpec spec = planned_spec(plan, t, s, ctx.device);
+    const gk::KernelSpec spec = planned_spec(plan, s);
     unique.emplace(spec.canonical(), spec);
   }
   if (ctx.options.sections.count("sweep")) {

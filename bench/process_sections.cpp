@@ -130,7 +130,7 @@ SectionResult compile_section(Context& ctx) {
 
 SectionResult startup_section(Context& ctx) {
   gk::Gemm plan = default_plan(gk::DataType::f16, ctx);
-  const gk::KernelSpec spec = planned_spec(plan, gk::DataType::f16, {128, 128, 128}, ctx.device);
+  const gk::KernelSpec spec = planned_spec(plan, {128, 128, 128});
   const gk::CompiledKernel built = gk::build_kernel(spec);
   if (!built.cache_hit)
     std::printf("startup: built %s first (the child must find it in the cache)\n", spec.name().c_str());

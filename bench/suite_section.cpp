@@ -51,8 +51,8 @@ SectionResult suite_section(Context& ctx) {
       Geomean& group = by_group[suite_shape.group];
       try {
         const int applied = gk::tuning::counters().applied;
-        row["kernel_name"] = planned_spec(plan, dtype, s, ctx.device).name();  // the kernel run() picks
-        const bool tuned = gk::tuning::counters().applied > applied;           // ... from the tuning database
+        row["kernel_name"] = planned_spec(plan, s).name();            // the kernel run() picks
+        const bool tuned = gk::tuning::counters().applied > applied;  // ... from the tuning database
         row["tuned"] = tuned;
         const gk::KSplit split = planned_k_split(plan, dtype, s, ctx.device);
         row["decomposition"] = std::string(gk::to_string(split.mode));

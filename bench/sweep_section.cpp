@@ -84,7 +84,7 @@ SectionResult sweep_section(Context& ctx) {
     Value row = Value::object();
     row["shape"] = s.text();
     row["cublas_tflops"] = tflops(s, cublas_ms);
-    row["default_kernel"] = planned_spec(default_plan_for_shape, t, s, ctx.device).name();
+    row["default_kernel"] = planned_spec(default_plan_for_shape, s).name();
     row["default_tflops"] = tflops(s, default_ms);
     Value configs = Value::array();
     double best_ms = std::numeric_limits<double>::infinity();

@@ -185,6 +185,11 @@ class Gemm {
   KernelSpec spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                       double beta = 0.0);
 
+  // The kernel run() would use for an m x n x k problem (a batch of `batch`) on packed device tensors of the plan's
+  // types and layouts at cudaMalloc-aligned addresses: what to prebuild for a known shape without its tensors (FP8 on
+  // a build machine, `gemmkit plan --m --n --k`, a pack line). Same checks as spec_for; no GPU needed.
+  KernelSpec spec_for_problem(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1);
+
   // The kernel run() launches for these tensors now: spec_for's when it is loaded, the one standing in for it while
   // it compiles in the background, or "" when run() has loaded neither yet. Nothing is loaded or compiled.
   std::string running_kernel_name(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,

@@ -19,7 +19,8 @@ std::vector<KernelSpec> pack_specs(const std::string& name);
 
 // A pack file's kernels. One kernel per line, given as a plan: the options of `gemmkit compile` (`--cc 90 --element
 // bf16 --element-accumulator f32 --layout-b col --tile 2`, or `cc=90 element=bf16 ...`); `--run-time-kernels` adds
-// the configurations run() picks for some shapes. Blank lines and text after '#' are ignored. Unset options take the
+// the configurations run() picks for some shapes; `--m M --n N --k K [--batch B]` takes instead the kernel run()
+// picks for that problem (Gemm::spec_for_problem). Blank lines and text after '#' are ignored. Unset options take the
 // CLI's defaults (element f16, layout row). Throws ConfigError naming `what` and the line.
 std::vector<KernelSpec> parse_pack(const std::string& text, const std::string& what = "the pack");
 std::vector<KernelSpec> read_pack_file(const std::string& path);

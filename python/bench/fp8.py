@@ -10,8 +10,11 @@ against the other. Every gemmkit kernel is compiled first, in parallel (compile_
 --tile NAME pins every plan to the first listed configuration whose kernel name contains NAME (e.g.
 256x192x128_2x1x1_0_tnt: a 128x192 CTA in a 2x1 cluster), to compare one tile across the shapes; --variants limits the
 scalings timed; --max-swizzle N sets the plans' tile scheduler swizzle (1, 2, 4 or 8).
+--prebuild-only --cc 90 compiles the kernels the plans pick for these shapes (Gemm.spec_for_problem) and prints
+each one's cache key and name: no torch and no GPU needed (a build machine fills the cache the GPU machine runs from).
 Usage: python python/bench/fp8.py [--out FILE] [--rounds N] [--quick] [--tile NAME] [--variants per_tensor,rowwise]
                                   [--max-swizzle N]
+       python python/bench/fp8.py --prebuild-only --cc 90 [--quick] [--tile NAME] [--variants ...]
 """
 import argparse
 import json
@@ -23,12 +26,14 @@ import time
 
 os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # time the kernel the shape asks for, not a stand-in
 
-import torch  # noqa: E402
-
 import gemmkit  # noqa: E402
-from timing import median_ms  # noqa: E402  (python/bench/timing.py)
 
-E4M3 = torch.float8_e4m3fn
+try:
+    import torch
+    from timing import median_ms  # python/bench/timing.py
+except ImportError:  # --prebuild-only needs neither torch nor a GPU
+    torch = None
+
 LLAMA = [(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (8192, 28672)]
 
 
@@ -42,12 +47,12 @@ def shapes(quick):
 def quantize(x):
     """x scaled into e4m3's range (max 448) per tensor: the FP8 tensor and its dequantization scale."""
     scale = x.abs().max().float() / 448.0
-    return (x / scale).to(E4M3), scale
+    return (x / scale).to(torch.float8_e4m3fn), scale
 
 
-def plan_for(scale, tile=None, max_swizzle=None):
+def plan_for(scale, tile=None, max_swizzle=None, cc=None):
     plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16",
-                        layout_A="row", layout_B="col", layout_C="row", element_accumulator="f32")
+                        layout_A="row", layout_B="col", layout_C="row", element_accumulator="f32", cc=cc)
     plan.scale = scale
     if max_swizzle is not None:
         plan.max_swizzle_size = max_swizzle
@@ -74,17 +79,13 @@ def operands(m, n, k):
 
 
 def prebuild(plans, cases):
-    specs = []
-    for plan in plans.values():
-        for _, m, n, k in cases:
-            a = torch.empty(m, k, device="cuda", dtype=E4M3)
-            b = torch.empty(n, k, device="cuda", dtype=E4M3).t()
-            d = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-            specs.append(plan.spec_for(a, b, None, d))
+    """Compiles the kernels run() picks for the cases (in parallel); returns them."""
+    specs = [plan.spec_for_problem(m, n, k) for plan in plans.values() for _, m, n, k in cases]
     unique = list({s.canonical(): s for s in specs}.values())
     start = time.time()
-    gemmkit.compile_many(unique)
+    built = gemmkit.compile_many(unique)
     print(f"{len(unique)} gemmkit FP8 kernels ready in {time.time() - start:.0f} s")
+    return built
 
 
 def measure(plans, group, m, n, k, rounds, fast_accum):
@@ -140,13 +141,24 @@ def main():
                         "choice per shape)")
     parser.add_argument("--variants", default="per_tensor,rowwise", help="the scalings to time")
     parser.add_argument("--max-swizzle", type=int, choices=(1, 2, 4, 8), help="the plans' max_swizzle_size")
+    parser.add_argument("--prebuild-only", action="store_true", help="compile the kernels and stop (needs --cc)")
+    parser.add_argument("--cc", type=int, help="the GPU's compute capability, for --prebuild-only")
     args = parser.parse_args()
+    scales = {"per_tensor": "none", "rowwise": "row_and_column"}
+    if args.prebuild_only:
+        if args.cc is None:
+            raise SystemExit("--prebuild-only needs --cc (e.g. 90)")
+        plans = {name: plan_for(scales[name], args.tile, cc=args.cc) for name in args.variants.split(",")}
+        for kernel in prebuild(plans, shapes(args.quick)):  # key and name: scripts/carry-cache --keys takes these
+            print(f"  {kernel.cache_key} {kernel.kernel_name}")
+        return
+    if torch is None:
+        raise SystemExit("python/bench/fp8.py needs torch (or --prebuild-only --cc 90)")
     if torch.cuda.get_device_capability() < (9, 0):
         raise SystemExit("python/bench/fp8.py needs an SM90 GPU (H100 / H200)")
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
                "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "scaled_mm_use_fast_accum": args.fast_accum, "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)"}
-    scales = {"per_tensor": "none", "rowwise": "row_and_column"}
     plans = {name: plan_for(scales[name], args.tile, args.max_swizzle) for name in args.variants.split(",")}
     results["tile"] = args.tile
     results["max_swizzle_size"] = plans[next(iter(plans))].max_swizzle_size

@@ -730,6 +730,11 @@ class Gemm:
         The kernel run() would use for these tensors (same checks; nothing runs; no GPU needed).
         """
 
+    def spec_for_problem(self, m: int, n: int, k: int, batch: int = 1) -> KernelSpec:
+        """
+        The kernel run() would use for an m x n x k problem on packed device tensors of the plan's types and layouts (nothing runs; no GPU and no tensors needed: e.g. to compile FP8 kernels ahead of time).
+        """
+
     def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None, row_scale: object | None = None, column_scale: object | None = None) -> None:
         """
         D = act(alpha * (A @ B * row_scale * column_scale) + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result on return.

@@ -461,6 +461,9 @@ void bind_gemm(nb::module_& m) {
           },
           "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "beta"_a = 0.0,
           "The kernel run() would use for these tensors (same checks; nothing runs; no GPU needed).")
+      .def("spec_for_problem", &Gemm::spec_for_problem, "m"_a, "n"_a, "k"_a, "batch"_a = 1,
+           "The kernel run() would use for an m x n x k problem on packed device tensors of the plan's types and "
+           "layouts (nothing runs; no GPU and no tensors needed: e.g. to compile FP8 kernels ahead of time).")
       .def(
           "run",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,

@@ -2,6 +2,7 @@
 #include "gemmkit/gemm.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <mutex>
@@ -728,6 +729,18 @@ KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const Tensor
                           double beta) {
   const RunChoice c = choice_without_running(A, B, C, D, beta);
   return c.choices->spec(c.index);
+}
+
+KernelSpec Gemm::spec_for_problem(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) {
+  require_operation(catalog::Operation::Gemm, "spec_for_problem(m, n, k)");
+  // Only the address's alignment is read: one that a cudaMalloc'd buffer has.
+  void* const stand_in = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
+  auto view = [&](DataType dtype, std::int64_t rows, std::int64_t cols, Layout layout) {
+    return batch == 1 ? TensorView::on_gpu(stand_in, dtype, {rows, cols}, layout)
+                      : TensorView::on_gpu(stand_in, dtype, {batch, rows, cols}, layout);
+  };
+  return spec_for(view(types_.a, m, k, types_.layout_a), view(types_.b, k, n, types_.layout_b), nullptr,
+                  view(types_.d, m, n, types_.layout_c));
 }
 
 std::string Gemm::running_kernel_name(const TensorView& A, const TensorView& B, const TensorView* C,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -95,6 +96,18 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
     throw ConfigError(where + ": give --cc (e.g. 90): a pack is built for a GPU generation, not this machine's.");
   if (auto kernel_cc = take("kernel-cc")) o.kernel_cc = parse_int("kernel-cc", *kernel_cc, where);
   const bool run_time = take("run-time-kernels").has_value();
+  // A problem's extents: the kernel run() picks for it (Gemm::spec_for_problem).
+  constexpr const char* kExtents[] = {"m", "n", "k", "batch"};
+  std::optional<std::int64_t> extents[std::size(kExtents)];
+  for (std::size_t i = 0; i < std::size(kExtents); ++i) {
+    if (auto text = take(kExtents[i])) extents[i] = parse_int(kExtents[i], *text, where);
+    if (extents[i] == 0) throw ConfigError(where + ": --" + kExtents[i] + " must be at least 1.");
+  }
+  const bool sized = extents[0] || extents[1] || extents[2] || extents[3];
+  if (sized && !(extents[0] && extents[1] && extents[2])) {
+    throw ConfigError(where + ": --m, --n and --k go together (the problem whose kernel run() picks).");
+  }
+  if (sized && run_time) throw ConfigError(where + ": give --run-time-kernels or a problem (--m --n --k), not both.");
   try {
     Gemm plan(o);
     if (auto text = take("opclass")) plan.set_opclass(parse_or_throw<OpClass>("opclass", *text, where));
@@ -113,8 +126,10 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
     }
     if (!options.empty()) {
       throw ConfigError("unknown option --" + options.begin()->first +
-                        "; a pack line takes the plan options of gemmkit compile and --run-time-kernels.");
+                        "; a pack line takes the plan options of gemmkit compile, --run-time-kernels and --m --n --k "
+                        "[--batch].");
     }
+    if (sized) return {plan.spec_for_problem(*extents[0], *extents[1], *extents[2], extents[3].value_or(1))};
     return run_time ? plan.run_time_kernels() : std::vector<KernelSpec>{plan.spec()};
   } catch (const ConfigError& e) {
     if (std::string(e.what()).rfind(where, 0) == 0) throw;

@@ -20,6 +20,16 @@ def test_names_and_the_default_sm90_kernel():
     assert "_e5m2_e4m3_f32_f32_f32_" in fp8_plan("float8_e5m2", "float8_e4m3fn", "f32").construct().name()
 
 
+def test_kernels_for_problems_without_tensors():
+    # numpy has no FP8 dtype: spec_for_problem names run()'s kernel for a shape (packed device tensors) instead.
+    plan = fp8_plan()
+    assert plan.spec_for_problem(8192, 8192, 8192).name().endswith("_256x192x128_2x1x1_0_tnt_align16")
+    long_k = plan.spec_for_problem(128, 4096, 4096)
+    assert long_k.split_k_mode == gemmkit.SplitKMode.parallel and long_k.name().endswith("_splitk_parallel")
+    with pytest.raises(gemmkit.ConfigError, match="Conv2d"):
+        gemmkit.Conv2d(kind="fprop", element="f16", element_accumulator="f32", cc=90).spec_for_problem(64, 64, 64)
+
+
 def test_refusals_name_the_fix():
     with pytest.raises(gemmkit.ConfigError, match="cc=90"):
         fp8_plan(cc=80)

@@ -140,8 +140,10 @@ std::vector<Bad> bad_cases() {
   // Options of another command.
   for (const char* command : {"plan", "tiles", "compile"}) {
     const std::string c = std::string(command) + " --cc 90 ";
-    out.push_back({c + "--m 5", "--m is an option of gemmkit run"});
-    out.push_back({c + "-m 5", "--m is an option of gemmkit run"});
+    out.push_back({c + "--repeat 5", "--repeat is an option of gemmkit run"});
+    out.push_back({c + "-m 5", "options take two dashes, --m"});
+    // A GEMM's problem: all of --m --n --k for plan and compile, none for tiles.
+    out.push_back({c + "--m 5", std::string(command) == "tiles" ? "tiles lists them all" : "go together"});
     out.push_back({c + "--alpha nan", "--alpha"});
     out.push_back({c + "--check", "--check"});
   }
@@ -212,13 +214,13 @@ TEST_F(CliFuzz, EveryBadValueExitsNonZeroNamingTheOptionAndRunsNothing) {
 // extra words) is refused with a message that says what to write instead, and nothing runs.
 TEST_F(CliFuzz, TheOldParsersGapsAreClosedWithMessagesThatSayWhatToWrite) {
   const std::vector<std::pair<std::string, std::string>> refused = {
-      {"plan --cc 90 --m 5",
-       "Unknown option --m for gemmkit plan: --m is an option of gemmkit run, not of gemmkit plan."},
+      {"plan --cc 90 --repeat 5",
+       "Unknown option --repeat for gemmkit plan: --repeat is an option of gemmkit run, not of gemmkit plan."},
       {"plan --cc 90 --alpha nan", "Unknown option --alpha for gemmkit plan: --alpha is an option of gemmkit run"},
       {"plan --cc 90 --activation-parameter abc", "--activation-parameter: expects a finite number; got 'abc'."},
       {"plan --cc 90 --activation-parameter 0.5", "--activation-parameter needs --activation"},
       {"plan --cc 90 extra words", "Unexpected argument 'extra' for gemmkit plan: it takes options only"},
-      {"plan --cc 90 -m 5", "Unknown option -m for gemmkit plan: --m is an option of gemmkit run"},
+      {"plan --cc 90 -m 5", "Unknown option -m for gemmkit plan: options take two dashes, --m."},
       {"run --cc 90 -m 5", "Unknown option -m for gemmkit run: options take two dashes, --m."},
       {"plan --cc 90 --cc 80", "--cc is given more than once; give it once."},
       {"cache ls --element f17",

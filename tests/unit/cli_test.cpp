@@ -204,6 +204,31 @@ TEST(Cli, PlansTakeBiasKernelCcAndRasterOrder) {
   EXPECT_NE(r.out.find("--raster-order AlongN: Raster order applies to SM90"), std::string::npos) << r.out;
 }
 
+// --m --n --k: plan and compile take the kernel run() picks for that GEMM (parallel split-K here); tune takes them
+// as its problem (its --n and --k were once refused as a conv's).
+TEST(Cli, PlanAndCompileTakeTheKernelRunPicksForAProblem) {
+  auto r = cli("plan --cc 90 --element-accumulator f32 --m 512 --n 512 --k 16384 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(nlohmann::ordered_json::parse(r.out).at("kernel_name").get<std::string>(),
+            "cutlass3x_sm90_tensorop_s0x0x0gemm_f16_f16_f32_f16_f16_128x64x64_1x1x1_0_ttt_align8_splitk_parallel");
+  r = cli("plan --cc 90 --element e4m3 --element-c bf16 --element-d bf16 --layout-b col --m 8192 --n 8192 --k 8192");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16\n"), std::string::npos) << r.out;
+  for (const auto& [arguments, message] : std::vector<std::pair<std::string, std::string>>{
+           {"plan --cc 90 --m 512 --n 512", "--m, --n and --k go together"},
+           {"compile --cc 90 --k 512", "--m, --n and --k go together"},
+           {"tiles --cc 90 --m 5 --n 5 --k 5", "tiles lists them all"},
+           {"plan --cc 90 --grouped --m 5 --n 5 --k 5", "a grouped plan's problems are given at run time"},
+           {"plan --cc 90 --conv fprop --m 5", "--m is a GEMM's"},
+           {"plan --cc 90 --conv fprop --batch 2", "--batch is a GEMM's"}}) {
+    r = cli(arguments);
+    EXPECT_EQ(r.status, 2) << arguments << ": " << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << arguments << ": " << r.out;
+  }
+  r = cli("tune --cc 90 --m 128 --n 256 --k 64");
+  EXPECT_EQ(r.out.find("UsageError"), std::string::npos) << r.out;
+}
+
 TEST(Cli, UsageWithoutCommand) {
   auto r = cli("");
   EXPECT_EQ(r.status, 2);

@@ -243,6 +243,19 @@ TEST(Packs, PackLinesAreCompilePlans) {
   EXPECT_EQ(specs[1].tile, plan.tile_descriptions()[1]);
 }
 
+// A line with a problem holds the kernel run() picks for it: here parallel split-K, and FP8's 128 x 192 default.
+TEST(Packs, APackLineWithAProblemHoldsRunsKernelForIt) {
+  const auto specs = parse_pack(
+      "--cc 90 --element f16 --element-accumulator f32 --m 512 --n 512 --k 16384\n"
+      "cc=90 element=e4m3 element-c=bf16 element-d=bf16 layout-b=col scale=row_and_column m=8192 n=8192 k=4096\n");
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].name(), Gemm(testing::f16_row(90)).spec_for_problem(512, 512, 16384).name());
+  EXPECT_EQ(specs[0].split_k_mode, SplitKMode::Parallel);
+  EXPECT_EQ(
+      specs[1].name(),
+      "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16_scalerowcolumn");
+}
+
 TEST(Packs, BadPackLinesNameTheLine) {
   auto message = [](const std::string& text) {
     try {
@@ -258,6 +271,9 @@ TEST(Packs, BadPackLinesNameTheLine) {
   EXPECT_NE(message("--cc 90 --element f17\n").find("'f17'"), std::string::npos);
   EXPECT_NE(message("--cc 90 --tile 9999\n").find("out of range"), std::string::npos);
   EXPECT_NE(message("# nothing\n\n").find("names no kernel"), std::string::npos);
+  EXPECT_NE(message("--cc 90 --m 64 --n 64\n").find("p.txt line 1: --m, --n and --k go together"), std::string::npos);
+  EXPECT_NE(message("--cc 90 --m 0 --n 64 --k 64\n").find("--m must be at least 1"), std::string::npos);
+  EXPECT_NE(message("--cc 90 --run-time-kernels --m 64 --n 64 --k 64\n").find("not both"), std::string::npos);
   EXPECT_THROW(read_pack_file("/nonexistent/pack.txt"), ConfigError);
   EXPECT_THROW(pack_specs("everything"), ConfigError);
 }

@@ -3,11 +3,13 @@
 // plans.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <functional>
 #include <map>
 #include <string>
 
 #include "catalog/catalog.hpp"
+#include "gemmkit/conv2d.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "support/cli.hpp"
@@ -196,6 +198,45 @@ TEST(SwizzleChoice, ProblemsManyClustersTallAndWideSwizzleWithoutPaddingATile) {
   gk::Gemm sm80(sm80_kernels());
   sm80.set_max_swizzle_size(0);
   EXPECT_NE(error_of([&] { sm80.set_max_swizzle_size(4); }).find("IdentitySwizzle4"), std::string::npos);
+}
+
+// spec_for_problem: spec_for's kernel for packed device tensors of the plan's types and layouts, without tensors
+// (FP8 on a build machine, gemmkit plan --m --n --k, pack lines); batches too; a Conv2d plan refuses it.
+TEST(SpecForProblem, IsTheKernelSpecForPicksForPackedDeviceTensors) {
+  gk::Gemm plan(f16_row(90));
+  for (const auto& [m, n, k] : {std::array<long, 3>{512, 512, 16384},
+                                {8192, 8192, 8192},
+                                {1024, 1024, 1024},
+                                {3000, 3000, 3000},
+                                {16, 4096, 4096}}) {
+    EXPECT_EQ(plan.spec_for_problem(m, n, k).name(),
+              plan.spec_for(probe(m, k), probe(k, n), nullptr, probe(m, n)).name())
+        << m << "x" << n << "x" << k;
+  }
+  EXPECT_EQ(plan.spec_for_problem(512, 512, 16384).split_k_mode, gk::SplitKMode::Parallel);
+  alignas(256) static char base[256];
+  const auto batched = [&](long rows, long cols) {
+    return gk::TensorView::on_gpu(base, gk::DataType::f16, {3, rows, cols}, gk::Layout::RowMajor, 0);
+  };
+  EXPECT_EQ(plan.spec_for_problem(64, 96, 128, 3).name(),
+            plan.spec_for(batched(64, 128), batched(128, 96), nullptr, batched(64, 96)).name());
+
+  gk::GemmOptions fp8;
+  fp8.element_a = fp8.element_b = gk::DataType::e4m3;
+  fp8.element_c = fp8.element_d = gk::DataType::bf16;
+  fp8.layout_a = fp8.layout_c = gk::Layout::RowMajor;
+  fp8.layout_b = gk::Layout::ColumnMajor;
+  fp8.cc = 90;
+  gk::Gemm fp8_plan(fp8);
+  EXPECT_EQ(fp8_plan.spec_for_problem(8192, 8192, 8192).name(),
+            "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16");
+
+  gk::Conv2dOptions conv_options;
+  conv_options.element = gk::DataType::f16;
+  conv_options.element_accumulator = gk::DataType::f32;
+  conv_options.cc = 90;
+  gk::Conv2d conv(conv_options);
+  EXPECT_THROW(conv.spec_for_problem(64, 64, 64), gk::ConfigError);
 }
 
 TEST(SplitKPlan, SlicesForceAStreamKKernelWithThatManySplits) {

@@ -189,9 +189,9 @@ std::vector<OptionRow> problem_table() {
   };
 }
 
-// With --conv KIND the plan is a Conv2d: these give its problem (plan, tiles and compile also take --n and --k; run
-// has them already). Given sizes make plan and compile show and build the kernel run would choose for them.
-std::vector<OptionRow> conv_table(bool with_n_k) {
+// With --conv KIND the plan is a Conv2d: these give its problem (with sized_plan_table's --n and --k; run has them
+// already). Given sizes make plan and compile show and build the kernel run would choose for them.
+std::vector<OptionRow> conv_table() {
   std::vector<OptionRow> rows = {
       {"conv", "KIND", "a Conv2d instead of a GEMM, " + one_of<gk::ConvKind>(), enum_check<gk::ConvKind>()},
       {"h", "H", "with --conv: input height", integer_check(1, kInt32Max)},
@@ -212,11 +212,19 @@ std::vector<OptionRow> conv_table(bool with_n_k) {
        "with --conv: " + one_of<gk::SplitKMode>() + " split-K (default: parallel for wgrad under a wave of CTAs)",
        enum_check<gk::SplitKMode>()},
   };
-  if (with_n_k) {
-    rows.push_back({"n", "N", "with --conv: batch", integer_check(1, kInt32Max)});
-    rows.push_back({"k", "K", "with --conv: filters (output channels)", integer_check(1, kInt32Max)});
-  }
   return rows;
+}
+
+// The problem plan and compile show and build run()'s kernel for: a GEMM's --m --n --k (--batch), or with --conv
+// the batch --n and filters --k beside conv_table's sizes.
+std::vector<OptionRow> sized_plan_table() {
+  return {
+      {"m", "M", "with --n --k: the GEMM's rows of A and D (plan and compile then take the kernel run() picks for it)",
+       integer_check(1, kInt32Max)},
+      {"n", "N", "with --m --k: the GEMM's columns of B and D; with --conv: batch", integer_check(1, kInt32Max)},
+      {"k", "K", "with --m --n: the GEMM's depth; with --conv: filters (output channels)", integer_check(1, kInt32Max)},
+      {"batch", "B", "with --m --n --k: batch count (default 1)", integer_check(1, kInt32Max)},
+  };
 }
 
 CLI::Validator text_check(const std::string& what) {
@@ -472,11 +480,20 @@ gk::KernelSpec conv_spec_for(gk::Conv2d& plan, const Values& args) {
   return plan.spec_for(a, b, nullptr, d, shape.geometry);
 }
 
+// The kernel run() picks for the options' problem (--conv sizes, or a GEMM's --m --n --k); nullopt without one.
+std::optional<gk::KernelSpec> sized_spec(gk::Gemm& plan, const Values& args) {
+  if (auto* conv = dynamic_cast<gk::Conv2d*>(&plan); conv != nullptr && conv_sizes_given(args)) {
+    return conv_spec_for(*conv, args);
+  }
+  if (!args.given("m")) return std::nullopt;
+  return plan.spec_for_problem(*args.integer("m"), *args.integer("n"), *args.integer("k"),
+                               args.given("batch") ? *args.integer("batch") : 1);
+}
+
 int cmd_plan(const Values& args, bool grouped, bool print_source, const Output& output) {
   const auto owned = make_plan(args, grouped);
   gk::Gemm& plan = *owned;
-  auto* conv = dynamic_cast<gk::Conv2d*>(&plan);
-  const gk::KernelSpec spec = conv != nullptr && conv_sizes_given(args) ? conv_spec_for(*conv, args) : plan.spec();
+  const gk::KernelSpec spec = sized_spec(plan, args).value_or(plan.spec());
   Json out = spec;
   std::string text = "kernel: " + spec.name() + "\ncc " + std::to_string(spec.cc) + ", " +
                      std::string(gk::to_string(spec.opclass)) + ", " + std::string(gk::to_string(spec.family)) +
@@ -549,9 +566,8 @@ int cmd_tiles(const Values& args, bool grouped, const Output& output) {
 int cmd_compile(const Values& args, bool grouped, const Output& output) {
   const auto owned = make_plan(args, grouped);
   gk::Gemm& plan = *owned;
-  auto* conv = dynamic_cast<gk::Conv2d*>(&plan);
-  const gk::CompiledKernel built =
-      conv != nullptr && conv_sizes_given(args) ? gk::build_kernel(conv_spec_for(*conv, args)) : plan.compile();
+  const std::optional<gk::KernelSpec> sized = sized_spec(plan, args);
+  const gk::CompiledKernel built = sized ? gk::build_kernel(*sized) : plan.compile();
   output.print(built, "kernel: " + built.kernel_name + "\ncache:  " +
                           (built.cache_hit ? "hit" : "miss (compiled in " + fixed(built.build_seconds, 1) + " s)") +
                           "\nmodule: " + built.module_path + "\n");
@@ -1210,7 +1226,8 @@ int main(int argc, char** argv) {
     planning.push_back(add_command(app, name, help));
     values.add_to(*planning.back(), plan_table());
     add_flag(*planning.back(), "--grouped", grouped, "a GroupedGemm: many GEMMs of different extents in one launch");
-    values.add_to(*planning.back(), conv_table(std::string(name) != "run"));
+    values.add_to(*planning.back(), conv_table());
+    if (std::string(name) != "run") values.add_to(*planning.back(), sized_plan_table());
   }
   CLI::App& plan = *planning[0];
   CLI::App& run = *planning[3];
@@ -1306,11 +1323,20 @@ int main(int argc, char** argv) {
            {"h", "w", "c", "r", "s", "stride", "pad", "dilation", "iterator-algorithm", "split-k-mode"}) {
         if (values.given(name)) throw UsageError(std::string("--") + name + " needs --conv KIND.");
       }
-      if (!run.parsed() && (values.given("n") || values.given("k"))) {
-        throw UsageError(std::string("--") + (values.given("n") ? "n" : "k") + " needs --conv KIND (or gemmkit run).");
+      const bool sized = values.given("m") || values.given("n") || values.given("k") || values.given("batch");
+      if (sized && planning[1]->parsed()) {
+        throw UsageError("--m --n --k pick the kernel of one problem (gemmkit plan, compile); tiles lists them all.");
       }
-    } else if (values.given("m")) {
-      throw UsageError("--m is a GEMM's; a conv's problem is --n --h --w --c --k --r --s.");
+      const bool sized_planning = planning[0]->parsed() || planning[2]->parsed();
+      if (sized && sized_planning && !(values.given("m") && values.given("n") && values.given("k"))) {
+        throw UsageError("--m, --n and --k go together: the GEMM whose kernel plan and compile show and build.");
+      }
+      if (sized && sized_planning && grouped) {
+        throw UsageError("--m --n --k name one GEMM; a grouped plan's problems are given at run time.");
+      }
+    } else if (values.given("m") || (values.given("batch") && !run.parsed())) {
+      throw UsageError(std::string("--") + (values.given("m") ? "m" : "batch") +
+                       " is a GEMM's; a conv's problem is --n --h --w --c --k --r --s.");
     }
     if (plan.parsed()) return cmd_plan(values, grouped, print_source, output);
     if (planning[1]->parsed()) return cmd_tiles(values, grouped, output);
