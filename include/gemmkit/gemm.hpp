@@ -3,6 +3,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -189,6 +191,14 @@ class Gemm {
   // types and layouts at cudaMalloc-aligned addresses: what to prebuild for a known shape without its tensors (FP8 on
   // a build machine, `gemmkit plan --m --n --k`, a pack line). Same checks as spec_for; no GPU needed.
   KernelSpec spec_for_problem(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1);
+  // Those stand-in tensors, A (m x k), B (k x n) and D (m x n): views of device memory that is never read, for
+  // spec_for, k_split_for and max_swizzle_for without tensors.
+  std::array<TensorView, 3> stand_in_tensors(std::int64_t m, std::int64_t n, std::int64_t k,
+                                             std::int64_t batch = 1) const;
+  // The scheduler swizzle run() passes the kernel it picks for these tensors: the plan's max_swizzle_size when set,
+  // else catalog::choose_max_swizzle's for that kernel and shape; 0 for kernels without a persistent scheduler.
+  int max_swizzle_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                      double beta = 0.0);
 
   // The kernel run() launches for these tensors now: spec_for's when it is loaded, the one standing in for it while
   // it compiles in the background, or "" when run() has loaded neither yet. Nothing is loaded or compiled.
@@ -240,6 +250,8 @@ class Gemm {
     }
   };
   RunChoice run_choice(const Problem& p, int sm_count);
+  // The max_swizzle_size run() passes with choice `c` (max_swizzle_for).
+  int swizzle_for(const RunChoice& c, const Problem& p) const;
   // run_choice without the tuning database: the shape heuristics and parallel split-K (run_choice keeps its answer
   // for the last problem).
   RunChoice heuristic_choice(KernelChoices& choices, const Problem& p, int sm_count);

@@ -731,16 +731,36 @@ KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const Tensor
   return c.choices->spec(c.index);
 }
 
-KernelSpec Gemm::spec_for_problem(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) {
-  require_operation(catalog::Operation::Gemm, "spec_for_problem(m, n, k)");
+std::array<TensorView, 3> Gemm::stand_in_tensors(std::int64_t m, std::int64_t n, std::int64_t k,
+                                                 std::int64_t batch) const {
   // Only the address's alignment is read: one that a cudaMalloc'd buffer has.
   void* const stand_in = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
   auto view = [&](DataType dtype, std::int64_t rows, std::int64_t cols, Layout layout) {
     return batch == 1 ? TensorView::on_gpu(stand_in, dtype, {rows, cols}, layout)
                       : TensorView::on_gpu(stand_in, dtype, {batch, rows, cols}, layout);
   };
-  return spec_for(view(types_.a, m, k, types_.layout_a), view(types_.b, k, n, types_.layout_b), nullptr,
-                  view(types_.d, m, n, types_.layout_c));
+  return {view(types_.a, m, k, types_.layout_a), view(types_.b, k, n, types_.layout_b),
+          view(types_.d, m, n, types_.layout_c)};
+}
+
+KernelSpec Gemm::spec_for_problem(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) {
+  require_operation(catalog::Operation::Gemm, "spec_for_problem(m, n, k)");
+  const auto [A, B, D] = stand_in_tensors(m, n, k, batch);
+  return spec_for(A, B, nullptr, D);
+}
+
+int Gemm::max_swizzle_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                          double beta) {
+  const Problem p = check_problem(A, B, C, D, beta);
+  RunChoice c = choice_without_running(A, B, C, D, beta);
+  return swizzle_for(c, p);
+}
+
+int Gemm::swizzle_for(const RunChoice& c, const Problem& p) const {
+  if (!catalog::family_of(c.choices->base.family).has_persistent_scheduler()) return 0;
+  if (max_swizzle_size_ != 0) return max_swizzle_size_;
+  return catalog::choose_max_swizzle(c.choices->tiles[c.index],
+                                     kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed));
 }
 
 std::string Gemm::running_kernel_name(const TensorView& A, const TensorView& B, const TensorView* C,
@@ -984,10 +1004,12 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   gemm.beta = beta;
   gemm.activation_parameter = activation_parameter_;
   gemm.raster_order = raster_order_;
-  gemm.max_swizzle_size = max_swizzle_size_;
-  if (max_swizzle_size_ == 0 && catalog::family_of(choices.base.family).has_persistent_scheduler()) {
-    gemm.max_swizzle_size = catalog::choose_max_swizzle(choices.tiles[c.index],
-                                                        kernel_shape(p.m, p.n, p.k, p.batch, run_cache_->transposed));
+  {
+    // A stand-in (the chosen kernel still compiling) runs unswizzled unless the plan sets a swizzle: the choice's
+    // swizzle could pad the stand-in's tiles.
+    std::lock_guard<std::mutex> lock(run_cache_->mutex);
+    const bool chosen = c.choices->slots.modules[c.index].get() == module;
+    gemm.max_swizzle_size = chosen ? swizzle_for(c, p) : std::max(max_swizzle_size_, 1);
   }
   gemm.k_split = c.split;
   gemm.reduction_mode = reduction_mode_;

@@ -211,6 +211,10 @@ TEST(Cli, PlanAndCompileTakeTheKernelRunPicksForAProblem) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(nlohmann::ordered_json::parse(r.out).at("kernel_name").get<std::string>(),
             "cutlass3x_sm90_tensorop_s0x0x0gemm_f16_f16_f32_f16_f16_128x64x64_1x1x1_0_ttt_align8_splitk_parallel");
+  EXPECT_EQ(nlohmann::ordered_json::parse(r.out).at("run"),
+            (nlohmann::ordered_json{{"decomposition", "SplitK"}, {"splits", 4}, {"max_swizzle_size", 1}}));
+  r = cli("plan --cc 90 --element-accumulator f32 --m 16384 --n 16384 --k 16384");
+  EXPECT_NE(r.out.find("run(): DataParallel, scheduler swizzle 8\n"), std::string::npos) << r.out;
   r = cli("plan --cc 90 --element e4m3 --element-c bf16 --element-d bf16 --layout-b col --m 8192 --n 8192 --k 8192");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16\n"), std::string::npos) << r.out;

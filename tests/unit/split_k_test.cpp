@@ -188,10 +188,22 @@ TEST(SwizzleChoice, ProblemsManyClustersTallAndWideSwizzleWithoutPaddingATile) {
   EXPECT_EQ(cat::choose_max_swizzle(front, {4096, 4096, 4096}), 1);
   EXPECT_EQ(cat::choose_max_swizzle(front, {8192, 4096, 4096}), 1);
 
+  // What run() passes: the choice for the kernel it picks, the plan's setting when given, 0 without a persistent
+  // scheduler.
   gk::Gemm plan(f16_row(90));
+  const auto swizzle_for = [](gk::Gemm& p, long m, long n, long k) {
+    const auto [A, B, D] = p.stand_in_tensors(m, n, k);
+    return p.max_swizzle_for(A, B, nullptr, D);
+  };
+  EXPECT_EQ(swizzle_for(plan, 16384, 16384, 16384), 8);
+  EXPECT_EQ(swizzle_for(plan, 1024, 28672, 8192), 1);
+  EXPECT_EQ(swizzle_for(plan, 512, 512, 16384), 1);  // parallel split-K's 128 x 64 tiles: 4 x 8 of them
+  gk::Gemm sm80_plan(sm80_kernels());
+  EXPECT_EQ(swizzle_for(sm80_plan, 16384, 16384, 16384), 0);
   EXPECT_EQ(plan.max_swizzle_size(), 0);  // run() chooses
   plan.set_max_swizzle_size(8);
   EXPECT_EQ(plan.max_swizzle_size(), 8);
+  EXPECT_EQ(swizzle_for(plan, 1024, 28672, 8192), 8);  // the plan's setting wins
   plan.set_max_swizzle_size(0);
   EXPECT_EQ(plan.max_swizzle_size(), 0);
   EXPECT_NE(error_of([&] { plan.set_max_swizzle_size(3); }).find("1, 2, 4 or 8"), std::string::npos);

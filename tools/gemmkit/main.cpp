@@ -498,6 +498,17 @@ int cmd_plan(const Values& args, bool grouped, bool print_source, const Output& 
   std::string text = "kernel: " + spec.name() + "\ncc " + std::to_string(spec.cc) + ", " +
                      std::string(gk::to_string(spec.opclass)) + ", " + std::string(gk::to_string(spec.family)) +
                      "\ntile:\n" + spec.tile.to_string() + "\n";
+  if (args.given("m")) {  // a GEMM's problem: also what run() passes that kernel
+    const auto [a, b, d] = plan.stand_in_tensors(*args.integer("m"), *args.integer("n"), *args.integer("k"),
+                                                 args.given("batch") ? *args.integer("batch") : 1);
+    const gk::KSplit split = plan.k_split_for(a, b, nullptr, d);
+    const int swizzle = plan.max_swizzle_for(a, b, nullptr, d);
+    out["run"] = {
+        {"decomposition", gk::to_string(split.mode)}, {"splits", split.splits}, {"max_swizzle_size", swizzle}};
+    text += "run(): " + std::string(gk::to_string(split.mode)) +
+            (split.splits > 1 ? " into " + std::to_string(split.splits) + " slices" : std::string()) +
+            (swizzle > 0 ? ", scheduler swizzle " + std::to_string(swizzle) : std::string()) + "\n";
+  }
   if (print_source) {
     const std::string source = gk::render(spec).text;
     out["source"] = source;
