@@ -142,7 +142,7 @@ gk::Gemm default_plan(gk::DataType dtype, const Context& ctx);
 // The kernel plan.run() would pick for this shape on packed device tensors (Gemm::spec_for_problem); nothing runs.
 gk::KernelSpec planned_spec(gk::Gemm& plan, const Shape& s);
 // The decomposition and split count run() passes that kernel (Gemm::k_split_for).
-gk::KSplit planned_k_split(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device);
+gk::KSplit planned_k_split(gk::Gemm& plan, const Shape& s);
 cudaDataType_t cuda_type(gk::DataType dtype);
 std::size_t element_bytes(gk::DataType dtype);
 

@@ -3,7 +3,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <array>
 #include <thread>
 
 #include "bench.hpp"
@@ -57,24 +56,12 @@ gk::Gemm default_plan(gk::DataType dtype, const Context& ctx) {
   return plan;
 }
 
-namespace {
-
-// spec_for() checks shapes, strides and address alignment only: a cudaMalloc-aligned placeholder stands in.
-std::array<gk::TensorView, 3> placeholder_views(gk::DataType dtype, const Shape& s, int device) {
-  void* placeholder = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
-  return {gk::TensorView::on_gpu(placeholder, dtype, {s.m, s.k}, gk::Layout::RowMajor, device),
-          gk::TensorView::on_gpu(placeholder, dtype, {s.k, s.n}, gk::Layout::RowMajor, device),
-          gk::TensorView::on_gpu(placeholder, dtype, {s.m, s.n}, gk::Layout::RowMajor, device)};
-}
-
-}  // namespace
-
 gk::KernelSpec planned_spec(gk::Gemm& plan, const Shape& s) {
   return plan.spec_for_problem(s.m, s.n, s.k);
 }
 
-gk::KSplit planned_k_split(gk::Gemm& plan, gk::DataType dtype, const Shape& s, int device) {
-  const auto [A, B, D] = placeholder_views(dtype, s, device);
+gk::KSplit planned_k_split(gk::Gemm& plan, const Shape& s) {
+  const auto [A, B, D] = plan.stand_in_tensors(s.m, s.n, s.k);
   return plan.k_split_for(A, B, nullptr, D);
 }
 

@@ -54,7 +54,7 @@ SectionResult suite_section(Context& ctx) {
         row["kernel_name"] = planned_spec(plan, s).name();            // the kernel run() picks
         const bool tuned = gk::tuning::counters().applied > applied;  // ... from the tuning database
         row["tuned"] = tuned;
-        const gk::KSplit split = planned_k_split(plan, dtype, s, ctx.device);
+        const gk::KSplit split = planned_k_split(plan, s);
         row["decomposition"] = std::string(gk::to_string(split.mode));
         row["splits"] = split.splits;
         cells.push_back(split.mode == gk::Decomposition::SplitK         ? std::to_string(split.splits)
