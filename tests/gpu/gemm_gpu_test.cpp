@@ -198,6 +198,26 @@ TEST(GpuSwizzle, StreamKMatchesTheReference) {
   EXPECT_EQ(run_on_device(plan, o, 1.0, 1.0).max_abs_error, 0.0) << plan.kernel_name();
 }
 
+// run()'s own scheduler swizzle (8 on 24 x 24 clusters of 128 x 256 tiles), and a set one that pads tiles (8 at
+// M = 1024, where CUTLASS rounds 8 CTA rows up to 16): both exact, the padded tiles writing nothing.
+TEST(GpuSwizzle, ChosenAndPaddingSwizzlesAreExact) {
+  REQUIRE_GPU();
+  if (device_cc() < 90) GTEST_SKIP() << "scheduler swizzles are arguments of SM90 persistent kernels";
+  const cases::LayoutCase rrr{gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor};
+  gk::Gemm plan(cases::options(cases::type_cases()[0], rrr, device_cc()));
+  {
+    const auto [A, B, D] = plan.stand_in_tensors(6144, 6144, 32);
+    ASSERT_EQ(plan.max_swizzle_for(A, B, nullptr, D), 8) << plan.spec_for(A, B, nullptr, D).name();
+  }
+  Operands large(plan, {6144, 6144, 32});
+  large.fill_integers();
+  EXPECT_EQ(run_on_device(plan, large, 1.0, 1.0).max_abs_error, 0.0);
+  plan.set_max_swizzle_size(8);
+  Operands padded(plan, {1024, 6144, 32});
+  padded.fill_integers();
+  EXPECT_EQ(run_on_device(plan, padded, 1.0, 1.0).max_abs_error, 0.0);
+}
+
 TEST(GpuRepeat, SecondRunWithTheSameTensorsTakesTheCachedLaunch) {
   REQUIRE_GPU();
   const cases::LayoutCase rrr{gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor};
