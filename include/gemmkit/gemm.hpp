@@ -272,6 +272,7 @@ class Gemm {
   // spec_for's checks and choice: run_choice's, the parallel kernel in place of the serial one where chosen.
   RunChoice choice_without_running(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                                    double beta);
+  RunChoice choice_without_running(const Problem& p);  // the same for a problem already checked
   // The module run() launches for `choice`: with `wait`, that one (compiled if needed); else see run().
   KernelModule& module_for(KernelChoices& choices, std::size_t choice, bool wait);
   // The configuration the plan or the shape picks: a set tile, a forced decomposition's Stream-K kernel, else the

@@ -720,7 +720,11 @@ std::vector<KernelSpec> Gemm::run_time_kernels() const {
 Gemm::RunChoice Gemm::choice_without_running(const TensorView& A, const TensorView& B, const TensorView* C,
                                              const TensorView& D, double beta) {
   require_operation(catalog::Operation::Gemm, "spec_for(A, B, C, D)");
-  RunChoice c = run_choice(check_problem(A, B, C, D, beta), sm_count_for_choice());
+  return choice_without_running(check_problem(A, B, C, D, beta));
+}
+
+Gemm::RunChoice Gemm::choice_without_running(const Problem& p) {
+  RunChoice c = run_choice(p, sm_count_for_choice());
   if (c.parallel != nullptr) c.take_parallel();  // what run() launches once the parallel kernel is built
   return c;
 }
@@ -751,9 +755,9 @@ KernelSpec Gemm::spec_for_problem(std::int64_t m, std::int64_t n, std::int64_t k
 
 int Gemm::max_swizzle_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                           double beta) {
-  const Problem p = check_problem(A, B, C, D, beta);
-  RunChoice c = choice_without_running(A, B, C, D, beta);
-  return swizzle_for(c, p);
+  require_operation(catalog::Operation::Gemm, "max_swizzle_for(A, B, C, D)");
+  const Problem p = check_problem(A, B, C, D, beta);  // checked once: the choice and the swizzle read it
+  return swizzle_for(choice_without_running(p), p);
 }
 
 int Gemm::swizzle_for(const RunChoice& c, const Problem& p) const {
