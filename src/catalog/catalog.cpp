@@ -185,7 +185,8 @@ double tile_efficiency(const Shape3& cta) {
   const int area = cta[0] * cta[1];
   if (area >= 128 * 256) return 1.0;
   if (area >= 128 * 128) return 0.85;
-  return 0.65;
+  if (area >= 64 * 128) return 0.65;
+  return 0.5;  // 64 x 64: for one wave of few rows (full_wave_of_small_tiles), seldom a cheaper estimate
 }
 
 std::int64_t tile_count(const Shape3& cta, const ProblemShape& p) {
@@ -241,6 +242,26 @@ bool splits_k(const std::vector<TileDescription>& tiles, std::size_t i, const Pr
 // memory, so what counts is how many SMs read it.
 constexpr std::int64_t kDecodeRows = 64;
 constexpr double kDecodeMinBElements = 16.0 * 1024 * 1024;
+
+// The smallest data-parallel tile the heuristics weigh, when its tiles fill most of one wave (at least 3/4 of the SMs,
+// counting real tiles, and at most one wave of clusters): a problem of few rows and a long K then runs unsplit, as
+// cuBLAS runs 128x4096x4096 (64 x 64 tiles in 2x1 clusters), with no partial sums to write and add up;
+// tiles.size() otherwise.
+std::size_t full_wave_of_small_tiles(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
+                                     int sm_count) {
+  std::size_t smallest = tiles.size();
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    const Shape3 cta = tiles[i].cta_tile();
+    if (weighed(tiles[i], tiles.front()) &&
+        (smallest == tiles.size() || cta[0] * cta[1] < tiles[smallest].cta_tile()[0] * tiles[smallest].cta_tile()[1])) {
+      smallest = i;
+    }
+  }
+  if (smallest == tiles.size()) return smallest;
+  const bool one_wave = cluster_tile_count(tiles[smallest], shape) <= sm_count;
+  const bool fills = tile_count(tiles[smallest].cta_tile(), shape) * 4 >= std::int64_t{3} * sm_count;
+  return one_wave && fills ? smallest : tiles.size();
+}
 
 }  // namespace
 
@@ -359,8 +380,10 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   }
   const std::size_t stream_k_tile = smallest_stream_k(tiles, shape);
   if (shape.m <= kDecodeRows && static_cast<double>(shape.n) * shape.k * shape.batch >= kDecodeMinBElements) {
+    // Not 64 x 64: 128 of them unsplit ran 0.74-0.79x cuBLAS at M = 1, 8, 16 against 8192 x 28672, where 64 x 128 in
+    // 2 slices ran 0.90-0.92x (suite-f16-64x64-s11-2).
     auto row_tile = [](const TileDescription& td) {
-      return td.cta_tile()[0] == kDecodeRows && td.cluster_shape == Shape3{1, 1, 1} &&
+      return td.cta_tile()[0] == kDecodeRows && td.cta_tile()[1] >= 128 && td.cluster_shape == Shape3{1, 1, 1} &&
              td.kernel_schedule == KernelSchedule::Auto && !stream_k(td);
     };
     const std::size_t narrow = cheapest_tile(tiles, shape, sm_count, row_tile);
@@ -385,7 +408,13 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   if (2.0 * shape.m * shape.n * shape.k * shape.batch < kMinFlopsForShapeChoice) {
     return long_k && long_walk ? stream_k_tile : 0;
   }
-  if (long_k) return stream_k_tile;
+  if (long_k) {
+    // Unless the smallest tiles fill one wave: 64 x 64 in 2x1 clusters ran 1.20x cuBLAS at 128x4096x4096 where
+    // parallel split-K on 128 x 64 ran 0.93x, and 0.97-0.99x against 0.94x at 128x4096x{14336,16384}
+    // (suite-f16-64x64-s11-2).
+    const std::size_t small = full_wave_of_small_tiles(tiles, shape, sm_count);
+    return small != tiles.size() ? small : stream_k_tile;
+  }
   // Otherwise the tile shape with the lowest estimated time.
   const std::size_t best = cheapest_shape();
   if (best == tiles.size()) return 0;
@@ -408,9 +437,13 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
 std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
                                                  int sm_count, int k_granule) {
   // Relative mainloop throughput of the CTA shapes with partial sums (64-row tiles ran closer to 128 x 128 than in
-  // choose_tile's table, 128 x 64 a little closer still: cuBLAS's tile at 512x512x16384), and the H200's per-SM f16
-  // rate and memory bandwidth at what the kernels reach (only their ratio matters).
-  auto efficiency = [](const Shape3& cta) { return cta[0] * cta[1] >= 128 * 256 ? 1.0 : cta[0] == 64 ? 0.8 : 0.85; };
+  // choose_tile's table, 128 x 64 a little closer still: cuBLAS's tile at 512x512x16384; 64 x 64 in 2 slices ran
+  // 0.72x cuBLAS there where 64 x 128 in 4 ran 0.86x, parallel-64x64-s11-1), and the H200's per-SM f16 rate and
+  // memory bandwidth at what the kernels reach (only their ratio matters).
+  auto efficiency = [](const Shape3& cta) {
+    const int area = cta[0] * cta[1];
+    return area >= 128 * 256 ? 1.0 : area < 64 * 128 ? 0.6 : cta[0] == 64 ? 0.8 : 0.85;
+  };
   constexpr double kSmFlops = 6e12, kBytesPerSecond = 3e12;
   std::optional<SplitChoice> best;
   double best_seconds = 0;

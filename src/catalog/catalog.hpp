@@ -64,9 +64,11 @@ struct ProblemShape {
 // The configuration (index into `tiles`, all valid for `spec`) to run this problem with when the plan has none:
 // - a problem that fills the GPU keeps the default (index 0), unless its last wave is mostly idle (Stream-K);
 // - a decode-like problem (M <= 64 rows against a large B) takes split-K on the smallest Stream-K tile when the
-//   64-row tiles would leave most SMs idle and K is long, else the 64-row tile (cluster 1x1) of least estimated time;
-// - other problems under 4 GFLOP keep the default (one compiled kernel serves them all);
-// - few output tiles and a long K: the smallest Stream-K tile (split-K, see choose_k_split);
+//   64-row tiles (at least 128 wide) would leave most SMs idle and K is long, else the 64-row tile (cluster 1x1) of
+//   least estimated time;
+// - other problems under a GFLOP keep the default (one compiled kernel serves them all);
+// - few output tiles and a long K: the smallest tile when one wave of it covers at least 3/4 of the SMs, else the
+//   smallest Stream-K tile (split-K, see choose_k_split);
 // - otherwise the tile that minimises an estimated time (waves x tile area / tile efficiency).
 // `split_k` false (GEMMKIT_SPLIT_K=off) never chooses for split-K: long K takes Stream-K only when K >= 8 max(M, N)
 // (CUTLASS's own decomposition), decode-like problems the 64-row tile.

@@ -79,10 +79,8 @@ TEST(SplitKChoice, LongKShapesSplitSoThatTilesTimesSplitsFillTheSms) {
   EXPECT_EQ(a.split, (gk::KSplit{gk::Decomposition::SplitK, 8}));
   // 1024x1024: 64 tiles -> 2 splits.
   EXPECT_EQ(choose(t, {1024, 1024, 32768, 1}).split, (gk::KSplit{gk::Decomposition::SplitK, 2}));
-  // 128x4096: one row of 32 tiles; a 2x1 cluster would idle half its CTAs, so the cluster is 1x2: 4 splits.
-  const Choice c = choose(t, {128, 4096, 16384, 1});
-  EXPECT_EQ(c.tile.cluster_shape, (gk::Shape3{1, 2, 1})) << c.tile.to_string();
-  EXPECT_EQ(c.split, (gk::KSplit{gk::Decomposition::SplitK, 4}));
+  // 256x4096: 64 Stream-K tiles -> 2 splits (64 x 64 tiles would be 2 waves).
+  EXPECT_EQ(choose(t, {256, 4096, 16384, 1}).split, (gk::KSplit{gk::Decomposition::SplitK, 2}));
   // One output tile and a very long K: capped at kMaxSplits.
   EXPECT_EQ(choose(t, {128, 128, 1 << 20, 1}).split, (gk::KSplit{gk::Decomposition::SplitK, cat::kMaxSplits}));
 }
@@ -137,6 +135,24 @@ TEST(SplitKChoice, WithoutAutomaticSplitKLongKTakesCutlassStreamKHeuristic) {
   EXPECT_NE(choose(t, {128, 4096, 16384, 1}, false).tile.tile_scheduler, gk::TileScheduler::StreamK);
 }
 
+TEST(SplitKChoice, OneWaveOfSmallTilesRunsUnsplit) {
+  const Tables t;
+  // M = 128 against N = 4096: 2 x 64 tiles of 64 x 64 in 2x1 clusters, 128 of 132 SMs busy, whatever K.
+  for (const std::int64_t k : {4096, 14336, 16384}) {
+    const Choice c = choose(t, {128, 4096, k, 1});
+    EXPECT_EQ(c.tile.cta_tile(), (gk::Shape3{64, 64, 64})) << c.tile.to_string();
+    EXPECT_EQ(c.tile.cluster_shape, (gk::Shape3{2, 1, 1}));
+    EXPECT_EQ(c.tile.tile_scheduler, gk::TileScheduler::Default);
+    EXPECT_EQ(c.split.mode, gk::Decomposition::DataParallel) << k;
+  }
+  // 104 tiles (M = 128, N = 3328) still fill 3/4 of the SMs; 96 (N = 3072) and 64 (512x512) do not: split-K.
+  EXPECT_EQ(choose(t, {128, 3328, 8192, 1}).tile.cta_tile(), (gk::Shape3{64, 64, 64}));
+  EXPECT_EQ(choose(t, {128, 3072, 8192, 1}).split.mode, gk::Decomposition::SplitK);
+  EXPECT_EQ(choose(t, {512, 512, 16384, 1}).split.mode, gk::Decomposition::SplitK);
+  // Two waves of them (N = 8192) split K instead.
+  EXPECT_EQ(choose(t, {128, 8192, 8192, 1}).split.mode, gk::Decomposition::SplitK);
+}
+
 // Counted over the benchmark's suite (f16): which shapes run split-K, with how many splits. Pinned so that a change
 // of the heuristic shows up here (and the benchmark is rerun).
 TEST(SplitKChoice, SuiteShapesThatRunSplitK) {
@@ -149,13 +165,13 @@ TEST(SplitKChoice, SuiteShapesThatRunSplitK) {
     if (c.tile.cta_tile()[0] == 64) ++sixty_four_rows;
   }
   const std::map<std::string, int> expected = {
-      {"512x512x16384", 8}, {"1024x1024x32768", 2}, {"128x4096x16384", 4}, {"16x4096x4096", 4},   {"16x4096x14336", 4},
-      {"16x8192x28672", 2}, {"128x4096x4096", 4},   {"128x4096x14336", 4}, {"128x8192x28672", 2}, {"1x4096x4096", 4},
-      {"1x4096x14336", 4},  {"1x8192x28672", 2},    {"8x4096x4096", 4},    {"8x4096x14336", 4},   {"8x8192x28672", 2}};
+      {"512x512x16384", 8}, {"1024x1024x32768", 2}, {"16x4096x4096", 4},   {"16x4096x14336", 4},
+      {"16x8192x28672", 2}, {"128x8192x28672", 2},  {"1x4096x4096", 4},    {"1x4096x14336", 4},
+      {"1x8192x28672", 2},  {"8x4096x4096", 4},     {"8x4096x14336", 4},   {"8x8192x28672", 2}};
   EXPECT_EQ(split_k, expected);
-  // M = 1, 8, 16 against N = 14336 and 28672; M = 128 against them (2x1 clusters of 64-row tiles). 1024^3 takes 128
-  // CTAs of 128 x 64 (unsplit: its K is too short to split).
-  EXPECT_EQ(sixty_four_rows, 8);
+  // M = 1, 8, 16 against N = 14336 and 28672; M = 128 against them (2x1 clusters of 64-row tiles) and against
+  // N = 4096 (64 x 64, one wave). 1024^3 takes 128 CTAs of 128 x 64 (unsplit: its K is too short to split).
+  EXPECT_EQ(sixty_four_rows, 11);
   const Choice square = choose(t, {1024, 1024, 1024, 1});
   EXPECT_EQ(square.tile.cta_tile(), (gk::Shape3{128, 64, 64}));
   EXPECT_EQ(square.tile.cluster_shape, (gk::Shape3{1, 1, 1}));
@@ -303,19 +319,22 @@ TEST(SplitKPlan, BadSettingsAreConfigErrorsThatSayWhatToDo) {
 
 // SM90 parallel split-K: where run() would split K on the Stream-K kernel, a partial-sums GEMM over K slices and a
 // reduction kernel with the epilogue instead, on 128 x 64 tiles (cuBLAS's on 512x512x16384; 0.85-0.87x cuBLAS there
-// against 0.79-0.82x on 64 x 128, bench/results/2026-12-01/suite-f16-bf16-memo-tiles-s9-1_h200.md).
+// against 0.79-0.82x on 64 x 128, bench/results/2026-12-01/suite-f16-bf16-memo-tiles-s9-1_h200.md), on 64 x 128 at
+// M = 16 (38 TFLOP/s against 23 on 128 x 64, bench/results/2026-12-02/parallel-tiles-s11-2_h200.md).
 TEST(ParallelSplitK, LongKOverFewTilesRunsParallelSplitKOnTheMeasuredConfigurations) {
   gk::Gemm plan(f16_row(90));
   struct Case {
     long m, n, k;
     int slices;
+    gk::Shape3 cta;
   };
-  for (const Case& c : {Case{512, 512, 16384, 4}, Case{128, 4096, 4096, 2}, Case{128, 4096, 14336, 2}}) {
+  for (const Case& c : {Case{512, 512, 16384, 4, {128, 64, 64}}, Case{256, 1024, 16384, 4, {128, 64, 64}},
+                        Case{16, 4096, 4096, 4, {64, 128, 64}}}) {
     const auto A = probe(c.m, c.k), B = probe(c.k, c.n), D = probe(c.m, c.n);
     const gk::KernelSpec spec = plan.spec_for(A, B, nullptr, D);
     const std::string what = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
     EXPECT_EQ(spec.split_k_mode, gk::SplitKMode::Parallel) << what;
-    EXPECT_EQ(spec.tile.cta_tile(), (gk::Shape3{128, 64, 64})) << what;
+    EXPECT_EQ(spec.tile.cta_tile(), c.cta) << what;
     EXPECT_EQ(spec.tile.tile_scheduler, gk::TileScheduler::Default) << what;
     EXPECT_NE(spec.name().find("_splitk_parallel"), std::string::npos) << spec.name();
     EXPECT_EQ(plan.k_split_for(A, B, nullptr, D), (gk::KSplit{gk::Decomposition::SplitK, c.slices})) << what;
