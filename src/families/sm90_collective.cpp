@@ -18,7 +18,8 @@ struct Cta {
 // ran 0.82-0.89x in the same call (fp8-bench-s10-3); the shape heuristics take 128 x 128 where it fills the waves
 // better. The others have 128 x 192 last, with 128 x 64 (cuBLAS's tile for one wave of mid-size squares) and 64 x 64
 // (one wave of few rows over a long K: M = 128 against N = 4096), so that their ties keep the older tiles.
-const std::vector<Cta> kCtas = {{128, 256}, {256, 128}, {128, 128}, {64, 256}, {64, 128}, {128, 192}, {128, 64}, {64, 64}};
+const std::vector<Cta> kCtas = {{128, 256}, {256, 128}, {128, 128}, {64, 256},
+                                {64, 128},  {128, 192}, {128, 64},  {64, 64}};
 const std::vector<Cta> kFp8Ctas = {{128, 192}, {128, 256}, {256, 128}, {128, 128}, {64, 256}, {64, 128}};
 const std::vector<Shape3> kClusters = {{2, 1, 1}, {1, 2, 1}, {1, 1, 1}};
 

@@ -164,10 +164,10 @@ TEST(SplitKChoice, SuiteShapesThatRunSplitK) {
     if (c.split.mode == gk::Decomposition::SplitK) split_k[s.text()] = c.split.splits;
     if (c.tile.cta_tile()[0] == 64) ++sixty_four_rows;
   }
-  const std::map<std::string, int> expected = {
-      {"512x512x16384", 8}, {"1024x1024x32768", 2}, {"16x4096x4096", 4},   {"16x4096x14336", 4},
-      {"16x8192x28672", 2}, {"128x8192x28672", 2},  {"1x4096x4096", 4},    {"1x4096x14336", 4},
-      {"1x8192x28672", 2},  {"8x4096x4096", 4},     {"8x4096x14336", 4},   {"8x8192x28672", 2}};
+  const std::map<std::string, int> expected = {{"512x512x16384", 8}, {"1024x1024x32768", 2}, {"16x4096x4096", 4},
+                                               {"16x4096x14336", 4}, {"16x8192x28672", 2},   {"128x8192x28672", 2},
+                                               {"1x4096x4096", 4},   {"1x4096x14336", 4},    {"1x8192x28672", 2},
+                                               {"8x4096x4096", 4},   {"8x4096x14336", 4},    {"8x8192x28672", 2}};
   EXPECT_EQ(split_k, expected);
   // M = 1, 8, 16 against N = 14336 and 28672; M = 128 against them (2x1 clusters of 64-row tiles) and against
   // N = 4096 (64 x 64, one wave). 1024^3 takes 128 CTAs of 128 x 64 (unsplit: its K is too short to split).
