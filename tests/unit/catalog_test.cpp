@@ -97,6 +97,20 @@ TEST(CatalogHeuristic, WavesCountWholeClusters) {
   }
 }
 
+TEST(CatalogHeuristic, TheTransposedClusterIsWeighedWhereTheDefaultClusterPads) {
+  const auto spec = sm90_f16_spec();
+  const auto tiles = sm90_f16_tiles();
+  // M = 128, N = 28672: one wave of 128 x 256 tiles in 1x2 clusters beats two of 64 x 256 in 2x1 by the estimate (and
+  // ran 1.03x faster, bench/results/2026-12-02/suite-llm128-cluster-s11-3-*).
+  const auto wide = tiles[cat::choose_tile(tiles, spec, {128, 28672, 8192, 1}, 132)];
+  EXPECT_EQ(wide.cta_tile(), (gk::Shape3{128, 256, 64})) << wide.to_string();
+  EXPECT_EQ(wide.cluster_shape, (gk::Shape3{1, 2, 1})) << wide.to_string();
+  // N = 14336: the transposed cluster only ties (56 tiles of 128 x 256 or 112 of 128 x 128 against 112 of 64 x 256),
+  // so the default's cluster stays.
+  const auto tie = tiles[cat::choose_tile(tiles, spec, {128, 14336, 4096, 1}, 132)];
+  EXPECT_EQ(tie.cluster_shape, (gk::Shape3{2, 1, 1})) << tie.to_string();
+}
+
 TEST(CatalogHeuristic, SmallProblemsTakeSmallerTilesAndLongKTakesStreamK) {
   const auto spec = sm90_f16_spec();
   const auto tiles = sm90_f16_tiles();

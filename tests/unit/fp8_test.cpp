@@ -101,6 +101,17 @@ TEST(Fp8Plan, EveryListedTileIsValidWithKTile128) {
   EXPECT_TRUE(has_128x192);
 }
 
+// M = 128: the default's 2x1 cluster of 128-row tiles would idle half its CTAs; 128 x 128 tiles in 1x2 clusters ran
+// 1.15-1.27x faster than 64 x 128 in 2x1 there (bench/results/2026-12-02/fp8-bench-cluster-s11-3-*).
+TEST(Fp8Plan, FewRowsTakeTheTransposedClusterWhereTheDefaultPads) {
+  gk::Gemm plan(fp8_tn(90));
+  const gk::KernelSpec wide = plan.spec_for_problem(128, 28672, 8192);
+  EXPECT_EQ(wide.tile.cta_tile(), (gk::Shape3{128, 128, 128})) << wide.name();
+  EXPECT_EQ(wide.tile.cluster_shape, (gk::Shape3{1, 2, 1})) << wide.name();
+  // Many rows keep the default 2x1 cluster.
+  EXPECT_EQ(plan.spec_for_problem(8192, 8192, 8192).tile.cluster_shape, (gk::Shape3{2, 1, 1}));
+}
+
 TEST(Fp8Plan, GeneratedSourceInstantiatesCutlassFp8Types) {
   gk::Gemm plan(fp8_tn(90));
   const std::string text = gk::render(plan.spec()).text;
