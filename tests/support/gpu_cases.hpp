@@ -306,7 +306,7 @@ inline std::vector<KernelSpec> suite_specs(int cc) {
 // no split count divides its 38 K steps), and the automatic choice on a plain plan for a long K and two decode shapes.
 inline constexpr Shape kSplitKShape{256, 384, 2392};
 inline const std::vector<Shape>& split_k_auto_shapes() {
-  static const std::vector<Shape> kShapes = {{512, 512, 8192}, {16, 4096, 4096}, {16, 14336, 4096}};
+  static const std::vector<Shape> kShapes = {{512, 512, 8192}, {16, 4096, 4096}, {16, 14336, 4096}, {128, 4096, 4096}};
   return kShapes;
 }
 inline Gemm split_k_plan(int cc, Activation activation) {
