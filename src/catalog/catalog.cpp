@@ -268,10 +268,10 @@ bool splits_k(const std::vector<TileDescription>& tiles, std::size_t i, const Pr
 constexpr std::int64_t kDecodeRows = 64;
 constexpr double kDecodeMinBElements = 16.0 * 1024 * 1024;
 
-// The smallest data-parallel tile the heuristics weigh, when its tiles fill most of one wave (at least 3/4 of the SMs,
-// counting real tiles, and at most one wave of clusters): a problem of few rows and a long K then runs unsplit, as
-// cuBLAS runs 128x4096x4096 (64 x 64 tiles in 2x1 clusters), with no partial sums to write and add up;
-// tiles.size() otherwise.
+// The smallest data-parallel tile the heuristics weigh, when it is 64 x 64 and its tiles fill most of one wave (at
+// least 3/4 of the SMs, counting real tiles, and at most one wave of clusters): a problem of few rows and a long K then
+// runs unsplit, as cuBLAS runs 128x4096x4096 (64 x 64 tiles in 2x1 clusters), with no partial sums to write and add
+// up; tiles.size() otherwise.
 std::size_t full_wave_of_small_tiles(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
                                      int sm_count) {
   std::size_t smallest = tiles.size();
@@ -282,7 +282,11 @@ std::size_t full_wave_of_small_tiles(const std::vector<TileDescription>& tiles, 
       smallest = i;
     }
   }
-  if (smallest == tiles.size()) return smallest;
+  // Measured on 64 x 64 only. FP8 plans, whose smallest tile is 64 x 128, ran 128x8192x28672 unsplit at 0.82-0.90x
+  // torch._scaled_mm (fp8-bench-s11-4, s11-3) where parallel split-K had run 1.01-1.09x (fp8-bench-s10-5, s10-3).
+  if (smallest == tiles.size() || tiles[smallest].cta_tile()[0] * tiles[smallest].cta_tile()[1] > 64 * 64) {
+    return tiles.size();
+  }
   const bool one_wave = cluster_tile_count(tiles[smallest], shape) <= sm_count;
   const bool fills = tile_count(tiles[smallest].cta_tile(), shape) * 4 >= std::int64_t{3} * sm_count;
   return one_wave && fills ? smallest : tiles.size();

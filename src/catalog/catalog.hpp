@@ -67,7 +67,7 @@ struct ProblemShape {
 //   64-row tiles (at least 128 wide) would leave most SMs idle and K is long, else the 64-row tile (cluster 1x1) of
 //   least estimated time;
 // - other problems under a GFLOP keep the default (one compiled kernel serves them all);
-// - few output tiles and a long K: the smallest tile when one wave of it covers at least 3/4 of the SMs, else the
+// - few output tiles and a long K: 64 x 64 tiles when one wave of them covers at least 3/4 of the SMs, else the
 //   smallest Stream-K tile (split-K, see choose_k_split);
 // - otherwise the tile that minimises an estimated time (waves x tile area / tile efficiency).
 // `split_k` false (GEMMKIT_SPLIT_K=off) never chooses for split-K: long K takes Stream-K only when K >= 8 max(M, N)
