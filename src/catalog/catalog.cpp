@@ -3,6 +3,7 @@
 #include "catalog/catalog.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
@@ -189,8 +190,18 @@ double tile_efficiency(const Shape3& cta) {
   return 0.5;  // 64 x 64: for one wave of few rows (full_wave_of_small_tiles), seldom a cheaper estimate
 }
 
+// CTA tiles along M and along N (the last of each partly outside the problem).
+std::array<std::int64_t, 2> tiles_along(const Shape3& cta, const ProblemShape& p) {
+  return {(p.m + cta[0] - 1) / cta[0], (p.n + cta[1] - 1) / cta[1]};
+}
+
 std::int64_t tile_count(const Shape3& cta, const ProblemShape& p) {
-  return ((p.m + cta[0] - 1) / cta[0]) * ((p.n + cta[1] - 1) / cta[1]) * p.batch;
+  const auto [m, n] = tiles_along(cta, p);
+  return m * n * p.batch;
+}
+
+int cta_area(const TileDescription& td) {
+  return td.cta_tile()[0] * td.cta_tile()[1];
 }
 
 bool stream_k(const TileDescription& td) {
@@ -205,12 +216,9 @@ bool weighed(const TileDescription& td, const TileDescription& front) {
 
 // Output tiles as the persistent schedulers count them: CTA tiles, rounded up to whole clusters.
 std::int64_t cluster_tile_count(const TileDescription& td, const ProblemShape& p) {
-  const Shape3 cta = td.cta_tile();
-  auto blocks = [](std::int64_t extent, int tile, int cluster) {
-    const std::int64_t n = (extent + tile - 1) / tile;
-    return (n + cluster - 1) / cluster * cluster;
-  };
-  return blocks(p.m, cta[0], td.cluster_shape[0]) * blocks(p.n, cta[1], td.cluster_shape[1]) * p.batch;
+  auto whole_clusters = [](std::int64_t tiles, int cluster) { return (tiles + cluster - 1) / cluster * cluster; };
+  const auto [m, n] = tiles_along(td.cta_tile(), p);
+  return whole_clusters(m, td.cluster_shape[0]) * whole_clusters(n, td.cluster_shape[1]) * p.batch;
 }
 
 // The tile of least estimated time (waves x tile area / efficiency) among the entries `eligible` accepts, then those
@@ -254,8 +262,7 @@ bool transposed_cluster(const TileDescription& td, const TileDescription& front,
       td.kernel_schedule != front.kernel_schedule || stream_k(td)) {
     return false;
   }
-  const Shape3 cta = td.cta_tile();
-  const std::int64_t blocks_m = (shape.m + cta[0] - 1) / cta[0], blocks_n = (shape.n + cta[1] - 1) / cta[1];
+  const auto [blocks_m, blocks_n] = tiles_along(td.cta_tile(), shape);
   return blocks_m % cluster[0] != 0 || blocks_n % cluster[1] != 0;
 }
 
@@ -276,15 +283,14 @@ std::size_t full_wave_of_small_tiles(const std::vector<TileDescription>& tiles, 
                                      int sm_count) {
   std::size_t smallest = tiles.size();
   for (std::size_t i = 0; i < tiles.size(); ++i) {
-    const Shape3 cta = tiles[i].cta_tile();
     if (weighed(tiles[i], tiles.front()) &&
-        (smallest == tiles.size() || cta[0] * cta[1] < tiles[smallest].cta_tile()[0] * tiles[smallest].cta_tile()[1])) {
+        (smallest == tiles.size() || cta_area(tiles[i]) < cta_area(tiles[smallest]))) {
       smallest = i;
     }
   }
   // Measured on 64 x 64 only. FP8 plans, whose smallest tile is 64 x 128, ran 128x8192x28672 unsplit at 0.82-0.90x
   // torch._scaled_mm (fp8-bench-s11-4, s11-3) where parallel split-K had run 1.01-1.09x (fp8-bench-s10-5, s10-3).
-  if (smallest == tiles.size() || tiles[smallest].cta_tile()[0] * tiles[smallest].cta_tile()[1] > 64 * 64) {
+  if (smallest == tiles.size() || cta_area(tiles[smallest]) > 64 * 64) {
     return tiles.size();
   }
   const bool one_wave = cluster_tile_count(tiles[smallest], shape) <= sm_count;
@@ -336,7 +342,7 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
 }
 
 std::size_t smallest_stream_k(const std::vector<TileDescription>& tiles, const ProblemShape& shape) {
-  auto area = [&](std::size_t i) { return tiles[i].cta_tile()[0] * tiles[i].cta_tile()[1]; };
+  auto area = [&](std::size_t i) { return cta_area(tiles[i]); };
   auto wasted = [&](std::size_t i) {
     return cluster_tile_count(tiles[i], shape) > tile_count(tiles[i].cta_tile(), shape);
   };
@@ -351,8 +357,7 @@ std::size_t smallest_stream_k(const std::vector<TileDescription>& tiles, const P
 }
 
 int choose_max_swizzle(const TileDescription& tile, const ProblemShape& shape) {
-  const Shape3 cta = tile.cta_tile();
-  const std::int64_t blocks_m = (shape.m + cta[0] - 1) / cta[0], blocks_n = (shape.n + cta[1] - 1) / cta[1];
+  const auto [blocks_m, blocks_n] = tiles_along(tile.cta_tile(), shape);
   const int cluster_m = tile.cluster_shape[0], cluster_n = tile.cluster_shape[1];
   if (std::min(blocks_m / cluster_m, blocks_n / cluster_n) < kSwizzleMinClusters) return 1;
   for (const int size : {8, 4, 2}) {
