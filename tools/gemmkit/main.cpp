@@ -480,14 +480,24 @@ gk::KernelSpec conv_spec_for(gk::Conv2d& plan, const Values& args) {
   return plan.spec_for(a, b, nullptr, d, shape.geometry);
 }
 
+// A GEMM's problem from --m --n --k (--batch, default 1); nullopt without --m.
+struct GemmExtents {
+  std::int64_t m, n, k, batch;
+};
+std::optional<GemmExtents> gemm_extents(const Values& args) {
+  if (!args.given("m")) return std::nullopt;
+  return GemmExtents{*args.integer("m"), *args.integer("n"), *args.integer("k"),
+                     args.given("batch") ? *args.integer("batch") : 1};
+}
+
 // The kernel run() picks for the options' problem (--conv sizes, or a GEMM's --m --n --k); nullopt without one.
 std::optional<gk::KernelSpec> sized_spec(gk::Gemm& plan, const Values& args) {
   if (auto* conv = dynamic_cast<gk::Conv2d*>(&plan); conv != nullptr && conv_sizes_given(args)) {
     return conv_spec_for(*conv, args);
   }
-  if (!args.given("m")) return std::nullopt;
-  return plan.spec_for_problem(*args.integer("m"), *args.integer("n"), *args.integer("k"),
-                               args.given("batch") ? *args.integer("batch") : 1);
+  const auto e = gemm_extents(args);
+  if (!e) return std::nullopt;
+  return plan.spec_for_problem(e->m, e->n, e->k, e->batch);
 }
 
 int cmd_plan(const Values& args, bool grouped, bool print_source, const Output& output) {
@@ -498,9 +508,8 @@ int cmd_plan(const Values& args, bool grouped, bool print_source, const Output& 
   std::string text = "kernel: " + spec.name() + "\ncc " + std::to_string(spec.cc) + ", " +
                      std::string(gk::to_string(spec.opclass)) + ", " + std::string(gk::to_string(spec.family)) +
                      "\ntile:\n" + spec.tile.to_string() + "\n";
-  if (args.given("m")) {  // a GEMM's problem: also what run() passes that kernel
-    const auto [a, b, d] = plan.stand_in_tensors(*args.integer("m"), *args.integer("n"), *args.integer("k"),
-                                                 args.given("batch") ? *args.integer("batch") : 1);
+  if (const auto e = gemm_extents(args)) {  // a GEMM's problem: also what run() passes that kernel
+    const auto [a, b, d] = plan.stand_in_tensors(e->m, e->n, e->k, e->batch);
     const gk::KSplit split = plan.k_split_for(a, b, nullptr, d);
     const int swizzle = plan.max_swizzle_for(a, b, nullptr, d);
     out["run"] = {
