@@ -323,3 +323,22 @@ TEST(CompileTier, APackMovesToAFreshCacheAndLoadsWithoutACompile) {
   EXPECT_EQ(gk::cache_counters().builds, builds_before);  // zero compiles
   EXPECT_EQ(gk::KernelModule::load(kernel.module_path)->kernel_name(), specs[0].name());
 }
+
+// A build machine compiles the tuner's candidates for a GPU machine and lists each one's cache key (what
+// scripts/carry-cache --keys copies); the listed key is the entry a later compile of that kernel finds.
+TEST(CompileTier, TunePrebuildListsTheCacheKeysItBuilt) {
+  gk::testenv::TempDir cache_dir;
+  const auto prebuilt = gk::testing::run_cli(
+      "tune --suite --prebuild --cc 90 --element f16 --suite-groups today --max-candidates 1 --json", cache_dir.str());
+  ASSERT_EQ(prebuilt.status, 0) << prebuilt.out;
+  const std::size_t json_start = prebuilt.out.find("{\n");  // after the progress lines (stderr, in the same text)
+  ASSERT_NE(json_start, std::string::npos) << prebuilt.out;
+  const auto kernels = nlohmann::ordered_json::parse(prebuilt.out.substr(json_start)).at("kernels");
+  ASSERT_EQ(kernels.size(), 1u) << prebuilt.out;  // the four shapes of today's group share the default kernel
+
+  const auto compiled = nlohmann::ordered_json::parse(
+      run_cli(cache_dir.str(), "compile --cc 90 --element f16 --element-accumulator f32 --layout row --json"));
+  EXPECT_EQ(compiled.at("cache"), "hit");
+  EXPECT_EQ(kernels[0].at("cache_key"), compiled.at("cache_key"));
+  EXPECT_EQ(kernels[0].at("kernel_name"), compiled.at("kernel_name"));
+}

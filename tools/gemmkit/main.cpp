@@ -984,12 +984,19 @@ int cmd_tune(const Values& args, bool suite, bool prebuild, const Output& output
   std::cerr << "compiling " << specs.size() << " kernels for " << shapes.size() * elements.size()
             << " problems (cached ones cost nothing) ...\n";
   const auto start = std::chrono::steady_clock::now();
-  (void)gk::compile_many(specs);
+  const auto compiled = gk::compile_many(specs);
   if (prebuild) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    output.print({{"kernels", specs.size()}, {"seconds", seconds}, {"cache", gk::DiskCache().root()}},
-                 "built the suite's " + std::to_string(specs.size()) + " candidates into " + gk::DiskCache().root() +
-                     " in " + fixed(seconds, 0) + " s\n");
+    // Each kernel's cache key and name: what a build machine carries to the GPU machine (scripts/carry-cache --keys).
+    Json kernels = Json::array();
+    std::string listing;
+    for (const auto& kernel : compiled) {
+      kernels.push_back({{"cache_key", kernel.cache_key}, {"kernel_name", kernel.kernel_name}});
+      listing += "  " + kernel.cache_key + " " + kernel.kernel_name + "\n";
+    }
+    output.print({{"kernels", kernels}, {"seconds", seconds}, {"cache", gk::DiskCache().root()}},
+                 listing + "built the suite's " + std::to_string(specs.size()) + " candidates into " +
+                     gk::DiskCache().root() + " in " + fixed(seconds, 0) + " s\n");
     return 0;
   }
   Json results = Json::array();
