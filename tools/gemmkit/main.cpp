@@ -988,15 +988,12 @@ int cmd_tune(const Values& args, bool suite, bool prebuild, const Output& output
   if (prebuild) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // Each kernel's cache key and name: what a build machine carries to the GPU machine (scripts/carry-cache --keys).
-    Json kernels = Json::array();
     std::string listing;
-    for (const auto& kernel : compiled) {
-      kernels.push_back({{"cache_key", kernel.cache_key}, {"kernel_name", kernel.kernel_name}});
-      listing += "  " + kernel.cache_key + " " + kernel.kernel_name + "\n";
-    }
-    output.print({{"kernels", kernels}, {"seconds", seconds}, {"cache", gk::DiskCache().root()}},
-                 listing + "built the suite's " + std::to_string(specs.size()) + " candidates into " +
-                     gk::DiskCache().root() + " in " + fixed(seconds, 0) + " s\n");
+    for (const auto& kernel : compiled) listing += "  " + kernel.cache_key + " " + kernel.kernel_name + "\n";
+    output.print(
+        {{"kernels", specs.size()}, {"seconds", seconds}, {"cache", gk::DiskCache().root()}, {"list", compiled}},
+        listing + "built the suite's " + std::to_string(specs.size()) + " candidates into " + gk::DiskCache().root() +
+            " in " + fixed(seconds, 0) + " s\n");
     return 0;
   }
   Json results = Json::array();
