@@ -46,6 +46,7 @@ struct Options {
   std::string configs;  // the sweep section's configurations: a regular expression on their text; "" = all
   int prebuild_cc = 0;  // > 0: only build the sections' kernels for this cc (no GPU needed), then stop
   int max_swizzle = 0;  // > 0: every plan's max_swizzle_size (SM90 persistent schedulers); 0 = the plan's default
+  gk::RasterOrder raster_order = gk::RasterOrder::Heuristic;  // every plan's (SM90 persistent schedulers)
 };
 
 // Everything the sections share: the options, the device, one stream and one cuBLAS handle bound to it.

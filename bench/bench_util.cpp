@@ -53,6 +53,7 @@ gk::Gemm default_plan(gk::DataType dtype, const Context& ctx) {
   o.cc = ctx.cc;
   gk::Gemm plan(o);
   if (ctx.options.max_swizzle > 0) plan.set_max_swizzle_size(ctx.options.max_swizzle);
+  if (ctx.options.raster_order != gk::RasterOrder::Heuristic) plan.set_raster_order(ctx.options.raster_order);
   return plan;
 }
 

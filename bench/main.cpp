@@ -41,6 +41,8 @@ Benchmarks gemmkit against cuBLAS on this machine's GPU 0 and writes JSON + Mark
                        ScheduleAuto/ScheduleAuto", "... StreamK") the regular expression finds (default all)
   --max-swizzle N      every gemmkit plan's max_swizzle_size: 1, 2, 4 or 8 (SM90 persistent tile schedulers;
                        default: the plan's own)
+  --raster-order ORDER every gemmkit plan's raster order: AlongM or AlongN (SM90 persistent tile schedulers;
+                       default: CUTLASS's heuristic)
   --shapes LIST        GEMM shapes MxNxK, comma-separated
                        (default 2400x3232x4096,4096x4096x4096,8192x8192x8192,16384x16384x16384)
   --dtypes LIST        f16,bf16 (default both)
@@ -95,9 +97,9 @@ Shape parse_shape(const std::string& text) {
 }
 
 const std::set<std::string> kValueOptions = {
-    "--groups",       "--tuning",      "--out",     "--only",           "--shapes",     "--dtypes",
-    "--warmup",       "--warmup-ms",   "--iters",   "--batch-ms",       "--repeats",    "--calls",
-    "--startup-runs", "--prebuild-cc", "--configs", "--overhead-shape", "--max-swizzle"};
+    "--groups",       "--tuning",      "--out",     "--only",           "--shapes",      "--dtypes",
+    "--warmup",       "--warmup-ms",   "--iters",   "--batch-ms",       "--repeats",     "--calls",
+    "--startup-runs", "--prebuild-cc", "--configs", "--overhead-shape", "--max-swizzle", "--raster-order"};
 
 Options parse_options(int argc, char** argv) {
   Options o;
@@ -148,6 +150,12 @@ Options parse_options(int argc, char** argv) {
       if (o.max_swizzle != 1 && o.max_swizzle != 2 && o.max_swizzle != 4 && o.max_swizzle != 8) {
         throw UsageError("--max-swizzle: expects 1, 2, 4 or 8; got " + value);
       }
+    } else if (name == "--raster-order") {
+      const auto order = gk::parse_enum<gk::RasterOrder>(value);
+      if (!order || *order == gk::RasterOrder::Heuristic) {
+        throw UsageError("--raster-order: expects AlongM or AlongN; got '" + value + "'");
+      }
+      o.raster_order = *order;
     } else if (name == "--prebuild-cc") {
       o.prebuild_cc = static_cast<int>(positive(value, name));
     } else if (name == "--tuning") {
