@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # scripts/setup.sh: idempotent set-up — CUTLASS 4.2 headers into .deps/cutlass, nlohmann-json and CLI11 (Debian
 # packages, their headers also copied into .deps/include), nanobind, numpy and pytest into the active Python (or into
-# the project venv .venv/ when that Python is externally managed), then a CMake build in build/.
+# the project venv .venv/ when that Python is externally managed), then a CMake build in build/ of what a user runs:
+# the library, the CLI (build/gemmkit) and the Python module; with --all (scripts/test.sh), every target: the tests,
+# examples and benchmark too. One line per stage; the build's output goes to build/setup.log, its tail shown on failure.
+#   scripts/setup.sh [--all]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 python=
+case "${1:-}" in
+  "") targets=(gemmkit gemmkit_cli _gemmkit) what="the library, CLI and Python module" ;;
+  --all) targets=(all) what="every target (library, CLI, Python module, tests, examples, benchmark)" ;;
+  *) echo "usage: scripts/setup.sh [--all]  (--all: the tests, examples and benchmark too)" >&2; exit 2 ;;
+esac
 
 fetch_cutlass() {
   # The CUTLASS C++ headers only (include/, tools/util/include, the licence) of the nvidia-cutlass wheel, checked
@@ -70,18 +78,48 @@ python_tools() {
   PIP_ROOT_USER_ACTION=ignore "$python" -m pip install -q --disable-pip-version-check nanobind numpy pytest
 }
 
+run_logged() {
+  # Runs a command with its output in build/setup.log; on a failure, the log's tail and where the whole log is.
+  local log="$root/build/setup.log"
+  if "$@" >"$log" 2>&1; then return; fi
+  echo "gemmkit setup: '$*' failed; the last lines of $log:" >&2
+  tail -n 40 "$log" >&2
+  echo "gemmkit setup: the full log is $log" >&2
+  exit 1
+}
+
 build() {
   local generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   [[ -f "$root/build/CMakeCache.txt" ]] && generator=()  # keep the generator the folder was made with
-  cmake -S "$root" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGEMMKIT_BUILD_PYTHON=ON \
-        -DPython_EXECUTABLE="$("$python" -c 'import sys; print(sys.executable)')" >/dev/null
-  cmake --build "$root/build" -j "$(nproc)"
+  mkdir -p "$root/build"
+  run_logged cmake -S "$root" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGEMMKIT_BUILD_PYTHON=ON \
+        -DPython_EXECUTABLE="$("$python" -c 'import sys; print(sys.executable)')"
+  local steps=
+  if [[ -f "$root/build/build.ninja" ]]; then
+    # Ninja's dry run counts the steps left, so a finished build says so instead of starting one.
+    steps=$(cmake --build "$root/build" --target "${targets[@]}" -- -n | grep -c '^\[' || true)
+    if ((steps == 0)); then
+      echo "gemmkit setup: $what up to date in build/"
+      return
+    fi
+    steps=" ($steps steps, $(nproc) jobs)"
+  fi
+  echo "gemmkit setup: building $what${steps}..."
+  local start=$SECONDS
+  run_logged cmake --build "$root/build" -j "$(nproc)" --target "${targets[@]}"
+  echo "gemmkit setup: built in $((SECONDS - start)) s"
 }
 
 check_toolchain
 choose_python
-if [[ -z "${CUTLASS_PATH:-}" ]]; then fetch_cutlass; fi
+if [[ -z "${CUTLASS_PATH:-}" ]]; then
+  fetch_cutlass
+  echo "gemmkit setup: CUTLASS 4.2 headers ok (.deps/cutlass)"
+else
+  echo "gemmkit setup: CUTLASS headers from CUTLASS_PATH=$CUTLASS_PATH"
+fi
 header_packages
 python_tools
+echo "gemmkit setup: nlohmann-json, CLI11, nanobind, numpy and pytest ok"
 build

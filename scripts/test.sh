@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# scripts/test.sh: set up, build, and run the unit and compile tiers (the gpu tier: scripts/gpu-check).
+# scripts/test.sh: set up and build every target (tests, examples, benchmark, the public-header checks), then run
+# the unit and compile tiers (the gpu tier: scripts/gpu-check).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/setup.sh"
+"$root/scripts/setup.sh" --all
 ctest --test-dir "$root/build" -L "${GEMMKIT_TEST_TIERS:-unit|compile}" --output-on-failure -j 2
