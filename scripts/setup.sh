@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 python=
 case "${1:-}" in
-  "") targets=(gemmkit gemmkit_cli _gemmkit) what="the library, CLI and Python module" ;;
+  "") targets=(gemmkit gemmkit_cli _gemmkit) what="the library, CLI and Python module (3 targets)" ;;
   --all) targets=(all) what="every target (library, CLI, Python module, tests, examples, benchmark)" ;;
   *) echo "usage: scripts/setup.sh [--all]  (--all: the tests, examples and benchmark too)" >&2; exit 2 ;;
 esac
@@ -79,9 +79,9 @@ python_tools() {
 }
 
 run_logged() {
-  # Runs a command with its output in build/setup.log; on a failure, the log's tail and where the whole log is.
+  # Runs a command with its output added to build/setup.log; on a failure, the log's tail and where the whole log is.
   local log="$root/build/setup.log"
-  if "$@" >"$log" 2>&1; then return; fi
+  if "$@" >>"$log" 2>&1; then return; fi
   echo "gemmkit setup: '$*' failed; the last lines of $log:" >&2
   tail -n 40 "$log" >&2
   echo "gemmkit setup: the full log is $log" >&2
@@ -92,23 +92,17 @@ build() {
   local generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   [[ -f "$root/build/CMakeCache.txt" ]] && generator=()  # keep the generator the folder was made with
-  mkdir -p "$root/build"
+  mkdir -p "$root/build" && : >"$root/build/setup.log"
   run_logged cmake -S "$root" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGEMMKIT_BUILD_PYTHON=ON \
         -DPython_EXECUTABLE="$("$python" -c 'import sys; print(sys.executable)')"
-  local steps=
-  if [[ -f "$root/build/build.ninja" ]]; then
-    # Ninja's dry run counts the steps left, so a finished build says so instead of starting one.
-    steps=$(cmake --build "$root/build" --target "${targets[@]}" -- -n | grep -c '^\[' || true)
-    if ((steps == 0)); then
-      echo "gemmkit setup: $what up to date in build/"
-      return
-    fi
-    steps=" ($steps steps, $(nproc) jobs)"
-  fi
-  echo "gemmkit setup: building $what${steps}..."
+  echo "gemmkit setup: building $what with $(nproc) jobs..."
   local start=$SECONDS
   run_logged cmake --build "$root/build" -j "$(nproc)" --target "${targets[@]}"
-  echo "gemmkit setup: built in $((SECONDS - start)) s"
+  if grep -q 'no work to do' "$root/build/setup.log"; then
+    echo "gemmkit setup: already up to date in build/"
+  else
+    echo "gemmkit setup: built in $((SECONDS - start)) s (build/setup.log)"
+  fi
 }
 
 check_toolchain
