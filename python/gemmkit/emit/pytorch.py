@@ -28,7 +28,7 @@ from typing import Callable, Optional
 
 from .. import _gemmkit
 from .._gemmkit import (Activation, BiasMode, CompiledKernel, ConfigError, ConvKind, DataType, KernelFamily,
-                        KernelSource, KernelSpec, LayoutType, ScaleMode, SplitKMode, Toolchain)
+                        KernelSource, KernelSpec, LayoutType, ScaleMode, SplitKMode, StrideSupport, Toolchain)
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
@@ -90,9 +90,17 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
     With jit=True, builds and returns the module; its `run` is torch.ops.<name>.run:
     Gemm: run(A, B, C=None, alpha=1.0, beta=0.0) -> D;
     GroupedGemm: run(As, Bs, Cs=None, alpha=1.0, beta=0.0) -> [D[0], ...], all groups in one launch;
-    Conv2d (fprop): run(input, weight, C=None, stride=1, padding=0, dilation=1, alpha=1.0, beta=0.0) -> output,
-    torch's (N, C, H, W) / (K, C, R, S) tensors in channels_last memory, stride / padding / dilation ints or (h, w)
-    (leaky_relu kernels also take slope=0.01). The outputs are new tensors on the operands' device, allocated and
+    Conv2d fprop: run(A, B, C=None, stride=1, padding=0, dilation=1, alpha=1.0, beta=0.0, split_k_mode='serial',
+    split_k_slices=1) -> output, A the input (N, C, H, W), B the weight (K, C, R, S); dgrad: run(input_size, A, B, ...)
+    -> grad_input of input_size (N, C, H, W), A the grad_output (N, K, P, Q), B the weight; wgrad: run(weight_size, A,
+    B, ...) -> grad_weight of weight_size (K, C, R, S), A the grad_output, B the input (dgrad and wgrad take the output
+    size because several H / W or R / S give the same P / Q). All tensors torch's, in channels_last memory; stride /
+    padding / dilation ints or (h, w). split_k_slices > 1 splits the reduction as the exported kernel does: the direct
+    kernel (plan.construct()) with split_k_mode='serial', a parallel split-K module (what plan.spec_for(...) returns
+    after plan.set_split_k('parallel', slices): partial sums, then a reduction kernel) with split_k_mode='parallel';
+    the other mode is refused with what to export. SM90 conv kernels (kernel_cc=90) split nothing and compute dgrad
+    at unit stride only; run refuses the rest, naming kernel_cc=80.
+    Leaky_relu kernels also take slope=0.01, last. The outputs are new tensors on the operands' device, allocated and
     computed on its current stream. run is not differentiable (gemmkit.torch.gemm is).
     Without jit nothing is compiled (no nvcc, no torch needed) and None is returned."""
     binding = _binding_for(op)
@@ -133,16 +141,16 @@ def _abi_dtype(element: DataType) -> str:
 
 
 def _placeholders(spec: KernelSpec, name: str, operands: list[Parameter], returns: str,
-                  refusals: tuple[tuple[bool, str], ...] = ()) -> dict[str, str]:
+                  refusals: tuple[tuple[bool, str], ...] = (), options: tuple[Parameter, ...] = ()) -> dict[str, str]:
     """What every binding shares. Refuses the kernel with the first of `refusals` that holds (a condition and why
     the exported run cannot take the kernel, said after "kernel <its name>"); then the placeholders every template
-    has: the names, run's signature (`operands`, then the epilogue's scalars alpha, beta and a leaky_relu slope,
-    returning `returns`) and the activation."""
+    has: the names, run's signature (`operands`, the epilogue's scalars alpha and beta, the kind's `options`, then a
+    leaky_relu slope, returning `returns`) and the activation."""
     for refused, reason in refusals:
         if refused:
             raise ConfigError(f"kernel {spec.name()} {reason}")
     leaky = spec.activation == Activation.leaky_relu  # the slope is a run-time argument of the kernel
-    parameters = operands + [Parameter("alpha", "float", "1.0"), Parameter("beta", "float", "0.0")]
+    parameters = operands + [Parameter("alpha", "float", "1.0"), Parameter("beta", "float", "0.0"), *options]
     if leaky:
         parameters.append(Parameter("slope", "float", _DEFAULT_SLOPE))
     return {
@@ -191,36 +199,68 @@ def _grouped_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
     return _placeholders(spec, name, operands, "Tensor[]")
 
 
+@dataclasses.dataclass(frozen=True)
+class _ConvKindExport:
+    """How one conv kind's exported run reads: the output size it takes first (dgrad, wgrad), what it returns, what it
+    computes (for the module's doc) and the glue's name of the kind."""
+
+    size: Optional[str]
+    result: str
+    formula: str
+    abi: str
+
+
+_CONV_KINDS = {
+    ConvKind.fprop: _ConvKindExport(None, "output", "torch.nn.functional.conv2d(A, B)", "GK_TORCH_FPROP"),
+    ConvKind.dgrad: _ConvKindExport("input_size", "grad_input", "torch.nn.grad.conv2d_input(input_size, B, A)",
+                                    "GK_TORCH_DGRAD"),
+    ConvKind.wgrad: _ConvKindExport("weight_size", "grad_weight", "torch.nn.grad.conv2d_weight(B, weight_size, A)",
+                                    "GK_TORCH_WGRAD"),
+}
+_CONV_OPERANDS = [Parameter("A", "Tensor"), Parameter("B", "Tensor"), Parameter("C", "Tensor?", "None"),
+                  Parameter("stride", "int[2]", "1"), Parameter("padding", "int[2]", "0"),
+                  Parameter("dilation", "int[2]", "1")]
+_SPLIT_K_OPTIONS = (Parameter("split_k_mode", "str", "'serial'"), Parameter("split_k_slices", "int", "1"))
+
+
 def _conv2d_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
-    refusals = (
-        (spec.conv_kind != ConvKind.fprop, f"is a {spec.conv_kind.name} kernel; PyTorch emission of Conv2d takes "
-         "fprop kernels (gemmkit.Conv2d(kind='fprop', ...).construct()) for now."),
-        (spec.split_k_mode != SplitKMode.serial, "is a parallel split-K module (partial sums and a reduction); export "
-         "the plan's direct kernel (plan.construct())."),
-    )
-    operands = [Parameter("input", "Tensor"), Parameter("weight", "Tensor"), Parameter("C", "Tensor?", "None"),
-                Parameter("stride", "int[2]", "1"), Parameter("padding", "int[2]", "0"),
-                Parameter("dilation", "int[2]", "1")]
-    common = _placeholders(spec, name, operands, "Tensor", refusals)
+    assert spec.conv_kind is not None  # the conv families' kernels have one
+    kind = _CONV_KINDS[spec.conv_kind]
+    sm90 = spec.family == KernelFamily.sm90_conv2d
+    operands = ([Parameter(kind.size, "int[4]")] if kind.size else []) + _CONV_OPERANDS
+    common = _placeholders(spec, name, operands, "Tensor", options=_SPLIT_K_OPTIONS)
+    parallel = spec.split_k_mode == SplitKMode.parallel
     return {
         **common,
-        "dtype_input": _abi_dtype(spec.element_A),
-        "dtype_weight": _abi_dtype(spec.element_B),
-        "dtype_output": _abi_dtype(spec.element_D),
-        "alignment_input": str(spec.alignment_A),
-        "alignment_weight": str(spec.alignment_B),
-        "alignment_output": str(spec.alignment_D),
+        "kind": spec.conv_kind.name,
+        "result": kind.result,
+        "formula": kind.formula,
+        "conv_kind": kind.abi,
+        "dtype_a": _abi_dtype(spec.element_A),
+        "dtype_b": _abi_dtype(spec.element_B),
+        "dtype_c": _abi_dtype(spec.element_C),
+        "dtype_d": _abi_dtype(spec.element_D),
+        "alignment_a": str(spec.alignment_A),
+        "alignment_b": str(spec.alignment_B),
+        "alignment_c": str(spec.alignment_C),
+        "alignment_d": str(spec.alignment_D),
+        "split_k": ("GK_TORCH_SPLIT_K_NONE" if sm90 else
+                    "GK_TORCH_SPLIT_K_PARALLEL" if parallel else "GK_TORCH_SPLIT_K_SERIAL"),
+        "kernel_cc": "90" if sm90 else "80",
+        "unit_stride": "1" if spec.conv_kind == ConvKind.dgrad and spec.stride_support == StrideSupport.unity else "0",
     }
 
 
 _GEMM = _Binding("gemm.cpp.in", _gemm_placeholders, "torch_export_gemm.cpp")
 _GROUPED = _Binding("grouped.cpp.in", _grouped_placeholders, "torch_export_grouped.cpp")
+_CONV2D = _Binding("conv2d.cpp.in", _conv2d_placeholders, "torch_export_conv2d.cpp")
 _BINDINGS: dict[KernelFamily, _Binding] = {
     KernelFamily.sm80_universal: _GEMM,
     KernelFamily.sm90_collective: _GEMM,
     KernelFamily.sm80_grouped: _GROUPED,
     KernelFamily.sm90_grouped: _GROUPED,
-    KernelFamily.sm80_conv2d: _Binding("conv2d.cpp.in", _conv2d_placeholders, "torch_export_conv2d.cpp"),
+    KernelFamily.sm80_conv2d: _CONV2D,
+    KernelFamily.sm90_conv2d: _CONV2D,
 }
 
 
@@ -230,7 +270,7 @@ def _binding_for(op: object) -> _Binding:
                         "the op a plan's construct() returns (e.g. gemmkit.Gemm(...).construct()).")
     if op.family not in _BINDINGS:
         raise NotImplementedError(f"PyTorch emission of {op.family.name} kernels ({op.name()}) is not implemented "
-                                  "yet; Gemm, GroupedGemm and Conv2d fprop kernels export.")
+                                  "yet; Gemm, GroupedGemm and Conv2d kernels export.")
     return _BINDINGS[op.family]
 
 

@@ -2,7 +2,7 @@
    torch header and builds in about a second) and gemmkit's torch glue (gemmkit/torch_export_<kind>.cpp: tensor checks,
    launch, op registration; compiled into the extension by setup.py, taken ready-built from gemmkit's cache by the
    JIT build). Plain C, so that neither side depends on the other's compiler settings. Gemm, GroupedGemm and
-   Conv2d (fprop) kernels each have their registration below. */
+   Conv2d (fprop, dgrad, wgrad) kernels each have their registration below. */
 #ifndef GEMMKIT_TORCH_EXPORT_H
 #define GEMMKIT_TORCH_EXPORT_H
 
@@ -47,12 +47,28 @@ typedef struct gk_torch_grouped_entry_points {
   gk_grouped_run_fn run;
 } gk_torch_grouped_entry_points;
 
-/* A Conv2d fprop kernel: the element types of the input x (N,C,H,W), the weight w (K,C,R,S) and the output y and C
-   (N,K,P,Q), all in channels_last memory, and the vectors (in channels) it reads them in. */
+/* A Conv2d kernel's kind, which fixes run()'s operands (abi.h's conv section): fprop run(A = input, B = weight, ...)
+   -> output; dgrad run(input_size, A = grad_output, B = weight, ...) -> grad_input; wgrad run(weight_size,
+   A = grad_output, B = input, ...) -> grad_weight. */
+typedef enum gk_torch_conv_kind { GK_TORCH_FPROP = 0, GK_TORCH_DGRAD = 1, GK_TORCH_WGRAD = 2 } gk_torch_conv_kind;
+
+/* How the kernel combines the slices when run() passes split_k_slices > 1. */
+typedef enum gk_torch_split_k {
+  GK_TORCH_SPLIT_K_NONE = 0,    /* SM90 conv kernels (TMA im2col) do not split the reduction */
+  GK_TORCH_SPLIT_K_SERIAL = 1,  /* the direct kernel: the slices add into the output in turn */
+  GK_TORCH_SPLIT_K_PARALLEL = 2 /* a parallel split-K module: partial sums in the workspace, then a reduction kernel */
+} gk_torch_split_k;
+
+/* A Conv2d kernel: element types of A, B, C and the output D (which tensor each is: gk_torch_conv_kind), all torch
+   (N,C,H,W) / (K,C,R,S) tensors in channels_last memory, and the vectors (in channels) it reads and writes them in. */
 typedef struct gk_torch_conv2d_kernel {
-  gk_dtype input, weight, output;
-  int alignment_input, alignment_weight, alignment_output; /* channel counts and addresses are multiples of them */
-  int takes_slope;                                         /* 1: run() ends with leaky_relu's slope */
+  gk_torch_conv_kind kind;
+  gk_dtype a, b, c, d;
+  int alignment_a, alignment_b, alignment_c, alignment_d; /* channel counts and addresses are multiples of them */
+  gk_torch_split_k split_k;
+  int kernel_cc;   /* 90: a CUTLASS 3.x kernel (TMA im2col: dgrad at unit stride only); 80: CUTLASS 2.x */
+  int unit_stride; /* 1: a dgrad kernel for stride 1 only (stride support unity) */
+  int takes_slope; /* 1: run() ends with leaky_relu's slope */
 } gk_torch_conv2d_kernel;
 
 typedef struct gk_torch_conv2d_entry_points {
@@ -74,8 +90,9 @@ const char* gk_torch_register_gemm_v1(const char* ns, const char* schema, const 
 const char* gk_torch_register_grouped_v1(const char* ns, const char* schema, int takes_slope,
                                          const gk_torch_grouped_entry_points* entry_points);
 
-/* The same for a Conv2d fprop kernel: run(input, weight, C, stride, padding, dilation, alpha, beta[, slope]) -> y. */
-const char* gk_torch_register_conv2d_v1(const char* ns, const char* schema, const gk_torch_conv2d_kernel* kernel,
+/* The same for a Conv2d kernel: run([output size,] A, B, C, stride, padding, dilation, alpha, beta, split_k_mode,
+   split_k_slices[, slope]) -> D, the output size being dgrad's input_size or wgrad's weight_size. */
+const char* gk_torch_register_conv2d_v2(const char* ns, const char* schema, const gk_torch_conv2d_kernel* kernel,
                                         const gk_torch_conv2d_entry_points* entry_points);
 
 #ifdef __cplusplus
