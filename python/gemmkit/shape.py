@@ -17,6 +17,11 @@ from .op import Conv2d
 __all__ = ["Conv2DProblemSize", "GemmCoord"]
 
 
+def __dir__() -> list[str]:
+    """dir() shows the API; the errors, enums and typing helpers the classes use stay attributes, unlisted."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
+
+
 class GemmCoord(NamedTuple):
     """An implicit GEMM's extents: D is m x n, the reduction k long."""
 
@@ -107,8 +112,9 @@ class Conv2DProblemSize:
     def from_sizes(input_size: Sequence[int], weight_size: Sequence[int]) -> Conv2DProblemSize:
         """The reference's shorthand: an input (n, h, w, c) and a filter (k, r, s, c), unit strides and dilations,
         padding r // 2 and s // 2 (the output as large as the input for odd filters)."""
-        _, r, s, _ = weight_size
-        return Conv2DProblemSize(*input_size, *weight_size, r // 2, s // 2, 1, 1, 1, 1)
+        n, h, w, c = input_size
+        k, r, s, c_ = weight_size
+        return Conv2DProblemSize(n, h, w, c, k, r, s, c_, r // 2, s // 2, 1, 1, 1, 1)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Conv2DProblemSize):
