@@ -11,6 +11,7 @@
 
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
+#include "gemmkit/errors.hpp"
 
 namespace gemmkit {
 

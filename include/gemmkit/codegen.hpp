@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "gemmkit/errors.hpp"
 #include "gemmkit/kernel_spec.hpp"
 
 namespace gemmkit {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gemmkit/codegen.hpp"
+#include "gemmkit/errors.hpp"
 
 namespace gemmkit {
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 
 namespace gemmkit {

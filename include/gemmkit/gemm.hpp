@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gemmkit/codegen.hpp"
+#include "gemmkit/errors.hpp"
 #include "gemmkit/jit.hpp"
 #include "gemmkit/kernel_spec.hpp"
 #include "gemmkit/runtime.hpp"

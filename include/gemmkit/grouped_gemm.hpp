@@ -4,6 +4,7 @@
 #include <memory>
 #include <span>
 
+#include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 
 namespace gemmkit {

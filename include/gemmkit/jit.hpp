@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/errors.hpp"
 #include "gemmkit/kernel_spec.hpp"
 
 namespace gemmkit {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gemmkit/errors.hpp"
 #include "gemmkit/kernel_spec.hpp"
 
 namespace gemmkit {

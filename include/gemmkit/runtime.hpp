@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gemmkit/abi.h"
+#include "gemmkit/errors.hpp"
 
 namespace gemmkit {
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gemmkit/errors.hpp"
 #include "gemmkit/kernel_spec.hpp"
 
 namespace gemmkit {
