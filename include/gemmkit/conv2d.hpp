@@ -44,11 +44,12 @@ struct Conv2dSplitK {
 //   - kernel_cc 80 (Sm80Conv2d): CUTLASS 2.x implicit GEMM, on SM80 and SM90 GPUs: every dtype, SIMT, narrow channel
 //     vectors, strided dgrad, serial split-K.
 //   - kernel_cc 90 (Sm90Conv2d, the default on SM90): CUTLASS 3.x ConvUniversal with TMA im2col, TensorOp f16/bf16
-//     (fprop, dgrad, wgrad) and tf32 (fprop). There is no silent fallback: what only the 2.x kernels can run (f32
-//     dgrad/wgrad, channel counts that are not a multiple of a 16-byte vector, strided dgrad, split-K, paddings or
-//     dilated filters beyond TMA im2col's ranges) is refused with a ConfigError or TensorError telling the user to
-//     pass kernel_cc=80. The one exception is opclass Simt, which only 2.x kernels have: like Gemm, a Simt plan uses
-//     them and says so (kernel_cc() 80, cutlass_sm80_simt_... names).
+//     (fprop, dgrad, wgrad) and tf32 (fprop). What only the 2.x kernels can run is served by them on a plan that was
+//     not given kernel_cc, and said once on stderr: f32 dgrad/wgrad and opclass Simt (the whole plan: kernel_cc() 80),
+//     iterator algorithms and swizzles (set on the plan: it moves to the 2.x kernels), and per problem strided dgrad,
+//     split-K, channel counts that are not a multiple of a 16-byte vector, paddings or dilated filters beyond TMA
+//     im2col's ranges (that problem runs a 2.x kernel; spec_for names it). Given kernel_cc=90 the plan is strict:
+//     those are refused with a ConfigError or TensorError naming kernel_cc=80.
 //     A 1x1 filter at unit stride without padding is a plain GEMM (fprop: N*H*W x K x C; dgrad: N*H*W x C x K;
 //     wgrad: K x C x N*H*W), and so is a strided 1x1 fprop whose input height is stride_h * P (ResNet's
 //     downsampling: a batch of Q GEMMs of N*P x K x C, interleaved in x and y). CUTLASS 4.2's SM90 conv kernel is
@@ -72,6 +73,10 @@ class Conv2d : public Gemm {
   // kernel and run() takes the optimized one whenever the problem allows it (filters of at most 32 x 32).
   const std::optional<IteratorAlgorithm>& iterator_algorithm() const { return iterator_; }
   void set_iterator_algorithm(std::optional<IteratorAlgorithm> algorithm);
+  // The 2.x kernels' threadblock swizzle by its stride (1, 2, 4 or 8; the reference's swizzling_stride): Identity<n>,
+  // or for strided dgrad problems the strided-dgrad swizzle of that stride.
+  int swizzling_stride() const { return swizzling_stride_; }
+  void set_swizzling_stride(int stride);
   // Dgrad kernels: unit-stride only (Unity, faster) or any stride. Unset: construct() names the strided kernel and
   // run() picks by the problem's stride.
   const std::optional<StrideSupport>& stride_support() const { return stride_support_; }
@@ -139,7 +144,18 @@ class Conv2d : public Gemm {
   PointwiseOperands pointwise_operands(const ConvProblem& problem, const TensorView& A, const TensorView& B,
                                        const TensorView* C, const TensorView& D) const;
 
+  // An unpinned SM90 plan moves to the CUTLASS 2.x kernels (kernel_cc 80) for `why`, dropping a tile set for SM90
+  // kernels, and says so once; false (nothing changed) for a plan that is not SM90 or was given kernel_cc.
+  bool move_to_cutlass2(const std::string& why);
+  // The plan that runs this problem: this one, or for a problem only the 2.x kernels take on an unpinned SM90 plan,
+  // its 2.x twin (made on first use, with this plan's settings; kept until the next change). Throws this plan's error
+  // when neither takes it.
+  Conv2d& plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                   const Conv2dGeometry& geometry, double beta);
+
+  Conv2dOptions options_;
   ConvKind kind_;
+  int swizzling_stride_ = 1;
   std::optional<IteratorAlgorithm> iterator_;
   std::optional<StrideSupport> stride_support_;
   std::optional<SplitKMode> split_k_mode_;

@@ -24,7 +24,15 @@ enum class KernelFamily {
   Sm80Conv2d,      // CUTLASS 2.x implicit-GEMM Conv2d (fprop, dgrad, wgrad; NHWC activations, KRSC filters)
   Sm90Conv2d,      // CUTLASS 3.x implicit-GEMM Conv2d (ConvUniversal from the SM90 collective builders, TMA im2col)
 };
-enum class MathOperation { MultiplyAdd, MultiplyAddFastF32, MultiplyAddSaturate };
+// The tensor-core math of a CUTLASS 2.x kernel. For f32 operands: MultiplyAdd rounds them to tf32, FastF32 is 3xTF32
+// (f32 accuracy from three tf32 MMAs), FastBF16 / FastF16 round them to bf16 / f16. Saturate clamps integer sums.
+enum class MathOperation {
+  MultiplyAdd,
+  MultiplyAddFastF32,
+  MultiplyAddSaturate,
+  MultiplyAddFastBF16,
+  MultiplyAddFastF16
+};
 enum class KernelSchedule {
   Auto,
   TmaWarpSpecialized,
@@ -140,6 +148,8 @@ struct EnumTable<MathOperation> {
       {MathOperation::MultiplyAdd, "multiply_add", "cutlass::arch::OpMultiplyAdd", ""},
       {MathOperation::MultiplyAddFastF32, "multiply_add_fast_f32", "cutlass::arch::OpMultiplyAddFastF32", ""},
       {MathOperation::MultiplyAddSaturate, "multiply_add_saturate", "cutlass::arch::OpMultiplyAddSaturate", ""},
+      {MathOperation::MultiplyAddFastBF16, "multiply_add_fast_bf16", "cutlass::arch::OpMultiplyAddFastBF16", ""},
+      {MathOperation::MultiplyAddFastF16, "multiply_add_fast_f16", "cutlass::arch::OpMultiplyAddFastF16", ""},
   };
 };
 

@@ -100,6 +100,17 @@ class Gemm {
   // Merges some fields onto the current configuration (or the default one), validates, stores.
   void update_tile_description(const TileDescriptionUpdate& update);
 
+  // The math operation of the plan's kernels (the reference's plan.math_operation); nullopt: the family's default
+  // (multiply_add; saturating for 8-bit integers). tile_descriptions() and run() keep to it. An operation only the
+  // CUTLASS 2.x kernels offer (3xTF32 and the other fast-f32 modes) switches an SM90 plan that was not given kernel_cc
+  // to those kernels (kernel_cc() 80, said once on stderr); given kernel_cc=90, or where no kernel offers it, it is a
+  // ConfigError naming the operations on offer. Unsetting it returns to the plan's own generation.
+  const std::optional<MathOperation>& math_operation() const { return math_operation_; }
+  void set_math_operation(std::optional<MathOperation> math);
+  // The math operations the plan's opclass offers for its operands, the default first (on an SM90 plan without
+  // kernel_cc, also those of the 2.x kernels).
+  std::vector<MathOperation> math_operations() const;
+
   Swizzle swizzling_functor() const { return swizzle_; }
   void set_swizzling_functor(Swizzle swizzle);
   std::vector<Swizzle> swizzling_functors() const;
@@ -315,6 +326,8 @@ class Gemm {
   } types_;
   OpClass opclass_ = OpClass::TensorOp;
   std::optional<TileDescription> tile_;
+  std::optional<MathOperation> math_operation_;
+  bool kernel_cc_for_math_ = false;  // kernel_cc_ was set to 80 by set_math_operation, not by the options
   Swizzle swizzle_ = Swizzle::Identity1;
   Activation activation_ = Activation::Identity;
   double activation_parameter_ = 0.01;

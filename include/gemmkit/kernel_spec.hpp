@@ -28,6 +28,24 @@ struct KSplit {
   bool operator==(const KSplit&) const = default;
 };
 
+// The instruction a configuration issues, as the reference's MathInstruction describes it: its shape (0x0x0 for
+// SM90 kernels, whose builders choose it), the element types it multiplies (tf32 for f32 operands on tensor cores),
+// the opcode class and the math operation.
+struct MathInstruction {
+  Shape3 instruction_shape{0, 0, 0};
+  DataType element_a = DataType::f16, element_b = DataType::f16, element_accumulator = DataType::f32;
+  OpClass opcode_class = OpClass::TensorOp;
+  MathOperation math_operation = MathOperation::MultiplyAdd;
+  bool operator==(const MathInstruction&) const = default;
+};
+
+// The opcode class and instruction element types of the plan a configuration was listed for (catalog-stamped).
+struct InstructionTypes {
+  OpClass opcode_class = OpClass::TensorOp;
+  DataType element_a = DataType::f16, element_b = DataType::f16, element_accumulator = DataType::f32;
+  bool operator==(const InstructionTypes&) const = default;
+};
+
 // One configuration of a kernel family, printable like the reference's TileDescription.
 // On SM90 threadblock_shape is the cluster's tile, as in the reference: each CTA computes
 // threadblock_shape / cluster_shape (see cta_tile()).
@@ -41,8 +59,12 @@ struct TileDescription {
   EpilogueSchedule epilogue_schedule = EpilogueSchedule::Auto;
   TileScheduler tile_scheduler = TileScheduler::Default;
   MathOperation math_operation = MathOperation::MultiplyAdd;
+  // Set on the configurations a plan lists or stores (they describe, not configure: == ignores it).
+  std::optional<InstructionTypes> instruction_types;
 
   Shape3 cta_tile() const;
+  // The instruction this configuration issues; nullopt for one that no plan has described yet.
+  std::optional<MathInstruction> math_instruction() const;
   // Every field in the reference's order, with the CTA tile after the cluster shape: its name, its label (the
   // reference's, ThreadblockShape marked as the cluster's tile) and its printed value (what both to_string() and
   // the Python repr show).
@@ -53,7 +75,7 @@ struct TileDescription {
   std::vector<Field> fields() const;
   // The reference's multi-line block (ClusterShape / CTA tile / ThreadblockShape / WarpCount / Stages / ...).
   std::string to_string() const;
-  bool operator==(const TileDescription&) const = default;
+  bool operator==(const TileDescription& other) const;
 };
 
 // Some fields of a TileDescription (the reference's dict form): merged onto the plan's current or default one.

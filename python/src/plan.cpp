@@ -41,6 +41,14 @@ std::string tile_repr(const TileDescription& t) {
   return out + ")";
 }
 
+std::string instruction_repr(const MathInstruction& i) {
+  return "MathInstruction(instruction_shape=" + shape_list(i.instruction_shape) +
+         ", element_a=" + std::string(to_string(i.element_a)) + ", element_b=" + std::string(to_string(i.element_b)) +
+         ", element_accumulator=" + std::string(to_string(i.element_accumulator)) +
+         ", opcode_class=" + std::string(to_string(i.opcode_class)) +
+         ", math_operation=" + std::string(to_string(i.math_operation)) + ")";
+}
+
 // __eq__ takes any object, as Python's data model (and mypy) expect: another type is simply not equal.
 template <typename Value>
 bool equal_values(const Value& self, nb::handle other) {
@@ -48,6 +56,19 @@ bool equal_values(const Value& self, nb::handle other) {
 }
 
 void bind_values(nb::module_& m) {
+  nb::class_<MathInstruction>(
+      m, "MathInstruction",
+      "The instruction a configuration issues (the reference's MathInstruction): its shape, the "
+      "element types it multiplies, the opcode class and the math operation.")
+      .def_ro("instruction_shape", &MathInstruction::instruction_shape)
+      .def_ro("element_a", &MathInstruction::element_a)
+      .def_ro("element_b", &MathInstruction::element_b)
+      .def_ro("element_accumulator", &MathInstruction::element_accumulator)
+      .def_ro("opcode_class", &MathInstruction::opcode_class)
+      .def_ro("math_operation", &MathInstruction::math_operation)
+      .def("__repr__", &instruction_repr)
+      .def("__eq__", &equal_values<MathInstruction>);
+
   nb::class_<TileDescription>(
       m, "TileDescription",
       "One kernel configuration. On SM90, threadblock_shape is the cluster's tile (as in "
@@ -61,7 +82,7 @@ void bind_values(nb::module_& m) {
              TileScheduler tile_scheduler, MathOperation math_operation) {
             new (self)
                 TileDescription{threadblock_shape, warp_count,        stages,         instruction_shape, cluster_shape,
-                                kernel_schedule,   epilogue_schedule, tile_scheduler, math_operation};
+                                kernel_schedule,   epilogue_schedule, tile_scheduler, math_operation,    std::nullopt};
           },
           nb::kw_only(), "threadblock_shape"_a, "warp_count"_a = Shape3{0, 0, 0}, "stages"_a = 0,
           "instruction_shape"_a = Shape3{0, 0, 0}, "cluster_shape"_a = Shape3{1, 1, 1},
@@ -76,6 +97,8 @@ void bind_values(nb::module_& m) {
       .def_rw("epilogue_schedule", &TileDescription::epilogue_schedule)
       .def_rw("tile_scheduler", &TileDescription::tile_scheduler)
       .def_rw("math_operation", &TileDescription::math_operation)
+      .def_prop_ro("math_instruction", &TileDescription::math_instruction,
+                   "The instruction it issues (None for a configuration no plan listed or stored).")
       .def("cta_tile", &TileDescription::cta_tile)
       .def("__str__", &TileDescription::to_string)
       .def("__repr__", &tile_repr)
@@ -344,6 +367,8 @@ void bind_conv2d(nb::module_& m) {
       .def_prop_ro("kind", &Conv2d::kind)
       .def_prop_rw("iterator_algorithm", &Conv2d::iterator_algorithm, &Conv2d::set_iterator_algorithm,
                    "None: optimized where the problem allows it at run time (construct() names the analytic kernel).")
+      .def_prop_rw("swizzling_stride", &Conv2d::swizzling_stride, &Conv2d::set_swizzling_stride,
+                   "The 2.x kernels' threadblock swizzle stride: 1, 2, 4 or 8.")
       .def_prop_rw("stride_support", &Conv2d::stride_support, &Conv2d::set_stride_support,
                    "Dgrad: unity (unit strides only) or strided; None: by the problem's stride at run time.")
       .def_prop_ro("split_k_mode", &Conv2d::split_k_mode,
@@ -417,6 +442,9 @@ void bind_gemm(nb::module_& m) {
       .def_prop_ro("layout_C", &Gemm::layout_c)
       .def_prop_rw("opclass", &Gemm::opclass, &Gemm::set_opclass)
       .def("opclasses", &Gemm::opclasses)
+      .def_prop_rw("math_operation", &Gemm::math_operation, &Gemm::set_math_operation, nb::arg("math").none(),
+                   "The kernels' math operation (None: the family's default).")
+      .def("math_operations", &Gemm::math_operations, "The math operations on offer, the default first.")
       .def("tile_descriptions", &Gemm::tile_descriptions, "Every valid configuration (default first).")
       .def_prop_rw("tile_description", &Gemm::tile_description, &Gemm::set_tile_description,
                    "The configuration set on the plan (None: chosen per alignment).")

@@ -16,6 +16,7 @@
 #include "runtime/cuda_check.hpp"
 #include "runtime/staging.hpp"
 #include "runtime/workspace.hpp"
+#include "util/notes.hpp"
 
 namespace gemmkit {
 namespace {
@@ -183,10 +184,84 @@ struct Conv2d::ConvProblem {
   }
 };
 
-Conv2d::Conv2d(const Conv2dOptions& options) : Gemm(gemm_options(options), catalog::Operation::Conv2d) {
-  kind_ = options.kind;
-  // What SM90 kernels lack for these types and this kind (tf32 dgrad, wgrad) is refused now, naming kernel_cc=80.
-  if (run_cache_->kernel_cc == 90) (void)spec();
+Conv2d::Conv2d(const Conv2dOptions& options)
+    : Gemm(gemm_options(options), catalog::Operation::Conv2d), options_(options), kind_(options.kind) {
+  // What SM90 kernels lack for these types and this kind (tf32 dgrad, wgrad): the 2.x kernels, unless kernel_cc=90
+  // was asked for (then refused now, naming kernel_cc=80).
+  if (run_cache_->kernel_cc != 90) return;
+  try {
+    (void)spec();
+  } catch (const ConfigError&) {
+    if (!move_to_cutlass2(std::string(to_string(types_.a)) + " " + std::string(to_string(kind_)) +
+                          " has no SM90 conv kernel")) {
+      throw;
+    }
+  }
+}
+
+bool Conv2d::move_to_cutlass2(const std::string& why) {
+  if (run_cache_->kernel_cc != 90 || options_.kernel_cc) return false;
+  kernel_cc_ = 80;
+  tile_.reset();  // an SM90 configuration means nothing to the 2.x kernels
+  invalidate();
+  note_once(why + ": this SM" + std::to_string(cc_) +
+            " Conv2d plan uses the CUTLASS 2.x conv kernels (kernel_cc 80). Pass kernel_cc=80 to choose them "
+            "explicitly, or kernel_cc=90 to have such settings refused.");
+  return true;
+}
+
+void Conv2d::set_swizzling_stride(int stride) {
+  const Swizzle swizzles[] = {Swizzle::Identity1, Swizzle::Identity2, Swizzle::Identity4, Swizzle::Identity8};
+  const int index = stride == 1 ? 0 : stride == 2 ? 1 : stride == 4 ? 2 : stride == 8 ? 3 : -1;
+  if (index < 0) {
+    throw ConfigError("swizzling_stride must be 1, 2, 4 or 8 (IdentitySwizzle<n>); got " + std::to_string(stride) +
+                      ".");
+  }
+  if (stride != 1) move_to_cutlass2("a threadblock swizzle stride was set");  // the SM90 conv kernels have no swizzle
+  set_swizzling_functor(swizzles[index]);
+  swizzling_stride_ = stride;
+}
+
+Conv2d& Conv2d::plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                         const Conv2dGeometry& g, double beta) {
+  std::exception_ptr own_error;
+  try {
+    (void)check_conv(A, B, C, D, g, beta);
+    return *this;
+  } catch (const Error&) {
+    if (run_cache_->kernel_cc != 90 || options_.kernel_cc || tile_description()) throw;
+    own_error = std::current_exception();
+  }
+  Conv2d* twin = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(run_cache_->mutex);
+    if (!run_cache_->cutlass2_twin) {
+      Conv2dOptions o = options_;
+      o.kernel_cc = 80;
+      auto plan = std::make_unique<Conv2d>(o);
+      plan->set_activation(activation(), activation_parameter());
+      plan->set_stride_support(stride_support_);
+      plan->set_split_k(split_k_mode_, split_k_slices_);
+      run_cache_->cutlass2_twin = std::move(plan);
+    }
+    twin = static_cast<Conv2d*>(run_cache_->cutlass2_twin.get());
+    // The slope and split-K are run-time settings; the others invalidate this plan's run cache, and with it the twin.
+    if (twin->activation_parameter() != activation_parameter()) {
+      twin->set_activation(activation(), activation_parameter());
+    }
+    if (twin->split_k_mode_ != split_k_mode_ || twin->split_k_slices_ != split_k_slices_) {
+      twin->set_split_k(split_k_mode_, split_k_slices_);
+    }
+  }
+  try {
+    (void)twin->check_conv(A, B, C, D, g, beta);
+  } catch (const Error&) {
+    std::rethrow_exception(own_error);
+  }
+  note_once("a " + std::string(to_string(kind_)) +
+            " problem the SM90 conv kernels cannot run (e.g. a stride above 1 for dgrad, split-K, narrow channels) "
+            "runs on the CUTLASS 2.x conv kernels; pass kernel_cc=90 to have it refused instead.");
+  return *twin;
 }
 
 std::array<std::int64_t, 4> Conv2d::output_size(const Extent& x, const Extent& w, const Conv2dGeometry& g) {
@@ -209,6 +284,7 @@ std::array<std::int64_t, 4> Conv2d::output_size(const Extent& x, const Extent& w
 }
 
 void Conv2d::set_iterator_algorithm(std::optional<IteratorAlgorithm> algorithm) {
+  if (algorithm) move_to_cutlass2("an iterator algorithm was set");  // the SM90 conv kernels have none (TMA im2col)
   change_checked(iterator_, algorithm);
 }
 
@@ -456,6 +532,9 @@ Conv2d::PointwiseOperands Conv2d::pointwise_operands(const ConvProblem& p, const
 
 KernelSpec Conv2d::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                             const Conv2dGeometry& geometry, double beta) {
+  if (Conv2d& plan = plan_for(A, B, C, D, geometry, beta); &plan != this) {
+    return plan.spec_for(A, B, C, D, geometry, beta);
+  }
   const ConvProblem p = check_conv(A, B, C, D, geometry, beta);
   if (Gemm* gemm = pointwise_gemm(p)) {
     const PointwiseOperands o = pointwise_operands(p, A, B, C, D);
@@ -467,6 +546,9 @@ KernelSpec Conv2d::spec_for(const TensorView& A, const TensorView& B, const Tens
 
 Conv2dSplitK Conv2d::split_k_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                                  const Conv2dGeometry& geometry, double beta) {
+  if (Conv2d& plan = plan_for(A, B, C, D, geometry, beta); &plan != this) {
+    return plan.split_k_for(A, B, C, D, geometry, beta);
+  }
   const ConvProblem p = check_conv(A, B, C, D, geometry, beta);
   if (pointwise_gemm(p) != nullptr) return {};  // the GEMM's split-K is its own (Gemm::k_split_for)
   return launch_for(p, sm_count_for_choice()).split;
@@ -474,6 +556,10 @@ Conv2dSplitK Conv2d::split_k_for(const TensorView& A, const TensorView& B, const
 
 void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                  const Conv2dGeometry& geometry, double alpha, double beta, const RunOptions& options) {
+  if (Conv2d& plan = plan_for(A, B, C, D, geometry, beta); &plan != this) {
+    plan.run(A, B, C, D, geometry, alpha, beta, options);
+    return;
+  }
   const ConvProblem p = check_conv(A, B, C, D, geometry, beta);
   if (options.bias != nullptr) {
     throw TensorError("Tensor bias: Conv2d kernels have no bias epilogue; pass it as C (broadcast) with beta = 1.");

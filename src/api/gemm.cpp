@@ -19,6 +19,7 @@
 #include "runtime/launch.hpp"
 #include "tuning/choice.hpp"
 #include "util/knobs.hpp"
+#include "util/notes.hpp"
 
 namespace gemmkit {
 namespace {
@@ -191,6 +192,15 @@ void Gemm::set_opclass(OpClass opclass) {
                       std::string(to_string(t.layout_b)) + ").");
   }
   if (opclass == opclass_) return;
+  if (math_operation_) {
+    const OpClass before = std::exchange(opclass_, opclass);
+    const auto ops = math_operations();
+    opclass_ = before;
+    if (std::find(ops.begin(), ops.end(), *math_operation_) == ops.end()) {
+      throw ConfigError("Math operation " + std::string(to_string(*math_operation_)) + " has no " +
+                        std::string(to_string(opclass)) + " kernels; unset math_operation first (None).");
+    }
+  }
   opclass_ = opclass;
   tile_.reset();  // tiles of one opclass mean nothing to the other
   if (opclass_ == OpClass::Simt && swizzle_ == Swizzle::StreamK) swizzle_ = Swizzle::Identity1;
@@ -199,7 +209,67 @@ void Gemm::set_opclass(OpClass opclass) {
 
 std::vector<TileDescription> Gemm::tile_descriptions() const {
   const auto t = operand_types(types_);
-  return catalog::tile_descriptions(target(), opclass_, t, catalog::limits_for_cc(cc_));
+  std::vector<TileDescription> out = catalog::tile_descriptions(target(), opclass_, t, catalog::limits_for_cc(cc_));
+  if (math_operation_) {
+    std::erase_if(out, [&](const TileDescription& td) { return td.math_operation != *math_operation_; });
+  }
+  return out;
+}
+
+std::vector<MathOperation> Gemm::math_operations() const {
+  const auto t = operand_types(types_);
+  const auto limits = catalog::limits_for_cc(cc_);
+  const catalog::Target own = kernel_cc_for_math_ ? catalog::Target{cc_, std::nullopt, operation_} : target();
+  std::vector<MathOperation> out = catalog::math_operations(own, opclass_, t, limits);
+  if (cc_ >= 90 && (!kernel_cc_ || kernel_cc_for_math_)) {
+    try {
+      for (MathOperation math : catalog::math_operations({cc_, 80, operation_}, opclass_, t, limits)) {
+        if (std::find(out.begin(), out.end(), math) == out.end()) out.push_back(math);
+      }
+    } catch (const ConfigError&) {
+      // no 2.x kernel for this opclass: the plan's own generation's operations are all there are
+    }
+  }
+  return out;
+}
+
+void Gemm::set_math_operation(std::optional<MathOperation> math) {
+  const auto t = operand_types(types_);
+  const auto limits = catalog::limits_for_cc(cc_);
+  auto offers = [&](const catalog::Target& where) {
+    try {
+      const auto ops = catalog::math_operations(where, opclass_, t, limits);
+      return !math || std::find(ops.begin(), ops.end(), *math) != ops.end();
+    } catch (const ConfigError&) {
+      return false;
+    }
+  };
+  const bool own_generation = kernel_cc_for_math_ ? offers({cc_, std::nullopt, operation_}) : offers(target());
+  if (kernel_cc_for_math_ && own_generation) {  // back to the generation the options chose
+    kernel_cc_.reset();
+    kernel_cc_for_math_ = false;
+  } else if (!own_generation && !offers(target())) {
+    const bool older_offers = cc_ >= 90 && !kernel_cc_ && offers({cc_, 80, operation_});
+    if (!older_offers) {
+      std::string offered;
+      for (MathOperation m : math_operations()) offered += (offered.empty() ? "" : ", ") + std::string(to_string(m));
+      const bool pinned = kernel_cc_ && *kernel_cc_ >= 90 && offers({cc_, 80, operation_});
+      throw ConfigError("Math operation " + std::string(to_string(*math)) + " is not available for " +
+                        combination_text(t) + " " + std::string(to_string(opclass_)) + " kernels on SM" +
+                        std::to_string(cc_) +
+                        (pinned ? " with kernel_cc 90: CUTLASS 3.x kernels have one math operation. Leave kernel_cc "
+                                  "unset (or pass kernel_cc=80) for the CUTLASS 2.x kernels, which offer it"
+                                : std::string(". Available: ") + offered + "; or leave math_operation unset") +
+                        ".");
+    }
+    kernel_cc_ = 80;
+    kernel_cc_for_math_ = true;
+    note_once("math operation " + std::string(to_string(*math)) + " is offered by CUTLASS 2.x kernels only; this SM" +
+              std::to_string(cc_) + " plan uses them (kernel_cc 80). Pass kernel_cc=80 to choose them explicitly.");
+  }
+  math_operation_ = math;
+  if (tile_ && math && tile_->math_operation != *math) tile_.reset();
+  invalidate();
 }
 
 KernelSpec Gemm::base_spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
@@ -255,8 +325,12 @@ std::vector<TileDescription> Gemm::valid_tiles(const KernelSpec& base) const {
   const auto t = operand_types(types_);
   std::vector<TileDescription> valid;
   std::string last_error = "no configurations";
-  for (const auto& tile :
-       catalog::tile_descriptions(target(), opclass_, t, limits, base.alignment_a, base.alignment_b)) {
+  const auto listed = catalog::tile_descriptions(target(), opclass_, t, limits, base.alignment_a, base.alignment_b);
+  // run() keeps to one math operation: the plan's, else the default configuration's.
+  const MathOperation math =
+      math_operation_.value_or(listed.empty() ? MathOperation::MultiplyAdd : listed.front().math_operation);
+  for (const auto& tile : listed) {
+    if (tile.math_operation != math) continue;
     KernelSpec s = base;
     s.tile = tile;
     try {
@@ -286,6 +360,7 @@ void Gemm::set_tile_description(const TileDescription& tile) {
   s.tile = tile;
   catalog::validate(s, catalog::limits_for_cc(cc_));
   tile_ = tile;
+  catalog::describe_instruction(*tile_, opclass_, operand_types(types_));
   invalidate();
 }
 

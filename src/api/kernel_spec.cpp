@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <tuple>
 
 #include "catalog/catalog.hpp"
 
@@ -36,6 +37,21 @@ std::vector<TileDescription::Field> TileDescription::fields() const {
           {"epilogue_schedule", "Epilogue schedule", std::string(gemmkit::to_string(epilogue_schedule))},
           {"tile_scheduler", "TileScheduler", std::string(gemmkit::to_string(tile_scheduler))},
           {"math_operation", "MathOperation", std::string(gemmkit::to_string(math_operation))}};
+}
+
+std::optional<MathInstruction> TileDescription::math_instruction() const {
+  if (!instruction_types) return std::nullopt;
+  const InstructionTypes& t = *instruction_types;
+  return MathInstruction{instruction_shape,     t.element_a,    t.element_b,
+                         t.element_accumulator, t.opcode_class, math_operation};
+}
+
+bool TileDescription::operator==(const TileDescription& o) const {
+  auto configuration = [](const TileDescription& t) {
+    return std::tie(t.threadblock_shape, t.warp_count, t.stages, t.instruction_shape, t.cluster_shape,
+                    t.kernel_schedule, t.epilogue_schedule, t.tile_scheduler, t.math_operation);
+  };
+  return configuration(*this) == configuration(o);
 }
 
 std::string TileDescription::to_string() const {

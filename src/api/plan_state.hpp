@@ -60,6 +60,8 @@ struct Gemm::RunCache {
   // Conv2d (kernel_cc 90): the GEMM plan a 1x1, unit-stride, unpadded convolution runs as, one per leaky_relu slope
   // (a run-time value the GEMM plan holds); made on first use, under the mutex, and kept until the next change.
   std::vector<std::pair<double, std::unique_ptr<Gemm>>> pointwise;
+  // Conv2d (kernel_cc 90, not pinned): the CUTLASS 2.x plan for the problems SM90 conv kernels cannot run (a Conv2d).
+  std::unique_ptr<Gemm> cutlass2_twin;
 };
 
 }  // namespace gemmkit

@@ -10,6 +10,7 @@
 #include <set>
 #include <tuple>
 
+#include "families/rules.hpp"
 #include "gemmkit/errors.hpp"
 
 namespace gemmkit::catalog {
@@ -166,10 +167,52 @@ std::vector<TileDescription> tile_descriptions(const Target& target, OpClass opc
   const Family& family = family_for(target, opclass, types);
   if (alignment_a == 0) alignment_a = family.operand_alignments(opclass, types.a, types).front();
   if (alignment_b == 0) alignment_b = family.operand_alignments(opclass, types.b, types).front();
-  return family.tile_descriptions(opclass, types, limits, alignment_a, alignment_b);
+  std::vector<TileDescription> out = family.tile_descriptions(opclass, types, limits, alignment_a, alignment_b);
+  for (TileDescription& td : out) describe_instruction(td, opclass, types);
+  return out;
 }
 
+void describe_instruction(TileDescription& td, OpClass opclass, const OperandTypes& types) {
+  td.instruction_types =
+      InstructionTypes{opclass, families::instruction_element(types.a, opclass, td.math_operation),
+                       families::instruction_element(types.b, opclass, td.math_operation), types.accumulator};
+}
+
+std::vector<MathOperation> math_operations(const Target& target, OpClass opclass, const OperandTypes& types,
+                                           const DeviceLimits& limits) {
+  std::vector<MathOperation> out;
+  for (const TileDescription& td : tile_descriptions(target, opclass, types, limits)) {
+    if (std::find(out.begin(), out.end(), td.math_operation) == out.end()) out.push_back(td.math_operation);
+  }
+  return out;
+}
+
+namespace {
+
+// A math operation other than plain multiply-add must be one the family lists for these operands (MultiplyAdd is
+// every family's default and needs no check).
+void check_math_operation(const KernelSpec& spec, const DeviceLimits& limits) {
+  const MathOperation math = spec.tile.math_operation;
+  if (math == MathOperation::MultiplyAdd) return;
+  const Family& family = family_of(spec.family);
+  std::string offered;
+  for (const TileDescription& td : family.tile_descriptions(spec.opclass, families::operand_types_of(spec), limits,
+                                                            spec.alignment_a, spec.alignment_b)) {
+    if (td.math_operation == math) return;
+    const std::string name(to_string(td.math_operation));
+    if (offered.find(name) == std::string::npos) offered += (offered.empty() ? "" : ", ") + name;
+  }
+  throw ConfigError("Math operation " + std::string(to_string(math)) + " is not available for " +
+                    std::string(to_string(spec.element_a)) + " " + std::string(to_string(spec.opclass)) +
+                    " kernels of " + std::string(to_string(spec.family)) + " (kernel_cc " +
+                    std::to_string(spec.kernel_cc) + "); they offer " +
+                    (offered.empty() ? std::string("multiply_add") : offered) + ".");
+}
+
+}  // namespace
+
 void validate(const KernelSpec& spec, const DeviceLimits& limits) {
+  check_math_operation(spec, limits);
   if (spec.split_k_mode == SplitKMode::Parallel && !spec.conv_kind && spec.family != KernelFamily::Sm90Collective) {
     throw ConfigError(
         "Parallel split-K (split_k_mode parallel) is a Conv2d option and, for GEMMs, an SM90 one "

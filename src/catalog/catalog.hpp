@@ -53,6 +53,12 @@ std::vector<int> operand_alignments(const Target& target, OpClass opclass, DataT
 std::vector<TileDescription> tile_descriptions(const Target& target, OpClass opclass, const OperandTypes& types,
                                                const DeviceLimits& limits, int alignment_a = 0, int alignment_b = 0);
 
+// Stamps a configuration with the instruction it issues for these operands (TileDescription::math_instruction).
+void describe_instruction(TileDescription& td, OpClass opclass, const OperandTypes& types);
+// The math operations the target's family offers for these operands, in the order its configurations list them
+// (the default's first).
+std::vector<MathOperation> math_operations(const Target& target, OpClass opclass, const OperandTypes& types,
+                                           const DeviceLimits& limits);
 // Checks every rule of the spec's family (families/); throws ConfigError naming the rule and the numbers.
 void validate(const KernelSpec& spec, const DeviceLimits& limits);
 

@@ -172,6 +172,21 @@ bool uses_tf32(const KernelSpec& spec) {
          spec.tile.math_operation != MathOperation::MultiplyAddFastF32;
 }
 
+DataType instruction_element(DataType element, OpClass opclass, MathOperation math) {
+  if (opclass != OpClass::TensorOp || element != DataType::f32) return element;
+  switch (math) {
+    case MathOperation::MultiplyAddFastF32: return DataType::f32;
+    case MathOperation::MultiplyAddFastBF16: return DataType::bf16;
+    case MathOperation::MultiplyAddFastF16: return DataType::f16;
+    default: return DataType::tf32;
+  }
+}
+
+std::string instruction_type_in_name(const KernelSpec& spec) {
+  const DataType t = instruction_element(spec.element_a, spec.opclass, spec.tile.math_operation);
+  return t == spec.element_a || t == spec.element_accumulator ? std::string() : std::string(to_string(t));
+}
+
 std::string extended_name(const KernelSpec& spec, const std::string& core) {
   const DataType acc = spec.element_accumulator;
   if (spec.element_a == acc) return core;

@@ -52,6 +52,12 @@ void check_sm90_stages(const TileDescription& tile);
 bool uses_stream_k(const KernelSpec& spec);
 // Tensor-core f32 GEMMs run on tf32 instructions unless 3xTF32 (fast f32) is asked for.
 bool uses_tf32(const KernelSpec& spec);
+// The element type the instructions multiply for an operand of type `element` under `math`: tf32, bf16 or f16 for
+// f32 operands on tensor cores (MultiplyAdd, FastBF16, FastF16), else the operand's own (3xTF32 keeps f32).
+DataType instruction_element(DataType element, OpClass opclass, MathOperation math);
+// The instruction type a kernel name carries after its instruction shape ("tf32", "bf16", "f16"): A's instruction
+// element where it is neither A's type nor the accumulator's, as the reference names them; else "".
+std::string instruction_type_in_name(const KernelSpec& spec);
 // The reference's "extended" name part around a kernel's core (math and operation) name: the element of C and of
 // A beside it when they differ from the accumulator's, e.g. f16_s16816gemm_f16.
 std::string extended_name(const KernelSpec& spec, const std::string& core);

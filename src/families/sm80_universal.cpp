@@ -155,10 +155,14 @@ class Sm80Universal final : public Family {
       if (is_int8(types.a) && opclass == OpClass::TensorOp) td.math_operation = MathOperation::MultiplyAddSaturate;
       if (smem_bytes_per_stage(td, types.a, types.b) * td.stages > limits.max_smem_per_block) continue;
       out.push_back(td);
-      // 3xTF32 ("fast f32") keeps f32 accuracy on tensor cores: offered beside every tf32 configuration.
+      // f32 on tensor cores rounds to tf32 by default; 3xTF32 ("fast f32") keeps f32 accuracy, and bf16 / f16
+      // rounding trades accuracy for speed: each offered beside every tf32 configuration.
       if (types.a == DataType::f32 && opclass == OpClass::TensorOp) {
-        td.math_operation = MathOperation::MultiplyAddFastF32;
-        out.push_back(td);
+        for (MathOperation math : {MathOperation::MultiplyAddFastF32, MathOperation::MultiplyAddFastBF16,
+                                   MathOperation::MultiplyAddFastF16}) {
+          td.math_operation = math;
+          out.push_back(td);
+        }
       }
     }
     return out;
@@ -227,7 +231,7 @@ class Sm80Universal final : public Family {
     if (spec.opclass == OpClass::TensorOp) {
       const auto& i = spec.tile.instruction_shape;
       core += std::to_string(i[0]) + std::to_string(i[1]) + std::to_string(i[2]);
-      if (uses_tf32(spec)) core += "tf32";
+      core += instruction_type_in_name(spec);
     }
     core += "gemm";
     const std::string extended = extended_name(spec, core);
