@@ -5,6 +5,8 @@ tensors (numpy, torch, cupy, jax). A thin layer over gemmkit's C++ library; see 
     plan = gemmkit.Gemm(element=np.float16, layout=gemmkit.LayoutType.RowMajor, element_accumulator=np.float32)
     plan.run(A, B, C, D)
 """
+import logging as _logging
+
 from . import _gemmkit
 from ._gemmkit import (  # noqa: E402
     Activation,
@@ -56,12 +58,23 @@ from .op import Conv2d, Conv2dDgrad, Conv2dFprop, Conv2dWgrad, Gemm, GroupedGemm
 
 __version__: str = _gemmkit.__version__
 
+
+def set_log_level(level: int | str) -> None:
+    """Sets the level of the `gemmkit` logger (a logging level, or its name), as the reference's set_log_level does;
+    compile progress on stderr follows it: reported at INFO and DEBUG, quiet at WARNING and above."""
+    logger = _logging.getLogger(__name__)
+    logger.setLevel(level)
+    set_progress = getattr(_gemmkit, "set_progress", None)  # an extension built without progress reports lacks it
+    if set_progress is not None:
+        set_progress(logger.getEffectiveLevel() <= _logging.INFO)
+
+
 __all__ = [
     "Activation", "BiasMode", "CacheCounters", "CompileError", "CompiledKernel", "ConfigError", "Conv2d", "Conv2dDgrad",
     "Conv2dFprop", "Conv2dWgrad", "ConvKind", "CudaError", "DataType", "Decomposition",
     "EpilogueScheduleType", "Error", "Gemm", "GroupedGemm", "IteratorAlgorithm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
     "LayoutType", "MathOperation", "OpcodeClass", "RasterOrder", "ReductionMode", "ScaleMode", "SplitKMode", "StrideSupport", "SwizzlingFunctor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
-    "cuda_device_count", "device_cc", "emit", "epilogue", "op", "pack_specs", "read_pack_file", "render", "shape", "swizzle",
+    "cuda_device_count", "device_cc", "emit", "epilogue", "op", "pack_specs", "read_pack_file", "render", "set_log_level", "shape", "swizzle",
     "tensor_view", "tuning_counters", "tuning_database_path", "wait_for_background_compiles",
 ]

@@ -852,6 +852,8 @@ class Toolchain:
     @property
     def device_include_dir(self) -> str: ...
 
+    def __repr__(self) -> str: ...
+
     @staticmethod
     def find_headers() -> Toolchain:
         """

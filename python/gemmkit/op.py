@@ -3,7 +3,9 @@ GroupedGemm and Conv2d). They convert names, numpy / torch dtypes and streams, a
 errors come from C++."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence, TypeVar, cast
+import enum
+import inspect
+from typing import TYPE_CHECKING, Any, Optional, Sequence, cast
 
 from . import _convert
 from ._convert import (
@@ -23,6 +25,7 @@ from ._gemmkit import (
     ConfigError,
     ConvKind,
     Decomposition,
+    Error,
     IteratorAlgorithm,
     KernelSpec,
     OpcodeClass,
@@ -41,6 +44,11 @@ from ._gemmkit import GroupedGemm as _GroupedPlan
 from ._gemmkit import render as _render
 
 __all__ = ["Conv2d", "Conv2dDgrad", "Conv2dFprop", "Conv2dWgrad", "Gemm", "GroupedGemm"]
+
+
+def __dir__() -> list[str]:
+    """dir() shows the API; the enums, errors and typing helpers the methods use stay attributes, unlisted."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
 
 #: A tensor gemmkit reads without a copy: a numpy array, a torch / cupy / jax tensor, or None (not given).
 Tensor = Any
@@ -64,15 +72,28 @@ def _set(plan: _Plan, name: str, value: object) -> None:
     getattr(_Plan, name).__set__(plan, value)
 
 
+def _operand_fields(name: str, operands: str, values: Sequence[enum.Enum]) -> list[str]:
+    """repr fields: `name=value` when every operand agrees (the constructor's generic argument), else per operand."""
+    if len(set(values)) == 1:
+        return [f"{name}={values[0].name}"]
+    return [f"{name}_{x}={v.name}" for x, v in zip(operands, values)]
+
+
 # nanobind classes take one nanobind base, so at run time the shared configuration is a plain mixin placed before the
 # C++ plan; type checkers see it as the C++ plan's subclass, which is what its methods (through super()) reach.
 if TYPE_CHECKING:
     _Mixin = _Plan
 else:
-    _Mixin = object
+    class _Mixin:
+        __slots__ = ()
 
+        def __new__(cls, *args, **kwargs):
+            """Allocates the C++ plan; __init__ takes the arguments and declares it."""
+            return super().__new__(cls)
 
-_P = TypeVar("_P", bound="_Configuration")
+        # help() would list nanobind's allocator as __new__(*args, **kwargs); placed after the plans' __init__ in the
+        # MRO, this one leaves inspect.signature() to __init__ and shows what calling it directly takes.
+        __new__.__signature__ = inspect.Signature([inspect.Parameter("cls", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
 
 
 class _Configuration(_Mixin):
@@ -92,9 +113,19 @@ class _Configuration(_Mixin):
                                            element_D, layout_A, layout_B, layout_C, A, B, C, D, cc, kernel_cc))
         self._defaults: tuple[Tensor, Tensor, Tensor, Tensor, float, float] = (A, B, C, D, alpha, beta)
 
-    def __new__(cls: type[_P], *args: Any, **kwargs: Any) -> _P:
-        """A plan not yet initialised (the C++ plan's allocation; __init__ declares it)."""
-        return super().__new__(cls)
+    def __repr__(self) -> str:
+        """The plan's kind, element types, layouts, opclass, cc and kernel (kernel_name() compiles nothing)."""
+        fields = [f"kind={self.kind.name}"] if isinstance(self, _ConvPlan) else []
+        fields += _operand_fields("element", "ABCD", (self.element_A, self.element_B, self.element_C, self.element_D))
+        fields.append(f"element_accumulator={self.element_accumulator.name}")
+        if not isinstance(self, _ConvPlan):  # conv operands are NHWC / KRSC tensors, not matrices
+            fields += _operand_fields("layout", "ABC", (self.layout_A, self.layout_B, self.layout_C))
+        fields += [f"opclass={self.opclass.name}", f"cc={self.cc}", f"kernel_cc={self.kernel_cc}"]
+        try:
+            fields.append(f"kernel={self.kernel_name()}")
+        except Error:  # a repr never raises; the configuration's error shows where the plan is used
+            pass
+        return f"{type(self).__name__}({', '.join(fields)})"
 
     @staticmethod
     def activations() -> list[Activation]:
@@ -439,22 +470,37 @@ class Conv2d(_Configuration, _ConvPlan):
 class Conv2dFprop(Conv2d):
     """Conv2d(kind="fprop") with the reference's operand names: run(input, weight, C, output, ...)."""
 
-    def __init__(self, input: Tensor = None, weight: Tensor = None, C: Tensor = None,
-                 output: Tensor = None, alpha: float = 1.0, beta: float = 0.0, **kwargs: Any) -> None:
-        super().__init__("fprop", input, weight, C, output, alpha, beta, **kwargs)
+    def __init__(self, input: Tensor = None, weight: Tensor = None, C: Tensor = None, output: Tensor = None,
+                 alpha: float = 1.0, beta: float = 0.0, *, element: DataTypeLike = None,
+                 element_A: DataTypeLike = None, element_B: DataTypeLike = None, element_C: DataTypeLike = None,
+                 element_D: DataTypeLike = None, element_accumulator: DataTypeLike = None, cc: Optional[int] = None,
+                 kernel_cc: Optional[int] = None) -> None:
+        super().__init__("fprop", input, weight, C, output, alpha, beta, element=element,
+                         element_A=element_A, element_B=element_B, element_C=element_C, element_D=element_D,
+                         element_accumulator=element_accumulator, cc=cc, kernel_cc=kernel_cc)
 
 
 class Conv2dDgrad(Conv2d):
     """Conv2d(kind="dgrad") with the reference's operand names: run(grad_output, weight, C, grad_input, ...)."""
 
-    def __init__(self, grad_output: Tensor = None, weight: Tensor = None, C: Tensor = None,
-                 grad_input: Tensor = None, alpha: float = 1.0, beta: float = 0.0, **kwargs: Any) -> None:
-        super().__init__("dgrad", grad_output, weight, C, grad_input, alpha, beta, **kwargs)
+    def __init__(self, grad_output: Tensor = None, weight: Tensor = None, C: Tensor = None, grad_input: Tensor = None,
+                 alpha: float = 1.0, beta: float = 0.0, *, element: DataTypeLike = None,
+                 element_A: DataTypeLike = None, element_B: DataTypeLike = None, element_C: DataTypeLike = None,
+                 element_D: DataTypeLike = None, element_accumulator: DataTypeLike = None, cc: Optional[int] = None,
+                 kernel_cc: Optional[int] = None) -> None:
+        super().__init__("dgrad", grad_output, weight, C, grad_input, alpha, beta, element=element,
+                         element_A=element_A, element_B=element_B, element_C=element_C, element_D=element_D,
+                         element_accumulator=element_accumulator, cc=cc, kernel_cc=kernel_cc)
 
 
 class Conv2dWgrad(Conv2d):
     """Conv2d(kind="wgrad") with the reference's operand names: run(grad_output, input, C, grad_weight, ...)."""
 
-    def __init__(self, grad_output: Tensor = None, input: Tensor = None, C: Tensor = None,
-                 grad_weight: Tensor = None, alpha: float = 1.0, beta: float = 0.0, **kwargs: Any) -> None:
-        super().__init__("wgrad", grad_output, input, C, grad_weight, alpha, beta, **kwargs)
+    def __init__(self, grad_output: Tensor = None, input: Tensor = None, C: Tensor = None, grad_weight: Tensor = None,
+                 alpha: float = 1.0, beta: float = 0.0, *, element: DataTypeLike = None,
+                 element_A: DataTypeLike = None, element_B: DataTypeLike = None, element_C: DataTypeLike = None,
+                 element_D: DataTypeLike = None, element_accumulator: DataTypeLike = None, cc: Optional[int] = None,
+                 kernel_cc: Optional[int] = None) -> None:
+        super().__init__("wgrad", grad_output, input, C, grad_weight, alpha, beta, element=element,
+                         element_A=element_A, element_B=element_B, element_C=element_C, element_D=element_D,
+                         element_accumulator=element_accumulator, cc=cc, kernel_cc=kernel_cc)

@@ -27,6 +27,12 @@ from .op import Gemm, GroupedGemm
 
 __all__ = ["gemm", "grouped_gemm", "grouped_gemm_op", "plans", "grouped_plans"]
 
+
+def __dir__() -> list[str]:
+    """dir() shows the API; torch, typing's Optional and the rest stay attributes: torch evaluates the custom ops'
+    annotations in this module's namespace."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
+
 _ACCUMULATORS = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.float32: torch.float32,
                  torch.float64: torch.float64}
 

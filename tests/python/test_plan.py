@@ -1,6 +1,7 @@
 """tests/python/test_plan.py (unit: no nvcc, no GPU): planning through the Python package — kernel names,
 enumeration, opclass / activation / swizzle / tile setters, dtype and layout conversions."""
 import copy
+import inspect
 import pydoc
 import json
 import os
@@ -277,3 +278,59 @@ def test_help_on_the_plans_reads_cleanly():
             assert noise not in text, f"{cls.__name__}: {noise!r} in help():\n{text}"
         for name in ("run", "compile", "construct", "opclass", "activation", "tile_description", "activations"):
             assert getattr(cls, name).__doc__, f"{cls.__name__}.{name} has no docstring"
+
+
+@pytest.mark.parametrize("cls, first", [(gemmkit.Gemm, "A"), (gemmkit.GroupedGemm, "A"), (gemmkit.Conv2d, "kind"),
+                                        (gemmkit.Conv2dFprop, "input"), (gemmkit.Conv2dDgrad, "grad_output"),
+                                        (gemmkit.Conv2dWgrad, "grad_output")])
+def test_help_shows_the_constructors_arguments(cls, first):
+    parameters = inspect.signature(cls).parameters
+    assert list(parameters)[0] == first
+    assert {"element", "element_accumulator", "element_A", "cc", "kernel_cc"} <= set(parameters)
+    if not issubclass(cls, gemmkit.Conv2d):
+        assert {"layout", "layout_A"} <= set(parameters)
+    text = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+    assert "*args" not in text and "**kwargs" not in text, text[:2000]
+    assert f"{cls.__name__}({first}: " in text  # the header line is the constructor's
+
+
+def test_conv_subclasses_take_the_element_arguments_by_keyword():
+    plan = gemmkit.Conv2dDgrad(element="f16", element_accumulator="f32", cc=90)
+    assert plan.kind == gemmkit.ConvKind.dgrad and plan.element_accumulator == gemmkit.DataType.f32
+    with pytest.raises(TypeError):
+        gemmkit.Conv2dFprop(None, None, None, None, 1.0, 0.0, "f16")  # element is keyword-only, as before
+
+
+def test_plan_reprs_name_kind_types_layouts_and_kernel():
+    counters = gemmkit.cache_counters()
+    plan = gemmkit.Gemm(element="f16", layout="row", element_accumulator="f32", cc=90)
+    assert repr(plan) == ("Gemm(element=f16, element_accumulator=f32, layout=RowMajor, opclass=TensorOp, cc=90, "
+                          f"kernel_cc=90, kernel={SM90_DEFAULT})")
+    mixed = gemmkit.Gemm(element_A="f16", element_B="f16", element_C="f32", element_D="f32", layout_A="row",
+                         layout_B="col", layout_C="row", element_accumulator="f32", cc=80)
+    assert repr(mixed).startswith("Gemm(element_A=f16, element_B=f16, element_C=f32, element_D=f32, "
+                                  "element_accumulator=f32, layout_A=RowMajor, layout_B=ColumnMajor, "
+                                  "layout_C=RowMajor, opclass=TensorOp, cc=80, kernel_cc=80, kernel=cutlass_")
+    grouped = gemmkit.GroupedGemm(element="f16", layout="row", element_accumulator="f32", cc=90)
+    assert repr(grouped).startswith("GroupedGemm(element=f16, ") and "gemm_grouped_" in repr(grouped)
+    conv = gemmkit.Conv2dWgrad(element="f16", element_accumulator="f32", cc=90)
+    assert repr(conv) == ("Conv2dWgrad(kind=wgrad, element=f16, element_accumulator=f32, opclass=TensorOp, cc=90, "
+                          f"kernel_cc=90, kernel={conv.kernel_name()})")
+    simt = gemmkit.Gemm(element="f32", layout="row", element_accumulator="f32", cc=80)
+    simt.opclass = "simt"
+    assert "opclass=Simt" in repr(simt) and simt.kernel_name() in repr(simt)
+    after = gemmkit.cache_counters()
+    assert (after.builds, after.disk_hits) == (counters.builds, counters.disk_hits)  # naming compiles nothing
+
+
+def test_value_reprs():
+    spec = gemmkit.Gemm(element="f16", layout="row", element_accumulator="f32", cc=90).construct()
+    assert repr(spec) == f"KernelSpec({SM90_DEFAULT})"
+    tile = repr(spec.tile_description)
+    assert tile.startswith("TileDescription(") and "threadblock_shape=[256, 256, 64]" in tile
+    toolchain = gemmkit._gemmkit.Toolchain.find_headers()
+    text = repr(toolchain)
+    assert text.startswith("Toolchain(cutlass_root=") and "object at 0x" not in text
+    assert f"cutlass_version={toolchain.cutlass_version!r}" in text
+    assert f"device_include_dir={toolchain.device_include_dir!r}" in text
+    assert "nvcc=" not in text  # find_headers() runs no nvcc: the empty fields are left out
