@@ -170,8 +170,11 @@ TEST(Conv2dPlan, RunPicksOptimizedIteratorsAndDgradStrideSupportByProblem) {
             std::string::npos);
 }
 
+// Pinned to the SM90 family (kernel_cc=90): strict, what only 2.x kernels run is refused.
 Conv2d sm90_plan(ConvKind kind, DataType element = DataType::f16, DataType accumulator = DataType::f32) {
-  return Conv2d(options(kind, element, accumulator, 90));
+  Conv2dOptions o = options(kind, element, accumulator, 90);
+  o.kernel_cc = 90;
+  return Conv2d(o);
 }
 
 TEST(Conv2dSm90, IsTheDefaultOnSm90WithTheReferenceNames) {
@@ -208,7 +211,8 @@ TEST(Conv2dSm90, IsTheDefaultOnSm90WithTheReferenceNames) {
 }
 
 TEST(Conv2dSm90, WhatOnlySm80HasIsRefusedNamingKernelCc80OrTakenBySimt) {
-  // tf32 wgmma reads K-major operands: f32 dgrad and wgrad exist as 2.x kernels only.
+  // tf32 wgmma reads K-major operands: f32 dgrad and wgrad exist as 2.x kernels only. Pinned to kernel_cc 90 they are
+  // refused; unpinned the plan takes the 2.x kernels, as kernel_cc=80 does.
   for (ConvKind kind : {ConvKind::Dgrad, ConvKind::Wgrad}) {
     const std::string message = error_of([&] { sm90_plan(kind, DataType::f32, DataType::f32); });
     EXPECT_NE(message.find("kernel_cc=80"), std::string::npos) << message;
@@ -216,6 +220,9 @@ TEST(Conv2dSm90, WhatOnlySm80HasIsRefusedNamingKernelCc80OrTakenBySimt) {
     Conv2dOptions pinned = options(kind, DataType::f32, DataType::f32, 90);
     pinned.kernel_cc = 80;
     EXPECT_EQ(Conv2d(pinned).spec().family, KernelFamily::Sm80Conv2d);
+    const Conv2d unpinned(options(kind, DataType::f32, DataType::f32, 90));
+    EXPECT_EQ(unpinned.kernel_cc(), 80);
+    EXPECT_EQ(unpinned.kernel_name(), Conv2d(pinned).kernel_name());
   }
   // SIMT exists as 2.x kernels only: an explicit Simt plan takes them and says so, as Gemm does.
   Conv2d simt = sm90_plan(ConvKind::Fprop, DataType::f32, DataType::f32);
@@ -299,6 +306,57 @@ TEST(Conv2dSm90, ProblemRulesOfTmaIm2colAreCheckedBeforeAnythingRuns) {
   });
   EXPECT_NE(split.find("no split-K"), std::string::npos) << split;
   EXPECT_NE(split.find("kernel_cc=80"), std::string::npos) << split;
+}
+
+// An SM90 plan that was not given kernel_cc serves what only the 2.x kernels run: per problem (strided dgrad, split-K,
+// narrow channels, paddings beyond TMA im2col's range) on its 2.x twin, and settings that only 2.x kernels have
+// (iterator algorithms, swizzle strides) by moving to them. Problems the SM90 kernels take stay on them.
+TEST(Conv2dSm90, UnpinnedPlansRunWhatOnlyTheCutlass2KernelsTakeOnThem) {
+  const Conv2dGeometry same{{1, 1}, {1, 1}, {1, 1}};
+  const Conv2dGeometry strided{{2, 2}, {1, 1}, {1, 1}};
+  Conv2d fprop(options(ConvKind::Fprop, DataType::f16, DataType::f32, 90));
+  EXPECT_EQ(fprop.kernel_cc(), 90);
+  EXPECT_EQ(fprop.spec_for(tensor({2, 8, 8, 64}), tensor({32, 3, 3, 64}), nullptr, tensor({2, 8, 8, 32}), same).family,
+            KernelFamily::Sm90Conv2d);
+  // 12 channels: no 16-byte vector for TMA; the 2.x kernels read 4-element vectors.
+  const KernelSpec narrow =
+      fprop.spec_for(tensor({2, 8, 8, 12}), tensor({32, 3, 3, 12}), nullptr, tensor({2, 8, 8, 32}), same);
+  EXPECT_EQ(narrow.family, KernelFamily::Sm80Conv2d);
+  EXPECT_EQ(narrow.alignment_a, 4);
+  EXPECT_EQ(fprop.kernel_cc(), 90);  // the plan itself stays on the SM90 kernels
+  // Strided dgrad: the 2.x strided kernel.
+  Conv2d dgrad(options(ConvKind::Dgrad, DataType::f16, DataType::f32, 90));
+  const KernelSpec strided_dgrad =
+      dgrad.spec_for(tensor({2, 4, 4, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), strided);
+  EXPECT_EQ(strided_dgrad.family, KernelFamily::Sm80Conv2d);
+  EXPECT_EQ(strided_dgrad.stride_support, StrideSupport::Strided);
+  // Split-K: the 2.x kernels, with the plan's split.
+  Conv2d wgrad(options(ConvKind::Wgrad, DataType::f16, DataType::f32, 90));
+  wgrad.set_split_k(SplitKMode::Parallel, 5);
+  const TensorView dy = tensor({2, 8, 8, 32}), x = tensor({2, 8, 8, 16}), dw = tensor({32, 1, 1, 16});
+  EXPECT_EQ(wgrad.spec_for(dy, x, nullptr, dw, Conv2dGeometry{}).family, KernelFamily::Sm80Conv2d);
+  EXPECT_EQ(wgrad.split_k_for(dy, x, nullptr, dw, Conv2dGeometry{}), (Conv2dSplitK{SplitKMode::Parallel, 5}));
+  wgrad.set_split_k(std::nullopt);
+  EXPECT_NE(wgrad.spec_for(dy, x, nullptr, dw, Conv2dGeometry{}).family, KernelFamily::Sm80Conv2d);
+  // A problem neither family takes is this plan's own error.
+  EXPECT_THROW(fprop.spec_for(tensor({2, 8, 8, 64}), tensor({32, 3, 3, 64}), nullptr, tensor({2, 9, 8, 32}), same),
+               TensorError);
+  // Settings only the 2.x kernels have move the plan to them, dropping an SM90 tile.
+  fprop.set_tile_description(fprop.tile_descriptions()[1]);
+  fprop.set_iterator_algorithm(IteratorAlgorithm::Analytic);
+  EXPECT_EQ(fprop.kernel_cc(), 80);
+  EXPECT_FALSE(fprop.tile_description());
+  EXPECT_EQ(fprop.spec().iterator_algorithm, IteratorAlgorithm::Analytic);
+  Conv2d swizzled(options(ConvKind::Fprop, DataType::f16, DataType::f32, 90));
+  swizzled.set_swizzling_stride(4);
+  EXPECT_EQ(swizzled.kernel_cc(), 80);
+  EXPECT_EQ(swizzled.swizzling_functor(), Swizzle::Identity4);
+  EXPECT_THROW(swizzled.set_swizzling_stride(3), ConfigError);
+  // Pinned, the same settings are refused.
+  Conv2d pinned = sm90_plan(ConvKind::Fprop);
+  EXPECT_THROW(pinned.set_iterator_algorithm(IteratorAlgorithm::Optimized), ConfigError);
+  EXPECT_THROW(pinned.set_swizzling_stride(4), ConfigError);
+  EXPECT_EQ(pinned.kernel_cc(), 90);
 }
 
 // res2's 1x1 64 -> 64 layer at batch 128: wgrad's implicit GEMM is 64 x 64 over K = 128 * 56 * 56 = 401408.
@@ -551,31 +609,35 @@ TEST(Conv2dCli, PlanShowsTheKernelRunWouldPickAndUsageErrorsNameTheOption) {
             std::string::npos)
       << result.out;
   result = testing::run_cli(
-      "plan --conv dgrad --cc 90 --kernel-cc 80 --element f16 --element-accumulator f32 --n 2 --h 14 --w 14 --c 12 "
-      "--k 64 --r 3 --s 3 --stride 2 --pad 1");
+      "plan --conv dgrad --cc 90 --kernel-cc 80 --element f16 --element-accumulator f32 --batch 2 --height 14 --width "
+      "14 --channels 12 "
+      "--out-channels 64 --filter-height 3 --filter-width 3 --stride 2 --pad 1");
   EXPECT_EQ(result.status, 0) << result.out;
   EXPECT_NE(result.out.find("dgrad_optimized_f16_256x128_64x3_nhwc_align8"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("sm80_conv2d"), std::string::npos) << result.out;
-  // A problem whose output would be empty is the library's ConfigError (exit 1); --h without --conv a usage error.
-  result = testing::run_cli("plan --conv fprop --cc 80 --h 2 --w 2 --r 5 --s 5 --pad 0");
+  // A problem whose output would be empty is the library's ConfigError (exit 1); --height without --conv a usage error.
+  result =
+      testing::run_cli("plan --conv fprop --cc 80 --height 2 --width 2 --filter-height 5 --filter-width 5 --pad 0");
   EXPECT_EQ(result.status, 1) << result.out;
   EXPECT_NE(result.out.find("larger than the padded input"), std::string::npos) << result.out;
   // SM90: the CUTLASS 3.x family by default; a problem only kernel_cc 80 runs is refused naming it.
   result = testing::run_cli(
-      "plan --conv fprop --cc 90 --element f16 --element-accumulator f32 --n 2 --h 14 --w 14 --c 64 --k 64 --r 3 --s 3 "
+      "plan --conv fprop --cc 90 --element f16 --element-accumulator f32 --batch 2 --height 14 --width 14 --channels "
+      "64 --out-channels 64 --filter-height 3 --filter-width 3 "
       "--pad 1");
   EXPECT_EQ(result.status, 0) << result.out;
   EXPECT_NE(result.out.find("cutlass3x_sm90_tensorop_fprop_f16nhwc_f16nhwc_f32_f16_f16nhwc_"), std::string::npos)
       << result.out;
   EXPECT_NE(result.out.find("sm90_conv2d"), std::string::npos) << result.out;
   result = testing::run_cli(
-      "plan --conv dgrad --cc 90 --element f16 --element-accumulator f32 --n 2 --h 14 --w 14 --c 64 --k 64 --r 3 --s 3 "
+      "plan --conv dgrad --cc 90 --element f16 --element-accumulator f32 --batch 2 --height 14 --width 14 --channels "
+      "64 --out-channels 64 --filter-height 3 --filter-width 3 "
       "--stride 2 --pad 1");
   EXPECT_EQ(result.status, 1) << result.out;
-  EXPECT_NE(result.out.find("kernel_cc=80"), std::string::npos) << result.out;
-  result = testing::run_cli("plan --cc 80 --h 2");
+  EXPECT_NE(result.out.find("--kernel-cc 80"), std::string::npos) << result.out;
+  result = testing::run_cli("plan --cc 80 --height 2");
   EXPECT_EQ(result.status, 2) << result.out;
-  EXPECT_NE(result.out.find("--h needs --conv"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("--height needs --conv"), std::string::npos) << result.out;
   result = testing::run_cli("plan --conv sideways --cc 80");
   EXPECT_EQ(result.status, 2) << result.out;
 }
