@@ -28,6 +28,7 @@ from ._gemmkit import (
     Error,
     IteratorAlgorithm,
     KernelSpec,
+    MathOperation,
     OpcodeClass,
     RasterOrder,
     ReductionMode,
@@ -162,6 +163,19 @@ class _Configuration(_Mixin):
     @swizzling_functor.setter
     def swizzling_functor(self, value: SwizzleLike) -> None:
         _set(self, "swizzling_functor", _convert.swizzle(value, self.swizzling_functors()))
+
+    @property
+    def math_operation(self) -> Optional[MathOperation]:
+        """The kernels' math operation, or None (the family's default); settable with the enum or its name, e.g.
+        "multiply_add_fast_f32" (3xTF32). One that only CUTLASS 2.x kernels offer moves an SM90 plan without
+        kernel_cc to them (plan.kernel_cc becomes 80, said once on stderr)."""
+        value: Optional[MathOperation] = _Plan.math_operation.__get__(self)
+        return value
+
+    @math_operation.setter
+    def math_operation(self, value: Optional[EnumLike[MathOperation]]) -> None:
+        member = None if value is None else _convert.enum_member(MathOperation, value, "math operation")
+        _set(self, "math_operation", member)
 
     @property
     def tile_description(self) -> Optional[TileDescription]:
