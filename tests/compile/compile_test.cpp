@@ -228,10 +228,11 @@ gk_conv2d_args same_size_conv_args(int n, int hw, int c, int k, int r) {
 TEST(CompileTier, Conv2dFpropKernelBuildsAndChecksProblems) {
   gk::testenv::TempDir cache_dir;
   gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
-  const auto json = nlohmann::ordered_json::parse(
-      run_cli(cache_dir.str(),
-              "compile --conv fprop --cc 80 --element f16 --element-accumulator f32 --n 1 --h 56 --w 56 --c 64 --k 64 "
-              "--r 3 --s 3 --pad 1 --json"));
+  const auto json =
+      nlohmann::ordered_json::parse(run_cli(cache_dir.str(),
+                                            "compile --conv fprop --cc 80 --element f16 --element-accumulator f32 "
+                                            "--batch 1 --height 56 --width 56 --channels 64 --out-channels 64 "
+                                            "--filter-height 3 --filter-width 3 --pad 1 --json"));
   EXPECT_EQ(json.at("kernel_name").get<std::string>(),
             "cutlass_sm80_tensorop_f16_s16x8x16fprop_optimized_f16_256x128_64x3_nhwc_align8");
   const auto module = gk::KernelModule::load(json.at("module_path").get<std::string>());
@@ -252,10 +253,11 @@ TEST(CompileTier, Conv2dFpropKernelBuildsAndChecksProblems) {
 TEST(CompileTier, Sm90Conv2dFpropKernelBuildsAndChecksProblems) {
   gk::testenv::TempDir cache_dir;
   gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
-  const auto json = nlohmann::ordered_json::parse(
-      run_cli(cache_dir.str(),
-              "compile --conv fprop --cc 90 --element f16 --element-accumulator f32 --n 1 --h 56 --w 56 --c 64 --k 64 "
-              "--r 3 --s 3 --pad 1 --json"));
+  const auto json =
+      nlohmann::ordered_json::parse(run_cli(cache_dir.str(),
+                                            "compile --conv fprop --cc 90 --element f16 --element-accumulator f32 "
+                                            "--batch 1 --height 56 --width 56 --channels 64 --out-channels 64 "
+                                            "--filter-height 3 --filter-width 3 --pad 1 --json"));
   EXPECT_EQ(json.at("kernel_name").get<std::string>(),
             "cutlass3x_sm90_tensorop_fprop_f16nhwc_f16nhwc_f32_f16_f16nhwc_128x128x64_1x1x1_4_align8_warpspecialized_"
             "epi_tma");
@@ -277,8 +279,9 @@ TEST(CompileTier, Conv2dParallelSplitKWgradKernelBuildsAndSizesItsWorkspace) {
   gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
   const auto json = nlohmann::ordered_json::parse(
       run_cli(cache_dir.str(),
-              "compile --conv wgrad --cc 80 --element f16 --element-accumulator f32 --n 8 --h 28 --w 28 --c 64 --k 64 "
-              "--r 3 --s 3 --pad 1 --split-k-mode parallel --split-k-slices 4 --json"));
+              "compile --conv wgrad --cc 80 --element f16 --element-accumulator f32 --batch 8 --height 28 --width 28 "
+              "--channels 64 --out-channels 64 "
+              "--filter-height 3 --filter-width 3 --pad 1 --split-k-mode parallel --split-k-slices 4 --json"));
   const std::string name = json.at("kernel_name").get<std::string>();
   EXPECT_EQ(name.substr(name.size() - 16), "_splitk_parallel") << name;
   EXPECT_NE(name.find("wgrad_optimized"), std::string::npos) << name;

@@ -90,7 +90,7 @@ std::vector<Bad> bad_cases() {
     out.push_back({c + "--cc 75", "got cc 75", 1});
     out.push_back({c + "--cc 100", "Compute capability 100", 1});
     out.push_back({c + "--cc 90 --kernel-cc x", "--kernel-cc"});
-    out.push_back({c + "--cc 90 --kernel-cc 70", "kernel_cc 70", 1});
+    out.push_back({c + "--cc 90 --kernel-cc 70", "--kernel-cc 70", 1});
     for (const char* option : {"element", "element-a", "element-b", "element-c", "element-d", "element-accumulator"}) {
       for (const char* value : {"f17", "int4", "''"}) {
         out.push_back({c + "--cc 90 --" + option + " " + value, std::string("--") + option + ":"});

@@ -2,12 +2,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "gemmkit/runtime.hpp"
 #include "support/cli.hpp"
+#include "util/knobs.hpp"
 
 using gemmkit::testing::CliResult;
 
@@ -134,8 +141,9 @@ TEST(Cli, TilesPrintsOneLinePerEntry) {
 TEST(Cli, NoKernelSuggestsTheNearestCombinationAsOptions) {
   auto r = cli("tiles --cc 80 --element bf16 --layout col");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("element_accumulator=f32. On the command line: --element-accumulator f32."), std::string::npos)
+  EXPECT_NE(r.out.find("The nearest combination with a kernel sets --element-accumulator f32."), std::string::npos)
       << r.out;
+  EXPECT_EQ(r.out.find("element_accumulator"), std::string::npos) << r.out;
   r = cli("tiles --cc 80 --element bf16 --layout col --json");
   EXPECT_EQ(nlohmann::ordered_json::parse(r.out).at("nearest"),
             nlohmann::ordered_json({{"--element-accumulator", "f32"}}));
@@ -224,7 +232,7 @@ TEST(Cli, PlanAndCompileTakeTheKernelRunPicksForAProblem) {
            {"tiles --cc 90 --m 5 --n 5 --k 5", "tiles lists them all"},
            {"plan --cc 90 --grouped --m 5 --n 5 --k 5", "a grouped plan's problems are given at run time"},
            {"plan --cc 90 --conv fprop --m 5", "--m is a GEMM's"},
-           {"plan --cc 90 --conv fprop --batch 2", "--batch is a GEMM's"}}) {
+           {"plan --cc 90 --conv fprop --n 2", "--n is --batch for conv"}}) {
     r = cli(arguments);
     EXPECT_EQ(r.status, 2) << arguments << ": " << r.out;
     EXPECT_NE(r.out.find(message), std::string::npos) << arguments << ": " << r.out;
@@ -256,4 +264,205 @@ TEST(Cli, GroupedPlansNameTheGroupedFamilies) {
   const auto groups = gemmkit::testing::run_cli("run --groups 4");
   EXPECT_EQ(groups.status, 2);
   EXPECT_NE(groups.out.find("--groups needs --grouped"), std::string::npos);
+}
+
+namespace {
+
+// The lines under `header` (any case: CLI11 2.5 prints OPTIONS:) up to the next empty line.
+std::vector<std::string> section(const std::string& text, std::string header) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    std::string upper = line;
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    for (char& ch : header) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (inside && line.find_first_not_of(' ') == std::string::npos) break;
+    if (inside) out.push_back(line);
+    inside = inside || upper == header;
+  }
+  return out;
+}
+
+// Each command's option names from its --help: "-h,--help  Print..." (CLI11 2.5: "-h,     --help") gives {-h,
+// --help}, "--cc N  target..." {--cc}.
+std::map<std::string, std::vector<std::string>> options_by_command(const std::string& command) {
+  const CliResult help = cli(command + " --help");
+  EXPECT_EQ(help.status, 0) << command << ": " << help.out;
+  std::map<std::string, std::vector<std::string>> out;
+  auto& names = out[command];
+  for (const std::string& line : section(help.out, "Options:")) {
+    std::istringstream words(line);
+    for (std::string word; words >> word && word[0] == '-';) {
+      for (std::size_t start = 0; start < word.size();) {
+        const std::size_t comma = std::min(word.find(',', start), word.size());
+        if (comma > start) names.push_back(word.substr(start, comma - start));
+        start = comma + 1;
+      }
+    }
+  }
+  for (const std::string& line : section(help.out, "Subcommands:")) {
+    std::istringstream words(line);
+    std::string sub;
+    words >> sub;
+    out.merge(options_by_command((command.empty() ? "" : command + " ") + sub));
+  }
+  return out;
+}
+
+}  // namespace
+
+// CLI11 2.4 and newer match a one-letter long name against the short names: `--h` beside `-h` aborted every start
+// with OptionAlreadyAdded. No command may have a long name that is also a short name.
+TEST(Cli, NoLongOptionNameIsAlsoAShortName) {
+  const auto commands = options_by_command("");
+  for (const char* command : {"", "plan", "tiles", "compile", "run", "tune", "prebuild", "cache", "cache export",
+                              "cache import", "cache ls", "demo", "help"}) {
+    EXPECT_EQ(commands.count(command), 1u) << "the walk missed '" << command << "'";
+  }
+  for (const auto& [command, names] : commands) {
+    std::set<std::string> shorts, longs;
+    for (const std::string& name : names) {
+      ASSERT_EQ(name.rfind('-', 0), 0u) << command << ": " << name;
+      (name.rfind("--", 0) == 0 ? longs : shorts).insert(name.substr(name.find_first_not_of('-')));
+    }
+    EXPECT_TRUE(longs.count("help")) << command;
+    EXPECT_TRUE(shorts.count("h")) << command;
+    for (const std::string& name : longs) {
+      EXPECT_FALSE(shorts.count(name)) << command << ": --" << name << ", -" << name;
+    }
+  }
+  // The conv problem is named, not lettered; the GEMM's --m --n --k are the only one-letter long names.
+  for (const auto& [command, names] : commands) {
+    for (const std::string& name : names) {
+      if (name.size() == 3 && name.rfind("--", 0) == 0) {
+        EXPECT_NE(std::string("mnk").find(name[2]), std::string::npos) << command << ": " << name;
+      }
+    }
+  }
+}
+
+// A conv's problem is --batch --height --width --channels --out-channels --filter-height --filter-width; the GEMM-style
+// letters are refused naming the option that replaced each.
+TEST(Cli, ConvCommandsTakeConvNamesAndRefuseTheGemmLetters) {
+  auto r =
+      cli("plan --conv fprop --cc 80 --kernel-cc 80 --element f16 --element-accumulator f32 --batch 2 --height 14 "
+          "--width 14 --channels 12 --out-channels 64 --filter-height 3 --filter-width 3 --stride 2 --pad 1 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(nlohmann::ordered_json::parse(r.out).at("kernel_name").get<std::string>().find("fprop_optimized"),
+            std::string::npos)
+      << r.out;
+  // A filter larger than the padded input: the sizes reach the library (its ConfigError, exit 1).
+  r = cli("plan --conv fprop --cc 80 --height 2 --width 2 --filter-height 5 --filter-width 5 --pad 0");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("larger than the padded input"), std::string::npos) << r.out;
+  for (const auto& [letter, option] : std::vector<std::pair<std::string, std::string>>{{"n", "batch"},
+                                                                                       {"h", "height"},
+                                                                                       {"w", "width"},
+                                                                                       {"c", "channels"},
+                                                                                       {"k", "out-channels"},
+                                                                                       {"r", "filter-height"},
+                                                                                       {"s", "filter-width"}}) {
+    for (const char* command : {"plan", "compile", "run"}) {
+      const std::string line = std::string(command) + " --conv fprop --cc 90 --" + letter + " 3";
+      r = cli(line);
+      EXPECT_EQ(r.status, 2) << line << ": " << r.out;
+      EXPECT_NE(r.out.find("UsageError"), std::string::npos) << line << ": " << r.out;
+      EXPECT_NE(r.out.find("--" + letter + " is --" + option + " for conv"), std::string::npos)
+          << line << ": " << r.out;
+    }
+    if (option == "batch") continue;  // without --conv, a GEMM's batch count
+    r = cli("plan --cc 90 --" + option + " 3");
+    EXPECT_EQ(r.status, 2) << option << ": " << r.out;
+    EXPECT_NE(r.out.find("--" + option + " needs --conv KIND"), std::string::npos) << r.out;
+  }
+}
+
+// The library's messages are shared with C++ and Python (kernel_cc=80, cc=90); the CLI prints them as options.
+TEST(Cli, LibraryMessagesAreSpelledAsOptions) {
+  for (const auto& [line, spelled, library] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"plan --cc 80 --element e4m3", "with --cc 90 (and no --kernel-cc, or --kernel-cc 90)", "cc="},
+           {"plan --cc 90 --element e4m3 --element-accumulator f16",
+            "got --element-accumulator f16. Set --element-accumulator f32 (or leave it unset).", "element_accumulator"},
+           {"plan --cc 100", "Pass --cc 90 to build Hopper kernels.", "cc="},
+           {"plan --cc 80 --max-swizzle-size 2", "--max-swizzle-size applies to SM90 persistent tile schedulers",
+            "max_swizzle_size"},
+           {"plan --cc 80 --max-swizzle-size 2", "Use --swizzle IdentitySwizzle2 instead.", "swizzle ="}}) {
+    auto r = cli(line);
+    EXPECT_EQ(r.status, 1) << line << ": " << r.out;
+    EXPECT_NE(r.out.find(spelled), std::string::npos) << line << ": " << r.out;
+    EXPECT_EQ(r.out.find(library), std::string::npos) << line << ": " << r.out;
+    r = cli(line + " --json");
+    EXPECT_NE(nlohmann::ordered_json::parse(r.out).at("message").get<std::string>().find(spelled), std::string::npos)
+        << line << ": " << r.out;
+  }
+}
+
+// Without a GPU (this machine) the commands that launch kernels exit 1 saying so and what works without one, before
+// any allocation; no message names a source file of gemmkit's.
+TEST(Cli, GpuCommandsWithoutAGpuSayWhatWorksWithoutOne) {
+  if (gemmkit::cuda_device_count() > 0) GTEST_SKIP() << "a CUDA GPU is present: these commands run";
+  for (const char* line : {"run --cc 90", "run", "run --cc 80 --check", "run --grouped --cc 90",
+                           "run --conv fprop --cc 90 --batch 2", "run --conv wgrad --cc 80"}) {
+    const auto r = cli(line);
+    EXPECT_EQ(r.status, 1) << line << ": " << r.out;
+    EXPECT_EQ(r.out.rfind("gemmkit: CudaError: gemmkit run needs a CUDA GPU; none found (cudaGetDeviceCount: ", 0), 0u)
+        << line << ": " << r.out;
+    EXPECT_NE(r.out.find("`gemmkit compile` and `gemmkit plan` work without one."), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find(".cpp"), std::string::npos) << line << ": " << r.out;
+    EXPECT_EQ(r.out.find("cudaMalloc"), std::string::npos) << line << ": " << r.out;
+  }
+  for (const char* line : {"tune --cc 90", "tune --cc 90 --m 256 --n 256 --k 256", "tune --cc 90 --suite"}) {
+    const auto r = cli(std::string(line) + " --json");
+    EXPECT_EQ(r.status, 1) << line << ": " << r.out;
+    const auto json = nlohmann::ordered_json::parse(r.out);
+    EXPECT_EQ(json.at("error"), "CudaError") << r.out;
+    const std::string message = json.at("message");
+    EXPECT_EQ(message.rfind("gemmkit tune measures kernels, so it needs a CUDA GPU; none found", 0), 0u) << message;
+    EXPECT_EQ(message.find("cc=90"), std::string::npos) << message;
+  }
+  // What only the plan can refuse is still said first when --cc is given.
+  const auto r = cli("run --cc 75");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("ConfigError: gemmkit builds kernels for compute capability 80"), std::string::npos) << r.out;
+}
+
+// `gemmkit help` is `gemmkit --help`; the environment table is printed once, by `gemmkit help env`.
+TEST(Cli, HelpIsTheCommandListAndHelpEnvTheEnvironment) {
+  const auto top = cli("--help");
+  ASSERT_EQ(top.status, 0) << top.out;
+  const auto help = cli("help");
+  EXPECT_EQ(help.status, 0) << help.out;
+  EXPECT_EQ(help.out, top.out);
+  EXPECT_NE(top.out.find("Subcommands:\n  plan "), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("gemmkit help env lists the environment variables."), std::string::npos) << top.out;
+  const auto env = cli("help env");
+  EXPECT_EQ(env.status, 0) << env.out;
+  for (const auto& knob : gemmkit::knobs::all()) {
+    EXPECT_NE(env.out.find("  " + std::string(knob.name) + " "), std::string::npos) << knob.name;
+  }
+  for (const auto& [command, names] : options_by_command("")) {
+    const std::string text = cli(command + " --help").out;
+    EXPECT_EQ(text.find("GEMMKIT_CACHE_DIR"), std::string::npos) << command << ": " << text;
+    EXPECT_EQ(text.find("CUTLASS_PATH"), std::string::npos) << command << ": " << text;
+  }
+}
+
+// cache export and import name the archive they need and show a whole command line.
+TEST(Cli, CacheExportAndImportWithoutAFileSayWhatTheFileIs) {
+  auto r = cli("cache export");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("gemmkit cache export needs the archive to write, a tar file: gemmkit cache export FILE.tar "
+                       "[--pack NAME | --pack-file FILE]"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("e.g. gemmkit cache export app.tar --pack-file app.pack."), std::string::npos) << r.out;
+  r = cli("cache export --pack defaults --json");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(nlohmann::ordered_json::parse(r.out).at("message").get<std::string>().find("FILE.tar"), std::string::npos);
+  r = cli("cache import");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("gemmkit cache import FILE.tar, e.g. gemmkit cache import app.tar."), std::string::npos)
+      << r.out;
+  EXPECT_NE(cli("cache export --help").out.find("FILE.tar"), std::string::npos);
 }

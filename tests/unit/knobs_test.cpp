@@ -37,7 +37,7 @@ TEST(Knobs, TheReadmeTableListsExactlyTheKnobs) {
 }
 
 TEST(Knobs, HelpPrintsEveryKnob) {
-  const auto r = gemmkit::testing::run_cli("help");
+  const auto r = gemmkit::testing::run_cli("help env");
   EXPECT_EQ(r.status, 0);
   for (const auto& k : gemmkit::knobs::all()) EXPECT_NE(r.out.find(k.name), std::string::npos) << k.name;
 }

@@ -43,6 +43,8 @@
 #include "testing/walkthrough.hpp"
 #include "util/knobs.hpp"
 
+#include "messages.hpp"
+
 #ifndef GEMMKIT_VERSION
 #error "GEMMKIT_VERSION must be defined by the build"
 #endif
@@ -52,11 +54,8 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-// A command line gemmkit cannot take: an unknown command or option, a missing or bad value. Exits 2.
-class UsageError : public gk::Error {
- public:
-  using gk::Error::Error;
-};
+using gk::cli::Output;
+using gk::cli::UsageError;
 
 template <class Enum>
 std::string one_of() {
@@ -185,23 +184,27 @@ std::vector<OptionRow> problem_table() {
       {"m", "M", "rows of A and D", integer_check(1, kInt32Max), "128"},
       {"n", "N", "columns of B and D", integer_check(1, kInt32Max), "128"},
       {"k", "K", "columns of A, rows of B", integer_check(1, kInt32Max), "128"},
-      {"batch", "B", "batch count", integer_check(1, kInt32Max), "1"},
+      {"batch", "B", "batch count; with --conv: images (N)", integer_check(1, kInt32Max), "1"},
   };
 }
 
-// With --conv KIND the plan is a Conv2d: these give its problem (with sized_plan_table's --n and --k; run has them
-// already). Given sizes make plan and compile show and build the kernel run would choose for them.
+// With --conv KIND the plan is a Conv2d: these give its problem (with --batch, the images). Given sizes make plan and
+// compile show and build the kernel run would choose for them. Named for what they are, not by the GEMM-style
+// letters (N H W C K R S): --n and --k are a GEMM's, and a one-letter long name can collide with a short one (-h).
+const std::vector<std::string> kConvSizes = {"height",       "width",  "channels", "out-channels", "filter-height",
+                                             "filter-width", "stride", "pad",      "dilation"};
 std::vector<OptionRow> conv_table() {
   std::vector<OptionRow> rows = {
       {"conv", "KIND", "a Conv2d instead of a GEMM, " + one_of<gk::ConvKind>(), enum_check<gk::ConvKind>()},
-      {"h", "H", "with --conv: input height", integer_check(1, kInt32Max)},
-      {"w", "W", "with --conv: input width", integer_check(1, kInt32Max)},
-      {"c", "C", "with --conv: input channels", integer_check(1, kInt32Max)},
-      {"r", "R", "with --conv: filter height", integer_check(1, kInt32Max)},
-      {"s", "S", "with --conv: filter width", integer_check(1, kInt32Max)},
-      {"stride", "N", "with --conv: stride (both axes)", integer_check(1, kInt32Max)},
-      {"pad", "N", "with --conv: zero padding on each side (both axes)", integer_check(0, kInt32Max)},
-      {"dilation", "N", "with --conv: dilation (both axes)", integer_check(1, kInt32Max)},
+      {"height", "H", "with --conv: input height", integer_check(1, kInt32Max), "56"},
+      {"width", "W", "with --conv: input width", integer_check(1, kInt32Max), "56"},
+      {"channels", "C", "with --conv: input channels", integer_check(1, kInt32Max), "64"},
+      {"out-channels", "K", "with --conv: output channels (the filter count)", integer_check(1, kInt32Max), "64"},
+      {"filter-height", "R", "with --conv: filter height", integer_check(1, kInt32Max), "3"},
+      {"filter-width", "S", "with --conv: filter width", integer_check(1, kInt32Max), "3"},
+      {"stride", "N", "with --conv: stride (both axes)", integer_check(1, kInt32Max), "1"},
+      {"pad", "N", "with --conv: zero padding on each side (both axes)", integer_check(0, kInt32Max), "1"},
+      {"dilation", "N", "with --conv: dilation (both axes)", integer_check(1, kInt32Max), "1"},
       {"iterator-algorithm", "NAME", "with --conv: " + one_of<gk::IteratorAlgorithm>() + " (default: by problem)",
        enum_check<gk::IteratorAlgorithm>()},
       {"split-k-slices", "N",
@@ -216,14 +219,14 @@ std::vector<OptionRow> conv_table() {
 }
 
 // The problem plan and compile show and build run()'s kernel for: a GEMM's --m --n --k (--batch), or with --conv
-// the batch --n and filters --k beside conv_table's sizes.
+// the images --batch beside conv_table's sizes.
 std::vector<OptionRow> sized_plan_table() {
   return {
       {"m", "M", "with --n --k: the GEMM's rows of A and D (plan and compile then take the kernel run() picks for it)",
        integer_check(1, kInt32Max)},
-      {"n", "N", "with --m --k: the GEMM's columns of B and D; with --conv: batch", integer_check(1, kInt32Max)},
-      {"k", "K", "with --m --n: the GEMM's depth; with --conv: filters (output channels)", integer_check(1, kInt32Max)},
-      {"batch", "B", "with --m --n --k: batch count (default 1)", integer_check(1, kInt32Max)},
+      {"n", "N", "with --m --k: the GEMM's columns of B and D", integer_check(1, kInt32Max)},
+      {"k", "K", "with --m --n: the GEMM's depth", integer_check(1, kInt32Max)},
+      {"batch", "B", "with --m --n --k: batch count; with --conv: images (N) (default 1)", integer_check(1, kInt32Max)},
   };
 }
 
@@ -419,48 +422,32 @@ std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped,
   return owned;
 }
 
-struct Output {
-  bool json = false;
-  void print(const Json& value, const std::string& text) const {
-    if (json) {
-      std::cout << value.dump(2) << "\n";
-    } else {
-      std::cout << text;
-    }
-  }
-};
-
 std::string fixed(double value, int digits) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", digits, value);
   return text;
 }
 
-// The Conv2d problem the options give (defaults: a 3x3 conv of 64 channels on 1 x 56 x 56).
+// The Conv2d problem the options give (defaults, conv_table's: a 3x3 conv of 64 channels on 1 x 56 x 56).
 gk::testing::ConvShape conv_shape(const Values& args) {
   gk::testing::ConvShape shape;
-  auto value = [&](const char* name, std::int64_t fallback) {
-    return args.given(name) ? *args.integer(name) : fallback;
-  };
-  shape.n = value("n", 1);
-  shape.h = value("h", 56);
-  shape.w = value("w", 56);
-  shape.c = value("c", 64);
-  shape.k = value("k", 64);
-  shape.r = value("r", 3);
-  shape.s = value("s", 3);
-  const int stride = static_cast<int>(value("stride", 1));
-  const int pad = static_cast<int>(value("pad", 1));
-  const int dilation = static_cast<int>(value("dilation", 1));
+  shape.n = args.integer("batch").value_or(1);
+  shape.h = *args.integer("height");
+  shape.w = *args.integer("width");
+  shape.c = *args.integer("channels");
+  shape.k = *args.integer("out-channels");
+  shape.r = *args.integer("filter-height");
+  shape.s = *args.integer("filter-width");
+  const int stride = static_cast<int>(*args.integer("stride"));
+  const int pad = static_cast<int>(*args.integer("pad"));
+  const int dilation = static_cast<int>(*args.integer("dilation"));
   shape.geometry = {{stride, stride}, {pad, pad}, {dilation, dilation}};
   return shape;
 }
 
 bool conv_sizes_given(const Values& args) {
-  for (const char* name : {"n", "h", "w", "c", "k", "r", "s", "stride", "pad", "dilation"}) {
-    if (args.given(name)) return true;
-  }
-  return false;
+  return args.given("batch") ||
+         std::any_of(kConvSizes.begin(), kConvSizes.end(), [&](const std::string& name) { return args.given(name); });
 }
 
 // The kernel a Conv2d plan runs for the options' problem (nothing runs, no GPU needed: the views are never read).
@@ -594,6 +581,31 @@ int cmd_compile(const Values& args, bool grouped, const Output& output) {
   return 0;
 }
 
+// Commands that launch kernels ask for a GPU before they allocate anything: the user reads what works without one,
+// not a failed cudaMalloc.
+void require_gpu(const std::string& need, const std::string& without) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaSuccess && count > 0) return;
+  cudaGetLastError();  // clear the sticky "no device" status
+  throw gk::CudaError(need + "; none found (cudaGetDeviceCount: " +
+                          (status == cudaSuccess ? std::string("no devices") : cudaGetErrorName(status)) + "). " +
+                          without,
+                      static_cast<int>(status == cudaSuccess ? cudaErrorNoDevice : status));
+}
+
+// gemmkit run's plan. Given --cc, the plan's rules are checked before the GPU is asked for, so that a bad option
+// reads as such on any machine; without --cc the plan asks the GPU for its compute capability.
+std::unique_ptr<gk::Gemm> plan_to_run(const Values& args, bool grouped) {
+  const auto need_gpu = [] {
+    require_gpu("gemmkit run needs a CUDA GPU", "`gemmkit compile` and `gemmkit plan` work without one.");
+  };
+  if (!args.given("cc")) need_gpu();
+  auto plan = make_plan(args, grouped);
+  need_gpu();
+  return plan;
+}
+
 struct Problem {
   std::int64_t m, n, k, batch, repeat;
   double alpha, beta;
@@ -627,7 +639,7 @@ int cmd_run_grouped(const Values& args, bool check, const Output& output) {
   if (groups * r.m * std::max(r.n, r.k) > kInt32Max) {
     throw UsageError("--groups, --m, --n, --k: the groups would hold more than 2147483647 (2^31-1) elements.");
   }
-  const auto owned = make_plan(args, true);
+  const auto owned = plan_to_run(args, true);
   auto& plan = static_cast<gk::GroupedGemm&>(*owned);
   std::mt19937_64 random(2023);
   std::vector<HostMatrix> A, B, C, D;
@@ -783,11 +795,11 @@ int cmd_run(const Values& args, bool check, const Output& output) {
   using gk::testing::HostMatrix;
   const bool grouped = false;
   if (args.given("conv")) {
-    const auto owned = make_plan(args, grouped);
+    const auto owned = plan_to_run(args, grouped);
     return cmd_run_conv(dynamic_cast<gk::Conv2d&>(*owned), args, check, output);
   }
   const Problem r = run_problem(args);
-  const auto owned = make_plan(args, grouped);
+  const auto owned = plan_to_run(args, grouped);
   gk::Gemm& plan = *owned;
   HostMatrix A(plan.element_a(), r.m, r.k, plan.layout_a(), r.batch);
   HostMatrix B(plan.element_b(), r.k, r.n, plan.layout_b(), r.batch);
@@ -945,7 +957,10 @@ int cmd_tune(const Values& args, bool suite, bool prebuild, const Output& output
   if (prebuild && !suite) throw UsageError("--prebuild needs --suite (a shape's candidates build as it is tuned).");
   if (prebuild && !args.given("cc")) throw UsageError("--prebuild needs --cc: the GPU the candidates are for.");
   // Tuning times kernels: without a GPU, say so before anything is allocated (--prebuild only compiles).
-  if (!prebuild) (void)gk::current_device();
+  if (!prebuild) {
+    require_gpu("gemmkit tune measures kernels, so it needs a CUDA GPU",
+                "`gemmkit tune --suite --prebuild --cc N` compiles the candidates without one.");
+  }
   gk::TuneOptions options;
   options.max_candidates = static_cast<int>(*args.integer("max-candidates"));
   options.min_gain = *args.real("min-gain");
@@ -1025,6 +1040,17 @@ int cmd_tune(const Values& args, bool suite, bool prebuild, const Output& output
 
 int cmd_cache(const std::string& what, const std::string& file, const std::string& pack, const std::string& pack_file,
               const Output& output) {
+  if (file.empty() && what == "export") {
+    throw UsageError(
+        "gemmkit cache export needs the archive to write, a tar file: gemmkit cache export FILE.tar [--pack NAME | "
+        "--pack-file FILE] (every entry of the cache, or only a pack's kernels), e.g. gemmkit cache export app.tar "
+        "--pack-file app.pack.");
+  }
+  if (file.empty() && what == "import") {
+    throw UsageError(
+        "gemmkit cache import needs the archive to read, a tar file written by gemmkit cache export: gemmkit cache "
+        "import FILE.tar, e.g. gemmkit cache import app.tar.");
+  }
   gk::DiskCache cache;
   Json out = {{"root", cache.root()}};
   if (what == "export") {
@@ -1085,130 +1111,7 @@ int cmd_cache(const std::string& what, const std::string& file, const std::strin
   return 0;
 }
 
-const char* error_kind(const std::exception& e) {
-  if (dynamic_cast<const UsageError*>(&e)) return "UsageError";
-  if (dynamic_cast<const gk::ConfigError*>(&e)) return "ConfigError";
-  if (dynamic_cast<const gk::TensorError*>(&e)) return "TensorError";
-  if (dynamic_cast<const gk::ToolchainError*>(&e)) return "ToolchainError";
-  if (dynamic_cast<const gk::CompileError*>(&e)) return "CompileError";
-  if (dynamic_cast<const gk::InterruptedError*>(&e)) return "InterruptedError";
-  if (dynamic_cast<const gk::CudaError*>(&e)) return "CudaError";
-  return "Error";
-}
-
-// The command-line spelling of a library option: element_accumulator -> --element-accumulator, layout_A -> --layout-a.
-std::string option_of(std::string field) {
-  for (char& ch : field) ch = ch == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return "--" + field;
-}
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t substituted = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
-      diagonal = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substituted});
-    }
-  }
-  return row[b.size()];
-}
-
-std::string command_name(const CLI::App& command) {
-  return command.get_parent() == nullptr ? "gemmkit" : command_name(*command.get_parent()) + " " + command.get_name();
-}
-
-bool takes_option(const CLI::App& command, const std::string& name) {
-  const auto options = command.get_options();
-  return std::any_of(options.begin(), options.end(), [&](const CLI::Option* o) { return o->check_lname(name); });
-}
-
-// Why `command` does not take the option word `word`: another command's option, a single dash, or the nearest of its
-// own.
-std::string unknown_option(const CLI::App& app, const CLI::App& command, const std::string& word) {
-  const std::string given = word.substr(0, word.find('='));
-  const std::string name = given.substr(std::min(given.find_first_not_of('-'), given.size()));
-  const std::string usage = "Unknown option " + given + " for " + command_name(command);
-  if (given.rfind("--", 0) != 0 && takes_option(command, name))
-    return usage + ": options take two dashes, --" + name + ".";
-  if (!takes_option(command, name)) {
-    for (const CLI::App* other : app.get_subcommands({})) {
-      if (other != &command && takes_option(*other, name)) {
-        return usage + ": --" + name + " is an option of " + command_name(*other) + ", not of " +
-               command_name(command) + ".";
-      }
-    }
-  }
-  std::string nearest;
-  for (const CLI::Option* option : command.get_options()) {
-    for (const std::string& known : option->get_lnames()) {
-      if (nearest.empty() || edit_distance(name, known) < edit_distance(name, nearest)) nearest = known;
-    }
-  }
-  return usage + "; did you mean --" + nearest + "? (" + command_name(command) + " --help lists them)";
-}
-
-// Words CLI11 did not take: an unknown option or an argument no command takes.
-void refuse_leftovers(const CLI::App& app, const CLI::App& command) {
-  for (const std::string& word : app.remaining(true)) {
-    if (word.size() > 1 && word[0] == '-') throw UsageError(unknown_option(app, command, word));
-    if (!command.get_subcommands({}).empty()) {
-      std::string names;
-      for (const CLI::App* sub : command.get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
-      throw UsageError("Unknown command '" + word + "' for " + command_name(command) + "; use one of: " + names + ".");
-    }
-    throw UsageError("Unexpected argument '" + word + "' for " + command_name(command) + ": it takes options only (" +
-                     command_name(command) + " --help lists them).");
-  }
-}
-
-// CLI11's messages in gemmkit's words, each naming the option; the others (value checks, --x requires --y) as they are.
-std::string usage_message(const CLI::ParseError& e) {
-  const std::string text = e.what();
-  const std::string option = text.substr(0, text.find(':'));
-  if (text.find(": At Most 1 required but received ") != std::string::npos) {
-    return option + " is given more than once; give it once.";
-  }
-  if (e.get_name() == "ArgumentMismatch" && text.size() > 8 && text.compare(text.size() - 8, 8, " missing") == 0) {
-    return option + " needs a value.";
-  }
-  const std::string flag_override = " was given a disallowed flag override";
-  if (text.size() > flag_override.size() &&
-      text.compare(text.size() - flag_override.size(), flag_override.size(), flag_override) == 0) {
-    return "--" + text.substr(0, text.size() - flag_override.size()) + " is a flag: it takes no value.";
-  }
-  return text;
-}
-
-// The nearest combination the library found, as this command line would ask for it.
-std::string nearest_options(const std::vector<gk::ConfigError::Setting>& nearest) {
-  std::string out;
-  for (const auto& s : nearest) out += (out.empty() ? "" : " ") + option_of(s.option) + " " + s.value;
-  return out;
-}
-
-int report(const std::exception& e, const Output& output) {
-  std::string message = e.what();
-  Json out = {{"error", error_kind(e)}, {"message", ""}};
-  if (auto* ce = dynamic_cast<const gk::ConfigError*>(&e); ce != nullptr && !ce->nearest.empty()) {
-    message += " On the command line: " + nearest_options(ce->nearest) + ".";
-    for (const auto& s : ce->nearest) out["nearest"][option_of(s.option)] = s.value;
-  }
-  if (auto* ce = dynamic_cast<const gk::CompileError*>(&e)) out["source_path"] = ce->source_path;
-  out["message"] = message;
-  if (output.json) {
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cerr << "gemmkit: " << error_kind(e) << ": " << message << "\n";
-  }
-  if (auto* ie = dynamic_cast<const gk::InterruptedError*>(&e)) return 128 + ie->signal;  // as if the signal ended us
-  return dynamic_cast<const UsageError*>(&e) != nullptr ? 2 : 1;
-}
-
-// CLI11's help with our usage line and the environment table below it.
+// CLI11's help with our usage line.
 class HelpFormatter : public CLI::Formatter {
  public:
   std::string make_usage(const CLI::App* app, std::string name) const override {
@@ -1224,7 +1127,6 @@ int main(int argc, char** argv) {
   output.json = std::any_of(argv + 1, argv + argc, [](const char* word) { return std::string(word) == "--json"; });
   CLI::App app("gemmkit: declare, compile and run CUTLASS GEMM kernels.", "gemmkit");
   app.formatter(std::make_shared<HelpFormatter>());
-  app.footer("environment:\n" + gk::knobs::help_text());
   app.set_version_flag("--version", "gemmkit " GEMMKIT_VERSION);
   app.allow_extras();
   app.require_subcommand(0, 1);
@@ -1292,7 +1194,9 @@ int main(int argc, char** argv) {
     CLI::App* sub = add_command(*cache, what, help.c_str());
     sub->callback([&cache_what, what] { cache_what = what; });
     if (what == std::string("export") || what == std::string("import")) {
-      sub->add_option("file", cache_file, "the archive (.tar)")->required()->type_name("FILE");
+      // Not required() for CLI11: its "file is required" does not say which file; cmd_cache does.
+      sub->add_option("file", cache_file, "the archive: one plain tar file of cache entries, e.g. app.tar")
+          ->type_name("FILE.tar");
     }
     if (what == std::string("export")) {
       sub->add_option("--pack", pack, "only this named pack's kernels")->type_name("NAME");
@@ -1300,18 +1204,24 @@ int main(int argc, char** argv) {
     }
   }
   CLI::App* demo = add_command(app, "demo", "the basic GEMM walk-through (plan, compile, run, check)");
-  CLI::App* help = add_command(app, "help", "this text, or a command's: gemmkit help <command>");
+  CLI::App* help = add_command(app, "help",
+                               "this list; gemmkit help <command>: its options; gemmkit help env: the environment "
+                               "variables gemmkit reads");
   std::string help_topic;
-  help->add_option("command", help_topic, "a command")
+  help->add_option("topic", help_topic, "a command, or env")
+      ->type_name("COMMAND|env")
       ->check(CLI::Validator(
           [&app](std::string& name) -> std::string {
             const auto commands = std::as_const(app).get_subcommands({});
-            if (std::any_of(commands.begin(), commands.end(), [&](const CLI::App* c) { return c->check_name(name); })) {
+            if (name == "env" ||
+                std::any_of(commands.begin(), commands.end(), [&](const CLI::App* c) { return c->check_name(name); })) {
               return "";
             }
-            return "no command '" + name + "'; gemmkit help lists them.";
+            return "no command '" + name + "'; gemmkit help lists them (gemmkit help env: the environment variables).";
           },
           ""));
+  // Set last, so that no command inherits it: the table is shown once, by gemmkit help env.
+  app.footer("gemmkit help env lists the environment variables.");
 
   try {
     try {
@@ -1323,12 +1233,12 @@ int main(int argc, char** argv) {
       std::cout << e.what() << "\n";
       return 0;
     } catch (const CLI::ParseError& e) {
-      throw UsageError(usage_message(e));
+      throw UsageError(gk::cli::usage_message(e));
     }
     const auto chosen = app.get_subcommands();
     CLI::App* command = chosen.empty() ? &app : chosen.front();
     while (!command->get_subcommands().empty()) command = command->get_subcommands().front();
-    refuse_leftovers(app, *command);
+    gk::cli::refuse_leftovers(app, *command);
     if (values.given("activation-parameter") && !values.given("activation")) {
       throw UsageError("--activation-parameter needs --activation (leaky_relu takes it).");
     }
@@ -1338,14 +1248,21 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (help->parsed()) {
-      std::cout << (help_topic.empty() ? app.help() : app.get_subcommand(help_topic)->help("gemmkit"));
+      if (help_topic.empty()) {
+        std::cout << app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
+      } else if (help_topic == "env") {
+        std::cout << "environment variables gemmkit reads:\n" << gk::knobs::help_text();
+      } else {
+        std::cout << app.get_subcommand(help_topic)->help("gemmkit");
+      }
       return 0;
     }
     if (values.given("groups") && !grouped) throw UsageError("--groups needs --grouped.");
     if (!values.given("conv")) {
-      for (const char* name :
-           {"h", "w", "c", "r", "s", "stride", "pad", "dilation", "iterator-algorithm", "split-k-mode"}) {
-        if (values.given(name)) throw UsageError(std::string("--") + name + " needs --conv KIND.");
+      std::vector<std::string> conv_only = kConvSizes;
+      conv_only.insert(conv_only.end(), {"iterator-algorithm", "split-k-mode"});
+      for (const std::string& name : conv_only) {
+        if (values.given(name)) throw UsageError("--" + name + " needs --conv KIND.");
       }
       const bool sized = values.given("m") || values.given("n") || values.given("k") || values.given("batch");
       if (sized && planning[1]->parsed()) {
@@ -1358,9 +1275,17 @@ int main(int argc, char** argv) {
       if (sized && sized_planning && grouped) {
         throw UsageError("--m --n --k name one GEMM; a grouped plan's problems are given at run time.");
       }
-    } else if (values.given("m") || (values.given("batch") && !run.parsed())) {
-      throw UsageError(std::string("--") + (values.given("m") ? "m" : "batch") +
-                       " is a GEMM's; a conv's problem is --n --h --w --c --k --r --s.");
+    } else {
+      for (const char* letter : {"n", "k"}) {
+        if (values.given(letter)) {
+          throw UsageError(std::string("--") + letter + " is --" + gk::cli::conv_spelling(letter) + " for conv.");
+        }
+      }
+      if (values.given("m")) {
+        throw UsageError(
+            "--m is a GEMM's; a conv's problem is --batch --height --width --channels --out-channels --filter-height "
+            "--filter-width (--stride --pad --dilation).");
+      }
     }
     if (plan.parsed()) return cmd_plan(values, grouped, print_source, output);
     if (planning[1]->parsed()) return cmd_tiles(values, grouped, output);
@@ -1376,6 +1301,6 @@ int main(int argc, char** argv) {
     if (demo->parsed()) return basic_gemm_walkthrough(output.json);
     return 2;
   } catch (const std::exception& e) {
-    return report(e, output);
+    return gk::cli::report(e, output, app);
   }
 }
