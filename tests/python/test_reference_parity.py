@@ -1,0 +1,62 @@
+"""tests/python/test_reference_parity.py: the reference's plan attributes its interface tests and notebooks use, on
+gemmkit's plans without a GPU: math_operation, TileDescription.math_instruction, and SM90 Conv2d plans that serve
+what only the CUTLASS 2.x kernels run."""
+import numpy as np
+import pytest
+
+import gemmkit
+
+
+def test_math_operation_takes_names_and_moves_sm90_plans_to_the_2x_kernels_that_offer_it(capfd):
+    plan = gemmkit.Gemm(element=np.float32, layout=gemmkit.LayoutType.RowMajor, cc=90)
+    assert plan.math_operation is None and plan.kernel_cc == 90
+    assert gemmkit.MathOperation.multiply_add_fast_f32 in plan.math_operations()
+    plan.math_operation = "multiply_add_fast_f32"
+    assert plan.math_operation == gemmkit.MathOperation.multiply_add_fast_f32
+    assert plan.kernel_cc == 80
+    assert "multiply_add_fast_f32" in capfd.readouterr().err  # said once, on stderr
+    assert all(td.math_operation == gemmkit.MathOperation.multiply_add_fast_f32 for td in plan.tile_descriptions())
+    plan.math_operation = None
+    assert plan.kernel_cc == 90
+    with pytest.raises(gemmkit.ConfigError, match="math operation"):
+        plan.math_operation = "multiply_add_fast_f64"
+    pinned = gemmkit.Gemm(element=np.float32, layout=gemmkit.LayoutType.RowMajor, cc=90, kernel_cc=90)
+    with pytest.raises(gemmkit.ConfigError, match="kernel_cc=80"):
+        pinned.math_operation = gemmkit.MathOperation.multiply_add_fast_f32
+
+
+@pytest.mark.parametrize("opclass", [gemmkit.OpcodeClass.TensorOp, gemmkit.OpcodeClass.Simt])
+def test_every_tile_description_names_its_opcode_class(opclass):
+    # The reference's test_opclass_switch reads td.math_instruction.opcode_class of every configuration.
+    plan = gemmkit.Gemm(element=gemmkit.DataType.f16, layout=gemmkit.LayoutType.RowMajor, cc=90)
+    plan.opclass = opclass
+    instructions = [td.math_instruction for td in plan.tile_descriptions()]
+    assert instructions and all(i.opcode_class == opclass for i in instructions)
+    assert "opcode_class=" in repr(instructions[0])
+    assert gemmkit.TileDescription(threadblock_shape=[128, 128, 32]).math_instruction is None
+
+
+def test_sm90_conv_plans_serve_the_2x_only_problems_and_settings_unless_pinned():
+    f32_dgrad = gemmkit.Conv2dDgrad(element=np.float32, cc=90)
+    assert f32_dgrad.kernel_cc == 80
+    with pytest.raises(gemmkit.ConfigError, match="kernel_cc=80"):
+        gemmkit.Conv2dDgrad(element=np.float32, cc=90, kernel_cc=90)
+
+    # 03_basic_conv2d's strided dgrad, on numpy NHWC arrays (spec_for reads no data).
+    dgrad = gemmkit.Conv2dDgrad(element=np.float16, element_accumulator=np.float32, cc=90)
+    grad_output, weight = np.zeros((32, 14, 14, 128), np.float16), np.zeros((128, 3, 3, 64), np.float16)
+    grad_input = np.zeros((32, 28, 28, 64), np.float16)
+    spec = dgrad.spec_for(grad_output, weight, None, grad_input, stride=(2, 2), padding=(1, 1))
+    assert spec.family == gemmkit.KernelFamily.sm80_conv2d
+    assert dgrad.kernel_cc == 90  # the plan stays on the SM90 kernels for what they run
+    assert dgrad.spec_for(grad_output[:, :, :, :], weight, None, np.zeros((32, 14, 14, 64), np.float16),
+                          padding=(1, 1)).family == gemmkit.KernelFamily.sm90_conv2d
+
+    fprop = gemmkit.Conv2dFprop(element=np.float16, element_accumulator=np.float32, cc=90)
+    fprop.iterator_algorithm = "analytic"
+    assert fprop.kernel_cc == 80
+    fprop = gemmkit.Conv2dFprop(element=np.float16, element_accumulator=np.float32, cc=90)
+    fprop.swizzling_stride = 4
+    assert fprop.kernel_cc == 80 and fprop.swizzling_functor == gemmkit.SwizzlingFunctor.IdentitySwizzle4
+    with pytest.raises(gemmkit.ConfigError, match="1, 2, 4 or 8"):
+        fprop.swizzling_stride = 3
