@@ -15,6 +15,9 @@ struct KernelSource {
   std::string text;
   // Whether its family can build it as a cubin and a host module (compiler.hpp's split path) instead of one module.
   bool splittable = false;
+  // The family's name (enums.hpp, e.g. "sm90_collective"): the manifest records it so that build times can be told
+  // per family; not in the cache key (the text already depends on it).
+  std::string family = "";
 };
 
 // Renders the spec through its family's template (templates/*.cu.in). Throws ConfigError, naming the kernel, for a

@@ -33,11 +33,17 @@ CompiledKernel build_kernel(const KernelSpec& spec);
 // is built once. The result's order matches `specs`. `progress` hears of every build (see progress_printer).
 std::vector<CompiledKernel> compile_many(const std::vector<KernelSpec>& specs, const ProgressCallback& progress = {});
 
+// Whether compiles report on stderr, overriding GEMMKIT_PROGRESS (on by default): each build a caller waits for
+// (build_kernel, a Gemm's compile() and first run()) prints its progress, and progress_printer prints at all. Builds
+// nobody waits for (run()'s background builds) never print.
+void set_progress(bool enabled);
+
 // How a long build reports itself on stderr: Bar rewrites one line (what is building, done/total, ETA) and suits a
 // terminal; Lines prints one line per finished kernel (logs); Quiet prints nothing.
 enum class ProgressStyle { Quiet, Lines, Bar };
-// Bar when stderr is a terminal, else Lines.
+// Bar when stderr is a terminal, else Lines; Quiet when progress is off (set_progress, GEMMKIT_PROGRESS=0).
 ProgressStyle default_progress_style();
+// Prints nothing when progress is off.
 ProgressCallback progress_printer(ProgressStyle style);
 
 // Blocks until every kernel that run() chose to build in the background (see Gemm::run) has been built or has failed.

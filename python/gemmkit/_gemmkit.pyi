@@ -527,6 +527,11 @@ def compile_many(specs: str | Sequence[KernelSpec], progress: object | None = No
     Builds (or finds) every spec's module in the kernel cache, in parallel. `specs` is a list of KernelSpec or a pack name ('defaults'). progress: None shows a bar on stderr when it is a terminal; False is quiet; True shows a bar or, off a terminal, one line per kernel; a callable gets (done, total, kernel_name, finished, eta_seconds) for each build that starts or finishes.
     """
 
+def set_progress(enabled: bool) -> None:
+    """
+    Whether compiles report on stderr (a live line on a terminal, a line at the start and end of each build otherwise), overriding GEMMKIT_PROGRESS; background builds never print.
+    """
+
 def wait_for_background_compiles() -> None:
     """
     Blocks until every kernel that run() chose to compile in the background is built (or failed).

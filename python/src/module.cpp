@@ -1,5 +1,6 @@
 // python/src/module.cpp: the nanobind module gemmkit._gemmkit (imported by the pure-Python package).
 #include "bindings.hpp"
+#include "gemmkit/jit.hpp"
 
 NB_MODULE(_gemmkit, m) {
   namespace gp = gemmkit::python;
@@ -10,4 +11,7 @@ NB_MODULE(_gemmkit, m) {
   gp::bind_tensors(m);
   gp::bind_plan(m);
   gp::bind_toolchain(m);
+  m.def("set_progress", &gemmkit::set_progress, nanobind::arg("enabled"),
+        "Whether compiles report on stderr (a live line on a terminal, a line at the start and end of each build "
+        "otherwise), overriding GEMMKIT_PROGRESS; background builds never print.");
 }

@@ -68,7 +68,7 @@ KernelSource render(const KernelSpec& spec) {
   const std::string_view name = family.template_name(spec);
   return KernelSource{spec.name(), spec.arch_flag(),
                       codegen::render(name, codegen::find_template(name), family.placeholders(spec)),
-                      family.splittable(spec)};
+                      family.splittable(spec), std::string(to_string(spec.family))};
 }
 
 }  // namespace gemmkit

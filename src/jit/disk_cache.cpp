@@ -27,6 +27,7 @@
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
 #include "jit/process.hpp"
+#include "jit/progress.hpp"
 #include "jit/tar.hpp"
 #include "util/knobs.hpp"
 #include "util/sha256.hpp"
@@ -44,6 +45,7 @@ namespace {
 constexpr const char* kKeySchema = "2";  // bump when record() changes shape
 constexpr auto kStaleTmpAge = std::chrono::hours(1);
 constexpr int kPublishAttempts = 3;
+constexpr std::size_t kRecentBuilds = 9;  // the build-time estimate is the median of this many recent builds
 
 std::atomic<int> g_builds{0};
 std::atomic<int> g_disk_hits{0};
@@ -351,11 +353,52 @@ struct Output {
   Json manifest_fields = Json::object();
 };
 
+// What an entry holds, from its artifact and its manifest's fields: "module" (one module) or a split kernel's "cubin"
+// or "host" module (which names its cubin's key).
+std::string artifact_kind(const std::string& artifact, const Json& fields) {
+  if (artifact == "kernel.cubin") return "cubin";
+  return fields.contains("cubin_key") ? "host" : "module";
+}
+
+// Per artifact kind, the median builder seconds of the kRecentBuilds newest entries in `root` of the source's family
+// and arch (older manifests, which name no family, are left out).
+std::map<std::string, double> usual_builder_seconds(const std::string& root, const KernelSource& source) {
+  static const Json::json_pointer kBuilderSeconds("/build/seconds/builder");
+  std::map<std::string, std::vector<std::pair<std::string, double>>> built;  // kind -> (created, seconds)
+  std::error_code ec;
+  for (const auto& shard : fs::directory_iterator(v1_dir(root), ec)) {
+    if (shard.path().filename().string().size() != 2) continue;
+    for (const auto& dir : fs::directory_iterator(shard.path(), ec)) {
+      const std::optional<std::string> text = read_file(dir.path() / "manifest.json");
+      if (!text) continue;
+      const Json manifest = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
+      if (!manifest.is_object() || !manifest.contains("family") ||
+          manifest_string(manifest, "family") != source.family ||
+          manifest_string(manifest, "arch") != source.arch_flag || !manifest.contains(kBuilderSeconds) ||
+          !manifest.at(kBuilderSeconds).is_number()) {
+        continue;
+      }
+      built[artifact_kind(artifact_of(manifest), manifest)].emplace_back(manifest_string(manifest, "created"),
+                                                                         manifest.at(kBuilderSeconds).get<double>());
+    }
+  }
+  std::map<std::string, double> usual;
+  for (auto& [kind, builds] : built) {
+    std::sort(builds.begin(), builds.end(), std::greater<>());  // newest first ("created" is ISO 8601)
+    std::vector<double> seconds;
+    for (std::size_t i = 0; i < builds.size() && i < kRecentBuilds; ++i) seconds.push_back(builds[i].second);
+    std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+    usual[kind] = seconds[seconds.size() / 2];
+  }
+  return usual;
+}
+
 void write_manifest(const fs::path& dir, const std::string& key, const Toolchain& toolchain, const KernelSource& source,
                     const Json& cache_seconds, const Output& output) {
   Json manifest;
   manifest["key"] = key;
   manifest["kernel_name"] = source.kernel_name;
+  manifest["family"] = source.family;
   manifest["arch"] = source.arch_flag;
   manifest["created"] = iso_time_now();
   manifest["gemmkit_version"] = GEMMKIT_VERSION;
@@ -575,25 +618,9 @@ std::optional<CacheEntry> DiskCache::find(const Toolchain& toolchain, const Kern
   return host;
 }
 
-CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSource& source,
-                                   const ModuleBuilder& builder) {
-  const std::string k = key(toolchain, source);
-  bool damaged = false;
-  if (!knobs::flag("GEMMKIT_ALWAYS_COMPILE")) {
-    if (std::optional<CacheEntry> entry = find_built(root_, k, damaged)) return *entry;
-  }
-  // Only a build asks whether the root is writable (and warns once when it is not).
-  return build_and_publish(build_roots().for_root(root_), k, toolchain, source, builder, damaged);
-}
-
-CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSource& source) {
-  if (builds_split(source)) return get_or_build_many(toolchain, {source}).front();
-  return get_or_build(toolchain, source, nvcc_builder(toolchain));
-}
-
 namespace {
 
-// One build of get_or_build_many: a source, its key, its builder and what the builder makes.
+// One build of get_or_build(_many): a source, its key, its builder and what the builder makes.
 struct BuildJob {
   const KernelSource* source;
   std::string key;
@@ -607,8 +634,26 @@ ModuleBuilder split_builder(const Toolchain& toolchain, SplitArtifact artifact) 
   };
 }
 
+// How long the missing builds of one source usually take: the slowest of their kinds' usual times when they run side by
+// side, else their sum; unknown when a kind has no earlier build of the family and arch.
+std::optional<double> usual_wait(const std::string& root, const std::vector<const BuildJob*>& missing,
+                                 bool side_by_side) {
+  const std::map<std::string, double> usual = usual_builder_seconds(root, *missing.front()->source);
+  double wait = 0;
+  for (const BuildJob* job : missing) {
+    const auto seconds = usual.find(artifact_kind(job->output.artifact, job->output.manifest_fields));
+    if (seconds == usual.end()) return std::nullopt;
+    wait = side_by_side ? std::max(wait, seconds->second) : wait + seconds->second;
+  }
+  if (wait < 1) return std::nullopt;  // "usually ~0 s" tells nothing
+  return wait;
+}
+
+// Builds the jobs' misses, `progress` hearing of each; `waited`: the jobs are one source's, which the caller waits for
+// and which reports itself (jit::WaitedBuild).
 std::vector<CacheEntry> build_jobs(const std::string& root, const Toolchain& toolchain,
-                                   const std::vector<BuildJob>& sources, const ProgressCallback& progress) {
+                                   const std::vector<BuildJob>& sources, const ProgressCallback& progress,
+                                   bool waited) {
   std::vector<CacheEntry> entries(sources.size());
   std::vector<std::string> keys;
   std::map<std::string, std::size_t> first_with_key;
@@ -637,6 +682,13 @@ std::vector<CacheEntry> build_jobs(const std::string& root, const Toolchain& too
   // artifacts (a split kernel's two) are built one after the other.
   const int cap = is_background_thread() ? 1 : max_parallel_compiles();
   const std::size_t jobs = std::min<std::size_t>(misses.size(), static_cast<std::size_t>(cap));
+  std::optional<jit::WaitedBuild> waited_build;  // reports until the end of this call, or says that it failed
+  if (waited && !misses.empty() && jit::WaitedBuild::wanted()) {
+    std::vector<const BuildJob*> missing;
+    for (const Miss& miss : misses) missing.push_back(&sources[miss.index]);
+    waited_build.emplace(missing.front()->source->kernel_name, missing.front()->key,
+                         usual_wait(root, missing, jobs > 1));
+  }
   std::mutex progress_mutex;
   std::size_t done = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -688,32 +740,31 @@ std::vector<CacheEntry> build_jobs(const std::string& root, const Toolchain& too
   return entries;
 }
 
-}  // namespace
-
-std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
-                                                     const std::vector<KernelSource>& sources,
-                                                     const ProgressCallback& progress) {
-  // A split source is two jobs, its cubin's and its host module's, which the job cap counts apart.
+// The sources' entries, a split source (builds_split) built as two jobs (its cubin's and its host module's, which the
+// job cap counts apart) and returned as its host module's entry with cubin_path.
+std::vector<CacheEntry> build_sources(const DiskCache& cache, const Toolchain& toolchain,
+                                      const std::vector<KernelSource>& sources, const ProgressCallback& progress,
+                                      bool waited) {
   std::vector<BuildJob> jobs;
   std::vector<std::size_t> first_job;  // per source
   for (const KernelSource& source : sources) {
     first_job.push_back(jobs.size());
-    if (!builds_split(source)) {
-      jobs.push_back({&source, key(toolchain, source), nvcc_builder(toolchain), {}});
+    if (!DiskCache::builds_split(source)) {
+      jobs.push_back({&source, cache.key(toolchain, source), nvcc_builder(toolchain), {}});
       continue;
     }
-    const std::string cubin_key = split_key(toolchain, source, SplitArtifact::cubin);
+    const std::string cubin_key = cache.split_key(toolchain, source, SplitArtifact::cubin);
     jobs.push_back({&source, cubin_key, split_builder(toolchain, SplitArtifact::cubin), {"kernel.cubin"}});
     jobs.push_back({&source,
-                    split_key(toolchain, source, SplitArtifact::host),
+                    cache.split_key(toolchain, source, SplitArtifact::host),
                     split_builder(toolchain, SplitArtifact::host),
                     {"kernel.so", Json{{"cubin_key", cubin_key}}}});
   }
-  const std::vector<CacheEntry> built = build_jobs(root_, toolchain, jobs, progress);
+  const std::vector<CacheEntry> built = build_jobs(cache.root(), toolchain, jobs, progress, waited);
   std::vector<CacheEntry> entries;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     CacheEntry entry = built[first_job[i]];
-    if (builds_split(sources[i])) {
+    if (DiskCache::builds_split(sources[i])) {
       const CacheEntry& cubin = entry;
       CacheEntry host = built[first_job[i] + 1];
       host.cubin_path = cubin.module_path;
@@ -726,12 +777,29 @@ std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
   return entries;
 }
 
+}  // namespace
+
+CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSource& source,
+                                   const ModuleBuilder& builder) {
+  return build_jobs(root_, toolchain, {{&source, key(toolchain, source), builder, {}}}, {}, /*waited=*/true).front();
+}
+
+CacheEntry DiskCache::get_or_build(const Toolchain& toolchain, const KernelSource& source) {
+  return build_sources(*this, toolchain, {source}, {}, /*waited=*/true).front();
+}
+
+std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
+                                                     const std::vector<KernelSource>& sources,
+                                                     const ProgressCallback& progress) {
+  return build_sources(*this, toolchain, sources, progress, /*waited=*/false);
+}
+
 std::vector<CacheEntry> DiskCache::get_or_build_many(const Toolchain& toolchain,
                                                      const std::vector<KernelSource>& sources,
                                                      const ModuleBuilder& builder, const ProgressCallback& progress) {
   std::vector<BuildJob> jobs;
   for (const KernelSource& source : sources) jobs.push_back({&source, key(toolchain, source), builder, {}});
-  return build_jobs(root_, toolchain, jobs, progress);
+  return build_jobs(root_, toolchain, jobs, progress, /*waited=*/false);
 }
 
 std::vector<CacheListing> DiskCache::list() const {

@@ -9,9 +9,10 @@
 namespace gemmkit::knobs {
 
 enum class Type {
-  Text,   // a path or a name, used as given
-  Flag,   // on when set to anything but "" or "0"
-  Count,  // a positive integer
+  Text,    // a path or a name, used as given
+  Flag,    // on when set to anything but "" or "0"
+  OptOut,  // on unless set to "0"
+  Count,   // a positive integer
 };
 
 struct Knob {
@@ -25,7 +26,7 @@ const std::vector<Knob>& all();
 
 // The variable's value, or "" when unset. `name` must be in the table (an unknown name is a programming error).
 std::string value(const char* name);
-// A Flag knob: whether it is on.
+// A Flag or OptOut knob: whether it is on.
 bool flag(const char* name);
 // A Count knob: its value when set; throws ConfigError naming the variable when it is not a positive integer.
 std::optional<int> count(const char* name);

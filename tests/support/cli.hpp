@@ -15,12 +15,14 @@ struct CliResult {
   std::string out;  // stdout and stderr together
 };
 
-// Runs `gemmkit <arguments>` (words separated by spaces), with GEMMKIT_CACHE_DIR set to cache_dir when one is given.
+// Runs `gemmkit <arguments>` (words separated by spaces), without compile progress, with GEMMKIT_CACHE_DIR set to
+// cache_dir when one is given.
 inline CliResult run_cli(const std::string& arguments, const std::string& cache_dir = "") {
   std::vector<std::string> argv = {GEMMKIT_CLI_PATH};
   std::istringstream words(arguments);
   for (std::string word; words >> word;) argv.push_back(word);
   ProcessOptions options;
+  options.environment.push_back("GEMMKIT_PROGRESS=0");  // its lines would land in the output that tests parse
   if (!cache_dir.empty()) options.environment.push_back("GEMMKIT_CACHE_DIR=" + cache_dir);
   const ProcessResult result = run_process(argv, options);
   return {result.exit_code, result.output};

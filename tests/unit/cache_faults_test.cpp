@@ -136,6 +136,8 @@ class CacheFaults : public ::testing::Test {
  protected:
   testenv::TempDir dir_;
   fs::path good_nvcc_ = write_nvcc(dir_.path() / "good", kBuilds);
+  // The stderr these tests read is warnings only (progress_test.cpp checks the progress lines); the CLI inherits it.
+  testenv::ScopedEnv quiet_{"GEMMKIT_PROGRESS", "0"};
 };
 
 TEST_F(CacheFaults, NvccKilledMidBuildPublishesNothingAndTheNextCallRebuilds) {

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -183,16 +184,56 @@ TEST_F(CacheTest, SplitRecordsHoldTheirOwnFlags) {
   EXPECT_EQ(host.find("-cubin"), std::string::npos);
 }
 
-TEST_F(CacheTest, OnlySplittableSourcesBuildSplitAndOnlyWhenAsked) {
+// The fields of a record, up to the source text (which follows "source-bytes").
+std::set<std::string> record_fields(const std::string& record) {
+  std::set<std::string> fields;
+  std::istringstream lines(record);
+  for (std::string line; std::getline(lines, line);) {
+    fields.insert(line.substr(0, line.find(':')));
+    if (line.rfind("source-bytes:", 0) == 0) break;
+  }
+  return fields;
+}
+
+// A cubin built on a machine without a GPU must hit on the GPU machine: the split keys hold the toolchain, the exact
+// arch, the flags and the source, nothing the building machine's devices could change.
+TEST_F(CacheTest, TheSplitKeysHoldNothingOfTheBuildingMachinesGpu) {
+  const std::set<std::string> common = {"gemmkit-cache-key-schema",
+                                        "gemmkit-version",
+                                        "device-headers-sha256",
+                                        "cutlass-version",
+                                        "nvcc-version",
+                                        "nvcc-build",
+                                        "artifact",
+                                        "arch",
+                                        "kernel-name",
+                                        "flag",
+                                        "source-bytes"};
+  EXPECT_EQ(record_fields(cache_.split_record(tc_, source_, SplitArtifact::cubin)), common);
+  std::set<std::string> host = common;
+  host.insert({"host-target", "host-wrapper"});
+  EXPECT_EQ(record_fields(cache_.split_record(tc_, source_, SplitArtifact::host)), host);
+  const std::vector<std::string> keys = {cache_.split_key(tc_, source_, SplitArtifact::cubin),
+                                         cache_.split_key(tc_, source_, SplitArtifact::host)};
+  testenv::ScopedEnv no_devices("CUDA_VISIBLE_DEVICES", "");
+  EXPECT_EQ(cache_.split_key(tc_, source_, SplitArtifact::cubin), keys[0]);
+  EXPECT_EQ(cache_.split_key(tc_, source_, SplitArtifact::host), keys[1]);
+}
+
+TEST_F(CacheTest, SplittableSourcesBuildSplitUnlessTurnedOff) {
   KernelSource splittable = source_;
   splittable.splittable = true;
   {
-    testenv::ScopedEnv off("GEMMKIT_SPLIT_BUILD", std::nullopt);
+    testenv::ScopedEnv off("GEMMKIT_SPLIT_BUILD", "0");
     EXPECT_FALSE(DiskCache::builds_split(splittable));
+    EXPECT_EQ(cache_.keys(tc_, splittable), std::vector<std::string>{cache_.key(tc_, splittable)});
   }
-  testenv::ScopedEnv on("GEMMKIT_SPLIT_BUILD", "1");
+  testenv::ScopedEnv by_default("GEMMKIT_SPLIT_BUILD", std::nullopt);
   EXPECT_TRUE(DiskCache::builds_split(splittable));
   EXPECT_FALSE(DiskCache::builds_split(source_));
+  EXPECT_EQ(cache_.keys(tc_, splittable),
+            (std::vector<std::string>{cache_.split_key(tc_, splittable, SplitArtifact::cubin),
+                                      cache_.split_key(tc_, splittable, SplitArtifact::host)}));
   // A builder given by the caller builds one module, whatever the knob says.
   const CacheEntry built = cache_.get_or_build(tc_, splittable, fake_builder());
   EXPECT_EQ(built.key, cache_.key(tc_, splittable));
