@@ -4,15 +4,31 @@
 #include <iostream>
 #include <mutex>
 #include <set>
+#include <utility>
 
 namespace gemmkit {
 
+namespace {
+
+std::mutex mutex;
+std::set<std::string> said;
+std::function<void(const std::string&)> note_handler;
+
+}  // namespace
+
 void note_once(const std::string& message) {
-  static std::mutex mutex;
-  static std::set<std::string> said;
   std::lock_guard<std::mutex> lock(mutex);
   if (!said.insert(message).second) return;
-  std::cerr << "gemmkit: note: " << message << "\n";
+  if (note_handler) {
+    note_handler(message);
+  } else {
+    std::cerr << "gemmkit: note: " << message << "\n";
+  }
+}
+
+void set_note_handler(std::function<void(const std::string&)> handler) {
+  std::lock_guard<std::mutex> lock(mutex);
+  note_handler = std::move(handler);
 }
 
 }  // namespace gemmkit

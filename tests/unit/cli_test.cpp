@@ -466,3 +466,20 @@ TEST(Cli, CacheExportAndImportWithoutAFileSayWhatTheFileIs) {
       << r.out;
   EXPECT_NE(cli("cache export --help").out.find("FILE.tar"), std::string::npos);
 }
+
+// --math-operation: 3xTF32 on an SM90 GPU moves the plan to the 2.x kernels and says so; pinned to kernel_cc 90 the
+// library's refusal names the option that fixes it.
+TEST(Cli, MathOperationMovesSm90PlansTo2xKernelsUnlessPinned) {
+  auto result = gemmkit::testing::run_cli("plan --cc 90 --element f32 --math-operation multiply_add_fast_f32");
+  EXPECT_EQ(result.status, 0) << result.out;
+  EXPECT_NE(result.out.find("kernel: cutlass_tensorop_s1688gemm_"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("sm80_universal"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("note: math operation multiply_add_fast_f32"), std::string::npos) << result.out;
+  result =
+      gemmkit::testing::run_cli("plan --cc 90 --kernel-cc 90 --element f32 --math-operation multiply_add_fast_f32");
+  EXPECT_EQ(result.status, 1) << result.out;
+  EXPECT_NE(result.out.find("--kernel-cc 80"), std::string::npos) << result.out;
+  result = gemmkit::testing::run_cli("plan --cc 80 --element f32 --math-operation fast");
+  EXPECT_EQ(result.status, 2) << result.out;
+  EXPECT_NE(result.out.find("multiply_add_fast_bf16"), std::string::npos) << result.out;
+}

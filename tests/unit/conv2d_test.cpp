@@ -630,11 +630,18 @@ TEST(Conv2dCli, PlanShowsTheKernelRunWouldPickAndUsageErrorsNameTheOption) {
       << result.out;
   EXPECT_NE(result.out.find("sm90_conv2d"), std::string::npos) << result.out;
   result = testing::run_cli(
-      "plan --conv dgrad --cc 90 --element f16 --element-accumulator f32 --batch 2 --height 14 --width 14 --channels "
-      "64 --out-channels 64 --filter-height 3 --filter-width 3 "
-      "--stride 2 --pad 1");
+      "plan --conv dgrad --cc 90 --kernel-cc 90 --element f16 --element-accumulator f32 --batch 2 --height 14 --width "
+      "14 "
+      "--channels 64 --out-channels 64 --filter-height 3 --filter-width 3 --stride 2 --pad 1");
   EXPECT_EQ(result.status, 1) << result.out;
   EXPECT_NE(result.out.find("--kernel-cc 80"), std::string::npos) << result.out;
+  // Unpinned, the strided dgrad runs on the 2.x kernels, and the CLI says so.
+  result = testing::run_cli(
+      "plan --conv dgrad --cc 90 --element f16 --element-accumulator f32 --batch 2 --height 14 --width 14 "
+      "--channels 64 --out-channels 64 --filter-height 3 --filter-width 3 --stride 2 --pad 1");
+  EXPECT_EQ(result.status, 0) << result.out;
+  EXPECT_NE(result.out.find("sm80_conv2d"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("--kernel-cc 90"), std::string::npos) << result.out;
   result = testing::run_cli("plan --cc 80 --height 2");
   EXPECT_EQ(result.status, 2) << result.out;
   EXPECT_NE(result.out.find("--height needs --conv"), std::string::npos) << result.out;

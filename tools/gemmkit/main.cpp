@@ -42,6 +42,7 @@
 #include "testing/shape_suite.hpp"
 #include "testing/walkthrough.hpp"
 #include "util/knobs.hpp"
+#include "util/notes.hpp"
 
 #include "messages.hpp"
 
@@ -158,6 +159,9 @@ std::vector<OptionRow> plan_table() {
       {"layout-b", "LAYOUT", "layout of B", enum_check<gk::Layout>()},
       {"layout-c", "LAYOUT", "layout of C and D", enum_check<gk::Layout>()},
       {"opclass", "CLASS", one_of<gk::OpClass>(), enum_check<gk::OpClass>()},
+      {"math-operation", "MATH",
+       "the kernels' math, " + one_of<gk::MathOperation>() + " (default: the family's; fast_f32 = 3xTF32)",
+       enum_check<gk::MathOperation>()},
       {"swizzle", "NAME", one_of<gk::Swizzle>(), enum_check<gk::Swizzle>()},
       {"activation", "NAME", one_of<gk::Activation>(), enum_check<gk::Activation>()},
       {"activation-parameter", "X", "the leaky_relu slope (needs --activation; default 0.01)", real_check()},
@@ -384,6 +388,9 @@ std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped,
   gk::Gemm& plan = *owned;
   if (auto opclass = args.enumerator<gk::OpClass>("opclass")) {
     apply(args, "opclass", [&] { plan.set_opclass(*opclass); });
+  }
+  if (auto math = args.enumerator<gk::MathOperation>("math-operation")) {
+    apply(args, "math-operation", [&] { plan.set_math_operation(*math); });
   }
   if (auto swizzle = args.enumerator<gk::Swizzle>("swizzle")) {
     apply(args, "swizzle", [&] { plan.set_swizzling_functor(*swizzle); });
@@ -1135,6 +1142,9 @@ int main(int argc, char** argv) {
     command.add_flag(name, value, help)->disable_flag_override();
   };
   add_flag(app, "--json", json, "print one JSON object (errors too)");
+  gk::set_note_handler([&app](const std::string& message) {
+    std::cerr << "gemmkit: note: " << gk::cli::cli_spelling(message, app) << "\n";
+  });
 
   Values values;
   bool print_source = false, check = false, grouped = false;
