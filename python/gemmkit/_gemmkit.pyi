@@ -99,6 +99,10 @@ class MathOperation(enum.Enum):
 
     multiply_add_saturate = 2
 
+    multiply_add_fast_bf16 = 3
+
+    multiply_add_fast_f16 = 4
+
 class KernelScheduleType(enum.Enum):
     """SM90 mainloop schedules."""
 
@@ -293,6 +297,33 @@ def tensor_view(tensor: object) -> TensorView:
     How gemmkit reads `tensor` (no copy): dtype, shape, strides in elements, device. Raises TensorError or TypeError as run() would.
     """
 
+class MathInstruction:
+    """
+    The instruction a configuration issues (the reference's MathInstruction): its shape, the element types it multiplies, the opcode class and the math operation.
+    """
+
+    @property
+    def instruction_shape(self) -> list[int]: ...
+
+    @property
+    def element_a(self) -> DataType: ...
+
+    @property
+    def element_b(self) -> DataType: ...
+
+    @property
+    def element_accumulator(self) -> DataType: ...
+
+    @property
+    def opcode_class(self) -> OpcodeClass: ...
+
+    @property
+    def math_operation(self) -> MathOperation: ...
+
+    def __repr__(self) -> str: ...
+
+    def __eq__(self, arg: object, /) -> bool: ...
+
 class TileDescription:
     """
     One kernel configuration. On SM90, threadblock_shape is the cluster's tile (as in the reference); cta_tile() is one CTA's share. str() prints the reference's block with the CTA tile added, repr() the fields (cta_tile included).
@@ -358,6 +389,12 @@ class TileDescription:
 
     @math_operation.setter
     def math_operation(self, arg: MathOperation, /) -> None: ...
+
+    @property
+    def math_instruction(self) -> MathInstruction | None:
+        """
+        The instruction it issues (None for a configuration no plan listed or stored).
+        """
 
     def cta_tile(self) -> list[int]: ...
 
@@ -527,11 +564,6 @@ def compile_many(specs: str | Sequence[KernelSpec], progress: object | None = No
     Builds (or finds) every spec's module in the kernel cache, in parallel. `specs` is a list of KernelSpec or a pack name ('defaults'). progress: None shows a bar on stderr when it is a terminal; False is quiet; True shows a bar or, off a terminal, one line per kernel; a callable gets (done, total, kernel_name, finished, eta_seconds) for each build that starts or finishes.
     """
 
-def set_progress(enabled: bool) -> None:
-    """
-    Whether compiles report on stderr (a live line on a terminal, a line at the start and end of each build otherwise), overriding GEMMKIT_PROGRESS; background builds never print.
-    """
-
 def wait_for_background_compiles() -> None:
     """
     Blocks until every kernel that run() chose to compile in the background is built (or failed).
@@ -619,6 +651,16 @@ class Gemm:
     def opclass(self, arg: OpcodeClass, /) -> None: ...
 
     def opclasses(self) -> list[OpcodeClass]: ...
+
+    @property
+    def math_operation(self) -> MathOperation | None:
+        """The kernels' math operation (None: the family's default)."""
+
+    @math_operation.setter
+    def math_operation(self, math: MathOperation | None) -> None: ...
+
+    def math_operations(self) -> list[MathOperation]:
+        """The math operations on offer, the default first."""
 
     def tile_descriptions(self) -> list[TileDescription]:
         """Every valid configuration (default first)."""
@@ -792,6 +834,13 @@ class Conv2d(Gemm):
     def iterator_algorithm(self, arg: IteratorAlgorithm | None, /) -> None: ...
 
     @property
+    def swizzling_stride(self) -> int:
+        """The 2.x kernels' threadblock swizzle stride: 1, 2, 4 or 8."""
+
+    @swizzling_stride.setter
+    def swizzling_stride(self, arg: int, /) -> None: ...
+
+    @property
     def stride_support(self) -> StrideSupport | None:
         """
         Dgrad: unity (unit strides only) or strided; None: by the problem's stride at run time.
@@ -868,4 +917,9 @@ class Toolchain:
 def nvcc_command(toolchain: Toolchain, source: KernelSource, source_path: str, output_path: str) -> list[str]:
     """
     The nvcc command line gemmkit builds `source_path` into the shared object `output_path` with.
+    """
+
+def set_progress(enabled: bool) -> None:
+    """
+    Whether compiles report on stderr (a live line on a terminal, a line at the start and end of each build otherwise), overriding GEMMKIT_PROGRESS; background builds never print.
     """

@@ -15,6 +15,7 @@ group in one launch and returns the list of D; it has no backward (differentiate
 """
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import threading
 from typing import Any, Callable, Optional, cast
@@ -163,6 +164,15 @@ def grouped_plans() -> dict[tuple[Any, ...], GroupedGemm]:
     """grouped_gemm's plans built so far, keyed as plans()."""
     with _plans_lock:
         return dict(_grouped_plans)
+
+
+@atexit.register
+def _release_plans() -> None:
+    """Drops the plans before the interpreter tears down: torch's op registry keeps this module's functions, and
+    through them these caches, alive past the extension's own teardown, which would report the plans as leaked."""
+    with _plans_lock:
+        _plans.clear()
+        _grouped_plans.clear()
 
 
 # ---- gemm ----------------------------------------------------------------------------------------------------

@@ -709,6 +709,7 @@ KernelModule* Gemm::parallel_module(const RunChoice& c, bool wait, bool& buildin
     if (slots.modules[i]) return slots.modules[i].get();
     pending = slots.pending[i];
   }
+  wait = wait || knobs::flag("GEMMKIT_WAIT_FOR_BEST");  // as module_for reads it for the serial kernels
   if (wait || (pending && pending->state() == jit::BackgroundBuild::State::done)) {
     return &module_for(*c.parallel, i, /*wait=*/true);
   }

@@ -6,9 +6,11 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <optional>
 #include <string>
 
+#include "gemmkit/cache.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
@@ -251,4 +253,24 @@ TEST(GpuSplitK, ParallelSplitKCapturedIntoAGraphAndReplayed) {
   HostMatrix bias(gk::DataType::f16, 1, o.D.rows(), gk::Layout::RowMajor);
   bias.fill_integers(68, -4, 4);
   replay_captured(plan, o, &bias);
+}
+
+// GEMMKIT_WAIT_FOR_BEST=1 does for parallel split-K what RunOptions::wait_for_best does: the first run() launches
+// the parallel kernel itself (compiled or loaded there), not a serial stand-in while it builds in the background.
+TEST(GpuSplitK, WaitForBestKnobRunsTheParallelKernelOnTheFirstRun) {
+  REQUIRE_SM90();
+  gk::Gemm plan = cases::parallel_split_k_plan(device_cc(), gk::Activation::Identity, gk::Layout::RowMajor);
+  Operands o(cases::kParallelSplitKShape);
+  o.fill_integers();
+  const gk::TensorView C = o.C.view();
+  const gk::KernelSpec spec = plan.spec_for(o.A.view(), o.B.view(), &C, o.D.view(), 1.0);
+  ASSERT_EQ(spec.split_k_mode, gk::SplitKMode::Parallel) << spec.name();
+  ASSERT_EQ(setenv("GEMMKIT_WAIT_FOR_BEST", "1", 1), 0);
+  const gk::CacheCounters before = gk::cache_counters();
+  plan.run(o.A.view(), o.B.view(), &C, o.D.view(), 1.0, 1.0);
+  const gk::CacheCounters after = gk::cache_counters();
+  unsetenv("GEMMKIT_WAIT_FOR_BEST");
+  EXPECT_EQ(plan.running_kernel_name(o.A.view(), o.B.view(), &C, o.D.view(), 1.0), spec.name());
+  EXPECT_EQ(after.background_builds, before.background_builds);  // nothing left to build behind the caller's back
+  EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 1.0, 0, 1, {}).max_abs_error, 0.0);
 }
