@@ -274,6 +274,27 @@ def _binding_for(op: object) -> _Binding:
     return _BINDINGS[op.family]
 
 
+def _one_module(op: KernelSpec) -> CompiledKernel:
+    """The kernel as one shared object (host code and device code together), the library the extension links: a
+    split build's host module needs its cubin bound at load time, which gemmkit's loader does and torch's does not.
+    The split build is turned off for this one compile (other threads' compiles meanwhile may build in one pass too,
+    which is correct, only slower)."""
+    with _split_build_lock:
+        previous = os.environ.get("GEMMKIT_SPLIT_BUILD")
+        os.environ["GEMMKIT_SPLIT_BUILD"] = "0"
+        try:
+            kernel: CompiledKernel = _gemmkit.compile_many([op])[0]
+        finally:
+            if previous is None:
+                del os.environ["GEMMKIT_SPLIT_BUILD"]
+            else:
+                os.environ["GEMMKIT_SPLIT_BUILD"] = previous
+    return kernel
+
+
+_split_build_lock = threading.Lock()
+
+
 def _check_name(name: object) -> None:
     if not isinstance(name, str) or not _NAME.match(name) or keyword.iskeyword(name):
         raise ConfigError(f"name {name!r} must be a Python identifier (letters, digits, underscores; not a "
@@ -437,7 +458,7 @@ def _jit_build(op: KernelSpec, name: str, sourcedir: str, binding_path: str, glu
         # Both usually come from their caches; when not, the glue builds while nvcc builds the kernel.
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             glue_build = pool.submit(_glue_library, sourcedir, glue_source)
-            kernel = _gemmkit.compile_many([op])[0]
+            kernel = _one_module(op)
             glue, glue_seconds = glue_build.result()
         build_dir = os.path.join(sourcedir, "build-jit")
         os.makedirs(build_dir, exist_ok=True)
