@@ -314,6 +314,13 @@ class Gemm {
   // The GPU and the requested kernel generation, as the catalog takes them.
   catalog::Target target() const;
 
+  // Whether a problem no vector of the plan's kernels fits may run on the CUTLASS 2.x SIMT kernels instead: a GEMM
+  // plan whose opclass, tile, math operation and SM90-only settings were left to gemmkit, for types SIMT computes.
+  bool may_take_scalar_kernels() const;
+  // The plan that runs this problem: this one, or (may_take_scalar_kernels) its SIMT twin, made on first use with this
+  // plan's epilogue and kept until the next change; throws this plan's error when neither takes the problem.
+  Gemm& plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double beta);
+
   // Throws ConfigError when the plan computes another operation than `operation` (e.g. Gemm::run on a grouped plan).
   void require_operation(catalog::Operation operation, const char* what) const;
 
@@ -325,6 +332,7 @@ class Gemm {
     Layout layout_a, layout_b, layout_c;
   } types_;
   OpClass opclass_ = OpClass::TensorOp;
+  bool opclass_pinned_ = false;  // set_opclass was called: the plan keeps to that opclass
   std::optional<TileDescription> tile_;
   std::optional<MathOperation> math_operation_;
   bool kernel_cc_for_math_ = false;  // kernel_cc_ was set to 80 by set_math_operation, not by the options

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -191,6 +192,7 @@ void Gemm::set_opclass(OpClass opclass) {
                       ") and layout combination (" + std::string(to_string(t.layout_a)) + ", " +
                       std::string(to_string(t.layout_b)) + ").");
   }
+  opclass_pinned_ = true;
   if (opclass == opclass_) return;
   if (math_operation_) {
     const OpClass before = std::exchange(opclass_, opclass);
@@ -805,8 +807,58 @@ Gemm::RunChoice Gemm::choice_without_running(const Problem& p) {
   return c;
 }
 
+bool Gemm::may_take_scalar_kernels() const {
+  const bool identity_swizzle = swizzle_ == Swizzle::Identity1 || swizzle_ == Swizzle::Identity2 ||
+                                swizzle_ == Swizzle::Identity4 || swizzle_ == Swizzle::Identity8;
+  return operation_ == catalog::Operation::Gemm && opclass_ == OpClass::TensorOp && !opclass_pinned_ && !tile_ &&
+         !math_operation_ && scale_ == ScaleMode::None && identity_swizzle && decomposition_ == Decomposition::Auto &&
+         splits_ == 1 && families::simt_types(operand_types(types_)) && (types_.c == types_.d);
+}
+
+Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double beta) {
+  std::exception_ptr own_error;
+  try {
+    (void)check_problem(A, B, C, D, beta);
+    return *this;
+  } catch (const TensorError&) {
+    if (!may_take_scalar_kernels()) throw;
+    own_error = std::current_exception();
+  }
+  Gemm* twin = nullptr;
+  try {
+    std::lock_guard<std::mutex> lock(run_cache_->mutex);
+    if (!run_cache_->cutlass2_twin) {
+      GemmOptions o;
+      o.element_a = types_.a, o.element_b = types_.b, o.element_c = types_.c, o.element_d = types_.d;
+      o.element_accumulator = types_.accumulator;
+      o.layout_a = types_.layout_a, o.layout_b = types_.layout_b, o.layout_c = types_.layout_c;
+      o.cc = cc_;
+      o.kernel_cc = 80;
+      auto plan = std::make_unique<Gemm>(o);
+      plan->set_opclass(OpClass::Simt);
+      plan->set_swizzling_functor(swizzle_);
+      plan->set_bias(bias_);
+      plan->set_activation(activation_, activation_parameter_);
+      run_cache_->cutlass2_twin = std::move(plan);
+    }
+    twin = run_cache_->cutlass2_twin.get();
+    // The slope is a run-time argument; the other settings invalidate this plan's run cache, and with it the twin.
+    if (twin->activation_parameter_ != activation_parameter_) twin->set_activation(activation_, activation_parameter_);
+    (void)twin->check_problem(A, B, C, D, beta);
+  } catch (const Error&) {
+    std::rethrow_exception(own_error);
+  }
+  note_once("operands whose leading dimensions or addresses fit none of the " + std::string(to_string(opclass_)) +
+            " kernels' vectors run on the CUTLASS 2.x SIMT kernels (scalar loads); pad the leading dimensions to a "
+            "multiple of 16 bytes for tensor cores.");
+  return *twin;
+}
+
 KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                           double beta) {
+  if (operation_ == catalog::Operation::Gemm) {
+    if (Gemm& plan = plan_for(A, B, C, D, beta); &plan != this) return plan.spec_for(A, B, C, D, beta);
+  }
   const RunChoice c = choice_without_running(A, B, C, D, beta);
   return c.choices->spec(c.index);
 }
@@ -1021,6 +1073,10 @@ std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOper
 void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha,
                double beta, const RunOptions& options) {
   require_operation(catalog::Operation::Gemm, "run(A, B, C, D)");
+  if (Gemm& plan = plan_for(A, B, C, D, beta); &plan != this) {
+    plan.run(A, B, C, D, alpha, beta, options);
+    return;
+  }
   // Check every tensor against the plan; nothing is written before all checks pass.
   const Problem p = check_problem(A, B, C, D, beta);
   const std::optional<detail::MatrixOperand> bias = check_bias_operand(options.bias, p);

@@ -60,3 +60,19 @@ def test_sm90_conv_plans_serve_the_2x_only_problems_and_settings_unless_pinned()
     assert fprop.kernel_cc == 80 and fprop.swizzling_functor == gemmkit.SwizzlingFunctor.IdentitySwizzle4
     with pytest.raises(gemmkit.ConfigError, match="1, 2, 4 or 8"):
         fprop.swizzling_stride = 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_odd_leading_dimensions_run_exactly_by_default(dtype_name):
+    # torch runs an f16 777 x 1999 x 3001 GEMM with odd leading dimensions; a default plan does too (SIMT kernels).
+    torch = pytest.importorskip("torch")
+    dtype = getattr(torch, dtype_name)
+    a = torch.randint(-2, 3, (777, 3001), device="cuda").to(dtype)
+    b = torch.randint(-2, 3, (3001, 1999), device="cuda").to(dtype)
+    d = torch.empty(777, 1999, device="cuda", dtype=dtype)
+    plan = gemmkit.Gemm(element=dtype, element_accumulator=torch.float32, layout=gemmkit.LayoutType.RowMajor)
+    spec = plan.spec_for(a, b, None, d, 0.0)
+    assert spec.opclass == gemmkit.OpcodeClass.Simt
+    plan.run(a, b, None, d)
+    assert torch.equal(d, (a.double() @ b.double()).to(dtype))
