@@ -43,7 +43,8 @@ TEST(Catalog, EnumerationCountsPerArchitectureAndType) {
   EXPECT_EQ(cat::tile_descriptions(90, gk::OpClass::TensorOp, f16, sm90).size(), 111u);
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::Simt, f16, sm80).size(), 1u);  // one generic SIMT tile
   const auto f32 = types(gk::DataType::f32, gk::DataType::f32, gk::DataType::f32);
-  EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, f32, sm80).size(), 36u);  // tf32 and 3xTF32 each
+  // tf32, 3xTF32, fast_bf16 and fast_f16 each (18 tiles)
+  EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, f32, sm80).size(), 72u);
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::Simt, f32, sm80).size(), 11u);
   const auto f64 = types(gk::DataType::f64, gk::DataType::f64, gk::DataType::f64);
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, f64, sm80).size(), 13u);
