@@ -302,6 +302,8 @@ class MathInstruction:
     The instruction a configuration issues (the reference's MathInstruction): its shape, the element types it multiplies, the opcode class and the math operation.
     """
 
+    def __init__(self) -> None: ...
+
     @property
     def instruction_shape(self) -> list[int]: ...
 

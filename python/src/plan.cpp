@@ -60,6 +60,7 @@ void bind_values(nb::module_& m) {
       m, "MathInstruction",
       "The instruction a configuration issues (the reference's MathInstruction): its shape, the "
       "element types it multiplies, the opcode class and the math operation.")
+      .def(nb::init<>())
       .def_ro("instruction_shape", &MathInstruction::instruction_shape)
       .def_ro("element_a", &MathInstruction::element_a)
       .def_ro("element_b", &MathInstruction::element_b)
