@@ -257,20 +257,27 @@ TEST(GpuSplitK, ParallelSplitKCapturedIntoAGraphAndReplayed) {
 
 // GEMMKIT_WAIT_FOR_BEST=1 does for parallel split-K what RunOptions::wait_for_best does: the first run() launches
 // the parallel kernel itself (compiled or loaded there), not a serial stand-in while it builds in the background.
+// It tests the knob where the parallel kernel is not in the cache yet (a fresh GEMMKIT_CACHE_DIR, no prebuild).
 TEST(GpuSplitK, WaitForBestKnobRunsTheParallelKernelOnTheFirstRun) {
   REQUIRE_SM90();
   gk::Gemm plan = cases::parallel_split_k_plan(device_cc(), gk::Activation::Identity, gk::Layout::RowMajor);
   Operands o(cases::kParallelSplitKShape);
   o.fill_integers();
+  HostMatrix bias(gk::DataType::f16, 1, o.D.rows(), gk::Layout::RowMajor);  // the case's plans add a per-row bias
+  bias.fill_integers(68, -4, 4);
+  const auto bias_view = gk::TensorView::host(const_cast<void*>(bias.data()), bias.dtype(), {bias.cols()});
+  gk::RunOptions options;
+  options.bias = &bias_view;
   const gk::TensorView C = o.C.view();
   const gk::KernelSpec spec = plan.spec_for(o.A.view(), o.B.view(), &C, o.D.view(), 1.0);
   ASSERT_EQ(spec.split_k_mode, gk::SplitKMode::Parallel) << spec.name();
   ASSERT_EQ(setenv("GEMMKIT_WAIT_FOR_BEST", "1", 1), 0);
   const gk::CacheCounters before = gk::cache_counters();
-  plan.run(o.A.view(), o.B.view(), &C, o.D.view(), 1.0, 1.0);
+  plan.run(o.A.view(), o.B.view(), &C, o.D.view(), 1.0, 1.0, options);
   const gk::CacheCounters after = gk::cache_counters();
   unsetenv("GEMMKIT_WAIT_FOR_BEST");
   EXPECT_EQ(plan.running_kernel_name(o.A.view(), o.B.view(), &C, o.D.view(), 1.0), spec.name());
   EXPECT_EQ(after.background_builds, before.background_builds);  // nothing left to build behind the caller's back
-  EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 1.0, 0, 1, {}).max_abs_error, 0.0);
+  const gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(), &bias, gk::BiasMode::PerRow};
+  EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 1.0, 0, 1, epilogue).max_abs_error, 0.0);
 }
