@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <optional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -192,6 +193,11 @@ inline KernelSpec conv_spec(const ConvCase& c, int cc) {
   const TensorView a = view(c.ab, c.shape.a(c.kind)), b = view(c.ab, c.shape.b(c.kind)),
                    d = view(c.cd, c.shape.d(c.kind));
   return plan.spec_for(a, b, c.beta != 0.0 ? &d : nullptr, d, c.shape.geometry, c.beta);
+}
+
+// How gtest prints a case (and so how ctest lists the test): its name, not a dump of its bytes.
+inline void PrintTo(const ConvCase& c, std::ostream* os) {
+  *os << c.name;
 }
 
 }  // namespace gemmkit::gpu_cases

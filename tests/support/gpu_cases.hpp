@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -443,4 +444,39 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
   return out;
 }
 
+// How gtest prints a case (and so how ctest lists the test): its name, not a dump of its bytes.
+inline void PrintTo(const TypeCase& c, std::ostream* os) {
+  *os << c.name;
+}
+inline void PrintTo(const LayoutCase& c, std::ostream* os) {
+  *os << c.name();
+}
+inline void PrintTo(const ConfigCase& c, std::ostream* os) {
+  *os << c.label;
+}
+inline void PrintTo(const GroupedCase& c, std::ostream* os) {
+  *os << c.label;
+}
+inline void PrintTo(const Fp8Case& c, std::ostream* os) {
+  *os << c.label;
+}
+inline void PrintTo(const Fp8ScaleCase& c, std::ostream* os) {
+  *os << c.label;
+}
+
 }  // namespace gemmkit::gpu_cases
+
+namespace gemmkit {
+
+// gemmkit's enums as gtest prints them in a parameter (Combine tuples): their names.
+inline void PrintTo(DataType value, std::ostream* os) {
+  *os << to_string(value);
+}
+inline void PrintTo(Activation value, std::ostream* os) {
+  *os << to_string(value);
+}
+inline void PrintTo(Layout value, std::ostream* os) {
+  *os << to_string(value);
+}
+
+}  // namespace gemmkit

@@ -336,6 +336,10 @@ struct Damage {
   std::function<void(const fs::path& entry)> apply;
 };
 
+void PrintTo(const Damage& d, std::ostream* os) {
+  *os << d.name;  // ctest lists the test by it, not by a dump of the struct's bytes
+}
+
 class DamagedEntryTest : public CacheTest, public ::testing::WithParamInterface<Damage> {};
 
 TEST_P(DamagedEntryTest, IsMovedAsideAndRebuilt) {

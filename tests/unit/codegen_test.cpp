@@ -285,6 +285,10 @@ struct ActivationFunctor {
   const char* for_f32_output;    // CUTLASS's, in cutlass/epilogue/thread/activation.h
 };
 
+void PrintTo(const ActivationFunctor& f, std::ostream* os) {
+  *os << to_string(f.activation);  // ctest lists the test by it, not by a dump of the struct's bytes
+}
+
 class CodegenActivations : public ::testing::TestWithParam<ActivationFunctor> {};
 
 // Each activation reaches both families' templates as its functor, and names the kernel; sigmoid, SiLU and GELU
