@@ -98,6 +98,7 @@ bool simt_types(const OperandTypes& t) {
   if (t.a != t.b) return false;
   switch (t.a) {
     case DataType::f16: return t.accumulator == DataType::f32 || t.accumulator == DataType::f16;
+    case DataType::bf16: return t.accumulator == DataType::f32;
     case DataType::f32: return t.accumulator == DataType::f32;
     case DataType::f64: return t.accumulator == DataType::f64;
     case DataType::s8: return t.accumulator == DataType::s32;

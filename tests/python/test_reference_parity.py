@@ -63,11 +63,11 @@ def test_sm90_conv_plans_serve_the_2x_only_problems_and_settings_unless_pinned()
 
 
 @pytest.mark.gpu
-def test_odd_leading_dimensions_run_exactly_by_default():
-    # torch runs an f16 777 x 1999 x 3001 GEMM with odd leading dimensions; a default plan does too (SIMT kernels;
-    # gemmkit has no bf16 SIMT kernel, so bf16 still needs even leading dimensions).
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_odd_leading_dimensions_run_exactly_by_default(dtype_name):
+    # torch runs a 777 x 1999 x 3001 GEMM with odd leading dimensions; a default plan does too (SIMT kernels).
     torch = pytest.importorskip("torch")
-    dtype = torch.float16
+    dtype = getattr(torch, dtype_name)
     a = torch.randint(-2, 3, (777, 3001), device="cuda").to(dtype)
     b = torch.randint(-2, 3, (3001, 1999), device="cuda").to(dtype)
     d = torch.empty(777, 1999, device="cuda", dtype=dtype)

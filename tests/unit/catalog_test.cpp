@@ -72,7 +72,7 @@ TEST(Catalog, OpclassesAndAlignments) {
   EXPECT_EQ(cat::supported_opclasses(90, f16), (std::vector<gk::OpClass>{gk::OpClass::TensorOp, gk::OpClass::Simt}));
   EXPECT_EQ(cat::operand_alignments(80, gk::OpClass::TensorOp, gk::DataType::f16, f16), (std::vector<int>{8, 4, 2}));
   const auto bf16 = types(gk::DataType::bf16, gk::DataType::bf16, gk::DataType::f32);
-  EXPECT_EQ(cat::supported_opclasses(80, bf16), (std::vector<gk::OpClass>{gk::OpClass::TensorOp}));
+  EXPECT_EQ(cat::supported_opclasses(80, bf16), (std::vector<gk::OpClass>{gk::OpClass::TensorOp, gk::OpClass::Simt}));
   EXPECT_EQ(
       cat::kernel_cc_for(90, gk::OpClass::TensorOp, types(gk::DataType::f64, gk::DataType::f64, gk::DataType::f64)),
       80);  // f64 tensor cores: CUTLASS 2.x kernels

@@ -45,6 +45,17 @@ TEST(NarrowOperands, OddLeadingDimensionsRunOnSimtKernelsByDefault) {
   }
 }
 
+TEST(NarrowOperands, Bf16TakesTheSimtKernelsToo) {
+  gk::GemmOptions o = f16_row(90);
+  o.element = gk::DataType::bf16;
+  gk::Gemm plan(o);
+  const gk::KernelSpec spec =
+      plan.spec_for(matrix(gk::DataType::bf16, 777, 3001), matrix(gk::DataType::bf16, 3001, 1999), nullptr,
+                    matrix(gk::DataType::bf16, 777, 1999));
+  EXPECT_EQ(spec.opclass, gk::OpClass::Simt);
+  EXPECT_EQ(spec.name(), "cutlass_simt_bf16_sgemm_bf16_128x128_8x2_tt_align1");
+}
+
 TEST(NarrowOperands, PlansThatChoseTheirKernelsKeepTheTensorError) {
   const gk::TensorView A = matrix(gk::DataType::f16, 777, 3001), B = matrix(gk::DataType::f16, 3001, 1999);
   const gk::TensorView D = matrix(gk::DataType::f16, 777, 1999);
