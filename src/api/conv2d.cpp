@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <exception>
 #include <mutex>
 #include <string>
 
@@ -225,16 +224,7 @@ void Conv2d::set_swizzling_stride(int stride) {
 
 Conv2d& Conv2d::plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                          const Conv2dGeometry& g, double beta) {
-  std::exception_ptr own_error;
-  try {
-    (void)check_conv(A, B, C, D, g, beta);
-    return *this;
-  } catch (const Error&) {
-    if (run_cache_->kernel_cc != 90 || options_.kernel_cc || tile_description()) throw;
-    own_error = std::current_exception();
-  }
-  Conv2d* twin = nullptr;
-  {
+  auto twin = [&]() -> Conv2d& {
     std::lock_guard<std::mutex> lock(run_cache_->mutex);
     if (!run_cache_->cutlass2_twin) {
       Conv2dOptions o = options_;
@@ -245,24 +235,24 @@ Conv2d& Conv2d::plan_for(const TensorView& A, const TensorView& B, const TensorV
       plan->set_split_k(split_k_mode_, split_k_slices_);
       run_cache_->cutlass2_twin = std::move(plan);
     }
-    twin = static_cast<Conv2d*>(run_cache_->cutlass2_twin.get());
+    auto& plan = static_cast<Conv2d&>(*run_cache_->cutlass2_twin);
     // The slope and split-K are run-time settings; the others invalidate this plan's run cache, and with it the twin.
-    if (twin->activation_parameter() != activation_parameter()) {
-      twin->set_activation(activation(), activation_parameter());
+    if (plan.activation_parameter() != activation_parameter())
+      plan.set_activation(activation(), activation_parameter());
+    if (plan.split_k_mode_ != split_k_mode_ || plan.split_k_slices_ != split_k_slices_) {
+      plan.set_split_k(split_k_mode_, split_k_slices_);
     }
-    if (twin->split_k_mode_ != split_k_mode_ || twin->split_k_slices_ != split_k_slices_) {
-      twin->set_split_k(split_k_mode_, split_k_slices_);
-    }
+    return plan;
+  };
+  const bool may_use_twin = run_cache_->kernel_cc == 90 && !options_.kernel_cc && !tile_description();
+  Conv2d& plan = plan_taking(
+      *this, may_use_twin, [&](Conv2d& p) { (void)p.check_conv(A, B, C, D, g, beta); }, twin);
+  if (&plan != this) {
+    note_once("a " + std::string(to_string(kind_)) +
+              " problem the SM90 conv kernels cannot run (e.g. a stride above 1 for dgrad, split-K, narrow channels) "
+              "runs on the CUTLASS 2.x conv kernels; pass kernel_cc=90 to have it refused instead.");
   }
-  try {
-    (void)twin->check_conv(A, B, C, D, g, beta);
-  } catch (const Error&) {
-    std::rethrow_exception(own_error);
-  }
-  note_once("a " + std::string(to_string(kind_)) +
-            " problem the SM90 conv kernels cannot run (e.g. a stride above 1 for dgrad, split-K, narrow channels) "
-            "runs on the CUTLASS 2.x conv kernels; pass kernel_cc=90 to have it refused instead.");
-  return *twin;
+  return plan;
 }
 
 std::array<std::int64_t, 4> Conv2d::output_size(const Extent& x, const Extent& w, const Conv2dGeometry& g) {

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
-#include <exception>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -816,16 +815,7 @@ bool Gemm::may_take_scalar_kernels() const {
 }
 
 Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double beta) {
-  std::exception_ptr own_error;
-  try {
-    (void)check_problem(A, B, C, D, beta);
-    return *this;
-  } catch (const TensorError&) {
-    if (!may_take_scalar_kernels()) throw;
-    own_error = std::current_exception();
-  }
-  Gemm* twin = nullptr;
-  try {
+  auto twin = [&]() -> Gemm& {
     std::lock_guard<std::mutex> lock(run_cache_->mutex);
     if (!run_cache_->cutlass2_twin) {
       GemmOptions o;
@@ -841,17 +831,19 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
       plan->set_activation(activation_, activation_parameter_);
       run_cache_->cutlass2_twin = std::move(plan);
     }
-    twin = run_cache_->cutlass2_twin.get();
+    Gemm& plan = *run_cache_->cutlass2_twin;
     // The slope is a run-time argument; the other settings invalidate this plan's run cache, and with it the twin.
-    if (twin->activation_parameter_ != activation_parameter_) twin->set_activation(activation_, activation_parameter_);
-    (void)twin->check_problem(A, B, C, D, beta);
-  } catch (const Error&) {
-    std::rethrow_exception(own_error);
+    if (plan.activation_parameter_ != activation_parameter_) plan.set_activation(activation_, activation_parameter_);
+    return plan;
+  };
+  Gemm& plan = plan_taking(
+      *this, may_take_scalar_kernels(), [&](Gemm& p) { (void)p.check_problem(A, B, C, D, beta); }, twin);
+  if (&plan != this) {
+    note_once("operands whose leading dimensions or addresses fit none of the " + std::string(to_string(opclass_)) +
+              " kernels' vectors run on the CUTLASS 2.x SIMT kernels (scalar loads); pad the leading dimensions to "
+              "a multiple of 16 bytes for tensor cores.");
   }
-  note_once("operands whose leading dimensions or addresses fit none of the " + std::string(to_string(opclass_)) +
-            " kernels' vectors run on the CUTLASS 2.x SIMT kernels (scalar loads); pad the leading dimensions to a "
-            "multiple of 16 bytes for tensor cores.");
-  return *twin;
+  return plan;
 }
 
 KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,

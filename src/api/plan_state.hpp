@@ -4,6 +4,7 @@
 
 #include <array>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "api/kernel_slots.hpp"
 #include "api/tensor_check.hpp"
+#include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "tuning/choice.hpp"
 
@@ -63,5 +65,26 @@ struct Gemm::RunCache {
   // Conv2d (kernel_cc 90, not pinned): the CUTLASS 2.x plan for the problems SM90 conv kernels cannot run (a Conv2d).
   std::unique_ptr<Gemm> cutlass2_twin;
 };
+
+// The plan that takes a problem: `own` when check(own) passes; else, where `may_use_twin`, the plan twin() makes or
+// finds (a Gemm's or Conv2d's CUTLASS 2.x twin) when check passes on it; otherwise own's error, rethrown.
+template <class Plan, class Check, class Twin>
+Plan& plan_taking(Plan& own, bool may_use_twin, const Check& check, const Twin& twin) {
+  std::exception_ptr own_error;
+  try {
+    check(own);
+    return own;
+  } catch (const Error&) {
+    if (!may_use_twin) throw;
+    own_error = std::current_exception();
+  }
+  try {
+    Plan& other = twin();
+    check(other);
+    return other;
+  } catch (const Error&) {
+    std::rethrow_exception(own_error);
+  }
+}
 
 }  // namespace gemmkit
