@@ -321,7 +321,7 @@ Value prepare_kernels(const Context& ctx) {
     v["cache_hit"] = e.cache_hit;
     v["build_seconds"] = e.build_seconds;
     out.push_back(v);
-    // A build machine's list of what to carry to the GPU machine (scripts/carry-cache --keys).
+    // A build machine's list of what to carry to the GPU machine (tools/dev/carry-cache --keys).
     if (ctx.options.prebuild_cc > 0) std::printf("  %s %s\n", e.cache_key.c_str(), e.kernel_name.c_str());
   }
   return out;

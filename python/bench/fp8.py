@@ -149,7 +149,7 @@ def main():
         if args.cc is None:
             raise SystemExit("--prebuild-only needs --cc (e.g. 90)")
         plans = {name: plan_for(scales[name], args.tile, cc=args.cc) for name in args.variants.split(",")}
-        for kernel in prebuild(plans, shapes(args.quick)):  # key and name: scripts/carry-cache --keys takes these
+        for kernel in prebuild(plans, shapes(args.quick)):  # key and name: tools/dev/carry-cache --keys takes these
             print(f"  {kernel.cache_key} {kernel.kernel_name}")
         return
     if torch is None:

@@ -1,6 +1,6 @@
 """python/bench/overhead.py: host time of one plan.run on a cached kernel with torch device tensors (default
 128^3 fp16), launch only (sync=False) and launch + sync, next to torch.matmul (+ torch.cuda.synchronize) in the
-same process; --tiles adds other configurations of the plan. Writes JSON (--out). Run by scripts/python-gpu-check
+same process; --tiles adds other configurations of the plan. Writes JSON (--out). Run by tools/dev/python-gpu-check
 on the GPU machine."""
 import argparse
 import datetime

@@ -328,7 +328,7 @@ TEST(CompileTier, APackMovesToAFreshCacheAndLoadsWithoutACompile) {
 }
 
 // A build machine compiles the tuner's candidates for a GPU machine and lists each one's cache key (what
-// scripts/carry-cache --keys copies); the listed key is the entry a later compile of that kernel finds.
+// tools/dev/carry-cache --keys copies); the listed key is the entry a later compile of that kernel finds.
 TEST(CompileTier, TunePrebuildListsTheCacheKeysItBuilt) {
   gk::testenv::TempDir cache_dir;
   const auto prebuilt = gk::testing::run_cli(

@@ -1,5 +1,5 @@
 """tests/python/gpu_specs.py: every kernel the Python gpu tier and examples/python use, so that
-scripts/python-gpu-check can compile them all in parallel before pytest runs (`python gpu_specs.py`)."""
+tools/dev/python-gpu-check can compile them all in parallel before pytest runs (`python gpu_specs.py`)."""
 import numpy as np
 
 import gemmkit
@@ -144,5 +144,5 @@ if __name__ == "__main__":
     misses = sum(not k.cache_hit for k in built)
     print(f"{len(built)} kernels ({misses} built, {len(built) - misses} cached) in {time.perf_counter() - start:.1f} s"
           f" into {gemmkit.cache_dir()}")
-    for kernel in built:  # key and name: scripts/carry-cache --keys takes this listing
+    for kernel in built:  # key and name: tools/dev/carry-cache --keys takes this listing
         print(f"  {kernel.cache_key} {kernel.kernel_name}")

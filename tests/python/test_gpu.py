@@ -1,6 +1,6 @@
 """tests/python/test_gpu.py (gpu tier): the walk-throughs as examples/python, and runs on numpy, torch and cupy
 arrays — transposed views, batches, streams, sync=False. Skipped with a reason without a CUDA device, torch or
-cupy. Kernels come from the cache (scripts/python-gpu-check prebuilds gpu_specs.specs() first)."""
+cupy. Kernels come from the cache (tools/dev/python-gpu-check prebuilds gpu_specs.specs() first)."""
 import subprocess
 import sys
 

@@ -2,7 +2,7 @@
 // tests run (usage: gemmkit_gpu_prebuild --cc 90 [--only
 // config,epilogue,types,fuzz,grouped,conv,conv90,fp8,splitk,tuning,suite]
 // [--match REGEX] [--list] [--keys] [--missing]; --missing: only the kernels not in the cache; --keys: list each
-// kernel's cache keys beside its name, for scripts/carry-cache --keys, and stop).
+// kernel's cache keys beside its name, for tools/dev/carry-cache --keys, and stop).
 #include <chrono>
 #include <cstring>
 #include <iostream>

@@ -1,5 +1,5 @@
 // tests/support/sanitize_cases.cpp: one small problem of each kernel family, run by name and checked exactly, for
-// compute-sanitizer (scripts/sanitize). Usage: gemmkit_sanitize_cases --list | --prebuild [--cc 90] | CASE
+// compute-sanitizer (tools/dev/sanitize). Usage: gemmkit_sanitize_cases --list | --prebuild [--cc 90] | CASE
 // Exit status: 0 when D is exact, 1 when it is not or the run failed, 2 for a bad command line or no GPU.
 #include <cuda_runtime_api.h>
 

@@ -1009,7 +1009,7 @@ int cmd_tune(const Values& args, bool suite, bool prebuild, const Output& output
   const auto compiled = gk::compile_many(specs);
   if (prebuild) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    // Each kernel's cache key and name: what a build machine carries to the GPU machine (scripts/carry-cache --keys).
+    // Each kernel's cache key and name: what a build machine carries to the GPU machine (tools/dev/carry-cache --keys).
     std::string listing;
     for (const auto& kernel : compiled) listing += "  " + kernel.cache_key + " " + kernel.kernel_name + "\n";
     output.print(

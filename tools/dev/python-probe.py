@@ -1,5 +1,5 @@
-"""scripts/python-probe.py: one small GEMM through the Python package, announcing each step before taking it, so
-that a crash on the GPU machine names the step (run by `scripts/python-gpu-check` step `debug`)."""
+"""tools/dev/python-probe.py: one small GEMM through the Python package, announcing each step before taking it, so
+that a crash on the GPU machine names the step (run by `tools/dev/python-gpu-check` step `debug`)."""
 import os
 import sys
 
