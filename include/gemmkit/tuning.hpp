@@ -53,9 +53,8 @@ struct TuneResult {
 void to_json(nlohmann::ordered_json& json, const TuneResult& result);
 
 // The winner of a search: the fastest candidate that ran, if it beats the heuristic's choice (candidates[0]) by at
-// least min_gain (a fraction); else the heuristic's. Candidates of one kernel read a few percent apart between runs
-// on the H200, so a smaller lead is noise (a 2.3 % "winner" at 12288^3 ran 9 % slower in the next process: 6.31 ms
-// against 5.80).
+// least min_gain (a fraction); else the heuristic's. Candidates of one kernel read a few percent apart between runs,
+// so a smaller lead is noise that the next process need not repeat.
 std::size_t tuning_winner(const std::vector<TuneCandidate>& candidates, double min_gain = 0.03);
 
 namespace tuning {

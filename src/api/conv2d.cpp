@@ -451,8 +451,8 @@ Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
   const bool sm90 = run_cache_->kernel_cc == 90;
   if (sm90 && kind_ == ConvKind::Fprop && !tile_description()) {
     // A short reduction (res2's 3x3 64 -> 64: 9 steps of the 128 x 64 tile's K) gains from 4 stages over as many as
-    // fit: two CTAs per SM overlap one's prologue and epilogue with the other's MMAs (1.3x at batch 32 and 128 on the
-    // H200, conv-sweep-stages-s7-1); longer ones lose with fewer stages, 2-3 lost everywhere. Measured on fprop only.
+    // fit: two CTAs per SM overlap one's prologue and epilogue with the other's MMAs; longer reductions need the deep
+    // pipeline more than a second CTA. Fprop only: the other kinds were not timed with fewer stages.
     const std::int64_t tile_k = direct.tiles[choice].threadblock_shape[2];
     if ((p.gemm(kind_).k + tile_k - 1) / tile_k <= kShallowPipelineKSteps) {
       return {&conv_choices(p, SplitKMode::Serial, kShallowPipelineStages), choice, {}};

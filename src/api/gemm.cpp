@@ -685,8 +685,8 @@ Gemm::RunChoice Gemm::run_choice(const Problem& p, int sm_count) {
 Gemm::RunChoice Gemm::heuristic_choice(KernelChoices& choices, const Problem& p, int sm_count) {
   const std::size_t heuristic = choose_tile(choices, p, sm_count);
   RunChoice out{&choices, heuristic, k_split(choices, heuristic, p, sm_count), nullptr, 0, 0};
-  // Where the heuristic splits K on the Stream-K kernel, parallel split-K instead when a configuration fits: 0.9-1.1x
-  // cuBLAS where Stream-K's split-K ran 0.48-0.88x (emulated on the H200, splitk-partials-tiles-s6-2). It takes
+  // Where the heuristic splits K on the Stream-K kernel, parallel split-K instead when a configuration fits: its slices
+  // run independently and one kernel adds them, where Stream-K's CTAs wait on each other's partial tiles. It takes
   // precedence over a tuning database entry (tune() times serial configurations only and refuses these shapes).
   if (out.split.mode == Decomposition::SplitK) {
     if (KernelChoices* parallel = parallel_choices(choices, p)) {

@@ -296,9 +296,8 @@ std::size_t cheapest_tile(const std::vector<TileDescription>& tiles, const Probl
 }
 
 // An entry in the default's cluster transposed (1x2 for 2x1), where the default's cluster would pad this CTA shape's
-// tiles along M or N. At M = 128, FP8 128x28672x8192 ran 1.15-1.27x faster on 128 x 128 tiles in 1x2 clusters than on
-// 64 x 128 in 2x1 (fp8-bench-cluster-s11-3-*), f16 and bf16 128x28672x8192 1.03x on 128 x 256 in 1x2 against 64 x 256
-// in 2x1 (suite-llm128-cluster-s11-3-*).
+// tiles along M or N: a padded cluster runs an idle CTA beside every busy one (M = 128 rows in 2x1 clusters of 128-row
+// tiles), which the transposed cluster avoids.
 bool transposed_cluster(const TileDescription& td, const TileDescription& front, const ProblemShape& shape) {
   const Shape3 cluster = front.cluster_shape;
   if (cluster[0] == cluster[1] || td.cluster_shape != Shape3{cluster[1], cluster[0], cluster[2]} ||
@@ -331,8 +330,8 @@ std::size_t full_wave_of_small_tiles(const std::vector<TileDescription>& tiles, 
       smallest = i;
     }
   }
-  // Measured on 64 x 64 only. FP8 plans, whose smallest tile is 64 x 128, ran 128x8192x28672 unsplit at 0.82-0.90x
-  // torch._scaled_mm (fp8-bench-s11-4, s11-3) where parallel split-K had run 1.01-1.09x (fp8-bench-s10-5, s10-3).
+  // 64 x 64 only: one unsplit wave of larger tiles (FP8's smallest is 64 x 128) leaves a long K to too few CTAs, and
+  // parallel split-K beats it there.
   if (smallest == tiles.size() || cta_area(tiles[smallest]) > 64 * 64) {
     return tiles.size();
   }
@@ -443,13 +442,11 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     const std::int64_t last_wave = default_tiles % sm_count;
     if (last_wave == 0 || default_tiles > 4 * sm_count) return 0;
     // A few waves with a partly idle last one (3000^3: 2 waves + 24 tiles): a tile shape that fills the waves better,
-    // when the estimate wins clearly (cheapest_tile's 3%; 128 x 192 ran 1.19x over Stream-K at 3000^3,
-    // sweep-small-tiles-overhead-s9-1); else the default when its last wave is at least half full.
+    // when the estimate wins clearly (cheapest_tile's 3%); else the default when its last wave is at least half full.
     const std::size_t best = cheapest_shape();
     if (best != tiles.size() && best != 0) return best;
     if (last_wave * 2 >= sm_count) return 0;
-    // Else Stream-K spreads the work evenly: 1.4x measured at 2 waves + 1 tile, 1.15x at 3 waves + 52 tiles
-    // (1024x14336x4096, sweep-n14336-overhead-split-s9-4).
+    // Else Stream-K spreads the work evenly, so no SM waits out a mostly empty last wave.
     for (std::size_t i = 0; i < tiles.size(); ++i) {
       if (stream_k(tiles[i]) && tiles[i].cta_tile() == front.cta_tile() &&
           tiles[i].cluster_shape == front.cluster_shape) {
@@ -460,8 +457,8 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   }
   const std::size_t stream_k_tile = smallest_stream_k(tiles, shape);
   if (shape.m <= kDecodeRows && static_cast<double>(shape.n) * shape.k * shape.batch >= kDecodeMinBElements) {
-    // Not 64 x 64: 128 of them unsplit ran 0.74-0.79x cuBLAS at M = 1, 8, 16 against 8192 x 28672, where 64 x 128 in
-    // 2 slices ran 0.90-0.92x (suite-f16-64x64-s11-2).
+    // Not 64 x 64: here the run time is B's reading, and tiles at least 128 wide (or split K) keep more of it in
+    // flight per SM than one wave of 64 x 64.
     auto row_tile = [](const TileDescription& td) {
       return td.cta_tile()[0] == kDecodeRows && td.cta_tile()[1] >= 128 && td.cluster_shape == Shape3{1, 1, 1} &&
              td.kernel_schedule == KernelSchedule::Auto && !stream_k(td);
@@ -474,14 +471,14 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     if (split_k && most_ctas * 2 <= sm_count && splits_k(tiles, stream_k_tile, shape, sm_count)) return stream_k_tile;
     if (narrow != tiles.size()) return narrow;
   }
-  // Few output tiles and a long K: split K across SMs on the smallest Stream-K tile (most work units; CUTLASS's
-  // Stream-K decomposition measured 2x over the default tile at 512x512x16384 on the H200).
+  // Few output tiles and a long K: split K across SMs on the smallest Stream-K tile (most work units, so every SM
+  // takes a share of the K loop instead of a few SMs walking all of it).
   const bool few_tiles = default_tiles * 2 <= sm_count && stream_k_tile != tiles.size();
   const bool long_k = few_tiles && (split_k ? splits_k(tiles, stream_k_tile, shape, sm_count)
                                             : shape.k >= 8 * std::max(shape.m, shape.n));
   // Below a GFLOP the kernel takes microseconds whatever its tile: keep the default, so one compiled kernel serves
-  // every small problem of the plan (at 1024^3, 2 GFLOP, the default's 32 CTAs ran 0.66x cuBLAS); unless each CTA would
-  // walk a K of 64 steps or more alone (a 1x1 conv's wgrad, 64 x 64 over K = 100352, took 0.9 ms unsplit on the H200).
+  // every small problem of the plan; unless each CTA would walk a K of 64 steps or more alone (a 1x1 conv's wgrad,
+  // 64 x 64 over K = 100352), where that serial walk is the whole run time.
   constexpr double kMinFlopsForShapeChoice = 1e9;
   constexpr std::int64_t kLongWalkKSteps = 64;
   const bool long_walk = (shape.k + front.cta_tile()[2] - 1) / front.cta_tile()[2] >= kLongWalkKSteps;
@@ -489,18 +486,15 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     return long_k && long_walk ? stream_k_tile : 0;
   }
   if (long_k) {
-    // Unless the smallest tiles fill one wave: 64 x 64 in 2x1 clusters ran 1.20x cuBLAS at 128x4096x4096 where
-    // parallel split-K on 128 x 64 ran 0.93x, and 0.97-0.99x against 0.94x at 128x4096x{14336,16384}
-    // (suite-f16-64x64-s11-2).
+    // Unless the smallest tiles fill one wave: then they run unsplit, with no partial sums to write and add up.
     const std::size_t small = full_wave_of_small_tiles(tiles, shape, sm_count);
     return small != tiles.size() ? small : stream_k_tile;
   }
   // Otherwise the tile shape with the lowest estimated time.
   const std::size_t best = cheapest_shape();
   if (best == tiles.size()) return 0;
-  // When that is the 64 x 128 tile in one wave, 128 x 64 tiles without a cluster (cuBLAS's choice at 1024^3): 1.36x
-  // over 64 x 128 in 2x1 clusters there (sweep-small-tiles-overhead-s9-1); every tile runs at once, so a cluster's
-  // multicast saves nothing.
+  // When that is the 64 x 128 tile in one wave, 128 x 64 tiles without a cluster (cuBLAS's choice at 1024^3): every
+  // tile runs at once, so a cluster's multicast saves nothing.
   if (tiles[best].cta_tile()[0] == 64 && tiles[best].cta_tile()[1] == 128) {
     for (std::size_t i = 0; i < tiles.size(); ++i) {
       const TileDescription& td = tiles[i];
@@ -517,9 +511,8 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
 std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
                                                  int sm_count, int k_granule) {
   // Relative mainloop throughput of the CTA shapes with partial sums (64-row tiles ran closer to 128 x 128 than in
-  // choose_tile's table, 128 x 64 a little closer still: cuBLAS's tile at 512x512x16384; 64 x 64 in 2 slices ran
-  // 0.72x cuBLAS there where 64 x 128 in 4 ran 0.86x, parallel-64x64-s11-1), and the H200's per-SM f16 rate and
-  // memory bandwidth at what the kernels reach (only their ratio matters).
+  // choose_tile's table, 128 x 64 a little closer still: cuBLAS's tile at 512x512x16384; 64 x 64 well below), and the
+  // H200's per-SM f16 rate and memory bandwidth at what the kernels reach (only their ratio matters).
   auto efficiency = [](const Shape3& cta) {
     const int area = cta[0] * cta[1];
     return area >= 128 * 256 ? 1.0 : area < 64 * 128 ? 0.6 : cta[0] == 64 ? 0.8 : 0.85;

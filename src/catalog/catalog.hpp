@@ -82,8 +82,8 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
                         int sm_count, bool split_k = true);
 
 // Split-K for a problem with few output tiles of `tile` (at most half the SMs) and a K long enough for every split
-// to get at least kMinKTilesPerSplit of the tile's K steps (at 1024^3, 2 splits of 8 steps ran 1.6x slower than 128
-// unsplit 64x128 tiles on the H200): splits ~ sm_count / tiles, at most kMaxSplits. Otherwise
+// to get at least kMinKTilesPerSplit of the tile's K steps (shorter splits spend more on their fill and the partial
+// sums than they save): splits ~ sm_count / tiles, at most kMaxSplits. Otherwise
 // CUTLASS's heuristic (Stream-K for a quantized last wave, data-parallel for many tiles).
 inline constexpr int kMinKTilesPerSplit = 16;
 inline constexpr int kMaxSplits = 16;
@@ -93,7 +93,7 @@ KSplit choose_k_split(const TileDescription& tile, const ProblemShape& shape, in
 // the problem is at least kSwizzleMinClusters clusters tall and wide, so that a wave of tiles in CUTLASS's row order
 // would span one of its extents (and stream that operand from memory again every wave), and where the swizzle pads
 // no tile: CUTLASS rounds the tile counts up to the swizzle times the cluster, and a padded tile costs a full
-// mainloop (swizzle 8 at M = 1024 on 256-row cluster tiles ran 0.5x). Else 1.
+// mainloop (swizzle 8 at M = 1024 on 256-row cluster tiles doubles the tiles to run). Else 1.
 inline constexpr std::int64_t kSwizzleMinClusters = 24;
 int choose_max_swizzle(const TileDescription& tile, const ProblemShape& shape);
 
@@ -129,9 +129,8 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
 // slice count of least estimated time, the GEMM's (one wave at most: tiles x slices <= sm_count; time ~ tile area x
 // K / slices / tile efficiency) plus the partial sums' traffic (slices x m x n x 8 bytes). Each slice is a multiple of
 // `k_granule` elements (16-byte aligned slice starts) and at least kMinParallelKSteps of the tile's K steps. nullopt
-// when no slice count of 2..kMaxSplits fits. Measured on the H200 (bench/results/2026-12-01/splitk-partials-tiles-
-// s6-2_h200.log): the best emulated configurations at 512x512x16384, 128x4096x4096 and 128x4096x14336 are the ones
-// this picks.
+// when no slice count of 2..kMaxSplits fits. The model's constants are fitted so that its picks at 512x512x16384,
+// 128x4096x4096 and 128x4096x14336 are the configurations that ran fastest there.
 inline constexpr int kMinParallelKSteps = 8;
 std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
                                                  int sm_count, int k_granule);

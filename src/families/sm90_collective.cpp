@@ -14,10 +14,10 @@ struct Cta {
 };
 
 // CTA tiles (M x N) of the SM90 table; K depth depends on the element width (128 bytes). FP8's default is 128 x 192,
-// its widest tile (fp8_promotion_fits says why): 0.88-1.06x torch._scaled_mm on the M = 8192 shapes, where 128 x 128
-// ran 0.82-0.89x in the same call (fp8-bench-s10-3); the shape heuristics take 128 x 128 where it fills the waves
-// better. The others have 128 x 192 last, with 128 x 64 (cuBLAS's tile for one wave of mid-size squares) and 64 x 64
-// (one wave of few rows over a long K: M = 128 against N = 4096), so that their ties keep the older tiles.
+// its widest tile (fp8_promotion_fits says why): each promotion waits for the tensor cores to drain, and a wider tile
+// does more work per wait; the shape heuristics take 128 x 128 where it fills the waves better. The others have
+// 128 x 192 last, with 128 x 64 (cuBLAS's tile for one wave of mid-size squares) and 64 x 64 (one wave of few rows
+// over a long K: M = 128 against N = 4096), so that their ties keep the older tiles.
 const std::vector<Cta> kCtas = {{128, 256}, {256, 128}, {128, 128}, {64, 256},
                                 {64, 128},  {128, 192}, {128, 64},  {64, 64}};
 const std::vector<Cta> kFp8Ctas = {{128, 192}, {128, 256}, {256, 128}, {128, 128}, {64, 256}, {64, 128}};
@@ -185,9 +185,8 @@ void check_tma_alignments(const KernelSpec& spec) {
 
 // FP8 mainloops (without fast accumulation) add each few k-blocks' tensor-core sums into a second set of f32
 // accumulators, so a consumer warp group holds its tile twice: up to 64 x 192 fits in registers. The 128 x 256
-// cooperative tile (64 x 256 per warp group) spilled 858 bytes (ptxas -v) and ran at 0.33-0.59x torch._scaled_mm on
-// the H200 (bench/results/2026-12-01/fp8-bench-s2_h200.log); 128 x 192 and 128 x 128 compile without spills
-// (bench/results/dev-machine/fp8-tile-spills.md).
+// cooperative tile (64 x 256 per warp group) spills its accumulators (ptxas -v), which costs far more than the wider
+// tile saves; 128 x 192 and 128 x 128 compile without spills (bench/results/dev-machine/fp8-tile-spills.md).
 bool fp8_promotion_fits(const Cta& cta, KernelSchedule schedule) {
   const bool cooperative = schedule == KernelSchedule::TmaWarpSpecializedCooperative ||
                            (schedule == KernelSchedule::Auto && cta.m >= 128);  // as CUTLASS's builder resolves Auto

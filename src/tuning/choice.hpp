@@ -19,7 +19,7 @@ struct Problem {
 };
 
 // One plan's tuned_choice answers by problem, for one snapshot of the database: a search builds JSON keys of the plan
-// and of every configuration (0.3-0.5 ms measured on the H200), far too much for each run().
+// and of every configuration, which costs far more than a kernel launch: too much for each run().
 struct LookupMemo {
   std::mutex mutex;
   std::uint64_t snapshot = 0;

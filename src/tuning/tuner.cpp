@@ -95,7 +95,7 @@ double max_difference(DataType type, const std::vector<std::byte>& got, const st
 // Milliseconds per call of each of `calls`: each warmed up (>= warmup_calls and >= warmup_ms of untimed calls) and
 // sized to batches of about batch_ms; then `rounds` rounds, each timing one batch of every call in turn (CUDA events
 // on the stream); the median per call. Interleaved, the GPU's clock and thermal drift falls on every candidate
-// alike: timed one after another, the same kernel read up to 12% apart at 8192^3 on the H200.
+// alike, where timed one after another the same kernel reads several percent apart.
 std::vector<double> time_calls(const std::vector<std::function<void()>>& calls, const TuneOptions& o) {
   cudaEvent_t start = nullptr, stop = nullptr;
   GK_CUDA_CHECK(cudaEventCreate(&start));

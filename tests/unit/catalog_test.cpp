@@ -90,8 +90,8 @@ TEST(CatalogHeuristic, LargeProblemsKeepTheDefault) {
 TEST(CatalogHeuristic, WavesCountWholeClusters) {
   const auto spec = sm90_f16_spec();
   const auto tiles = sm90_f16_tiles();
-  // M = 128: a 2x1 cluster of 128-row tiles would run an idle CTA beside every busy one (0.54x cuBLAS measured at
-  // 128 x 14336 x 4096); the choice covers the 128 rows with one cluster row and no idle CTA.
+  // M = 128: a 2x1 cluster of 128-row tiles would run an idle CTA beside every busy one; the choice covers the 128
+  // rows with one cluster row and no idle CTA.
   for (const std::int64_t n : {14336, 28672}) {
     const auto chosen = tiles[cat::choose_tile(tiles, spec, {128, n, 4096, 1}, 132)];
     EXPECT_LE(chosen.cta_tile()[0] * chosen.cluster_shape[0], 128) << n << ": " << chosen.to_string();
@@ -101,8 +101,7 @@ TEST(CatalogHeuristic, WavesCountWholeClusters) {
 TEST(CatalogHeuristic, TheTransposedClusterIsWeighedWhereTheDefaultClusterPads) {
   const auto spec = sm90_f16_spec();
   const auto tiles = sm90_f16_tiles();
-  // M = 128, N = 28672: one wave of 128 x 256 tiles in 1x2 clusters beats two of 64 x 256 in 2x1 by the estimate (and
-  // ran 1.03x faster, bench/results/2026-12-02/suite-llm128-cluster-s11-3-*).
+  // M = 128, N = 28672: one wave of 128 x 256 tiles in 1x2 clusters beats two of 64 x 256 in 2x1 by the estimate.
   const auto wide = tiles[cat::choose_tile(tiles, spec, {128, 28672, 8192, 1}, 132)];
   EXPECT_EQ(wide.cta_tile(), (gk::Shape3{128, 256, 64})) << wide.to_string();
   EXPECT_EQ(wide.cluster_shape, (gk::Shape3{1, 2, 1})) << wide.to_string();

@@ -101,8 +101,8 @@ TEST(Fp8Plan, EveryListedTileIsValidWithKTile128) {
   EXPECT_TRUE(has_128x192);
 }
 
-// M = 128: the default's 2x1 cluster of 128-row tiles would idle half its CTAs; 128 x 128 tiles in 1x2 clusters ran
-// 1.15-1.27x faster than 64 x 128 in 2x1 there (bench/results/2026-12-02/fp8-bench-cluster-s11-3-*).
+// M = 128: the default's 2x1 cluster of 128-row tiles would idle half its CTAs; 128 x 128 tiles in 1x2 clusters idle
+// none.
 TEST(Fp8Plan, FewRowsTakeTheTransposedClusterWhereTheDefaultPads) {
   gk::Gemm plan(fp8_tn(90));
   const gk::KernelSpec wide = plan.spec_for_problem(128, 28672, 8192);
@@ -110,8 +110,8 @@ TEST(Fp8Plan, FewRowsTakeTheTransposedClusterWhereTheDefaultPads) {
   EXPECT_EQ(wide.tile.cluster_shape, (gk::Shape3{1, 2, 1})) << wide.name();
   // Many rows keep the default 2x1 cluster.
   EXPECT_EQ(plan.spec_for_problem(8192, 8192, 8192).tile.cluster_shape, (gk::Shape3{2, 1, 1}));
-  // One wave of 64 x 128 tiles over a long K still splits K in parallel (FP8 has no 64 x 64 tile; unsplit ran
-  // 0.82-0.90x torch._scaled_mm against 1.01-1.09x split).
+  // One wave of 64 x 128 tiles over a long K still splits K in parallel (FP8 has no 64 x 64 tile, and unsplit the
+  // long K would fall to too few CTAs).
   EXPECT_EQ(plan.spec_for_problem(128, 8192, 28672).split_k_mode, gk::SplitKMode::Parallel);
 }
 

@@ -192,14 +192,15 @@ TEST(SwizzleChoice, ProblemsManyClustersTallAndWideSwizzleWithoutPaddingATile) {
   ASSERT_EQ(front.cta_tile()[0], 128);
   ASSERT_EQ(front.cta_tile()[1], 256);
   ASSERT_EQ(front.cluster_shape, (gk::Shape3{2, 1, 1}));
-  // Measured on the H200 (suite-f16-swizzle-s10-1): swizzle 8 ran 2-4 % faster at 16384^3 and 8192x28672x8192.
+  // Large problems: without a swizzle a wave of tiles spans a whole extent and streams that operand again every wave.
   EXPECT_EQ(cat::choose_max_swizzle(front, {16384, 16384, 16384}), 8);
   EXPECT_EQ(cat::choose_max_swizzle(front, {8192, 28672, 8192}), 8);
   // 56 x 28 CTA tiles: 8 would pad M to 64, 4 pads nothing.
   EXPECT_EQ(cat::choose_max_swizzle(front, {7168, 7168, 4096}), 4);
   // 65 CTA rows: any swizzle pads.
   EXPECT_EQ(cat::choose_max_swizzle(front, {8320, 8192, 4096}), 1);
-  // Few clusters along one extent (a wave spans it already): 4 at M = 1024 (swizzle 8 there ran 0.5x), 16 at 4096.
+  // Few clusters along one extent (a wave spans it already): 4 at M = 1024 (swizzle 8 would double the tiles), 16 at
+  // 4096.
   EXPECT_EQ(cat::choose_max_swizzle(front, {1024, 28672, 8192}), 1);
   EXPECT_EQ(cat::choose_max_swizzle(front, {4096, 4096, 4096}), 1);
   EXPECT_EQ(cat::choose_max_swizzle(front, {8192, 4096, 4096}), 1);
@@ -318,9 +319,8 @@ TEST(SplitKPlan, BadSettingsAreConfigErrorsThatSayWhatToDo) {
 }
 
 // SM90 parallel split-K: where run() would split K on the Stream-K kernel, a partial-sums GEMM over K slices and a
-// reduction kernel with the epilogue instead, on 128 x 64 tiles (cuBLAS's on 512x512x16384; 0.85-0.87x cuBLAS there
-// against 0.79-0.82x on 64 x 128, bench/results/2026-12-01/suite-f16-bf16-memo-tiles-s9-1_h200.md), on 64 x 128 at
-// M = 16 (38 TFLOP/s against 23 on 128 x 64, bench/results/2026-12-02/parallel-tiles-s11-2_h200.md).
+// reduction kernel with the epilogue instead, on 128 x 64 tiles (cuBLAS's on 512x512x16384), on 64 x 128 at M = 16
+// (a 64-row tile pads 16 rows to 64, not to 128).
 TEST(ParallelSplitK, LongKOverFewTilesRunsParallelSplitKOnTheMeasuredConfigurations) {
   gk::Gemm plan(f16_row(90));
   struct Case {

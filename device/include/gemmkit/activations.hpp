@@ -1,6 +1,6 @@
 // device/include/gemmkit/activations.hpp: sigmoid, SiLU and GELU (erf form) for kernels whose output D is 16-bit
-// (f16, bf16). CUTLASS's functors use the IEEE-exact expf, erff and division; on the H200 that math cost 5-15 % of
-// a 4096^3 f16 GEMM (bench/results/2026-11-30); these compute in float with the hardware's exp and reciprocal
+// (f16, bf16). CUTLASS's functors use the IEEE-exact expf, erff and division, whose cost shows in a large GEMM's
+// time; these compute in float with the hardware's exp and reciprocal
 // approximations (__expf, __fdividef): relative error below 2e-5 wherever a 16-bit result is not 0, far under a
 // 16-bit output's rounding (2^-11 for f16, 2^-8 for bf16). Kernels with an f32 / f64 D keep CUTLASS's functors.
 #pragma once
