@@ -4,10 +4,11 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "gemmkit/errors.hpp"
-#include "gemmkit/gemm.hpp"
+#include "gemmkit/plan.hpp"
 
 namespace gemmkit {
 
@@ -57,9 +58,18 @@ struct Conv2dSplitK {
 //     (persistent, its run-time tile choice, split-K for a long wgrad), and spec_for names it
 //     (cutlass3x_sm90_tensorop_gemm_...). A tile description set on the plan keeps the conv kernel.
 // Tensors are 4-D, packed, channels innermost (NHWC / KRSC). Thread-safe like Gemm::run.
-class Conv2d : public Gemm {
+class Gemm;
+class KernelModule;
+namespace selection {
+struct KernelChoices;
+}
+
+class Conv2d : public Plan {
  public:
   explicit Conv2d(const Conv2dOptions& options);
+  ~Conv2d() override;
+  Conv2d(Conv2d&&) noexcept;
+  Conv2d& operator=(Conv2d&&) noexcept;
 
   ConvKind kind() const { return kind_; }
 
@@ -71,7 +81,7 @@ class Conv2d : public Gemm {
 
   // How the kernels walk their operands (kernel_cc 80 only). Unset (the default): construct() names the analytic
   // kernel and run() takes the optimized one whenever the problem allows it (filters of at most 32 x 32).
-  const std::optional<IteratorAlgorithm>& iterator_algorithm() const { return iterator_; }
+  const std::optional<IteratorAlgorithm>& iterator_algorithm() const;
   void set_iterator_algorithm(std::optional<IteratorAlgorithm> algorithm);
   // The 2.x kernels' threadblock swizzle by its stride (1, 2, 4 or 8; the reference's swizzling_stride): Identity<n>,
   // or for strided dgrad problems the strided-dgrad swizzle of that stride.
@@ -79,7 +89,7 @@ class Conv2d : public Gemm {
   void set_swizzling_stride(int stride);
   // Dgrad kernels: unit-stride only (Unity, faster) or any stride. Unset: construct() names the strided kernel and
   // run() picks by the problem's stride.
-  const std::optional<StrideSupport>& stride_support() const { return stride_support_; }
+  const std::optional<StrideSupport>& stride_support() const;
   void set_stride_support(std::optional<StrideSupport> support);
 
   // Split-K (the reference's split_k = (mode, slices)): the reduction (R*S*C for fprop, R*S*K for dgrad, N*P*Q for
@@ -111,28 +121,19 @@ class Conv2d : public Gemm {
   Conv2dSplitK split_k_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                            const Conv2dGeometry& geometry = {}, double beta = 0.0);
 
- protected:
-  void complete_spec(KernelSpec& spec) const override;
-
  private:
-  using Gemm::run;
-  using Gemm::set_bias;
-  using Gemm::set_max_swizzle_size;
-  using Gemm::set_raster_order;
-  using Gemm::spec_for;
-
   struct ConvProblem;
   // What run() launches for a problem: the kernel (a configuration of one list of choices) and the split.
   struct Launch {
-    KernelChoices* choices;
+    selection::KernelChoices* choices;
     std::size_t choice;
     Conv2dSplitK split;
   };
   ConvProblem check_conv(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                          const Conv2dGeometry& geometry, double beta) const;
   // The configurations for this problem's alignments, iterators and split-K mode; `stages` != 0: at that depth.
-  KernelChoices& conv_choices(const ConvProblem& problem, SplitKMode mode, int stages = 0);
-  std::size_t choose(const KernelChoices& choices, const ConvProblem& problem, int sm_count) const;
+  selection::KernelChoices& conv_choices(const ConvProblem& problem, SplitKMode mode, int stages = 0);
+  std::size_t choose(const selection::KernelChoices& choices, const ConvProblem& problem, int sm_count) const;
   Launch launch_for(const ConvProblem& problem, int sm_count);
   // The GEMM plan a pointwise problem runs as (see the class comment), else null.
   Gemm* pointwise_gemm(const ConvProblem& problem);
@@ -156,8 +157,14 @@ class Conv2d : public Gemm {
   Conv2dOptions options_;
   ConvKind kind_;
   int swizzling_stride_ = 1;
-  std::optional<IteratorAlgorithm> iterator_;
-  std::optional<StrideSupport> stride_support_;
+  // What every spec of the plan adds (its iterators), shared with the spec hook of the plan's core.
+  struct Settings {
+    std::optional<IteratorAlgorithm> iterator;
+    std::optional<StrideSupport> stride_support;
+  };
+  std::shared_ptr<Settings> settings_;
+  struct Derived;
+  std::unique_ptr<Derived> derived_;
   std::optional<SplitKMode> split_k_mode_;
   int split_k_slices_ = 0;
 };

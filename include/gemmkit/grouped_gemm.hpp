@@ -5,10 +5,14 @@
 #include <span>
 
 #include "gemmkit/errors.hpp"
-#include "gemmkit/gemm.hpp"
+#include "gemmkit/plan.hpp"
 
 namespace gemmkit {
 
+class KernelModule;
+namespace detail {
+struct MatrixOperand;
+}
 namespace runtime {
 class PinnedMetadata;
 }
@@ -17,7 +21,7 @@ class PinnedMetadata;
 // configured like a Gemm (element types, layouts, opclass, tile descriptions, activation, cc / kernel_cc) and picks
 // from the grouped kernel families: CUTLASS 3.x ptr-array grouped kernels on SM90, 2.x GemmGrouped otherwise (or with
 // kernel_cc = 80). Swizzles, Stream-K and bias do not apply. Thread-safe like Gemm::run.
-class GroupedGemm : public Gemm {
+class GroupedGemm : public Plan {
  public:
   explicit GroupedGemm(const GemmOptions& options);
   ~GroupedGemm() override;
@@ -44,10 +48,6 @@ class GroupedGemm : public Gemm {
                       std::span<const TensorView> D, double beta = 0.0);
 
  private:
-  // A grouped plan runs lists, not the single-GEMM forms.
-  using Gemm::run;
-  using Gemm::spec_for;
-
   struct Groups;
   Groups check_groups(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
                       std::span<const TensorView> D, double beta);

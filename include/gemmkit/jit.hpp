@@ -8,19 +8,11 @@
 
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
+#include "gemmkit/results.hpp"
 #include "gemmkit/kernel_spec.hpp"
 
 namespace gemmkit {
 
-// What a build produced: which kernel, where it is cached, and whether nvcc ran.
-struct CompiledKernel {
-  std::string kernel_name;
-  std::string module_path;
-  std::string cubin_path;  // built on the split path (GEMMKIT_SPLIT_BUILD): the cubin module_path launches; else empty
-  std::string cache_key;
-  bool cache_hit = false;
-  double build_seconds = 0.0;
-};
 
 // JSON as `gemmkit compile --json` prints it: kernel_name, cache ("hit" or "miss"), seconds, module_path, cache_key.
 void to_json(nlohmann::ordered_json& json, const CompiledKernel& kernel);

@@ -1,4 +1,4 @@
-// include/gemmkit/runtime.hpp: the CUDA device as gemmkit sees it, and loaded kernel modules.
+// include/gemmkit/runtime.hpp: loaded kernel modules (the library's own; plans hide them).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -9,30 +9,13 @@
 #include <string>
 
 #include "gemmkit/abi.h"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
+#include "gemmkit/results.hpp"
 
 namespace gemmkit {
 
-struct DeviceInfo {
-  int id = 0;
-  int cc = 0;  // major * 10 + minor
-  int sm_count = 0;
-  int max_smem_per_block = 0;  // opt-in maximum, bytes
-  std::string name;
-};
 
-// Number of visible CUDA devices; 0 when there is none or no driver (never throws).
-int cuda_device_count();
-// The calling thread's current device. Throws CudaError saying that running needs a GPU when there is none.
-int current_device();
-// Properties of a device, queried once per process.
-const DeviceInfo& device_info(int device);
-
-// A device buffer the caller lends to one launch as its workspace (e.g. from a framework's allocator).
-struct Workspace {
-  void* data = nullptr;
-  std::size_t bytes = 0;
-};
 
 // One generated kernel module, loaded with dlopen: its ABI entry points. Safe to use from many threads at once;
 // every launch gets a workspace of its own (see runtime/workspace.hpp), so launches on different streams,

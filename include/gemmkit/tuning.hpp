@@ -11,45 +11,11 @@
 #include <vector>
 
 #include "gemmkit/errors.hpp"
+#include "gemmkit/results.hpp"
 #include "gemmkit/kernel_spec.hpp"
 
 namespace gemmkit {
 
-// How Gemm::tune searches. The candidates are the plan's configurations (tile_descriptions() for the problem's
-// alignments, Stream-K included) ranked by a cheap cost model; the run-time heuristic's choice is always one of them.
-struct TuneOptions {
-  int max_candidates = 12;       // configurations compiled and timed, at most
-  int warmup_calls = 3;          // untimed calls per candidate, at least
-  double warmup_ms = 30.0;       // ... and at least this long per candidate
-  int rounds = 5;                // rounds of one timed batch per candidate (interleaved); the median is kept
-  double batch_ms = 10.0;        // target length of one timed batch
-  double time_budget_s = 110.0;  // candidates not yet checked when this is spent are skipped (compiles included)
-  double min_gain = 0.03;  // a candidate replaces the heuristic's choice only when this much faster (tuning_winner)
-  double alpha = 1.0, beta = 0.0;
-  cudaStream_t stream = nullptr;  // where the candidates run
-  bool store = true;              // write the winner to the tuning database
-  // Progress lines ("compiling 12 candidates ...", one per timed candidate); none when empty.
-  std::function<void(const std::string&)> progress;
-};
-
-// One configuration tried: its time (median ms per call), or why it was left out.
-struct TuneCandidate {
-  TileDescription tile;
-  std::string kernel_name;
-  double ms = 0.0;
-  bool ok = false;
-  std::string error;  // compile failure, refused problem, wrong result, or "over the time budget"
-};
-
-struct TuneResult {
-  std::vector<TuneCandidate> candidates;  // the heuristic's choice first
-  std::size_t best = 0;                   // index into candidates
-  double heuristic_ms = 0.0;              // the kernel run() picked before tuning
-  double seconds = 0.0;                   // the whole search, compiles included
-  bool stored = false;                    // the winner is in the tuning database
-  std::string database;                   // its path
-  const TuneCandidate& winner() const { return candidates.at(best); }
-};
 void to_json(nlohmann::ordered_json& json, const TuneResult& result);
 
 // The winner of a search: the fastest candidate that ran, if it beats the heuristic's choice (candidates[0]) by at

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "api/plan_state.hpp"
+#include "api/plan_internal.hpp"
 #include "api/tensor_check.hpp"
 #include "catalog/catalog.hpp"
 #include "families/sm90_conv2d.hpp"
@@ -184,27 +184,67 @@ struct Conv2d::ConvProblem {
   }
 };
 
+// The plan's own twins and pointwise GEMMs, and the configuration generation they were made for.
+struct Conv2d::Derived {
+  std::mutex mutex;
+  std::uint64_t generation = 0;
+  std::unique_ptr<Conv2d> cutlass2_twin;
+  // The GEMM plan a 1x1, unit-stride, unpadded convolution runs as, one per leaky_relu slope (a run-time value the
+  // GEMM plan holds).
+  std::vector<std::pair<double, std::unique_ptr<Gemm>>> pointwise;
+
+  // Drops what was made for an older configuration; call under the mutex.
+  void keep_to(std::uint64_t now) {
+    if (generation == now) return;
+    cutlass2_twin.reset();
+    pointwise.clear();
+    generation = now;
+  }
+};
+
 Conv2d::Conv2d(const Conv2dOptions& options)
-    : Gemm(gemm_options(options), catalog::Operation::Conv2d), options_(options), kind_(options.kind) {
+    : Plan(gemm_options(options), catalog::Operation::Conv2d),
+      options_(options),
+      kind_(options.kind),
+      settings_(std::make_shared<Settings>()),
+      derived_(std::make_unique<Derived>()) {
+  core_->complete_spec = [kind = kind_, settings = settings_](KernelSpec& spec) {
+    spec.conv_kind = kind;
+    spec.iterator_algorithm = settings->iterator.value_or(IteratorAlgorithm::Analytic);
+    spec.stride_support = settings->stride_support.value_or(StrideSupport::Strided);
+  };
+  core_->invalidate();
   // What SM90 kernels lack for these types and this kind (tf32 dgrad, wgrad): the 2.x kernels, unless kernel_cc=90
   // was asked for (then refused now, naming kernel_cc=80).
-  if (run_cache_->kernel_cc != 90) return;
+  if (core_->cache().kernel_cc != 90) return;
   try {
     (void)spec();
   } catch (const ConfigError&) {
-    if (!move_to_cutlass2(std::string(to_string(types_.a)) + " " + std::string(to_string(kind_)) +
+    if (!move_to_cutlass2(std::string(to_string(core_->config.types.a)) + " " + std::string(to_string(kind_)) +
                           " has no SM90 conv kernel")) {
       throw;
     }
   }
 }
 
+Conv2d::~Conv2d() = default;
+Conv2d::Conv2d(Conv2d&&) noexcept = default;
+Conv2d& Conv2d::operator=(Conv2d&&) noexcept = default;
+
+const std::optional<IteratorAlgorithm>& Conv2d::iterator_algorithm() const {
+  return settings_->iterator;
+}
+
+const std::optional<StrideSupport>& Conv2d::stride_support() const {
+  return settings_->stride_support;
+}
+
 bool Conv2d::move_to_cutlass2(const std::string& why) {
-  if (run_cache_->kernel_cc != 90 || options_.kernel_cc) return false;
-  kernel_cc_ = 80;
-  tile_.reset();  // an SM90 configuration means nothing to the 2.x kernels
-  invalidate();
-  note_once(why + ": this SM" + std::to_string(cc_) +
+  if (core_->cache().kernel_cc != 90 || options_.kernel_cc) return false;
+  core_->config.kernel_cc = 80;
+  core_->config.tile.reset();  // an SM90 configuration means nothing to the 2.x kernels
+  core_->invalidate();
+  note_once(why + ": this SM" + std::to_string(core_->config.cc) +
             " Conv2d plan uses the CUTLASS 2.x conv kernels (kernel_cc 80). Pass kernel_cc=80 to choose them "
             "explicitly, or kernel_cc=90 to have such settings refused.");
   return true;
@@ -225,18 +265,19 @@ void Conv2d::set_swizzling_stride(int stride) {
 Conv2d& Conv2d::plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                          const Conv2dGeometry& g, double beta) {
   auto twin = [&]() -> Conv2d& {
-    std::lock_guard<std::mutex> lock(run_cache_->mutex);
-    if (!run_cache_->cutlass2_twin) {
+    std::lock_guard<std::mutex> lock(derived_->mutex);
+    derived_->keep_to(core_->generation());
+    if (!derived_->cutlass2_twin) {
       Conv2dOptions o = options_;
       o.kernel_cc = 80;
       auto plan = std::make_unique<Conv2d>(o);
       plan->set_activation(activation(), activation_parameter());
-      plan->set_stride_support(stride_support_);
+      plan->set_stride_support(settings_->stride_support);
       plan->set_split_k(split_k_mode_, split_k_slices_);
-      run_cache_->cutlass2_twin = std::move(plan);
+      derived_->cutlass2_twin = std::move(plan);
     }
-    auto& plan = static_cast<Conv2d&>(*run_cache_->cutlass2_twin);
-    // The slope and split-K are run-time settings; the others invalidate this plan's run cache, and with it the twin.
+    Conv2d& plan = *derived_->cutlass2_twin;
+    // The slope and split-K are run-time settings; the others move the configuration's generation, and the twin.
     if (plan.activation_parameter() != activation_parameter())
       plan.set_activation(activation(), activation_parameter());
     if (plan.split_k_mode_ != split_k_mode_ || plan.split_k_slices_ != split_k_slices_) {
@@ -244,7 +285,7 @@ Conv2d& Conv2d::plan_for(const TensorView& A, const TensorView& B, const TensorV
     }
     return plan;
   };
-  const bool may_use_twin = run_cache_->kernel_cc == 90 && !options_.kernel_cc && !tile_description();
+  const bool may_use_twin = core_->cache().kernel_cc == 90 && !options_.kernel_cc && !tile_description();
   Conv2d& plan = plan_taking(
       *this, may_use_twin, [&](Conv2d& p) { (void)p.check_conv(A, B, C, D, g, beta); }, twin);
   if (&plan != this) {
@@ -276,7 +317,7 @@ std::array<std::int64_t, 4> Conv2d::output_size(const Extent& x, const Extent& w
 
 void Conv2d::set_iterator_algorithm(std::optional<IteratorAlgorithm> algorithm) {
   if (algorithm) move_to_cutlass2("an iterator algorithm was set");  // the SM90 conv kernels have none (TMA im2col)
-  change_checked(iterator_, algorithm);
+  change_checked(settings_->iterator, algorithm);
 }
 
 void Conv2d::set_stride_support(std::optional<StrideSupport> support) {
@@ -284,7 +325,7 @@ void Conv2d::set_stride_support(std::optional<StrideSupport> support) {
     throw ConfigError("Stride support 'unity' selects the unit-stride dgrad kernels; " + std::string(to_string(kind_)) +
                       " kernels take any stride.");
   }
-  change_checked(stride_support_, support);
+  change_checked(settings_->stride_support, support);
 }
 
 void Conv2d::set_split_k(std::optional<SplitKMode> mode, int slices) {
@@ -300,20 +341,14 @@ void Conv2d::set_split_k(std::optional<SplitKMode> mode, int slices) {
   split_k_slices_ = slices;
 }
 
-void Conv2d::complete_spec(KernelSpec& spec) const {
-  spec.conv_kind = kind_;
-  spec.iterator_algorithm = iterator_.value_or(IteratorAlgorithm::Analytic);
-  spec.stride_support = stride_support_.value_or(StrideSupport::Strided);
-}
-
 Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B, const TensorView* C,
                                        const TensorView& D, const Conv2dGeometry& g, double beta) const {
   const Roles role = roles(kind_);
-  const Extent a = check_packed(A, role.a, types_.a);
-  const Extent b = check_packed(B, role.b, types_.b);
-  const Extent d = check_packed(D, role.d, types_.d);
+  const Extent a = check_packed(A, role.a, core_->config.types.a);
+  const Extent b = check_packed(B, role.b, core_->config.types.b);
+  const Extent d = check_packed(D, role.d, core_->config.types.d);
   if (C != nullptr) {
-    const Extent c = check_packed(*C, "C", types_.c);
+    const Extent c = check_packed(*C, "C", core_->config.types.c);
     if (c != d) {
       throw TensorError("Tensor C has extents " + extent_text(c) + " but " + std::string(role.d) + " has " +
                         extent_text(d) + "; they must be equal.");
@@ -346,15 +381,15 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
     if (e > INT32_MAX) throw TensorError("Conv2d: an extent of " + std::to_string(e) + " exceeds 2^31-1; split it.");
   }
   // CUTLASS 2.x convs address activations with 32-bit offsets (its can_implement's rule).
-  for (const auto& [extent, type, name] : {std::tuple{x, kind_ == ConvKind::Dgrad ? types_.d : types_.a, "input"},
-                                           {y, kind_ == ConvKind::Fprop ? types_.d : types_.a, "output"}}) {
+  for (const auto& [extent, type, name] : {std::tuple{x, kind_ == ConvKind::Dgrad ? core_->config.types.d : core_->config.types.a, "input"},
+                                           {y, kind_ == ConvKind::Fprop ? core_->config.types.d : core_->config.types.a, "output"}}) {
     const std::int64_t bytes = extent[0] * extent[1] * extent[2] * extent[3] * (bits_of(type) / 8);
     if (bytes >= (std::int64_t{1} << 31)) {
       throw TensorError(std::string("Conv2d: the ") + name + " activation holds " + std::to_string(bytes) +
                         " bytes, over the 2 GiB the conv kernels address; split the batch.");
     }
   }
-  const bool sm90 = run_cache_->kernel_cc == 90;
+  const bool sm90 = core_->cache().kernel_cc == 90;
   if (sm90) {
     families::ConvExtents e;
     e.h = static_cast<int>(p.h), e.w = static_cast<int>(p.w), e.r = static_cast<int>(p.r);
@@ -371,27 +406,27 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
     throw TensorError(
         "Tensor " + name + ": its " + std::to_string(channels) + " channels or its address are not a multiple of " +
         narrowest + " elements, the narrowest vector " +
-        (sm90 ? std::string("SM90 conv kernels (TMA)") : std::string(to_string(opclass_)) + " conv kernels") + " for " +
+        (sm90 ? std::string("SM90 conv kernels (TMA)") : std::string(to_string(core_->config.opclass)) + " conv kernels") + " for " +
         std::string(to_string(type)) + " read. Pad the channels to a multiple of " + narrowest +
         (sm90 ? ", or pass kernel_cc=80 for the CUTLASS 2.x kernels (narrower vectors, and SIMT f32 for any "
                 "channel count)."
               : ", or use f32 with opclass = Simt (any channel count)."));
   };
-  p.alignment_a = fit(A, a[3], types_.a, run_cache_->alignments_a, role.a);
-  p.alignment_b = fit(B, b[3], types_.b, run_cache_->alignments_b, role.b);
-  p.alignment_c = fit(D, d[3], types_.d, run_cache_->alignments_c, role.d);
+  p.alignment_a = fit(A, a[3], core_->config.types.a, core_->cache().alignments_a, role.a);
+  p.alignment_b = fit(B, b[3], core_->config.types.b, core_->cache().alignments_b, role.b);
+  p.alignment_c = fit(D, d[3], core_->config.types.d, core_->cache().alignments_c, role.d);
   if (C != nullptr) {
-    p.alignment_c = std::min(p.alignment_c, fit(*C, d[3], types_.c, run_cache_->alignments_c, "C"));
+    p.alignment_c = std::min(p.alignment_c, fit(*C, d[3], core_->config.types.c, core_->cache().alignments_c, "C"));
   }
   if (sm90) return p;  // TMA im2col kernels: no iterators, no stride support, no split-K (checked above)
   // Optimized iterators precompute masks for filters of at most 32 x 32 (channel counts already fit the vectors).
   const bool optimized_ok = p.r <= 32 && p.s <= 32;
-  if (iterator_ == IteratorAlgorithm::Optimized && !optimized_ok) {
+  if (settings_->iterator == IteratorAlgorithm::Optimized && !optimized_ok) {
     throw ConfigError("Iterator algorithm optimized is invalid for this problem: its filter is " + std::to_string(p.r) +
                       " x " + std::to_string(p.s) +
                       ", over the 32 x 32 the optimized iterators take. Set the iterator algorithm to analytic.");
   }
-  p.iterator = iterator_.value_or(optimized_ok ? IteratorAlgorithm::Optimized : IteratorAlgorithm::Analytic);
+  p.iterator = settings_->iterator.value_or(optimized_ok ? IteratorAlgorithm::Optimized : IteratorAlgorithm::Analytic);
   const bool unit_stride = g.stride[0] == 1 && g.stride[1] == 1;
   if (kind_ == ConvKind::Dgrad && !unit_stride && (g.dilation[0] != 1 || g.dilation[1] != 1)) {
     throw ConfigError(
@@ -400,7 +435,7 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
         std::to_string(g.stride[0]) + "x" + std::to_string(g.stride[1]) + " and dilation " +
         std::to_string(g.dilation[0]) + "x" + std::to_string(g.dilation[1]) + ".");
   }
-  if (stride_support_ == StrideSupport::Unity && !unit_stride) {
+  if (settings_->stride_support == StrideSupport::Unity && !unit_stride) {
     throw ConfigError("Stride support unity is invalid for this problem: its stride is " + std::to_string(g.stride[0]) +
                       "x" + std::to_string(g.stride[1]) + ". Set the stride support to strided (or unset it).");
   }
@@ -410,45 +445,30 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
         "split_k_slices to 1 for this problem.");
   }
   p.stride_support =
-      stride_support_.value_or(kind_ == ConvKind::Dgrad && unit_stride ? StrideSupport::Unity : StrideSupport::Strided);
+      settings_->stride_support.value_or(kind_ == ConvKind::Dgrad && unit_stride ? StrideSupport::Unity : StrideSupport::Strided);
   return p;
 }
 
-Gemm::KernelChoices& Conv2d::conv_choices(const ConvProblem& p, SplitKMode mode, int stages) {
-  std::lock_guard<std::mutex> lock(run_cache_->mutex);
-  for (auto& choices : run_cache_->choices) {
-    if (choices.a == p.alignment_a && choices.b == p.alignment_b && choices.c == p.alignment_c &&
-        choices.base.iterator_algorithm == p.iterator && choices.base.stride_support == p.stride_support &&
-        choices.base.split_k_mode == mode && choices.stages == stages) {
-      return choices;
-    }
-  }
-  KernelChoices choices{
-      p.alignment_a, p.alignment_b, p.alignment_c, base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
-  choices.base.iterator_algorithm = p.iterator;
-  choices.base.stride_support = p.stride_support;
-  choices.base.split_k_mode = mode;
-  choices.tiles = valid_tiles(choices.base);
-  if (stages != 0) {  // fewer stages than fit take less shared memory: valid wherever the automatic count is
-    for (TileDescription& td : choices.tiles) td.stages = stages;
-    choices.stages = stages;
-  }
-  choices.slots.resize(choices.tiles.size());
-  run_cache_->choices.push_back(std::move(choices));
-  return run_cache_->choices.back();
+selection::KernelChoices& Conv2d::conv_choices(const ConvProblem& p, SplitKMode mode, int stages) {
+  selection::ProblemKey key;
+  key.alignment_a = p.alignment_a;
+  key.alignment_b = p.alignment_b;
+  key.alignment_c = p.alignment_c;
+  const selection::SpecVariant variant{p.iterator, p.stride_support, mode, stages};
+  return core_->choices_for(key, &variant);
 }
 
-std::size_t Conv2d::choose(const KernelChoices& choices, const ConvProblem& p, int sm_count) const {
+std::size_t Conv2d::choose(const selection::KernelChoices& choices, const ConvProblem& p, int sm_count) const {
   if (tile_description()) return 0;
   return catalog::choose_tile(choices.tiles, choices.base, p.gemm(kind_), sm_count);
 }
 
 Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
-  KernelChoices& direct = conv_choices(p, SplitKMode::Serial);
+  selection::KernelChoices& direct = conv_choices(p, SplitKMode::Serial);
   std::size_t choice = choose(direct, p, sm_count);
   // By default only wgrad splits (its K = N*P*Q is long, its output small); SM90's TMA im2col kernels never do (a
   // forced count was refused by check_conv).
-  const bool sm90 = run_cache_->kernel_cc == 90;
+  const bool sm90 = core_->cache().kernel_cc == 90;
   if (sm90 && kind_ == ConvKind::Fprop && !tile_description()) {
     // A short reduction (res2's 3x3 64 -> 64: 9 steps of the 128 x 64 tile's K) gains from 4 stages over as many as
     // fit: two CTAs per SM overlap one's prologue and epilogue with the other's MMAs; longer reductions need the deep
@@ -471,23 +491,24 @@ Conv2d::Launch Conv2d::launch_for(const ConvProblem& p, int sm_count) {
   const SplitKMode mode = split_k_mode_.value_or(SplitKMode::Parallel);
   if (mode == SplitKMode::Serial) return {&direct, choice, {mode, slices}};
   // The same configurations with the partial-sums epilogue and the reduction kernel.
-  KernelChoices& parallel = conv_choices(p, SplitKMode::Parallel);
+  selection::KernelChoices& parallel = conv_choices(p, SplitKMode::Parallel);
   return {&parallel, choice, {mode, slices}};
 }
 
 Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
-  if (!p.runs_as_gemm(kind_) || run_cache_->kernel_cc != 90 || tile_description()) return nullptr;
+  if (!p.runs_as_gemm(kind_) || core_->cache().kernel_cc != 90 || tile_description()) return nullptr;
   const double slope = activation_parameter();
-  std::lock_guard<std::mutex> lock(run_cache_->mutex);
-  for (const auto& [parameter, gemm] : run_cache_->pointwise) {
+  std::lock_guard<std::mutex> lock(derived_->mutex);
+  derived_->keep_to(core_->generation());
+  for (const auto& [parameter, gemm] : derived_->pointwise) {
     if (parameter == slope) return gemm.get();
   }
   const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.h * p.w, p.c, p.k);
   GemmOptions o;
-  o.element_a = types_.a, o.element_b = types_.b, o.element_c = types_.c, o.element_d = types_.d;
-  o.element_accumulator = types_.accumulator;
+  o.element_a = core_->config.types.a, o.element_b = core_->config.types.b, o.element_c = core_->config.types.c, o.element_d = core_->config.types.d;
+  o.element_accumulator = core_->config.types.accumulator;
   o.layout_a = a.layout, o.layout_b = b.layout, o.layout_c = d.layout;
-  o.cc = cc_;
+  o.cc = core_->config.cc;
   o.kernel_cc = 90;
   std::unique_ptr<Gemm> gemm;
   try {
@@ -496,7 +517,7 @@ Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
   } catch (const ConfigError&) {
     gemm.reset();  // no GEMM kernel for these types: the conv kernel runs the problem
   }
-  return run_cache_->pointwise.emplace_back(slope, std::move(gemm)).second.get();
+  return derived_->pointwise.emplace_back(slope, std::move(gemm)).second.get();
 }
 
 Conv2d::PointwiseOperands Conv2d::pointwise_operands(const ConvProblem& p, const TensorView& A, const TensorView& B,
@@ -531,7 +552,7 @@ KernelSpec Conv2d::spec_for(const TensorView& A, const TensorView& B, const Tens
     const PointwiseOperands o = pointwise_operands(p, A, B, C, D);
     return gemm->spec_for(o.a, o.b, o.c ? &*o.c : nullptr, o.d, beta);
   }
-  const Launch launch = launch_for(p, sm_count_for_choice());
+  const Launch launch = launch_for(p, core_->sm_count_for_choice());
   return launch.choices->spec(launch.choice);
 }
 
@@ -542,7 +563,7 @@ Conv2dSplitK Conv2d::split_k_for(const TensorView& A, const TensorView& B, const
   }
   const ConvProblem p = check_conv(A, B, C, D, geometry, beta);
   if (pointwise_gemm(p) != nullptr) return {};  // the GEMM's split-K is its own (Gemm::k_split_for)
-  return launch_for(p, sm_count_for_choice()).split;
+  return launch_for(p, core_->sm_count_for_choice()).split;
 }
 
 void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
@@ -574,9 +595,9 @@ void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, 
 
   const Launch launch = launch_for(p, device_info(device).sm_count);
   if (options.print_module) std::fputs(render(launch.choices->spec(launch.choice)).text.c_str(), stdout);
-  KernelModule& module = module_for(*launch.choices, launch.choice, options.wait_for_best);
+  KernelModule& module = core_->module_for(*launch.choices, launch.choice, options.wait_for_best);
   runtime::Staging staging(options.stream);
-  const runtime::LaunchOperand d = launch_operand(D, types_.d);
+  const runtime::LaunchOperand d = launch_operand(D, core_->config.types.d);
   gk_conv2d_args args{};
   args.n = static_cast<int32_t>(p.n), args.h = static_cast<int32_t>(p.h), args.w = static_cast<int32_t>(p.w);
   args.c = static_cast<int32_t>(p.c), args.k = static_cast<int32_t>(p.k), args.r = static_cast<int32_t>(p.r);
@@ -585,10 +606,10 @@ void Conv2d::run(const TensorView& A, const TensorView& B, const TensorView* C, 
   args.stride_h = geometry.stride[0], args.stride_w = geometry.stride[1];
   args.dilation_h = geometry.dilation[0], args.dilation_w = geometry.dilation[1];
   args.split_k_slices = launch.split.slices;
-  args.A = staging.on_device(launch_operand(A, types_.a));
-  args.B = staging.on_device(launch_operand(B, types_.b));
+  args.A = staging.on_device(launch_operand(A, core_->config.types.a));
+  args.B = staging.on_device(launch_operand(B, core_->config.types.b));
   args.D = staging.on_device(d, /*copy_in=*/false);  // packed: the kernel writes every element
-  if (C != nullptr) args.C = staging.on_device(launch_operand(*C, types_.c));
+  if (C != nullptr) args.C = staging.on_device(launch_operand(*C, core_->config.types.c));
   args.alpha = alpha;
   args.beta = beta;
   args.activation_params[0] = activation_parameter();

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "api/plan_state.hpp"
+#include "api/plan_internal.hpp"
 #include "api/tensor_check.hpp"
 #include "catalog/catalog.hpp"
 #include "gemmkit/errors.hpp"
@@ -61,7 +61,7 @@ struct GroupedGemm::Groups {
 };
 
 GroupedGemm::GroupedGemm(const GemmOptions& options)
-    : Gemm(options, catalog::Operation::GroupedGemm), metadata_(std::make_unique<runtime::PinnedMetadata>()) {}
+    : Plan(options, catalog::Operation::GroupedGemm), metadata_(std::make_unique<runtime::PinnedMetadata>()) {}
 
 GroupedGemm::~GroupedGemm() = default;
 GroupedGemm::GroupedGemm(GroupedGemm&&) noexcept = default;
@@ -81,7 +81,7 @@ GroupedGemm::Groups GroupedGemm::check_groups(std::span<const TensorView> A, std
     throw TensorError("Tensors C: beta is " + std::to_string(beta) +
                       " but no C list was given; pass C or set beta = 0.");
   }
-  const RunCache& cache = *run_cache_;
+  const selection::RunCache& cache = core_->cache();
   Groups groups;
   groups.alignment_a = cache.alignments_a.front();
   groups.alignment_b = cache.alignments_b.front();
@@ -90,9 +90,9 @@ GroupedGemm::Groups GroupedGemm::check_groups(std::span<const TensorView> A, std
   groups.operands.resize(count);
   for (std::size_t g = 0; g < count; ++g) {
     const std::string a_name = group_name("A", g), b_name = group_name("B", g), d_name = group_name("D", g);
-    const detail::MatrixOperand a = detail::check_operand(A[g], a_name.c_str(), types_.a, types_.layout_a);
-    const detail::MatrixOperand b = detail::check_operand(B[g], b_name.c_str(), types_.b, types_.layout_b);
-    const detail::MatrixOperand d = detail::check_operand(D[g], d_name.c_str(), types_.d, types_.layout_c);
+    const detail::MatrixOperand a = detail::check_operand(A[g], a_name.c_str(), core_->config.types.a, core_->config.types.layout_a);
+    const detail::MatrixOperand b = detail::check_operand(B[g], b_name.c_str(), core_->config.types.b, core_->config.types.layout_b);
+    const detail::MatrixOperand d = detail::check_operand(D[g], d_name.c_str(), core_->config.types.d, core_->config.types.layout_c);
     require_matrix(a, a_name);
     require_matrix(b, b_name);
     require_matrix(d, d_name);
@@ -109,24 +109,24 @@ GroupedGemm::Groups GroupedGemm::check_groups(std::span<const TensorView> A, std
     operands.m = a.rows;
     operands.n = b.cols;
     operands.k = a.cols;
-    operands.a = detail::launch_operand(a, A[g], types_.a);
-    operands.b = detail::launch_operand(b, B[g], types_.b);
-    operands.d = detail::launch_operand(d, D[g], types_.d);
+    operands.a = detail::launch_operand(a, A[g], core_->config.types.a);
+    operands.b = detail::launch_operand(b, B[g], core_->config.types.b);
+    operands.d = detail::launch_operand(d, D[g], core_->config.types.d);
     std::optional<detail::MatrixOperand> c;
     if (!C.empty()) {
       const std::string c_name = group_name("C", g);
-      c = detail::check_operand(C[g], c_name.c_str(), types_.c, types_.layout_c);
+      c = detail::check_operand(C[g], c_name.c_str(), core_->config.types.c, core_->config.types.layout_c);
       require_matrix(*c, c_name);
       if (c->rows != d.rows || c->cols != d.cols) {
         throw TensorError("Tensor " + c_name + " is " + dims(*c) + " but " + d_name + " is " + dims(d) +
                           "; C and D of a group have the same shape.");
       }
-      operands.c = detail::launch_operand(*c, C[g], types_.c);
+      operands.c = detail::launch_operand(*c, C[g], core_->config.types.c);
     }
     if (operands.m == 0 || operands.n == 0 || operands.k == 0) continue;  // never read: any alignment will do
     groups.any_work = true;
-    index_a = std::max(index_a, fitting_index(a, types_.a, cache.alignments_a, a_name, alignment_hint()));
-    index_b = std::max(index_b, fitting_index(b, types_.b, cache.alignments_b, b_name, alignment_hint()));
+    index_a = std::max(index_a, fitting_index(a, core_->config.types.a, cache.alignments_a, a_name, alignment_hint()));
+    index_b = std::max(index_b, fitting_index(b, core_->config.types.b, cache.alignments_b, b_name, alignment_hint()));
     index_c = std::max(index_c, output_alignment_index(d, c ? &*c : nullptr, d_name, group_name("C", g)));
   }
   groups.alignment_a = cache.alignments_a[index_a];
@@ -136,37 +136,37 @@ GroupedGemm::Groups GroupedGemm::check_groups(std::span<const TensorView> A, std
 }
 
 const char* GroupedGemm::alignment_hint() const {
-  return run_cache_->kernel_cc >= 90 ? ", or use kernel_cc = 80 (CUTLASS 2.x grouped kernels take narrower vectors)"
+  return core_->cache().kernel_cc >= 90 ? ", or use kernel_cc = 80 (CUTLASS 2.x grouped kernels take narrower vectors)"
                                      : "";
 }
 
 std::size_t GroupedGemm::output_alignment_index(const detail::MatrixOperand& d, const detail::MatrixOperand* c,
                                                 const std::string& d_name, const std::string& c_name) const {
-  const std::vector<int>& candidates = run_cache_->alignments_c;
+  const std::vector<int>& candidates = core_->cache().alignments_c;
   // D is stored in vectors of as many bytes as C's: C's candidates, counted in D's elements.
   std::vector<int> d_vectors;
-  for (int a_c : candidates) d_vectors.push_back(output_alignment(types_.c, types_.d, a_c));
-  std::size_t index = fitting_index(d, types_.d, d_vectors, d_name, alignment_hint());
-  if (c) index = std::max(index, fitting_index(*c, types_.c, candidates, c_name, alignment_hint()));
+  for (int a_c : candidates) d_vectors.push_back(output_alignment(core_->config.types.c, core_->config.types.d, a_c));
+  std::size_t index = fitting_index(d, core_->config.types.d, d_vectors, d_name, alignment_hint());
+  if (c) index = std::max(index, fitting_index(*c, core_->config.types.c, candidates, c_name, alignment_hint()));
   return index;
 }
 
 KernelModule& GroupedGemm::module_for_alignments(int alignment_a, int alignment_b, int alignment_c) {
-  Problem p;
+  selection::ProblemKey p;
   p.alignment_a = alignment_a;
   p.alignment_b = alignment_b;
   p.alignment_c = alignment_c;
-  return module_for(choices_for(p), 0, /*wait=*/true);  // the set tile, else the family's default: no per-shape choice
+  return core_->module_for(core_->choices_for(p), 0, /*wait=*/true);  // the set tile, else the family's default: no per-shape choice
 }
 
 KernelSpec GroupedGemm::spec_for(std::span<const TensorView> A, std::span<const TensorView> B,
                                  std::span<const TensorView> C, std::span<const TensorView> D, double beta) {
   const Groups groups = check_groups(A, B, C, D, beta);
-  Problem p;
+  selection::ProblemKey p;
   p.alignment_a = groups.alignment_a;
   p.alignment_b = groups.alignment_b;
   p.alignment_c = groups.alignment_c;
-  return choices_for(p).spec(0);
+  return core_->choices_for(p).spec(0);
 }
 
 void GroupedGemm::run(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
@@ -190,13 +190,13 @@ void GroupedGemm::run(std::span<const TensorView> A, std::span<const TensorView>
   if (!groups.any_work) return;  // every group is empty: nothing to compute, nothing to write
   KernelModule& module = module_for_alignments(groups.alignment_a, groups.alignment_b, groups.alignment_c);
   if (options.print_module) std::fputs(render(spec_for(A, B, C, D, beta)).text.c_str(), stdout);
-  const runtime::GroupedCall call{alpha, beta, activation_parameter_, device, device_info(device).sm_count};
+  const runtime::GroupedCall call{alpha, beta, core_->config.activation_parameter, device, device_info(device).sm_count};
   runtime::launch_grouped(module, groups.operands, call, *metadata_, options.stream, options.sync);
 }
 
 void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                                  const TensorView& offsets, double alpha, double beta, const RunOptions& options) {
-  if (types_.layout_a != Layout::RowMajor || types_.layout_c != Layout::RowMajor) {
+  if (core_->config.types.layout_a != Layout::RowMajor || core_->config.types.layout_c != Layout::RowMajor) {
     throw ConfigError(
         "run_contiguous stacks the groups' rows in A, C and D: the plan needs layout_A and layout_C "
         "RowMajor (B may be either: ColumnMajor reads transposed weights [G, N, K]).");
@@ -204,9 +204,9 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   if (C == nullptr && beta != 0.0) {
     throw TensorError("Tensor C: beta is " + std::to_string(beta) + " but no C was given; pass C or set beta = 0.");
   }
-  const detail::MatrixOperand a = detail::check_operand(A, "A", types_.a, types_.layout_a);
-  const detail::MatrixOperand b = detail::check_operand(B, "B", types_.b, types_.layout_b);
-  const detail::MatrixOperand d = detail::check_operand(D, "D", types_.d, types_.layout_c);
+  const detail::MatrixOperand a = detail::check_operand(A, "A", core_->config.types.a, core_->config.types.layout_a);
+  const detail::MatrixOperand b = detail::check_operand(B, "B", core_->config.types.b, core_->config.types.layout_b);
+  const detail::MatrixOperand d = detail::check_operand(D, "D", core_->config.types.d, core_->config.types.layout_c);
   require_matrix(a, "A");
   require_matrix(d, "D");
   if (B.rank != 3) {
@@ -222,7 +222,7 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   }
   std::optional<detail::MatrixOperand> c;
   if (C != nullptr) {
-    c = detail::check_operand(*C, "C", types_.c, types_.layout_c);
+    c = detail::check_operand(*C, "C", core_->config.types.c, core_->config.types.layout_c);
     require_matrix(*c, "C");
     if (c->rows != d.rows || c->cols != d.cols) {
       throw TensorError("Tensor C is " + dims(*c) + " but D is " + dims(d) + "; C and D have the same shape.");
@@ -245,10 +245,10 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   }
   if (a.rows == 0 || b.cols == 0 || a.cols == 0 || groups == 0) return;  // nothing to compute, nothing to write
 
-  const RunCache& cache = *run_cache_;
+  const selection::RunCache& cache = core_->cache();
   KernelModule& module =
-      module_for_alignments(cache.alignments_a[fitting_index(a, types_.a, cache.alignments_a, "A", alignment_hint())],
-                            cache.alignments_b[fitting_index(b, types_.b, cache.alignments_b, "B", alignment_hint())],
+      module_for_alignments(cache.alignments_a[fitting_index(a, core_->config.types.a, cache.alignments_a, "A", alignment_hint())],
+                            cache.alignments_b[fitting_index(b, core_->config.types.b, cache.alignments_b, "B", alignment_hint())],
                             cache.alignments_c[output_alignment_index(d, c ? &*c : nullptr, "D", "C")]);
   gk_grouped_contiguous problem{};
   problem.total_m = static_cast<std::int32_t>(a.rows);
@@ -264,7 +264,7 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   problem.ldc = c ? c->ld : d.ld;
   problem.ldd = d.ld;
   problem.batch_stride_b = groups > 1 ? b.batch_stride : 0;
-  const runtime::GroupedCall call{alpha, beta, activation_parameter_, device, device_info(device).sm_count};
+  const runtime::GroupedCall call{alpha, beta, core_->config.activation_parameter, device, device_info(device).sm_count};
   runtime::launch_grouped_contiguous(module, problem, static_cast<int>(groups), call, options.stream, options.sync);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gemmkit/tuning.hpp"
+#include "selection/tuned_memo.hpp"
 
 namespace gemmkit::tuning {
 
@@ -18,13 +19,8 @@ struct Problem {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
 };
 
-// One plan's tuned_choice answers by problem, for one snapshot of the database: a search builds JSON keys of the plan
-// and of every configuration, which costs far more than a kernel launch: too much for each run().
-struct LookupMemo {
-  std::mutex mutex;
-  std::uint64_t snapshot = 0;
-  std::map<std::array<std::int64_t, 4>, std::optional<std::size_t>> choices;  // (m, n, k, batch) -> answer
-};
+// One plan's tuned_choice answers by problem (kept with its kernel choices).
+using LookupMemo = selection::TunedMemo;
 
 // The index into `tiles` (a plan's configurations for one alignment triple, `base` being its kernel without a tile)
 // of the configuration the tuning database holds for this problem on the current device, when that kernel is in the

@@ -1,4 +1,4 @@
-// src/tuning/tuner.cpp: Gemm::tune: a bounded candidate set compiled in parallel, each timed on the real problem and
+// src/tuning/tuner.cpp: the search behind Gemm::tune: a bounded candidate set compiled in parallel, each timed on the real problem and
 // checked against the heuristic's kernel, the fastest stored in the tuning database.
 #include <nlohmann/json.hpp>
 
@@ -9,17 +9,16 @@
 #include <functional>
 #include <vector>
 
-#include "api/plan_state.hpp"
 #include "catalog/catalog.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
-#include "gemmkit/gemm.hpp"
+#include "tuning/tuner.hpp"
 #include "gemmkit/jit.hpp"
 #include "runtime/cuda_check.hpp"
 #include "tuning/choice.hpp"
 #include "util/elements.hpp"
 
-namespace gemmkit {
+namespace gemmkit::tuning {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -28,7 +27,7 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void check_options(const TuneOptions& o) {
+void check_tune_options(const TuneOptions& o) {
   if (o.max_candidates < 1) {
     throw ConfigError("TuneOptions::max_candidates must be at least 1; got " + std::to_string(o.max_candidates) + ".");
   }
@@ -63,9 +62,9 @@ double tolerance(DataType d, DataType accumulator, std::int64_t k) {
 }
 
 // D's addressed elements (its whole span, gaps included: no kernel writes them) copied to the host.
-std::vector<std::byte> copy_output(const detail::MatrixOperand& d, DataType type, cudaStream_t stream) {
-  std::vector<std::byte> host(static_cast<std::size_t>(d.span) * static_cast<std::size_t>(bits_of(type) / 8));
-  GK_CUDA_CHECK(cudaMemcpyAsync(host.data(), d.data, host.size(), cudaMemcpyDeviceToHost, stream));
+std::vector<std::byte> copy_output(const void* data, std::int64_t span, DataType type, cudaStream_t stream) {
+  std::vector<std::byte> host(static_cast<std::size_t>(span) * static_cast<std::size_t>(bits_of(type) / 8));
+  GK_CUDA_CHECK(cudaMemcpyAsync(host.data(), data, host.size(), cudaMemcpyDeviceToHost, stream));
   GK_CUDA_CHECK(cudaStreamSynchronize(stream));
   return host;
 }
@@ -139,106 +138,34 @@ std::vector<double> time_calls(const std::vector<std::function<void()>>& calls, 
   }
 }
 
-void require_device(const TensorView* tensor, const char* name) {
-  if (tensor != nullptr && !tensor->on_device()) {
-    throw TensorError(std::string("Tensor ") + name +
-                      ": tune() times kernels on the GPU and takes device tensors only; copy it to the GPU first.");
-  }
-}
-
 }  // namespace
 
-Gemm Gemm::with_tile(const TileDescription& tile) const {
-  GemmOptions o;
-  o.element_a = types_.a;
-  o.element_b = types_.b;
-  o.element_c = types_.c;
-  o.element_d = types_.d;
-  o.element_accumulator = types_.accumulator;
-  o.layout_a = types_.layout_a;
-  o.layout_b = types_.layout_b;
-  o.layout_c = types_.layout_c;
-  o.cc = cc_;
-  o.kernel_cc = kernel_cc_;
-  Gemm copy(o, operation_);
-  copy.opclass_ = opclass_;
-  copy.swizzle_ = swizzle_;
-  copy.activation_ = activation_;
-  copy.activation_parameter_ = activation_parameter_;
-  copy.bias_ = bias_;
-  copy.scale_ = scale_;
-  copy.raster_order_ = raster_order_;
-  copy.max_swizzle_size_ = max_swizzle_size_;
-  copy.tile_ = tile;
-  copy.invalidate();
-  return copy;
+void check_options(const TuneOptions& o) {
+  check_tune_options(o);
 }
 
-std::vector<std::size_t> Gemm::tuning_indices(const KernelChoices& choices, const Problem& p, int sm_count,
-                                              const TuneOptions& options) const {
+std::vector<std::size_t> candidate_indices(const selection::PlanCore& core, const selection::KernelChoices& choices,
+                                           const selection::ProblemKey& p, int sm_count, const TuneOptions& options) {
   check_options(options);
-  if (tile_) {
+  if (core.config.tile) {
     throw ConfigError(
         "tune() chooses among the plan's configurations, but this plan has one set (set_tile_description or "
         "compile with a tile); tune a plan without one.");
   }
-  const bool swap = run_cache_->transposed;  // the kernel sees D^T's shape, as in choose_tile
+  const bool swap = core.cache().transposed;  // the kernel sees D^T's shape, as in choose_tile
   const catalog::ProblemShape shape{swap ? p.n : p.m, swap ? p.m : p.n, p.k, p.batch};
   return catalog::tuning_candidates(choices.tiles, choices.base, shape, sm_count,
                                     static_cast<std::size_t>(options.max_candidates));
 }
 
-std::vector<KernelSpec> Gemm::tune_candidates(const TensorView& A, const TensorView& B, const TensorView* C,
-                                              const TensorView& D, const TuneOptions& options) {
-  require_operation(catalog::Operation::Gemm, "tune_candidates(A, B, C, D)");
-  const Problem p = check_problem(A, B, C, D, options.beta);
-  const KernelChoices& choices = choices_for(p);
-  const int sm_count = sm_count_for_choice();
-  std::vector<KernelSpec> out;
-  for (const std::size_t i : tuning_indices(choices, p, sm_count, options)) out.push_back(choices.spec(i));
-  return out;
-}
-
-std::size_t tuning_winner(const std::vector<TuneCandidate>& candidates, double min_gain) {
-  std::size_t fastest = 0;
-  for (std::size_t c = 1; c < candidates.size(); ++c) {
-    if (candidates[c].ok && (!candidates[fastest].ok || candidates[c].ms < candidates[fastest].ms)) fastest = c;
-  }
-  if (fastest == 0 || !candidates[0].ok) return fastest;
-  return candidates[fastest].ms <= candidates[0].ms * (1.0 - min_gain) ? fastest : 0;
-}
-
-TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
-                      const TuneOptions& options) {
+TuneResult search(const Search& job, const TuneOptions& options) {
   const auto start = Clock::now();
-  require_operation(catalog::Operation::Gemm, "tune(A, B, C, D)");
-  check_options(options);
-  for (const auto& [tensor, name] : {std::pair{&A, "A"}, {&B, "B"}, {C, "C"}, {&D, "D"}}) require_device(tensor, name);
-  const Problem p = check_problem(A, B, C, D, options.beta);
-  if (p.m == 0 || p.n == 0 || p.batch == 0) throw TensorError("Tensor D is empty: tune() has nothing to time.");
-  if (C != nullptr && C->data == D.data && options.beta != 0.0) {
-    throw TensorError("Tensors C and D: tune() runs every candidate many times, so D must not be C when beta != 0.");
-  }
-  if (bias_ != BiasMode::None) {
-    throw ConfigError("tune() does not take a bias vector yet; tune the plan without set_bias (the same kernels).");
-  }
-  if (scale_ != ScaleMode::None) {
-    throw ConfigError("tune() does not take scale vectors yet; tune the plan without set_scale (the same tiles).");
-  }
   auto say = [&](const std::string& line) {
     if (options.progress) options.progress(line);
   };
-  const int device = current_device();
-  const int sm_count = device_info(device).sm_count;
-  if (run_choice(p, sm_count).parallel != nullptr) {
-    throw ConfigError(
-        "tune(): run() computes this shape with parallel split-K (a long K over few output tiles), "
-        "which tune() does not time; it needs no tuning entry (set GEMMKIT_SPLIT_K=stream-k to tune "
-        "the Stream-K kernel's split-K instead).");
-  }
-  const KernelChoices& choices = choices_for(p);
-  const std::vector<std::size_t> indices = tuning_indices(choices, p, sm_count, options);
-
+  const selection::KernelChoices& choices = job.choices;
+  const selection::ProblemKey& p = job.problem;
+  const std::vector<std::size_t>& indices = job.indices;
   TuneResult result;
   std::vector<KernelSpec> specs;
   for (const std::size_t i : indices) {
@@ -267,12 +194,8 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
 
   // The heuristic's kernel (candidate 0) gives the reference result every other candidate must match.
   std::vector<std::byte> reference;
-  const double bound = tolerance(types_.d, types_.accumulator, p.k);
-  RunOptions run_options;
-  run_options.stream = options.stream;
-  run_options.sync = false;
+  const double bound = tolerance(job.d_type, job.accumulator, p.k);
   // Each candidate runs once and is checked; those that pass are timed together (time_calls).
-  std::deque<Gemm> plans;
   std::vector<std::size_t> timed;
   std::vector<std::function<void()>> calls;
   for (std::size_t c = 0; c < result.candidates.size(); ++c) {
@@ -285,14 +208,13 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
       candidate.error = "over the time budget";
       continue;
     }
-    Gemm& plan = plans.emplace_back(with_tile(candidate.tile));
-    auto call = [&, &plan = plan] { plan.run(A, B, C, D, options.alpha, options.beta, run_options); };
+    const std::function<void()> call = job.call_with(candidate.tile);
     try {
       call();
-      const std::vector<std::byte> out = copy_output(p.d, types_.d, options.stream);
+      const std::vector<std::byte> out = copy_output(job.d_data, job.d_span, job.d_type, options.stream);
       if (c == 0) {
         reference = out;
-      } else if (const double difference = max_difference(types_.d, out, reference); !(difference <= bound)) {
+      } else if (const double difference = max_difference(job.d_type, out, reference); !(difference <= bound)) {
         candidate.error = "wrong result: differs from the heuristic's kernel by " + std::to_string(difference) +
                           " (relative; bound " + std::to_string(bound) + ")";
         continue;
@@ -318,7 +240,7 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
   result.database = tuning::Database::default_path();
   if (options.store && !result.database.empty()) {
     tuning::Entry entry;
-    entry.identity = tuning::identity_of(device);
+    entry.identity = tuning::identity_of(job.device);
     entry.plan = tuning::plan_key(choices.base);
     entry.m = p.m;
     entry.n = p.n;
@@ -333,6 +255,19 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
   }
   result.seconds = seconds_since(start);
   return result;
+}
+
+}  // namespace gemmkit::tuning
+
+namespace gemmkit {
+
+std::size_t tuning_winner(const std::vector<TuneCandidate>& candidates, double min_gain) {
+  std::size_t fastest = 0;
+  for (std::size_t c = 1; c < candidates.size(); ++c) {
+    if (candidates[c].ok && (!candidates[fastest].ok || candidates[c].ms < candidates[fastest].ms)) fastest = c;
+  }
+  if (fastest == 0 || !candidates[0].ok) return fastest;
+  return candidates[fastest].ms <= candidates[0].ms * (1.0 - min_gain) ? fastest : 0;
 }
 
 void to_json(nlohmann::ordered_json& json, const TuneResult& r) {

@@ -20,7 +20,7 @@
 #include <string>
 #include <thread>
 
-#include "api/kernel_slots.hpp"
+#include "selection/kernel_slots.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"

@@ -1,4 +1,4 @@
-// src/api/kernel_slots.hpp: how run() gets the kernel it wants without waiting on a compile it did not ask for.
+// src/selection/kernel_slots.hpp: how run() gets the kernel it wants without waiting on a compile it did not ask for.
 // A template over the module type so that the unit tier drives it with fake modules and builders.
 #pragma once
 

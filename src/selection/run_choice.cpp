@@ -1,0 +1,313 @@
+// src/selection/run_choice.cpp: which configuration run() launches for a problem: a set tile or forced Stream-K
+// kernel, the tuning database, the shape heuristics, parallel split-K, and what stands in while the wanted kernel
+// builds.
+#include <algorithm>
+#include <mutex>
+
+#include "families/rules.hpp"
+#include "gemmkit/errors.hpp"
+#include "jit/kernel_loader.hpp"
+#include "selection/plan_core.hpp"
+#include "util/knobs.hpp"
+
+namespace gemmkit::selection {
+namespace {
+
+
+// GEMMKIT_SPLIT_K (read once per process): "auto" lets run() split K by itself, on SM90 with parallel split-K where
+// it applies; "stream-k" only on the Stream-K kernel; "off" never.
+enum class AutoSplit { Off, StreamK, Parallel };
+AutoSplit automatic_split() {
+  static const AutoSplit mode = [] {
+    const std::string value = knobs::value("GEMMKIT_SPLIT_K");
+    if (value.empty() || value == "auto") return AutoSplit::Parallel;
+    if (value == "stream-k") return AutoSplit::StreamK;
+    if (value == "off") return AutoSplit::Off;
+    throw ConfigError("GEMMKIT_SPLIT_K='" + value + "' is not auto, stream-k or off; unset it or set one of them.");
+  }();
+  return mode;
+}
+
+bool forces_stream_k(Decomposition mode) {
+  return mode != Decomposition::Auto;
+}
+// Parallel split-K's configuration and slices for a problem (catalog::choose_parallel_split), its slices starting on
+// 16-byte boundaries of A's elements.
+std::optional<catalog::SplitChoice> parallel_split(const std::vector<TileDescription>& tiles,
+                                                   const catalog::ProblemShape& shape, int sm_count, DataType a) {
+  return catalog::choose_parallel_split(tiles, shape, sm_count, 128 / bits_of(a));
+}
+
+
+}  // namespace
+
+bool automatic_split_k() {
+  return automatic_split() != AutoSplit::Off;
+}
+
+catalog::ProblemShape PlanCore::kernel_shape(const ProblemKey& p) const {
+  const bool swap = cache_->transposed;  // the kernel sees D^T's shape when it computes D^T
+  return {swap ? p.n : p.m, swap ? p.m : p.n, p.k, p.batch};
+}
+
+void PlanCore::check_k_split_settings(const KernelSpec& spec) const {
+  if (!forces_stream_k(config.decomposition) && config.reduction_mode == ReductionMode::Deterministic) return;
+  if (!catalog::family_of(spec.family).has_persistent_scheduler()) {
+    throw ConfigError(
+        "Split-K slices, a decomposition and a reduction mode apply to SM90 Stream-K kernels; this plan uses CUTLASS "
+        "2.x kernels (" +
+        std::string(to_string(spec.family)) + "). Use swizzle = ThreadblockSwizzleStreamK for Stream-K there.");
+  }
+  if (forces_stream_k(config.decomposition) && config.tile && !families::uses_stream_k(spec)) {
+    throw ConfigError("Decomposition " + std::string(to_string(config.decomposition)) +
+                      " needs the Stream-K tile scheduler, but the plan's tile " + config.tile->to_string() +
+                      " has none; set its tile_scheduler to StreamK or set_swizzling_functor(StreamK).");
+  }
+}
+
+std::size_t PlanCore::choose_tile(const KernelChoices& choices, const ProblemKey& p, int sm_count) const {
+  check_k_split_settings(choices.spec(0));
+  if (config.tile) return 0;
+  const catalog::ProblemShape shape = kernel_shape(p);
+  if (forces_stream_k_kernel()) {
+    const std::size_t i = catalog::smallest_stream_k(choices.tiles, shape);
+    if (i == choices.tiles.size()) {
+      throw ConfigError("Decomposition " + std::string(to_string(config.decomposition)) +
+                        " needs a Stream-K kernel, and this plan has no valid Stream-K configuration for alignments " +
+                        std::to_string(p.alignment_a) + "/" + std::to_string(p.alignment_b) + "/" +
+                        std::to_string(p.alignment_c) + ".");
+    }
+    return i;
+  }
+  return catalog::choose_tile(choices.tiles, choices.base, shape, sm_count, automatic_split_k());
+}
+
+bool PlanCore::forces_stream_k_kernel() const {
+  return forces_stream_k(config.decomposition) && config.swizzle != Swizzle::StreamK;
+}
+
+KSplit PlanCore::k_split(const KernelChoices& choices, std::size_t choice, const ProblemKey& p, int sm_count) const {
+  if (!families::uses_stream_k(choices.spec(choice))) return {Decomposition::DataParallel, 1};
+  switch (config.decomposition) {
+    case Decomposition::Auto: break;
+    case Decomposition::SplitK: return {Decomposition::SplitK, config.splits};
+    default: return {config.decomposition, 1};
+  }
+  if (!automatic_split_k()) return {};
+  const catalog::ProblemShape shape = kernel_shape(p);
+  return catalog::choose_k_split(choices.tiles[choice], shape, sm_count);
+}
+
+
+bool PlanCore::may_split_k_in_parallel(const KernelSpec& base) const {
+  return automatic_split() == AutoSplit::Parallel && !config.tile && config.decomposition == Decomposition::Auto &&
+         config.swizzle != Swizzle::StreamK && base.family == KernelFamily::Sm90Collective &&
+         base.element_accumulator == DataType::f32;
+}
+
+KernelChoices* PlanCore::parallel_choices(KernelChoices& choices, const ProblemKey& p) {
+  if (p.batch != 1 || !may_split_k_in_parallel(choices.base)) return nullptr;
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (!choices.parallel) {
+    KernelSpec base = choices.base;
+    base.split_k_mode = SplitKMode::Parallel;
+    std::vector<TileDescription> tiles = valid_tiles(base);
+    choices.parallel = std::make_unique<KernelChoices>(KernelChoices{choices.a, choices.b, choices.c, base, tiles, {}});
+    choices.parallel->slots.resize(tiles.size());
+  }
+  return choices.parallel->tiles.empty() ? nullptr : choices.parallel.get();
+}
+
+RunChoice PlanCore::run_choice(const ProblemKey& p, int sm_count) {
+  KernelChoices& choices = choices_for(p);
+  const std::array<std::int64_t, 5> problem{p.m, p.n, p.k, p.batch, sm_count};
+  std::optional<RunChoice> out;
+  {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    if (choices.last_choice && choices.last_choice->problem == problem) out = choices.last_choice->choice;
+  }
+  if (!out) {
+    out = heuristic_choice(choices, p, sm_count);
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    choices.last_choice = KernelChoices::LastChoice{problem, *out};
+  }
+  if (out->parallel != nullptr) return *out;
+  // Else a configuration measured by Gemm::tune for this plan and shape bucket (tuning database), when it is built;
+  // a set tile or a forced Stream-K kernel is the plan's own choice.
+  if (!config.tile && !forces_stream_k_kernel()) {
+    if (auto tuned = tuned_lookup_ ? tuned_lookup_(choices.base, choices.tiles, p, *choices.tuned) : std::nullopt) {
+      out->index = *tuned;
+      out->split = k_split(choices, *tuned, p, sm_count);
+    }
+  }
+  return *out;
+}
+
+RunChoice PlanCore::heuristic_choice(KernelChoices& choices, const ProblemKey& p, int sm_count) {
+  const std::size_t heuristic = choose_tile(choices, p, sm_count);
+  RunChoice out{&choices, heuristic, k_split(choices, heuristic, p, sm_count), nullptr, 0, 0};
+  // Where the heuristic splits K on the Stream-K kernel, parallel split-K instead when a configuration fits: its slices
+  // run independently and one kernel adds them, where Stream-K's CTAs wait on each other's partial tiles. It takes
+  // precedence over a tuning database entry (tune() times serial configurations only and refuses these shapes).
+  if (out.split.mode == Decomposition::SplitK) {
+    if (KernelChoices* parallel = parallel_choices(choices, p)) {
+      const catalog::ProblemShape shape = kernel_shape(p);
+      if (auto pick = parallel_split(parallel->tiles, shape, sm_count, config.types.a)) {
+        out.parallel = parallel;
+        out.parallel_index = pick->tile;
+        out.slices = pick->slices;
+      }
+    }
+  }
+  return out;
+}
+
+KernelModule* PlanCore::parallel_module(const RunChoice& c, bool wait, bool& building) {
+  KernelSlots<KernelModule>& slots = c.parallel->slots;
+  const std::size_t i = c.parallel_index;
+  std::shared_ptr<const jit::BackgroundBuild> pending;
+  {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    if (slots.modules[i]) return slots.modules[i].get();
+    pending = slots.pending[i];
+  }
+  wait = wait || knobs::flag("GEMMKIT_WAIT_FOR_BEST");  // as module_for reads it for the serial kernels
+  if (wait || (pending && pending->state() == jit::BackgroundBuild::State::done)) {
+    return &module_for(*c.parallel, i, /*wait=*/true);
+  }
+  if (pending) {  // building, or failed (a warning said so): the serial choice meanwhile, or from now on
+    building = !pending->finished();
+    return nullptr;
+  }
+  const KernelSpec spec = c.parallel->spec(i);
+  if (auto module = jit::load_kernel_if_built(spec)) {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    if (!slots.modules[i]) slots.modules[i] = std::move(module);
+    return slots.modules[i].get();
+  }
+  auto build = jit::build_kernel_in_background(spec);
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (!slots.pending[i]) slots.pending[i] = std::move(build);
+  building = true;
+  return nullptr;
+}
+
+KernelModule& PlanCore::module_while_parallel_builds(RunChoice& c) {
+  KernelChoices& serial = *c.choices;
+  const ModuleSources<KernelModule> sources{
+      [&](std::size_t i) { return jit::load_kernel_if_built(serial.spec(i)); }, {}, {}};
+  if (KernelModule* module = built_module(serial.slots, cache_->mutex, c.index, sources)) return *module;
+  bool building = false;
+  KernelModule* parallel = parallel_module(c, /*wait=*/true, building);  // nothing built: the parallel one, as asked
+  c.take_parallel();
+  return *parallel;
+}
+
+
+std::vector<KernelSpec> PlanCore::run_time_kernels() const {
+  const KernelSpec base = base_spec(std::nullopt, std::nullopt, std::nullopt);
+  const std::vector<TileDescription> tiles = valid_tiles(base);
+  const int sm_count = catalog::limits_for_cc(config.cc).sm_count;
+  const Shape3 cta = tiles.front().cta_tile();
+  // Shapes that reach each branch of the run-time choice: one wave plus one tile (wave-quantized: Stream-K), a long
+  // K on few tiles (Stream-K on the smallest tile), decode-like ones (64-row tiles, split-K) and mid-sized problems
+  // (the cheapest tile shape).
+  const std::vector<catalog::ProblemShape> probes = {{cta[0] * (sm_count + 1), cta[1], 8192, 1},
+                                                     {512, 512, 16384, 1},
+                                                     {16, 4096, 4096, 1},
+                                                     {16, 14336, 4096, 1},
+                                                     {1024, 1024, 4096, 1},
+                                                     {2048, 2048, 2048, 1},
+                                                     {4096, 4096, 512, 1},
+                                                     {3000, 3000, 3000, 1}};
+  std::vector<std::size_t> chosen = {0};
+  // The parallel split-K kernels run() picks where it splits K (SM90; see run_choice).
+  const bool parallel = may_split_k_in_parallel(base);
+  KernelSpec parallel_base = base;
+  parallel_base.split_k_mode = SplitKMode::Parallel;
+  const std::vector<TileDescription> parallel_tiles =
+      parallel ? valid_tiles(parallel_base) : std::vector<TileDescription>{};
+  std::vector<std::size_t> parallel_chosen;
+  auto add = [](std::vector<std::size_t>& list, std::size_t i) {
+    if (std::find(list.begin(), list.end(), i) == list.end()) list.push_back(i);
+  };
+  if (!config.tile) {
+    for (const catalog::ProblemShape& shape : probes) {
+      const std::size_t i = catalog::choose_tile(tiles, base, shape, sm_count);
+      add(chosen, i);
+      if (parallel && catalog::choose_k_split(tiles[i], shape, sm_count).mode == Decomposition::SplitK) {
+        if (auto pick = parallel_split(parallel_tiles, shape, sm_count, config.types.a)) {
+          add(parallel_chosen, pick->tile);
+        }
+      }
+    }
+  }
+  std::vector<KernelSpec> out;
+  for (const std::size_t i : chosen) {
+    KernelSpec s = base;
+    s.tile = tiles[i];
+    out.push_back(s);
+  }
+  for (const std::size_t i : parallel_chosen) {
+    KernelSpec s = parallel_base;
+    s.tile = parallel_tiles[i];
+    out.push_back(s);
+  }
+  return out;
+}
+
+RunChoice PlanCore::choice_without_running(const ProblemKey& p) {
+  RunChoice c = run_choice(p, sm_count_for_choice());
+  if (c.parallel != nullptr) c.take_parallel();  // what run() launches once the parallel kernel is built
+  return c;
+}
+
+int PlanCore::swizzle_for(const RunChoice& c, const ProblemKey& p) const {
+  if (!catalog::family_of(c.choices->base.family).has_persistent_scheduler()) return 0;
+  if (config.max_swizzle_size != 0) return config.max_swizzle_size;
+  return catalog::choose_max_swizzle(c.choices->tiles[c.index],
+                                     kernel_shape(p));
+}
+
+std::string PlanCore::running_kernel_name(const ProblemKey& p) {
+  const RunChoice c = run_choice(p, sm_count_for_choice());
+  const std::size_t choice = c.index;
+  KernelSlots<KernelModule>& slots = c.choices->slots;
+  if (c.parallel != nullptr) {
+    std::shared_ptr<const jit::BackgroundBuild> pending;
+    {
+      std::lock_guard<std::mutex> lock(cache_->mutex);
+      const KernelSlots<KernelModule>& parallel = c.parallel->slots;
+      if (parallel.modules[c.parallel_index]) return parallel.modules[c.parallel_index]->kernel_name();
+      pending = parallel.pending[c.parallel_index];
+    }
+    if (pending && !pending->finished()) {  // the serial kernel run() lends (module_while_parallel_builds), if loaded
+      const ModuleSources<KernelModule> loaded_only{
+          [](std::size_t) { return std::shared_ptr<KernelModule>(); }, {}, {}};
+      const KernelModule* lent = built_module(slots, cache_->mutex, choice, loaded_only);
+      return lent != nullptr ? lent->kernel_name() : "";
+    }
+  }
+  // Otherwise run() launches the serial choice (also once a parallel build failed).
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (slots.modules[choice]) return slots.modules[choice]->kernel_name();
+  const std::size_t stand_in = slots.stand_in[choice];
+  if (slots.pending[choice] && stand_in != KernelSlots<KernelModule>::kNone) {
+    return slots.modules[stand_in]->kernel_name();
+  }
+  return "";
+}
+
+KernelModule& PlanCore::launch_module(RunChoice& c, bool wait) {
+  bool parallel_building = false;
+  if (c.parallel != nullptr) {
+    if (KernelModule* module = parallel_module(c, wait, parallel_building)) {
+      c.take_parallel();
+      return *module;
+    }
+  }
+  if (parallel_building) return module_while_parallel_builds(c);
+  return module_for(*c.choices, c.index, wait);
+}
+
+}  // namespace gemmkit::selection
