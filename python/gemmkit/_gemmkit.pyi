@@ -608,12 +608,8 @@ def parse_layout(text: str) -> LayoutType | None: ...
 
 def parse_opclass(text: str) -> OpcodeClass | None: ...
 
-class Gemm:
-    """
-    The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.
-    """
-
-    def __init__(self, *, element: DataType | None = None, element_A: DataType | None = None, element_B: DataType | None = None, element_C: DataType | None = None, element_D: DataType | None = None, element_accumulator: DataType | None = None, layout: LayoutType | None = None, layout_A: LayoutType | None = None, layout_B: LayoutType | None = None, layout_C: LayoutType | None = None, A: object | None = None, B: object | None = None, C: object | None = None, D: object | None = None, cc: int | None = None, kernel_cc: int | None = None) -> None: ...
+class Plan:
+    """What every C++ plan (Gemm, GroupedGemm, Conv2d) is configured with."""
 
     @property
     def cc(self) -> int: ...
@@ -694,6 +690,30 @@ class Gemm:
     @staticmethod
     def activations() -> list[Activation]: ...
 
+    def construct(self, tile_description: TileDescription | None = None, alignment_A: int | None = None, alignment_B: int | None = None, alignment_C: int | None = None) -> KernelSpec:
+        """
+        The KernelSpec for the widest alignments (or those given); a tile given here stays in the plan.
+        """
+
+    def spec(self, alignment_A: int | None = None, alignment_B: int | None = None, alignment_C: int | None = None) -> KernelSpec:
+        """Like construct() without storing anything."""
+
+    def kernel_name(self) -> str: ...
+
+    def render_source(self) -> KernelSource: ...
+
+    def compile(self, tile_description: TileDescription | None = None) -> CompiledKernel:
+        """
+        Generates and compiles the kernel through the on-disk cache (needs nvcc, not a GPU).
+        """
+
+class Gemm(Plan):
+    """
+    The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.
+    """
+
+    def __init__(self, *, element: DataType | None = None, element_A: DataType | None = None, element_B: DataType | None = None, element_C: DataType | None = None, element_D: DataType | None = None, element_accumulator: DataType | None = None, layout: LayoutType | None = None, layout_A: LayoutType | None = None, layout_B: LayoutType | None = None, layout_C: LayoutType | None = None, A: object | None = None, B: object | None = None, C: object | None = None, D: object | None = None, cc: int | None = None, kernel_cc: int | None = None) -> None: ...
+
     @property
     def bias(self) -> BiasMode:
         """
@@ -757,23 +777,6 @@ class Gemm:
     @reduction_mode.setter
     def reduction_mode(self, arg: ReductionMode, /) -> None: ...
 
-    def construct(self, tile_description: TileDescription | None = None, alignment_A: int | None = None, alignment_B: int | None = None, alignment_C: int | None = None) -> KernelSpec:
-        """
-        The KernelSpec for the widest alignments (or those given); a tile given here stays in the plan.
-        """
-
-    def spec(self, alignment_A: int | None = None, alignment_B: int | None = None, alignment_C: int | None = None) -> KernelSpec:
-        """Like construct() without storing anything."""
-
-    def kernel_name(self) -> str: ...
-
-    def render_source(self) -> KernelSource: ...
-
-    def compile(self, tile_description: TileDescription | None = None) -> CompiledKernel:
-        """
-        Generates and compiles the kernel through the on-disk cache (needs nvcc, not a GPU).
-        """
-
     def spec_for(self, A: object | None, B: object | None, C: object | None, D: object | None, beta: float = 0.0) -> KernelSpec:
         """
         The kernel run() would use for these tensors (same checks; nothing runs; no GPU needed).
@@ -794,7 +797,7 @@ class Gemm:
         Autotuning on device tensors: compiles up to max_candidates configurations in parallel, times each (warm-up, median), checks its result, stores the fastest (if at least min_gain faster than the heuristic's choice, else that) in the tuning database (run() then uses it for this plan and shape bucket in every process). Returns a dict: best, best_ms, heuristic, heuristic_ms, speedup, stored, database, candidates. D is overwritten.
         """
 
-class GroupedGemm(Gemm):
+class GroupedGemm(Plan):
     """
     The C++ grouped plan, typed. Use gemmkit.GroupedGemm, which also takes names and dtypes.
     """
@@ -806,7 +809,7 @@ class GroupedGemm(Gemm):
         The kernel run() would use for these lists (same checks; nothing runs; no GPU needed).
         """
 
-    def run(self, A: object, B: object, C: object | None, D: object, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:  # type: ignore[override]
+    def run(self, A: object, B: object, C: object | None, D: object, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:
         """
         D[g] = act(alpha * A[g] @ B[g] + beta * C[g]) for every group, in one launch (lists of 2-D tensors; C may be None when beta is 0).
         """
@@ -816,7 +819,7 @@ class GroupedGemm(Gemm):
         The MoE form: A [total_M, K], B [G, K, N] (a [G, N, K] weight transposed also works), D [total_M, N], offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable).
         """
 
-class Conv2d(Gemm):
+class Conv2d(Plan):
     """
     The C++ Conv2d plan, typed. Use gemmkit.Conv2d, which also takes names, dtypes and torch tensors.
     """
@@ -872,7 +875,7 @@ class Conv2d(Gemm):
         (N, P, Q, K) of an input (N, H, W, C) under a filter (K, R, S, C): P = (H + 2 pad - dilation (R - 1) - 1) / stride + 1.
         """
 
-    def spec_for(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], beta: float = 0.0) -> KernelSpec:  # type: ignore[override]
+    def spec_for(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], beta: float = 0.0) -> KernelSpec:
         """
         The kernel run() would use for these NHWC / KRSC tensors (same checks; nothing runs; no GPU needed).
         """
@@ -882,7 +885,7 @@ class Conv2d(Gemm):
         (mode, slices): the split-K run() would use for these NHWC / KRSC tensors (slices 1: none).
         """
 
-    def run(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:  # type: ignore[override]
+    def run(self, A: object, B: object, C: object | None, D: object, stride: Sequence[int] = [1, 1], padding: Sequence[int] = [0, 0], dilation: Sequence[int] = [1, 1], alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:
         """D = act(alpha * conv(A, B) + beta * C) on NHWC / KRSC tensors."""
 
 class Toolchain:

@@ -41,6 +41,7 @@ from ._gemmkit import (
 )
 from ._gemmkit import Conv2d as _ConvPlan
 from ._gemmkit import Gemm as _Plan
+from ._gemmkit import Plan as _Base
 from ._gemmkit import GroupedGemm as _GroupedPlan
 from ._gemmkit import render as _render
 
@@ -68,9 +69,10 @@ def _plan_arguments(element_accumulator: DataTypeLike, element: DataTypeLike, la
                 kernel_cc=kernel_cc)
 
 
-def _set(plan: _Plan, name: str, value: object) -> None:
-    """Sets the C++ plan's property `name` (the Python properties below widen what their setters take)."""
-    getattr(_Plan, name).__set__(plan, value)
+def _set(plan: _Base, name: str, value: object) -> None:
+    """Sets the C++ plan's property `name` (the Python properties below widen what their setters take): one every
+    plan has, else one of the C++ Gemm's."""
+    getattr(_Base if hasattr(_Base, name) else _Plan, name).__set__(plan, value)
 
 
 def _operand_fields(name: str, operands: str, values: Sequence[enum.Enum]) -> list[str]:
@@ -83,7 +85,7 @@ def _operand_fields(name: str, operands: str, values: Sequence[enum.Enum]) -> li
 # nanobind classes take one nanobind base, so at run time the shared configuration is a plain mixin placed before the
 # C++ plan; type checkers see it as the C++ plan's subclass, which is what its methods (through super()) reach.
 if TYPE_CHECKING:
-    _Mixin = _Plan
+    _Mixin = _Base
 else:
     class _Mixin:
         __slots__ = ()
@@ -131,7 +133,7 @@ class _Configuration(_Mixin):
     @staticmethod
     def activations() -> list[Activation]:
         """Every activation gemmkit fuses into the epilogue (gemmkit.epilogue lists the same)."""
-        return _Plan.activations()
+        return _Base.activations()
 
     @property
     def opclass(self) -> OpcodeClass:
@@ -169,7 +171,7 @@ class _Configuration(_Mixin):
         """The kernels' math operation, or None (the family's default); settable with the enum or its name, e.g.
         "multiply_add_fast_f32" (3xTF32). One that only CUTLASS 2.x kernels offer moves an SM90 plan without
         kernel_cc to them (plan.kernel_cc becomes 80, said once on stderr)."""
-        value: Optional[MathOperation] = _Plan.math_operation.__get__(self)
+        value: Optional[MathOperation] = _Base.math_operation.__get__(self)
         return value
 
     @math_operation.setter

@@ -272,7 +272,7 @@ std::vector<TensorView> to_views(nb::handle list, const char* name, bool writabl
 }
 
 void bind_grouped_gemm(nb::module_& m) {
-  auto cls = nb::class_<GroupedGemm, Gemm>(
+  auto cls = nb::class_<GroupedGemm, Plan>(
       m, "GroupedGemm", "The C++ grouped plan, typed. Use gemmkit.GroupedGemm, which also takes names and dtypes.");
   def_plan_init(cls);
   cls.def(
@@ -344,7 +344,7 @@ auto with_conv_views(nb::handle A, nb::handle B, nb::handle C, nb::handle D, Use
 
 // Conv tensors: NHWC / KRSC arrays, or torch's (N, C, H, W) tensors in channels_last memory (to_conv_tensor).
 void bind_conv2d(nb::module_& m) {
-  auto cls = nb::class_<Conv2d, Gemm>(
+  auto cls = nb::class_<Conv2d, Plan>(
       m, "Conv2d", "The C++ Conv2d plan, typed. Use gemmkit.Conv2d, which also takes names, dtypes and torch tensors.");
   cls.def(
          "__init__",
@@ -427,35 +427,48 @@ void bind_conv2d(nb::module_& m) {
           "D = act(alpha * conv(A, B) + beta * C) on NHWC / KRSC tensors.");
 }
 
-void bind_gemm(nb::module_& m) {
-  auto cls = nb::class_<Gemm>(m, "Gemm",
-                              "The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.");
-  def_plan_init(cls);
-  cls.def_prop_ro("cc", &Gemm::cc)
-      .def_prop_ro("kernel_cc", &Gemm::kernel_cc, "The kernel generation the plan uses: 80 (CUTLASS 2.x) or 90 (3.x).")
-      .def_prop_ro("element_A", &Gemm::element_a)
-      .def_prop_ro("element_B", &Gemm::element_b)
-      .def_prop_ro("element_C", &Gemm::element_c)
-      .def_prop_ro("element_D", &Gemm::element_d)
-      .def_prop_ro("element_accumulator", &Gemm::element_accumulator)
-      .def_prop_ro("layout_A", &Gemm::layout_a)
-      .def_prop_ro("layout_B", &Gemm::layout_b)
-      .def_prop_ro("layout_C", &Gemm::layout_c)
-      .def_prop_rw("opclass", &Gemm::opclass, &Gemm::set_opclass)
-      .def("opclasses", &Gemm::opclasses)
-      .def_prop_rw("math_operation", &Gemm::math_operation, &Gemm::set_math_operation, nb::arg("math").none(),
+void bind_plan_base(nb::module_& m) {
+  nb::class_<Plan>(m, "Plan", "What every C++ plan (Gemm, GroupedGemm, Conv2d) is configured with.")
+      .def_prop_ro("cc", &Plan::cc)
+      .def_prop_ro("kernel_cc", &Plan::kernel_cc, "The kernel generation the plan uses: 80 (CUTLASS 2.x) or 90 (3.x).")
+      .def_prop_ro("element_A", &Plan::element_a)
+      .def_prop_ro("element_B", &Plan::element_b)
+      .def_prop_ro("element_C", &Plan::element_c)
+      .def_prop_ro("element_D", &Plan::element_d)
+      .def_prop_ro("element_accumulator", &Plan::element_accumulator)
+      .def_prop_ro("layout_A", &Plan::layout_a)
+      .def_prop_ro("layout_B", &Plan::layout_b)
+      .def_prop_ro("layout_C", &Plan::layout_c)
+      .def_prop_rw("opclass", &Plan::opclass, &Plan::set_opclass)
+      .def("opclasses", &Plan::opclasses)
+      .def_prop_rw("math_operation", &Plan::math_operation, &Plan::set_math_operation, nb::arg("math").none(),
                    "The kernels' math operation (None: the family's default).")
-      .def("math_operations", &Gemm::math_operations, "The math operations on offer, the default first.")
-      .def("tile_descriptions", &Gemm::tile_descriptions, "Every valid configuration (default first).")
-      .def_prop_rw("tile_description", &Gemm::tile_description, &Gemm::set_tile_description,
+      .def("math_operations", &Plan::math_operations, "The math operations on offer, the default first.")
+      .def("tile_descriptions", &Plan::tile_descriptions, "Every valid configuration (default first).")
+      .def_prop_rw("tile_description", &Plan::tile_description, &Plan::set_tile_description,
                    "The configuration set on the plan (None: chosen per alignment).")
-      .def_prop_rw("swizzling_functor", &Gemm::swizzling_functor, &Gemm::set_swizzling_functor)
-      .def("swizzling_functors", &Gemm::swizzling_functors)
-      .def_prop_ro("activation", &Gemm::activation)
-      .def_prop_ro("activation_parameter", &Gemm::activation_parameter, "The leaky_relu slope.")
-      .def("set_activation", &Gemm::set_activation, "activation"_a, "parameter"_a = 0.01)
-      .def_static("activations", &Gemm::activations)
-      .def_prop_rw("bias", &Gemm::bias, &Gemm::set_bias,
+      .def_prop_rw("swizzling_functor", &Plan::swizzling_functor, &Plan::set_swizzling_functor)
+      .def("swizzling_functors", &Plan::swizzling_functors)
+      .def_prop_ro("activation", &Plan::activation)
+      .def_prop_ro("activation_parameter", &Plan::activation_parameter, "The leaky_relu slope.")
+      .def("set_activation", &Plan::set_activation, "activation"_a, "parameter"_a = 0.01)
+      .def_static("activations", &Plan::activations)
+      .def("construct", &Plan::construct, "tile_description"_a = nb::none(), "alignment_A"_a = nb::none(),
+           "alignment_B"_a = nb::none(), "alignment_C"_a = nb::none(),
+           "The KernelSpec for the widest alignments (or those given); a tile given here stays in the plan.")
+      .def("spec", &Plan::spec, "alignment_A"_a = nb::none(), "alignment_B"_a = nb::none(),
+           "alignment_C"_a = nb::none(), "Like construct() without storing anything.")
+      .def("kernel_name", &Plan::kernel_name)
+      .def("render_source", &Plan::render_source)
+      .def("compile", &Plan::compile, "tile_description"_a = nb::none(), nb::call_guard<nb::gil_scoped_release>(),
+           "Generates and compiles the kernel through the on-disk cache (needs nvcc, not a GPU).");
+}
+
+void bind_gemm(nb::module_& m) {
+  auto cls = nb::class_<Gemm, Plan>(m, "Gemm",
+                                    "The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.");
+  def_plan_init(cls);
+  cls.def_prop_rw("bias", &Gemm::bias, &Gemm::set_bias,
                    "A bias vector added before the activation, per output row or column (run(bias=...)).")
       .def_prop_rw("scale", &Gemm::scale, &Gemm::set_scale,
                    "f32 scale vectors multiplying the accumulator per output row and/or column, e.g. FP8 "
@@ -472,15 +485,6 @@ void bind_gemm(nb::module_& m) {
            "Split every output tile's K extent into this many slices on a Stream-K kernel (1: run() chooses).")
       .def_prop_rw("reduction_mode", &Gemm::reduction_mode, &Gemm::set_reduction_mode,
                    "Split-K / Stream-K partial sums: Deterministic (in K order) or Nondeterministic.")
-      .def("construct", &Gemm::construct, "tile_description"_a = nb::none(), "alignment_A"_a = nb::none(),
-           "alignment_B"_a = nb::none(), "alignment_C"_a = nb::none(),
-           "The KernelSpec for the widest alignments (or those given); a tile given here stays in the plan.")
-      .def("spec", &Gemm::spec, "alignment_A"_a = nb::none(), "alignment_B"_a = nb::none(),
-           "alignment_C"_a = nb::none(), "Like construct() without storing anything.")
-      .def("kernel_name", &Gemm::kernel_name)
-      .def("render_source", &Gemm::render_source)
-      .def("compile", &Gemm::compile, "tile_description"_a = nb::none(), nb::call_guard<nb::gil_scoped_release>(),
-           "Generates and compiles the kernel through the on-disk cache (needs nvcc, not a GPU).")
       .def(
           "spec_for",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double beta) {
@@ -557,6 +561,7 @@ void bind_gemm(nb::module_& m) {
 void bind_plan(nb::module_& m) {
   bind_values(m);
   bind_functions(m);
+  bind_plan_base(m);
   bind_gemm(m);
   bind_grouped_gemm(m);
   bind_conv2d(m);
