@@ -16,13 +16,13 @@
 
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/types.hpp"
-#include "testing/device_buffer.hpp"
+#include "verify/device_buffer.hpp"
 
 namespace bench {
 
 namespace gk = gemmkit;
 using Value = nlohmann::ordered_json;
-using gk::testing::DeviceBuffer;
+using gk::verify::DeviceBuffer;
 
 struct Shape {
   std::int64_t m, n, k;
@@ -41,7 +41,7 @@ struct Options {
   int repeats = 9;                         // timed batches per library per row (the median is reported)
   int calls = 10000;                       // host-overhead calls per measurement
   int startup_runs = 5;                    // child processes for the time-to-first-result section
-  std::string groups;                      // the suite section's groups (testing/shape_suite.hpp); "" = all
+  std::string groups;                      // the suite section's groups (verify/shape_suite.hpp); "" = all
   Shape overhead_shape = {128, 128, 128};  // the overhead section's problem
   std::string configs;  // the sweep section's configurations: a regular expression on their text; "" = all
   int prebuild_cc = 0;  // > 0: only build the sections' kernels for this cc (no GPU needed), then stop

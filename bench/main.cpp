@@ -18,7 +18,7 @@
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/jit.hpp"
 #include "gemmkit/runtime.hpp"
-#include "testing/shape_suite.hpp"
+#include "verify/shape_suite.hpp"
 
 namespace bench {
 namespace {
@@ -131,7 +131,7 @@ Options parse_options(int argc, char** argv) {
       }
     } else if (name == "--groups") {
       try {
-        (void)gk::testing::shape_suite(value);
+        (void)gk::verify::shape_suite(value);
       } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("--groups: ") + e.what());
       }
@@ -272,7 +272,7 @@ Value method() {
       "posix_spawn to the child's main(), the child's main() to each phase, spawn to exit. Warm disk cache; "
       "the CUDA driver files are in the page cache (the parent has used them).";
   m["suite"] =
-      "The gemm section's method on every shape of the chosen groups of the shape suite (testing/shape_suite.hpp), "
+      "The gemm section's method on every shape of the chosen groups of the shape suite (verify/shape_suite.hpp), "
       "f16 and bf16; geometric mean of the ratio per group and over the shapes with M >= 128. 'tuned': run() took "
       "the kernel from the tuning database (gemmkit tune); --tuning off measures the untuned default.";
   m["compile"] =
@@ -291,7 +291,7 @@ Value prepare_kernels(const Context& ctx) {
   }
   if (ctx.options.sections.count("suite")) {
     for (const gk::DataType t : ctx.options.dtypes) {
-      for (const auto& s : gk::testing::shape_suite(ctx.options.groups)) problems.emplace_back(t, Shape{s.m, s.n, s.k});
+      for (const auto& s : gk::verify::shape_suite(ctx.options.groups)) problems.emplace_back(t, Shape{s.m, s.n, s.k});
     }
   }
   if (ctx.options.sections.count("sweep")) {

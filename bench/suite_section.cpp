@@ -7,7 +7,7 @@
 
 #include "bench.hpp"
 #include "gemmkit/tuning.hpp"
-#include "testing/shape_suite.hpp"
+#include "verify/shape_suite.hpp"
 
 namespace bench {
 namespace {
@@ -26,7 +26,7 @@ struct Geomean {
 
 SectionResult suite_section(Context& ctx) {
   SectionResult result;
-  const auto shapes = gk::testing::shape_suite(ctx.options.groups);
+  const auto shapes = gk::verify::shape_suite(ctx.options.groups);
   Table table{{"dtype", "group", "M x N x K", "split-K", "gemmkit TFLOP/s", "cuBLAS TFLOP/s", "ratio", "gemmkit ms",
                "cuBLAS ms", "spread (max-min)/median", "calls x batches", "check (max rel diff)", "tuned"},
               {}};
@@ -86,7 +86,7 @@ SectionResult suite_section(Context& ctx) {
       rows.push_back(row);
     }
     Value per_group = Value::object();
-    for (const auto& name : gk::testing::suite_groups()) {
+    for (const auto& name : gk::verify::suite_groups()) {
       const auto it = by_group.find(name);
       if (it == by_group.end()) continue;
       per_group[name] = it->second.json();

@@ -12,11 +12,11 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
-#include "testing/host_matrix.hpp"
-#include "testing/walkthrough.hpp"
+#include "verify/host_matrix.hpp"
+#include "verify/walkthrough.hpp"
 
 namespace gk = gemmkit;
-using gk::testing::HostMatrix;
+using gk::verify::HostMatrix;
 
 namespace {
 
@@ -41,7 +41,7 @@ bool run_and_check(Walkthrough& w, gk::Gemm& plan, long m, long n, long k, doubl
   plan.run(a, b, &c, d, 1.0, beta);
   const bool compiled = gk::cache_counters().builds > builds_before;
   const long samples = m * n <= 128 * 128 ? 0 : 4096;
-  const auto cmp = gk::testing::compare_with_reference(A, B, &C, D, 1.0, beta, samples);
+  const auto cmp = gk::verify::compare_with_reference(A, B, &C, D, 1.0, beta, samples);
   const bool exact = cmp.max_abs_error == 0.0;
   w.say("  " + label + ": " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
         " beta=" + std::to_string(beta) + " -> " + (exact ? "D equals alpha*A@B + beta*C exactly" : "MISMATCH") + " (" +

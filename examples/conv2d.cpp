@@ -11,37 +11,37 @@
 #include "gemmkit/conv2d.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
-#include "testing/conv_reference.hpp"
-#include "testing/device_buffer.hpp"
+#include "verify/conv_reference.hpp"
+#include "verify/device_buffer.hpp"
 
 namespace gk = gemmkit;
-using gk::testing::DeviceBuffer;
-using gk::testing::HostMatrix;
+using gk::verify::DeviceBuffer;
+using gk::verify::HostMatrix;
 
 namespace {
 
 // One convolution of `kind` on small integers (exact in f16 with f32 accumulation): run, checked, timed.
-bool run_kind(gk::ConvKind kind, const gk::testing::ConvShape& shape) {
+bool run_kind(gk::ConvKind kind, const gk::verify::ConvShape& shape) {
   gk::Conv2dOptions options;
   options.kind = kind;
   options.element = gk::DataType::f16;
   options.element_accumulator = gk::DataType::f32;
   gk::Conv2d plan(options);
-  HostMatrix A = gk::testing::conv_tensor(plan.element_a(), shape.a(kind));
-  HostMatrix B = gk::testing::conv_tensor(plan.element_b(), shape.b(kind));
-  HostMatrix D = gk::testing::conv_tensor(plan.element_d(), shape.d(kind));
+  HostMatrix A = gk::verify::conv_tensor(plan.element_a(), shape.a(kind));
+  HostMatrix B = gk::verify::conv_tensor(plan.element_b(), shape.b(kind));
+  HostMatrix D = gk::verify::conv_tensor(plan.element_d(), shape.d(kind));
   A.fill_integers(1, -1, 1);
   B.fill_integers(2, -1, 1);
   const DeviceBuffer dA(A), dB(B), dD(D);
   const int device = gk::current_device();
-  const auto x = gk::testing::conv_view(A, shape.a(kind), dA.get(), device);
-  const auto w = gk::testing::conv_view(B, shape.b(kind), dB.get(), device);
-  const auto y = gk::testing::conv_view(D, shape.d(kind), dD.get(), device);
+  const auto x = gk::verify::conv_view(A, shape.a(kind), dA.get(), device);
+  const auto w = gk::verify::conv_view(B, shape.b(kind), dB.get(), device);
+  const auto y = gk::verify::conv_view(D, shape.d(kind), dD.get(), device);
   const auto start = std::chrono::steady_clock::now();
   plan.run(x, w, nullptr, y, shape.geometry);  // the first run compiles (or loads) the kernel
   const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   dD.copy_to(D);
-  const auto cmp = gk::testing::compare_conv(kind, shape, A, B, nullptr, D, 1.0, 0.0);
+  const auto cmp = gk::verify::compare_conv(kind, shape, A, B, nullptr, D, 1.0, 0.0);
   gk::RunOptions async;
   async.sync = false;
   cudaEvent_t begin, end;
@@ -76,7 +76,7 @@ int main() {
       std::cout << "running needs a CUDA device and none is visible.\n";
       return 0;
     }
-    gk::testing::ConvShape shape;
+    gk::verify::ConvShape shape;
     shape.n = 32, shape.h = 56, shape.w = 56, shape.c = 64, shape.k = 64, shape.r = 3, shape.s = 3;
     shape.geometry.padding = {1, 1};
     bool ok = true;

@@ -9,10 +9,10 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::testing::HostMatrix;
+using gk::verify::HostMatrix;
 
 int main(int argc, char** argv) {
   const std::optional<int> cc = cc_option(argc, argv);
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     auto check = [&](gk::Activation activation, double parameter) {
       plan.set_activation(activation, parameter);
       plan.run(A.view(), B.view(), C.view(), D.view(), 1.0, 0.5);
-      const auto cmp = gk::testing::compare_with_reference(A, B, &C, D, 1.0, 0.5, 0, 1, {activation, parameter});
+      const auto cmp = gk::verify::compare_with_reference(A, B, &C, D, 1.0, 0.5, 0, 1, {activation, parameter});
       const bool pass = cmp.max_rel_error <= 1e-2;
       ok &= pass;
       std::printf("  %-10s %-6s max relative error %.2e  %s\n", std::string(gk::to_string(activation)).c_str(),

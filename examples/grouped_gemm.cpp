@@ -11,10 +11,10 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/runtime.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::testing::HostMatrix;
+using gk::verify::HostMatrix;
 
 namespace {
 
@@ -49,7 +49,7 @@ bool run_lists(gk::GroupedGemm& plan) {
   plan.run(a, b, {}, d);
   int wrong = 0;
   for (int g = 0; g < 50; ++g) {
-    wrong += gk::testing::compare_with_reference(A[g], B[g], nullptr, D[g], 1.0, 0.0, 500, g).max_abs_error != 0.0;
+    wrong += gk::verify::compare_with_reference(A[g], B[g], nullptr, D[g], 1.0, 0.0, 500, g).max_abs_error != 0.0;
   }
   std::printf("  %s: 50 groups, %d differ from the float64 reference (500 sampled elements each)\n",
               plan.kernel_name().c_str(), wrong);

@@ -18,8 +18,8 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
-#include "testing/device_buffer.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/device_buffer.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
 using Value = nlohmann::ordered_json;
@@ -74,7 +74,7 @@ int compile(const std::string& cache_dir, int cc) {
 }
 
 int first_result(double main_entry_ns) {
-  using gk::testing::HostMatrix;
+  using gk::verify::HostMatrix;
   constexpr std::int64_t n = 128;
   gk::Gemm plan(default_options());
   const double plan_ready_ns = now_ns();
@@ -82,14 +82,14 @@ int first_result(double main_entry_ns) {
   HostMatrix D(gk::DataType::f16, n, n, gk::Layout::RowMajor);
   A.fill_integers(1, -2, 2);  // exact in f16 products and f32 sums: the check below is exact
   B.fill_integers(2, -2, 2);
-  const gk::testing::DeviceBuffer dA(A), dB(B), dD(D.bytes());
+  const gk::verify::DeviceBuffer dA(A), dB(B), dD(D.bytes());
   check(cudaMemset(dD.get(), 0xFF, D.bytes()), "cudaMemset");
   const double buffers_ready_ns = now_ns();
   const gk::TensorView vA = dA.view_like(A), vB = dB.view_like(B), vD = dD.view_like(D);
   plan.run(vA, vB, nullptr, vD, 1.0, 0.0, gk::RunOptions{nullptr, true, false});
   const double result_ns = now_ns();
   dD.copy_to(D);
-  const auto cmp = gk::testing::compare_with_reference(A, B, nullptr, D, 1.0, 0.0);
+  const auto cmp = gk::verify::compare_with_reference(A, B, nullptr, D, 1.0, 0.0);
   Value out = Value::object();
   out["kernel_name"] = plan.spec_for(vA, vB, nullptr, vD).name();
   out["main_entry_ns"] = main_entry_ns;

@@ -19,12 +19,12 @@
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
-#include "testing/device_buffer.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/device_buffer.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::testing::DeviceBuffer;
-using gk::testing::HostMatrix;
+using gk::verify::DeviceBuffer;
+using gk::verify::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
@@ -91,7 +91,7 @@ HostMatrix exact_result(const HostMatrix& A, const HostMatrix& B, const HostMatr
   HostMatrix out(element_d, C.rows(), C.cols(), C.layout());
   for (long r = 0; r < C.rows(); ++r) {
     for (long c = 0; c < C.cols(); ++c) {
-      out.set(0, r, c, gk::testing::round_to(element_d, gk::testing::reference_element(A, B, &C, 1.0, 1.0, 0, r, c)));
+      out.set(0, r, c, gk::verify::round_to(element_d, gk::verify::reference_element(A, B, &C, 1.0, 1.0, 0, r, c)));
     }
   }
   return out;

@@ -8,10 +8,10 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::testing::HostMatrix;
+using gk::verify::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
@@ -28,7 +28,7 @@ double exact_error(gk::Gemm& plan, const cases::Shape& s) {
   C.fill_integers(53, -3, 3);
   plan.run(A.view(), B.view(), C.view(), D.view(), 1.0, 1.0);
   const long samples = s.m * s.n > (1 << 18) ? 8192 : 0;
-  return gk::testing::compare_with_reference(A, B, &C, D, 1.0, 1.0, samples).max_abs_error;
+  return gk::verify::compare_with_reference(A, B, &C, D, 1.0, 1.0, samples).max_abs_error;
 }
 
 }  // namespace

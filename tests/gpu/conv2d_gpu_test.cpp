@@ -16,13 +16,13 @@
 #include "gemmkit/runtime.hpp"
 #include "support/conv_cases.hpp"
 #include "support/gpu_test.hpp"
-#include "testing/conv_reference.hpp"
-#include "testing/device_buffer.hpp"
+#include "verify/conv_reference.hpp"
+#include "verify/device_buffer.hpp"
 
 namespace gk = gemmkit;
 namespace cases = gk::gpu_cases;
-using gk::testing::DeviceBuffer;
-using gk::testing::HostMatrix;
+using gk::verify::DeviceBuffer;
+using gk::verify::HostMatrix;
 
 namespace {
 
@@ -34,10 +34,10 @@ struct ConvRun {
 
   explicit ConvRun(const cases::ConvCase& c)
       : c(c),
-        A(gk::testing::conv_tensor(c.ab, c.shape.a(c.kind))),
-        B(gk::testing::conv_tensor(c.ab, c.shape.b(c.kind))),
-        C(gk::testing::conv_tensor(c.cd, c.shape.d(c.kind))),
-        D(gk::testing::conv_tensor(c.cd, c.shape.d(c.kind))) {
+        A(gk::verify::conv_tensor(c.ab, c.shape.a(c.kind))),
+        B(gk::verify::conv_tensor(c.ab, c.shape.b(c.kind))),
+        C(gk::verify::conv_tensor(c.cd, c.shape.d(c.kind))),
+        D(gk::verify::conv_tensor(c.cd, c.shape.d(c.kind))) {
     // A 16-bit accumulator (and serial split-K's 16-bit partial sums) holds integers up to 2048 exactly; so does a
     // 16-bit output of long sums (N*P*Q terms) of -1, 0 and 1.
     const bool long_sum = c.kind == gk::ConvKind::Wgrad && c.shape.n * c.shape.p() * c.shape.q() > 4096;
@@ -51,18 +51,18 @@ struct ConvRun {
   void run_on_device(gk::Conv2d& plan) {
     const int device = gk::current_device();
     const DeviceBuffer dA(A), dB(B), dC(C), dD(D);
-    const auto vA = gk::testing::conv_view(A, c.shape.a(c.kind), dA.get(), device);
-    const auto vB = gk::testing::conv_view(B, c.shape.b(c.kind), dB.get(), device);
-    const auto vC = gk::testing::conv_view(C, c.shape.d(c.kind), dC.get(), device);
-    const auto vD = gk::testing::conv_view(D, c.shape.d(c.kind), dD.get(), device);
+    const auto vA = gk::verify::conv_view(A, c.shape.a(c.kind), dA.get(), device);
+    const auto vB = gk::verify::conv_view(B, c.shape.b(c.kind), dB.get(), device);
+    const auto vC = gk::verify::conv_view(C, c.shape.d(c.kind), dC.get(), device);
+    const auto vD = gk::verify::conv_view(D, c.shape.d(c.kind), dD.get(), device);
     plan.run(vA, vB, c.beta != 0.0 ? &vC : nullptr, vD, c.shape.geometry, c.alpha, c.beta);
     dD.copy_to(D);
     split = plan.split_k_for(vA, vB, c.beta != 0.0 ? &vC : nullptr, vD, c.shape.geometry, c.beta);
   }
 
-  gk::testing::Comparison compare() const {
-    const gk::testing::Epilogue epilogue{c.activation, c.activation_parameter, nullptr, gk::BiasMode::None};
-    return gk::testing::compare_conv(c.kind, c.shape, A, B, c.beta != 0.0 ? &C : nullptr, D, c.alpha, c.beta, epilogue);
+  gk::verify::Comparison compare() const {
+    const gk::verify::Epilogue epilogue{c.activation, c.activation_parameter, nullptr, gk::BiasMode::None};
+    return gk::verify::compare_conv(c.kind, c.shape, A, B, c.beta != 0.0 ? &C : nullptr, D, c.alpha, c.beta, epilogue);
   }
 };
 
@@ -127,9 +127,9 @@ TEST(Conv2dGpu, HostTensorsAreStagedAndTheResultLandsBeforeReturn) {
   const cases::ConvCase c = cases::conv_cases().front();
   gk::Conv2d plan = cases::conv_plan(c, device_cc());
   ConvRun run(c);
-  const auto vA = gk::testing::conv_view(run.A, c.shape.a(c.kind));
-  const auto vB = gk::testing::conv_view(run.B, c.shape.b(c.kind));
-  const auto vD = gk::testing::conv_view(run.D, c.shape.d(c.kind));
+  const auto vA = gk::verify::conv_view(run.A, c.shape.a(c.kind));
+  const auto vB = gk::verify::conv_view(run.B, c.shape.b(c.kind));
+  const auto vD = gk::verify::conv_view(run.D, c.shape.d(c.kind));
   plan.run(vA, vB, nullptr, vD, c.shape.geometry);
   EXPECT_EQ(run.compare().max_abs_error, 0.0);
 }
@@ -142,10 +142,10 @@ TEST(Conv2dSm90Gpu, StridedPointwiseFpropRunsFromHostTensors) {
   const cases::ConvCase c = find_case("fprop_f16_1x1_stride2", cases::conv90_cases());
   gk::Conv2d plan = cases::conv_plan(c, device_cc());
   ConvRun run(c);
-  const auto vA = gk::testing::conv_view(run.A, c.shape.a(c.kind));
-  const auto vB = gk::testing::conv_view(run.B, c.shape.b(c.kind));
-  const auto vC = gk::testing::conv_view(run.C, c.shape.d(c.kind));
-  const auto vD = gk::testing::conv_view(run.D, c.shape.d(c.kind));
+  const auto vA = gk::verify::conv_view(run.A, c.shape.a(c.kind));
+  const auto vB = gk::verify::conv_view(run.B, c.shape.b(c.kind));
+  const auto vC = gk::verify::conv_view(run.C, c.shape.d(c.kind));
+  const auto vD = gk::verify::conv_view(run.D, c.shape.d(c.kind));
   EXPECT_EQ(plan.spec_for(vA, vB, &vC, vD, c.shape.geometry, c.beta).family, gk::KernelFamily::Sm90Collective);
   plan.run(vA, vB, &vC, vD, c.shape.geometry, c.alpha, c.beta);
   EXPECT_EQ(run.compare().max_abs_error, 0.0);

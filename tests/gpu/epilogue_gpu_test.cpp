@@ -13,10 +13,10 @@
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::testing::HostMatrix;
+using gk::verify::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
@@ -48,8 +48,8 @@ struct Problem {
 };
 
 // Host tensors (staged by run) keep these tests short; the device path is covered by gemm_gpu_test.
-gk::testing::Comparison run_checked(gk::Gemm& plan, Problem& p, double alpha, double beta,
-                                    gk::BiasMode bias = gk::BiasMode::None) {
+gk::verify::Comparison run_checked(gk::Gemm& plan, Problem& p, double alpha, double beta,
+                                   gk::BiasMode bias = gk::BiasMode::None) {
   const HostMatrix* bias_matrix = bias == gk::BiasMode::PerRow ? &p.bias_row : &p.bias_column;
   const auto bias_view =
       gk::TensorView::host(const_cast<void*>(bias_matrix->data()), bias_matrix->dtype(), {bias_matrix->cols()});
@@ -57,9 +57,9 @@ gk::testing::Comparison run_checked(gk::Gemm& plan, Problem& p, double alpha, do
   if (bias != gk::BiasMode::None) options.bias = &bias_view;
   const auto C = p.C.view();
   plan.run(p.A.view(), p.B.view(), beta != 0.0 ? &C : nullptr, p.D.view(), alpha, beta, options);
-  gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(),
-                                 bias != gk::BiasMode::None ? bias_matrix : nullptr, bias};
-  return gk::testing::compare_with_reference(p.A, p.B, beta != 0.0 ? &p.C : nullptr, p.D, alpha, beta, 0, 1, epilogue);
+  gk::verify::Epilogue epilogue{plan.activation(), plan.activation_parameter(),
+                                bias != gk::BiasMode::None ? bias_matrix : nullptr, bias};
+  return gk::verify::compare_with_reference(p.A, p.B, beta != 0.0 ? &p.C : nullptr, p.D, alpha, beta, 0, 1, epilogue);
 }
 
 double tolerance(gk::DataType t) {
@@ -126,11 +126,11 @@ TEST(GpuEpilogue, ApproximateTranscendentalsStayWithinOneAndAHalfUlpsOfFloat64) 
         const double alpha = 1.0 / 16, beta = 0.25;  // pre-activation values in about [-8, 8], exact in float32
         const auto C = p.C.view();
         plan.run(p.A.view(), p.B.view(), &C, p.D.view(), alpha, beta);
-        const gk::testing::Epilogue epilogue{activation, 0.0, nullptr, gk::BiasMode::None};
+        const gk::verify::Epilogue epilogue{activation, 0.0, nullptr, gk::BiasMode::None};
         double worst_ulps = 0.0;
         for (std::int64_t r = 0; r < p.D.rows(); ++r) {
           for (std::int64_t c = 0; c < p.D.cols(); ++c) {
-            const double want = gk::testing::reference_element(p.A, p.B, &p.C, alpha, beta, 0, r, c, epilogue);
+            const double want = gk::verify::reference_element(p.A, p.B, &p.C, alpha, beta, 0, r, c, epilogue);
             const double step = std::max(std::fabs(want) * ulp, smallest);
             worst_ulps = std::max(worst_ulps, std::fabs(p.D.get(0, r, c) - want) / step);
           }

@@ -8,13 +8,13 @@
 #include "gemmkit/jit.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
-#include "testing/device_buffer.hpp"
-#include "testing/host_matrix.hpp"
 #include "unit/test_env.hpp"
+#include "verify/device_buffer.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::testing::DeviceBuffer;
-using gk::testing::HostMatrix;
+using gk::verify::DeviceBuffer;
+using gk::verify::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
@@ -42,11 +42,11 @@ void fill_halves(HostMatrix& m, std::uint64_t seed) {
     for (std::int64_t c = 0; c < m.cols(); ++c) m.set(0, r, c, m.get(0, r, c) / 2.0);
 }
 
-gk::testing::Comparison run_on_device(gk::Gemm& plan, Fp8Operands& o, double alpha, double beta) {
+gk::verify::Comparison run_on_device(gk::Gemm& plan, Fp8Operands& o, double alpha, double beta) {
   DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D);
   plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), alpha, beta);
   dD.copy_to(o.D);
-  return gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta);
+  return gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta);
 }
 
 }  // namespace
@@ -108,7 +108,7 @@ TEST(Fp8Staging, HostTensorsAreStagedExactly) {
   o.A.fill_integers(61, -4, 4);
   o.B.fill_integers(62, -4, 4);
   plan.run(o.A.view(), o.B.view(), nullptr, o.D.view(), 0.5, 0.0);
-  const auto cmp = gk::testing::compare_with_reference(o.A, o.B, nullptr, o.D, 0.5, 0.0);
+  const auto cmp = gk::verify::compare_with_reference(o.A, o.B, nullptr, o.D, 0.5, 0.0);
   EXPECT_EQ(cmp.max_abs_error, 0.0);
 }
 
@@ -146,13 +146,13 @@ void expect_scale_case_exact(const cases::Fp8ScaleCase& c) {
   plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), alpha, beta, options);
   dD.copy_to(o.D);
 
-  gk::testing::Epilogue epilogue;
+  gk::verify::Epilogue epilogue;
   epilogue.activation = c.activation;
   epilogue.bias = &bias;
   epilogue.bias_mode = c.bias;
   epilogue.row_scale = by_rows ? &rows : nullptr;
   epilogue.column_scale = by_columns ? &columns : nullptr;
-  const auto cmp = gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta, 0, 1, epilogue);
+  const auto cmp = gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta, 0, 1, epilogue);
   EXPECT_GT(cmp.checked, 0);
   EXPECT_EQ(cmp.max_abs_error, 0.0) << plan.kernel_name();
 }

@@ -19,14 +19,14 @@
 #include "gemmkit/runtime.hpp"
 #include "support/front_door_cases.hpp"
 #include "support/gpu_cases.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
 using gk::fuzz::Case;
 using gk::fuzz::Outcome;
 using gk::fuzz::Stage;
 using gk::fuzz::TensorDraw;
-using gk::testing::HostMatrix;
+using gk::verify::HostMatrix;
 
 namespace {
 
@@ -145,8 +145,8 @@ std::string check_result(const Case& x, const Buffer& a, const Buffer& b, const 
         double value = x.alpha * sum;
         if (c) value += x.beta * at_c->at(n, i, j);
         if (bias) value += at_bias->at(0, 0, x.plan.bias == gk::BiasMode::PerRow ? i : j);
-        const double expected = gk::testing::round_to(
-            x.plan.d, gk::testing::apply_activation(x.plan.activation, value, x.plan.activation_parameter));
+        const double expected = gk::verify::round_to(
+            x.plan.d, gk::verify::apply_activation(x.plan.activation, value, x.plan.activation_parameter));
         inside[static_cast<std::size_t>(at_d.index(n, i, j))] = true;
         const double got = at_d.at(n, i, j);
         if (exact ? got != expected : std::abs(got - expected) > 1e-2 * std::abs(expected) + 1e-6) {

@@ -12,12 +12,12 @@
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
-#include "testing/device_buffer.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/device_buffer.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::testing::DeviceBuffer;
-using gk::testing::HostMatrix;
+using gk::verify::DeviceBuffer;
+using gk::verify::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 namespace {
@@ -42,11 +42,11 @@ struct Operands {
 };
 
 // Runs through device tensors and returns the comparison with the float64 reference.
-gk::testing::Comparison run_on_device(gk::Gemm& plan, Operands& o, double alpha, double beta) {
+gk::verify::Comparison run_on_device(gk::Gemm& plan, Operands& o, double alpha, double beta) {
   DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D);
   plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), alpha, beta);
   dD.copy_to(o.D);
-  return gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta);
+  return gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, alpha, beta);
 }
 
 double tolerance(gk::DataType t) {
@@ -139,7 +139,7 @@ TEST(GpuPaths, HostStagedTensorsLandInDWhenRunReturns) {
   Operands o(plan, cases::kMatrixShape);
   o.fill_integers();
   plan.run(o.A.view(), o.B.view(), o.C.view(), o.D.view(), 1.0, 2.0);
-  EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 2.0).max_abs_error, 0.0);
+  EXPECT_EQ(gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 2.0).max_abs_error, 0.0);
 }
 
 TEST(GpuPaths, BetaZeroNeedsNoC) {
@@ -149,7 +149,7 @@ TEST(GpuPaths, BetaZeroNeedsNoC) {
   Operands o(plan, cases::kMatrixShape);
   o.fill_integers();
   plan.run(o.A.view(), o.B.view(), nullptr, o.D.view(), 1.0, 0.0);
-  EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, nullptr, o.D, 1.0, 0.0).max_abs_error, 0.0);
+  EXPECT_EQ(gk::verify::compare_with_reference(o.A, o.B, nullptr, o.D, 1.0, 0.0).max_abs_error, 0.0);
 }
 
 TEST(GpuPaths, StridedHostDKeepsItsPadding) {
@@ -166,7 +166,7 @@ TEST(GpuPaths, StridedHostDKeepsItsPadding) {
   plan.run(A.view(), B.view(), nullptr, D, 1.0, 0.0);
   for (long r = 0; r < m; ++r) {
     for (long c = 0; c < n; ++c)
-      ASSERT_EQ(padded.get(0, r, c), gk::testing::reference_element(A, B, nullptr, 1, 0, 0, r, c));
+      ASSERT_EQ(padded.get(0, r, c), gk::verify::reference_element(A, B, nullptr, 1, 0, 0, r, c));
     for (long c = n; c < ld; ++c) ASSERT_EQ(padded.get(0, r, c), 7.0);
   }
 }
@@ -235,6 +235,6 @@ TEST(GpuRepeat, SecondRunWithTheSameTensorsTakesTheCachedLaunch) {
   for (double beta : {1.0, 1.0, 3.0, 3.0}) {  // a changed scalar must not reuse stale launch parameters
     plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), 1.0, beta);
     dD.copy_to(o.D);
-    EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta).max_abs_error, 0.0) << beta;
+    EXPECT_EQ(gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta).max_abs_error, 0.0) << beta;
   }
 }

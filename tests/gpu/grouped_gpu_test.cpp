@@ -14,13 +14,13 @@
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
-#include "testing/device_buffer.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/device_buffer.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
 namespace cases = gk::gpu_cases;
-using gk::testing::DeviceBuffer;
-using gk::testing::HostMatrix;
+using gk::verify::DeviceBuffer;
+using gk::verify::HostMatrix;
 
 namespace {
 
@@ -95,10 +95,10 @@ struct Groups {
         }
         continue;
       }
-      gk::testing::Epilogue epilogue;
+      gk::verify::Epilogue epilogue;
       epilogue.activation = activation;
       epilogue.parameter = 0.25;
-      const auto cmp = gk::testing::compare_with_reference(A[g], B[g], &C[g], D[g], alpha, beta, samples, g, epilogue);
+      const auto cmp = gk::verify::compare_with_reference(A[g], B[g], &C[g], D[g], alpha, beta, samples, g, epilogue);
       // Piecewise-linear activations are exact on integers; the others within a few ulps of a 16-bit output.
       const bool exact = activation == gk::Activation::Identity || activation == gk::Activation::ReLU ||
                          activation == gk::Activation::LeakyReLU;
@@ -255,7 +255,7 @@ struct Experts {
         for (long c = 0; c < D.cols(); ++c) {
           double sum = 0;
           for (long kk = 0; kk < A.cols(); ++kk) sum += A.get(0, r, kk) * B.get(static_cast<long>(g), kk, c);
-          wrong += D.get(0, r, c) != gk::testing::round_to(D.dtype(), sum) ? 1 : 0;
+          wrong += D.get(0, r, c) != gk::verify::round_to(D.dtype(), sum) ? 1 : 0;
         }
       }
       begin = std::max(begin, ends[g]);

@@ -7,9 +7,9 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/cli.hpp"
-#include "testing/device_buffer.hpp"
-#include "testing/host_matrix.hpp"
 #include "unit/test_env.hpp"
+#include "verify/device_buffer.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
 
@@ -30,12 +30,12 @@ TEST(GpuLatency, ANewShapeClassRunsWithoutACompileAndLaterUsesTheBetterKernel) {
   gk::Gemm plan(gk::testing::f16_row(gk::device_info(gk::current_device()).cc));
   // Few output tiles and a long K: the run-time choice wants Stream-K (or another tile), not the default.
   const long m = 512, n = 512, k = 16384;
-  gk::testing::HostMatrix A(gk::DataType::f16, m, k, gk::Layout::RowMajor);
-  gk::testing::HostMatrix B(gk::DataType::f16, k, n, gk::Layout::RowMajor);
-  gk::testing::HostMatrix D(gk::DataType::f16, m, n, gk::Layout::RowMajor);
+  gk::verify::HostMatrix A(gk::DataType::f16, m, k, gk::Layout::RowMajor);
+  gk::verify::HostMatrix B(gk::DataType::f16, k, n, gk::Layout::RowMajor);
+  gk::verify::HostMatrix D(gk::DataType::f16, m, n, gk::Layout::RowMajor);
   A.fill_integers(1, -2, 2);
   B.fill_integers(2, -2, 2);
-  gk::testing::DeviceBuffer dA(A), dB(B), dD(D);
+  gk::verify::DeviceBuffer dA(A), dB(B), dD(D);
   const auto a = dA.view_like(A), b = dB.view_like(B), d = dD.view_like(D);
   const gk::KernelSpec wanted = plan.spec_for(a, b, nullptr, d);
   if (wanted.name() == plan.kernel_name()) GTEST_SKIP() << "this GPU's run-time choice keeps the default here";
@@ -46,7 +46,7 @@ TEST(GpuLatency, ANewShapeClassRunsWithoutACompileAndLaterUsesTheBetterKernel) {
   EXPECT_EQ(foreground_builds(), before) << "run() compiled the kernel the new shape asked for";
   EXPECT_EQ(plan.running_kernel_name(a, b, nullptr, d), plan.kernel_name());  // the stand-in, while it builds
   dD.copy_to(D);
-  EXPECT_EQ(gk::testing::compare_with_reference(A, B, nullptr, D, 1.0, 0.0, 4096).max_abs_error, 0.0);
+  EXPECT_EQ(gk::verify::compare_with_reference(A, B, nullptr, D, 1.0, 0.0, 4096).max_abs_error, 0.0);
 
   gk::Gemm::wait_for_background();
   EXPECT_EQ(gk::cache_counters().background_builds > 0, true);
@@ -54,5 +54,5 @@ TEST(GpuLatency, ANewShapeClassRunsWithoutACompileAndLaterUsesTheBetterKernel) {
   EXPECT_EQ(plan.running_kernel_name(a, b, nullptr, d), wanted.name());
   EXPECT_EQ(foreground_builds(), before);  // the better kernel came from the cache, built in the background
   dD.copy_to(D);
-  EXPECT_EQ(gk::testing::compare_with_reference(A, B, nullptr, D, 1.0, 0.0, 4096).max_abs_error, 0.0);
+  EXPECT_EQ(gk::verify::compare_with_reference(A, B, nullptr, D, 1.0, 0.0, 4096).max_abs_error, 0.0);
 }

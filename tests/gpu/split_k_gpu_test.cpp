@@ -15,12 +15,12 @@
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
-#include "testing/device_buffer.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/device_buffer.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
-using gk::testing::DeviceBuffer;
-using gk::testing::HostMatrix;
+using gk::verify::DeviceBuffer;
+using gk::verify::HostMatrix;
 namespace cases = gk::gpu_cases;
 
 #define REQUIRE_SM90()                                                              \
@@ -58,14 +58,14 @@ struct Operands {
 
 // D = act(A@B + beta C) through device tensors; the comparison with the float64 reference (D's rounding) on every
 // element, or on `samples` of them.
-gk::testing::Comparison run_exact(gk::Gemm& plan, Operands& o, double beta, long samples = 0) {
+gk::verify::Comparison run_exact(gk::Gemm& plan, Operands& o, double beta, long samples = 0) {
   DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D);
   gk::RunOptions wait;
   wait.wait_for_best = true;  // the kernel chosen for the shape, not a stand-in while it compiles
   plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), 1.0, beta, wait);
   dD.copy_to(o.D);
-  const gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(), nullptr, gk::BiasMode::None};
-  return gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta, samples, 1, epilogue);
+  const gk::verify::Epilogue epilogue{plan.activation(), plan.activation_parameter(), nullptr, gk::BiasMode::None};
+  return gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta, samples, 1, epilogue);
 }
 
 gk::KSplit k_split_of(gk::Gemm& plan, const Operands& o) {
@@ -182,10 +182,9 @@ TEST(GpuSplitK, ParallelSplitKIsExactWithTheWholeEpilogueAfterTheReduction) {
       options.wait_for_best = true;  // the parallel kernel itself, not the serial one while it builds
       for (const double beta : {1.0, 2.0}) {
         plan.run(o.A.view(), o.B.view(), &C, o.D.view(), 1.0, beta, options);
-        const gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(), &bias,
-                                             gk::BiasMode::PerRow};
-        EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta, 0, 1, epilogue).max_abs_error,
-                  0.0)
+        const gk::verify::Epilogue epilogue{plan.activation(), plan.activation_parameter(), &bias,
+                                            gk::BiasMode::PerRow};
+        EXPECT_EQ(gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta, 0, 1, epilogue).max_abs_error, 0.0)
             << what << ", beta " << beta << ", " << split.splits << " slices, " << spec.name();
       }
       EXPECT_EQ(plan.running_kernel_name(o.A.view(), o.B.view(), &C, o.D.view(), 1.0), spec.name()) << what;
@@ -220,14 +219,14 @@ void replay_captured(gk::Gemm& plan, Operands& o, const HostMatrix* bias = nullp
   ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  const gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(), bias,
-                                       bias != nullptr ? gk::BiasMode::PerRow : gk::BiasMode::None};
+  const gk::verify::Epilogue epilogue{plan.activation(), plan.activation_parameter(), bias,
+                                      bias != nullptr ? gk::BiasMode::PerRow : gk::BiasMode::None};
   for (int replay = 0; replay < 3; ++replay) {
     ASSERT_EQ(cudaMemsetAsync(dD.get(), 0, dD.bytes(), stream), cudaSuccess);
     ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     dD.copy_to(o.D);
-    EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 1.0, 0, 1, epilogue).max_abs_error, 0.0)
+    EXPECT_EQ(gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 1.0, 0, 1, epilogue).max_abs_error, 0.0)
         << "replay " << replay << " of " << kernel_of(plan, o);
   }
   cudaGraphExecDestroy(exec);
@@ -278,6 +277,6 @@ TEST(GpuSplitK, WaitForBestKnobRunsTheParallelKernelOnTheFirstRun) {
   unsetenv("GEMMKIT_WAIT_FOR_BEST");
   EXPECT_EQ(plan.running_kernel_name(o.A.view(), o.B.view(), &C, o.D.view(), 1.0), spec.name());
   EXPECT_EQ(after.background_builds, before.background_builds);  // nothing left to build behind the caller's back
-  const gk::testing::Epilogue epilogue{plan.activation(), plan.activation_parameter(), &bias, gk::BiasMode::PerRow};
-  EXPECT_EQ(gk::testing::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 1.0, 0, 1, epilogue).max_abs_error, 0.0);
+  const gk::verify::Epilogue epilogue{plan.activation(), plan.activation_parameter(), &bias, gk::BiasMode::PerRow};
+  EXPECT_EQ(gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 1.0, 0, 1, epilogue).max_abs_error, 0.0);
 }

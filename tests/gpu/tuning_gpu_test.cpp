@@ -7,17 +7,17 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/tuning.hpp"
 #include "support/gpu_cases.hpp"
-#include "testing/device_buffer.hpp"
-#include "testing/host_matrix.hpp"
 #include "tuning/choice.hpp"
 #include "unit/test_env.hpp"
+#include "verify/device_buffer.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gemmkit {
 namespace {
 
 using gpu_cases::kTuneShape;
-using testing::DeviceBuffer;
-using testing::HostMatrix;
+using verify::DeviceBuffer;
+using verify::HostMatrix;
 
 class GpuTuning : public ::testing::Test {
  protected:
@@ -44,7 +44,7 @@ class GpuTuning : public ::testing::Test {
     const KernelSpec used = plan.spec_for(dA.view_like(A), dB.view_like(B), nullptr, dD.view_like(D));
     for (int i = 0; i < runs; ++i) plan.run(dA.view_like(A), dB.view_like(B), nullptr, dD.view_like(D));
     dD.copy_to(D);
-    const auto cmp = testing::compare_with_reference(A, B, nullptr, D, 1.0, 0.0, 2048);
+    const auto cmp = verify::compare_with_reference(A, B, nullptr, D, 1.0, 0.0, 2048);
     EXPECT_EQ(cmp.max_abs_error, 0.0) << used.name();  // small integers: exact in f16 with f32 accumulation
     return used.name();
   }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gemmkit/conv2d.hpp"
-#include "testing/conv_reference.hpp"
+#include "verify/conv_reference.hpp"
 
 namespace gemmkit::gpu_cases {
 
@@ -20,7 +20,7 @@ struct ConvCase {
   std::string name;
   ConvKind kind;
   DataType ab, cd, accumulator;
-  testing::ConvShape shape;
+  verify::ConvShape shape;
   OpClass opclass = OpClass::TensorOp;
   Activation activation = Activation::Identity;
   double activation_parameter = 0.01;
@@ -31,9 +31,9 @@ struct ConvCase {
   int kernel_cc = 80;  // the family: 80 = Sm80Conv2d (on any SM80+ GPU), 90 = Sm90Conv2d (SM90 only)
 };
 
-inline testing::ConvShape conv_shape(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t k,
-                                     std::int64_t r, std::int64_t s, int stride, int pad, int dilation = 1) {
-  testing::ConvShape shape;
+inline verify::ConvShape conv_shape(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t k,
+                                    std::int64_t r, std::int64_t s, int stride, int pad, int dilation = 1) {
+  verify::ConvShape shape;
   shape.n = n, shape.h = h, shape.w = w, shape.c = c, shape.k = k, shape.r = r, shape.s = s;
   shape.geometry = {{stride, stride}, {pad, pad}, {dilation, dilation}};
   return shape;
@@ -187,7 +187,7 @@ inline Conv2d conv_plan(const ConvCase& c, int cc) {
 inline KernelSpec conv_spec(const ConvCase& c, int cc) {
   Conv2d plan = conv_plan(c, cc);
   alignas(256) static char base[256];
-  auto view = [&](DataType type, const testing::Extent4& e) {
+  auto view = [&](DataType type, const verify::Extent4& e) {
     return TensorView::strided(base, type, {e[0], e[1], e[2], e[3]}, {e[1] * e[2] * e[3], e[2] * e[3], e[3], 1}, 0);
   };
   const TensorView a = view(c.ab, c.shape.a(c.kind)), b = view(c.ab, c.shape.b(c.kind)),

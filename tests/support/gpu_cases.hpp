@@ -11,7 +11,7 @@
 #include "gemmkit/grouped_gemm.hpp"
 #include "support/conv_cases.hpp"
 #include "support/front_door_cases.hpp"
-#include "testing/shape_suite.hpp"
+#include "verify/shape_suite.hpp"
 
 namespace gemmkit::gpu_cases {
 
@@ -293,7 +293,7 @@ inline std::vector<KernelSpec> suite_specs(int cc) {
   std::vector<KernelSpec> out;
   for (DataType type : {DataType::f16, DataType::bf16}) {
     Gemm plan(epilogue_options(type, cc, 90));
-    for (const auto& s : testing::shape_suite()) {
+    for (const auto& s : verify::shape_suite()) {
       const auto A = probe_view(type, s.m, s.k, Layout::RowMajor);
       const auto B = probe_view(type, s.k, s.n, Layout::RowMajor);
       const auto D = probe_view(type, s.m, s.n, Layout::RowMajor);

@@ -18,11 +18,11 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
 namespace cases = gk::gpu_cases;
-using gk::testing::HostMatrix;
+using gk::verify::HostMatrix;
 
 namespace {
 
@@ -107,8 +107,8 @@ int run_case(const SanitizeCase& c) {
   plan.run(A.view_at(dA.get(), device), B.view_at(dB.get(), device), &vC, D.view_at(dD.get(), device), 1.0, 1.0,
            options);
   dD.copy_to(D);
-  const gk::testing::Epilogue epilogue{c.activation, 0.25, c.bias != gk::BiasMode::None ? &bias : nullptr, c.bias};
-  const auto cmp = gk::testing::compare_with_reference(A, B, &C, D, 1.0, 1.0, 0, 1, epilogue);
+  const gk::verify::Epilogue epilogue{c.activation, 0.25, c.bias != gk::BiasMode::None ? &bias : nullptr, c.bias};
+  const auto cmp = gk::verify::compare_with_reference(A, B, &C, D, 1.0, 1.0, 0, 1, epilogue);
   std::printf("%s: %s, %lldx%lldx%lld, %lld elements, max error %g\n", c.name, plan.kernel_name().c_str(),
               static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k),
               static_cast<long long>(cmp.checked), cmp.max_abs_error);

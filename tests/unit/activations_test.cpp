@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "gemmkit/activations.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/host_matrix.hpp"
 
 namespace gemmkit::activation {
 namespace {
@@ -32,8 +32,8 @@ TEST(Activations, GeluErfMatchesFloat64WithinFloatPrecision) {
 // The float64 reference the gpu tier compares against keeps GELU's tail too (0.5 x (1 + erf) gave ~1e-16 there).
 TEST(Activations, Float64ReferenceGeluHasItsTail) {
   const double want = -7.6198530241604e-23;  // GELU(-10) = -10 * Phi(-10)
-  EXPECT_NEAR(gemmkit::testing::apply_activation(Activation::GELU, -10.0, 0.0) / want, 1.0, 1e-9);
-  EXPECT_NEAR(gemmkit::testing::apply_activation(Activation::GELU, 1.0, 0.0), 0.8413447460685429, 1e-15);
+  EXPECT_NEAR(gemmkit::verify::apply_activation(Activation::GELU, -10.0, 0.0) / want, 1.0, 1e-9);
+  EXPECT_NEAR(gemmkit::verify::apply_activation(Activation::GELU, 1.0, 0.0), 0.8413447460685429, 1e-15);
 }
 
 TEST(Activations, SigmoidAndSiluMatchFloat64) {

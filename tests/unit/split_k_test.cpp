@@ -13,7 +13,7 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "support/cli.hpp"
-#include "testing/shape_suite.hpp"
+#include "verify/shape_suite.hpp"
 
 namespace gk = gemmkit;
 namespace cat = gemmkit::catalog;
@@ -159,7 +159,7 @@ TEST(SplitKChoice, SuiteShapesThatRunSplitK) {
   const Tables t;
   std::map<std::string, int> split_k;
   int sixty_four_rows = 0;
-  for (const auto& s : gk::testing::shape_suite()) {
+  for (const auto& s : gk::verify::shape_suite()) {
     const Choice c = choose(t, {s.m, s.n, s.k, 1});
     if (c.split.mode == gk::Decomposition::SplitK) split_k[s.text()] = c.split.splits;
     if (c.tile.cta_tile()[0] == 64) ++sixty_four_rows;

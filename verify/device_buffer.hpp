@@ -1,12 +1,12 @@
-// testing/device_buffer.hpp: device memory for the tests, the benchmark and the CLI's run --check, freed at scope exit.
+// verify/device_buffer.hpp: device memory for the tests, the benchmark and the CLI's run --check, freed at scope exit.
 #pragma once
 
 #include <cstddef>
 
 #include "gemmkit/tensor.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/host_matrix.hpp"
 
-namespace gemmkit::testing {
+namespace gemmkit::verify {
 
 class DeviceBuffer {
  public:
@@ -30,4 +30,4 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
-}  // namespace gemmkit::testing
+}  // namespace gemmkit::verify

@@ -1,5 +1,5 @@
-// testing/host_matrix.hpp: host buffers of any element type, filled with test data, and a float64 reference
-// GEMM; shared by the CLI, the tests, the benchmark and the examples.
+// verify/host_matrix.hpp: host buffers of any element type, filled with test data, and a float64 reference
+// GEMM; shared by the CLI, the tests, the benchmark and the examples (verify/, not testing/: the shipped CLI uses it).
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 #include "gemmkit/tensor.hpp"
 #include "gemmkit/types.hpp"
 
-namespace gemmkit::testing {
+namespace gemmkit::verify {
 
 class HostMatrix {
  public:
@@ -79,4 +79,4 @@ Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, cons
                                   double alpha, double beta, std::int64_t samples = 0, std::uint64_t seed = 1,
                                   const Epilogue& epilogue = {});
 
-}  // namespace gemmkit::testing
+}  // namespace gemmkit::verify

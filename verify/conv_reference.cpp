@@ -1,11 +1,11 @@
-// testing/conv_reference.cpp: the float64 reference convolution.
-#include "testing/conv_reference.hpp"
+// verify/conv_reference.cpp: the float64 reference convolution.
+#include "verify/conv_reference.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-namespace gemmkit::testing {
+namespace gemmkit::verify {
 namespace {
 
 std::int64_t out_extent(std::int64_t in, std::int64_t filter, int pad, int stride, int dilation) {
@@ -90,4 +90,4 @@ Comparison compare_conv(ConvKind kind, const ConvShape& sh, const HostMatrix& A,
   return result;
 }
 
-}  // namespace gemmkit::testing
+}  // namespace gemmkit::verify

@@ -1,4 +1,4 @@
-// testing/conv_reference.hpp: packed NHWC / KRSC host tensors and the float64 reference convolution (fprop, dgrad,
+// verify/conv_reference.hpp: packed NHWC / KRSC host tensors and the float64 reference convolution (fprop, dgrad,
 // wgrad) that the CLI's run --check and the gpu tier compare Conv2d against.
 #pragma once
 
@@ -6,9 +6,9 @@
 #include <cstdint>
 
 #include "gemmkit/conv2d.hpp"
-#include "testing/host_matrix.hpp"
+#include "verify/host_matrix.hpp"
 
-namespace gemmkit::testing {
+namespace gemmkit::verify {
 
 using Extent4 = std::array<std::int64_t, 4>;
 
@@ -40,4 +40,4 @@ Comparison compare_conv(ConvKind kind, const ConvShape& shape, const HostMatrix&
                         const HostMatrix* C, const HostMatrix& D, double alpha, double beta,
                         const Epilogue& epilogue = {});
 
-}  // namespace gemmkit::testing
+}  // namespace gemmkit::verify

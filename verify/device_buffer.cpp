@@ -1,12 +1,12 @@
-// testing/device_buffer.cpp: cudaMalloc / cudaMemcpy / cudaFree behind one RAII type.
-#include "testing/device_buffer.hpp"
+// verify/device_buffer.cpp: cudaMalloc / cudaMemcpy / cudaFree behind one RAII type.
+#include "verify/device_buffer.hpp"
 
 #include <cuda_runtime_api.h>
 
 #include "gemmkit/runtime.hpp"
 #include "runtime/cuda_check.hpp"
 
-namespace gemmkit::testing {
+namespace gemmkit::verify {
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
   GK_CUDA_CHECK(cudaMalloc(&data_, bytes));
@@ -28,4 +28,4 @@ void DeviceBuffer::copy_to(HostMatrix& host) const {
   GK_CUDA_CHECK(cudaMemcpy(host.data(), data_, host.bytes(), cudaMemcpyDeviceToHost));
 }
 
-}  // namespace gemmkit::testing
+}  // namespace gemmkit::verify

@@ -1,5 +1,5 @@
-// testing/host_matrix.cpp: typed host buffers, deterministic fills and the float64 reference GEMM.
-#include "testing/host_matrix.hpp"
+// verify/host_matrix.cpp: typed host buffers, deterministic fills and the float64 reference GEMM.
+#include "verify/host_matrix.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -13,7 +13,7 @@
 #include "gemmkit/errors.hpp"
 #include "util/elements.hpp"
 
-namespace gemmkit::testing {
+namespace gemmkit::verify {
 namespace {
 
 int element_bytes(DataType t) {
@@ -158,4 +158,4 @@ Comparison compare_with_reference(const HostMatrix& A, const HostMatrix& B, cons
   return result;
 }
 
-}  // namespace gemmkit::testing
+}  // namespace gemmkit::verify

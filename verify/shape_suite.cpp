@@ -1,12 +1,12 @@
-// testing/shape_suite.cpp: the shape suite's groups and shapes.
-#include "testing/shape_suite.hpp"
+// verify/shape_suite.cpp: the shape suite's groups and shapes.
+#include "verify/shape_suite.hpp"
 
 #include <algorithm>
 #include <array>
 #include <sstream>
 #include <stdexcept>
 
-namespace gemmkit::testing {
+namespace gemmkit::verify {
 namespace {
 
 // Llama-3 8B and 70B projections, N x K: attention out/qkv-sized, MLP up/gate and down, 70B's MLP.
@@ -80,4 +80,4 @@ std::vector<SuiteShape> shape_suite(const std::string& groups) {
   return out;
 }
 
-}  // namespace gemmkit::testing
+}  // namespace gemmkit::verify

@@ -1,4 +1,4 @@
-// testing/walkthrough.hpp: the basic GEMM walk-through of examples/basic_gemm.cpp, which `gemmkit demo` runs.
+// verify/walkthrough.hpp: the basic GEMM walk-through of examples/basic_gemm.cpp, which `gemmkit demo` runs.
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-// testing/shape_suite.hpp: the benchmark's shape suite (issue 15), by group; shared by gemmkit_bench --only suite and
+// verify/shape_suite.hpp: the benchmark's shape suite (issue 15), by group; shared by gemmkit_bench --only suite and
 // gemmkit tune --suite.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace gemmkit::testing {
+namespace gemmkit::verify {
 
 // One problem of the suite: D (m x n) = A (m x k) @ B (k x n).
 struct SuiteShape {
@@ -24,4 +24,4 @@ const std::vector<std::string>& suite_groups();
 // group), in suite order. Throws std::invalid_argument naming an unknown group and listing the known ones.
 std::vector<SuiteShape> shape_suite(const std::string& groups = "");
 
-}  // namespace gemmkit::testing
+}  // namespace gemmkit::verify
