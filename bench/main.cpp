@@ -16,6 +16,7 @@
 #include "bench.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/compiler.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/jit.hpp"
 #include "gemmkit/runtime.hpp"
 #include "verify/shape_suite.hpp"

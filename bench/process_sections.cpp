@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "gemmkit/compiler.hpp"
 #include "gemmkit/jit.hpp"
 
 namespace bench {

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "bench.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/jit.hpp"
 #include "gemmkit/runtime.hpp"
 

@@ -9,6 +9,7 @@
 
 #include "cc_option.hpp"
 #include "gemmkit/cache.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"

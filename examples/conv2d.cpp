@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gemmkit/conv2d.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
 #include "verify/conv_reference.hpp"

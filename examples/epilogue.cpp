@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cc_option.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"

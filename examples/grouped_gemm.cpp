@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cc_option.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/runtime.hpp"

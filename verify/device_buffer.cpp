@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gemmkit/device.hpp"
 #include "gemmkit/runtime.hpp"
 #include "runtime/cuda_check.hpp"
 

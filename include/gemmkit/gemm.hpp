@@ -19,7 +19,6 @@
 
 namespace gemmkit {
 
-
 // A plan. Its run() (and spec_for) may be called from many threads at once, each on its own stream or on the same
 // one; launches in flight never share a workspace, and run() can be captured into a CUDA graph (device tensors).
 // Changing the configuration (set_*, construct with a tile, compile with a tile) while another thread runs the

@@ -8,11 +8,10 @@
 
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
-#include "gemmkit/results.hpp"
 #include "gemmkit/kernel_spec.hpp"
+#include "gemmkit/results.hpp"
 
 namespace gemmkit {
-
 
 // JSON as `gemmkit compile --json` prints it: kernel_name, cache ("hit" or "miss"), seconds, module_path, cache_key.
 void to_json(nlohmann::ordered_json& json, const CompiledKernel& kernel);

@@ -15,8 +15,6 @@
 
 namespace gemmkit {
 
-
-
 // One generated kernel module, loaded with dlopen: its ABI entry points. Safe to use from many threads at once;
 // every launch gets a workspace of its own (see runtime/workspace.hpp), so launches on different streams,
 // threads, graphs and devices never share one.

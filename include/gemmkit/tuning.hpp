@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "gemmkit/errors.hpp"
-#include "gemmkit/results.hpp"
 #include "gemmkit/kernel_spec.hpp"
+#include "gemmkit/results.hpp"
 
 namespace gemmkit {
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bindings.hpp"
+#include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 
 namespace gemmkit::python {

@@ -17,6 +17,7 @@
 #include "gemmkit/cache.hpp"
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/conv2d.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
@@ -465,11 +466,11 @@ void bind_plan_base(nb::module_& m) {
 }
 
 void bind_gemm(nb::module_& m) {
-  auto cls = nb::class_<Gemm, Plan>(m, "Gemm",
-                                    "The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.");
+  auto cls = nb::class_<Gemm, Plan>(
+      m, "Gemm", "The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.");
   def_plan_init(cls);
   cls.def_prop_rw("bias", &Gemm::bias, &Gemm::set_bias,
-                   "A bias vector added before the activation, per output row or column (run(bias=...)).")
+                  "A bias vector added before the activation, per output row or column (run(bias=...)).")
       .def_prop_rw("scale", &Gemm::scale, &Gemm::set_scale,
                    "f32 scale vectors multiplying the accumulator per output row and/or column, e.g. FP8 "
                    "dequantization scales (run(row_scale=..., column_scale=...); SM90 kernels).")

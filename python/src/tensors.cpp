@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
 

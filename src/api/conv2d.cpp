@@ -381,8 +381,9 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
     if (e > INT32_MAX) throw TensorError("Conv2d: an extent of " + std::to_string(e) + " exceeds 2^31-1; split it.");
   }
   // CUTLASS 2.x convs address activations with 32-bit offsets (its can_implement's rule).
-  for (const auto& [extent, type, name] : {std::tuple{x, kind_ == ConvKind::Dgrad ? core_->config.types.d : core_->config.types.a, "input"},
-                                           {y, kind_ == ConvKind::Fprop ? core_->config.types.d : core_->config.types.a, "output"}}) {
+  for (const auto& [extent, type, name] :
+       {std::tuple{x, kind_ == ConvKind::Dgrad ? core_->config.types.d : core_->config.types.a, "input"},
+        {y, kind_ == ConvKind::Fprop ? core_->config.types.d : core_->config.types.a, "output"}}) {
     const std::int64_t bytes = extent[0] * extent[1] * extent[2] * extent[3] * (bits_of(type) / 8);
     if (bytes >= (std::int64_t{1} << 31)) {
       throw TensorError(std::string("Conv2d: the ") + name + " activation holds " + std::to_string(bytes) +
@@ -406,8 +407,9 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
     throw TensorError(
         "Tensor " + name + ": its " + std::to_string(channels) + " channels or its address are not a multiple of " +
         narrowest + " elements, the narrowest vector " +
-        (sm90 ? std::string("SM90 conv kernels (TMA)") : std::string(to_string(core_->config.opclass)) + " conv kernels") + " for " +
-        std::string(to_string(type)) + " read. Pad the channels to a multiple of " + narrowest +
+        (sm90 ? std::string("SM90 conv kernels (TMA)")
+              : std::string(to_string(core_->config.opclass)) + " conv kernels") +
+        " for " + std::string(to_string(type)) + " read. Pad the channels to a multiple of " + narrowest +
         (sm90 ? ", or pass kernel_cc=80 for the CUTLASS 2.x kernels (narrower vectors, and SIMT f32 for any "
                 "channel count)."
               : ", or use f32 with opclass = Simt (any channel count)."));
@@ -444,8 +446,8 @@ Conv2d::ConvProblem Conv2d::check_conv(const TensorView& A, const TensorView& B,
         "Conv2d dgrad with a stride above 1 has no split-K (CUTLASS's strided dgrad kernels); set "
         "split_k_slices to 1 for this problem.");
   }
-  p.stride_support =
-      settings_->stride_support.value_or(kind_ == ConvKind::Dgrad && unit_stride ? StrideSupport::Unity : StrideSupport::Strided);
+  p.stride_support = settings_->stride_support.value_or(
+      kind_ == ConvKind::Dgrad && unit_stride ? StrideSupport::Unity : StrideSupport::Strided);
   return p;
 }
 
@@ -505,7 +507,8 @@ Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
   }
   const auto [a, b, d] = pointwise_matrices(kind_, p.n * p.h * p.w, p.c, p.k);
   GemmOptions o;
-  o.element_a = core_->config.types.a, o.element_b = core_->config.types.b, o.element_c = core_->config.types.c, o.element_d = core_->config.types.d;
+  o.element_a = core_->config.types.a, o.element_b = core_->config.types.b, o.element_c = core_->config.types.c,
+  o.element_d = core_->config.types.d;
   o.element_accumulator = core_->config.types.accumulator;
   o.layout_a = a.layout, o.layout_b = b.layout, o.layout_c = d.layout;
   o.cc = core_->config.cc;

@@ -56,7 +56,6 @@ ReductionMode Gemm::reduction_mode() const {
   return core_->config.reduction_mode;
 }
 
-
 void Gemm::set_bias(BiasMode bias) {
   change_checked(core_->config.bias, bias);
 }
@@ -141,12 +140,12 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
     }
     Gemm& plan = *twin_->plan;
     // The slope is a run-time argument; the other settings move the configuration's generation, and the twin with it.
-    if (plan.activation_parameter() != c.activation_parameter) plan.set_activation(c.activation, c.activation_parameter);
+    if (plan.activation_parameter() != c.activation_parameter)
+      plan.set_activation(c.activation, c.activation_parameter);
     return plan;
   };
   Gemm& plan = plan_taking(
-      *this, may_take_scalar_kernels(), [&](Gemm& p) { (void)check_gemm_problem(*p.core_, A, B, C, D, beta); },
-      twin);
+      *this, may_take_scalar_kernels(), [&](Gemm& p) { (void)check_gemm_problem(*p.core_, A, B, C, D, beta); }, twin);
   if (&plan != this) {
     note_once("operands whose leading dimensions or addresses fit none of the " +
               std::string(to_string(core_->config.opclass)) +
@@ -165,8 +164,7 @@ KSplit Gemm::k_split_for(const TensorView& A, const TensorView& B, const TensorV
 KernelSpec Gemm::spec_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                           double beta) {
   Gemm& plan = plan_for(A, B, C, D, beta);
-  const selection::RunChoice c =
-      plan.core_->choice_without_running(check_gemm_problem(*plan.core_, A, B, C, D, beta));
+  const selection::RunChoice c = plan.core_->choice_without_running(check_gemm_problem(*plan.core_, A, B, C, D, beta));
   return c.choices->spec(c.index);
 }
 

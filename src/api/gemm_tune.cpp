@@ -69,8 +69,14 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
     Gemm& plan = plans.emplace_back(Gemm(std::move(core)));
     return [&, &plan = plan] { plan.run(A, B, C, D, options.alpha, options.beta, run_options); };
   };
-  const tuning::Search job{choices,   p,       tuning::candidate_indices(*core_, choices, p, sm_count, options),
-                           p.d.data,  p.d.span, core_->config.types.d, core_->config.types.accumulator, device,
+  const tuning::Search job{choices,
+                           p,
+                           tuning::candidate_indices(*core_, choices, p, sm_count, options),
+                           p.d.data,
+                           p.d.span,
+                           core_->config.types.d,
+                           core_->config.types.accumulator,
+                           device,
                            call_with};
   return tuning::search(job, options);
 }

@@ -90,9 +90,12 @@ GroupedGemm::Groups GroupedGemm::check_groups(std::span<const TensorView> A, std
   groups.operands.resize(count);
   for (std::size_t g = 0; g < count; ++g) {
     const std::string a_name = group_name("A", g), b_name = group_name("B", g), d_name = group_name("D", g);
-    const detail::MatrixOperand a = detail::check_operand(A[g], a_name.c_str(), core_->config.types.a, core_->config.types.layout_a);
-    const detail::MatrixOperand b = detail::check_operand(B[g], b_name.c_str(), core_->config.types.b, core_->config.types.layout_b);
-    const detail::MatrixOperand d = detail::check_operand(D[g], d_name.c_str(), core_->config.types.d, core_->config.types.layout_c);
+    const detail::MatrixOperand a =
+        detail::check_operand(A[g], a_name.c_str(), core_->config.types.a, core_->config.types.layout_a);
+    const detail::MatrixOperand b =
+        detail::check_operand(B[g], b_name.c_str(), core_->config.types.b, core_->config.types.layout_b);
+    const detail::MatrixOperand d =
+        detail::check_operand(D[g], d_name.c_str(), core_->config.types.d, core_->config.types.layout_c);
     require_matrix(a, a_name);
     require_matrix(b, b_name);
     require_matrix(d, d_name);
@@ -137,7 +140,7 @@ GroupedGemm::Groups GroupedGemm::check_groups(std::span<const TensorView> A, std
 
 const char* GroupedGemm::alignment_hint() const {
   return core_->cache().kernel_cc >= 90 ? ", or use kernel_cc = 80 (CUTLASS 2.x grouped kernels take narrower vectors)"
-                                     : "";
+                                        : "";
 }
 
 std::size_t GroupedGemm::output_alignment_index(const detail::MatrixOperand& d, const detail::MatrixOperand* c,
@@ -156,7 +159,8 @@ KernelModule& GroupedGemm::module_for_alignments(int alignment_a, int alignment_
   p.alignment_a = alignment_a;
   p.alignment_b = alignment_b;
   p.alignment_c = alignment_c;
-  return core_->module_for(core_->choices_for(p), 0, /*wait=*/true);  // the set tile, else the family's default: no per-shape choice
+  return core_->module_for(core_->choices_for(p), 0,
+                           /*wait=*/true);  // the set tile, else the family's default: no per-shape choice
 }
 
 KernelSpec GroupedGemm::spec_for(std::span<const TensorView> A, std::span<const TensorView> B,
@@ -190,7 +194,8 @@ void GroupedGemm::run(std::span<const TensorView> A, std::span<const TensorView>
   if (!groups.any_work) return;  // every group is empty: nothing to compute, nothing to write
   KernelModule& module = module_for_alignments(groups.alignment_a, groups.alignment_b, groups.alignment_c);
   if (options.print_module) std::fputs(render(spec_for(A, B, C, D, beta)).text.c_str(), stdout);
-  const runtime::GroupedCall call{alpha, beta, core_->config.activation_parameter, device, device_info(device).sm_count};
+  const runtime::GroupedCall call{alpha, beta, core_->config.activation_parameter, device,
+                                  device_info(device).sm_count};
   runtime::launch_grouped(module, groups.operands, call, *metadata_, options.stream, options.sync);
 }
 
@@ -246,10 +251,10 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   if (a.rows == 0 || b.cols == 0 || a.cols == 0 || groups == 0) return;  // nothing to compute, nothing to write
 
   const selection::RunCache& cache = core_->cache();
-  KernelModule& module =
-      module_for_alignments(cache.alignments_a[fitting_index(a, core_->config.types.a, cache.alignments_a, "A", alignment_hint())],
-                            cache.alignments_b[fitting_index(b, core_->config.types.b, cache.alignments_b, "B", alignment_hint())],
-                            cache.alignments_c[output_alignment_index(d, c ? &*c : nullptr, "D", "C")]);
+  KernelModule& module = module_for_alignments(
+      cache.alignments_a[fitting_index(a, core_->config.types.a, cache.alignments_a, "A", alignment_hint())],
+      cache.alignments_b[fitting_index(b, core_->config.types.b, cache.alignments_b, "B", alignment_hint())],
+      cache.alignments_c[output_alignment_index(d, c ? &*c : nullptr, "D", "C")]);
   gk_grouped_contiguous problem{};
   problem.total_m = static_cast<std::int32_t>(a.rows);
   problem.n = static_cast<std::int32_t>(b.cols);
@@ -264,7 +269,8 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   problem.ldc = c ? c->ld : d.ld;
   problem.ldd = d.ld;
   problem.batch_stride_b = groups > 1 ? b.batch_stride : 0;
-  const runtime::GroupedCall call{alpha, beta, core_->config.activation_parameter, device, device_info(device).sm_count};
+  const runtime::GroupedCall call{alpha, beta, core_->config.activation_parameter, device,
+                                  device_info(device).sm_count};
   runtime::launch_grouped_contiguous(module, problem, static_cast<int>(groups), call, options.stream, options.sync);
 }
 

@@ -17,7 +17,6 @@
 namespace gemmkit {
 namespace {
 
-
 DataType resolve_element(const char* name, const TensorView* tensor, const std::optional<DataType>& specific,
                          const std::optional<DataType>& generic) {
   if (tensor != nullptr && specific) {
@@ -145,8 +144,8 @@ Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 
 std::unique_ptr<selection::PlanCore> make_core(const selection::PlanConfig& config) {
-  auto lookup = [](const KernelSpec& base, const std::vector<TileDescription>& tiles,
-                   const selection::ProblemKey& p, selection::TunedMemo& memo) {
+  auto lookup = [](const KernelSpec& base, const std::vector<TileDescription>& tiles, const selection::ProblemKey& p,
+                   selection::TunedMemo& memo) {
     return tuning::tuned_choice(base, tiles, {p.m, p.n, p.k, p.batch}, memo);
   };
   return std::make_unique<selection::PlanCore>(config, lookup);
@@ -208,8 +207,8 @@ void Plan::set_opclass(OpClass opclass) {
     const auto t = core_->config.types;
     throw_fp8_rule(core_->config.target(), t, opclass);
     throw ConfigError("Unsupported operation class " + std::string(to_string(opclass)) + " for CC " +
-                      std::to_string(core_->config.cc) + " and data type combination (" + std::string(to_string(t.a)) + ", " +
-                      std::string(to_string(t.b)) + ", " + std::string(to_string(t.accumulator)) +
+                      std::to_string(core_->config.cc) + " and data type combination (" + std::string(to_string(t.a)) +
+                      ", " + std::string(to_string(t.b)) + ", " + std::string(to_string(t.accumulator)) +
                       ") and layout combination (" + std::string(to_string(t.layout_a)) + ", " +
                       std::string(to_string(t.layout_b)) + ").");
   }
@@ -226,13 +225,15 @@ void Plan::set_opclass(OpClass opclass) {
   }
   core_->config.opclass = opclass;
   core_->config.tile.reset();  // tiles of one opclass mean nothing to the other
-  if (core_->config.opclass == OpClass::Simt && core_->config.swizzle == Swizzle::StreamK) core_->config.swizzle = Swizzle::Identity1;
+  if (core_->config.opclass == OpClass::Simt && core_->config.swizzle == Swizzle::StreamK)
+    core_->config.swizzle = Swizzle::Identity1;
   core_->invalidate();
 }
 
 std::vector<TileDescription> Plan::tile_descriptions() const {
   const auto t = core_->config.types;
-  std::vector<TileDescription> out = catalog::tile_descriptions(core_->config.target(), core_->config.opclass, t, catalog::limits_for_cc(core_->config.cc));
+  std::vector<TileDescription> out = catalog::tile_descriptions(core_->config.target(), core_->config.opclass, t,
+                                                                catalog::limits_for_cc(core_->config.cc));
   if (core_->config.math_operation) {
     std::erase_if(out, [&](const TileDescription& td) { return td.math_operation != *core_->config.math_operation; });
   }
@@ -242,11 +243,14 @@ std::vector<TileDescription> Plan::tile_descriptions() const {
 std::vector<MathOperation> Plan::math_operations() const {
   const auto t = core_->config.types;
   const auto limits = catalog::limits_for_cc(core_->config.cc);
-  const catalog::Target own = core_->config.kernel_cc_for_math ? catalog::Target{core_->config.cc, std::nullopt, core_->config.operation} : core_->config.target();
+  const catalog::Target own = core_->config.kernel_cc_for_math
+                                  ? catalog::Target{core_->config.cc, std::nullopt, core_->config.operation}
+                                  : core_->config.target();
   std::vector<MathOperation> out = catalog::math_operations(own, core_->config.opclass, t, limits);
   if (core_->config.cc >= 90 && (!core_->config.kernel_cc || core_->config.kernel_cc_for_math)) {
     try {
-      for (MathOperation math : catalog::math_operations({core_->config.cc, 80, core_->config.operation}, core_->config.opclass, t, limits)) {
+      for (MathOperation math : catalog::math_operations({core_->config.cc, 80, core_->config.operation},
+                                                         core_->config.opclass, t, limits)) {
         if (std::find(out.begin(), out.end(), math) == out.end()) out.push_back(math);
       }
     } catch (const ConfigError&) {
@@ -267,16 +271,20 @@ void Plan::set_math_operation(std::optional<MathOperation> math) {
       return false;
     }
   };
-  const bool own_generation = core_->config.kernel_cc_for_math ? offers({core_->config.cc, std::nullopt, core_->config.operation}) : offers(core_->config.target());
+  const bool own_generation = core_->config.kernel_cc_for_math
+                                  ? offers({core_->config.cc, std::nullopt, core_->config.operation})
+                                  : offers(core_->config.target());
   if (core_->config.kernel_cc_for_math && own_generation) {  // back to the generation the options chose
     core_->config.kernel_cc.reset();
     core_->config.kernel_cc_for_math = false;
   } else if (!own_generation && !offers(core_->config.target())) {
-    const bool older_offers = core_->config.cc >= 90 && !core_->config.kernel_cc && offers({core_->config.cc, 80, core_->config.operation});
+    const bool older_offers =
+        core_->config.cc >= 90 && !core_->config.kernel_cc && offers({core_->config.cc, 80, core_->config.operation});
     if (!older_offers) {
       std::string offered;
       for (MathOperation m : math_operations()) offered += (offered.empty() ? "" : ", ") + std::string(to_string(m));
-      const bool pinned = core_->config.kernel_cc && *core_->config.kernel_cc >= 90 && offers({core_->config.cc, 80, core_->config.operation});
+      const bool pinned = core_->config.kernel_cc && *core_->config.kernel_cc >= 90 &&
+                          offers({core_->config.cc, 80, core_->config.operation});
       throw ConfigError("Math operation " + std::string(to_string(*math)) + " is not available for " +
                         combination_text(t) + " " + std::string(to_string(core_->config.opclass)) + " kernels on SM" +
                         std::to_string(core_->config.cc) +
@@ -288,7 +296,8 @@ void Plan::set_math_operation(std::optional<MathOperation> math) {
     core_->config.kernel_cc = 80;
     core_->config.kernel_cc_for_math = true;
     note_once("math operation " + std::string(to_string(*math)) + " is offered by CUTLASS 2.x kernels only; this SM" +
-              std::to_string(core_->config.cc) + " plan uses them (kernel_cc 80). Pass kernel_cc=80 to choose them explicitly.");
+              std::to_string(core_->config.cc) +
+              " plan uses them (kernel_cc 80). Pass kernel_cc=80 to choose them explicitly.");
   }
   core_->config.math_operation = math;
   if (core_->config.tile && math && core_->config.tile->math_operation != *math) core_->config.tile.reset();
@@ -309,7 +318,8 @@ void Plan::update_tile_description(const TileDescriptionUpdate& update) {
 }
 
 std::vector<Swizzle> Plan::swizzling_functors() const {
-  return catalog::family_for(core_->config.target(), core_->config.opclass, core_->config.types).swizzles(core_->config.opclass);
+  return catalog::family_for(core_->config.target(), core_->config.opclass, core_->config.types)
+      .swizzles(core_->config.opclass);
 }
 
 void Plan::set_swizzling_functor(Swizzle swizzle) {
@@ -317,7 +327,8 @@ void Plan::set_swizzling_functor(Swizzle swizzle) {
   if (std::find(allowed.begin(), allowed.end(), swizzle) == allowed.end()) {
     KernelSpec s = spec();
     s.swizzle = swizzle;
-    catalog::validate(s, catalog::limits_for_cc(core_->config.cc));  // the family's rule says why it offers no such swizzle
+    catalog::validate(
+        s, catalog::limits_for_cc(core_->config.cc));  // the family's rule says why it offers no such swizzle
     throw Error("internal error: the " + std::string(to_string(s.family)) + " family offers no " +
                 std::string(to_string(swizzle)) + " but its rules accept it");
   }

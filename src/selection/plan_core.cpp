@@ -30,8 +30,8 @@ void PlanCore::invalidate() {
   cache->alignments_a = catalog::operand_alignments(where, config.opclass, t.a, t);
   cache->alignments_b = catalog::operand_alignments(where, config.opclass, t.b, t);
   cache->alignments_c = catalog::operand_alignments(where, config.opclass, t.c, t);
-  if (family.kernel_cc() >= 90 && (config.activation != Activation::Identity || config.bias != BiasMode::None ||
-                                   config.scale != ScaleMode::None)) {
+  if (family.kernel_cc() >= 90 &&
+      (config.activation != Activation::Identity || config.bias != BiasMode::None || config.scale != ScaleMode::None)) {
     // SM90 kernels fuse an activation, bias or scale vectors in a TMA epilogue, which moves C and D in 16-byte vectors
     // only.
     std::erase_if(cache->alignments_c, [&](int a) { return a * bits_of(t.c) % 128 != 0; });
@@ -176,8 +176,7 @@ KernelModule& PlanCore::module_for(KernelChoices& choices, std::size_t choice, b
 }
 
 int PlanCore::sm_count_for_choice() const {
-  return cuda_device_count() > 0 ? device_info(current_device()).sm_count
-                                 : catalog::limits_for_cc(config.cc).sm_count;
+  return cuda_device_count() > 0 ? device_info(current_device()).sm_count : catalog::limits_for_cc(config.cc).sm_count;
 }
 
 }  // namespace gemmkit::selection

@@ -26,8 +26,8 @@ namespace gemmkit::selection {
 struct PlanConfig {
   catalog::Operation operation = catalog::Operation::Gemm;
   int cc = 0;
-  std::optional<int> kernel_cc;      // as requested; the plan's generation is its family's (PlanCore::kernel_cc)
-  bool kernel_cc_for_math = false;   // kernel_cc was set to 80 by a math operation, not by the options
+  std::optional<int> kernel_cc;     // as requested; the plan's generation is its family's (PlanCore::kernel_cc)
+  bool kernel_cc_for_math = false;  // kernel_cc was set to 80 by a math operation, not by the options
   families::OperandTypes types{};
   OpClass opclass = OpClass::TensorOp;
   bool opclass_pinned = false;  // set_opclass was called: the plan keeps to that opclass
@@ -86,7 +86,7 @@ struct KernelChoices {
   int a, b, c;
   KernelSpec base;
   std::vector<TileDescription> tiles;
-  KernelSlots<KernelModule> slots;  // parallel to tiles, loaded on first use
+  KernelSlots<KernelModule> slots;                                   // parallel to tiles, loaded on first use
   std::unique_ptr<TunedMemo> tuned = std::make_unique<TunedMemo>();  // run()'s database answers
   std::unique_ptr<KernelChoices> parallel = nullptr;  // the parallel split-K kernels of this triple (SM90)
   int stages = 0;
@@ -105,13 +105,12 @@ struct KernelChoices {
   }
 };
 
-
 // Made afresh whenever the configuration changes. run() may be called from many threads at once: the alignment
 // lists are fixed at construction, the kernel choices grow under the mutex and never move (a deque keeps references).
 struct RunCache {
   std::vector<int> alignments_a, alignments_b, alignments_c;
-  bool transposed = false;  // the kernel computes D^T = B^T A^T (see Family::computes_transposed)
-  int kernel_cc = 0;        // the kernel generation of the plan's family
+  bool transposed = false;       // the kernel computes D^T = B^T A^T (see Family::computes_transposed)
+  int kernel_cc = 0;             // the kernel generation of the plan's family
   std::uint64_t generation = 0;  // counts the configurations: what a plan keeps beside the cache is stale when it moves
   std::mutex mutex;
   std::deque<KernelChoices> choices;
@@ -123,9 +122,8 @@ class PlanCore {
   using CompleteSpec = std::function<void(KernelSpec&)>;
   // The tuning database's configuration for a problem, if any (tuning::tuned_choice); injected so that selection
   // does not depend on the tuner, which depends on it.
-  using TunedLookup = std::function<std::optional<std::size_t>(const KernelSpec& base,
-                                                               const std::vector<TileDescription>& tiles,
-                                                               const ProblemKey& problem, TunedMemo& memo)>;
+  using TunedLookup = std::function<std::optional<std::size_t>(
+      const KernelSpec& base, const std::vector<TileDescription>& tiles, const ProblemKey& problem, TunedMemo& memo)>;
 
   PlanCore(const PlanConfig& config, TunedLookup tuned_lookup);
   // A copy of the configuration and hooks with a run cache of its own (nothing loaded).

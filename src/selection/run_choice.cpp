@@ -13,7 +13,6 @@
 namespace gemmkit::selection {
 namespace {
 
-
 // GEMMKIT_SPLIT_K (read once per process): "auto" lets run() split K by itself, on SM90 with parallel split-K where
 // it applies; "stream-k" only on the Stream-K kernel; "off" never.
 enum class AutoSplit { Off, StreamK, Parallel };
@@ -37,7 +36,6 @@ std::optional<catalog::SplitChoice> parallel_split(const std::vector<TileDescrip
                                                    const catalog::ProblemShape& shape, int sm_count, DataType a) {
   return catalog::choose_parallel_split(tiles, shape, sm_count, 128 / bits_of(a));
 }
-
 
 }  // namespace
 
@@ -97,7 +95,6 @@ KSplit PlanCore::k_split(const KernelChoices& choices, std::size_t choice, const
   const catalog::ProblemShape shape = kernel_shape(p);
   return catalog::choose_k_split(choices.tiles[choice], shape, sm_count);
 }
-
 
 bool PlanCore::may_split_k_in_parallel(const KernelSpec& base) const {
   return automatic_split() == AutoSplit::Parallel && !config.tile && config.decomposition == Decomposition::Auto &&
@@ -203,7 +200,6 @@ KernelModule& PlanCore::module_while_parallel_builds(RunChoice& c) {
   return *parallel;
 }
 
-
 std::vector<KernelSpec> PlanCore::run_time_kernels() const {
   const KernelSpec base = base_spec(std::nullopt, std::nullopt, std::nullopt);
   const std::vector<TileDescription> tiles = valid_tiles(base);
@@ -265,8 +261,7 @@ RunChoice PlanCore::choice_without_running(const ProblemKey& p) {
 int PlanCore::swizzle_for(const RunChoice& c, const ProblemKey& p) const {
   if (!catalog::family_of(c.choices->base.family).has_persistent_scheduler()) return 0;
   if (config.max_swizzle_size != 0) return config.max_swizzle_size;
-  return catalog::choose_max_swizzle(c.choices->tiles[c.index],
-                                     kernel_shape(p));
+  return catalog::choose_max_swizzle(c.choices->tiles[c.index], kernel_shape(p));
 }
 
 std::string PlanCore::running_kernel_name(const ProblemKey& p) {

@@ -1,5 +1,5 @@
-// src/tuning/tuner.cpp: the search behind Gemm::tune: a bounded candidate set compiled in parallel, each timed on the real problem and
-// checked against the heuristic's kernel, the fastest stored in the tuning database.
+// src/tuning/tuner.cpp: the search behind Gemm::tune: a bounded candidate set compiled in parallel, each timed on the
+// real problem and checked against the heuristic's kernel, the fastest stored in the tuning database.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,10 +12,10 @@
 #include "catalog/catalog.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
-#include "tuning/tuner.hpp"
 #include "gemmkit/jit.hpp"
 #include "runtime/cuda_check.hpp"
 #include "tuning/choice.hpp"
+#include "tuning/tuner.hpp"
 #include "util/elements.hpp"
 
 namespace gemmkit::tuning {

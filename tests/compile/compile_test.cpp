@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"

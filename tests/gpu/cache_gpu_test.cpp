@@ -8,6 +8,7 @@
 #include <future>
 #include <string>
 
+#include "gemmkit/device.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/cli.hpp"
 #include "unit/test_env.hpp"

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "gemmkit/device.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gemmkit/conv2d.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/conv_cases.hpp"

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"

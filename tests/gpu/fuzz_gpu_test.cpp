@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"

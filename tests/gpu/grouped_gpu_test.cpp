@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/runtime.hpp"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/cli.hpp"

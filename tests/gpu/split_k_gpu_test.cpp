@@ -11,6 +11,7 @@
 #include <string>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"

@@ -3,6 +3,7 @@
 // not pick. Kernels: gemmkit_gpu_prebuild --cc 90 --only tuning.
 #include <gtest/gtest.h>
 
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/tuning.hpp"

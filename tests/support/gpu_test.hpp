@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "gemmkit/device.hpp"
 #include "gemmkit/runtime.hpp"
 
 #define REQUIRE_GPU()                                                                \

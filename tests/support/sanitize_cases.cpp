@@ -14,6 +14,7 @@
 #include "gemmkit/cache.hpp"
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"

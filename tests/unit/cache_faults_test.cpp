@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "support/process.hpp"
 #include "unit/test_env.hpp"

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/jit.hpp"
 #include "support/cli.hpp"

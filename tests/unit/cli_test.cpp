@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "gemmkit/device.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/cli.hpp"
 #include "util/knobs.hpp"

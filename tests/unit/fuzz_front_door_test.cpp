@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include "gemmkit/codegen.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/front_door_cases.hpp"

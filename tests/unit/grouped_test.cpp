@@ -6,9 +6,12 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "gemmkit/codegen.hpp"
 #include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
 
 namespace gemmkit {
@@ -81,9 +84,19 @@ TEST(GroupedPlan, SwizzlesAndBiasAreRefusedWithTheReferenceMessage) {
               plan.set_swizzling_functor(Swizzle::StreamK);
             }).find("Grouped GEMM does not currently support different swizzling functors"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { plan.set_bias(BiasMode::PerRow); }).find("no bias epilogue"), std::string::npos);
-  EXPECT_EQ(plan.bias(), BiasMode::None);
 }
+
+// A grouped plan offers only what applies to it: no bias vector, no single-GEMM run or spec_for, not a Gemm.
+template <class P>
+concept TakesBias = requires(P& plan) {
+  plan.set_bias(BiasMode::PerRow);
+};
+template <class P>
+concept RunsOneGemm = requires(P& plan, const TensorView& t) {
+  plan.spec_for(t, t, nullptr, t);
+};
+static_assert(TakesBias<Gemm> && RunsOneGemm<Gemm>);
+static_assert(!TakesBias<GroupedGemm> && !RunsOneGemm<GroupedGemm> && !std::is_convertible_v<GroupedGemm*, Gemm*>);
 
 TEST(GroupedPlan, Sm90ScheduleRulesAreTheFamilys) {
   GroupedGemm plan(f16_options(90));
@@ -233,13 +246,6 @@ TEST(GroupedLists, Sm90NeedsSixteenByteRowsAndSaysSm80TakesNarrower) {
   EXPECT_EQ(spec.alignment_a, 8);
   EXPECT_EQ(spec.alignment_b, 4);  // the narrowest vector any group needs
   EXPECT_EQ(spec.alignment_c, 4);
-}
-
-TEST(GroupedLists, TheSingleGemmFormsDoNotApplyToAGroupedPlan) {
-  GroupedGemm plan(f16_options(90));
-  Gemm& as_gemm = plan;
-  const TensorView a = matrix(64, 64);
-  EXPECT_NE(error_of([&] { as_gemm.spec_for(a, a, nullptr, a); }).find("it is a GroupedGemm"), std::string::npos);
 }
 
 TEST(GroupedContiguous, ChecksShapesAndOffsetsBeforeTouchingTheDevice) {

@@ -20,13 +20,13 @@
 #include <string>
 #include <thread>
 
-#include "selection/kernel_slots.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/packs.hpp"
 #include "jit/background.hpp"
+#include "selection/kernel_slots.hpp"
 #include "support/cli.hpp"
 #include "unit/fake_build.hpp"
 #include "unit/test_env.hpp"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gemmkit/codegen.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"

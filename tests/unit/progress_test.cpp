@@ -15,6 +15,7 @@
 #include <string>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/compiler.hpp"
 #include "gemmkit/jit.hpp"
 #include "jit/background.hpp"
 #include "jit/progress.hpp"

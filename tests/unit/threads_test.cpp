@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/compiler.hpp"
 #include "gemmkit/gemm.hpp"
 #include "unit/test_env.hpp"
 

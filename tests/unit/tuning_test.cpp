@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "catalog/catalog.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/tuning.hpp"

@@ -25,8 +25,9 @@ gemmkit::GemmOptions s8_row_major() {
 }  // namespace
 
 TEST(UmbrellaHeader, DeclaresThePlansOfEveryKind) {
-  static_assert(std::is_base_of_v<gemmkit::Gemm, gemmkit::GroupedGemm>);
-  static_assert(std::is_base_of_v<gemmkit::Gemm, gemmkit::Conv2d>);
+  static_assert(std::is_base_of_v<gemmkit::Plan, gemmkit::Gemm>);
+  static_assert(std::is_base_of_v<gemmkit::Plan, gemmkit::GroupedGemm>);
+  static_assert(std::is_base_of_v<gemmkit::Plan, gemmkit::Conv2d>);
   static_assert(std::is_base_of_v<gemmkit::Error, gemmkit::ConfigError>);
   gemmkit::Gemm plan(s8_row_major());
   EXPECT_EQ(plan.opclass(), gemmkit::OpClass::Simt);

@@ -49,7 +49,7 @@ gk::KernelSpec conv_spec_for(gk::Conv2d& plan, const Values& args) {
 
 }  // namespace
 
-std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped,
+std::unique_ptr<gk::Plan> make_plan(const Values& args, bool grouped,
                                     const std::function<void(gk::GemmOptions&)>& adjust) {
   gk::GemmOptions o;
   o.element = args.enumerator<gk::DataType>("element");
@@ -65,7 +65,7 @@ std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped,
   if (auto cc = args.integer("cc")) o.cc = static_cast<int>(*cc);
   if (auto kernel_cc = args.integer("kernel-cc")) o.kernel_cc = static_cast<int>(*kernel_cc);
   if (adjust) adjust(o);
-  std::unique_ptr<gk::Gemm> owned;
+  std::unique_ptr<gk::Plan> owned;
   if (auto kind = args.enumerator<gk::ConvKind>("conv")) {
     if (grouped) throw UsageError("--conv and --grouped: a plan is one or the other.");
     gk::Conv2dOptions c;
@@ -91,9 +91,18 @@ std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped,
     }
     owned = std::move(conv);
   } else {
-    owned = grouped ? std::make_unique<gk::GroupedGemm>(o) : std::make_unique<gk::Gemm>(o);
+    owned = grouped ? std::unique_ptr<gk::Plan>(std::make_unique<gk::GroupedGemm>(o)) : std::make_unique<gk::Gemm>(o);
   }
-  gk::Gemm& plan = *owned;
+  gk::Plan& plan = *owned;
+  // The epilogue vectors, scheduler and split-K settings of one GEMM: a grouped or conv plan has none of them.
+  auto* gemm = dynamic_cast<gk::Gemm*>(owned.get());
+  auto gemm_only = [&](const char* name) -> gk::Gemm& {
+    if (gemm == nullptr) {
+      throw gk::ConfigError(std::string("--") + name + " applies to a GEMM plan, not to a " +
+                            (grouped ? "--grouped" : "--conv") + " one; leave it out.");
+    }
+    return *gemm;
+  };
   if (auto opclass = args.enumerator<gk::OpClass>("opclass")) {
     apply(args, "opclass", [&] { plan.set_opclass(*opclass); });
   }
@@ -108,18 +117,20 @@ std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped,
     apply(args, "activation",
           [&] { slope ? plan.set_activation(*activation, *slope) : plan.set_activation(*activation); });
   }
-  if (auto bias = args.enumerator<gk::BiasMode>("bias")) apply(args, "bias", [&] { plan.set_bias(*bias); });
+  if (auto bias = args.enumerator<gk::BiasMode>("bias"))
+    apply(args, "bias", [&] { gemm_only("bias").set_bias(*bias); });
   if (auto order = args.enumerator<gk::RasterOrder>("raster-order")) {
-    apply(args, "raster-order", [&] { plan.set_raster_order(*order); });
+    apply(args, "raster-order", [&] { gemm_only("raster-order").set_raster_order(*order); });
   }
   if (auto size = args.integer("max-swizzle-size")) {
-    apply(args, "max-swizzle-size", [&] { plan.set_max_swizzle_size(static_cast<int>(*size)); });
+    apply(args, "max-swizzle-size",
+          [&] { gemm_only("max-swizzle-size").set_max_swizzle_size(static_cast<int>(*size)); });
   }
   if (auto mode = args.enumerator<gk::Decomposition>("decomposition")) {
-    apply(args, "decomposition", [&] { plan.set_decomposition(*mode); });
+    apply(args, "decomposition", [&] { gemm_only("decomposition").set_decomposition(*mode); });
   }
   if (auto mode = args.enumerator<gk::ReductionMode>("reduction-mode")) {
-    apply(args, "reduction-mode", [&] { plan.set_reduction_mode(*mode); });
+    apply(args, "reduction-mode", [&] { gemm_only("reduction-mode").set_reduction_mode(*mode); });
   }
   if (auto index = args.integer("tile")) {
     const auto tiles = plan.tile_descriptions();
@@ -132,7 +143,7 @@ std::unique_ptr<gk::Gemm> make_plan(const Values& args, bool grouped,
   }
   const bool conv = args.enumerator<gk::ConvKind>("conv").has_value();
   if (auto slices = args.integer("split-k-slices"); slices && !conv) {
-    apply(args, "split-k-slices", [&] { plan.set_split_k_slices(static_cast<int>(*slices)); });
+    apply(args, "split-k-slices", [&] { gemm_only("split-k-slices").set_split_k_slices(static_cast<int>(*slices)); });
   }
   return owned;
 }
@@ -159,13 +170,22 @@ std::optional<GemmExtents> gemm_extents(const Values& args) {
                      args.given("batch") ? *args.integer("batch") : 1};
 }
 
-std::optional<gk::KernelSpec> sized_spec(gk::Gemm& plan, const Values& args) {
+gk::Gemm& gemm_plan(gk::Plan& plan) {
+  if (auto* gemm = dynamic_cast<gk::Gemm*>(&plan)) return *gemm;
+  throw gk::ConfigError(std::string("--m, --n, --k name one GEMM's problem; a ") +
+                        (dynamic_cast<gk::Conv2d*>(&plan) != nullptr
+                             ? "--conv plan takes --batch, --height, --width, ..."
+                             : "--grouped plan takes --groups with them in run") +
+                        ".");
+}
+
+std::optional<gk::KernelSpec> sized_spec(gk::Plan& plan, const Values& args) {
   if (auto* conv = dynamic_cast<gk::Conv2d*>(&plan); conv != nullptr && conv_sizes_given(args)) {
     return conv_spec_for(*conv, args);
   }
   const auto e = gemm_extents(args);
   if (!e) return std::nullopt;
-  return plan.spec_for_problem(e->m, e->n, e->k, e->batch);
+  return gemm_plan(plan).spec_for_problem(e->m, e->n, e->k, e->batch);
 }
 
 void require_gpu(const std::string& need, const std::string& without) {
@@ -179,7 +199,7 @@ void require_gpu(const std::string& need, const std::string& without) {
                       static_cast<int>(status == cudaSuccess ? cudaErrorNoDevice : status));
 }
 
-std::unique_ptr<gk::Gemm> plan_to_run(const Values& args, bool grouped) {
+std::unique_ptr<gk::Plan> plan_to_run(const Values& args, bool grouped) {
   const auto need_gpu = [] {
     require_gpu("gemmkit run needs a CUDA GPU", "`gemmkit compile` and `gemmkit plan` work without one.");
   };

@@ -18,7 +18,7 @@ namespace gemmkit::cli {
 
 // A Gemm, or with --grouped a GroupedGemm (the same configuration options), or with --conv a Conv2d; `adjust` may
 // change the options first.
-std::unique_ptr<Gemm> make_plan(const Values& args, bool grouped, const std::function<void(GemmOptions&)>& adjust = {});
+std::unique_ptr<Plan> make_plan(const Values& args, bool grouped, const std::function<void(GemmOptions&)>& adjust = {});
 
 // The Conv2d problem the options give (defaults, conv_table's: a 3x3 conv of 64 channels on 1 x 56 x 56).
 verify::ConvShape conv_shape(const Values& args);
@@ -30,7 +30,9 @@ struct GemmExtents {
 std::optional<GemmExtents> gemm_extents(const Values& args);
 
 // The kernel run() picks for the options' problem (--conv sizes, or a GEMM's --m --n --k); nullopt without one.
-std::optional<KernelSpec> sized_spec(Gemm& plan, const Values& args);
+std::optional<KernelSpec> sized_spec(Plan& plan, const Values& args);
+// The plan as a GEMM plan, for options that name one GEMM's problem; ConfigError for a grouped or conv plan.
+Gemm& gemm_plan(Plan& plan);
 
 // Commands that launch kernels ask for a GPU before they allocate anything: the user reads what works without one,
 // not a failed cudaMalloc.
@@ -38,7 +40,7 @@ void require_gpu(const std::string& need, const std::string& without);
 
 // gemmkit run's plan. Given --cc, the plan's rules are checked before the GPU is asked for, so that a bad option
 // reads as such on any machine; without --cc the plan asks the GPU for its compute capability.
-std::unique_ptr<Gemm> plan_to_run(const Values& args, bool grouped);
+std::unique_ptr<Plan> plan_to_run(const Values& args, bool grouped);
 
 struct Problem {
   std::int64_t m, n, k, batch, repeat;

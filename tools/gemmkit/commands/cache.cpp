@@ -5,6 +5,8 @@
 
 #include "commands/commands.hpp"
 #include "gemmkit/cache.hpp"
+#include "gemmkit/codegen.hpp"
+#include "gemmkit/compiler.hpp"
 #include "gemmkit/jit.hpp"
 
 namespace gk = gemmkit;

@@ -11,7 +11,7 @@ namespace {
 
 int cmd_compile(const Values& args, bool grouped, const Output& output) {
   const auto owned = make_plan(args, grouped);
-  gk::Gemm& plan = *owned;
+  gk::Plan& plan = *owned;
   const std::optional<gk::KernelSpec> sized = sized_spec(plan, args);
   const gk::CompiledKernel built = sized ? gk::build_kernel(*sized) : plan.compile();
   output.print(built, "kernel: " + built.kernel_name + "\ncache:  " +

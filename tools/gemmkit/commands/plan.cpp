@@ -11,16 +11,17 @@ namespace {
 
 int cmd_plan(const Values& args, bool grouped, bool print_source, const Output& output) {
   const auto owned = make_plan(args, grouped);
-  gk::Gemm& plan = *owned;
+  gk::Plan& plan = *owned;
   const gk::KernelSpec spec = sized_spec(plan, args).value_or(plan.spec());
   Json out = spec;
   std::string text = "kernel: " + spec.name() + "\ncc " + std::to_string(spec.cc) + ", " +
                      std::string(gk::to_string(spec.opclass)) + ", " + std::string(gk::to_string(spec.family)) +
                      "\ntile:\n" + spec.tile.to_string() + "\n";
   if (const auto e = gemm_extents(args)) {  // a GEMM's problem: also what run() passes that kernel
-    const auto [a, b, d] = plan.stand_in_tensors(e->m, e->n, e->k, e->batch);
-    const gk::KSplit split = plan.k_split_for(a, b, nullptr, d);
-    const int swizzle = plan.max_swizzle_for(a, b, nullptr, d);
+    gk::Gemm& gemm = gemm_plan(plan);
+    const auto [a, b, d] = gemm.stand_in_tensors(e->m, e->n, e->k, e->batch);
+    const gk::KSplit split = gemm.k_split_for(a, b, nullptr, d);
+    const int swizzle = gemm.max_swizzle_for(a, b, nullptr, d);
     out["run"] = {
         {"decomposition", gk::to_string(split.mode)}, {"splits", split.splits}, {"max_swizzle_size", swizzle}};
     text += "run(): " + std::string(gk::to_string(split.mode)) +

@@ -44,7 +44,7 @@ int cmd_run(const Values& args, bool check, const Output& output) {
   }
   const Problem r = run_problem(args);
   const auto owned = plan_to_run(args, grouped);
-  gk::Gemm& plan = *owned;
+  gk::Gemm& plan = dynamic_cast<gk::Gemm&>(*owned);
   HostMatrix A(plan.element_a(), r.m, r.k, plan.layout_a(), r.batch);
   HostMatrix B(plan.element_b(), r.k, r.n, plan.layout_b(), r.batch);
   HostMatrix C(plan.element_c(), r.m, r.n, plan.layout_c(), r.batch);

@@ -2,6 +2,7 @@
 #include "commands/run.hpp"
 
 #include "command.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/runtime.hpp"
 #include "plan_options.hpp"
 #include "verify/conv_reference.hpp"

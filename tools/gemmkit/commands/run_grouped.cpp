@@ -27,7 +27,7 @@ int run_grouped(const Values& args, bool check, const Output& output) {
     throw UsageError("--groups, --m, --n, --k: the groups would hold more than 2147483647 (2^31-1) elements.");
   }
   const auto owned = plan_to_run(args, true);
-  auto& plan = static_cast<gk::GroupedGemm&>(*owned);
+  auto& plan = dynamic_cast<gk::GroupedGemm&>(*owned);
   std::mt19937_64 random(2023);
   std::vector<HostMatrix> A, B, C, D;
   std::vector<std::unique_ptr<DeviceBuffer>> buffers;

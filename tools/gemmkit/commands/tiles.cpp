@@ -30,7 +30,7 @@ std::string table_text(const std::vector<std::vector<std::string>>& rows) {
 // name prefix (printed once, above).
 int cmd_tiles(const Values& args, bool grouped, const Output& output) {
   const auto owned = make_plan(args, grouped);
-  gk::Gemm& plan = *owned;
+  gk::Plan& plan = *owned;
   const auto tiles = plan.tile_descriptions();
   std::vector<std::string> names;
   for (const auto& tile : tiles) {

@@ -126,7 +126,7 @@ int cmd_tune(const Values& args, bool suite, bool prebuild, const Output& output
   if (!suite) {
     const Problem r = run_problem(args);
     const auto plan = make_plan(args, false);
-    Json out = tune_shape(*plan, r.m, r.n, r.k, r.batch, options, text);
+    Json out = tune_shape(gemm_plan(*plan), r.m, r.n, r.k, r.batch, options, text);
     output.print(out, text + "database: " + out.value("database", "") + "\n");
     return 0;
   }
@@ -135,14 +135,14 @@ int cmd_tune(const Values& args, bool suite, bool prebuild, const Output& output
   std::vector<gk::DataType> elements = {gk::DataType::f16, gk::DataType::bf16};
   if (args.given("element")) elements = {*args.enumerator<gk::DataType>("element")};
   const auto shapes = gk::verify::shape_suite(args.text("suite-groups").value_or(""));
-  std::vector<std::unique_ptr<gk::Gemm>> plans;
+  std::vector<std::unique_ptr<gk::Plan>> plans;
   std::map<std::string, gk::KernelSpec> unique;
   for (const gk::DataType element : elements) {
     plans.push_back(make_plan(args, false, [&](gk::GemmOptions& o) {
       o.element = element;
       if (!args.given("element-accumulator")) o.element_accumulator = gk::DataType::f32;
     }));
-    gk::Gemm& plan = *plans.back();
+    gk::Gemm& plan = gemm_plan(*plans.back());
     void* placeholder = reinterpret_cast<void*>(std::uintptr_t{1} << 20);  // 1 MiB: aligned like cudaMalloc
     for (const auto& s : shapes) {
       const auto A = gk::TensorView::on_gpu(placeholder, plan.element_a(), {s.m, s.k}, plan.layout_a());
@@ -175,7 +175,7 @@ int cmd_tune(const Values& args, bool suite, bool prebuild, const Output& output
       text += std::string(gk::to_string(elements[p])) + " " + s.group + " ";
       Json row;
       try {
-        row = tune_shape(*plans[p], s.m, s.n, s.k, 1, options, text);
+        row = tune_shape(gemm_plan(*plans[p]), s.m, s.n, s.k, 1, options, text);
       } catch (const gk::ConfigError& e) {  // a shape tune() does not take (parallel split-K): reported, not fatal
         text += s.text() + ": skipped: " + e.what() + "\n";
         row = {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"skipped", e.what()}};
