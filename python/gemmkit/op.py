@@ -435,7 +435,7 @@ class Conv2d(_Configuration, _ConvPlan):
         D = D0 if D is None else D
         return A, B, C, D, alpha0 if alpha is None else alpha, beta0 if beta is None else beta
 
-    def spec_for(self, A: Tensor = None, B: Tensor = None, C: Tensor = None,  # type: ignore[override]
+    def spec_for(self, A: Tensor = None, B: Tensor = None, C: Tensor = None,
                  D: Tensor = None, stride: Pair = (1, 1), padding: Pair = (0, 0), dilation: Pair = (1, 1),
                  beta: Optional[float] = None) -> KernelSpec:
         """The KernelSpec run() would use for these tensors (same checks; nothing runs; no GPU needed)."""
