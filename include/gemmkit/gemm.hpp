@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gemmkit/epilogue.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/kernel_spec.hpp"
 #include "gemmkit/plan.hpp"
@@ -38,6 +39,13 @@ class Gemm : public Plan {
   // with the vectors given to run() (RunOptions::row_scale / column_scale). Per-tensor scales go into alpha.
   ScaleMode scale() const;
   void set_scale(ScaleMode scale);
+  // An epilogue visitor tree (SM90 kernels): D and every extra output come from the tree, which replaces alpha/beta,
+  // the bias, the scales and the activation (they must stay at their defaults). Its tensors and scalars are given
+  // to run() by name (RunOptions::visitor_args); tensor types left unset are C's for inputs, D's for stores and f32
+  // for reductions. ConfigError when the plan's kernels cannot take it.
+  const std::optional<epilogue::Epilogue>& epilogue_visitor() const;
+  void set_epilogue_visitor(std::optional<epilogue::Epilogue> tree);
+
   // SM90 persistent tile schedulers: raster order and swizzle size (1, 2, 4 or 8); run-time only, no recompile.
   // max_swizzle_size 0 (the default) lets run() choose per problem: a swizzle for problems many clusters tall and
   // wide, where it pads no tile (catalog::choose_max_swizzle); 1 never swizzles.

@@ -8,6 +8,7 @@
 #include "gemmkit/conv2d.hpp"
 #include "gemmkit/device.hpp"
 #include "gemmkit/enums.hpp"
+#include "gemmkit/epilogue.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"

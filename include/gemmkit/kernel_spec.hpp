@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gemmkit/epilogue.hpp"
 #include "gemmkit/types.hpp"
 
 namespace gemmkit {
@@ -120,6 +121,9 @@ struct KernelSpec {
   // Conv2d kernels: Serial (the kernel writes D; split-K slices, if any, add into it in turn) or Parallel (partial
   // sums in a workspace, then a reduction kernel that applies the epilogue). The slice count is a run-time argument.
   SplitKMode split_k_mode = SplitKMode::Serial;
+  // An epilogue visitor tree (its types resolved against the plan's): it replaces activation, bias and scale, which
+  // stay at their defaults. Kernel names carry its digest (_evt<8 hex digits>).
+  std::optional<epilogue::Epilogue> visitor;
 
   // Kernel name in the reference's format, e.g. cutlass_tensorop_f16_s16816gemm_f16_256x128_64x3_tt_align8.
   std::string name() const;

@@ -39,6 +39,13 @@ struct GemmOptions {
   std::optional<int> kernel_cc;
 };
 
+// A named tensor or scalar an epilogue visitor tree reads or writes (RunOptions::visitor_args).
+struct VisitorArgument {
+  std::string name;
+  std::optional<TensorView> tensor;  // tensors: inputs, extra outputs and reductions
+  double value = 0.0;                // scalars
+};
+
 struct RunOptions {
   cudaStream_t stream = nullptr;     // device tensors run on this stream; host tensors are staged through it
   bool sync = true;                  // wait for the stream before returning (host outputs always land before return)
@@ -54,6 +61,9 @@ struct RunOptions {
   // When the shape asks for a kernel that is not built yet, compile it and wait (benchmarks). By default run()
   // launches a kernel already built and compiles the better one in the background (also: GEMMKIT_WAIT_FOR_BEST=1).
   bool wait_for_best = false;
+  // The tensors and scalars of the plan's epilogue visitor tree, by name. Scalars named alpha and beta default to
+  // run()'s; "C" and "D" here stand for run()'s C and D.
+  std::vector<VisitorArgument> visitor_args;
 };
 
 // The configuration every kind of plan has. A plan is not copyable (its kernels are loaded once); it moves.

@@ -18,6 +18,7 @@ void bind_errors(nb::module_& m);
 void bind_tensors(nb::module_& m);
 void bind_plan(nb::module_& m);
 void bind_toolchain(nb::module_& m);
+void bind_epilogue(nb::module_& m);
 
 // A Python tensor seen as a TensorView; `array` (a DLPack import) and `owner` (a detached torch alias, or a
 // __cuda_array_interface__ object) keep what the view points into alive: hold them while the view is used.

@@ -9,6 +9,7 @@ NB_MODULE(_gemmkit, m) {
   gp::bind_errors(m);
   gp::bind_enums(m);
   gp::bind_tensors(m);
+  gp::bind_epilogue(m);
   gp::bind_plan(m);
   gp::bind_toolchain(m);
   m.def("set_progress", &gemmkit::set_progress, nanobind::arg("enabled"),

@@ -469,6 +469,12 @@ void bind_gemm(nb::module_& m) {
   auto cls = nb::class_<Gemm, Plan>(
       m, "Gemm", "The C++ plan, typed. Use gemmkit.Gemm, which also takes names and numpy/torch dtypes.");
   def_plan_init(cls);
+  cls.def_prop_rw(
+      "epilogue_visitor", [](const Gemm& plan) { return plan.epilogue_visitor(); },
+      [](Gemm& plan, std::optional<epilogue::Epilogue> tree) { plan.set_epilogue_visitor(std::move(tree)); },
+      nb::arg("tree").none(),
+      "An epilogue visitor tree (gemmkit.epilogue.trace) in place of alpha/beta, bias and activation; run() takes "
+      "its tensors by name (visitor_args). None returns to the plain epilogue.");
   cls.def_prop_rw("bias", &Gemm::bias, &Gemm::set_bias,
                   "A bias vector added before the activation, per output row or column (run(bias=...)).")
       .def_prop_rw("scale", &Gemm::scale, &Gemm::set_scale,
@@ -502,7 +508,7 @@ void bind_gemm(nb::module_& m) {
           "run",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
              std::optional<std::uintptr_t> stream, bool sync, nb::handle bias, nb::handle row_scale,
-             nb::handle column_scale) {
+             nb::handle column_scale, std::optional<nb::dict> visitor_args) {
             const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
             const auto c = to_optional_tensor(C, "C", false);
             const auto bias_tensor = to_optional_tensor(bias, "bias", false);
@@ -514,12 +520,28 @@ void bind_gemm(nb::module_& m) {
             options.column_scale = column_scale_tensor ? &column_scale_tensor->view : nullptr;
             options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.view.device));
             options.sync = sync;
+            // Visitor tensors by name (numbers are scalars); the converted arrays stay alive for the call.
+            std::vector<PyTensor> visitor_tensors;
+            if (visitor_args) {
+              visitor_tensors.reserve(visitor_args->size());
+              for (auto [key, value] : *visitor_args) {
+                VisitorArgument arg;
+                arg.name = nb::cast<std::string>(key);
+                if (nb::isinstance<nb::float_>(value) || nb::isinstance<nb::int_>(value)) {
+                  arg.value = nb::cast<double>(value);
+                } else {
+                  visitor_tensors.push_back(to_tensor(value, arg.name.c_str(), true));
+                  arg.tensor = visitor_tensors.back().view;
+                }
+                options.visitor_args.push_back(std::move(arg));
+              }
+            }
             nb::gil_scoped_release release;  // the arrays above stay referenced until the GIL is back
             plan.run(a.view, b.view, c ? &c->view : nullptr, d.view, alpha, beta, options);
           },
           "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0,
           "stream"_a = nb::none(), "sync"_a = true, "bias"_a = nb::none(), "row_scale"_a = nb::none(),
-          "column_scale"_a = nb::none(),
+          "column_scale"_a = nb::none(), "visitor_args"_a = nb::none(),
           "D = act(alpha * (A @ B * row_scale * column_scale) + beta * C + bias) on a stream handle (None: "
           "default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result "
           "on return.")

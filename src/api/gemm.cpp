@@ -11,6 +11,7 @@
 
 #include "api/plan_internal.hpp"
 #include "api/tensor_check.hpp"
+#include "api/visitor_args.hpp"
 #include "catalog/catalog.hpp"
 #include "families/rules.hpp"
 #include "gemmkit/codegen.hpp"
@@ -54,6 +55,22 @@ int Gemm::split_k_slices() const {
 }
 ReductionMode Gemm::reduction_mode() const {
   return core_->config.reduction_mode;
+}
+
+const std::optional<epilogue::Epilogue>& Gemm::epilogue_visitor() const {
+  return core_->config.visitor;
+}
+
+void Gemm::set_epilogue_visitor(std::optional<epilogue::Epilogue> tree) {
+  if (tree && core_->cache().transposed) {
+    throw ConfigError("An epilogue visitor tree needs a kernel that computes D itself; this plan's (f32 A and B, both "
+                      "row-major) computes D^T. Make B column-major.");
+  }
+  if (tree && core_->cache().kernel_cc < 90) {
+    throw ConfigError("Epilogue visitor trees run on SM90 (CUTLASS 3.x) kernels; this plan uses CUTLASS 2.x kernels "
+                      "(kernel_cc 80). Declare it with cc=90 and without kernel_cc=80.");
+  }
+  change_checked(core_->config.visitor, std::move(tree));
 }
 
 void Gemm::set_bias(BiasMode bias) {
@@ -115,7 +132,7 @@ bool Gemm::may_take_scalar_kernels() const {
   const bool identity_swizzle = c.swizzle == Swizzle::Identity1 || c.swizzle == Swizzle::Identity2 ||
                                 c.swizzle == Swizzle::Identity4 || c.swizzle == Swizzle::Identity8;
   return c.opclass == OpClass::TensorOp && !c.opclass_pinned && !c.tile && !c.math_operation &&
-         c.scale == ScaleMode::None && identity_swizzle && c.decomposition == Decomposition::Auto && c.splits == 1 &&
+         c.scale == ScaleMode::None && !c.visitor && identity_swizzle && c.decomposition == Decomposition::Auto && c.splits == 1 &&
          families::simt_types(c.types) && c.types.c == c.types.d;
 }
 
@@ -354,16 +371,27 @@ std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOper
 
 }  // namespace
 
-void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double alpha,
-               double beta, const RunOptions& options) {
-  if (Gemm& plan = plan_for(A, B, C, D, beta); &plan != this) {
+void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_given, const TensorView& D_given,
+               double alpha, double beta, const RunOptions& options) {
+  const selection::PlanConfig& config = core_->config;
+  // A visitor tree takes C and D by name too, and reads C only if a node does (beta is then just a scalar).
+  const TensorView* C = detail::visitor_tensor(options, "C", C_given);
+  const TensorView& D = *detail::visitor_tensor(options, "D", &D_given);
+  if (config.visitor && config.visitor->reads_source() && C == nullptr) {
+    throw TensorError("Tensor C: the epilogue visitor tree reads C; pass it to run() or in visitor_args.");
+  }
+  const double beta_for_check = config.visitor ? (config.visitor->reads_source() ? 1.0 : 0.0) : beta;
+  if (!config.visitor && !options.visitor_args.empty()) {
+    throw TensorError("visitor_args: the plan has no epilogue visitor tree; set one (epilogue_visitor) first.");
+  }
+  if (Gemm& plan = plan_for(A, B, C, D, beta_for_check); &plan != this) {
     plan.run(A, B, C, D, alpha, beta, options);
     return;
   }
   // Check every tensor against the plan; nothing is written before all checks pass.
-  const selection::PlanConfig& config = core_->config;
   const families::OperandTypes& types_ = config.types;
-  const GemmProblem p = check_gemm_problem(*core_, A, B, C, D, beta);
+  const GemmProblem p = check_gemm_problem(*core_, A, B, C, D, beta_for_check);
+
   const std::optional<detail::MatrixOperand> bias = check_bias_operand(config, options.bias, p);
   const auto [row_scale, column_scale] = check_scale_operands(config, options, p);
   const int device = current_device();
@@ -380,11 +408,21 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
                         "; call cudaSetDevice first or move the tensor.");
     }
   }
+  for (const VisitorArgument& a : options.visitor_args) {
+    if (a.tensor && a.tensor->on_device() && a.tensor->device != device) {
+      throw TensorError("Visitor argument '" + a.name + "' lives on CUDA device " + std::to_string(a.tensor->device) +
+                        " but the current device is " + std::to_string(device) + "; move it.");
+    }
+  }
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;  // an empty D: nothing to compute, nothing to write
 
   // Choose the kernel for these alignments (resolved once per alignment triple) and this problem's shape.
   const int sm_count = device_info(device).sm_count;
   selection::RunChoice c = core_->run_choice(p, sm_count);
+  std::vector<runtime::VisitorOperand> visitor;
+  if (const auto& tree = c.choices->base.visitor) {
+    visitor = detail::check_visitor_args(*tree, options, alpha, beta, p.m, p.n, p.batch);
+  }
   KernelModule* module = &core_->launch_module(c, options.wait_for_best);
   const selection::KernelChoices& choices = *c.choices;
   if (options.print_module) std::fputs(render(choices.spec(c.index)).text.c_str(), stdout);
@@ -428,6 +466,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C, co
   gemm.reduction_mode = config.reduction_mode;
   gemm.device = device;
   gemm.sm_count = sm_count;
+  gemm.visitor = std::move(visitor);
   runtime::launch(*module, gemm, options.stream, options.sync, options.workspace);
 }
 

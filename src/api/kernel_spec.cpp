@@ -132,6 +132,7 @@ void to_json(nlohmann::ordered_json& json, const KernelSpec& spec) {
   } else if (spec.split_k_mode == SplitKMode::Parallel) {
     json["split_k_mode"] = to_string(spec.split_k_mode);
   }
+  if (spec.visitor) json["epilogue_visitor"] = spec.visitor->to_string();
 }
 
 std::string KernelSpec::canonical() const {
@@ -155,6 +156,7 @@ std::string KernelSpec::canonical() const {
   }
   // Serial records stay as they were before parallel split-K existed.
   if (split_k_mode == SplitKMode::Parallel) out << ";split_k=" << to_string(split_k_mode);
+  if (visitor) out << ";visitor=" << visitor->canonical();
   return out.str();
 }
 

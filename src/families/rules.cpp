@@ -197,7 +197,7 @@ std::string extended_name(const KernelSpec& spec, const std::string& core) {
 
 std::string epilogue_suffix(const KernelSpec& spec) {
   return std::string(row_of(spec.activation).in_kernel_name) + std::string(row_of(spec.bias).in_kernel_name) +
-         std::string(row_of(spec.scale).in_kernel_name);
+         std::string(row_of(spec.scale).in_kernel_name) + (spec.visitor ? "_evt" + spec.visitor->digest() : "");
 }
 
 std::string activation_functor(Activation activation, DataType element_d) {

@@ -185,6 +185,7 @@ class Sm80Universal final : public Family {
   void validate(const KernelSpec& spec, const DeviceLimits& limits) const override {
     const TileDescription& td = spec.tile;
     const std::string arch = "SM" + std::to_string(spec.cc) + " " + std::string(to_string(spec.opclass));
+    if (spec.visitor) fail("epilogue visitor trees run on SM90 (CUTLASS 3.x) kernels only, not on CUTLASS 2.x ones.");
     check_types(spec);
     if (td.cluster_shape != Shape3{1, 1, 1}) {
       fail("Cluster shape " + shape_text(td.cluster_shape) + " needs an SM90 tensor-op kernel; " + arch +

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "families/rules.hpp"
+#include "families/sm90_visitor.hpp"
 
 namespace gemmkit::families {
 namespace {
@@ -200,7 +201,9 @@ class Sm90Collective final : public Family {
   int kernel_cc() const override { return 90; }
   // Parallel split-K kernels: partial sums and a reduction kernel with the epilogue (their module class is in the
   // template).
+  // A visitor tree has a template of its own (its fusion replaces bias, scales and activation).
   std::string_view template_name(const KernelSpec& spec) const override {
+    if (spec.visitor) return "sm90_gemm_visitor.cu.in";
     return spec.split_k_mode == SplitKMode::Parallel ? "sm90_gemm_parallel.cu.in" : "sm90_gemm.cu.in";
   }
   std::string_view glue_header() const override { return "gemmkit/sm90_gemm.hpp"; }
@@ -300,6 +303,14 @@ class Sm90Collective final : public Family {
     check_tma_alignments(spec);
     check_sm90_stages(td);
     check_shared_memory(spec, limits);
+    if (spec.visitor) {
+      if (spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.scale != ScaleMode::None ||
+          spec.split_k_mode != SplitKMode::Serial) {
+        fail("an epilogue visitor tree replaces the activation, bias, scale vectors and parallel split-K; put the "
+             "activation or bias into the tree instead.");
+      }
+      check_sm90_visitor(*spec.visitor, spec);
+    }
   }
 
   std::string kernel_name(const KernelSpec& spec) const override {
@@ -321,7 +332,9 @@ class Sm90Collective final : public Family {
   }
 
   // The split build's host module launches one cubin kernel; parallel split-K launches two.
-  bool splittable(const KernelSpec& spec) const override { return spec.split_k_mode != SplitKMode::Parallel; }
+  bool splittable(const KernelSpec& spec) const override {
+    return spec.split_k_mode != SplitKMode::Parallel && !spec.visitor;
+  }
 
   Placeholders placeholders(const KernelSpec& spec) const override {
     const TileDescription& tile = spec.tile;
@@ -346,6 +359,14 @@ class Sm90Collective final : public Family {
                               {"epilogue_schedule", std::string(row_of(tile.epilogue_schedule).cutlass)},
                               {"stages", text(tile.stages)},
                           });
+    if (spec.visitor) {
+      // The tree replaces the bias, scale and activation placeholders.
+      std::erase_if(out, [](const auto& kv) {
+        return kv.first == "bias" || kv.first == "scale" || kv.first == "element_bias" || kv.first == "activation";
+      });
+      const Placeholders tree = sm90_visitor_placeholders(*spec.visitor);
+      out.insert(out.end(), tree.begin(), tree.end());
+    }
     return out;
   }
 };

@@ -12,9 +12,11 @@ namespace gemmkit::runtime {
 namespace {
 
 bool any_on_host(const GemmLaunch& gemm) {
+  const bool visitor_on_host = std::any_of(gemm.visitor.begin(), gemm.visitor.end(),
+                                           [](const VisitorOperand& v) { return v.tensor && !v.tensor->on_device; });
   return !gemm.a.on_device || !gemm.b.on_device || !gemm.d.on_device || (gemm.c && !gemm.c->on_device) ||
          (gemm.bias && !gemm.bias->on_device) || (gemm.row_scale && !gemm.row_scale->on_device) ||
-         (gemm.column_scale && !gemm.column_scale->on_device);
+         (gemm.column_scale && !gemm.column_scale->on_device) || visitor_on_host;
 }
 
 }  // namespace
@@ -62,10 +64,28 @@ void launch(KernelModule& module, const GemmLaunch& gemm, cudaStream_t stream, b
   args.splits = std::max(1, gemm.k_split.splits);
   args.decomposition = std::max(0, static_cast<int32_t>(gemm.k_split.mode) - 1);
   args.reduction = static_cast<int32_t>(gemm.reduction_mode);
+  std::vector<gk_visitor_operand> visitor(gemm.visitor.size());
+  for (std::size_t i = 0; i < gemm.visitor.size(); ++i) {
+    const VisitorOperand& v = gemm.visitor[i];
+    visitor[i].value = v.value;
+    if (!v.tensor) continue;
+    visitor[i].ptr = staging.on_device(*v.tensor);
+    visitor[i].ld = v.tensor->ld;
+    visitor[i].batch_stride = v.tensor->batch_stride;
+    if (v.fill_byte) GK_CUDA_CHECK(cudaMemsetAsync(visitor[i].ptr, *v.fill_byte, v.tensor->bytes(), stream));
+  }
+  if (!visitor.empty()) {
+    args.visitor = visitor.data();
+    args.visitor_count = static_cast<int32_t>(visitor.size());
+  }
   module.run(args, stream, workspace);
 
-  // Host D is copied back and lands before return; device outputs sync if asked.
+  // Host outputs are copied back and land before return; device outputs sync if asked.
   if (!gemm.d.on_device) staging.copy_back(gemm.d, args.D);
+  for (std::size_t i = 0; i < gemm.visitor.size(); ++i) {
+    const VisitorOperand& v = gemm.visitor[i];
+    if (v.output && v.tensor && !v.tensor->on_device) staging.copy_back(*v.tensor, visitor[i].ptr);
+  }
   // A stream being captured into a graph cannot be synchronised (and nothing has run yet).
   if (any_host || (sync && !is_capturing(stream))) GK_CUDA_CHECK(cudaStreamSynchronize(stream));
 }

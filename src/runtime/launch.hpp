@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "gemmkit/enums.hpp"
 #include "gemmkit/kernel_spec.hpp"
@@ -13,6 +14,16 @@
 #include "runtime/staging.hpp"
 
 namespace gemmkit::runtime {
+
+// One operand of an epilogue visitor tree (gk_visitor_operand): a tensor, staged when it lives on the host and copied
+// back when the tree writes it, or a value. `fill_byte`: an output the kernel accumulates into (a reduction's atomics)
+// is first set to this byte throughout.
+struct VisitorOperand {
+  std::optional<LaunchOperand> tensor;
+  bool output = false;
+  double value = 0.0;
+  std::optional<unsigned char> fill_byte;
+};
 
 struct GemmLaunch {
   LaunchOperand a, b, d;
@@ -26,6 +37,7 @@ struct GemmLaunch {
   KSplit k_split;  // Stream-K kernels: decomposition and split count (other kernels ignore them)
   ReductionMode reduction_mode = ReductionMode::Deterministic;
   int device = 0, sm_count = 0;
+  std::vector<VisitorOperand> visitor;  // one per tree node of a visitor-tree module, else empty
 };
 
 // Runs `gemm` on `stream`. Host tensors cannot be staged into a stream being captured (TensorError, before anything

@@ -30,9 +30,9 @@ void PlanCore::invalidate() {
   cache->alignments_a = catalog::operand_alignments(where, config.opclass, t.a, t);
   cache->alignments_b = catalog::operand_alignments(where, config.opclass, t.b, t);
   cache->alignments_c = catalog::operand_alignments(where, config.opclass, t.c, t);
-  if (family.kernel_cc() >= 90 &&
-      (config.activation != Activation::Identity || config.bias != BiasMode::None || config.scale != ScaleMode::None)) {
-    // SM90 kernels fuse an activation, bias or scale vectors in a TMA epilogue, which moves C and D in 16-byte vectors
+  if (family.kernel_cc() >= 90 && (config.activation != Activation::Identity || config.bias != BiasMode::None ||
+                                   config.scale != ScaleMode::None || config.visitor)) {
+    // SM90 kernels fuse an activation, bias, scale vectors or a visitor tree in a TMA epilogue, which moves C and D in 16-byte vectors
     // only.
     std::erase_if(cache->alignments_c, [&](int a) { return a * bits_of(t.c) % 128 != 0; });
   }
@@ -73,6 +73,7 @@ KernelSpec PlanCore::base_spec(std::optional<int> alignment_a, std::optional<int
   s.activation = config.activation;
   s.bias = config.bias;
   s.scale = config.scale;
+  if (config.visitor) s.visitor = config.visitor->with_types(t.c, t.d);
   if (family.computes_transposed(opclass, t)) {
     // The kernel sees A' = B^T, B' = A^T, C' = C^T: same memory, flipped layouts; run() swaps the arguments.
     auto flip = [](Layout l) { return l == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor; };

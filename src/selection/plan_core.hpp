@@ -43,6 +43,8 @@ struct PlanConfig {
   Decomposition decomposition = Decomposition::Auto;
   int splits = 1;
   ReductionMode reduction_mode = ReductionMode::Deterministic;
+  // An epilogue visitor tree in place of the activation, bias and scales (its unset types are the plan's).
+  std::optional<epilogue::Epilogue> visitor;
 
   // The GPU and the requested kernel generation, as the catalog takes them.
   catalog::Target target() const { return {cc, kernel_cc, operation}; }

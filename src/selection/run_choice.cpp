@@ -99,7 +99,7 @@ KSplit PlanCore::k_split(const KernelChoices& choices, std::size_t choice, const
 bool PlanCore::may_split_k_in_parallel(const KernelSpec& base) const {
   return automatic_split() == AutoSplit::Parallel && !config.tile && config.decomposition == Decomposition::Auto &&
          config.swizzle != Swizzle::StreamK && base.family == KernelFamily::Sm90Collective &&
-         base.element_accumulator == DataType::f32;
+         base.element_accumulator == DataType::f32 && !base.visitor;  // the tree runs in the GEMM's own epilogue
 }
 
 KernelChoices* PlanCore::parallel_choices(KernelChoices& choices, const ProblemKey& p) {

@@ -10,7 +10,7 @@ extern "C" {
 #endif
 
 /* Bump whenever a struct below or an entry point changes shape; modules built for another version are rebuilt. */
-#define GK_ABI_VERSION 2
+#define GK_ABI_VERSION 3
 
 typedef enum gk_status {
   GK_OK = 0,
@@ -20,6 +20,16 @@ typedef enum gk_status {
   GK_ERR_LAUNCH = 4,           /* the launch itself failed; see gk_last_cuda_error() */
   GK_ERR_ARGS = 5              /* malformed gk_gemm_args (null pointer, bad batch) */
 } gk_status;
+
+/* One operand of an epilogue visitor tree, for the tree node of the same index: a tensor (ptr, with a leading
+   dimension and a batch stride in elements, 0 = the same for every batch) or a scalar (value: a named scalar's or a
+   constant's; an activation's parameter). Entries of nodes without run-time data are zero. */
+typedef struct gk_visitor_operand {
+  void* ptr;
+  int64_t ld;
+  int64_t batch_stride;
+  double value;
+} gk_visitor_operand;
 
 /* One GEMM (or a batch of them): D = act(alpha * A@B + beta * C + bias).
    Shapes are logical: A is m x k, B is k x n, C and D are m x n; the layouts are compiled into the module,
@@ -48,6 +58,11 @@ typedef struct gk_gemm_args {
      one counts as all ones. */
   const void* row_scale;
   const void* column_scale;
+  /* Modules built with an epilogue visitor tree: one operand per tree node (visitor_count of them); the tree then
+     replaces alpha, beta, bias and the activation. Null for every other module. */
+  const gk_visitor_operand* visitor;
+  int32_t visitor_count;
+  int32_t reserved2;
 } gk_gemm_args;
 
 typedef int (*gk_abi_version_fn)(void);

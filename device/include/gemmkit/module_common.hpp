@@ -17,7 +17,8 @@
 namespace gemmkit::module {
 
 // memcmp() on gk_gemm_args is only meaningful without padding bytes.
-static_assert(sizeof(gk_gemm_args) == 4 * 4 + 4 * 8 + 8 * 8 + 4 * 8 + 8 + 8 * 4 + 2 * 8, "gk_gemm_args has padding");
+static_assert(sizeof(gk_gemm_args) == 4 * 4 + 4 * 8 + 8 * 8 + 4 * 8 + 8 + 8 * 4 + 2 * 8 + 8 + 2 * 4,
+              "gk_gemm_args has padding");
 static_assert(sizeof(gk_conv2d_args) == 16 * 4 + 4 * 8 + 4 * 8 + 4 * 4, "gk_conv2d_args has padding");
 
 // The last CUDA error seen by this thread's calls into the module, for gk_last_cuda_error(). Internal linkage
@@ -47,15 +48,22 @@ inline constexpr Scale scale_of = Scale::None;
 template <class Glue>
 inline constexpr Scale scale_of<Glue, std::void_t<decltype(Glue::kScale)>> = Glue::kScale;
 
-// Arguments checks common to every family: GK_OK or GK_ERR_ARGS. A module built with a bias or scale vectors needs
-// those vectors.
-inline int check_args(const gk_gemm_args* args, Bias bias, Scale scale = Scale::None) {
+// A glue class's visitor-tree node count (kVisitorCount), or 0 for modules without a tree.
+template <class Glue, class = void>
+inline constexpr int visitor_count_of = 0;
+template <class Glue>
+inline constexpr int visitor_count_of<Glue, std::void_t<decltype(Glue::kVisitorCount)>> = Glue::kVisitorCount;
+
+// Arguments checks common to every family: GK_OK or GK_ERR_ARGS. A module built with a bias, scale vectors or a
+// visitor tree needs those vectors or the tree's operands (and no module takes operands it has no tree for).
+inline int check_args(const gk_gemm_args* args, Bias bias, Scale scale = Scale::None, int visitor_count = 0) {
   if (args == nullptr || args->A == nullptr || args->B == nullptr || args->D == nullptr) return GK_ERR_ARGS;
+  if (args->visitor_count != visitor_count || (visitor_count > 0 && args->visitor == nullptr)) return GK_ERR_ARGS;
   if (bias != Bias::None && args->bias == nullptr) return GK_ERR_ARGS;
   if ((scale == Scale::PerRow || scale == Scale::RowAndColumn) && args->row_scale == nullptr) return GK_ERR_ARGS;
   if ((scale == Scale::PerColumn || scale == Scale::RowAndColumn) && args->column_scale == nullptr) return GK_ERR_ARGS;
   if (args->m < 1 || args->n < 1 || args->k < 1 || args->batch < 1) return GK_ERR_ARGS;
-  if (args->C == nullptr && args->beta != 0.0) return GK_ERR_ARGS;
+  if (args->C == nullptr && args->beta != 0.0 && visitor_count == 0) return GK_ERR_ARGS;
   return GK_OK;
 }
 

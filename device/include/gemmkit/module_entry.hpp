@@ -25,6 +25,7 @@ namespace {
 // a GNU "unique" symbol, shared by every module in the process that holds the same kernel type.
 thread_local gemmkit_kernel::LaunchGlue::Cache launch_cache;
 constexpr gemmkit::module::Scale kScale = gemmkit::module::scale_of<gemmkit_kernel::Module>;
+constexpr int kVisitorCount = gemmkit::module::visitor_count_of<gemmkit_kernel::Module>;
 }  // namespace
 
 GK_EXPORT int gk_abi_version(void) {
@@ -36,18 +37,18 @@ GK_EXPORT const char* gk_kernel_name(void) {
 }
 
 GK_EXPORT int gk_can_implement(const gk_gemm_args* args) {
-  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale); status != GK_OK)
+  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale, kVisitorCount); status != GK_OK)
     return status;
   return gemmkit::module::can_implement<gemmkit_kernel::Module>(*args);
 }
 
 GK_EXPORT size_t gk_workspace_size(const gk_gemm_args* args) {
-  if (gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale) != GK_OK) return 0;
+  if (gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale, kVisitorCount) != GK_OK) return 0;
   return gemmkit::module::workspace_size<gemmkit_kernel::Module>(*args);
 }
 
 GK_EXPORT int gk_run(const gk_gemm_args* args, void* workspace, void* stream) {
-  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale); status != GK_OK)
+  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale, kVisitorCount); status != GK_OK)
     return status;
   return gemmkit::module::run<gemmkit_kernel::LaunchGlue>(launch_cache, *args, workspace,
                                                           static_cast<cudaStream_t>(stream));

@@ -12,9 +12,21 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
+#include "cutlass/epilogue/fusion/sm90_visitor_compute_tma_warpspecialized.hpp"
+#include "cutlass/epilogue/fusion/sm90_visitor_load_tma_warpspecialized.hpp"
+#include "cutlass/epilogue/fusion/sm90_visitor_store_tma_warpspecialized.hpp"
+#include "cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp"
 #include "gemmkit/sm90_common.hpp"
 
 namespace gemmkit::sm90 {
+
+// Functors of one template parameter for visitor-tree compute and reduction nodes (CUTLASS's take two).
+namespace visitor {
+template <class T>
+using Maximum = cutlass::maximum<T>;
+template <class T>
+using Minimum = cutlass::minimum<T>;
+}  // namespace visitor
 
 // With scale vectors (FP8 dequantization scales, f32): D = Act(beta * C + (alpha * (acc * row_scale[m] *
 // column_scale[n]) + bias)), an epilogue visitor tree of CUTLASS's nodes; the scales load element by element (a null
@@ -184,6 +196,44 @@ void set_scaled_fusion(FusionArguments& fusion, const gk_gemm_args& args) {
   module::set_activation_params(fusion.op_1, args);
 }
 
+// CUTLASS's arguments for one launch; set_fusion(thread, args) fills the epilogue's fusion arguments.
+template <class Gemm, class SetFusion>
+typename Gemm::Arguments make_arguments(const gk_gemm_args& args, SetFusion set_fusion) {
+  using Kernel = typename Gemm::GemmKernel;
+  using Arguments = typename Gemm::Arguments;
+  // With one batch, the batch strides are unused; zero keeps them valid TMA strides, as CUTLASS does.
+  const bool batched = args.batch > 1;
+  const module::Source source = module::source_of(args);
+  Arguments out{};
+  out.mode = batched ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;
+  out.problem_shape = {args.m, args.n, args.k, args.batch};
+
+  using PtrA = decltype(out.mainloop.ptr_A);
+  using PtrB = decltype(out.mainloop.ptr_B);
+  out.mainloop.ptr_A = static_cast<PtrA>(args.A);
+  out.mainloop.dA = make_stride<typename Kernel::StrideA>(args.lda, batched ? args.batch_stride_A : 0);
+  out.mainloop.ptr_B = static_cast<PtrB>(args.B);
+  out.mainloop.dB = make_stride<typename Kernel::StrideB>(args.ldb, batched ? args.batch_stride_B : 0);
+
+  using PtrC = decltype(out.epilogue.ptr_C);
+  using PtrD = decltype(out.epilogue.ptr_D);
+  set_fusion(out.epilogue.thread, args);
+  out.epilogue.ptr_C = static_cast<PtrC>(source.ptr);
+  out.epilogue.dC = make_stride<typename Kernel::StrideC>(source.ld, batched ? source.batch_stride : 0);
+  out.epilogue.ptr_D = static_cast<PtrD>(args.D);
+  out.epilogue.dD = make_stride<typename Kernel::StrideD>(args.ldd, batched ? args.batch_stride_D : 0);
+
+  out.hw_info.device_id = args.device_id;
+  out.hw_info.sm_count = args.sm_count;  // <= 0: CUTLASS queries the device
+  using RasterOrder = decltype(out.scheduler.raster_order);
+  if (args.raster_order >= 0 && args.raster_order <= 2) {
+    out.scheduler.raster_order = static_cast<RasterOrder>(args.raster_order);  // Heuristic, AlongM, AlongN
+  }
+  if (args.max_swizzle_size > 0) out.scheduler.max_swizzle_size = args.max_swizzle_size;
+  set_decomposition(out.scheduler, args, 0);
+  return out;
+}
+
 // The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and how a launch is prepared
 // (gemmkit::module::run caches it).
 template <class DeviceGemm, module::Bias BiasMode, module::Scale ScaleMode = module::Scale::None>
@@ -200,37 +250,7 @@ class Module : public ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmKernel, 
   static constexpr module::Scale kScale = ScaleMode;
 
   static Arguments to_arguments(const gk_gemm_args& args) {
-    // With one batch, the batch strides are unused; zero keeps them valid TMA strides, as CUTLASS does.
-    const bool batched = args.batch > 1;
-    const module::Source source = module::source_of(args);
-    Arguments out{};
-    out.mode = batched ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;
-    out.problem_shape = {args.m, args.n, args.k, args.batch};
-
-    using PtrA = decltype(out.mainloop.ptr_A);
-    using PtrB = decltype(out.mainloop.ptr_B);
-    out.mainloop.ptr_A = static_cast<PtrA>(args.A);
-    out.mainloop.dA = make_stride<typename Kernel::StrideA>(args.lda, batched ? args.batch_stride_A : 0);
-    out.mainloop.ptr_B = static_cast<PtrB>(args.B);
-    out.mainloop.dB = make_stride<typename Kernel::StrideB>(args.ldb, batched ? args.batch_stride_B : 0);
-
-    using PtrC = decltype(out.epilogue.ptr_C);
-    using PtrD = decltype(out.epilogue.ptr_D);
-    set_fusion(out.epilogue.thread, args);
-    out.epilogue.ptr_C = static_cast<PtrC>(source.ptr);
-    out.epilogue.dC = make_stride<typename Kernel::StrideC>(source.ld, batched ? source.batch_stride : 0);
-    out.epilogue.ptr_D = static_cast<PtrD>(args.D);
-    out.epilogue.dD = make_stride<typename Kernel::StrideD>(args.ldd, batched ? args.batch_stride_D : 0);
-
-    out.hw_info.device_id = args.device_id;
-    out.hw_info.sm_count = args.sm_count;  // <= 0: CUTLASS queries the device
-    using RasterOrder = decltype(out.scheduler.raster_order);
-    if (args.raster_order >= 0 && args.raster_order <= 2) {
-      out.scheduler.raster_order = static_cast<RasterOrder>(args.raster_order);  // Heuristic, AlongM, AlongN
-    }
-    if (args.max_swizzle_size > 0) out.scheduler.max_swizzle_size = args.max_swizzle_size;
-    set_decomposition(out.scheduler, args, 0);
-    return out;
+    return make_arguments<Gemm>(args, [](auto& thread, const gk_gemm_args& a) { set_fusion(thread, a); });
   }
 
   template <class Thread>
@@ -244,6 +264,35 @@ class Module : public ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmKernel, 
     } else {
       set_scaled_fusion(thread, args);
     }
+  }
+};
+
+// The module glue for a kernel whose epilogue is a visitor tree of `Count` nodes: SetVisitor::set(fusion_args, args)
+// fills the tree's arguments from args.visitor. A launch is prepared again whenever an operand of the tree changes
+// (the ABI arguments only point at them).
+template <class DeviceGemm, class SetVisitor, int Count>
+class VisitorModule : public ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmKernel, gk_gemm_args> {
+  using Base = ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmKernel, gk_gemm_args>;
+
+ public:
+  using Gemm = DeviceGemm;
+  static constexpr module::Bias kBias = module::Bias::None;
+  static constexpr int kVisitorCount = Count;
+
+  struct Cache : Base::Cache {
+    gk_visitor_operand operands[Count] = {};
+    bool hit(const gk_gemm_args& next, void* next_workspace, int next_device) const {
+      return Base::Cache::hit(next, next_workspace, next_device) && next.visitor != nullptr &&
+             std::memcmp(operands, next.visitor, sizeof(operands)) == 0;
+    }
+    void store(const gk_gemm_args& next, void* next_workspace, int next_device) {
+      Base::Cache::store(next, next_workspace, next_device);
+      std::memcpy(operands, next.visitor, sizeof(operands));
+    }
+  };
+
+  static typename Gemm::Arguments to_arguments(const gk_gemm_args& args) {
+    return make_arguments<Gemm>(args, [](auto& thread, const gk_gemm_args& a) { SetVisitor::set(thread, a); });
   }
 };
 
