@@ -46,7 +46,13 @@ std::int64_t check_vector_shape(const Node& node, const TensorView& t, std::int6
   std::int64_t elements = 1;
   for (int i = 0; i < t.rank; ++i) elements *= t.shape[i];
   const bool batched = batch > 1 && t.rank >= 2 && t.shape[0] == batch && elements == batch * length;
-  if (!batched && elements != length) {
+  // The last two extents say which vector it is: (1, n) a row, (m, 1) a column; a 1-D tensor is a row (as in the
+  // reference), so a column of m needs its (m, 1).
+  const bool column = node.kind == NodeKind::ColumnBroadcast || node.kind == NodeKind::ColumnReduction;
+  const bool row = node.kind == NodeKind::RowBroadcast || node.kind == NodeKind::RowReduction;
+  const bool oriented = t.rank < 2 || (column && t.shape[t.rank - 1] == 1) || (row && t.shape[t.rank - 2] == 1) ||
+                        (!row && !column);
+  if ((column && t.rank < 2 && length != 1) || !oriented || (!batched && elements != length)) {
     refuse(node, "has shape " + t.shape_string() + "; the tree expects " + expected +
                      (batch > 1 ? " (or one vector for every batch)" : "") + ".");
   }

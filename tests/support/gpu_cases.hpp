@@ -346,9 +346,64 @@ inline std::vector<KernelSpec> split_k_specs(int cc) {
   return out;
 }
 
+// Epilogue visitor trees (tests/gpu/visitor_gpu_test.cpp), one kernel each, on SM90 f16 plans. Tensor names ending
+// in "_batch" hold one tensor per batch; the others are shared by every batch (inputs) or reduce over every batch
+// (reductions).
+struct VisitorCase {
+  const char* name;
+  std::int64_t batch;
+  epilogue::Epilogue tree;
+};
+
+inline std::vector<VisitorCase> visitor_cases() {
+  using namespace epilogue;
+  std::vector<VisitorCase> out;
+  {
+    // The reference's notebook: F used twice (a DAG) and stored.
+    Expr F = store(scalar("alpha") * acc() + (scalar("beta") * source() + aux("aux")), "F");
+    out.push_back({"notebook", 1, Epilogue(relu(F + 1.0) + column_broadcast("bias") + F)});
+  }
+  out.push_back({"loads", 3,
+                 Epilogue(acc() + source() + aux("aux") + aux("aux_batch", DataType::f32) + row_broadcast("row") +
+                          row_broadcast("row_batch", DataType::f32) + column_broadcast("col_batch"))});
+  {
+    Expr x = acc() * 0.125 + source();
+    Expr small = x * 0.01;
+    Expr D = multiply_add(relu(x + 1.5), 0.5, 2.5) - maximum(x, 0.0) / 2.0 + minimum(-x, 1.0) + leaky_relu(x, 0.1) +
+             sigmoid(small) + tanh(small) + gelu(small) + gelu_tanh(small) + silu(small) + hardswish(small) +
+             convert(x * 0.3, DataType::f16);
+    out.push_back({"compute", 1, Epilogue(D)});
+  }
+  {
+    Expr F = scalar("alpha") * acc();
+    Expr D = column_reduction(row_reduction(F, "row_max", ReduceOp::Max), "column_sum_batch") + source();
+    out.push_back({"reductions", 3,
+                   Epilogue(D, {scalar_reduction(acc(), "acc_max_batch", ReduceOp::Max), scalar_reduction(F, "F_sum")})});
+  }
+  out.push_back({"layouts", 2,
+                 Epilogue(acc() + aux("aux_column_major", std::nullopt, Layout::ColumnMajor),
+                          {store(acc() * 2.0, "G", DataType::f32, Layout::ColumnMajor)})});
+  return out;
+}
+
+inline GemmOptions visitor_options(int cc) {
+  GemmOptions o;
+  o.element = DataType::f16;
+  o.layout = Layout::RowMajor;
+  o.element_accumulator = DataType::f32;
+  o.cc = cc;
+  return o;
+}
+
+inline Gemm visitor_plan(const VisitorCase& c, int cc) {
+  Gemm plan(visitor_options(cc));
+  plan.set_epilogue_visitor(c.tree);
+  return plan;
+}
+
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` (comma-separated)
 // picks "config", "epilogue", "concurrency", "types", "fuzz", "grouped", "conv", "conv90" (SM90 only), "fp8" (SM90
-// only), "splitk" and/or "tuning" (empty: all of these), or "suite" (the benchmark's shape suite; only when named).
+// only), "splitk", "tuning" and/or "evt" (SM90 only; empty: all of these), or "suite" (the benchmark's shape suite; only when named).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
   auto named = [&](const std::string& group) {
     return ("," + groups + ",").find("," + group + ",") != std::string::npos;
@@ -411,6 +466,12 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
     for (const auto& c : fp8_scale_cases()) {
       Gemm plan = fp8_scale_plan(c, cc);
       out.push_back(spec_for_shape(plan, kMatrixShape));
+    }
+  }
+  if (wanted("evt") && cc >= 90) {
+    for (const auto& c : visitor_cases()) {
+      Gemm plan = visitor_plan(c, cc);
+      out.push_back(plan.spec_for_problem(kMatrixShape.m, kMatrixShape.n, kMatrixShape.k, c.batch));
     }
   }
   if (wanted("conv90") && cc >= 90 && cc < 100) {

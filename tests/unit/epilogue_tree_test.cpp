@@ -1,0 +1,187 @@
+// tests/unit/epilogue_tree_test.cpp: epilogue visitor trees as values (one node per distinct subexpression, the
+// canonical text and digest the cache key and kernel name carry, the checks a tree makes), on plans (SM90 only, in
+// place of activation and bias), their SM90 rendering, and the visitor arguments run() checks before anything runs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "api/visitor_args.hpp"
+#include "gemmkit/codegen.hpp"
+#include "gemmkit/epilogue.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+#include "verify/host_matrix.hpp"
+
+namespace gk = gemmkit;
+using namespace gemmkit::epilogue;
+
+namespace {
+
+Epilogue notebook() {
+  Expr F = store(scalar("alpha") * acc() + (scalar("beta") * source() + aux("aux")), "F");
+  return Epilogue(relu(F + 1.0) + column_broadcast("bias") + F);
+}
+
+gk::GemmOptions sm90_f16() {
+  gk::GemmOptions o;
+  o.element = gk::DataType::f16;
+  o.layout = gk::Layout::RowMajor;
+  o.element_accumulator = gk::DataType::f32;
+  o.cc = 90;
+  return o;
+}
+
+long count(const Epilogue& tree, NodeKind kind) {
+  return std::count_if(tree.nodes().begin(), tree.nodes().end(), [&](const Node& n) { return n.kind == kind; });
+}
+
+}  // namespace
+
+TEST(EpilogueTree, OneNodePerDistinctSubexpression) {
+  const Epilogue tree = notebook();
+  EXPECT_EQ(count(tree, NodeKind::Accumulator), 1);
+  EXPECT_EQ(count(tree, NodeKind::Store), 1);  // F is stored once and read twice
+  EXPECT_EQ(tree.to_string(), "F = ((alpha * accum) + ((beta * C) + aux))\nD = ((relu((F + 1)) + bias) + F)\n");
+  // acc() built twice is still one accumulator; so is a repeated subexpression.
+  const Epilogue twice(acc() * 2.0 + acc() * 2.0);
+  EXPECT_EQ(twice.nodes().size(), 4u);  // accum, 2, accum * 2, their sum
+  const auto inputs = tree.inputs();
+  ASSERT_EQ(inputs.size(), 4u);
+  EXPECT_EQ(inputs[0]->name, "alpha");
+  EXPECT_EQ(tree.outputs().size(), 1u);
+  EXPECT_TRUE(tree.reads_source());
+  EXPECT_FALSE(Epilogue(relu(acc())).reads_source());
+}
+
+TEST(EpilogueTree, CanonicalTextAndDigestFollowTheStructure) {
+  EXPECT_EQ(notebook().canonical(), notebook().canonical());
+  EXPECT_EQ(notebook().digest().size(), 8u);
+  EXPECT_NE(Epilogue(acc() + 1.0).digest(), Epilogue(acc() + 2.0).digest());
+  EXPECT_NE(Epilogue(acc() + aux("x")).digest(), Epilogue(acc() + aux("x", gk::DataType::f32)).digest());
+  EXPECT_NE(Epilogue(leaky_relu(acc(), 0.1)).digest(), Epilogue(leaky_relu(acc(), 0.2)).digest());
+  EXPECT_NE(Epilogue(acc() - aux("x")).digest(), Epilogue(aux("x") - acc()).digest());
+}
+
+TEST(EpilogueTree, StoresAndReductionsDReadsNotAreKept) {
+  const Epilogue tree(acc() + source(), {store(acc() * 2.0, "G"), scalar_reduction(acc(), "total")});
+  EXPECT_EQ(tree.outputs().size(), 2u);
+  // A value built and then dropped is not part of the tree.
+  Expr unused = acc() * 3.0;
+  (void)unused;
+  EXPECT_EQ(Epilogue(acc() + 1.0).nodes().size(), 3u);
+  // D's value is always the last node, also when an output reads it.
+  Expr d = acc() + 1.0;
+  const Epilogue reads_d(d, {store(d, "copy")});
+  EXPECT_EQ(reads_d.nodes().back().kind, NodeKind::Compute);
+  EXPECT_EQ(reads_d.nodes().back().inputs, std::vector<int>{2});
+}
+
+TEST(EpilogueTree, MalformedTreesNameTheNode) {
+  EXPECT_THROW(Epilogue(acc() + aux("D")), gk::ConfigError);  // reserved
+  EXPECT_THROW(Epilogue(acc() + aux("x") + row_broadcast("x")), gk::ConfigError);
+  EXPECT_THROW(Epilogue(store(acc() + aux("x"), "x")), gk::ConfigError);
+  EXPECT_THROW(compute(ComputeOp::Add, {acc()}), gk::ConfigError);
+  EXPECT_THROW(aux(""), gk::ConfigError);
+  std::vector<Node> forward(2);
+  forward[0].kind = NodeKind::Compute;
+  forward[0].op = ComputeOp::Negate;
+  forward[0].inputs = {1};
+  try {
+    Epilogue bad(forward);
+    FAIL() << "a node reading a later one was accepted";
+  } catch (const gk::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("epilogue node 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(EpilogueTree, UnsetTypesAreThePlans) {
+  const Epilogue tree = Epilogue(acc() + aux("x"), {store(acc(), "G"), row_reduction(acc(), "r")})
+                            .with_types(gk::DataType::bf16, gk::DataType::f16);
+  EXPECT_EQ(tree.find("x")->element, gk::DataType::bf16);
+  EXPECT_EQ(tree.find("G")->element, gk::DataType::f16);
+  EXPECT_EQ(tree.find("r")->element, gk::DataType::f32);
+}
+
+TEST(EpilogueTreePlan, Sm90PlansTakeATreeInPlaceOfTheirEpilogue) {
+  gk::Gemm plan(sm90_f16());
+  const std::string plain = plan.kernel_name();
+  plan.set_epilogue_visitor(notebook());
+  EXPECT_EQ(plan.kernel_name(), plain + "_evt" + notebook().with_types(gk::DataType::f16, gk::DataType::f16).digest());
+  const std::string source = plan.render_source().text;
+  for (const char* part : {"Sm90TopologicalVisitor", "Sm90AuxLoad", "Sm90AuxStore", "Sm90ColBroadcast",
+                           "Sm90SrcFetch", "cutlass::epilogue::thread::ReLu", "VisitorModule<Gemm, VisitorArguments, 16>"}) {
+    EXPECT_NE(source.find(part), std::string::npos) << part;
+  }
+  EXPECT_NE(plan.spec().canonical().find(";visitor="), std::string::npos);
+  // The tree replaces activation and bias: setting one beside it is refused, and the tree stays.
+  EXPECT_THROW(plan.set_activation(gk::Activation::ReLU), gk::ConfigError);
+  EXPECT_THROW(plan.set_bias(gk::BiasMode::PerRow), gk::ConfigError);
+  EXPECT_TRUE(plan.epilogue_visitor().has_value());
+  plan.set_epilogue_visitor(std::nullopt);
+  EXPECT_EQ(plan.kernel_name(), plain);
+}
+
+TEST(EpilogueTreePlan, OtherKernelsAndRulesAreRefused) {
+  gk::GemmOptions o = sm90_f16();
+  o.kernel_cc = 80;
+  gk::Gemm sm80(o);
+  EXPECT_THROW(sm80.set_epilogue_visitor(notebook()), gk::ConfigError);
+  gk::Gemm plan(sm90_f16());
+  EXPECT_THROW(plan.set_epilogue_visitor(Epilogue(row_reduction(acc(), "r", ReduceOp::Min))), gk::ConfigError);
+  EXPECT_THROW(plan.set_epilogue_visitor(Epilogue(acc(), {row_reduction(acc(), "r", ReduceOp::Sum, gk::DataType::f16)})),
+               gk::ConfigError);
+  EXPECT_FALSE(plan.epilogue_visitor().has_value());
+}
+
+TEST(VisitorArguments, EachTensorIsCheckedAgainstItsNode) {
+  const Epilogue tree = Epilogue(acc() + aux("x") + row_broadcast("r") + column_broadcast("c", gk::DataType::f32),
+                                 {store(acc(), "G"), scalar_reduction(acc(), "s", ReduceOp::Max)})
+                            .with_types(gk::DataType::f16, gk::DataType::f16);
+  const std::int64_t m = 64, n = 32, batch = 2;
+  gk::verify::HostMatrix x(gk::DataType::f16, m, n, gk::Layout::RowMajor);
+  gk::verify::HostMatrix r(gk::DataType::f16, 1, n, gk::Layout::RowMajor, batch);
+  gk::verify::HostMatrix c(gk::DataType::f32, m, 1, gk::Layout::RowMajor);
+  gk::verify::HostMatrix G(gk::DataType::f16, m, n, gk::Layout::RowMajor, batch);
+  gk::verify::HostMatrix s(gk::DataType::f32, 1, 1, gk::Layout::RowMajor, batch);
+  auto args = [&](std::vector<gk::VisitorArgument> extra = {}) {
+    gk::RunOptions o;
+    o.visitor_args = {{"x", x.view(), 0}, {"r", r.view(), 0}, {"c", c.view(), 0}, {"G", G.view(), 0},
+                      {"s", s.view(), 0}};
+    for (auto& e : extra) {
+      std::erase_if(o.visitor_args, [&](const auto& a) { return a.name == e.name; });
+      o.visitor_args.push_back(e);
+    }
+    return o;
+  };
+  const auto operands = gk::detail::check_visitor_args(tree, args(), 1.0, 0.0, m, n, batch);
+  ASSERT_EQ(operands.size(), tree.nodes().size());
+  const Node* rn = tree.find("r");
+  const auto& r_operand = operands[static_cast<std::size_t>(rn - tree.nodes().data())];
+  EXPECT_EQ(r_operand.tensor->batch_stride, n);  // one row vector per batch
+  const auto& x_operand = operands[static_cast<std::size_t>(tree.find("x") - tree.nodes().data())];
+  EXPECT_EQ(x_operand.tensor->batch_stride, 0);  // one matrix for every batch
+  const auto& s_operand = operands[static_cast<std::size_t>(tree.find("s") - tree.nodes().data())];
+  EXPECT_EQ(s_operand.fill_byte, 0xff);  // a maximum starts below every value
+  EXPECT_TRUE(s_operand.output);
+
+  gk::verify::HostMatrix x32(gk::DataType::f32, m, n, gk::Layout::RowMajor);
+  gk::verify::HostMatrix column_as_row(gk::DataType::f32, 1, m, gk::Layout::RowMajor);
+  gk::verify::HostMatrix G1(gk::DataType::f16, m, n, gk::Layout::RowMajor);  // one batch where D has two
+  for (auto [extra, what] : std::vector<std::pair<gk::VisitorArgument, const char*>>{
+           {{"x", x32.view(), 0}, "element type"},
+           {{"c", column_as_row.view(), 0}, "shape"},
+           {{"G", G1.view(), 0}, "output of 2 batches"},
+           {{"x", std::nullopt, 3.0}, "is a number"},
+           {{"unknown", std::nullopt, 1.0}, "no tensor or scalar of that name"}}) {
+    try {
+      (void)gk::detail::check_visitor_args(tree, args({extra}), 1.0, 0.0, m, n, batch);
+      ADD_FAILURE() << "accepted " << extra.name;
+    } catch (const gk::TensorError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  }
+  gk::RunOptions missing = args();
+  missing.visitor_args.pop_back();
+  EXPECT_THROW((void)gk::detail::check_visitor_args(tree, missing, 1.0, 0.0, m, n, batch), gk::TensorError);
+}
