@@ -66,10 +66,6 @@ void Gemm::set_epilogue_visitor(std::optional<epilogue::Epilogue> tree) {
     throw ConfigError("An epilogue visitor tree needs a kernel that computes D itself; this plan's (f32 A and B, both "
                       "row-major) computes D^T. Make B column-major.");
   }
-  if (tree && core_->cache().kernel_cc < 90) {
-    throw ConfigError("Epilogue visitor trees run on SM90 (CUTLASS 3.x) kernels; this plan uses CUTLASS 2.x kernels "
-                      "(kernel_cc 80). Declare it with cc=90 and without kernel_cc=80.");
-  }
   change_checked(core_->config.visitor, std::move(tree));
 }
 
@@ -420,8 +416,8 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   const int sm_count = device_info(device).sm_count;
   selection::RunChoice c = core_->run_choice(p, sm_count);
   std::vector<runtime::VisitorOperand> visitor;
-  if (const auto& tree = c.choices->base.visitor) {
-    visitor = detail::check_visitor_args(*tree, options, alpha, beta, p.m, p.n, p.batch);
+  if (c.choices->base.visitor) {
+    visitor = detail::check_visitor_args(c.choices->base, options, alpha, beta, p.m, p.n, p.batch);
   }
   KernelModule* module = &core_->launch_module(c, options.wait_for_best);
   const selection::KernelChoices& choices = *c.choices;

@@ -2,6 +2,7 @@
 // problem before anything runs, and laid out one operand per tree node as the launch takes them.
 #include "api/visitor_args.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -64,8 +65,19 @@ std::int64_t check_vector_shape(const Node& node, const TensorView& t, std::int6
   return batched ? t.strides[0] : 0;
 }
 
+// The bytes a kernel moves a node's tensor in: TMA's 16 (3.x matrices), the 2.x epilogue's vector of C's alignment
+// in the node's elements (matrices and row vectors), or 0 for element-wise access.
+int access_bytes(const Node& node, const KernelSpec& spec) {
+  const int bytes = bits_of(*node.element) / 8;
+  const bool matrix = node.kind == NodeKind::Matrix || node.kind == NodeKind::Store;
+  if (spec.family == KernelFamily::Sm80Universal) {
+    return matrix || node.kind == NodeKind::RowBroadcast ? std::min(16, spec.alignment_c * bytes) : 0;
+  }
+  return matrix ? 16 : 0;
+}
+
 runtime::VisitorOperand tensor_operand(const Node& node, const TensorView& t, std::int64_t m, std::int64_t n,
-                                       std::int64_t batch) {
+                                       std::int64_t batch, int access) {
   const DataType element = *node.element;
   const std::string expected = expected_shape(node, m, n, batch);
   if (t.dtype != element) {
@@ -86,17 +98,23 @@ runtime::VisitorOperand tensor_operand(const Node& node, const TensorView& t, st
     if (node.kind == NodeKind::Store && x.batch != batch) {
       refuse(node, "is an output of " + std::to_string(batch) + " batches; give it shape " + expected + ".");
     }
-    // TMA moves these tiles: 16-byte aligned rows (or columns) and address.
-    if ((x.ld * bytes) % 16 != 0 || (x.batch > 1 && (x.batch_stride * bytes) % 16 != 0) ||
-        (t.on_device() && reinterpret_cast<std::uintptr_t>(t.data) % 16 != 0)) {
-      refuse(node, "its address, leading dimension (" + std::to_string(x.ld) +
-                       ") and batch stride must be multiples of 16 bytes (TMA); pad it or allocate it like D.");
+    // The kernel moves these tiles in vectors: aligned rows (or columns) and address.
+    if ((x.ld * bytes) % access != 0 || (x.batch > 1 && (x.batch_stride * bytes) % access != 0) ||
+        (t.on_device() && reinterpret_cast<std::uintptr_t>(t.data) % static_cast<std::uintptr_t>(access) != 0)) {
+      refuse(node, "its address, leading dimension (" + std::to_string(x.ld) + ") and batch stride must be "
+                       "multiples of " + std::to_string(access) + " bytes (the kernel's vector); pad it or allocate "
+                       "it like D.");
     }
     launch = launch_operand(x, t, element);
   } else {
     const bool row = node.kind == NodeKind::RowBroadcast || node.kind == NodeKind::RowReduction;
     const std::int64_t length = node.kind == NodeKind::ScalarReduction ? 1 : row ? n : m;
     const std::int64_t batch_stride = check_vector_shape(node, t, length, batch, expected);
+    if (access > 0 && ((length * bytes) % access != 0 || (batch_stride * bytes) % access != 0 ||
+                       (t.on_device() && reinterpret_cast<std::uintptr_t>(t.data) % static_cast<std::uintptr_t>(access)))) {
+      refuse(node, "the kernel reads it in vectors of " + std::to_string(access) + " bytes: its address, length (" +
+                       std::to_string(length) + ") and batch stride must be multiples of that.");
+    }
     launch.ld = length;
     launch.batch_stride = batch_stride;
     launch.span = batch_stride > 0 ? batch_stride * (batch - 1) + length : length;
@@ -110,9 +128,10 @@ runtime::VisitorOperand tensor_operand(const Node& node, const TensorView& t, st
 
 }  // namespace
 
-std::vector<runtime::VisitorOperand> check_visitor_args(const epilogue::Epilogue& tree, const RunOptions& options,
+std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, const RunOptions& options,
                                                         double alpha, double beta, std::int64_t m, std::int64_t n,
                                                         std::int64_t batch) {
+  const epilogue::Epilogue& tree = *spec.visitor;
   for (const VisitorArgument& a : options.visitor_args) {
     if (a.name != "C" && a.name != "D" && tree.find(a.name) == nullptr) {
       std::string names;
@@ -150,7 +169,7 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const epilogue::Epilogue
                            expected_shape(node, m, n, batch) + " and type " +
                            std::string(to_string(*node.element)) + " in visitor_args.");
         }
-        operand = tensor_operand(node, *a->tensor, m, n, batch);
+        operand = tensor_operand(node, *a->tensor, m, n, batch, access_bytes(node, spec));
         break;
       }
       default: break;

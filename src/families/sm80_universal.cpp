@@ -3,6 +3,7 @@
 #include <string>
 
 #include "families/rules.hpp"
+#include "families/visitor_render.hpp"
 
 namespace gemmkit::families {
 namespace {
@@ -126,7 +127,10 @@ class Sm80Universal final : public Family {
  public:
   KernelFamily id() const override { return KernelFamily::Sm80Universal; }
   int kernel_cc() const override { return 80; }
-  std::string_view template_name(const KernelSpec&) const override { return "sm80_gemm.cu.in"; }
+  // A visitor tree has a template of its own (DefaultGemmWithVisitor).
+  std::string_view template_name(const KernelSpec& spec) const override {
+    return spec.visitor ? "sm80_gemm_visitor.cu.in" : "sm80_gemm.cu.in";
+  }
   std::string_view glue_header() const override { return "gemmkit/sm80_gemm.hpp"; }
 
   bool supports(OpClass opclass, const OperandTypes& types) const override {
@@ -185,7 +189,12 @@ class Sm80Universal final : public Family {
   void validate(const KernelSpec& spec, const DeviceLimits& limits) const override {
     const TileDescription& td = spec.tile;
     const std::string arch = "SM" + std::to_string(spec.cc) + " " + std::string(to_string(spec.opclass));
-    if (spec.visitor) fail("epilogue visitor trees run on SM90 (CUTLASS 3.x) kernels only, not on CUTLASS 2.x ones.");
+    if (spec.visitor) {
+      if (spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.split_k_mode != SplitKMode::Serial) {
+        fail("an epilogue visitor tree replaces the activation and bias; put them into the tree instead.");
+      }
+      check_visitor(*spec.visitor, spec);
+    }
     check_types(spec);
     if (td.cluster_shape != Shape3{1, 1, 1}) {
       fail("Cluster shape " + shape_text(td.cluster_shape) + " needs an SM90 tensor-op kernel; " + arch +
@@ -269,6 +278,15 @@ class Sm80Universal final : public Family {
                    {"opclass", std::string(row_of(spec.opclass).cutlass)},
                    {"arch", "cutlass::arch::Sm80"},
                });
+    if (spec.visitor) {
+      // The tree replaces the bias, activation and device-level GEMM placeholders; D's type is its own.
+      std::erase_if(out, [](const auto& kv) {
+        return kv.first == "bias" || kv.first == "activation" || kv.first == "device_gemm";
+      });
+      out.push_back({"element_d", std::string(row_of(spec.element_d).cutlass)});
+      const Placeholders tree = visitor_placeholders(*spec.visitor, spec.family);
+      out.insert(out.end(), tree.begin(), tree.end());
+    }
     return out;
   }
 };

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "families/rules.hpp"
-#include "families/sm90_visitor.hpp"
+#include "families/visitor_render.hpp"
 
 namespace gemmkit::families {
 namespace {
@@ -309,7 +309,7 @@ class Sm90Collective final : public Family {
         fail("an epilogue visitor tree replaces the activation, bias, scale vectors and parallel split-K; put the "
              "activation or bias into the tree instead.");
       }
-      check_sm90_visitor(*spec.visitor, spec);
+      check_visitor(*spec.visitor, spec);
     }
   }
 
@@ -364,7 +364,7 @@ class Sm90Collective final : public Family {
       std::erase_if(out, [](const auto& kv) {
         return kv.first == "bias" || kv.first == "scale" || kv.first == "element_bias" || kv.first == "activation";
       });
-      const Placeholders tree = sm90_visitor_placeholders(*spec.visitor);
+      const Placeholders tree = visitor_placeholders(*spec.visitor, spec.family);
       out.insert(out.end(), tree.begin(), tree.end());
     }
     return out;

@@ -1,5 +1,5 @@
-// tests/gpu/visitor_gpu_test.cpp: epilogue visitor trees on SM90 kernels against a float64 host evaluation of the
-// same tree: loads (aux matrices of two types and layouts, row and column broadcasts, shared or per batch), computes
+// tests/gpu/visitor_gpu_test.cpp: epilogue visitor trees on SM90 and CUTLASS 2.x kernels against a float64 host
+// evaluation of the same tree: loads (aux matrices of two types and layouts, row and column broadcasts, shared or per batch), computes
 // (arithmetic, max/min, every activation, a conversion), stores and row/column/scalar reductions (sum and max, per
 // batch or over every batch), a DAG (the reference notebook's epilogue); and the checks run() makes first.
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
@@ -80,15 +81,16 @@ double max_relative_error(const HostMatrix& got, const HostMatrix& want) {
   return worst;
 }
 
-class VisitorTrees : public ::testing::TestWithParam<cases::VisitorCase> {};
+using VisitorParam = std::tuple<cases::VisitorCase, int>;  // the tree and the kernel generation
+class VisitorTrees : public ::testing::TestWithParam<VisitorParam> {};
 
 }  // namespace
 
 TEST_P(VisitorTrees, MatchFloat64Evaluation) {
   REQUIRE_GPU();
-  if (device_cc() < 90) GTEST_SKIP() << "epilogue visitor trees run on SM90 kernels";
-  const cases::VisitorCase& c = GetParam();
-  gk::Gemm plan = cases::visitor_plan(c, device_cc());
+  const auto& [c, kernel_cc] = GetParam();
+  if (kernel_cc > device_cc()) GTEST_SKIP() << "SM" << kernel_cc << " kernels need an SM" << kernel_cc << " GPU";
+  gk::Gemm plan = cases::visitor_plan(c, device_cc(), kernel_cc);
   const auto [m, n, k] = cases::kMatrixShape;
   HostMatrix A(gk::DataType::f16, m, k, gk::Layout::RowMajor, c.batch);
   HostMatrix B(gk::DataType::f16, k, n, gk::Layout::RowMajor, c.batch);
@@ -116,14 +118,17 @@ TEST_P(VisitorTrees, MatchFloat64Evaluation) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Sm90, VisitorTrees, ::testing::ValuesIn(cases::visitor_cases()),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Gpu, VisitorTrees,
+                         ::testing::Combine(::testing::ValuesIn(cases::visitor_cases()), ::testing::Values(90, 80)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_sm" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
 
 TEST(VisitorArguments, AreCheckedBeforeAnythingRuns) {
   REQUIRE_GPU();
-  if (device_cc() < 90) GTEST_SKIP() << "epilogue visitor trees run on SM90 kernels";
   const cases::VisitorCase c = cases::visitor_cases().front();  // the notebook: aux, bias, F
-  gk::Gemm plan = cases::visitor_plan(c, device_cc());
+  gk::Gemm plan = cases::visitor_plan(c, device_cc(), device_cc() >= 90 ? 90 : 80);
   const auto [m, n, k] = cases::kMatrixShape;
   HostMatrix A(gk::DataType::f16, m, k, gk::Layout::RowMajor), B(gk::DataType::f16, k, n, gk::Layout::RowMajor);
   HostMatrix C(gk::DataType::f16, m, n, gk::Layout::RowMajor), D(gk::DataType::f16, m, n, gk::Layout::RowMajor);

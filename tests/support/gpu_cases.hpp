@@ -346,7 +346,7 @@ inline std::vector<KernelSpec> split_k_specs(int cc) {
   return out;
 }
 
-// Epilogue visitor trees (tests/gpu/visitor_gpu_test.cpp), one kernel each, on SM90 f16 plans. Tensor names ending
+// Epilogue visitor trees (tests/gpu/visitor_gpu_test.cpp), one kernel each on SM90 and on CUTLASS 2.x f16 plans. Tensor names ending
 // in "_batch" hold one tensor per batch; the others are shared by every batch (inputs) or reduce over every batch
 // (reductions).
 struct VisitorCase {
@@ -354,6 +354,10 @@ struct VisitorCase {
   std::int64_t batch;
   epilogue::Epilogue tree;
 };
+
+inline void PrintTo(const VisitorCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 inline std::vector<VisitorCase> visitor_cases() {
   using namespace epilogue;
@@ -386,24 +390,22 @@ inline std::vector<VisitorCase> visitor_cases() {
   return out;
 }
 
-inline GemmOptions visitor_options(int cc) {
+// A plan of SM90 (kernel_cc 90) or CUTLASS 2.x (80) kernels with the case's tree.
+inline Gemm visitor_plan(const VisitorCase& c, int cc, int kernel_cc) {
   GemmOptions o;
   o.element = DataType::f16;
   o.layout = Layout::RowMajor;
   o.element_accumulator = DataType::f32;
   o.cc = cc;
-  return o;
-}
-
-inline Gemm visitor_plan(const VisitorCase& c, int cc) {
-  Gemm plan(visitor_options(cc));
+  o.kernel_cc = kernel_cc;
+  Gemm plan(o);
   plan.set_epilogue_visitor(c.tree);
   return plan;
 }
 
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` (comma-separated)
 // picks "config", "epilogue", "concurrency", "types", "fuzz", "grouped", "conv", "conv90" (SM90 only), "fp8" (SM90
-// only), "splitk", "tuning" and/or "evt" (SM90 only; empty: all of these), or "suite" (the benchmark's shape suite; only when named).
+// only), "splitk", "tuning" and/or "evt" (empty: all of these), or "suite" (the benchmark's shape suite; only when named).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
   auto named = [&](const std::string& group) {
     return ("," + groups + ",").find("," + group + ",") != std::string::npos;
@@ -468,9 +470,9 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
       out.push_back(spec_for_shape(plan, kMatrixShape));
     }
   }
-  if (wanted("evt") && cc >= 90) {
+  for (int kernel_cc : wanted("evt") ? kernel_generations(cc) : std::vector<int>{}) {
     for (const auto& c : visitor_cases()) {
-      Gemm plan = visitor_plan(c, cc);
+      Gemm plan = visitor_plan(c, cc, kernel_cc);
       out.push_back(plan.spec_for_problem(kMatrixShape.m, kMatrixShape.n, kMatrixShape.k, c.batch));
     }
   }

@@ -122,11 +122,27 @@ TEST(EpilogueTreePlan, Sm90PlansTakeATreeInPlaceOfTheirEpilogue) {
   EXPECT_EQ(plan.kernel_name(), plain);
 }
 
-TEST(EpilogueTreePlan, OtherKernelsAndRulesAreRefused) {
+TEST(EpilogueTreePlan, Sm80PlansRenderTheVisitorEpilogue) {
   gk::GemmOptions o = sm90_f16();
   o.kernel_cc = 80;
   gk::Gemm sm80(o);
-  EXPECT_THROW(sm80.set_epilogue_visitor(notebook()), gk::ConfigError);
+  sm80.set_epilogue_visitor(notebook());
+  const std::string source = sm80.render_source().text;
+  for (const char* part : {"DefaultGemmWithVisitor", "Sm80TopologicalVisitor", "VisitorAuxLoad<OutputTileThreadMap, ElementC",
+                           "VisitorAuxStore<OutputTileThreadMap, ElementD", "VisitorColBroadcast"}) {
+    EXPECT_NE(source.find(part), std::string::npos) << part;
+  }
+  EXPECT_NE(sm80.kernel_name().find("_evt"), std::string::npos);
+  gk::Gemm simt(o);
+  simt.set_opclass(gk::OpClass::Simt);
+  EXPECT_THROW(simt.set_epilogue_visitor(notebook()), gk::ConfigError);
+  gk::GemmOptions column = o;
+  column.layout_c = gk::Layout::ColumnMajor;
+  gk::Gemm column_major(column);
+  EXPECT_THROW(column_major.set_epilogue_visitor(notebook()), gk::ConfigError);
+}
+
+TEST(EpilogueTreePlan, RulesAreRefused) {
   gk::Gemm plan(sm90_f16());
   EXPECT_THROW(plan.set_epilogue_visitor(Epilogue(row_reduction(acc(), "r", ReduceOp::Min))), gk::ConfigError);
   EXPECT_THROW(plan.set_epilogue_visitor(Epilogue(acc(), {row_reduction(acc(), "r", ReduceOp::Sum, gk::DataType::f16)})),
@@ -135,9 +151,12 @@ TEST(EpilogueTreePlan, OtherKernelsAndRulesAreRefused) {
 }
 
 TEST(VisitorArguments, EachTensorIsCheckedAgainstItsNode) {
-  const Epilogue tree = Epilogue(acc() + aux("x") + row_broadcast("r") + column_broadcast("c", gk::DataType::f32),
-                                 {store(acc(), "G"), scalar_reduction(acc(), "s", ReduceOp::Max)})
-                            .with_types(gk::DataType::f16, gk::DataType::f16);
+  gk::KernelSpec spec;
+  spec.family = gk::KernelFamily::Sm90Collective;
+  spec.visitor = Epilogue(acc() + aux("x") + row_broadcast("r") + column_broadcast("c", gk::DataType::f32),
+                          {store(acc(), "G"), scalar_reduction(acc(), "s", ReduceOp::Max)})
+                     .with_types(gk::DataType::f16, gk::DataType::f16);
+  const Epilogue& tree = *spec.visitor;
   const std::int64_t m = 64, n = 32, batch = 2;
   gk::verify::HostMatrix x(gk::DataType::f16, m, n, gk::Layout::RowMajor);
   gk::verify::HostMatrix r(gk::DataType::f16, 1, n, gk::Layout::RowMajor, batch);
@@ -154,7 +173,7 @@ TEST(VisitorArguments, EachTensorIsCheckedAgainstItsNode) {
     }
     return o;
   };
-  const auto operands = gk::detail::check_visitor_args(tree, args(), 1.0, 0.0, m, n, batch);
+  const auto operands = gk::detail::check_visitor_args(spec, args(), 1.0, 0.0, m, n, batch);
   ASSERT_EQ(operands.size(), tree.nodes().size());
   const Node* rn = tree.find("r");
   const auto& r_operand = operands[static_cast<std::size_t>(rn - tree.nodes().data())];
@@ -175,7 +194,7 @@ TEST(VisitorArguments, EachTensorIsCheckedAgainstItsNode) {
            {{"x", std::nullopt, 3.0}, "is a number"},
            {{"unknown", std::nullopt, 1.0}, "no tensor or scalar of that name"}}) {
     try {
-      (void)gk::detail::check_visitor_args(tree, args({extra}), 1.0, 0.0, m, n, batch);
+      (void)gk::detail::check_visitor_args(spec, args({extra}), 1.0, 0.0, m, n, batch);
       ADD_FAILURE() << "accepted " << extra.name;
     } catch (const gk::TensorError& e) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
@@ -183,5 +202,20 @@ TEST(VisitorArguments, EachTensorIsCheckedAgainstItsNode) {
   }
   gk::RunOptions missing = args();
   missing.visitor_args.pop_back();
-  EXPECT_THROW((void)gk::detail::check_visitor_args(tree, missing, 1.0, 0.0, m, n, batch), gk::TensorError);
+  EXPECT_THROW((void)gk::detail::check_visitor_args(spec, missing, 1.0, 0.0, m, n, batch), gk::TensorError);
+}
+
+TEST(VisitorArguments, Sm80KernelsReadMatricesAndRowsInCsVectors) {
+  gk::KernelSpec spec;
+  spec.family = gk::KernelFamily::Sm80Universal;
+  spec.alignment_c = 8;
+  spec.visitor = Epilogue(acc() + row_broadcast("r") + aux("x")).with_types(gk::DataType::f16, gk::DataType::f16);
+  const std::int64_t m = 16, n = 36;  // 36 f16 = 72 bytes: not a multiple of the 16-byte vector
+  gk::verify::HostMatrix r(gk::DataType::f16, 1, n, gk::Layout::RowMajor);
+  gk::verify::HostMatrix x(gk::DataType::f16, m, n, gk::Layout::RowMajor);
+  gk::RunOptions o;
+  o.visitor_args = {{"r", r.view(), 0}, {"x", x.view(), 0}};
+  EXPECT_THROW((void)gk::detail::check_visitor_args(spec, o, 1.0, 0.0, m, n, 1), gk::TensorError);
+  spec.alignment_c = 2;  // 4-byte vectors fit
+  EXPECT_EQ(gk::detail::check_visitor_args(spec, o, 1.0, 0.0, m, n, 1).size(), spec.visitor->nodes().size());
 }

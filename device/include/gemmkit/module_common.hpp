@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "cutlass/cutlass.h"
+#include "cutlass/functional.h"
 #include "gemmkit/abi.h"
 
 // The entry points are the only symbols a module exports (it may be built with -fvisibility=hidden).
@@ -123,6 +124,27 @@ struct LaunchCache {
     workspace = next_workspace;
     device = next_device;
     valid = true;
+  }
+};
+
+// Functors of one template parameter for visitor-tree compute and reduction nodes (CUTLASS's take two).
+template <class T>
+using Maximum = cutlass::maximum<T>;
+template <class T>
+using Minimum = cutlass::minimum<T>;
+
+// A launch cache for a module with an epilogue visitor tree of Count nodes: a launch is prepared again whenever an
+// operand of the tree changes too (the ABI arguments only point at them).
+template <class Base, int Count>
+struct VisitorCache : Base {
+  gk_visitor_operand operands[Count] = {};
+  bool hit(const gk_gemm_args& next, void* next_workspace, int next_device) const {
+    return Base::hit(next, next_workspace, next_device) && next.visitor != nullptr &&
+           std::memcmp(operands, next.visitor, sizeof(operands)) == 0;
+  }
+  void store(const gk_gemm_args& next, void* next_workspace, int next_device) {
+    Base::store(next, next_workspace, next_device);
+    std::memcpy(operands, next.visitor, sizeof(operands));
   }
 };
 

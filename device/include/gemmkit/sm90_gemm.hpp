@@ -16,17 +16,10 @@
 #include "cutlass/epilogue/fusion/sm90_visitor_load_tma_warpspecialized.hpp"
 #include "cutlass/epilogue/fusion/sm90_visitor_store_tma_warpspecialized.hpp"
 #include "cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp"
+#include "gemmkit/cute_stride.hpp"
 #include "gemmkit/sm90_common.hpp"
 
 namespace gemmkit::sm90 {
-
-// Functors of one template parameter for visitor-tree compute and reduction nodes (CUTLASS's take two).
-namespace visitor {
-template <class T>
-using Maximum = cutlass::maximum<T>;
-template <class T>
-using Minimum = cutlass::minimum<T>;
-}  // namespace visitor
 
 // With scale vectors (FP8 dequantization scales, f32): D = Act(beta * C + (alpha * (acc * row_scale[m] *
 // column_scale[n]) + bias)), an epilogue visitor tree of CUTLASS's nodes; the scales load element by element (a null
@@ -123,20 +116,7 @@ constexpr bool tma_everywhere() {
          (cutlass::sizeof_bits<ElementD>::value * AlignmentD) % 128 == 0;
 }
 
-// A CuTe stride (M|N, K|N, L) of a layout tag with its one dynamic leading mode set to ld and L to batch_stride.
-template <class Stride>
-Stride make_stride(int64_t ld, int64_t batch_stride) {
-  Stride stride{};
-  if constexpr (cute::is_static<cute::remove_cvref_t<decltype(cute::get<0>(stride))>>::value) {
-    cute::get<1>(stride) = ld;
-  } else {
-    cute::get<0>(stride) = ld;
-  }
-  if constexpr (!cute::is_static<cute::remove_cvref_t<decltype(cute::get<2>(stride))>>::value) {
-    cute::get<2>(stride) = batch_stride;
-  }
-  return stride;
-}
+using module::make_stride;
 
 // Stream-K's scheduler takes a split count, a decomposition and a reduction mode (run-time arguments: one kernel
 // runs data-parallel, split-K or Stream-K); the other schedulers have no such fields. The ABI numbers them in
@@ -268,8 +248,7 @@ class Module : public ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmKernel, 
 };
 
 // The module glue for a kernel whose epilogue is a visitor tree of `Count` nodes: SetVisitor::set(fusion_args, args)
-// fills the tree's arguments from args.visitor. A launch is prepared again whenever an operand of the tree changes
-// (the ABI arguments only point at them).
+// fills the tree's arguments from args.visitor.
 template <class DeviceGemm, class SetVisitor, int Count>
 class VisitorModule : public ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmKernel, gk_gemm_args> {
   using Base = ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmKernel, gk_gemm_args>;
@@ -279,17 +258,7 @@ class VisitorModule : public ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmK
   static constexpr module::Bias kBias = module::Bias::None;
   static constexpr int kVisitorCount = Count;
 
-  struct Cache : Base::Cache {
-    gk_visitor_operand operands[Count] = {};
-    bool hit(const gk_gemm_args& next, void* next_workspace, int next_device) const {
-      return Base::Cache::hit(next, next_workspace, next_device) && next.visitor != nullptr &&
-             std::memcmp(operands, next.visitor, sizeof(operands)) == 0;
-    }
-    void store(const gk_gemm_args& next, void* next_workspace, int next_device) {
-      Base::Cache::store(next, next_workspace, next_device);
-      std::memcpy(operands, next.visitor, sizeof(operands));
-    }
-  };
+  using Cache = module::VisitorCache<typename Base::Cache, Count>;
 
   static typename Gemm::Arguments to_arguments(const gk_gemm_args& args) {
     return make_arguments<Gemm>(args, [](auto& thread, const gk_gemm_args& a) { SetVisitor::set(thread, a); });

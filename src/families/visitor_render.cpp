@@ -1,7 +1,8 @@
-// src/families/sm90_visitor.cpp: an epilogue visitor tree as CUTLASS 3.x SM90 fusion callbacks: one CUTLASS node per
-// tree node, joined by a topological visitor (a value used twice is computed once), and the code that fills their
-// arguments from the launch's visitor operands.
-#include "families/sm90_visitor.hpp"
+// src/families/visitor_render.cpp: an epilogue visitor tree as CUTLASS fusion callbacks, the SM90 collective
+// epilogue's (3.x) or the SM80 visitor epilogue's (2.x): one CUTLASS node per tree node, joined by a topological
+// visitor (a value used twice is computed once), and the code that fills their arguments from the launch's visitor
+// operands. The two generations' nodes take the same arguments; on 2.x, C is an aux load and D an aux store.
+#include "families/visitor_render.hpp"
 
 #include <string>
 
@@ -31,8 +32,8 @@ std::string compute_functor(const Node& node) {
     case ComputeOp::Multiply: return "cutlass::multiplies";
     case ComputeOp::Divide: return "cutlass::divides";
     case ComputeOp::MultiplyAdd: return "cutlass::homogeneous_multiply_add";
-    case ComputeOp::Maximum: return "gemmkit::sm90::visitor::Maximum";
-    case ComputeOp::Minimum: return "gemmkit::sm90::visitor::Minimum";
+    case ComputeOp::Maximum: return "gemmkit::module::Maximum";
+    case ComputeOp::Minimum: return "gemmkit::module::Minimum";
     case ComputeOp::Negate: return "cutlass::negate";
     case ComputeOp::Activation: return std::string(row_of(node.activation).cutlass);
     case ComputeOp::Convert: return "cutlass::epilogue::thread::Identity";
@@ -43,8 +44,8 @@ std::string compute_functor(const Node& node) {
 std::string reduce_functor(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum: return "cutlass::plus";
-    case ReduceOp::Max: return "gemmkit::sm90::visitor::Maximum";
-    case ReduceOp::Min: return "gemmkit::sm90::visitor::Minimum";
+    case ReduceOp::Max: return "gemmkit::module::Maximum";
+    case ReduceOp::Min: return "gemmkit::module::Minimum";
   }
   return "";
 }
@@ -64,8 +65,8 @@ std::string reduction_identity(ReduceOp op) {
 
 constexpr const char* kRound = "cutlass::FloatRoundStyle::round_to_nearest";
 
-// The CUTLASS node type of tree node i (declared as Node<i>).
-std::string node_type(const Node& node, std::size_t i) {
+// The CUTLASS 3.x node type of tree node i (declared as Node<i>).
+std::string sm90_node_type(const Node& node, std::size_t i) {
   const std::string n = std::to_string(i);
   const std::string element = node.element ? cutlass_type(*node.element) : "ElementCompute";
   switch (node.kind) {
@@ -112,15 +113,76 @@ std::string node_type(const Node& node, std::size_t i) {
   return "";
 }
 
-// Statements filling node i's arguments (`arg` names them) from operand v[i].
-std::string node_arguments(const Node& node, std::size_t i, const std::string& arg) {
-  const std::string v = "args.visitor[" + std::to_string(i) + "]";
+// A 2.x stride (M, N, L) of a matrix in `layout` with a dynamic leading dimension and batch stride.
+std::string matrix_stride(Layout layout) {
+  return layout == Layout::RowMajor ? "cute::Stride<int64_t, cute::_1, int64_t>" : "cute::Stride<cute::_1, int64_t, int64_t>";
+}
+
+// The CUTLASS 2.x node type of tree node i (declared as Node<i>); every node walks the output tile as
+// OutputTileThreadMap does.
+std::string sm80_node_type(const Node& node, std::size_t i) {
+  const std::string n = std::to_string(i);
   const std::string element = node.element ? cutlass_type(*node.element) : "ElementCompute";
   switch (node.kind) {
+    case NodeKind::Accumulator: return "using Node" + n + " = visitor2x::VisitorAccFetch;\n";
+    case NodeKind::Source:
+      return "using Node" + n + " = visitor2x::VisitorAuxLoad<OutputTileThreadMap, ElementC, " +
+             matrix_stride(Layout::RowMajor) + ">;\n";
     case NodeKind::Matrix:
-      return "  " + arg + ".ptr_aux = static_cast<const " + element + "*>(" + v + ".ptr);\n  " + arg +
-             ".dAux = gemmkit::sm90::make_stride<typename Aux" + std::to_string(i) + "::Stride>(" + v + ".ld, " + v +
-             ".batch_stride);\n";
+      return "using Node" + n + " = visitor2x::VisitorAuxLoad<OutputTileThreadMap, " + element + ", " +
+             matrix_stride(node.layout) + ">;\n";
+    case NodeKind::RowBroadcast:
+      return "using Node" + n + " = visitor2x::VisitorRowBroadcast<OutputTileThreadMap, " + element +
+             ", cute::Stride<cute::_0, cute::_1, int64_t>>;\n";
+    case NodeKind::ColumnBroadcast:
+      return "using Node" + n + " = visitor2x::VisitorColBroadcast<OutputTileThreadMap, " + element +
+             ", cute::Stride<cute::_1, cute::_0, int64_t>>;\n";
+    case NodeKind::Scalar:
+    case NodeKind::Constant: return "using Node" + n + " = visitor2x::VisitorScalarBroadcast<ElementCompute>;\n";
+    case NodeKind::Compute: {
+      const std::string out = node.op == ComputeOp::Convert ? element : "ElementCompute";
+      return "using Node" + n + " = visitor2x::VisitorCompute<" + compute_functor(node) + ", " + out +
+             ", ElementCompute, " + kRound + ">;\n";
+    }
+    case NodeKind::Store:
+      return "using Node" + n + " = visitor2x::VisitorAuxStore<OutputTileThreadMap, " + element + ", " + kRound +
+             ", " + matrix_stride(node.layout) + ">;\n";
+    case NodeKind::RowReduction:
+    case NodeKind::ColumnReduction: {
+      const bool row = node.kind == NodeKind::RowReduction;
+      return "using Node" + n + " = visitor2x::Visitor" + (row ? "Row" : "Col") + "Reduction<" +
+             reduce_functor(node.reduce) + ", " + atomic_functor(node.reduce) + ", OutputTileThreadMap, " + element +
+             ", ElementCompute, " + kRound + ", cute::Stride<" + (row ? "cute::_0, cute::_1" : "cute::_1, cute::_0") +
+             ", int64_t>>;\n";
+    }
+    case NodeKind::ScalarReduction:
+      return "using Node" + n + " = visitor2x::VisitorScalarReduction<" + reduce_functor(node.reduce) + ", " +
+             atomic_functor(node.reduce) + ", OutputTileThreadMap, " + element + ", ElementCompute, " + kRound +
+             ", cute::Stride<cute::_0, cute::_0, int>>;\n";
+  }
+  return "";
+}
+
+// Statements filling node i's arguments (`arg` names them) from operand v[i].
+std::string node_arguments(const Node& node, std::size_t i, const std::string& arg, bool sm80) {
+  const std::string v = "args.visitor[" + std::to_string(i) + "]";
+  const std::string element = node.element ? cutlass_type(*node.element) : "ElementCompute";
+  // 3.x aux loads take a const pointer; 2.x ones do not (they never write through it).
+  const std::string load_pointer = sm80 ? element + "*" : "const " + element + "*";
+  auto aux_stride = [&](Layout layout) {
+    return sm80 ? "gemmkit::module::make_stride<" + matrix_stride(layout) + ">"
+                : "gemmkit::module::make_stride<typename " + std::string(node.kind == NodeKind::Store ? "Store" : "Aux") +
+                      std::to_string(i) + "::Stride>";
+  };
+  switch (node.kind) {
+    case NodeKind::Source:
+      // On 2.x, C is an aux load of the run's C (with C's own strides).
+      return sm80 ? "  " + arg + ".ptr_aux = static_cast<ElementC*>(const_cast<void*>(args.C));\n  " + arg +
+                        ".dAux = " + aux_stride(Layout::RowMajor) + "(args.ldc, args.batch > 1 ? args.batch_stride_C : 0);\n"
+                  : "";
+    case NodeKind::Matrix:
+      return "  " + arg + ".ptr_aux = static_cast<" + load_pointer + ">(" + v + ".ptr);\n  " + arg + ".dAux = " +
+             aux_stride(node.layout) + "(" + v + ".ld, " + v + ".batch_stride);\n";
     case NodeKind::RowBroadcast:
       return "  " + arg + ".ptr_row = static_cast<const " + element + "*>(" + v + ".ptr);\n  " + arg +
              ".dRow = {cute::_0{}, cute::_1{}, " + v + ".batch_stride};\n";
@@ -134,58 +196,69 @@ std::string node_arguments(const Node& node, std::size_t i, const std::string& a
                  ? "  gemmkit::module::set_leaky_alpha(" + arg + ", " + v + ".value, 0);\n"
                  : "";
     case NodeKind::Store:
-      return "  " + arg + ".ptr_aux = static_cast<" + element + "*>(" + v + ".ptr);\n  " + arg +
-             ".dAux = gemmkit::sm90::make_stride<typename Store" + std::to_string(i) + "::Stride>(" + v + ".ld, " +
-             v + ".batch_stride);\n";
+      return "  " + arg + ".ptr_aux = static_cast<" + element + "*>(" + v + ".ptr);\n  " + arg + ".dAux = " +
+             aux_stride(node.layout) + "(" + v + ".ld, " + v + ".batch_stride);\n";
     case NodeKind::RowReduction:
     case NodeKind::ColumnReduction: {
       const bool row = node.kind == NodeKind::RowReduction;
-      return "  " + arg + (row ? ".ptr_row" : ".ptr_col") + " = " + v + ".ptr;\n  " + arg +
+      // 3.x reductions take a void pointer, 2.x ones the output's.
+      const std::string pointer = sm80 ? "static_cast<" + element + "*>(" + v + ".ptr)" : v + ".ptr";
+      return "  " + arg + (row ? ".ptr_row" : ".ptr_col") + " = " + pointer + ";\n  " + arg +
              ".reduction_identity = " + reduction_identity(node.reduce) + ";\n  " + arg + (row ? ".dRow" : ".dCol") +
              " = {" + (row ? "cute::_0{}, cute::_1{}, " : "cute::_1{}, cute::_0{}, ") + v + ".batch_stride};\n";
     }
     case NodeKind::ScalarReduction:
       return "  " + arg + ".ptr_scalar = static_cast<" + element + "*>(" + v + ".ptr);\n  " + arg +
              ".reduction_identity = " + reduction_identity(node.reduce) + ";\n  " + arg +
-             ".dScalar = {cute::_0{}, cute::_0{}, " + v + ".batch_stride};\n";
+             ".dScalar = {cute::_0{}, cute::_0{}, " + (sm80 ? "static_cast<int>(" + v + ".batch_stride)" : v + ".batch_stride") +
+             "};\n";
     default: return "";
   }
 }
 
 }  // namespace
 
-Placeholders sm90_visitor_placeholders(const epilogue::Epilogue& tree) {
+Placeholders visitor_placeholders(const epilogue::Epilogue& tree, KernelFamily family) {
+  const bool sm80 = family == KernelFamily::Sm80Universal;
   const std::vector<Node>& nodes = tree.nodes();
-  // The visitor's last op is what D receives: a conversion of the tree's last node to D's type.
+  // The visitor's last op is what D receives: on 3.x a conversion of the tree's last node to D's type (the collective
+  // stores it), on 2.x the store of D itself.
   const std::size_t count = nodes.size() + 1;
   std::string types;
   std::string edges;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    types += node_type(nodes[i], i);
+    types += sm80 ? sm80_node_type(nodes[i], i) : sm90_node_type(nodes[i], i);
     std::string seq;
     for (int input : nodes[i].inputs) seq += (seq.empty() ? "" : ", ") + std::to_string(input);
     edges += "    cute::seq<" + seq + ">,\n";
   }
   const std::string last = std::to_string(nodes.size());
-  types += "using Node" + last + " = fusion::Sm90Compute<cutlass::epilogue::thread::Identity, ElementD, ElementCompute, " +
-           kRound + ">;\n";
+  types += sm80 ? "using Node" + last + " = visitor2x::VisitorAuxStore<OutputTileThreadMap, ElementD, " + kRound +
+                      ", " + matrix_stride(Layout::RowMajor) + ">;\n"
+                : "using Node" + last + " = fusion::Sm90Compute<cutlass::epilogue::thread::Identity, ElementD, " +
+                      "ElementCompute, " + kRound + ">;\n";
   edges += "    cute::seq<" + std::to_string(nodes.size() - 1) + ">";
   std::string ops;
   for (std::size_t i = 0; i < count; ++i) ops += (i ? ", Node" : "Node") + std::to_string(i);
-  types += "using Fusion = fusion::Sm90TopologicalVisitor<ElementCompute, cute::tuple<\n" + edges + ">,\n    " + ops +
-           ">;\n";
+  types += std::string("using Fusion = ") +
+           (sm80 ? "visitor2x::Sm80TopologicalVisitor" : "fusion::Sm90TopologicalVisitor") +
+           "<ElementCompute, cute::tuple<\n" + edges + ">,\n    " + ops + ">;\n";
 
   // Up to four ops the visitor's arguments are a struct of op_0..op_3; beyond, a cute::tuple.
+  auto arg = [&](std::size_t i) {
+    return count <= 4 ? "fusion_args.op_" + std::to_string(i) : "cute::get<" + std::to_string(i) + ">(fusion_args)";
+  };
   std::string fill;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const std::string arg =
-        count <= 4 ? "fusion_args.op_" + std::to_string(i) : "cute::get<" + std::to_string(i) + ">(fusion_args)";
-    fill += node_arguments(nodes[i], i, arg);
+  for (std::size_t i = 0; i < nodes.size(); ++i) fill += node_arguments(nodes[i], i, arg(i), sm80);
+  if (sm80) {
+    fill += "  " + arg(nodes.size()) + ".ptr_aux = static_cast<ElementD*>(args.D);\n  " + arg(nodes.size()) +
+            ".dAux = gemmkit::module::make_stride<" + matrix_stride(Layout::RowMajor) +
+            ">(args.ldd, args.batch > 1 ? args.batch_stride_D : 0);\n";
   }
   return {{"visitor_nodes", types}, {"visitor_arguments", fill}, {"visitor_count", std::to_string(nodes.size())}};
 }
 
-void check_sm90_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec) {
+void check_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec) {
   for (const Node& node : tree.nodes()) {
     const std::string where = "epilogue " + std::string(epilogue::to_string(node.kind)) +
                               (node.name.empty() ? "" : " '" + node.name + "'");
@@ -201,8 +274,17 @@ void check_sm90_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec) 
     if ((node.kind == NodeKind::Matrix || node.kind == NodeKind::Store) && node.element &&
         (*node.element == DataType::f64 || *node.element == DataType::tf32)) {
       throw ConfigError(where + ": " + std::string(to_string(*node.element)) +
-                        " tensors are not offered in an SM90 epilogue; use f16, bf16, f32 or an 8-bit type.");
+                        " tensors are not offered in a visitor epilogue; use f16, bf16, f32 or an 8-bit type.");
     }
+  }
+  if (spec.family == KernelFamily::Sm80Universal) {
+    if (spec.opclass != OpClass::TensorOp) {
+      throw ConfigError("epilogue: CUTLASS 2.x visitor trees run on tensor-core kernels; set opclass = TensorOp.");
+    }
+    if (spec.layout_c != Layout::RowMajor) {
+      throw ConfigError("epilogue: CUTLASS 2.x visitor trees store a row-major D; make C and D row-major.");
+    }
+    return;
   }
   if (spec.tile.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
     throw ConfigError("epilogue: a visitor tree needs the TMA epilogue; leave the tile's epilogue schedule Auto or "
