@@ -56,7 +56,8 @@ def main(m: int = 256, n: int = 256, k: int = 256) -> bool:
     if not gpu_present(plan.cc):
         return True
     ok = True
-    cases: list[tuple[gemmkit.Activation, float | None]] = [(a, None) for a in plan.activations()]
+    cases: list[tuple[gemmkit.Activation | gemmkit.epilogue.ActivationFunction, float | None]] = [
+        (a, None) for a in plan.activations()]
     cases.append((gemmkit.epilogue.leaky_relu, 0.5))
     for activation, slope in cases:
         plan.activation = activation if slope is None else (activation, slope)

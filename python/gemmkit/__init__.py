@@ -54,8 +54,9 @@ from ._gemmkit import (  # noqa: E402
     tuning_database_path,
     wait_for_background_compiles,
 )
-from . import emit, epilogue, op, shape, swizzle  # noqa: E402
+from . import emit, epilogue, op, shape, swizzle, utils  # noqa: E402
 from .op import Conv2d, Conv2dDgrad, Conv2dFprop, Conv2dWgrad, Gemm, GroupedGemm  # noqa: E402
+from .tensor import Tensor  # noqa: E402
 
 __version__: str = _gemmkit.__version__
 
@@ -74,8 +75,8 @@ __all__ = [
     "Activation", "BiasMode", "CacheCounters", "CompileError", "CompiledKernel", "ConfigError", "Conv2d", "Conv2dDgrad",
     "Conv2dFprop", "Conv2dWgrad", "ConvKind", "CudaError", "DataType", "Decomposition",
     "EpilogueScheduleType", "Error", "Gemm", "GroupedGemm", "IteratorAlgorithm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
-    "LayoutType", "MathInstruction", "MathOperation", "OpcodeClass", "RasterOrder", "ReductionMode", "ScaleMode", "SplitKMode", "StrideSupport", "SwizzlingFunctor", "TensorError", "TensorView",
+    "LayoutType", "MathInstruction", "MathOperation", "OpcodeClass", "RasterOrder", "ReductionMode", "ScaleMode", "SplitKMode", "StrideSupport", "SwizzlingFunctor", "Tensor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
     "cuda_device_count", "device_cc", "emit", "epilogue", "op", "pack_specs", "read_pack_file", "render", "set_log_level", "shape", "swizzle",
-    "tensor_view", "tuning_counters", "tuning_database_path", "wait_for_background_compiles",
+    "tensor_view", "utils", "tuning_counters", "tuning_database_path", "wait_for_background_compiles",
 ]

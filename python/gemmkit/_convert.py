@@ -4,7 +4,7 @@ name what each conversion takes."""
 from __future__ import annotations
 
 import enum
-from typing import Any, Optional, Sequence, SupportsInt, TypeVar, Union
+from typing import Any, Optional, Protocol, Sequence, SupportsInt, TypeVar, Union
 
 from ._gemmkit import (
     Activation,
@@ -29,8 +29,17 @@ LayoutLike = Union[LayoutType, str, None]
 OpcodeClassLike = Union[OpcodeClass, str]
 #: A member of an enum, or its name.
 EnumLike = Union[E, str]
-#: An Activation, its name, or (activation, slope) for leaky_relu.
-ActivationLike = Union[Activation, str, tuple[Union[Activation, str], float]]
+
+
+class NamesActivation(Protocol):
+    """What names an Activation: gemmkit.epilogue.relu and the other activation functions."""
+
+    @property
+    def activation(self) -> Activation: ...
+
+
+#: An Activation, its name, a gemmkit.epilogue function (relu, ...), or (activation, slope) for leaky_relu.
+ActivationLike = Union[Activation, str, NamesActivation, tuple[Union[Activation, str, NamesActivation], float]]
 #: A SwizzlingFunctor or its name.
 SwizzleLike = Union[SwizzlingFunctor, str]
 #: A TileDescription, a dict of some of its fields, or None (the default).
@@ -100,13 +109,19 @@ def enum_member(enum: type[E], value: EnumLike[E], what: str) -> E:
     return _member(enum, value, what, list(enum))
 
 
+def _activation_member(value: object, choices: Sequence[Activation]) -> Activation:
+    named = getattr(value, "activation", None)  # gemmkit.epilogue.relu names its Activation
+    return _member(Activation, named if isinstance(named, Activation) else value, "activation", choices)
+
+
 def activation(value: ActivationLike, choices: Sequence[Activation]) -> tuple[Activation, Optional[float]]:
-    """(Activation, slope or None) from an Activation, its name, or an (activation, slope) pair."""
+    """(Activation, slope or None) from an Activation, its name, a gemmkit.epilogue function, or an
+    (activation, slope) pair."""
     if isinstance(value, tuple):
         if len(value) != 2:
             raise ConfigError(f"An activation with a parameter is a pair (activation, slope); got {value!r}.")
-        return _member(Activation, value[0], "activation", choices), float(value[1])
-    return _member(Activation, value, "activation", choices), None
+        return _activation_member(value[0], choices), float(value[1])
+    return _activation_member(value, choices), None
 
 
 def swizzle(value: SwizzleLike, choices: Sequence[SwizzlingFunctor]) -> SwizzlingFunctor:

@@ -297,6 +297,117 @@ def tensor_view(tensor: object) -> TensorView:
     How gemmkit reads `tensor` (no copy): dtype, shape, strides in elements, device. Raises TensorError or TypeError as run() would.
     """
 
+class EpilogueExpr:
+    """
+    A value of an epilogue visitor tree under construction (gemmkit.epilogue.trace builds these).
+    """
+
+    def __init__(self, constant: float) -> None: ...
+
+    @overload
+    def __add__(self, arg: EpilogueExpr, /) -> EpilogueExpr: ...
+
+    @overload
+    def __add__(self, arg: float, /) -> EpilogueExpr: ...
+
+    @overload
+    def __sub__(self, arg: EpilogueExpr, /) -> EpilogueExpr: ...
+
+    @overload
+    def __sub__(self, arg: float, /) -> EpilogueExpr: ...
+
+    @overload
+    def __mul__(self, arg: EpilogueExpr, /) -> EpilogueExpr: ...
+
+    @overload
+    def __mul__(self, arg: float, /) -> EpilogueExpr: ...
+
+    @overload
+    def __truediv__(self, arg: EpilogueExpr, /) -> EpilogueExpr: ...
+
+    @overload
+    def __truediv__(self, arg: float, /) -> EpilogueExpr: ...
+
+    def __neg__(self) -> EpilogueExpr: ...
+
+    def __radd__(self, arg: float, /) -> EpilogueExpr: ...
+
+    def __rsub__(self, arg: float, /) -> EpilogueExpr: ...
+
+    def __rmul__(self, arg: float, /) -> EpilogueExpr: ...
+
+    def __rtruediv__(self, arg: float, /) -> EpilogueExpr: ...
+
+def _evt_accumulator() -> EpilogueExpr:
+    """The accumulator A @ B."""
+
+def _evt_source() -> EpilogueExpr:
+    """The GEMM's C."""
+
+def _evt_aux(name: str, element: DataType | None = None, layout: LayoutType = LayoutType.RowMajor) -> EpilogueExpr:
+    """A named m x n input tensor."""
+
+def _evt_row_broadcast(name: str, element: DataType | None = None) -> EpilogueExpr:
+    """A named row vector (1, n), broadcast over the rows."""
+
+def _evt_column_broadcast(name: str, element: DataType | None = None) -> EpilogueExpr:
+    """A named column vector (m, 1), broadcast over the columns."""
+
+def _evt_scalar(name: str) -> EpilogueExpr:
+    """A named scalar given at run time."""
+
+def _evt_compute(op: str, inputs: Sequence[EpilogueExpr]) -> EpilogueExpr:
+    """An elementwise operation of its inputs."""
+
+def _evt_activation(activation: Activation, value: EpilogueExpr, parameter: float = 0.01) -> EpilogueExpr:
+    """An activation."""
+
+def _evt_convert(value: EpilogueExpr, element: DataType) -> EpilogueExpr:
+    """Rounds to a type and back."""
+
+def _evt_store(value: EpilogueExpr, name: str, element: DataType | None = None, layout: LayoutType = LayoutType.RowMajor) -> EpilogueExpr:
+    """Writes the value to a named m x n output and stands for it."""
+
+def _evt_reduction(kind: str, value: EpilogueExpr, name: str, op: str = 'sum', element: DataType | None = None) -> EpilogueExpr:
+    """
+    Reduces the value into a named row vector (kind 'row', over the rows), column vector ('column') or scalar.
+    """
+
+class Epilogue:
+    """
+    An epilogue visitor tree: loads, computes, stores and reductions over the accumulator. Set it as plan.epilogue_visitor; run() takes its tensors by name (visitor_args).
+    """
+
+    def __init__(self, D: EpilogueExpr, outputs: Sequence[EpilogueExpr] = []) -> None:
+        """
+        The tree whose value D takes; `outputs`: stores and reductions D does not read.
+        """
+
+    @property
+    def inputs(self) -> list[str]:
+        """The names of the tensors and scalars the tree reads, in tree order."""
+
+    @property
+    def outputs(self) -> list[str]:
+        """The names of the tensors it writes besides D (stores and reductions)."""
+
+    @property
+    def reads_source(self) -> bool:
+        """Whether the tree reads C."""
+
+    def canonical(self) -> str:
+        """A stable text of the structure: what the cache key hashes."""
+
+    @property
+    def digest(self) -> str:
+        """8 hex digits of the canonical text, as kernel names carry it."""
+
+    def __str__(self) -> str: ...
+
+    def __repr__(self) -> str: ...
+
+    def __eq__(self, arg: Epilogue, /) -> bool: ...  # type: ignore[override]
+
 class MathInstruction:
     """
     The instruction a configuration issues (the reference's MathInstruction): its shape, the element types it multiplies, the opcode class and the math operation.
@@ -715,6 +826,15 @@ class Gemm(Plan):
     def __init__(self, *, element: DataType | None = None, element_A: DataType | None = None, element_B: DataType | None = None, element_C: DataType | None = None, element_D: DataType | None = None, element_accumulator: DataType | None = None, layout: LayoutType | None = None, layout_A: LayoutType | None = None, layout_B: LayoutType | None = None, layout_C: LayoutType | None = None, A: object | None = None, B: object | None = None, C: object | None = None, D: object | None = None, cc: int | None = None, kernel_cc: int | None = None) -> None: ...
 
     @property
+    def epilogue_visitor(self) -> Epilogue | None:
+        """
+        An epilogue visitor tree (gemmkit.epilogue.trace) in place of alpha/beta, bias and activation; run() takes its tensors by name (visitor_args). None returns to the plain epilogue.
+        """
+
+    @epilogue_visitor.setter
+    def epilogue_visitor(self, tree: Epilogue | None) -> None: ...
+
+    @property
     def bias(self) -> BiasMode:
         """
         A bias vector added before the activation, per output row or column (run(bias=...)).
@@ -787,7 +907,7 @@ class Gemm(Plan):
         The kernel run() would use for an m x n x k problem on packed device tensors of the plan's types and layouts (nothing runs; no GPU and no tensors needed: e.g. to compile FP8 kernels ahead of time).
         """
 
-    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None, row_scale: object | None = None, column_scale: object | None = None) -> None:
+    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None, row_scale: object | None = None, column_scale: object | None = None, visitor_args: dict[str, object] | None = None) -> None:
         """
         D = act(alpha * (A @ B * row_scale * column_scale) + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result on return.
         """

@@ -1,19 +1,149 @@
-"""Activations fused into the GEMM epilogue, D = act(alpha * A @ B + beta * C).
+"""python/gemmkit/epilogue.py: gemmkit.epilogue, what the GEMM's epilogue computes. Either one fused activation,
+D = act(alpha * A @ B + beta * C):
 
     plan.activation = gemmkit.epilogue.relu          # or "relu"
     plan.activation = ("leaky_relu", 0.1)            # the slope is honoured (a run-time argument)
 
-Every member of Activation (named by the C++ enum table) is an attribute here: identity, relu, leaky_relu, gelu,
-gelu_tanh, hardswish, sigmoid, silu, tanh.
+or an epilogue visitor tree traced from a Python function, as the reference's epilogue.trace:
+
+    def epilogue(accum, alpha, C, beta, aux, bias):
+        F = alpha * accum + (beta * C + aux)
+        E = relu(F + 1) + bias
+        D = E + F
+        return D, F
+
+    visitor = gemmkit.epilogue.trace(epilogue, {"accum": gemmkit.Tensor(element="f32", shape=(m, n)), "alpha": 0.5,
+                                                "C": C, "beta": 0.5, "aux": aux, "bias": bias, "D": D, "F": F})
+    plan.epilogue_visitor = visitor
+    plan.run(A, B, C, D, visitor_args={"alpha": 0.5, "beta": 0.5, "aux": aux, "bias": bias, "F": F})
+
+The activations (identity, relu, leaky_relu, gelu, gelu_tanh, hardswish, sigmoid, silu, tanh: every member of the C++
+enum table) and maximum, minimum, multiply_add, sum and max are also plain functions over torch tensors and numpy
+arrays, so that the traced function runs eagerly as its own reference (`visitor(**tensors)`).
 """
-from ._gemmkit import Activation
+from __future__ import annotations
 
-globals().update(Activation.__members__)
+import ast
+import inspect
+import math
+import numbers
+import operator
+import textwrap
+from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
+
+from . import _convert, _gemmkit
+from ._gemmkit import Activation, ConfigError, DataType, Epilogue, EpilogueExpr, LayoutType
+from .tensor import Tensor
+
+__all__ = ["Activation", "ActivationFunction", "TracedEpilogue", "get_activations", "trace", "identity", "relu",
+           "leaky_relu", "gelu", "gelu_tanh", "hardswish", "sigmoid", "silu", "tanh", "maximum", "minimum",
+           "multiply_add", "sum", "max", "permute", "reshape"]
 
 
-def __getattr__(name: str) -> Activation:
-    """What type checkers see of the members set above (PEP 562); at run time only unknown names reach here."""
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}; the activations are {', '.join(Activation.__members__)}")
+def __dir__() -> list[str]:
+    """dir() shows the API; the typing helpers and classes the tracer uses stay attributes, unlisted."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
+
+
+# ---- eager evaluation: the same functions over torch tensors, numpy arrays and numbers ------------------------------
+
+
+def _is_torch(value: object) -> bool:
+    return type(value).__module__.partition(".")[0] == "torch"
+
+
+def _over_numpy(x: Any, formula: Callable[[Any], Any]) -> Any:
+    """`formula` over float64 values, returned in x's float type (a number stays a number)."""
+    import numpy
+
+    array = numpy.asarray(x)
+    result = formula(array.astype(numpy.float64))
+    if isinstance(x, numbers.Real):
+        return float(result)
+    return result.astype(array.dtype) if array.dtype.kind == "f" else result
+
+
+def _numpy_erf(x: Any) -> Any:
+    import numpy
+
+    return numpy.vectorize(math.erf, otypes=[numpy.float64])(x)
+
+
+def _numpy_formula(name: str, parameter: float) -> Callable[[Any], Any]:
+    import numpy as np
+
+    formulas: dict[str, Callable[[Any], Any]] = {
+        "identity": lambda x: x,
+        "relu": lambda x: np.maximum(x, 0.0),
+        "leaky_relu": lambda x: np.where(x > 0, x, parameter * x),
+        "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+        "tanh": np.tanh,
+        "gelu": lambda x: 0.5 * x * (1.0 + _numpy_erf(x / math.sqrt(2.0))),
+        "gelu_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3))),
+        "silu": lambda x: x / (1.0 + np.exp(-x)),
+        "hardswish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
+    }
+    return formulas[name]
+
+
+def _torch_activation(name: str, x: Any, parameter: float) -> Any:
+    import torch
+
+    functional = torch.nn.functional
+    if name == "identity":
+        return x
+    if name == "leaky_relu":
+        return functional.leaky_relu(x, parameter)
+    if name == "gelu_tanh":
+        return functional.gelu(x, approximate="tanh")
+    return getattr(functional, name)(x)  # relu, sigmoid, tanh, gelu, silu, hardswish
+
+
+class ActivationFunction:
+    """An activation the epilogue fuses: set it as plan.activation, call it in a traced epilogue, or call it on a
+    torch tensor, a numpy array or a number, elementwise (leaky_relu takes its slope second, by default 0.01).
+    Compares equal to its Activation member."""
+
+    __slots__ = ("activation",)
+
+    def __init__(self, activation: Activation) -> None:
+        self.activation = activation
+
+    @property
+    def name(self) -> str:
+        return self.activation.name
+
+    def __call__(self, x: Any, slope: Optional[float] = None) -> Any:
+        if slope is not None and self.activation != Activation.leaky_relu:
+            raise TypeError(f"{self.name}() takes one argument; only leaky_relu takes a slope.")
+        parameter = 0.01 if slope is None else float(slope)
+        if _is_torch(x):
+            return _torch_activation(self.name, x, parameter)
+        return _over_numpy(x, _numpy_formula(self.name, parameter))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ActivationFunction):
+            return self.activation == other.activation
+        return self.activation == other
+
+    def __hash__(self) -> int:
+        return hash(self.activation)
+
+    def __repr__(self) -> str:
+        return f"gemmkit.epilogue.{self.name}"
+
+
+identity = ActivationFunction(Activation.identity)
+relu = ActivationFunction(Activation.relu)
+leaky_relu = ActivationFunction(Activation.leaky_relu)
+gelu = ActivationFunction(Activation.gelu)
+gelu_tanh = ActivationFunction(Activation.gelu_tanh)
+hardswish = ActivationFunction(Activation.hardswish)
+sigmoid = ActivationFunction(Activation.sigmoid)
+silu = ActivationFunction(Activation.silu)
+tanh = ActivationFunction(Activation.tanh)
+_FUNCTIONS = {f.name: f for f in (identity, relu, leaky_relu, gelu, gelu_tanh, hardswish, sigmoid, silu, tanh)}
+assert set(_FUNCTIONS) == set(Activation.__members__), "a new Activation needs its function here"
 
 
 def get_activations() -> list[Activation]:
@@ -21,4 +151,467 @@ def get_activations() -> list[Activation]:
     return list(Activation)
 
 
-__all__ = ["Activation", "get_activations", *Activation.__members__]
+def _elementwise(name: str, *values: Any) -> Any:
+    tensor = next((v for v in values if _is_torch(v)), None)
+    if tensor is None:
+        import numpy
+
+        return getattr(numpy, name)(*values)
+    import torch
+
+    operands = [v if _is_torch(v) else torch.as_tensor(v, dtype=tensor.dtype, device=tensor.device) for v in values]
+    return getattr(torch, name)(*operands)
+
+
+def maximum(x: Any, y: Any) -> Any:
+    """The elementwise maximum (torch.maximum / numpy.maximum; a number on either side)."""
+    return _elementwise("maximum", x, y)
+
+
+def minimum(x: Any, y: Any) -> Any:
+    """The elementwise minimum."""
+    return _elementwise("minimum", x, y)
+
+
+def multiply_add(a: Any, b: Any, c: Any) -> Any:
+    """a * b + c."""
+    return a * b + c
+
+
+Dims = Union[int, Sequence[int], None]
+
+
+def _reduce(torch_name: str, numpy_name: str, x: Any, dim: Dims) -> Any:
+    axes = dim if dim is None or isinstance(dim, int) else tuple(dim)
+    if _is_torch(x):
+        import torch
+
+        return getattr(torch, torch_name)(x) if axes is None else getattr(torch, torch_name)(x, dim=axes)
+    import numpy
+
+    return getattr(numpy, numpy_name)(x, axis=axes)
+
+
+def sum(x: Any, dim: Dims = None) -> Any:  # noqa: A001 (the reference's name)
+    """The sum over `dim` (all dimensions when None), without keeping them. In a traced epilogue, a reduction whose
+    kind comes from its output's example shape."""
+    return _reduce("sum", "sum", x, dim)
+
+
+def max(x: Any, dim: Dims = None) -> Any:  # noqa: A001 (the reference's name)
+    """The maximum over `dim` (all dimensions when None), without keeping them (torch.amax). In a traced epilogue, a
+    reduction whose kind comes from its output's example shape."""
+    return _reduce("amax", "amax", x, dim)
+
+
+def permute(x: Any, indices: Sequence[int]) -> Any:
+    """torch.permute's meaning, eagerly. Not supported yet in traced epilogues (trace raises ConfigError)."""
+    return x.permute(*indices) if _is_torch(x) else x.transpose(tuple(indices))
+
+
+def reshape(x: Any, new_shape: Sequence[int]) -> Any:
+    """A reshaped view, eagerly. Not supported yet in traced epilogues (trace raises ConfigError)."""
+    return x.reshape(tuple(new_shape))
+
+
+# ---- the tracer: the function's source, interpreted over EpilogueExpr values ----------------------------------------
+
+
+class _Example(NamedTuple):
+    """What an example value tells the tracer: a number (shape None), or a tensor's shape, strides and type."""
+
+    shape: Optional[tuple[int, ...]]
+    stride: tuple[int, ...]
+    element: Optional[DataType]
+
+
+def _example(name: str, value: object) -> _Example:
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return _Example(None, (), None)
+    if isinstance(value, Tensor):
+        return _Example(value.shape, value.stride, value.element)
+    if _is_torch(value) and callable(getattr(value, "stride", None)):
+        t: Any = value
+        return _Example(tuple(t.shape), tuple(t.stride()), _convert.data_type(t.dtype))
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        raise ConfigError(f"Example for '{name}': expected a number, a gemmkit.Tensor, a torch tensor or a numpy / "
+                          f"cupy array, not {type(value).__name__}.")
+    strides = getattr(value, "strides", None)  # numpy and cupy: bytes
+    itemsize = getattr(dtype, "itemsize", 1)
+    shape = tuple(int(extent) for extent in shape)
+    stride = (tuple(int(step) // itemsize for step in strides) if strides is not None
+              else tuple(math.prod(shape[axis + 1:]) for axis in range(len(shape))))
+    return _Example(shape, stride, _convert.data_type(dtype))
+
+
+def _layout(name: str, example: _Example) -> LayoutType:
+    """The layout of a matrix example's last two extents."""
+    assert example.shape is not None
+    (m, n), (row_step, column_step) = example.shape[-2:], example.stride[-2:]
+    if (n == 1 or column_step == 1) and (m == 1 or row_step >= n):
+        return LayoutType.RowMajor
+    if (m == 1 or row_step == 1) and (n == 1 or column_step >= m):
+        return LayoutType.ColumnMajor
+    raise ConfigError(f"Tensor {name}: strides {example.stride} of shape {example.shape} are neither row- nor "
+                      "column-major in their last two extents; an epilogue matrix is one or the other.")
+
+
+_REDUCTIONS = ("sum", "max")
+_COMPUTES = {"maximum": 2, "minimum": 2, "multiply_add": 3}
+_LAYOUT_OPS = ("permute", "reshape")
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {ast.Add: operator.add, ast.Sub: operator.sub,
+                                                   ast.Mult: operator.mul, ast.Div: operator.truediv}
+_OFFERED = ", ".join([*_FUNCTIONS, *_COMPUTES, *_REDUCTIONS])
+
+Value = Union[EpilogueExpr, float]
+
+
+def _expr(value: Value) -> EpilogueExpr:
+    return value if isinstance(value, EpilogueExpr) else EpilogueExpr(value)
+
+
+class _Reduced:
+    """What a reduction's name stands for in the body: nothing that can be read."""
+
+
+class _Tracer:
+    """One trace: the function's arguments and statements, in order, over EpilogueExpr values."""
+
+    def __init__(self, examples: dict[str, object], returned: tuple[str, ...]) -> None:
+        self.examples = examples
+        self.values: dict[str, Union[Value, _Reduced]] = {}
+        self.returned = returned  # read first: a returned name is stored where it is assigned
+        self.outputs: list[EpilogueExpr] = []
+        self.d_value: Optional[Value] = None
+        self.d_reads = 0
+        self.operands: dict[str, tuple[DataType, LayoutType]] = {}  # C's and D's types and layouts
+        self.problem = (1, 0, 0)  # (L, M, N), from accum's example
+
+    def example(self, name: str) -> _Example:
+        if name not in self.examples:
+            raise RuntimeError(f"Example input for {name} is not provided.")
+        return _example(name, self.examples[name])
+
+    # -- shapes against accum's (L, M, N) --
+
+    def kind(self, shape: tuple[int, ...]) -> Optional[str]:
+        L, M, N = self.problem
+        if shape in {(M, N), (1, M, N), (L, M, N)}:
+            return "matrix"
+        if shape in {(N,), (1, N), (1, 1, N), (L, 1, N)}:
+            return "row"
+        if shape in {(M, 1), (1, M, 1), (L, M, 1)}:
+            return "column"
+        if shape in {(), (1,), (1, 1), (1, 1, 1), (L, 1, 1)}:
+            return "scalar"
+        return None
+
+    def full(self, name: str, example: _Example) -> LayoutType:
+        """C, D and stores: accum's shape (one matrix per batch)."""
+        L, M, N = self.problem
+        if example.shape not in ({(L, M, N), (M, N)} if L == 1 else {(L, M, N)}):
+            raise ConfigError(f"Tensor {name} has shape {example.shape or '(a number)'}; it is written (or read) per "
+                              f"batch like accum, so it must have accum's shape {(L, M, N)}.")
+        return _layout(name, example)
+
+    # -- arguments and returned names --
+
+    def take_arguments(self, arguments: tuple[str, ...]) -> None:
+        """Every argument's node, accum's first (its example gives the problem's shape)."""
+        values = {name: self.argument(name) for name in ["accum", *(a for a in arguments if a != "accum")]}
+        self.values.update({name: values[name] for name in arguments})
+
+    def check_returned(self, arguments: tuple[str, ...]) -> None:
+        for name in self.returned:
+            self.example(name)
+        if "D" not in self.returned:
+            raise SyntaxError("The epilogue must return D (the tree's root, written to the GEMM's D), but the variable "
+                              "'D' is not found in the return values.")
+        for name in self.returned:
+            if name in arguments:
+                raise SyntaxError(f"The epilogue returns its argument '{name}'; return only names it assigns.")
+        d_example = self.example("D")
+        d_layout = self.full("D", d_example)
+        self.operands["D"] = (self.element(d_example), d_layout)
+
+    def argument(self, name: str) -> Value:
+        if name == "D":
+            raise SyntaxError("'D' is the epilogue's output; it cannot be an argument.")
+        example = self.example(name)
+        if name == "accum":
+            if example.shape is None or len(example.shape) not in (2, 3):
+                raise ConfigError(f"accum's example must be a tensor of shape (M, N) or (L, M, N); got "
+                                  f"{example.shape or 'a number'}.")
+            L, M, N = example.shape if len(example.shape) == 3 else (1, *example.shape)
+            self.problem = (L, M, N)
+            return _gemmkit._evt_accumulator()
+        if name == "C":
+            layout = self.full(name, example)
+            self.operands["C"] = (self.element(example), layout)
+            return _gemmkit._evt_source()
+        if example.shape is None:
+            return _gemmkit._evt_scalar(name)
+        kind = self.kind(example.shape)
+        if kind == "matrix":
+            return _gemmkit._evt_aux(name, example.element, _layout(name, example))
+        if kind == "row":
+            return _gemmkit._evt_row_broadcast(name, example.element)
+        if kind == "column":
+            return _gemmkit._evt_column_broadcast(name, example.element)
+        if kind == "scalar":
+            raise ConfigError(f"Tensor {name} of shape {example.shape} is a scalar tensor; tensor scalars are not "
+                              f"supported yet: give {name} as a Python number (a scalar passed at run time).")
+        raise ConfigError(f"Tensor {name} has shape {example.shape}, which the epilogue cannot read against accum's "
+                          f"{self.problem}: an input is (M, N) or (L, M, N) (a matrix), (N,), (1, N) or (L, 1, N) (a "
+                          "row vector), (M, 1) or (L, M, 1) (a column vector), or a Python number (a scalar).")
+
+    @staticmethod
+    def element(example: _Example) -> DataType:
+        assert example.element is not None  # a tensor's (full() has checked that it is one)
+        return example.element
+
+    # -- statements --
+
+    def statement(self, statement: ast.stmt) -> None:
+        if isinstance(statement, ast.Pass):
+            return
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)):
+            raise SyntaxError(f"Unsupported statement `{ast.unparse(statement)}`: an epilogue is single assignments "
+                              "`name = expression` and one final return.")
+        self.assign(statement.targets[0].id, statement.value)
+
+    def finish(self) -> Epilogue:
+        """The tree, once every statement is read: D's value, and the outputs besides it."""
+        for name in self.returned:
+            if name != "D" and name not in self.values:
+                raise SyntaxError(f"Variable '{name}' is undefined.")
+        if self.d_value is None:
+            raise SyntaxError("Variable 'D' is undefined.")
+        if self.d_reads:
+            raise RuntimeError(f"D is expected to be an output node with 0 users, but got {self.d_reads}: D is the "
+                               "tree's root, the value the kernel writes last, so nothing in the epilogue can read "
+                               "it; compute the value under another name, read that, and assign it to D.")
+        return Epilogue(_expr(self.d_value), self.outputs)
+
+    def assign(self, name: str, rhs: ast.expr) -> None:
+        if name in self.values or (name == "D" and self.d_value is not None):
+            raise SyntaxError(f"Variable '{name}' cannot be defined twice.")
+        if name == "C":
+            raise SyntaxError("'C' is the GEMM's C: take it as an argument; it cannot be assigned.")
+        if name == "D":
+            self.d_value = self.value(rhs)
+        elif name in self.returned:
+            self.values[name] = self.output(name, rhs)
+        else:
+            self.values[name] = self.value(rhs)
+
+    def output(self, name: str, rhs: ast.expr) -> Union[Value, _Reduced]:
+        """A returned name other than D: a store (an m x n example) or a reduction (a vector or scalar one)."""
+        example = self.example(name)
+        kind = "scalar" if example.shape is None else self.kind(example.shape)
+        reduction = (rhs.func.id if isinstance(rhs, ast.Call) and isinstance(rhs.func, ast.Name)
+                     and rhs.func.id in _REDUCTIONS else None)
+        if kind == "matrix":
+            if reduction is not None:
+                raise ConfigError(f"'{name} = {ast.unparse(rhs)}' reduces, but {name}'s example has the full shape "
+                                  f"{example.shape}; give it the reduced shape: (N,) or (L, 1, N) reduces over the "
+                                  "rows, (M, 1) or (L, M, 1) over the columns, (1,) or (L, 1, 1) to a scalar.")
+            stored = _gemmkit._evt_store(_expr(self.value(rhs)), name, example.element, self.full(name, example))
+            self.outputs.append(stored)
+            return stored
+        if kind is None:
+            raise ConfigError(f"Output {name} has shape {example.shape}, neither accum's {self.problem} (a stored "
+                              "matrix) nor a reduction's ((N,) / (L, 1, N), (M, 1) / (L, M, 1), (1,) / (L, 1, 1)).")
+        if reduction is None:
+            raise ConfigError(f"Output {name} has the example shape {example.shape or '(a number)'}, a reduction's; "
+                              f"assign it a reduction, e.g. `{name} = max(value, dim=...)` or sum(...).")
+        assert isinstance(rhs, ast.Call)
+        self.check_arguments(rhs, reduction, 1, 2, ("dim",))  # dim: the example's shape says what is reduced
+        reduced = _gemmkit._evt_reduction(kind, _expr(self.value(rhs.args[0])), name, reduction, example.element)
+        self.outputs.append(reduced)
+        return _Reduced()
+
+    # -- expressions --
+
+    def read(self, name: str) -> Value:
+        if name == "D" and self.d_value is not None:
+            self.d_reads += 1
+            return self.d_value
+        value = self.values.get(name)
+        if value is None:
+            raise SyntaxError(f"Variable '{name}' is undefined.")
+        if isinstance(value, _Reduced):
+            raise SyntaxError(f"Variable '{name}' is a reduction's output; it cannot be read in the epilogue.")
+        return value
+
+    def value(self, node: ast.expr) -> Value:
+        if isinstance(node, ast.Name):
+            return self.read(node.id)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value,
+                                                                                                     bool):
+            return float(node.value)
+        if isinstance(node, ast.BinOp):
+            if type(node.op) not in _BINARY:
+                raise SyntaxError(f"`{ast.unparse(node)}`: the epilogue's operators are + - * / (and unary -).")
+            result: Value = _BINARY[type(node.op)](self.value(node.left), self.value(node.right))
+            return result
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            operand = self.value(node.operand)
+            return -operand if isinstance(node.op, ast.USub) else operand
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        raise SyntaxError(f"Unsupported expression `{ast.unparse(node)}`: an epilogue computes with + - * /, "
+                          f"numbers, its variables and calls of {_OFFERED}.")
+
+    @staticmethod
+    def check_arguments(call: ast.Call, name: str, least: int, most: int, keywords: Sequence[str] = ()) -> None:
+        unknown = [k.arg for k in call.keywords if k.arg not in keywords]
+        if unknown or not least <= len(call.args) <= most:
+            raise SyntaxError(f"`{ast.unparse(call)}`: {name}() takes {least if least == most else f'{least} to {most}'}"
+                              f" positional argument(s){' and ' + ', '.join(keywords) + '=' if keywords else ''}.")
+
+    def call(self, call: ast.Call) -> Value:
+        if not isinstance(call.func, ast.Name):
+            raise SyntaxError(f"`{ast.unparse(call)}`: call epilogue functions by their bare name, as in relu(x) "
+                              "(from gemmkit.epilogue import relu).")
+        name = call.func.id
+        if name in _REDUCTIONS:
+            raise SyntaxError(f"`{ast.unparse(call)}`: {name}() reduces into an output; write it as the whole value of "
+                              f"a returned name, e.g. `F_{name} = {name}(F, dim=...)`, and return F_{name}.")
+        if name in _LAYOUT_OPS:
+            raise ConfigError(f"{name}() is not supported yet in gemmkit's epilogue visitor trees; give the tensors "
+                              "in the layout the epilogue reads them.")
+        if name == "leaky_relu":
+            self.check_arguments(call, name, 1, 2, ("slope", "negative_slope"))
+            slopes = call.args[1:] + [k.value for k in call.keywords]
+            slope = self.value(slopes[0]) if slopes else 0.01
+            if isinstance(slope, EpilogueExpr):
+                raise ConfigError(f"`{ast.unparse(call)}`: leaky_relu's slope must be a number written in the "
+                                  "function, not a run-time scalar.")
+            return _gemmkit._evt_activation(Activation.leaky_relu, _expr(self.value(call.args[0])), slope)
+        if name in _FUNCTIONS:
+            self.check_arguments(call, name, 1, 1)
+            return _gemmkit._evt_activation(Activation.__members__[name], _expr(self.value(call.args[0])))
+        if name in _COMPUTES:
+            self.check_arguments(call, name, _COMPUTES[name], _COMPUTES[name])
+            return _gemmkit._evt_compute(name, [_expr(self.value(arg)) for arg in call.args])
+        raise ConfigError(f"`{ast.unparse(call)}`: '{name}' is not an epilogue function; there are {_OFFERED}.")
+
+
+def _function_definition(fn: Callable[..., Any]) -> ast.FunctionDef:
+    if not inspect.isfunction(fn):
+        raise TypeError(f"trace takes a Python function (def), not {type(fn).__name__}.")
+    try:
+        source = inspect.getsource(fn)
+    except OSError as error:  # a function of `python -c`, or of exec'd text not in linecache
+        raise OSError(f"trace reads {fn.__qualname__}'s source, which Python cannot find ({error}); define the "
+                      "function in a file, a notebook cell or the interactive prompt.") from error
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:  # a lambda's line, cut out of the expression around it
+        tree = ast.Module(body=[], type_ignores=[])
+    definition = tree.body[0] if tree.body else None
+    if not isinstance(definition, ast.FunctionDef) or definition.name != fn.__name__:
+        raise TypeError(f"trace takes a function defined with def; {fn.__qualname__}'s source is not one.")
+    return definition
+
+
+def _returned_names(definition: ast.FunctionDef) -> tuple[tuple[str, ...], list[ast.stmt]]:
+    """The names of the final return (read before the body: a returned name is stored where it is assigned) and
+    the statements before it."""
+    body = list(definition.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    last = body[-1] if body else None
+    if not isinstance(last, ast.Return) or last.value is None:
+        raise SyntaxError("The epilogue must end with `return D` (or `return D, F, ...`).")
+    values = last.value.elts if isinstance(last.value, ast.Tuple) else [last.value]
+    if not all(isinstance(value, ast.Name) for value in values):
+        raise SyntaxError("Return value cannot be an expression")
+    names = tuple(value.id for value in values if isinstance(value, ast.Name))
+    if len(set(names)) != len(names):
+        raise SyntaxError(f"The epilogue returns a name twice: {', '.join(names)}.")
+    return names, body[:-1]
+
+
+class TracedEpilogue:
+    """What trace() returns: the epilogue visitor tree (`epilogue`, a gemmkit._gemmkit.Epilogue) and the function it
+    was traced from, which calling this runs eagerly (`visitor(**tensors)` on torch tensors or numpy arrays, the
+    reference's host check). Set it as plan.epilogue_visitor; run() then takes the tensors and scalars it names in
+    visitor_args."""
+
+    __slots__ = ("function", "epilogue", "return_names", "arguments", "operands")
+
+    def __init__(self, function: Callable[..., Any], epilogue: Epilogue, return_names: tuple[str, ...],
+                 arguments: tuple[str, ...], operands: dict[str, tuple[DataType, LayoutType]]) -> None:
+        self.function = function
+        self.epilogue = epilogue
+        #: The returned names: a str when there is one, else a tuple (as the reference's).
+        self.return_names: Union[str, tuple[str, ...]] = return_names[0] if len(return_names) == 1 else return_names
+        #: The function's parameters, in order (a parameter the tree does not read is no input of it).
+        self.arguments = arguments
+        #: The element type and layout of C and D (when the function takes C) in the examples.
+        self.operands = operands
+
+    @property
+    def inputs(self) -> list[str]:
+        """The tensors and scalars the tree reads by name (C, which run() takes, aside)."""
+        return self.epilogue.inputs
+
+    @property
+    def outputs(self) -> list[str]:
+        """The tensors the tree writes besides D (stores and reductions)."""
+        return self.epilogue.outputs
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return str(self.epilogue)
+
+    def __repr__(self) -> str:
+        return f"<gemmkit.epilogue.trace({self.function.__qualname__}) {self.epilogue.digest}:\n{self.epilogue}>"
+
+
+def trace(fn: Callable[..., Any], example_tensors: dict[str, object], **kwargs: Any) -> TracedEpilogue:
+    """The epilogue visitor tree `fn` describes, read from its source (fn is not run). `fn` takes `accum` (A @ B),
+    optionally `C` (the GEMM's C) and named inputs; its body is single assignments `name = expression` over + - * /,
+    numbers and the functions of this module (called by bare name: relu(x), leaky_relu(x, 0.1), maximum(x, 0.0),
+    multiply_add(a, b, c), ...), each name assigned once; it ends with `return D, ...`: D is the GEMM's D, the other
+    names are outputs. `example_tensors` gives, for every argument and returned name, a number (a scalar, given at
+    run time) or a tensor (gemmkit.Tensor, torch, numpy, cupy) whose shape against accum's (L, M, N) or (M, N) says
+    what it is: (M, N) / (L, M, N) a matrix (its layout from the strides), (N,) / (1, N) / (L, 1, N) a row vector,
+    (M, 1) / (L, M, 1) a column vector. A returned name with a matrix example is stored; one with a vector or scalar
+    example ((1,) / (L, 1, 1)) must be assigned sum(x, dim=...) or max(x, dim=...), and is that reduction: over the
+    rows into a row vector, over the columns into a column vector, or to a scalar; without the batch extent L it
+    reduces over the batches too. A stored name read later in the body stands for the stored value; a reduction's
+    cannot be read; D cannot be read.
+    Not supported yet: permute() and reshape(), and tensor scalars (a (1,) or (L, 1, 1) input; pass a number).
+    kwargs: cc (the reference's; the tree is the same for CUTLASS 3.x and 2.x kernels, the plan it is set on
+    decides) and element_compute (f32, the only compute type). Raises SyntaxError for what the function may not do, RuntimeError for a missing
+    example, ConfigError for shapes and calls the tree cannot take."""
+    kwargs.pop("cc", None)
+    element_compute = _convert.data_type(kwargs.pop("element_compute", None))
+    if kwargs:
+        raise TypeError(f"trace() got unexpected keyword argument(s) {', '.join(kwargs)}; it takes cc and "
+                        "element_compute.")
+    if element_compute not in (None, DataType.f32):
+        raise ConfigError(f"An epilogue visitor tree computes in f32; element_compute={element_compute.name} is not "
+                          "offered.")
+    definition = _function_definition(fn)
+    parameters = definition.args
+    if parameters.vararg or parameters.kwarg:
+        raise SyntaxError("An epilogue takes named arguments only (no *args or **kwargs).")
+    arguments = tuple(a.arg for a in [*parameters.posonlyargs, *parameters.args, *parameters.kwonlyargs])
+    if "accum" not in arguments:
+        raise SyntaxError("Cannot find 'accum' in the argument list.")
+    returned, body = _returned_names(definition)
+    tracer = _Tracer(example_tensors, returned)
+    tracer.take_arguments(arguments)
+    tracer.check_returned(arguments)
+    for statement in body:
+        tracer.statement(statement)
+    epilogue = tracer.finish()
+    return TracedEpilogue(fn, epilogue, returned, arguments, tracer.operands)

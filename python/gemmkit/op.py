@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import enum
 import inspect
-from typing import TYPE_CHECKING, Any, Optional, Sequence, cast
+import numbers
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union, cast
 
 from . import _convert
 from ._convert import (
@@ -25,6 +26,7 @@ from ._gemmkit import (
     ConfigError,
     ConvKind,
     Decomposition,
+    Epilogue,
     Error,
     IteratorAlgorithm,
     KernelSpec,
@@ -44,6 +46,7 @@ from ._gemmkit import Gemm as _Plan
 from ._gemmkit import Plan as _Base
 from ._gemmkit import GroupedGemm as _GroupedPlan
 from ._gemmkit import render as _render
+from .epilogue import TracedEpilogue
 
 __all__ = ["Conv2d", "Conv2dDgrad", "Conv2dFprop", "Conv2dWgrad", "Gemm", "GroupedGemm"]
 
@@ -221,7 +224,45 @@ class Gemm(_Configuration, _Plan):
     when cc is given; run() needs one.
     """
 
-    __slots__ = ("_defaults",)
+    __slots__ = ("_defaults", "_visitor")
+
+    # The property holds what was set, a traced function or a bare tree, where the C++ plan's holds the tree alone.
+    @property  # type: ignore[override]
+    def epilogue_visitor(self) -> Union[TracedEpilogue, Epilogue, None]:
+        """The epilogue visitor tree (CUTLASS 3.x and 2.x tensor-op kernels): set what gemmkit.epilogue.trace
+        returns (or a gemmkit._gemmkit.Epilogue; None returns to the plain epilogue). It replaces the bias, scales and
+        activation (alpha and beta are the tree's scalars of those names, if it has them); run() takes the tensors
+        and scalars it names in visitor_args. Reads back what was set."""
+        tree: Optional[Epilogue] = _Plan.epilogue_visitor.__get__(self)
+        held = getattr(self, "_visitor", None)
+        if isinstance(held, TracedEpilogue) and tree is not None and held.epilogue == tree:
+            return held
+        return tree
+
+    @epilogue_visitor.setter
+    def epilogue_visitor(self, value: Union[TracedEpilogue, Epilogue, None]) -> None:
+        if isinstance(value, TracedEpilogue):
+            self._check_traced_operands(value)
+        _set(self, "epilogue_visitor", value.epilogue if isinstance(value, TracedEpilogue) else value)
+        self._visitor = value
+
+    def _check_traced_operands(self, visitor: TracedEpilogue) -> None:
+        """The examples' C and D against the plan's: the kernel reads and writes them in the plan's types."""
+        for name, (element, layout) in visitor.operands.items():
+            planned = self.element_C if name == "C" else self.element_D
+            if element != planned or layout != self.layout_C:
+                raise ConfigError(f"epilogue_visitor: the traced {name} is {element.name} {layout.name}, the plan's "
+                                  f"{name} {planned.name} {self.layout_C.name}; trace with a {name} like the plan's.")
+
+    def _visitor_arguments(self, visitor_args: dict[str, Any]) -> dict[str, Any]:
+        """visitor_args as the C++ run() takes them: without `accum` (the reference's test bed passes one) and the
+        traced function's parameters the tree does not read; numbers as floats."""
+        visitor = self.epilogue_visitor
+        unread = {"accum"}
+        if isinstance(visitor, TracedEpilogue):
+            unread |= set(visitor.arguments) - set(visitor.inputs) - {"C", "D"}
+        return {name: float(value) if isinstance(value, numbers.Real) else value
+                for name, value in visitor_args.items() if name not in unread}
 
     @property
     def bias(self) -> BiasMode:
@@ -275,14 +316,20 @@ class Gemm(_Configuration, _Plan):
     def run(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,  # type: ignore[override]
             alpha: Optional[float] = None, beta: Optional[float] = None, sync: bool = True,
             print_module: bool = False, stream: StreamLike = None, bias: Tensor = None, row_scale: Tensor = None,
-            column_scale: Tensor = None) -> None:
+            column_scale: Tensor = None, visitor_args: Optional[dict[str, Any]] = None) -> None:
         """D = act(alpha * A @ B + beta * C + bias). Arguments left as None take the constructor's. Device tensors
         run in place on `stream` (a torch / cupy stream or an int; by default torch's or cupy's current stream, else
         the default stream); sync=False returns once launched. Host arrays (numpy, torch CPU) are staged through the
         GPU and D holds the result on return. bias: the vector a plan with a bias adds (m or n elements of C's
         type). row_scale / column_scale: the float32 vectors of a plan with scale vectors (m / n elements) that
-        multiply A @ B per output row / column before alpha (FP8 per-row and per-column dequantization scales)."""
+        multiply A @ B per output row / column before alpha (FP8 per-row and per-column dequantization scales).
+        visitor_args: with an epilogue_visitor, its tensors and scalars by name (numbers for scalars; alpha and beta
+        default to the arguments; C and D may be given here instead)."""
         A0, B0, C0, D0, alpha0, beta0 = self._defaults
+        if visitor_args is not None:
+            visitor_args = self._visitor_arguments(visitor_args)
+            C = visitor_args.get("C") if C is None else C
+            D = visitor_args.get("D") if D is None else D
         A = A0 if A is None else A
         B = B0 if B is None else B
         C = C0 if C is None else C
@@ -292,7 +339,7 @@ class Gemm(_Configuration, _Plan):
         handle = None if stream is None else _convert.stream_handle(stream)  # None: D's framework's stream
         if print_module:
             print(_render(self.spec_for(A, B, C, D, beta)).text)
-        super().run(A, B, C, D, alpha, beta, handle, sync, bias, row_scale, column_scale)
+        super().run(A, B, C, D, alpha, beta, handle, sync, bias, row_scale, column_scale, visitor_args)
 
     def tune(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,
              alpha: Optional[float] = None, beta: Optional[float] = None, stream: StreamLike = None,

@@ -1,5 +1,5 @@
-"""tests/python/test_reference_notebooks.py: the CUTLASS Python interface's own notebooks 00-03 run on gemmkit with
-their own assertions, unchanged but for the module they import: `cutlass_cppgen` (and the two helper modules they
+"""tests/python/test_reference_notebooks.py: the CUTLASS Python interface's own notebooks 00-04 run on gemmkit with
+their own assertions, unchanged but for the module they import: `cutlass_cppgen` (and the helper modules they
 reach into) is an alias of gemmkit. The notebooks are read at test time from the nvidia-cutlass 4.2.0.0 wheel
 (GEMMKIT_CUTLASS_WHEEL, else .deps/ of the clone); none of the reference's files is part of gemmkit.
 
@@ -8,6 +8,7 @@ would use instead of running (so that gemmkit.compile_many builds them all in pa
 from __future__ import annotations
 
 import json
+import linecache
 import os
 import pathlib
 import sys
@@ -20,7 +21,8 @@ import gemmkit
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WHEEL = "nvidia_cutlass-4.2.0.0-py3-none-any.whl"
-NOTEBOOKS = ["00_basic_gemm", "01_epilogue", "02_pytorch_extension_grouped_gemm", "03_basic_conv2d"]
+NOTEBOOKS = ["00_basic_gemm", "01_epilogue", "02_pytorch_extension_grouped_gemm", "03_basic_conv2d",
+             "04_epilogue_visitor"]
 # Cells where gemmkit refuses on purpose what the reference accepts, by a text the cell holds: 00's FP8 cell declares
 # C f32 and D e4m3 column-major, then passes an e4m3 C and row-major tensors, which the reference reinterprets
 # without a word (its type check "transposes" a mismatched torch tensor and goes on); gemmkit raises an Error (an FP8
@@ -45,10 +47,13 @@ def code_cells(name: str) -> list[str]:
 
 
 def alias_modules() -> dict[str, types.ModuleType]:
-    """cutlass_cppgen as gemmkit, with the helper the notebooks import from the reference's backend."""
+    """cutlass_cppgen as gemmkit (04 imports from its epilogue and utils.profiler submodules), with the helper the
+    notebooks import from the reference's backend."""
     device = types.ModuleType("cutlass_cppgen.backend.utils.device")
     device.device_cc = gemmkit.device_cc  # type: ignore[attr-defined]
-    modules = {"cutlass_cppgen": gemmkit, "cutlass_cppgen.backend.utils.device": device}
+    modules = {"cutlass_cppgen": gemmkit, "cutlass_cppgen.backend.utils.device": device,
+               "cutlass_cppgen.epilogue": gemmkit.epilogue, "cutlass_cppgen.utils": gemmkit.utils,
+               "cutlass_cppgen.utils.profiler": gemmkit.utils.profiler}
     for parent in ("cutlass_cppgen.backend", "cutlass_cppgen.backend.utils"):
         modules[parent] = types.ModuleType(parent)
     return modules
@@ -59,8 +64,12 @@ def run_cells(cells: list[str], keep_going: bool, refused: str = "") -> None:
     (the recording pass, whose outputs are never computed). A cell holding `refused` must raise a gemmkit.Error."""
     namespace: dict[str, object] = {"__name__": "__notebook__"}
     for index, cell in enumerate(cells):
+        # As a notebook kernel does, the cell's text is where inspect.getsource finds the functions it defines
+        # (04 traces one: gemmkit.epilogue.trace reads its source).
+        filename = f"<cell {index}>"
+        linecache.cache[filename] = (len(cell), None, cell.splitlines(keepends=True), filename)
         try:
-            exec(compile(cell, f"<cell {index}>", "exec"), namespace)
+            exec(compile(cell, filename, "exec"), namespace)
         except SystemExit:  # the notebooks leave early this way when an optional package is missing
             return
         except gemmkit.Error:
