@@ -45,7 +45,7 @@ struct Node {
   Layout layout = Layout::RowMajor;  // Matrix and Store: the tensor's layout
   ComputeOp op = ComputeOp::Add;     // Compute
   Activation activation = Activation::Identity;  // Compute with op Activation
-  double value = 0.0;  // Constant: the number; Compute with op Activation: the parameter (leaky_relu's slope)
+  double value = 0.0;  // Constant: the number
   ReduceOp reduce = ReduceOp::Sum;  // the reductions
   std::vector<int> inputs;          // indices of earlier nodes
   bool operator==(const Node&) const = default;
@@ -120,6 +120,7 @@ Expr maximum(const Expr& a, const Expr& b);
 Expr minimum(const Expr& a, const Expr& b);
 // Rounds to `element` and back: what storing the value in that type and reading it again would give.
 Expr convert(const Expr& a, DataType element);
+// leaky_relu(x, slope) is built as maximum(x, 0) + slope * minimum(x, 0): its slope is part of the tree.
 Expr activation(Activation act, const Expr& a, double parameter = 0.01);
 Expr relu(const Expr& a);
 Expr leaky_relu(const Expr& a, double slope = 0.01);

@@ -105,7 +105,7 @@ void bind_epilogue(nb::module_& m) {
       .def_prop_ro("digest", &Epilogue::digest, "8 hex digits of the canonical text, as kernel names carry it.")
       .def("__str__", &Epilogue::to_string)
       .def("__repr__", [](const Epilogue& e) { return "<gemmkit.Epilogue " + e.digest() + ":\n" + e.to_string() + ">"; })
-      .def("__eq__", [](const Epilogue& a, const Epilogue& b) { return a == b; });
+      .def("__eq__", [](const Epilogue& a, const Epilogue& b) { return a == b; }, nb::is_operator());
 }
 
 }  // namespace gemmkit::python

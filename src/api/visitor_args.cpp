@@ -46,7 +46,9 @@ std::int64_t check_vector_shape(const Node& node, const TensorView& t, std::int6
                                 const std::string& expected) {
   std::int64_t elements = 1;
   for (int i = 0; i < t.rank; ++i) elements *= t.shape[i];
-  const bool batched = batch > 1 && t.rank >= 2 && t.shape[0] == batch && elements == batch * length;
+  // A per-batch scalar may be (L,); a per-batch vector has its (1, n) or (m, 1) after the L.
+  const bool batched =
+      batch > 1 && t.rank >= (length == 1 ? 1 : 2) && t.shape[0] == batch && elements == batch * length;
   // The last two extents say which vector it is: (1, n) a row, (m, 1) a column; a 1-D tensor is a row (as in the
   // reference), so a column of m needs its (m, 1).
   const bool column = node.kind == NodeKind::ColumnBroadcast || node.kind == NodeKind::ColumnReduction;
@@ -146,7 +148,6 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, 
     runtime::VisitorOperand operand;
     switch (node.kind) {
       case NodeKind::Constant: operand.value = node.value; break;
-      case NodeKind::Compute: operand.value = node.value; break;  // leaky_relu's slope
       case NodeKind::Scalar: {
         const VisitorArgument* a = find_argument(options, node.name);
         if (a != nullptr && a->tensor) refuse(node, "is a scalar; pass a number, not a tensor.");

@@ -263,11 +263,13 @@ Expr convert(const Expr& a, DataType element) {
   return over(std::move(node), {a});
 }
 Expr activation(Activation act, const Expr& a, double parameter) {
+  // leaky_relu as max(x, 0) + slope * min(x, 0), the same value in every type: both generations' visitors compute it
+  // (CUTLASS 2.x visitor computes take no parameters).
+  if (act == Activation::LeakyReLU) return maximum(a, 0.0) + parameter * minimum(a, 0.0);
   Node node;
   node.kind = NodeKind::Compute;
   node.op = ComputeOp::Activation;
   node.activation = act;
-  node.value = act == Activation::LeakyReLU ? parameter : 0.0;  // only leaky_relu has a parameter
   return over(std::move(node), {a});
 }
 Expr relu(const Expr& a) {
@@ -336,6 +338,9 @@ Epilogue::Epilogue(std::vector<Node> nodes) : nodes_(std::move(nodes)) {
       if (input < 0 || input >= static_cast<int>(i)) {
         throw ConfigError(where + ": input " + std::to_string(input) + " is not an earlier node.");
       }
+    }
+    if (node.kind == NodeKind::Compute && node.op == ComputeOp::Activation && node.activation == Activation::LeakyReLU) {
+      throw ConfigError(where + ": build leaky_relu with leaky_relu(x, slope) (maximum(x, 0) + slope * minimum(x, 0)).");
     }
     if (!reads_tensor(node.kind) && !writes_tensor(node.kind)) continue;
     if (node.name == "D" || node.name == "C" || node.name == "accum") {
@@ -406,10 +411,7 @@ std::string Epilogue::canonical() const {
       out += "," + std::string(epilogue::to_string(node.op));
       if (node.op == ComputeOp::Activation) out += "," + std::string(gemmkit::to_string(node.activation));
     }
-    if (node.kind == NodeKind::Constant || (node.kind == NodeKind::Compute && node.op == ComputeOp::Activation &&
-                                            node.activation == Activation::LeakyReLU)) {
-      out += "," + number(node.value);
-    }
+    if (node.kind == NodeKind::Constant) out += "," + number(node.value);
     if (node.kind == NodeKind::RowReduction || node.kind == NodeKind::ColumnReduction ||
         node.kind == NodeKind::ScalarReduction) {
       out += "," + std::string(epilogue::to_string(node.reduce));

@@ -191,10 +191,6 @@ std::string node_arguments(const Node& node, std::size_t i, const std::string& a
              ".dCol = {cute::_1{}, cute::_0{}, " + v + ".batch_stride};\n";
     case NodeKind::Scalar:
     case NodeKind::Constant: return "  " + arg + ".scalars[0] = ElementCompute(" + v + ".value);\n";
-    case NodeKind::Compute:
-      return node.op == ComputeOp::Activation && node.activation == Activation::LeakyReLU
-                 ? "  gemmkit::module::set_leaky_alpha(" + arg + ", " + v + ".value, 0);\n"
-                 : "";
     case NodeKind::Store:
       return "  " + arg + ".ptr_aux = static_cast<" + element + "*>(" + v + ".ptr);\n  " + arg + ".dAux = " +
              aux_stride(node.layout) + "(" + v + ".ld, " + v + ".batch_stride);\n";

@@ -100,7 +100,8 @@ TEST_P(VisitorTrees, MatchFloat64Evaluation) {
   A.fill_integers(1, -4, 4);
   B.fill_integers(2, -4, 4);
   C.fill_integers(3, -4, 4);
-  const gk::epilogue::Epilogue& tree = *plan.spec().visitor;
+  const gk::KernelSpec spec = plan.spec();
+  const gk::epilogue::Epilogue& tree = *spec.visitor;
   VisitorTensors tensors(tree, m, n, c.batch);
   const double alpha = 2.0, beta = 0.5;
 
