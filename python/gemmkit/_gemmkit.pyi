@@ -395,6 +395,12 @@ class Epilogue:
     def reads_source(self) -> bool:
         """Whether the tree reads C."""
 
+    @property
+    def nodes(self) -> list[dict[str, object]]:
+        """
+        The nodes in tree order, one dict each (kind, name, element, layout, op, activation, value, reduce, inputs): the order of the launch's visitor operands.
+        """
+
     def canonical(self) -> str:
         """A stable text of the structure: what the cache key hashes."""
 
@@ -587,6 +593,12 @@ class KernelSpec:
 
     @property
     def scale(self) -> ScaleMode: ...
+
+    @property
+    def epilogue_visitor(self) -> Epilogue | None:
+        """
+        The kernel's epilogue visitor tree (its types resolved to the plan's), or None.
+        """
 
     @property
     def conv_kind(self) -> ConvKind | None:

@@ -2,7 +2,10 @@
 // arithmetic operators), the node constructors gemmkit.epilogue's tracer calls, and Epilogue (a finished tree).
 #include "gemmkit/epilogue.hpp"
 
+#include <map>
+
 #include <nanobind/operators.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -101,6 +104,25 @@ void bind_epilogue(nb::module_& m) {
       .def_prop_ro("outputs", [](const Epilogue& e) { return names(e.outputs()); },
                    "The names of the tensors it writes besides D (stores and reductions).")
       .def_prop_ro("reads_source", &Epilogue::reads_source, "Whether the tree reads C.")
+      .def_prop_ro(
+          "nodes",
+          [](const Epilogue& e) {
+            std::vector<std::map<std::string, nb::object>> out;
+            for (const Node& node : e.nodes()) {
+              out.push_back({{"kind", nb::cast(std::string(to_string(node.kind)))},
+                             {"name", nb::cast(node.name)},
+                             {"element", node.element ? nb::cast(*node.element) : nb::none()},
+                             {"layout", nb::cast(node.layout)},
+                             {"op", nb::cast(std::string(to_string(node.op)))},
+                             {"activation", nb::cast(node.activation)},
+                             {"value", nb::cast(node.value)},
+                             {"reduce", nb::cast(std::string(to_string(node.reduce)))},
+                             {"inputs", nb::cast(node.inputs)}});
+            }
+            return out;
+          },
+          "The nodes in tree order, one dict each (kind, name, element, layout, op, activation, value, reduce, "
+          "inputs): the order of the launch's visitor operands.")
       .def("canonical", &Epilogue::canonical, "A stable text of the structure: what the cache key hashes.")
       .def_prop_ro("digest", &Epilogue::digest, "8 hex digits of the canonical text, as kernel names carry it.")
       .def("__str__", &Epilogue::to_string)

@@ -133,6 +133,8 @@ void bind_values(nb::module_& m) {
       .def_ro("activation", &KernelSpec::activation)
       .def_ro("bias", &KernelSpec::bias)
       .def_ro("scale", &KernelSpec::scale)
+      .def_ro("epilogue_visitor", &KernelSpec::visitor,
+              "The kernel's epilogue visitor tree (its types resolved to the plan's), or None.")
       .def_ro("conv_kind", &KernelSpec::conv_kind, "Conv2d kernels: fprop, dgrad or wgrad; None for a GEMM.")
       .def_ro("iterator_algorithm", &KernelSpec::iterator_algorithm)
       .def_ro("stride_support", &KernelSpec::stride_support)
