@@ -42,7 +42,7 @@ struct GemmOptions {
 // A named tensor or scalar an epilogue visitor tree reads or writes (RunOptions::visitor_args).
 struct VisitorArgument {
   std::string name;
-  std::optional<TensorView> tensor;  // tensors: inputs, extra outputs and reductions
+  std::optional<TensorView> tensor = std::nullopt;  // tensors: inputs, extra outputs and reductions
   double value = 0.0;                // scalars
 };
 
@@ -63,7 +63,7 @@ struct RunOptions {
   bool wait_for_best = false;
   // The tensors and scalars of the plan's epilogue visitor tree, by name. Scalars named alpha and beta default to
   // run()'s; "C" and "D" here stand for run()'s C and D.
-  std::vector<VisitorArgument> visitor_args;
+  std::vector<VisitorArgument> visitor_args = {};
 };
 
 // The configuration every kind of plan has. A plan is not copyable (its kernels are loaded once); it moves.
