@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/tensor_check.hpp"
+#include "catalog/catalog.hpp"
 #include "gemmkit/errors.hpp"
 
 namespace gemmkit::detail {
@@ -65,17 +66,6 @@ std::int64_t check_vector_shape(const Node& node, const TensorView& t, std::int6
     }
   }
   return batched ? t.strides[0] : 0;
-}
-
-// The bytes a kernel moves a node's tensor in: TMA's 16 (3.x matrices), the 2.x epilogue's vector of C's alignment
-// in the node's elements (matrices and row vectors), or 0 for element-wise access.
-int access_bytes(const Node& node, const KernelSpec& spec) {
-  const int bytes = bits_of(*node.element) / 8;
-  const bool matrix = node.kind == NodeKind::Matrix || node.kind == NodeKind::Store;
-  if (spec.family == KernelFamily::Sm80Universal) {
-    return matrix || node.kind == NodeKind::RowBroadcast ? std::min(16, spec.alignment_c * bytes) : 0;
-  }
-  return matrix ? 16 : 0;
 }
 
 runtime::VisitorOperand tensor_operand(const Node& node, const TensorView& t, std::int64_t m, std::int64_t n,
@@ -170,7 +160,8 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, 
                            expected_shape(node, m, n, batch) + " and type " +
                            std::string(to_string(*node.element)) + " in visitor_args.");
         }
-        operand = tensor_operand(node, *a->tensor, m, n, batch, access_bytes(node, spec));
+        operand = tensor_operand(node, *a->tensor, m, n, batch,
+                                 catalog::family_of(spec.family).visitor_access_bytes(spec, node));
         break;
       }
       default: break;

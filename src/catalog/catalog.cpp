@@ -213,7 +213,7 @@ void check_math_operation(const KernelSpec& spec, const DeviceLimits& limits) {
 
 void validate(const KernelSpec& spec, const DeviceLimits& limits) {
   check_math_operation(spec, limits);
-  if (spec.split_k_mode == SplitKMode::Parallel && !spec.conv_kind && spec.family != KernelFamily::Sm90Collective) {
+  if (spec.split_k_mode == SplitKMode::Parallel && !spec.conv_kind && !family_of(spec.family).splits_k_in_parallel()) {
     throw ConfigError(
         "Parallel split-K (split_k_mode parallel) is a Conv2d option and, for GEMMs, an SM90 one "
         "(kernel_cc 90 tensor-op kernels); this spec's family is " +

@@ -63,6 +63,13 @@ class Family {
   virtual std::string kernel_name(const KernelSpec& spec) const = 0;
   // The template's placeholders for a valid spec.
   virtual Placeholders placeholders(const KernelSpec& spec) const = 0;
+  // Whether it builds GEMM kernels that split K in parallel (partial sums, then a reduction kernel with the epilogue)
+  // for run() to choose on its own; Conv2d families offer parallel split-K as an explicit mode instead.
+  virtual bool splits_k_in_parallel() const { return false; }
+  // The bytes its kernel moves a visitor-tree tensor of this node in (address, leading dimension and batch stride
+  // must be multiples), or 0 for element-wise access.
+  virtual int visitor_access_bytes(const KernelSpec&, const epilogue::Node&) const { return 0; }
+
   // Whether its glue builds a kernel as a cubin plus a host module (gemmkit/split_entry.hpp) when asked
   // (GEMMKIT_SPLIT_BUILD); the others always build one module in one nvcc pass.
   virtual bool splittable(const KernelSpec&) const { return false; }

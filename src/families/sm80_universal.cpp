@@ -1,5 +1,6 @@
 // src/families/sm80_universal.cpp: the Sm80Universal family: CUTLASS 2.x device::GemmUniversal (TensorOp or SIMT),
 // rendered from templates/sm80_gemm.cu.in with the glue of device/include/gemmkit/sm80_gemm.hpp.
+#include <algorithm>
 #include <string>
 
 #include "families/rules.hpp"
@@ -180,6 +181,15 @@ class Sm80Universal final : public Family {
 
   bool computes_transposed(OpClass, const OperandTypes&) const override { return false; }
   bool has_persistent_scheduler() const override { return false; }
+
+  // The 2.x visitor epilogue moves matrices and row vectors in C's vectors, counted in the tensor's elements (at
+  // most 16 bytes).
+  int visitor_access_bytes(const KernelSpec& spec, const epilogue::Node& node) const override {
+    using epilogue::NodeKind;
+    const bool vectors =
+        node.kind == NodeKind::Matrix || node.kind == NodeKind::Store || node.kind == NodeKind::RowBroadcast;
+    return vectors ? std::min(16, spec.alignment_c * bits_of(*node.element) / 8) : 0;
+  }
 
   // The bias is loaded in C's vectors.
   int bias_alignment_bytes(const KernelSpec& spec) const override {

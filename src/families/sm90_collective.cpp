@@ -331,6 +331,12 @@ class Sm90Collective final : public Family {
            std::string(row_of(spec.split_k_mode).in_kernel_name);
   }
 
+  bool splits_k_in_parallel() const override { return true; }
+  // TMA moves visitor matrices: 16-byte rows and addresses; vectors load element by element.
+  int visitor_access_bytes(const KernelSpec&, const epilogue::Node& node) const override {
+    return node.kind == epilogue::NodeKind::Matrix || node.kind == epilogue::NodeKind::Store ? 16 : 0;
+  }
+
   // The split build's host module launches one cubin kernel; parallel split-K launches two.
   bool splittable(const KernelSpec& spec) const override {
     return spec.split_k_mode != SplitKMode::Parallel && !spec.visitor;

@@ -98,7 +98,7 @@ KSplit PlanCore::k_split(const KernelChoices& choices, std::size_t choice, const
 
 bool PlanCore::may_split_k_in_parallel(const KernelSpec& base) const {
   return automatic_split() == AutoSplit::Parallel && !config.tile && config.decomposition == Decomposition::Auto &&
-         config.swizzle != Swizzle::StreamK && base.family == KernelFamily::Sm90Collective &&
+         config.swizzle != Swizzle::StreamK && catalog::family_of(base.family).splits_k_in_parallel() &&
          base.element_accumulator == DataType::f32 && !base.visitor;  // the tree runs in the GEMM's own epilogue
 }
 
