@@ -338,9 +338,7 @@ class Sm90Collective final : public Family {
   }
 
   // The split build's host module launches one cubin kernel; parallel split-K launches two.
-  bool splittable(const KernelSpec& spec) const override {
-    return spec.split_k_mode != SplitKMode::Parallel && !spec.visitor;
-  }
+  bool splittable(const KernelSpec& spec) const override { return spec.split_k_mode != SplitKMode::Parallel; }
 
   Placeholders placeholders(const KernelSpec& spec) const override {
     const TileDescription& tile = spec.tile;

@@ -122,6 +122,35 @@ TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   EXPECT_NE(sm80.kernel_name().find("_leaky_relu_biascolumn"), std::string::npos) << sm80.kernel_name();
 }
 
+// An epilogue visitor tree (a DAG with an aux load, a column broadcast, a store and a row reduction) builds on both
+// generations, and the modules check its operands: a launch without them is refused before anything runs.
+TEST(CompileTier, VisitorTreeKernelsOfBothFamiliesBuildAndCheckTheirOperands) {
+  using namespace gk::epilogue;
+  gk::testenv::TempDir cache_dir;
+  Expr F = store(scalar("alpha") * acc() + aux("aux"), "F");
+  const Epilogue tree(relu(F + 1.0) + column_broadcast("bias") + F, {row_reduction(F, "F_max", ReduceOp::Max)});
+  gk::Gemm sm90(f16_row(90));
+  sm90.set_epilogue_visitor(tree);
+  gk::GemmOptions sm80_options = f16_row(90);
+  sm80_options.kernel_cc = 80;
+  gk::Gemm sm80(sm80_options);
+  sm80.set_epilogue_visitor(tree);
+  gk::DiskCache cache(cache_dir.str());
+  const auto entries =
+      cache.get_or_build_many(gk::Toolchain::discover(), {gk::render(sm90.spec()), gk::render(sm80.spec())});
+  ASSERT_EQ(entries.size(), 2u);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    auto module = gk::KernelModule::load(entries[i].module_path, entries[i].cubin_path);
+    EXPECT_EQ(module->kernel_name(), (i == 0 ? sm90 : sm80).kernel_name());
+    gk_gemm_args args{};
+    args.m = args.n = args.k = 64;
+    args.batch = 1;
+    int dummy = 0;
+    args.A = args.B = args.D = &dummy;
+    EXPECT_EQ(module->can_implement(args), GK_ERR_ARGS);  // no visitor operands
+  }
+}
+
 // FP8 (e4m3 x e5m2 -> bf16) with per-row and per-column scale vectors: the FP8 mainloop and the scaled epilogue
 // visitor tree build, and the module names itself.
 TEST(CompileTier, Fp8Sm90KernelWithScaleVectorsBuilds) {

@@ -40,6 +40,7 @@ extern "C" __global__ void __launch_bounds__(gemmkit::split::Kernel::MaxThreadsP
 #include <type_traits>
 
 #include "cute/layout.hpp"
+#include "gemmkit/driver_entry.hpp"
 
 namespace gemmkit::split {
 
@@ -53,23 +54,7 @@ struct Driver {
   bool ok = false;
 };
 
-// `version`: the CUDA version whose signature of the function we call (12000 = 12.0).
-template <class Fn>
-bool entry_point(const char* name, Fn& fn, int version = 12000) {
-  void* address = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-#if CUDART_VERSION >= 12050
-  if (cudaGetDriverEntryPointByVersion(name, &address, version, cudaEnableDefault, &found) != cudaSuccess ||
-#else
-  (void)version;
-  if (cudaGetDriverEntryPoint(name, &address, cudaEnableDefault, &found) != cudaSuccess ||
-#endif
-      found != cudaDriverEntryPointSuccess) {
-    return false;
-  }
-  fn = reinterpret_cast<Fn>(address);
-  return true;
-}
+using module::entry_point;
 
 inline const Driver& driver() {
   static const Driver loaded = [] {
