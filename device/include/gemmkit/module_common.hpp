@@ -133,6 +133,21 @@ using Maximum = cutlass::maximum<T>;
 template <class T>
 using Minimum = cutlass::minimum<T>;
 
+// How a CUTLASS 2.x device operator (the state of Prepared) is prepared and launched: its initialize() binds the
+// arguments and zeroes the workspace (serial split-K semaphores, Stream-K barriers), cheap in 2.x (no TMA
+// descriptors), so a relaunch that needs a fresh workspace prepares again. Without a workspace to reset, none is
+// passed: CUTLASS would issue an empty memset for it.
+template <class Prepared>
+struct OperatorLaunch {
+  static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
+    return prepared.state.initialize(prepared.arguments, prepared.reset_workspace ? workspace : nullptr, stream);
+  }
+  static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
+    return prepare(prepared, workspace, stream);
+  }
+  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return prepared.state.run(stream); }
+};
+
 // A launch cache for a module with an epilogue visitor tree of Count nodes: a launch is prepared again whenever an
 // operand of the tree changes too (the ABI arguments only point at them).
 template <class Base, int Count>

@@ -67,7 +67,7 @@ void set_epilogue_activation(Params& params, const gk_gemm_args& args, long) {
 // The module glue for one device::GemmUniversal, or device::GemmUniversalWithBroadcast when built with a bias:
 // ABI arguments -> CUTLASS arguments, and how a launch is prepared (gemmkit::module::run caches it).
 template <class DeviceGemm, module::Bias BiasMode>
-class Module {
+class Module : public module::OperatorLaunch<module::Prepared<typename DeviceGemm::Arguments, DeviceGemm>> {
  public:
   using Gemm = DeviceGemm;
 
@@ -113,17 +113,6 @@ class Module {
                        args.ldd);
     }
   }
-
-  // The workspace (serial split-K semaphores, Stream-K barriers) must be zeroed before every launch; in CUTLASS 2.x
-  // only initialize() does that (cheap: no TMA descriptors). Without a workspace to reset, none is passed: CUTLASS
-  // would issue an empty memset for it.
-  static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    return prepared.state.initialize(prepared.arguments, prepared.reset_workspace ? workspace : nullptr, stream);
-  }
-  static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    return prepare(prepared, workspace, stream);
-  }
-  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return prepared.state.run(stream); }
 };
 
 }  // namespace gemmkit::sm80

@@ -25,9 +25,9 @@
 namespace gemmkit::sm80 {
 
 // ABI arguments -> CUTLASS arguments for a 2.x kernel whose tree loads C and stores D itself (the GEMM arguments
-// carry neither), and how a launch is prepared: the adapter's initialize(), then run().
+// carry neither); launched as every 2.x operator is.
 template <class DeviceGemm, class SetVisitor, int Count>
-class VisitorModule {
+class VisitorModule : public module::OperatorLaunch<module::Prepared<typename DeviceGemm::Arguments, DeviceGemm>> {
  public:
   using Gemm = DeviceGemm;
   static constexpr module::Bias kBias = module::Bias::None;
@@ -45,13 +45,6 @@ class VisitorModule {
                      args.B, nullptr, nullptr, args.batch_stride_A, args.batch_stride_B, 0, 0, args.lda, args.ldb, 0,
                      0);
   }
-  static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    return prepared.state.initialize(prepared.arguments, prepared.reset_workspace ? workspace : nullptr, stream);
-  }
-  static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    return prepare(prepared, workspace, stream);
-  }
-  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) { return prepared.state.run(stream); }
 };
 
 }  // namespace gemmkit::sm80
