@@ -3,6 +3,7 @@ tools/dev/python-gpu-check can compile them all in parallel before pytest runs (
 import numpy as np
 
 import gemmkit
+from gemmkit.epilogue import max, relu, trace
 
 
 def fp16_plan(cc=None, **kwargs):
@@ -34,6 +35,7 @@ def specs(cc=None):
     moe = gemmkit.GroupedGemm(element="bf16", layout="row", layout_B="col", element_accumulator=np.float32, cc=cc)
     out.append(moe.construct())
     out += torch_specs(cc)
+    out += list(evt_export_specs(cc).values())
     out += fp8_specs(cc)
     out += conv_specs(cc)
     unique = {}
@@ -63,6 +65,52 @@ def torch_specs(cc=None):
         plan.activation = activation
         out.append(plan.construct())
     return out
+
+
+def notebook_epilogue(accum, alpha, C, beta, aux, bias):
+    """The reference notebook's epilogue visitor tree (04_epilogue_visitor.ipynb)."""
+    F = alpha * accum + (beta * C + aux)
+    E = relu(F + 1) + bias
+    D = E + F
+    return D, F
+
+
+def notebook_examples(m=256, n=128):
+    zeros = lambda *shape: np.zeros(shape, np.float16)  # noqa: E731
+    return {"accum": gemmkit.Tensor(element=np.float32, shape=(m, n)), "alpha": 0.5, "C": zeros(m, n), "beta": 0.5,
+            "aux": zeros(m, n), "bias": zeros(m, 1), "D": zeros(m, n), "F": zeros(m, n)}
+
+
+def reductions_epilogue(accum, alpha, C, beta, aux, cbias, rbias):
+    """The reference's mixed DAG: a store, a row and a column reduction, both broadcasts."""
+    F = alpha * accum + (beta * C + aux)
+    F_row_max = max(F, dim=[0, 1])
+    E = relu(F + 1) + cbias + rbias
+    E_col_max = max(E, dim=[0, 2])
+    D = E + F
+    return D, F, F_row_max, E_col_max
+
+
+def reductions_examples(l=2, m=256, n=128):
+    f16 = lambda *shape: gemmkit.Tensor(element=np.float16, shape=shape)  # noqa: E731
+    f32 = lambda *shape: gemmkit.Tensor(element=np.float32, shape=shape)  # noqa: E731
+    return {"accum": f16(l, m, n), "alpha": 1.0, "C": f16(l, m, n), "beta": 1.0, "aux": f16(l, m, n),
+            "cbias": f16(m, 1), "rbias": f16(n), "D": f16(l, m, n), "F": f16(l, m, n), "F_row_max": f32(n),
+            "E_col_max": f32(m, 1)}
+
+
+def evt_spec(fn, examples, cc=None, kernel_cc=None):
+    plan = fp16_plan(cc, kernel_cc=kernel_cc)
+    plan.epilogue_visitor = trace(fn, examples)
+    return plan.construct()
+
+
+def evt_export_specs(cc=None):
+    """test_torch_emit.py's exported epilogue trees: the notebook's on this GPU's kernel and on CUTLASS 2.x
+    (kernel_cc=80), and the reductions' on this GPU's."""
+    return {"native": evt_spec(notebook_epilogue, notebook_examples(), cc),
+            "sm80": evt_spec(notebook_epilogue, notebook_examples(), cc, kernel_cc=80),
+            "reductions": evt_spec(reductions_epilogue, reductions_examples(), cc)}
 
 
 def fp8_specs(cc=None):

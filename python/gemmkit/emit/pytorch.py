@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import importlib.util
 import keyword
+import math
 import os
 import re
 import shutil
@@ -89,6 +90,19 @@ def pytorch(op: KernelSpec, name: str, cc: int, sourcedir: str = "", jit: bool =
     <name>_kernel.cu, <name>.cpp, setup.py and gemmkit/ (headers, torch glue). `cc` must be the op's.
     With jit=True, builds and returns the module; its `run` is torch.ops.<name>.run:
     Gemm: run(A, B, C=None, alpha=1.0, beta=0.0) -> D;
+    Gemm with an epilogue visitor tree (plan.epilogue_visitor): run(A, B, C=None, alpha=1.0, beta=0.0, <the tree's
+    named inputs, then its outputs>) -> D, the tree's arguments in the order of Epilogue.inputs then Epilogue.outputs
+    (gemmkit.epilogue.trace's inputs and outputs), by position or by name: scalars as floats (the tree's alpha and
+    beta are run's own alpha and beta, not repeated), tensors as torch tensors. Each is required (its default None
+    only lets it follow alpha and beta) and checked before anything runs as gemmkit's run checks visitor_args: its
+    dtype, its shape ((m, n) for a matrix, (1, n) or (n,) for a row vector, (m, 1) for a column vector, (1,) for a
+    scalar reduction, each also one per batch: (L, m, n), (L, 1, n), (L, m, 1), (L,)), contiguity, 16-byte rows and
+    address for matrices on SM90 (C's vectors on CUTLASS 2.x kernels) and its device, a ValueError naming the argument
+    otherwise. The outputs (stores and reductions) are given, not returned: run writes them in place (a reduction's
+    output first set to 0 for a sum, to all-ones bytes for a max) and returns D. C is required when the tree reads it
+    and refused when it does not; an alpha or beta other than 1 and 0 is refused when the tree has no such scalar.
+    A tree whose node the export cannot express (a tensor of a type torch has no dtype for here, a name that cannot
+    name one of run's parameters) is refused before any file is written;
     GroupedGemm: run(As, Bs, Cs=None, alpha=1.0, beta=0.0) -> [D[0], ...], all groups in one launch;
     Conv2d fprop: run(A, B, C=None, stride=1, padding=0, dilation=1, alpha=1.0, beta=0.0, split_k_mode='serial',
     split_k_slices=1) -> output, A the input (N, C, H, W), B the weight (K, C, R, S); dgrad: run(input_size, A, B, ...)
@@ -140,6 +154,11 @@ def _abi_dtype(element: DataType) -> str:
     return _ABI_DTYPES[element]
 
 
+# A Gemm's operands and every kind's epilogue scalars, as run's signature spells them.
+_GEMM_OPERANDS = [Parameter("A", "Tensor"), Parameter("B", "Tensor"), Parameter("C", "Tensor?", "None")]
+_EPILOGUE_SCALARS = [Parameter("alpha", "float", "1.0"), Parameter("beta", "float", "0.0")]
+
+
 def _placeholders(spec: KernelSpec, name: str, operands: list[Parameter], returns: str,
                   refusals: tuple[tuple[bool, str], ...] = (), options: tuple[Parameter, ...] = ()) -> dict[str, str]:
     """What every binding shares. Refuses the kernel with the first of `refusals` that holds (a condition and why
@@ -150,7 +169,7 @@ def _placeholders(spec: KernelSpec, name: str, operands: list[Parameter], return
         if refused:
             raise ConfigError(f"kernel {spec.name()} {reason}")
     leaky = spec.activation == Activation.leaky_relu  # the slope is a run-time argument of the kernel
-    parameters = operands + [Parameter("alpha", "float", "1.0"), Parameter("beta", "float", "0.0"), *options]
+    parameters = operands + _EPILOGUE_SCALARS + list(options)
     if leaky:
         parameters.append(Parameter("slope", "float", _DEFAULT_SLOPE))
     return {
@@ -164,18 +183,23 @@ def _placeholders(spec: KernelSpec, name: str, operands: list[Parameter], return
     }
 
 
-def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
-    refusals = (
+def _gemm_refusals(spec: KernelSpec) -> tuple[tuple[bool, str], ...]:
+    return (
         (spec.bias != BiasMode.none, "adds a bias vector, which the exported run does not take yet; export a plan "
          "without a bias (plan.bias = 'none') and add the bias with C (beta=1)."),
         (spec.scale != ScaleMode.none, "takes scale vectors, which the exported run does not take yet; export a plan "
          "without them (plan.scale = 'none')."),
     )
-    operands = [Parameter("A", "Tensor"), Parameter("B", "Tensor"), Parameter("C", "Tensor?", "None")]
-    common = _placeholders(spec, name, operands, "Tensor", refusals)
+
+
+def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
+    return {**_placeholders(spec, name, _GEMM_OPERANDS, "Tensor", _gemm_refusals(spec)), **_gemm_kernel(spec)}
+
+
+def _gemm_kernel(spec: KernelSpec) -> dict[str, str]:
+    """A Gemm kernel's operands as its binding declares them (gk_torch_gemm_kernel)."""
     has_c = spec.element_C != DataType.void
     return {
-        **common,
         "dtype_a": _abi_dtype(spec.element_A),
         "dtype_b": _abi_dtype(spec.element_B),
         "dtype_c": _abi_dtype(spec.element_C if has_c else spec.element_D),
@@ -188,6 +212,159 @@ def _gemm_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
         "alignment_c": str(spec.alignment_C),
         "alignment_d": str(spec.alignment_D),
         "has_c": "1" if has_c else "0",
+    }
+
+
+# ---- Gemm kernels with an epilogue visitor tree: run takes the tree's tensors and scalars after its own ----------
+
+# run's own parameters (in the glue's order, torch_export_gemm.cpp's RunArgument) and torch's receiver name: no tree
+# argument may take one of these names, but for the tree's alpha and beta, which are run's own.
+_RUN_NAMES = frozenset(p.name for p in _GEMM_OPERANDS + _EPILOGUE_SCALARS) | {"self"}
+# Node kinds by the operand the launch takes for them (the glue's gk_torch_visitor_kind).
+_TENSOR_KINDS = {
+    "matrix": "GK_TORCH_VISITOR_MATRIX", "store": "GK_TORCH_VISITOR_MATRIX",
+    "row_broadcast": "GK_TORCH_VISITOR_ROW", "row_reduction": "GK_TORCH_VISITOR_ROW",
+    "column_broadcast": "GK_TORCH_VISITOR_COLUMN", "column_reduction": "GK_TORCH_VISITOR_COLUMN",
+    "scalar_reduction": "GK_TORCH_VISITOR_PER_BATCH",
+}
+_VALUE_KINDS = ("scalar", "constant")
+_NO_DATA_KINDS = ("accumulator", "source", "compute")
+_OUTPUT_KINDS = ("store", "row_reduction", "column_reduction", "scalar_reduction")
+# The atomics accumulate into a reduction's output, which run first fills with these bytes, as gemmkit's run does:
+# zeros start a sum; all-ones bytes start a maximum (the f32 atomic maximum compares bits as integers, and 0xffffffff
+# loses to every value both ways).
+_REDUCTION_FILLS = {"sum": "0x00", "max": "0xff"}
+_ELEMENT_BYTES = {DataType.f16: 2, DataType.bf16: 2, DataType.f32: 4, DataType.tf32: 4, DataType.f64: 8,
+                  DataType.s8: 1, DataType.u8: 1, DataType.s32: 4}
+assert set(_ELEMENT_BYTES) == set(_ABI_DTYPES), "an ABI dtype needs its size here"
+
+Node = dict[str, object]
+
+
+def _check_visitor_node(spec: KernelSpec, index: int, node: Node) -> None:
+    """Refuses a node the exported run cannot take, before anything is written."""
+    kind, name = str(node["kind"]), str(node["name"])
+    where = f"kernel {spec.name()}: its epilogue tree's node {index} ({kind}{' ' + repr(name) if name else ''})"
+    if kind not in (*_TENSOR_KINDS, *_VALUE_KINDS, *_NO_DATA_KINDS):
+        raise ConfigError(f"{where} is of a kind the PyTorch export does not know yet; run the plan through gemmkit.")
+    if kind in _TENSOR_KINDS and node["element"] not in _ABI_DTYPES:
+        element = node["element"]
+        raise ConfigError(f"{where} is a tensor of {element.name if isinstance(element, DataType) else element}, "
+                          "which has no torch dtype the export takes; give it f16, bf16, f32, f64, s8, u8 or s32.")
+    if kind.endswith("_reduction") and node["reduce"] not in _REDUCTION_FILLS:
+        raise ConfigError(f"{where} reduces by {node['reduce']}; the export fills sum and max reductions only.")
+    if kind in _TENSOR_KINDS or kind == "scalar":
+        if not _NAME.match(name) or keyword.iskeyword(name):
+            raise ConfigError(f"{where} is named {name!r}, which cannot name a parameter of run; name it with a "
+                              "Python identifier that is not a keyword.")
+        if name in _RUN_NAMES and not (kind == "scalar" and name in ("alpha", "beta")):
+            raise ConfigError(f"{where} is named {name!r} like a parameter of run itself; rename it.")
+
+
+def _visitor_parameters(tree: _gemmkit.Epilogue, nodes: list[Node]) -> list[Parameter]:
+    """The tree's named inputs, then its outputs, as run's parameters after its own (the tree's alpha and beta are
+    run's). Each defaults to None only so that it may follow alpha and beta: the glue refuses a missing one by name.
+    Outputs are written in place, which their alias annotations tell torch."""
+    kinds = {str(node["name"]): str(node["kind"]) for node in nodes if node["name"]}
+    parameters = []
+    for name in tree.inputs:
+        if name not in ("alpha", "beta"):
+            parameters.append(Parameter(name, "float?" if kinds[name] == "scalar" else "Tensor?", "None"))
+    for position, name in enumerate(tree.outputs):
+        parameters.append(Parameter(name, f"Tensor(a{position}!)?", "None"))
+    return parameters
+
+
+def _access_bytes(spec: KernelSpec, node: Node) -> int:
+    """The vector the kernel moves a tensor in, as gemmkit's run checks it (the families' visitor_access_bytes): TMA's
+    16 bytes for SM90 matrices, C's vector in the tensor's elements (at most 16 bytes) for CUTLASS 2.x matrices and
+    row vectors, else 0 (element by element)."""
+    kind = node["kind"]
+    matrix = kind in ("matrix", "store")
+    if spec.family == KernelFamily.sm80_universal:
+        element = node["element"]
+        assert isinstance(element, DataType)
+        return min(16, spec.alignment_C * _ELEMENT_BYTES[element]) if matrix or kind == "row_broadcast" else 0
+    return 16 if matrix else 0
+
+
+def _cpp_double(value: float) -> str:
+    if math.isnan(value):
+        return "std::numeric_limits<double>::quiet_NaN()"
+    if math.isinf(value):
+        return ("-" if value < 0 else "") + "std::numeric_limits<double>::infinity()"
+    return repr(value)  # the shortest text that reads back as this double, in C++ as in Python
+
+
+def _visitor_node_call(spec: KernelSpec, node: Node, positions: dict[str, int]) -> str:
+    """One node as the binding lists it: where the launch's operand for it comes from."""
+    kind, name = str(node["kind"]), str(node["name"])
+    if kind == "constant":
+        value = node["value"]
+        assert isinstance(value, float)
+        call = f"visitor::constant({_cpp_double(value)})"
+    elif kind == "scalar":
+        call = f'visitor::scalar("{name}", {positions[name]})'
+    elif kind in _TENSOR_KINDS:
+        element = node["element"]
+        assert isinstance(element, DataType) and isinstance(node["layout"], LayoutType)
+        tensor = f'"{name}", {positions[name]}, {_ABI_DTYPES[element]}'
+        if kind == "store":
+            call = f"visitor::store({tensor}, {_ABI_LAYOUTS[node['layout']]}, {_access_bytes(spec, node)})"
+        elif kind in _OUTPUT_KINDS:
+            call = f"visitor::reduction({_TENSOR_KINDS[kind]}, {tensor}, {_REDUCTION_FILLS[str(node['reduce'])]})"
+        else:
+            call = (f"visitor::input({_TENSOR_KINDS[kind]}, {tensor}, {_ABI_LAYOUTS[node['layout']]}, "
+                    f"{_access_bytes(spec, node)})")
+    else:
+        call = "visitor::none()"
+    return call + ","
+
+
+def _visitor_node_lines(spec: KernelSpec, nodes: list[Node], positions: dict[str, int]) -> str:
+    """The binding's table of nodes: one line each, with a comment that says which node it is."""
+    calls = [_visitor_node_call(spec, node, positions) for node in nodes]
+    width = max(map(len, calls))
+    return "\n".join(f"    {call:<{width}}  // {index}: {_describe_node(node)}"
+                     for index, (call, node) in enumerate(zip(calls, nodes)))
+
+
+def _describe_node(node: Node) -> str:
+    """A node as the binding's comments name it: its kind and name, or its operation and inputs (by index)."""
+    kind = str(node["kind"])
+    if kind in ("accumulator", "source"):
+        return "accum" if kind == "accumulator" else "C"
+    if kind == "compute":
+        activation = node["activation"]
+        op = activation.name if node["op"] == "activation" and isinstance(activation, Activation) else node["op"]
+        inputs = node["inputs"]
+        assert isinstance(inputs, list)
+        return f"{op}({', '.join(map(str, inputs))})"
+    if kind.endswith("_reduction"):
+        return f"{kind} {node['reduce']} {node['name']}"
+    return f"{kind} {node['name']}" if node["name"] else kind
+
+
+def _visitor_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
+    tree = spec.epilogue_visitor
+    assert tree is not None  # _binding_for chose this binding for it
+    nodes = tree.nodes
+    for index, node in enumerate(nodes):
+        _check_visitor_node(spec, index, node)
+    tree_parameters = _visitor_parameters(tree, nodes)
+    common = _placeholders(spec, name, _GEMM_OPERANDS, "Tensor", _gemm_refusals(spec), tuple(tree_parameters))
+    del common["activation"]  # the tree replaces the kernel's activation
+    positions = {p.name: i for i, p in enumerate(_GEMM_OPERANDS + _EPILOGUE_SCALARS + tree_parameters)}
+    formulas = str(tree).splitlines()
+    return {
+        **common,
+        **_gemm_kernel(spec),
+        "formulas": "\n".join(f"//   {formula}" for formula in formulas),
+        "outputs": ", ".join(tree.outputs) or "none",
+        "visitor_nodes": _visitor_node_lines(spec, nodes, positions),
+        "visitor_count": str(len(nodes)),
+        "reads_c": "1" if tree.reads_source else "0",
+        "doc": "; ".join(formulas) + f" by the CUTLASS kernel {spec.name()}",
     }
 
 
@@ -252,6 +429,7 @@ def _conv2d_placeholders(spec: KernelSpec, name: str) -> dict[str, str]:
 
 
 _GEMM = _Binding("gemm.cpp.in", _gemm_placeholders, "torch_export_gemm.cpp")
+_GEMM_VISITOR = _Binding("gemm_visitor.cpp.in", _visitor_placeholders, "torch_export_gemm.cpp")
 _GROUPED = _Binding("grouped.cpp.in", _grouped_placeholders, "torch_export_grouped.cpp")
 _CONV2D = _Binding("conv2d.cpp.in", _conv2d_placeholders, "torch_export_conv2d.cpp")
 _BINDINGS: dict[KernelFamily, _Binding] = {
@@ -271,7 +449,8 @@ def _binding_for(op: object) -> _Binding:
     if op.family not in _BINDINGS:
         raise NotImplementedError(f"PyTorch emission of {op.family.name} kernels ({op.name()}) is not implemented "
                                   "yet; Gemm, GroupedGemm and Conv2d kernels export.")
-    return _BINDINGS[op.family]
+    binding = _BINDINGS[op.family]
+    return _GEMM_VISITOR if binding is _GEMM and op.epilogue_visitor is not None else binding
 
 
 def _one_module(op: KernelSpec) -> CompiledKernel:

@@ -1,8 +1,8 @@
 /* gemmkit/torch_export.h: the interface between an exported extension's binding (<name>.cpp, which includes no
    torch header and builds in about a second) and gemmkit's torch glue (gemmkit/torch_export_<kind>.cpp: tensor checks,
    launch, op registration; compiled into the extension by setup.py, taken ready-built from gemmkit's cache by the
-   JIT build). Plain C, so that neither side depends on the other's compiler settings. Gemm, GroupedGemm and
-   Conv2d (fprop, dgrad, wgrad) kernels each have their registration below. */
+   JIT build). Plain C, so that neither side depends on the other's compiler settings. Gemm (with or without an
+   epilogue visitor tree), GroupedGemm and Conv2d (fprop, dgrad, wgrad) kernels each have their registration below. */
 #ifndef GEMMKIT_TORCH_EXPORT_H
 #define GEMMKIT_TORCH_EXPORT_H
 
@@ -24,6 +24,40 @@ typedef struct gk_torch_gemm_kernel {
   int has_c;                   /* 0: built without a source operand (element_C = void), so run() refuses a C */
   int takes_slope;             /* 1: run() ends with leaky_relu's slope */
 } gk_torch_gemm_kernel;
+
+/* ---- Gemm kernels with an epilogue visitor tree ----------------------------------------------------------------
+   run(A, B, C, alpha, beta, <the tree's named inputs>, <its named outputs>) -> D. The binding lists the tree's nodes
+   in the launch's operand order (gk_gemm_args.visitor), each saying where its operand comes from; the glue checks
+   every tensor as the kernel reads or writes it (src/api/visitor_args.cpp's rules) before anything runs. */
+typedef enum gk_torch_visitor_kind {
+  GK_TORCH_VISITOR_NONE = 0,     /* no run-time data (the accumulator, C, a compute): a zero operand */
+  GK_TORCH_VISITOR_CONSTANT = 1, /* a number written in the tree: `value` */
+  GK_TORCH_VISITOR_SCALAR = 2,   /* a float argument of run (the tree's alpha and beta are run's own) */
+  GK_TORCH_VISITOR_MATRIX = 3,   /* an m x n tensor argument, or (batch, m, n); an input of `layout`, or a store */
+  GK_TORCH_VISITOR_ROW = 4,      /* a row vector argument: n values (1, n), or (batch, 1, n) */
+  GK_TORCH_VISITOR_COLUMN = 5,   /* a column vector argument: m values (m, 1), or (batch, m, 1) */
+  GK_TORCH_VISITOR_PER_BATCH = 6 /* one value (1,), or one per batch (batch,): a scalar reduction's output */
+} gk_torch_visitor_kind;
+
+typedef struct gk_torch_visitor_node {
+  gk_torch_visitor_kind kind;
+  const char* name; /* the run argument it comes from; NULL for NONE and CONSTANT */
+  int argument;     /* that argument's position in run's schema; -1 for NONE and CONSTANT */
+  gk_dtype dtype;   /* tensors: the element type */
+  gk_layout layout; /* matrices */
+  int access_bytes; /* the kernel moves the tensor in vectors of this many bytes: its address, leading dimension and
+                       batch stride (and a row vector's length) are multiples of it; 0 = element by element */
+  int output;       /* 1: the kernel writes the tensor (a store or a reduction) */
+  int fill;         /* reductions: the byte run fills the output with first, as the atomics' identity (0x00 for a
+                       sum, 0xff for a maximum); -1 for every other node */
+  double value;     /* CONSTANT */
+} gk_torch_visitor_node;
+
+typedef struct gk_torch_visitor_tree {
+  const gk_torch_visitor_node* nodes; /* one per tree node, in the tree's order */
+  int count;
+  int reads_c; /* 1: the tree reads C, so run requires it; 0: run refuses one */
+} gk_torch_visitor_tree;
 
 /* The kernel module's entry points (abi.h), linked into the extension. */
 typedef struct gk_torch_entry_points {
@@ -85,6 +119,14 @@ typedef struct gk_torch_conv2d_entry_points {
    The version suffix changes with the structs above, so that a stale glue library fails to link. */
 const char* gk_torch_register_gemm_v1(const char* ns, const char* schema, const gk_torch_gemm_kernel* kernel,
                                       const gk_torch_entry_points* entry_points);
+
+/* The same for a Gemm kernel with an epilogue visitor tree, whose schema ends with the tree's arguments; `tree` (and
+   the nodes it points to) must outlive the registration, as the binding's constants do. The tree replaces the
+   kernel's alpha, beta and activation: run refuses an alpha or beta other than 1 and 0 that no scalar of the tree
+   reads. */
+const char* gk_torch_register_gemm_visitor_v1(const char* ns, const char* schema, const gk_torch_gemm_kernel* kernel,
+                                              const gk_torch_visitor_tree* tree,
+                                              const gk_torch_entry_points* entry_points);
 
 /* The same for a grouped kernel: run(As, Bs, Cs, alpha, beta[, slope]) -> list of D (`takes_slope` as above). */
 const char* gk_torch_register_grouped_v1(const char* ns, const char* schema, int takes_slope,

@@ -4,6 +4,8 @@
 
 #include <Python.h>  // first, as Python asks
 
+#include <limits>  // a tree constant that is not finite
+
 #include "gemmkit/torch_export.h"
 
 // The kernel's entry points (gemmkit/module_entry.hpp, gemmkit/grouped_entry.hpp, gemmkit/conv2d_entry.hpp), linked
@@ -44,6 +46,37 @@ static constexpr gk_torch_grouped_entry_points kGroupedEntryPoints = {gk_abi_ver
 static constexpr gk_torch_conv2d_entry_points kConv2dEntryPoints = {gk_abi_version,           gk_kernel_name,
                                                                     gk_last_cuda_error,       gk_conv2d_can_implement,
                                                                     gk_conv2d_workspace_size, gk_conv2d_run};
+
+// One node of an epilogue visitor tree as an exported binding lists it (gk_torch_visitor_node), one call per node.
+namespace visitor {
+
+// The accumulator, C or a compute: nothing at run time.
+constexpr gk_torch_visitor_node none() {
+  return {GK_TORCH_VISITOR_NONE, nullptr, -1, GK_DTYPE_F32, GK_ROW_MAJOR, 0, 0, -1, 0.0};
+}
+constexpr gk_torch_visitor_node constant(double value) {
+  return {GK_TORCH_VISITOR_CONSTANT, nullptr, -1, GK_DTYPE_F32, GK_ROW_MAJOR, 0, 0, -1, value};
+}
+constexpr gk_torch_visitor_node scalar(const char* name, int argument) {
+  return {GK_TORCH_VISITOR_SCALAR, name, argument, GK_DTYPE_F32, GK_ROW_MAJOR, 0, 0, -1, 0.0};
+}
+// A tensor the kernel reads: a matrix, a row or a column vector.
+constexpr gk_torch_visitor_node input(gk_torch_visitor_kind kind, const char* name, int argument, gk_dtype dtype,
+                                      gk_layout layout, int access_bytes) {
+  return {kind, name, argument, dtype, layout, access_bytes, 0, -1, 0.0};
+}
+// An m x n tensor the kernel writes.
+constexpr gk_torch_visitor_node store(const char* name, int argument, gk_dtype dtype, gk_layout layout,
+                                      int access_bytes) {
+  return {GK_TORCH_VISITOR_MATRIX, name, argument, dtype, layout, access_bytes, 1, -1, 0.0};
+}
+// A row or column vector or a per-batch value the kernel's atomics accumulate into, from `fill` bytes.
+constexpr gk_torch_visitor_node reduction(gk_torch_visitor_kind kind, const char* name, int argument, gk_dtype dtype,
+                                          int fill) {
+  return {kind, name, argument, dtype, GK_ROW_MAJOR, 0, 1, fill, 0.0};
+}
+
+}  // namespace visitor
 
 // Registers the op (torch.ops.<ns>.run) and returns the module with `run` (that op: its schema brings keywords
 // and defaults) and `kernel_name`; nullptr with a Python ImportError when something does not fit.
