@@ -4,14 +4,17 @@
     import gemmkit.torch
     D = gemmkit.torch.gemm(A, B)                                       # also torch.ops.gemmkit.gemm
     D = gemmkit.torch.gemm(x, w.mT, bias_matrix, beta=1.0, activation="gelu")
+    y = gemmkit.torch.gemm_bias_act(x, w.mT, b, x, "gelu")             # gelu(x @ w.T + b) + x, one kernel
     Ds = gemmkit.torch.grouped_gemm([A0, A1], [B0, B1])                # also torch.ops.gemmkit.grouped_gemm
 
 One gemmkit plan serves each (dtypes, layouts, activation, device); the first call of a plan compiles its kernel
 (or finds it in gemmkit's disk cache). Run one call eagerly before capturing a CUDA graph, as for any lazily
 built kernel. Tensors: float16, bfloat16, float32 (TF32 tensor cores) or float64, on one CUDA device; A is
 (..., M, K) with B (K, N), or batched (L, M, K) / (M, K) with B (L, K, N); C has D's shape; D is contiguous.
-grouped_gemm takes lists of matrices (group g: As[g] M_g x K_g, Bs[g] K_g x N_g, Cs[g] M_g x N_g), runs every
-group in one launch and returns the list of D; it has no backward (differentiate per group with gemm).
+gemm_bias_act fuses a linear layer's epilogue, D = act(A @ B + bias) + residual with bias (N,) and residual of D's
+shape (both optional), as an epilogue visitor tree (float16 and bfloat16; no backward). grouped_gemm takes lists of
+matrices (group g: As[g] M_g x K_g, Bs[g] K_g x N_g, Cs[g] M_g x N_g), runs every group in one launch and returns
+the list of D; it has no backward (differentiate per group with gemm).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from . import _gemmkit
 from ._gemmkit import LayoutType, TensorError
 from .op import Gemm, GroupedGemm
 
-__all__ = ["gemm", "grouped_gemm", "grouped_gemm_op", "plans", "grouped_plans"]
+__all__ = ["gemm", "gemm_bias_act", "grouped_gemm", "grouped_gemm_op", "plans", "grouped_plans", "bias_act_plans"]
 
 
 def __dir__() -> list[str]:
@@ -111,6 +114,14 @@ def _output_shape(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor], b
     return shape
 
 
+def _folded(A: torch.Tensor, B: torch.Tensor, D: torch.Tensor,
+            C: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+    """(..., M, K) @ (K, N) as one GEMM over the folded rows: A, D and C (D's shape) as matrices; batches as given."""
+    if B.dim() != 2:
+        return A, D, C
+    return A.flatten(0, -2), D.flatten(0, -2), C.flatten(0, -2) if C is not None else None
+
+
 def _matrix(t: torch.Tensor) -> tuple[torch.Tensor, LayoutType]:
     """The tensor and the layout gemmkit reads it with; a copy only when neither layout expresses it."""
     if t.stride(-1) == 1:
@@ -124,23 +135,36 @@ def _matrix(t: torch.Tensor) -> tuple[torch.Tensor, LayoutType]:
 
 _plans: dict[tuple[Any, ...], Gemm] = {}
 _grouped_plans: dict[tuple[Any, ...], GroupedGemm] = {}
+_bias_act_plans: dict[tuple[Any, ...], Gemm] = {}
 _plans_lock = threading.Lock()
 
 
-def _cached_plan(cache: dict[tuple[Any, ...], Any], plan_class: type, dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType,
-                 activation: str, parameter: float, device: int) -> Any:
-    """The plan for these operands; created once (plans are safe to run from many threads, not to reconfigure)."""
-    key = (dtype, layout_a, layout_b, activation, parameter if activation == "leaky_relu" else None, device)
+def _cached(cache: dict[tuple[Any, ...], Any], key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    """cache[key], made once (plans are safe to run from many threads, not to reconfigure)."""
     plan = cache.get(key)
     if plan is not None:
         return plan
     with _plans_lock:
         if key not in cache:
-            plan = plan_class(element=dtype, element_accumulator=_ACCUMULATORS[dtype], layout_A=layout_a,
-                              layout_B=layout_b, layout_C=LayoutType.RowMajor, cc=_gemmkit.device_cc(device))
-            plan.activation = (activation, parameter) if activation == "leaky_relu" else activation
-            cache[key] = plan
+            cache[key] = make()
         return cache[key]
+
+
+def _new_plan(plan_class: type, dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType, device: int) -> Any:
+    return plan_class(element=dtype, element_accumulator=_ACCUMULATORS[dtype], layout_A=layout_a, layout_B=layout_b,
+                      layout_C=LayoutType.RowMajor, cc=_gemmkit.device_cc(device))
+
+
+def _cached_plan(cache: dict[tuple[Any, ...], Any], plan_class: type, dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType,
+                 activation: str, parameter: float, device: int) -> Any:
+    """The plan for these operands and this fused activation."""
+    def make() -> Any:
+        plan = _new_plan(plan_class, dtype, layout_a, layout_b, device)
+        plan.activation = (activation, parameter) if activation == "leaky_relu" else activation
+        return plan
+
+    return _cached(cache, (dtype, layout_a, layout_b, activation, parameter if activation == "leaky_relu" else None,
+                           device), make)
 
 
 def _plan(dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType, activation: str, parameter: float,
@@ -166,6 +190,13 @@ def grouped_plans() -> dict[tuple[Any, ...], GroupedGemm]:
         return dict(_grouped_plans)
 
 
+def bias_act_plans() -> dict[tuple[Any, ...], Gemm]:
+    """gemm_bias_act's plans built so far, by (dtype, layout_A, layout_B, bias given, residual given, activation,
+    leaky_relu slope, device)."""
+    with _plans_lock:
+        return dict(_bias_act_plans)
+
+
 @atexit.register
 def _release_plans() -> None:
     """Drops the plans before the interpreter tears down: torch's op registry keeps this module's functions, and
@@ -173,6 +204,7 @@ def _release_plans() -> None:
     with _plans_lock:
         _plans.clear()
         _grouped_plans.clear()
+        _bias_act_plans.clear()
 
 
 # ---- gemm ----------------------------------------------------------------------------------------------------
@@ -195,9 +227,7 @@ def _gemm(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = None, al
     if A.shape[-1] == 0:  # no product to compute: the kernels need K >= 1
         return D.copy_(_activation(activation).forward(beta * C if C is not None else torch.zeros_like(D),
                                                        activation_parameter))
-    if B.dim() == 2:  # (..., M, K) @ (K, N): one GEMM over the folded rows
-        A, D = A.flatten(0, -2), D.flatten(0, -2)
-        C = C.flatten(0, -2) if C is not None else None
+    A, D, C = _folded(A, B, D, C)
     A, layout_a = _matrix(A)
     B, layout_b = _matrix(B)
     C = C.contiguous() if C is not None else None
@@ -243,6 +273,114 @@ def _gemm_backward(ctx: Any, dD: torch.Tensor) -> tuple[Any, ...]:
 
 
 gemm.register_autograd(_gemm_backward, setup_context=_gemm_setup_context)
+
+
+# ---- gemm_bias_act: a linear layer's epilogue (bias, activation, residual) fused by an epilogue visitor tree ------
+
+# Epilogue trees run on tensor-core kernels that compute D itself (not f32 row-major ones, which compute D^T).
+_BIAS_ACT_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def _bias_act_shape(A: torch.Tensor, B: torch.Tensor, bias: Optional[torch.Tensor], residual: Optional[torch.Tensor],
+                    activation: str) -> list[int]:
+    """D's shape, after every check that needs no data (the fake implementation's too)."""
+    if A.dtype not in _BIAS_ACT_DTYPES:
+        raise TensorError(f"Tensor A has dtype {A.dtype}; gemmkit.torch.gemm_bias_act takes torch.float16 or "
+                          "torch.bfloat16 (gemmkit.torch.gemm takes the others).")
+    shape = _output_shape(A, B, None, 0.0, activation)
+    for name, t, expected in (("bias", bias, [shape[-1]]), ("residual", residual, shape)):
+        if t is None:
+            continue
+        if t.dtype != A.dtype:
+            raise TensorError(f"Tensor {name} has dtype {t.dtype} but A has {A.dtype}; give every operand A's dtype.")
+        if t.device != A.device:
+            raise TensorError(f"Tensor {name} is on {t.device} but A is on {A.device}; put every operand on one "
+                              "device.")
+        if list(t.shape) != expected:
+            what = "the row vector (N,) added to every row" if name == "bias" else "added to D, so it has D's shape"
+            raise TensorError(f"Tensor {name} is {tuple(t.shape)} but D is {tuple(shape)}; {name} is {what}: "
+                              f"{tuple(expected)}.")
+    return shape
+
+
+def _bias_act_tree(has_bias: bool, has_residual: bool, activation: str, slope: float) -> _gemmkit.Epilogue:
+    """act(A @ B + bias) + residual as an epilogue tree: bias the row vector "bias" (one value per column, the same
+    for every row), the residual the GEMM's C."""
+    value = _gemmkit._evt_accumulator()
+    if has_bias:
+        value = value + _gemmkit._evt_row_broadcast("bias")
+    if activation != "identity":
+        value = _gemmkit._evt_activation(_gemmkit.Activation[activation], value, slope)
+    if has_residual:
+        value = value + _gemmkit._evt_source()
+    return _gemmkit.Epilogue(value)
+
+
+def _bias_act_plan(dtype: torch.dtype, layout_a: LayoutType, layout_b: LayoutType, has_bias: bool,
+                   has_residual: bool, activation: str, slope: float, device: int) -> Gemm:
+    def make() -> Gemm:
+        plan = cast(Gemm, _new_plan(Gemm, dtype, layout_a, layout_b, device))
+        plan.epilogue_visitor = _bias_act_tree(has_bias, has_residual, activation, slope)
+        return plan
+
+    slope_key = slope if activation == "leaky_relu" else None
+    return cast(Gemm, _cached(_bias_act_plans, (dtype, layout_a, layout_b, has_bias, has_residual, activation,
+                                                slope_key, device), make))
+
+
+def _bias_act_launch(plan: Gemm, A: torch.Tensor, B: torch.Tensor, bias: Optional[torch.Tensor],
+                     residual: Optional[torch.Tensor], D: torch.Tensor) -> None:
+    """The plan's kernel on A's device and torch's current stream, without a sync; the residual is the GEMM's C."""
+    with torch.cuda.device(A.device):
+        plan.run(A, B, residual, D, sync=False, visitor_args={"bias": bias} if bias is not None else None)
+
+
+def _gemm_bias_act(A: torch.Tensor, B: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                   residual: Optional[torch.Tensor] = None, activation: str = "identity",
+                   slope: float = 0.01) -> torch.Tensor:
+    """D = activation(A @ B + bias) + residual by one gemmkit kernel (the op torch.ops.gemmkit.gemm_bias_act, which
+    torch.compile places in its graph): bias a row vector (N,) added to every row (a linear layer's bias), residual
+    of D's shape, both optional; slope is leaky_relu's negative slope. A (..., M, K) with B (K, N), or batched as
+    gemmkit.torch.gemm takes them; float16 or bfloat16 on one CUDA device. The epilogue is an epilogue visitor tree:
+    one plan (and kernel) per dtype, layouts, bias and residual given or not, activation and slope. Not
+    differentiable: its backward raises NotImplementedError (train with gemmkit.torch.gemm, which has a backward)."""
+    shape = _bias_act_shape(A, B, bias, residual, activation)
+    D = torch.empty(shape, dtype=A.dtype, device=A.device)
+    if D.numel() == 0:
+        return D
+    if A.shape[-1] == 0:  # no product to compute: the kernels need K >= 1
+        z = _activation(activation).forward(torch.zeros_like(D) + (bias if bias is not None else 0), slope)
+        return D.copy_(z + residual if residual is not None else z)
+    A, D, residual = _folded(A, B, D, residual)
+    A, layout_a = _matrix(A)
+    B, layout_b = _matrix(B)
+    bias = bias.contiguous() if bias is not None else None
+    residual = residual.contiguous() if residual is not None else None
+    plan = _bias_act_plan(A.dtype, layout_a, layout_b, bias is not None, residual is not None, activation, slope,
+                          A.device.index)
+    _bias_act_launch(plan, A, B, bias, residual, D)
+    return D.view(shape)
+
+
+gemm_bias_act = torch.library.custom_op("gemmkit::gemm_bias_act", _gemm_bias_act, mutates_args=(),
+                                        device_types="cuda")
+gemm_bias_act.__doc__ = _gemm_bias_act.__doc__  # what help() and IDEs show for the op
+
+
+@gemm_bias_act.register_fake
+def _gemm_bias_act_fake(A: torch.Tensor, B: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                        residual: Optional[torch.Tensor] = None, activation: str = "identity",
+                        slope: float = 0.01) -> torch.Tensor:
+    return A.new_empty(_bias_act_shape(A, B, bias, residual, activation))
+
+
+def _gemm_bias_act_backward(ctx: Any, dD: torch.Tensor) -> tuple[Any, ...]:
+    raise NotImplementedError("gemmkit.torch.gemm_bias_act has no backward; to train, compute the layer with "
+                              "gemmkit.torch.gemm, which has one (gemm(A, B, bias.expand(M, N), beta=1.0, "
+                              "activation=...) + residual), or detach the inputs.")
+
+
+gemm_bias_act.register_autograd(_gemm_bias_act_backward)
 
 
 # ---- grouped_gemm ---------------------------------------------------------------------------------------------

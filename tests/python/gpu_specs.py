@@ -36,6 +36,7 @@ def specs(cc=None):
     out.append(moe.construct())
     out += torch_specs(cc)
     out += list(evt_export_specs(cc).values())
+    out += bias_act_specs(cc)
     out += fp8_specs(cc)
     out += conv_specs(cc)
     unique = {}
@@ -111,6 +112,29 @@ def evt_export_specs(cc=None):
     return {"native": evt_spec(notebook_epilogue, notebook_examples(), cc),
             "sm80": evt_spec(notebook_epilogue, notebook_examples(), cc, kernel_cc=80),
             "reductions": evt_spec(reductions_epilogue, reductions_examples(), cc)}
+
+
+def bias_act_specs(cc=None):
+    """gemmkit.torch.gemm_bias_act's plans in test_torch_ops.py (BIAS_ACT_CASES; B a linear layer's transposed
+    weight), where torch is installed."""
+    try:
+        import torch
+        import gemmkit.torch as gt
+    except ImportError:
+        return []
+    out = []
+    for dtype, has_bias, has_residual, activation, slope in BIAS_ACT_CASES:
+        plan = gemmkit.Gemm(element=getattr(torch, dtype), layout_A="row", layout_B="col", layout_C="row",
+                            element_accumulator=np.float32, cc=cc)
+        plan.epilogue_visitor = gt._bias_act_tree(has_bias, has_residual, activation, slope)
+        out.append(plan.construct())
+    return out
+
+
+# (dtype, bias, residual, activation, leaky_relu slope): gemm_bias_act's cases in test_torch_ops.py.
+BIAS_ACT_CASES = [("float16", False, False, "identity", 0.01), ("float16", True, False, "relu", 0.01),
+                  ("float16", False, True, "gelu", 0.01), ("float16", True, True, "leaky_relu", 0.2),
+                  ("bfloat16", True, False, "silu", 0.01), ("bfloat16", True, True, "leaky_relu", 0.2)]
 
 
 def fp8_specs(cc=None):
