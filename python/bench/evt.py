@@ -106,7 +106,7 @@ def main():
         if "torch_compile_ms" in row:
             row["speedup_vs_compile"] = row["torch_compile_ms"] / row["notebook_ms"]
         row["row_sum_vs_identity"] = row["row_sum_ms"] / row["identity_ms"]
-        row["kernel"] = visitor.spec_for(A, B, C, D).name
+        row["kernel"] = visitor.spec_for(A, B, C, D).name()
         print(json.dumps(row))
         results.append(row)
     with open(args.out, "w") as f:

@@ -203,7 +203,7 @@ class Sm80Universal final : public Family {
       if (spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.split_k_mode != SplitKMode::Serial) {
         fail("an epilogue visitor tree replaces the activation and bias; put them into the tree instead.");
       }
-      check_visitor(*spec.visitor, spec);
+      check_visitor(*spec.visitor, spec, limits);
     }
     check_types(spec);
     if (td.cluster_shape != Shape3{1, 1, 1}) {

@@ -309,7 +309,7 @@ class Sm90Collective final : public Family {
         fail("an epilogue visitor tree replaces the activation, bias, scale vectors and parallel split-K; put the "
              "activation or bias into the tree instead.");
       }
-      check_visitor(*spec.visitor, spec);
+      check_visitor(*spec.visitor, spec, limits);
     }
   }
 

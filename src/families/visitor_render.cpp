@@ -4,8 +4,10 @@
 // operands. The two generations' nodes take the same arguments; on 2.x, C is an aux load and D an aux store.
 #include "families/visitor_render.hpp"
 
+#include <algorithm>
 #include <string>
 
+#include "families/rules.hpp"
 #include "gemmkit/errors.hpp"
 
 namespace gemmkit::families {
@@ -254,7 +256,35 @@ Placeholders visitor_placeholders(const epilogue::Epilogue& tree, KernelFamily f
   return {{"visitor_nodes", types}, {"visitor_arguments", fill}, {"visitor_count", std::to_string(nodes.size())}};
 }
 
-void check_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec) {
+namespace {
+
+// The shared memory (bytes) an SM90 TMA epilogue with this tree takes, as CUTLASS 4.2's builder lays it out: epilogue
+// tiles of (128 | 64) x 32 elements, C and every aux load in min(tiles, 4) stages, D and every aux store in
+// min(tiles, 2) (D reuses C's buffers when they have the same width), plus barriers.
+long sm90_epilogue_bytes(const epilogue::Epilogue& tree, const KernelSpec& spec) {
+  const Shape3 cta = spec.tile.cta_tile();
+  const KernelSchedule schedule = spec.tile.kernel_schedule;
+  const bool cooperative = schedule == KernelSchedule::TmaWarpSpecializedCooperative ||
+                           schedule == KernelSchedule::CpAsyncWarpSpecializedCooperative ||
+                           (schedule == KernelSchedule::Auto && cta[0] != 64);
+  const long tile_m = std::min(cooperative ? 128 : 64, cta[0]);
+  const long tile_n = std::min(bits_of(spec.element_d) == 8 && !cooperative && cta[1] % 64 == 0 ? 64 : 32, cta[1]);
+  const long tile = tile_m * tile_n;
+  const long tiles = std::max(1L, static_cast<long>(cta[0]) * cta[1] / tile);
+  const long stages_d = std::min(tiles, 2L);
+  const bool reuse = bits_of(spec.element_c) == bits_of(spec.element_d) && bits_of(spec.element_d) > 8;
+  const long stages_c = reuse ? std::max(std::min(tiles, 4L), stages_d + 1) : std::min(tiles, 4L);
+  long bytes = tile * bits_of(spec.element_c) / 8 * stages_c + (reuse ? 0 : tile * bits_of(spec.element_d) / 8 * stages_d);
+  for (const Node& node : tree.nodes()) {
+    if (node.kind == NodeKind::Matrix) bytes += tile * bits_of(*node.element) / 8 * stages_c;
+    if (node.kind == NodeKind::Store) bytes += tile * bits_of(*node.element) / 8 * stages_d;
+  }
+  return bytes + 4096;  // pipeline barriers and alignment
+}
+
+}  // namespace
+
+void check_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec, const DeviceLimits& limits) {
   for (const Node& node : tree.nodes()) {
     const std::string where = "epilogue " + std::string(epilogue::to_string(node.kind)) +
                               (node.name.empty() ? "" : " '" + node.name + "'");
@@ -280,11 +310,33 @@ void check_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec) {
     if (spec.layout_c != Layout::RowMajor) {
       throw ConfigError("epilogue: CUTLASS 2.x visitor trees store a row-major D; make C and D row-major.");
     }
+    for (const Node& node : tree.nodes()) {
+      const std::string where = "epilogue " + std::string(epilogue::to_string(node.kind)) + " '" + node.name + "'";
+      // The 2.x nodes move rows in vectors: a column-major tensor faults on them.
+      if ((node.kind == NodeKind::Matrix || node.kind == NodeKind::Store) && node.layout != Layout::RowMajor) {
+        throw ConfigError(where + ": CUTLASS 2.x visitor trees take row-major tensors only; use an SM90 plan "
+                          "(kernel_cc 90) for a column-major one.");
+      }
+      // Measured wrong on the H200 (sums over batches differ from a float64 evaluation); SM90 kernels compute it.
+      if (node.kind == NodeKind::ScalarReduction) {
+        throw ConfigError(where + ": scalar reductions run on SM90 (kernel_cc 90) visitor trees only.");
+      }
+    }
     return;
   }
   if (spec.tile.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
     throw ConfigError("epilogue: a visitor tree needs the TMA epilogue; leave the tile's epilogue schedule Auto or "
                       "set a TmaWarpSpecialized one.");
+  }
+  // The mainloop needs two stages beside the epilogue's buffers.
+  const long epilogue = sm90_epilogue_bytes(tree, spec);
+  const long per_stage = smem_bytes_per_stage(spec.tile, spec.element_a, spec.element_b);
+  const long stages = spec.tile.stages == 0 ? 2 : spec.tile.stages;
+  if (epilogue + stages * per_stage > limits.max_smem_per_block) {
+    throw ConfigError("epilogue: the tree's tensors take " + std::to_string(epilogue) + " bytes of shared memory "
+                      "beside " + std::to_string(stages) + " mainloop stages of " + std::to_string(per_stage) +
+                      " bytes; more than the " + std::to_string(limits.max_smem_per_block) + " a block may use. "
+                      "Take a smaller tile, or fewer aux tensors.");
   }
 }
 

@@ -11,6 +11,6 @@ namespace gemmkit::families {
 // Fusion joining them), visitor_arguments (statements filling `fusion_args` from `args`) and visitor_count.
 Placeholders visitor_placeholders(const epilogue::Epilogue& tree, KernelFamily family);
 // The rules a kernel's tree must keep; throws ConfigError naming the node.
-void check_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec);
+void check_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec, const DeviceLimits& limits);
 
 }  // namespace gemmkit::families

@@ -353,6 +353,7 @@ struct VisitorCase {
   const char* name;
   std::int64_t batch;
   epilogue::Epilogue tree;
+  bool sm90_only = false;  // scalar reductions and column-major tensors: SM90 kernels only
 };
 
 inline void PrintTo(const VisitorCase& c, std::ostream* os) {
@@ -381,12 +382,16 @@ inline std::vector<VisitorCase> visitor_cases() {
   {
     Expr F = scalar("alpha") * acc();
     Expr D = column_reduction(row_reduction(F, "row_max", ReduceOp::Max), "column_sum_batch") + source();
-    out.push_back({"reductions", 3,
-                   Epilogue(D, {scalar_reduction(acc(), "acc_max_batch", ReduceOp::Max), scalar_reduction(F, "F_sum")})});
+    out.push_back({"reductions", 3, Epilogue(D)});
+    out.push_back({"scalar_reductions", 3,
+                   Epilogue(F + source(), {scalar_reduction(acc(), "acc_max_batch", ReduceOp::Max),
+                                           scalar_reduction(F, "F_sum")}),
+                   true});
   }
   out.push_back({"layouts", 2,
                  Epilogue(acc() + aux("aux_column_major", std::nullopt, Layout::ColumnMajor),
-                          {store(acc() * 2.0, "G", DataType::f32, Layout::ColumnMajor)})});
+                          {store(acc() * 2.0, "G", DataType::f32, Layout::ColumnMajor)}),
+                 true});
   return out;
 }
 
@@ -472,6 +477,7 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
   }
   for (int kernel_cc : wanted("evt") ? kernel_generations(cc) : std::vector<int>{}) {
     for (const auto& c : visitor_cases()) {
+      if (c.sm90_only && kernel_cc < 90) continue;
       Gemm plan = visitor_plan(c, cc, kernel_cc);
       out.push_back(plan.spec_for_problem(kMatrixShape.m, kMatrixShape.n, kMatrixShape.k, c.batch));
     }

@@ -136,6 +136,14 @@ TEST(EpilogueTreePlan, Sm80PlansRenderTheVisitorEpilogue) {
   gk::Gemm simt(o);
   simt.set_opclass(gk::OpClass::Simt);
   EXPECT_THROW(simt.set_epilogue_visitor(notebook()), gk::ConfigError);
+  // Row-major tensors and no scalar reductions on 2.x; a tree whose buffers crowd out the mainloop takes another tile.
+  EXPECT_THROW(sm80.set_epilogue_visitor(Epilogue(acc() + aux("x", std::nullopt, gk::Layout::ColumnMajor))),
+               gk::ConfigError);
+  EXPECT_THROW(sm80.set_epilogue_visitor(Epilogue(acc(), {scalar_reduction(acc(), "s")})), gk::ConfigError);
+  gk::Gemm sm90(sm90_f16());
+  const std::string default_tile = gk::shape_text(sm90.spec().tile.threadblock_shape);
+  sm90.set_epilogue_visitor(Epilogue(acc() + aux("a") + aux("b", gk::DataType::f32) + aux("c", gk::DataType::f32)));
+  EXPECT_NE(gk::shape_text(sm90.spec().tile.threadblock_shape), default_tile);
   gk::GemmOptions column = o;
   column.layout_c = gk::Layout::ColumnMajor;
   gk::Gemm column_major(column);
