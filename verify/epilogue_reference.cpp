@@ -60,7 +60,7 @@ void evaluate_visitor(const epilogue::Epilogue& tree, const HostMatrix& A, const
       continue;
     }
     const HostMatrix& out = output(host, node.name);
-    const double identity = node.reduce == ReduceOp::Sum ? 0.0
+    const double identity = node.reduce == ReduceOp::Sum   ? 0.0
                             : node.reduce == ReduceOp::Max ? -std::numeric_limits<double>::infinity()
                                                            : std::numeric_limits<double>::infinity();
     reduced[node.name].assign(static_cast<std::size_t>(out.batch() * out.rows() * out.cols()), identity);
@@ -117,8 +117,8 @@ void evaluate_visitor(const epilogue::Epilogue& tree, const HostMatrix& A, const
               const HostMatrix& out = output(host, node.name);
               const std::int64_t r = node.kind == NodeKind::ColumnReduction ? i : 0;
               const std::int64_t c = node.kind == NodeKind::RowReduction ? j : 0;
-              double& slot = reduced[node.name][static_cast<std::size_t>(
-                  (batch_of(out, b) * out.rows() + r) * out.cols() + c)];
+              double& slot =
+                  reduced[node.name][static_cast<std::size_t>((batch_of(out, b) * out.rows() + r) * out.cols() + c)];
               slot = node.reduce == ReduceOp::Sum   ? slot + in[0]
                      : node.reduce == ReduceOp::Max ? std::max(slot, in[0])
                                                     : std::min(slot, in[0]);
@@ -136,7 +136,8 @@ void evaluate_visitor(const epilogue::Epilogue& tree, const HostMatrix& A, const
     for (std::int64_t b = 0; b < out.batch(); ++b) {
       for (std::int64_t r = 0; r < out.rows(); ++r) {
         for (std::int64_t c = 0; c < out.cols(); ++c) {
-          out.set(b, r, c, round_to(out.dtype(), values[static_cast<std::size_t>((b * out.rows() + r) * out.cols() + c)]));
+          out.set(b, r, c,
+                  round_to(out.dtype(), values[static_cast<std::size_t>((b * out.rows() + r) * out.cols() + c)]));
         }
       }
     }

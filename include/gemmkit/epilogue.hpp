@@ -40,14 +40,14 @@ enum class ReduceOp { Sum, Max, Min };
 
 struct Node {
   NodeKind kind = NodeKind::Accumulator;
-  std::string name;                 // tensors and scalars: the name run() takes them by
-  std::optional<DataType> element;  // tensors: the element type; unset = the plan's (C's for inputs, D's for outputs)
+  std::string name;                  // tensors and scalars: the name run() takes them by
+  std::optional<DataType> element;   // tensors: the element type; unset = the plan's (C's for inputs, D's for outputs)
   Layout layout = Layout::RowMajor;  // Matrix and Store: the tensor's layout
   ComputeOp op = ComputeOp::Add;     // Compute
   Activation activation = Activation::Identity;  // Compute with op Activation
-  double value = 0.0;  // Constant: the number
-  ReduceOp reduce = ReduceOp::Sum;  // the reductions
-  std::vector<int> inputs;          // indices of earlier nodes
+  double value = 0.0;                            // Constant: the number
+  ReduceOp reduce = ReduceOp::Sum;               // the reductions
+  std::vector<int> inputs;                       // indices of earlier nodes
   bool operator==(const Node&) const = default;
 };
 

@@ -43,7 +43,7 @@ struct GemmOptions {
 struct VisitorArgument {
   std::string name;
   std::optional<TensorView> tensor = std::nullopt;  // tensors: inputs, extra outputs and reductions
-  double value = 0.0;                // scalars
+  double value = 0.0;                               // scalars
 };
 
 struct RunOptions {

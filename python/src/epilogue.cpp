@@ -19,10 +19,14 @@ namespace {
 using namespace gemmkit::epilogue;
 
 ComputeOp compute_op(const std::string& name) {
-  static const std::pair<const char*, ComputeOp> ops[] = {
-      {"add", ComputeOp::Add},          {"subtract", ComputeOp::Subtract}, {"multiply", ComputeOp::Multiply},
-      {"divide", ComputeOp::Divide},    {"multiply_add", ComputeOp::MultiplyAdd},
-      {"maximum", ComputeOp::Maximum},  {"minimum", ComputeOp::Minimum},   {"negate", ComputeOp::Negate}};
+  static const std::pair<const char*, ComputeOp> ops[] = {{"add", ComputeOp::Add},
+                                                          {"subtract", ComputeOp::Subtract},
+                                                          {"multiply", ComputeOp::Multiply},
+                                                          {"divide", ComputeOp::Divide},
+                                                          {"multiply_add", ComputeOp::MultiplyAdd},
+                                                          {"maximum", ComputeOp::Maximum},
+                                                          {"minimum", ComputeOp::Minimum},
+                                                          {"negate", ComputeOp::Negate}};
   for (const auto& [text, op] : ops) {
     if (name == text) return op;
   }
@@ -99,10 +103,12 @@ void bind_epilogue(nb::module_& m) {
                        "it as plan.epilogue_visitor; run() takes its tensors by name (visitor_args).")
       .def(nb::init<const Expr&, const std::vector<Expr>&>(), "D"_a, "outputs"_a = std::vector<Expr>{},
            "The tree whose value D takes; `outputs`: stores and reductions D does not read.")
-      .def_prop_ro("inputs", [](const Epilogue& e) { return names(e.inputs()); },
-                   "The names of the tensors and scalars the tree reads, in tree order.")
-      .def_prop_ro("outputs", [](const Epilogue& e) { return names(e.outputs()); },
-                   "The names of the tensors it writes besides D (stores and reductions).")
+      .def_prop_ro(
+          "inputs", [](const Epilogue& e) { return names(e.inputs()); },
+          "The names of the tensors and scalars the tree reads, in tree order.")
+      .def_prop_ro(
+          "outputs", [](const Epilogue& e) { return names(e.outputs()); },
+          "The names of the tensors it writes besides D (stores and reductions).")
       .def_prop_ro("reads_source", &Epilogue::reads_source, "Whether the tree reads C.")
       .def_prop_ro(
           "nodes",
@@ -126,8 +132,10 @@ void bind_epilogue(nb::module_& m) {
       .def("canonical", &Epilogue::canonical, "A stable text of the structure: what the cache key hashes.")
       .def_prop_ro("digest", &Epilogue::digest, "8 hex digits of the canonical text, as kernel names carry it.")
       .def("__str__", &Epilogue::to_string)
-      .def("__repr__", [](const Epilogue& e) { return "<gemmkit.Epilogue " + e.digest() + ":\n" + e.to_string() + ">"; })
-      .def("__eq__", [](const Epilogue& a, const Epilogue& b) { return a == b; }, nb::is_operator());
+      .def("__repr__",
+           [](const Epilogue& e) { return "<gemmkit.Epilogue " + e.digest() + ":\n" + e.to_string() + ">"; })
+      .def(
+          "__eq__", [](const Epilogue& a, const Epilogue& b) { return a == b; }, nb::is_operator());
 }
 
 }  // namespace gemmkit::python

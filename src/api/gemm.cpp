@@ -63,8 +63,9 @@ const std::optional<epilogue::Epilogue>& Gemm::epilogue_visitor() const {
 
 void Gemm::set_epilogue_visitor(std::optional<epilogue::Epilogue> tree) {
   if (tree && core_->cache().transposed) {
-    throw ConfigError("An epilogue visitor tree needs a kernel that computes D itself; this plan's (f32 A and B, both "
-                      "row-major) computes D^T. Make B column-major.");
+    throw ConfigError(
+        "An epilogue visitor tree needs a kernel that computes D itself; this plan's (f32 A and B, both "
+        "row-major) computes D^T. Make B column-major.");
   }
   change_checked(core_->config.visitor, std::move(tree));
 }
@@ -128,8 +129,8 @@ bool Gemm::may_take_scalar_kernels() const {
   const bool identity_swizzle = c.swizzle == Swizzle::Identity1 || c.swizzle == Swizzle::Identity2 ||
                                 c.swizzle == Swizzle::Identity4 || c.swizzle == Swizzle::Identity8;
   return c.opclass == OpClass::TensorOp && !c.opclass_pinned && !c.tile && !c.math_operation &&
-         c.scale == ScaleMode::None && !c.visitor && identity_swizzle && c.decomposition == Decomposition::Auto && c.splits == 1 &&
-         families::simt_types(c.types) && c.types.c == c.types.d;
+         c.scale == ScaleMode::None && !c.visitor && identity_swizzle && c.decomposition == Decomposition::Auto &&
+         c.splits == 1 && families::simt_types(c.types) && c.types.c == c.types.d;
 }
 
 Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double beta) {

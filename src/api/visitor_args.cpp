@@ -54,8 +54,8 @@ std::int64_t check_vector_shape(const Node& node, const TensorView& t, std::int6
   // reference), so a column of m needs its (m, 1).
   const bool column = node.kind == NodeKind::ColumnBroadcast || node.kind == NodeKind::ColumnReduction;
   const bool row = node.kind == NodeKind::RowBroadcast || node.kind == NodeKind::RowReduction;
-  const bool oriented = t.rank < 2 || (column && t.shape[t.rank - 1] == 1) || (row && t.shape[t.rank - 2] == 1) ||
-                        (!row && !column);
+  const bool oriented =
+      t.rank < 2 || (column && t.shape[t.rank - 1] == 1) || (row && t.shape[t.rank - 2] == 1) || (!row && !column);
   if ((column && t.rank < 2 && length != 1) || !oriented || (!batched && elements != length)) {
     refuse(node, "has shape " + t.shape_string() + "; the tree expects " + expected +
                      (batch > 1 ? " (or one vector for every batch)" : "") + ".");
@@ -93,8 +93,11 @@ runtime::VisitorOperand tensor_operand(const Node& node, const TensorView& t, st
     // The kernel moves these tiles in vectors: aligned rows (or columns) and address.
     if ((x.ld * bytes) % access != 0 || (x.batch > 1 && (x.batch_stride * bytes) % access != 0) ||
         (t.on_device() && reinterpret_cast<std::uintptr_t>(t.data) % static_cast<std::uintptr_t>(access) != 0)) {
-      refuse(node, "its address, leading dimension (" + std::to_string(x.ld) + ") and batch stride must be "
-                       "multiples of " + std::to_string(access) + " bytes (the kernel's vector); pad it or allocate "
+      refuse(node, "its address, leading dimension (" + std::to_string(x.ld) +
+                       ") and batch stride must be "
+                       "multiples of " +
+                       std::to_string(access) +
+                       " bytes (the kernel's vector); pad it or allocate "
                        "it like D.");
     }
     launch = launch_operand(x, t, element);
@@ -102,8 +105,9 @@ runtime::VisitorOperand tensor_operand(const Node& node, const TensorView& t, st
     const bool row = node.kind == NodeKind::RowBroadcast || node.kind == NodeKind::RowReduction;
     const std::int64_t length = node.kind == NodeKind::ScalarReduction ? 1 : row ? n : m;
     const std::int64_t batch_stride = check_vector_shape(node, t, length, batch, expected);
-    if (access > 0 && ((length * bytes) % access != 0 || (batch_stride * bytes) % access != 0 ||
-                       (t.on_device() && reinterpret_cast<std::uintptr_t>(t.data) % static_cast<std::uintptr_t>(access)))) {
+    if (access > 0 &&
+        ((length * bytes) % access != 0 || (batch_stride * bytes) % access != 0 ||
+         (t.on_device() && reinterpret_cast<std::uintptr_t>(t.data) % static_cast<std::uintptr_t>(access)))) {
       refuse(node, "the kernel reads it in vectors of " + std::to_string(access) + " bytes: its address, length (" +
                        std::to_string(length) + ") and batch stride must be multiples of that.");
     }
@@ -120,8 +124,8 @@ runtime::VisitorOperand tensor_operand(const Node& node, const TensorView& t, st
 
 }  // namespace
 
-std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, const RunOptions& options,
-                                                        double alpha, double beta, std::int64_t m, std::int64_t n,
+std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, const RunOptions& options, double alpha,
+                                                        double beta, std::int64_t m, std::int64_t n,
                                                         std::int64_t batch) {
   const epilogue::Epilogue& tree = *spec.visitor;
   for (const VisitorArgument& a : options.visitor_args) {
@@ -129,7 +133,8 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, 
       std::string names;
       for (const Node* node : tree.inputs()) names += (names.empty() ? "" : ", ") + node->name;
       for (const Node* node : tree.outputs()) names += (names.empty() ? "" : ", ") + node->name;
-      throw TensorError("Visitor argument '" + a.name + "': the epilogue has no tensor or scalar of that name (it has " +
+      throw TensorError("Visitor argument '" + a.name +
+                        "': the epilogue has no tensor or scalar of that name (it has " +
                         (names.empty() ? std::string("none") : names) + ").");
     }
   }
@@ -157,8 +162,8 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, 
         const VisitorArgument* a = find_argument(options, node.name);
         if (a == nullptr || !a->tensor) {
           refuse(node, std::string(a == nullptr ? "is missing" : "is a number") + ": pass a tensor of shape " +
-                           expected_shape(node, m, n, batch) + " and type " +
-                           std::string(to_string(*node.element)) + " in visitor_args.");
+                           expected_shape(node, m, n, batch) + " and type " + std::string(to_string(*node.element)) +
+                           " in visitor_args.");
         }
         operand = tensor_operand(node, *a->tensor, m, n, batch,
                                  catalog::family_of(spec.family).visitor_access_bytes(spec, node));

@@ -47,9 +47,8 @@ Expr over(Node node, const std::vector<Expr>& inputs) {
   auto graph = std::make_shared<Expr::Graph>(*inputs.front().graph());
   for (const Expr& input : inputs) {
     std::map<int, int> moved;
-    node.inputs.push_back(input.graph() == inputs.front().graph()
-                              ? input.index()
-                              : merge(*graph, *input.graph(), input.index(), moved));
+    node.inputs.push_back(
+        input.graph() == inputs.front().graph() ? input.index() : merge(*graph, *input.graph(), input.index(), moved));
   }
   const int index = graph->intern(std::move(node));
   return {graph, index};
@@ -328,7 +327,8 @@ Epilogue::Epilogue(std::vector<Node> nodes) : nodes_(std::move(nodes)) {
   std::map<std::string, const Node*> by_name;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
-    const std::string where = "epilogue node " + std::to_string(i) + " (" + std::string(epilogue::to_string(node.kind)) +
+    const std::string where = "epilogue node " + std::to_string(i) + " (" +
+                              std::string(epilogue::to_string(node.kind)) +
                               (node.name.empty() ? "" : " '" + node.name + "'") + ")";
     if (static_cast<int>(node.inputs.size()) != arity(node)) {
       throw ConfigError(where + ": takes " + std::to_string(arity(node)) + " inputs, has " +
@@ -339,8 +339,10 @@ Epilogue::Epilogue(std::vector<Node> nodes) : nodes_(std::move(nodes)) {
         throw ConfigError(where + ": input " + std::to_string(input) + " is not an earlier node.");
       }
     }
-    if (node.kind == NodeKind::Compute && node.op == ComputeOp::Activation && node.activation == Activation::LeakyReLU) {
-      throw ConfigError(where + ": build leaky_relu with leaky_relu(x, slope) (maximum(x, 0) + slope * minimum(x, 0)).");
+    if (node.kind == NodeKind::Compute && node.op == ComputeOp::Activation &&
+        node.activation == Activation::LeakyReLU) {
+      throw ConfigError(where +
+                        ": build leaky_relu with leaky_relu(x, slope) (maximum(x, 0) + slope * minimum(x, 0)).");
     }
     if (!reads_tensor(node.kind) && !writes_tensor(node.kind)) continue;
     if (node.name == "D" || node.name == "C" || node.name == "accum") {
@@ -474,8 +476,8 @@ std::string Epilogue::to_string() const {
       case NodeKind::RowReduction:
       case NodeKind::ColumnReduction:
       case NodeKind::ScalarReduction:
-        lines += node.name + " = " + std::string(epilogue::to_string(node.kind)) + "_" + std::string(epilogue::to_string(node.reduce)) +
-                 "(" + in(0) + ")\n";
+        lines += node.name + " = " + std::string(epilogue::to_string(node.kind)) + "_" +
+                 std::string(epilogue::to_string(node.reduce)) + "(" + in(0) + ")\n";
         text[i] = in(0);
         break;
     }

@@ -200,7 +200,8 @@ class Sm80Universal final : public Family {
     const TileDescription& td = spec.tile;
     const std::string arch = "SM" + std::to_string(spec.cc) + " " + std::string(to_string(spec.opclass));
     if (spec.visitor) {
-      if (spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.split_k_mode != SplitKMode::Serial) {
+      if (spec.activation != Activation::Identity || spec.bias != BiasMode::None ||
+          spec.split_k_mode != SplitKMode::Serial) {
         fail("an epilogue visitor tree replaces the activation and bias; put them into the tree instead.");
       }
       check_visitor(*spec.visitor, spec, limits);

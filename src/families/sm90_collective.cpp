@@ -306,8 +306,9 @@ class Sm90Collective final : public Family {
     if (spec.visitor) {
       if (spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.scale != ScaleMode::None ||
           spec.split_k_mode != SplitKMode::Serial) {
-        fail("an epilogue visitor tree replaces the activation, bias, scale vectors and parallel split-K; put the "
-             "activation or bias into the tree instead.");
+        fail(
+            "an epilogue visitor tree replaces the activation, bias, scale vectors and parallel split-K; put the "
+            "activation or bias into the tree instead.");
       }
       check_visitor(*spec.visitor, spec, limits);
     }

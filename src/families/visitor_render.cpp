@@ -89,8 +89,8 @@ std::string sm90_node_type(const Node& node, std::size_t i) {
     case NodeKind::Constant: return "using Node" + n + " = fusion::Sm90ScalarBroadcast<ElementCompute>;\n";
     case NodeKind::Compute: {
       const std::string out = node.op == ComputeOp::Convert ? element : "ElementCompute";
-      return "using Node" + n + " = fusion::Sm90Compute<" + compute_functor(node) + ", " + out +
-             ", ElementCompute, " + kRound + ">;\n";
+      return "using Node" + n + " = fusion::Sm90Compute<" + compute_functor(node) + ", " + out + ", ElementCompute, " +
+             kRound + ">;\n";
     }
     case NodeKind::Store:
       return "using Store" + n + " = cutlass::epilogue::collective::detail::AuxStoreDescriptor<EpilogueDescriptor, " +
@@ -117,7 +117,8 @@ std::string sm90_node_type(const Node& node, std::size_t i) {
 
 // A 2.x stride (M, N, L) of a matrix in `layout` with a dynamic leading dimension and batch stride.
 std::string matrix_stride(Layout layout) {
-  return layout == Layout::RowMajor ? "cute::Stride<int64_t, cute::_1, int64_t>" : "cute::Stride<cute::_1, int64_t, int64_t>";
+  return layout == Layout::RowMajor ? "cute::Stride<int64_t, cute::_1, int64_t>"
+                                    : "cute::Stride<cute::_1, int64_t, int64_t>";
 }
 
 // The CUTLASS 2.x node type of tree node i (declared as Node<i>); every node walks the output tile as
@@ -147,8 +148,8 @@ std::string sm80_node_type(const Node& node, std::size_t i) {
              ", ElementCompute, " + kRound + ">;\n";
     }
     case NodeKind::Store:
-      return "using Node" + n + " = visitor2x::VisitorAuxStore<OutputTileThreadMap, " + element + ", " + kRound +
-             ", " + matrix_stride(node.layout) + ">;\n";
+      return "using Node" + n + " = visitor2x::VisitorAuxStore<OutputTileThreadMap, " + element + ", " + kRound + ", " +
+             matrix_stride(node.layout) + ">;\n";
     case NodeKind::RowReduction:
     case NodeKind::ColumnReduction: {
       const bool row = node.kind == NodeKind::RowReduction;
@@ -173,18 +174,19 @@ std::string node_arguments(const Node& node, std::size_t i, const std::string& a
   const std::string load_pointer = sm80 ? element + "*" : "const " + element + "*";
   auto aux_stride = [&](Layout layout) {
     return sm80 ? "gemmkit::module::make_stride<" + matrix_stride(layout) + ">"
-                : "gemmkit::module::make_stride<typename " + std::string(node.kind == NodeKind::Store ? "Store" : "Aux") +
-                      std::to_string(i) + "::Stride>";
+                : "gemmkit::module::make_stride<typename " +
+                      std::string(node.kind == NodeKind::Store ? "Store" : "Aux") + std::to_string(i) + "::Stride>";
   };
   switch (node.kind) {
     case NodeKind::Source:
       // On 2.x, C is an aux load of the run's C (with C's own strides).
       return sm80 ? "  " + arg + ".ptr_aux = static_cast<ElementC*>(const_cast<void*>(args.C));\n  " + arg +
-                        ".dAux = " + aux_stride(Layout::RowMajor) + "(args.ldc, args.batch > 1 ? args.batch_stride_C : 0);\n"
+                        ".dAux = " + aux_stride(Layout::RowMajor) +
+                        "(args.ldc, args.batch > 1 ? args.batch_stride_C : 0);\n"
                   : "";
     case NodeKind::Matrix:
-      return "  " + arg + ".ptr_aux = static_cast<" + load_pointer + ">(" + v + ".ptr);\n  " + arg + ".dAux = " +
-             aux_stride(node.layout) + "(" + v + ".ld, " + v + ".batch_stride);\n";
+      return "  " + arg + ".ptr_aux = static_cast<" + load_pointer + ">(" + v + ".ptr);\n  " + arg +
+             ".dAux = " + aux_stride(node.layout) + "(" + v + ".ld, " + v + ".batch_stride);\n";
     case NodeKind::RowBroadcast:
       return "  " + arg + ".ptr_row = static_cast<const " + element + "*>(" + v + ".ptr);\n  " + arg +
              ".dRow = {cute::_0{}, cute::_1{}, " + v + ".batch_stride};\n";
@@ -194,8 +196,8 @@ std::string node_arguments(const Node& node, std::size_t i, const std::string& a
     case NodeKind::Scalar:
     case NodeKind::Constant: return "  " + arg + ".scalars[0] = ElementCompute(" + v + ".value);\n";
     case NodeKind::Store:
-      return "  " + arg + ".ptr_aux = static_cast<" + element + "*>(" + v + ".ptr);\n  " + arg + ".dAux = " +
-             aux_stride(node.layout) + "(" + v + ".ld, " + v + ".batch_stride);\n";
+      return "  " + arg + ".ptr_aux = static_cast<" + element + "*>(" + v + ".ptr);\n  " + arg +
+             ".dAux = " + aux_stride(node.layout) + "(" + v + ".ld, " + v + ".batch_stride);\n";
     case NodeKind::RowReduction:
     case NodeKind::ColumnReduction: {
       const bool row = node.kind == NodeKind::RowReduction;
@@ -208,8 +210,8 @@ std::string node_arguments(const Node& node, std::size_t i, const std::string& a
     case NodeKind::ScalarReduction:
       return "  " + arg + ".ptr_scalar = static_cast<" + element + "*>(" + v + ".ptr);\n  " + arg +
              ".reduction_identity = " + reduction_identity(node.reduce) + ";\n  " + arg +
-             ".dScalar = {cute::_0{}, cute::_0{}, " + (sm80 ? "static_cast<int>(" + v + ".batch_stride)" : v + ".batch_stride") +
-             "};\n";
+             ".dScalar = {cute::_0{}, cute::_0{}, " +
+             (sm80 ? "static_cast<int>(" + v + ".batch_stride)" : v + ".batch_stride") + "};\n";
     default: return "";
   }
 }
@@ -274,7 +276,8 @@ long sm90_epilogue_bytes(const epilogue::Epilogue& tree, const KernelSpec& spec)
   const long stages_d = std::min(tiles, 2L);
   const bool reuse = bits_of(spec.element_c) == bits_of(spec.element_d) && bits_of(spec.element_d) > 8;
   const long stages_c = reuse ? std::max(std::min(tiles, 4L), stages_d + 1) : std::min(tiles, 4L);
-  long bytes = tile * bits_of(spec.element_c) / 8 * stages_c + (reuse ? 0 : tile * bits_of(spec.element_d) / 8 * stages_d);
+  long bytes =
+      tile * bits_of(spec.element_c) / 8 * stages_c + (reuse ? 0 : tile * bits_of(spec.element_d) / 8 * stages_d);
   for (const Node& node : tree.nodes()) {
     if (node.kind == NodeKind::Matrix) bytes += tile * bits_of(*node.element) / 8 * stages_c;
     if (node.kind == NodeKind::Store) bytes += tile * bits_of(*node.element) / 8 * stages_d;
@@ -286,8 +289,8 @@ long sm90_epilogue_bytes(const epilogue::Epilogue& tree, const KernelSpec& spec)
 
 void check_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec, const DeviceLimits& limits) {
   for (const Node& node : tree.nodes()) {
-    const std::string where = "epilogue " + std::string(epilogue::to_string(node.kind)) +
-                              (node.name.empty() ? "" : " '" + node.name + "'");
+    const std::string where =
+        "epilogue " + std::string(epilogue::to_string(node.kind)) + (node.name.empty() ? "" : " '" + node.name + "'");
     if (node.kind == NodeKind::ScalarReduction || node.kind == NodeKind::RowReduction ||
         node.kind == NodeKind::ColumnReduction) {
       if (node.reduce == ReduceOp::Min) {
@@ -314,7 +317,8 @@ void check_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec, const
       const std::string where = "epilogue " + std::string(epilogue::to_string(node.kind)) + " '" + node.name + "'";
       // The 2.x nodes move rows in vectors: a column-major tensor faults on them.
       if ((node.kind == NodeKind::Matrix || node.kind == NodeKind::Store) && node.layout != Layout::RowMajor) {
-        throw ConfigError(where + ": CUTLASS 2.x visitor trees take row-major tensors only; use an SM90 plan "
+        throw ConfigError(where +
+                          ": CUTLASS 2.x visitor trees take row-major tensors only; use an SM90 plan "
                           "(kernel_cc 90) for a column-major one.");
       }
       // Measured wrong on the H200 (sums over batches differ from a float64 evaluation); SM90 kernels compute it.
@@ -325,17 +329,21 @@ void check_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec, const
     return;
   }
   if (spec.tile.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
-    throw ConfigError("epilogue: a visitor tree needs the TMA epilogue; leave the tile's epilogue schedule Auto or "
-                      "set a TmaWarpSpecialized one.");
+    throw ConfigError(
+        "epilogue: a visitor tree needs the TMA epilogue; leave the tile's epilogue schedule Auto or "
+        "set a TmaWarpSpecialized one.");
   }
   // The mainloop needs two stages beside the epilogue's buffers.
   const long epilogue = sm90_epilogue_bytes(tree, spec);
   const long per_stage = smem_bytes_per_stage(spec.tile, spec.element_a, spec.element_b);
   const long stages = spec.tile.stages == 0 ? 2 : spec.tile.stages;
   if (epilogue + stages * per_stage > limits.max_smem_per_block) {
-    throw ConfigError("epilogue: the tree's tensors take " + std::to_string(epilogue) + " bytes of shared memory "
-                      "beside " + std::to_string(stages) + " mainloop stages of " + std::to_string(per_stage) +
-                      " bytes; more than the " + std::to_string(limits.max_smem_per_block) + " a block may use. "
+    throw ConfigError("epilogue: the tree's tensors take " + std::to_string(epilogue) +
+                      " bytes of shared memory "
+                      "beside " +
+                      std::to_string(stages) + " mainloop stages of " + std::to_string(per_stage) +
+                      " bytes; more than the " + std::to_string(limits.max_smem_per_block) +
+                      " a block may use. "
                       "Take a smaller tile, or fewer aux tensors.");
   }
 }

@@ -32,8 +32,8 @@ void PlanCore::invalidate() {
   cache->alignments_c = catalog::operand_alignments(where, config.opclass, t.c, t);
   if (family.kernel_cc() >= 90 && (config.activation != Activation::Identity || config.bias != BiasMode::None ||
                                    config.scale != ScaleMode::None || config.visitor)) {
-    // SM90 kernels fuse an activation, bias, scale vectors or a visitor tree in a TMA epilogue, which moves C and D in 16-byte vectors
-    // only.
+    // SM90 kernels fuse an activation, bias, scale vectors or a visitor tree in a TMA epilogue, which moves C and D in
+    // 16-byte vectors only.
     std::erase_if(cache->alignments_c, [&](int a) { return a * bits_of(t.c) % 128 != 0; });
   }
   cache->transposed = family.computes_transposed(config.opclass, t);

@@ -1,7 +1,7 @@
 // tests/gpu/visitor_gpu_test.cpp: epilogue visitor trees on SM90 and CUTLASS 2.x kernels against a float64 host
-// evaluation of the same tree: loads (aux matrices of two types and layouts, row and column broadcasts, shared or per batch), computes
-// (arithmetic, max/min, every activation, a conversion), stores and row/column/scalar reductions (sum and max, per
-// batch or over every batch), a DAG (the reference notebook's epilogue); and the checks run() makes first.
+// evaluation of the same tree: loads (aux matrices of two types and layouts, row and column broadcasts, shared or per
+// batch), computes (arithmetic, max/min, every activation, a conversion), stores and row/column/scalar reductions (sum
+// and max, per batch or over every batch), a DAG (the reference notebook's epilogue); and the checks run() makes first.
 #include <gtest/gtest.h>
 
 #include <algorithm>

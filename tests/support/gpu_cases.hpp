@@ -346,9 +346,9 @@ inline std::vector<KernelSpec> split_k_specs(int cc) {
   return out;
 }
 
-// Epilogue visitor trees (tests/gpu/visitor_gpu_test.cpp), one kernel each on SM90 and on CUTLASS 2.x f16 plans. Tensor names ending
-// in "_batch" hold one tensor per batch; the others are shared by every batch (inputs) or reduce over every batch
-// (reductions).
+// Epilogue visitor trees (tests/gpu/visitor_gpu_test.cpp), one kernel each on SM90 and on CUTLASS 2.x f16 plans. Tensor
+// names ending in "_batch" hold one tensor per batch; the others are shared by every batch (inputs) or reduce over
+// every batch (reductions).
 struct VisitorCase {
   const char* name;
   std::int64_t batch;
@@ -384,8 +384,8 @@ inline std::vector<VisitorCase> visitor_cases() {
     Expr D = column_reduction(row_reduction(F, "row_max", ReduceOp::Max), "column_sum_batch") + source();
     out.push_back({"reductions", 3, Epilogue(D)});
     out.push_back({"scalar_reductions", 3,
-                   Epilogue(F + source(), {scalar_reduction(acc(), "acc_max_batch", ReduceOp::Max),
-                                           scalar_reduction(F, "F_sum")}),
+                   Epilogue(F + source(),
+                            {scalar_reduction(acc(), "acc_max_batch", ReduceOp::Max), scalar_reduction(F, "F_sum")}),
                    true});
   }
   out.push_back({"layouts", 2,
@@ -410,7 +410,8 @@ inline Gemm visitor_plan(const VisitorCase& c, int cc, int kernel_cc) {
 
 // Every kernel the gpu tier and the walk-through run on a device of compute capability cc; `groups` (comma-separated)
 // picks "config", "epilogue", "concurrency", "types", "fuzz", "grouped", "conv", "conv90" (SM90 only), "fp8" (SM90
-// only), "splitk", "tuning" and/or "evt" (empty: all of these), or "suite" (the benchmark's shape suite; only when named).
+// only), "splitk", "tuning" and/or "evt" (empty: all of these), or "suite" (the benchmark's shape suite; only when
+// named).
 inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "") {
   auto named = [&](const std::string& group) {
     return ("," + groups + ",").find("," + group + ",") != std::string::npos;

@@ -109,8 +109,8 @@ TEST(EpilogueTreePlan, Sm90PlansTakeATreeInPlaceOfTheirEpilogue) {
   plan.set_epilogue_visitor(notebook());
   EXPECT_EQ(plan.kernel_name(), plain + "_evt" + notebook().with_types(gk::DataType::f16, gk::DataType::f16).digest());
   const std::string source = plan.render_source().text;
-  for (const char* part : {"Sm90TopologicalVisitor", "Sm90AuxLoad", "Sm90AuxStore", "Sm90ColBroadcast",
-                           "Sm90SrcFetch", "cutlass::epilogue::thread::ReLu", "VisitorModule<Gemm, VisitorArguments, 16>"}) {
+  for (const char* part : {"Sm90TopologicalVisitor", "Sm90AuxLoad", "Sm90AuxStore", "Sm90ColBroadcast", "Sm90SrcFetch",
+                           "cutlass::epilogue::thread::ReLu", "VisitorModule<Gemm, VisitorArguments, 16>"}) {
     EXPECT_NE(source.find(part), std::string::npos) << part;
   }
   EXPECT_NE(plan.spec().canonical().find(";visitor="), std::string::npos);
@@ -128,8 +128,9 @@ TEST(EpilogueTreePlan, Sm80PlansRenderTheVisitorEpilogue) {
   gk::Gemm sm80(o);
   sm80.set_epilogue_visitor(notebook());
   const std::string source = sm80.render_source().text;
-  for (const char* part : {"DefaultGemmWithVisitor", "Sm80TopologicalVisitor", "VisitorAuxLoad<OutputTileThreadMap, ElementC",
-                           "VisitorAuxStore<OutputTileThreadMap, ElementD", "VisitorColBroadcast"}) {
+  for (const char* part :
+       {"DefaultGemmWithVisitor", "Sm80TopologicalVisitor", "VisitorAuxLoad<OutputTileThreadMap, ElementC",
+        "VisitorAuxStore<OutputTileThreadMap, ElementD", "VisitorColBroadcast"}) {
     EXPECT_NE(source.find(part), std::string::npos) << part;
   }
   EXPECT_NE(sm80.kernel_name().find("_evt"), std::string::npos);
@@ -153,8 +154,9 @@ TEST(EpilogueTreePlan, Sm80PlansRenderTheVisitorEpilogue) {
 TEST(EpilogueTreePlan, RulesAreRefused) {
   gk::Gemm plan(sm90_f16());
   EXPECT_THROW(plan.set_epilogue_visitor(Epilogue(row_reduction(acc(), "r", ReduceOp::Min))), gk::ConfigError);
-  EXPECT_THROW(plan.set_epilogue_visitor(Epilogue(acc(), {row_reduction(acc(), "r", ReduceOp::Sum, gk::DataType::f16)})),
-               gk::ConfigError);
+  EXPECT_THROW(
+      plan.set_epilogue_visitor(Epilogue(acc(), {row_reduction(acc(), "r", ReduceOp::Sum, gk::DataType::f16)})),
+      gk::ConfigError);
   EXPECT_FALSE(plan.epilogue_visitor().has_value());
 }
 
@@ -173,8 +175,8 @@ TEST(VisitorArguments, EachTensorIsCheckedAgainstItsNode) {
   gk::verify::HostMatrix s(gk::DataType::f32, 1, 1, gk::Layout::RowMajor, batch);
   auto args = [&](std::vector<gk::VisitorArgument> extra = {}) {
     gk::RunOptions o;
-    o.visitor_args = {{"x", x.view(), 0}, {"r", r.view(), 0}, {"c", c.view(), 0}, {"G", G.view(), 0},
-                      {"s", s.view(), 0}};
+    o.visitor_args = {
+        {"x", x.view(), 0}, {"r", r.view(), 0}, {"c", c.view(), 0}, {"G", G.view(), 0}, {"s", s.view(), 0}};
     for (auto& e : extra) {
       std::erase_if(o.visitor_args, [&](const auto& a) { return a.name == e.name; });
       o.visitor_args.push_back(e);

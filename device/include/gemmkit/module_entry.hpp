@@ -37,7 +37,8 @@ GK_EXPORT const char* gk_kernel_name(void) {
 }
 
 GK_EXPORT int gk_can_implement(const gk_gemm_args* args) {
-  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale, kVisitorCount); status != GK_OK)
+  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale, kVisitorCount);
+      status != GK_OK)
     return status;
   return gemmkit::module::can_implement<gemmkit_kernel::Module>(*args);
 }
@@ -48,7 +49,8 @@ GK_EXPORT size_t gk_workspace_size(const gk_gemm_args* args) {
 }
 
 GK_EXPORT int gk_run(const gk_gemm_args* args, void* workspace, void* stream) {
-  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale, kVisitorCount); status != GK_OK)
+  if (int status = gemmkit::module::check_args(args, gemmkit_kernel::Module::kBias, kScale, kVisitorCount);
+      status != GK_OK)
     return status;
   return gemmkit::module::run<gemmkit_kernel::LaunchGlue>(launch_cache, *args, workspace,
                                                           static_cast<cudaStream_t>(stream));
