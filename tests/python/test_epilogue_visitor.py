@@ -54,10 +54,11 @@ def example_epilogue(accum, alpha, C, beta, aux, bias):
 
 
 def notebook_examples(m=M, n=N, tensors=np):
+    half = getattr(tensors, "float16")  # numpy's or torch's: each module's zeros takes its own dtype
     return {"accum": T(element=np.float32, shape=(m, n), layout_tag=gemmkit.LayoutType.RowMajor), "alpha": 0.5,
-            "C": tensors.zeros((m, n), np.float16), "beta": 0.5, "aux": tensors.zeros((m, n), np.float16),
-            "bias": tensors.zeros((m, 1), np.float16), "D": tensors.zeros((m, n), np.float16),
-            "F": tensors.zeros((m, n), np.float16)}
+            "C": tensors.zeros((m, n), dtype=half), "beta": 0.5, "aux": tensors.zeros((m, n), dtype=half),
+            "bias": tensors.zeros((m, 1), dtype=half), "D": tensors.zeros((m, n), dtype=half),
+            "F": tensors.zeros((m, n), dtype=half)}
 
 
 def test_the_notebook_epilogue_traces_to_its_formulas():
