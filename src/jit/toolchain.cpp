@@ -11,6 +11,8 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,8 +23,8 @@
 #include "util/knobs.hpp"
 #include "util/sha256.hpp"
 
-#if !defined(GEMMKIT_CUTLASS_DEFAULT) || !defined(GEMMKIT_SOURCE_DIR) || !defined(GEMMKIT_DATA_FROM_LIB)
-#error "GEMMKIT_CUTLASS_DEFAULT, GEMMKIT_SOURCE_DIR and GEMMKIT_DATA_FROM_LIB must be defined by the build"
+#if !defined(GEMMKIT_CUTLASS_DEFAULT) || !defined(GEMMKIT_DATA_FROM_LIB)
+#error "GEMMKIT_CUTLASS_DEFAULT and GEMMKIT_DATA_FROM_LIB must be defined by the build"
 #endif
 
 namespace fs = std::filesystem;
@@ -202,7 +204,7 @@ const std::vector<std::string>& data_dirs() {
   return dirs;
 }
 
-// GEMMKIT_ROOT, else the installed copy, else the source tree the library was built from.
+// GEMMKIT_ROOT, else the copy beside the library (an install's share/gemmkit, the build tree's link to device/).
 std::string find_device_include_dir() {
   const std::string gemmkit_root = knobs::value("GEMMKIT_ROOT");
   std::vector<fs::path> candidates;
@@ -210,7 +212,6 @@ std::string find_device_include_dir() {
     candidates.push_back(fs::path(gemmkit_root) / "device" / "include");
   } else {
     for (const std::string& dir : data_dirs()) candidates.push_back(fs::path(dir) / "device" / "include");
-    candidates.push_back(fs::path(GEMMKIT_SOURCE_DIR) / "device" / "include");
   }
   std::error_code ec;
   for (const fs::path& dir : candidates) {
@@ -230,7 +231,7 @@ Toolchain Toolchain::find_headers() {
   const std::string cutlass_path = knobs::value("CUTLASS_PATH");
   std::vector<std::string> cutlass_candidates;
   for (const std::string& dir : data_dirs()) cutlass_candidates.push_back((fs::path(dir) / "cutlass").string());
-  cutlass_candidates.push_back(GEMMKIT_CUTLASS_DEFAULT);
+  if (!std::string_view(GEMMKIT_CUTLASS_DEFAULT).empty()) cutlass_candidates.push_back(GEMMKIT_CUTLASS_DEFAULT);
   tc.cutlass_root = find_cutlass(cutlass_path.empty() ? nullptr : cutlass_path.c_str(), cutlass_candidates);
   tc.cutlass_version = parse_cutlass_version(
       toolchain_detail::read_text(fs::path(tc.cutlass_root) / "include" / "cutlass" / "version.h"));

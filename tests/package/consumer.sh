@@ -19,6 +19,10 @@ for f in include/gemmkit/gemm.hpp include/gemmkit/abi.h share/gemmkit/device/inc
   [[ -e "$prefix/$f" ]] || fail "$f is not installed"
 done
 ls "$prefix"/lib*/libgemmkit.so >/dev/null || fail "libgemmkit.so is not installed"
+# The installed library names no folder of the source tree (it finds its data beside itself).
+if grep -aq "$source" "$prefix"/lib*/libgemmkit.so; then
+  fail "libgemmkit.so names the source tree: $(grep -ao "$source[^[:cntrl:]]*" "$prefix"/lib*/libgemmkit.so | sort -u | head -3)"
+fi
 
 cmake -S "$source/examples/consumer" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null
