@@ -735,6 +735,8 @@ SIZES = [(m, n, 128, 3) for m in (8, 488, 768) for n in (8, 504, 768)]
 # selection cannot pick another per shape; the mixed DAG also runs on the kernels run() chooses for each shape.
 GENERATIONS = [90, 80]
 CHOSEN_PER_SHAPE = "mixed_dag"
+# Scalar reductions run on SM90 kernels only: a 2.x plan refuses the tree (its sum over batches measured wrong).
+SM90_ONLY = {"scalar_reduce_max", "scalar_reduce_sum"}
 
 
 def case_plan(name, kernel_cc, pinned=True):
@@ -752,7 +754,8 @@ def case_plan(name, kernel_cc, pinned=True):
 @pytest.fixture(scope="module")
 def plans(torch):
     """Every case's plans, their kernels built in parallel first (a build that fails is reported by its case)."""
-    out = {(name, cc, True): case_plan(name, cc) for name in CASES for cc in GENERATIONS}
+    out = {(name, cc, True): case_plan(name, cc) for name in CASES for cc in GENERATIONS
+           if cc == 90 or name not in SM90_ONLY}
     for cc in GENERATIONS:
         out[(CHOSEN_PER_SHAPE, cc, False)] = case_plan(CHOSEN_PER_SHAPE, cc, pinned=False)
     specs = [plan.construct() for plan, _ in out.values()]
@@ -822,6 +825,10 @@ def check_case(torch, name, plan, visitor, m, n, k, l, host=False):
 @pytest.mark.parametrize("kernel_cc", GENERATIONS)
 @pytest.mark.parametrize("name", list(CASES))
 def test_cases_match_the_float64_reference(torch, plans, name, kernel_cc):
+    if kernel_cc < 90 and name in SM90_ONLY:
+        with pytest.raises(gemmkit.ConfigError, match="scalar reductions run on SM90"):
+            case_plan(name, kernel_cc)
+        return
     plan, visitor = plans[(name, kernel_cc, True)]
     for m, n, k, l in SIZES:
         check_case(torch, name, plan, visitor, m, n, k, l if CASES[name].batched else 1)
