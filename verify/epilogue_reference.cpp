@@ -55,10 +55,7 @@ void evaluate_visitor(const epilogue::Epilogue& tree, const HostMatrix& A, const
   // Reductions start from their identity; each output element accumulates in float64 and is rounded at the end.
   std::map<std::string, std::vector<double>> reduced;
   for (const Node& node : nodes) {
-    if (node.kind != NodeKind::RowReduction && node.kind != NodeKind::ColumnReduction &&
-        node.kind != NodeKind::ScalarReduction) {
-      continue;
-    }
+    if (!epilogue::is_reduction(node.kind)) continue;
     const HostMatrix& out = output(host, node.name);
     const double identity = node.reduce == ReduceOp::Sum   ? 0.0
                             : node.reduce == ReduceOp::Max ? -std::numeric_limits<double>::infinity()

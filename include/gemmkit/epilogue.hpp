@@ -51,6 +51,11 @@ struct Node {
   bool operator==(const Node&) const = default;
 };
 
+// Nodes that read a named tensor or scalar, nodes that write a named tensor, and the reductions among the latter.
+bool is_input(NodeKind kind);
+bool is_output(NodeKind kind);
+bool is_reduction(NodeKind kind);
+
 std::string_view to_string(NodeKind kind);
 std::string_view to_string(ComputeOp op);
 std::string_view to_string(ReduceOp op);

@@ -18,26 +18,24 @@ namespace {
 
 using namespace gemmkit::epilogue;
 
+// The operations _evt_compute takes by name (activations and conversions have constructors of their own), as the
+// tree's canonical text spells them.
 ComputeOp compute_op(const std::string& name) {
-  static const std::pair<const char*, ComputeOp> ops[] = {{"add", ComputeOp::Add},
-                                                          {"subtract", ComputeOp::Subtract},
-                                                          {"multiply", ComputeOp::Multiply},
-                                                          {"divide", ComputeOp::Divide},
-                                                          {"multiply_add", ComputeOp::MultiplyAdd},
-                                                          {"maximum", ComputeOp::Maximum},
-                                                          {"minimum", ComputeOp::Minimum},
-                                                          {"negate", ComputeOp::Negate}};
-  for (const auto& [text, op] : ops) {
-    if (name == text) return op;
+  constexpr ComputeOp ops[] = {ComputeOp::Add,         ComputeOp::Subtract, ComputeOp::Multiply, ComputeOp::Divide,
+                               ComputeOp::MultiplyAdd, ComputeOp::Maximum,  ComputeOp::Minimum,  ComputeOp::Negate};
+  std::string offered;
+  for (ComputeOp op : ops) {
+    if (name == to_string(op)) return op;
+    offered += (offered.empty() ? "" : ", ") + std::string(to_string(op));
   }
-  throw ConfigError("epilogue: no operation named '" + name +
-                    "'; there are add, subtract, multiply, divide, multiply_add, maximum, minimum and negate.");
+  throw ConfigError("epilogue: no operation named '" + name + "'; there are " + offered + ".");
 }
 
+// The reductions the kernels offer (sum and max; min is refused by the families, with the reason).
 ReduceOp reduce_op(const std::string& name) {
-  if (name == "sum") return ReduceOp::Sum;
-  if (name == "max") return ReduceOp::Max;
-  if (name == "min") return ReduceOp::Min;
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min}) {
+    if (name == to_string(op)) return op;
+  }
   throw ConfigError("epilogue: no reduction named '" + name + "'; there are sum and max.");
 }
 

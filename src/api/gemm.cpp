@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "api/plan_internal.hpp"
@@ -388,10 +390,17 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   // Check every tensor against the plan; nothing is written before all checks pass.
   const families::OperandTypes& types_ = config.types;
   const GemmProblem p = check_gemm_problem(*core_, A, B, C, D, beta_for_check);
-
   const std::optional<detail::MatrixOperand> bias = check_bias_operand(config, options.bias, p);
   const auto [row_scale, column_scale] = check_scale_operands(config, options, p);
   const int device = current_device();
+  // The message is built only when it is thrown: run() checks every tensor on every call.
+  auto on_this_device = [&](const TensorView* tensor, const char* before, std::string_view name, const char* after) {
+    if (tensor != nullptr && tensor->on_device() && tensor->device != device) {
+      throw TensorError(before + std::string(name) + after + " lives on CUDA device " + std::to_string(tensor->device) +
+                        " but the current device is " + std::to_string(device) +
+                        "; call cudaSetDevice first or move the tensor.");
+    }
+  };
   for (const auto& [tensor, name] : {std::pair{&A, "A"},
                                      {&B, "B"},
                                      {&D, "D"},
@@ -399,17 +408,10 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
                                      {options.bias, "bias"},
                                      {options.row_scale, "row_scale"},
                                      {options.column_scale, "column_scale"}}) {
-    if (tensor != nullptr && tensor->on_device() && tensor->device != device) {
-      throw TensorError(std::string("Tensor ") + name + " lives on CUDA device " + std::to_string(tensor->device) +
-                        " but the current device is " + std::to_string(device) +
-                        "; call cudaSetDevice first or move the tensor.");
-    }
+    on_this_device(tensor, "Tensor ", name, "");
   }
   for (const VisitorArgument& a : options.visitor_args) {
-    if (a.tensor && a.tensor->on_device() && a.tensor->device != device) {
-      throw TensorError("Visitor argument '" + a.name + "' lives on CUDA device " + std::to_string(a.tensor->device) +
-                        " but the current device is " + std::to_string(device) + "; move it.");
-    }
+    if (a.tensor) on_this_device(&*a.tensor, "Visitor argument '", a.name, "'");
   }
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;  // an empty D: nothing to compute, nothing to write
 

@@ -2,7 +2,6 @@
 // problem before anything runs, and laid out one operand per tree node as the launch takes them.
 #include "api/visitor_args.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -79,8 +78,7 @@ runtime::VisitorOperand tensor_operand(const Node& node, const TensorView& t, st
   if (t.data == nullptr) refuse(node, "data pointer is null.");
   const int bytes = bits_of(element) / 8;
   runtime::VisitorOperand out;
-  out.output = node.kind == NodeKind::Store || node.kind == NodeKind::RowReduction ||
-               node.kind == NodeKind::ColumnReduction || node.kind == NodeKind::ScalarReduction;
+  out.output = epilogue::is_output(node.kind);
   runtime::LaunchOperand launch{t.data, t.on_device(), bytes, 0, 0, 0};
   if (node.kind == NodeKind::Matrix || node.kind == NodeKind::Store) {
     const MatrixOperand x = check_operand(t, node.name.c_str(), element, node.layout);
@@ -94,11 +92,8 @@ runtime::VisitorOperand tensor_operand(const Node& node, const TensorView& t, st
     if ((x.ld * bytes) % access != 0 || (x.batch > 1 && (x.batch_stride * bytes) % access != 0) ||
         (t.on_device() && reinterpret_cast<std::uintptr_t>(t.data) % static_cast<std::uintptr_t>(access) != 0)) {
       refuse(node, "its address, leading dimension (" + std::to_string(x.ld) +
-                       ") and batch stride must be "
-                       "multiples of " +
-                       std::to_string(access) +
-                       " bytes (the kernel's vector); pad it or allocate "
-                       "it like D.");
+                       ") and batch stride must be multiples of " + std::to_string(access) +
+                       " bytes (the kernel's vector); pad it or allocate it like D.");
     }
     launch = launch_operand(x, t, element);
   } else {
@@ -118,7 +113,7 @@ runtime::VisitorOperand tensor_operand(const Node& node, const TensorView& t, st
   out.tensor = launch;
   // The atomics accumulate into the output: zero bytes start a sum; all-ones bytes start a maximum (the f32 atomic
   // max compares as int for positive values and as unsigned for negative ones, and 0xffffffff loses both ways).
-  if (out.output && node.kind != NodeKind::Store) out.fill_byte = node.reduce == epilogue::ReduceOp::Sum ? 0x00 : 0xff;
+  if (epilogue::is_reduction(node.kind)) out.fill_byte = node.reduce == epilogue::ReduceOp::Sum ? 0x00 : 0xff;
   return out;
 }
 

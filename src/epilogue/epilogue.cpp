@@ -54,35 +54,26 @@ Expr over(Node node, const std::vector<Expr>& inputs) {
   return {graph, index};
 }
 
-Expr named(NodeKind kind, std::string name, std::optional<DataType> element, Layout layout = Layout::RowMajor) {
+// A node holding a named tensor or scalar.
+Node named_node(NodeKind kind, std::string name, std::optional<DataType> element, Layout layout) {
   if (name.empty()) throw ConfigError("epilogue: a " + std::string(epilogue::to_string(kind)) + " needs a name.");
   Node node;
   node.kind = kind;
   node.name = std::move(name);
   node.element = element;
   node.layout = layout;
-  return leaf(std::move(node));
+  return node;
+}
+
+Expr named(NodeKind kind, std::string name, std::optional<DataType> element, Layout layout = Layout::RowMajor) {
+  return leaf(named_node(kind, std::move(name), element, layout));
 }
 
 Expr writer(NodeKind kind, const Expr& value, std::string name, std::optional<DataType> element, Layout layout,
             ReduceOp op = ReduceOp::Sum) {
-  if (name.empty()) throw ConfigError("epilogue: a " + std::string(epilogue::to_string(kind)) + " needs a name.");
-  Node node;
-  node.kind = kind;
-  node.name = std::move(name);
-  node.element = element;
-  node.layout = layout;
+  Node node = named_node(kind, std::move(name), element, layout);
   node.reduce = op;
   return over(std::move(node), {value});
-}
-
-bool reads_tensor(NodeKind kind) {
-  return kind == NodeKind::Matrix || kind == NodeKind::RowBroadcast || kind == NodeKind::ColumnBroadcast ||
-         kind == NodeKind::Scalar;
-}
-bool writes_tensor(NodeKind kind) {
-  return kind == NodeKind::Store || kind == NodeKind::RowReduction || kind == NodeKind::ColumnReduction ||
-         kind == NodeKind::ScalarReduction;
 }
 
 int arity(const Node& node) {
@@ -115,7 +106,7 @@ std::vector<Node> kept(const std::vector<Node>& nodes, int root) {
   std::vector<bool> keep(nodes.size(), false);
   std::vector<int> stack{root};
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (writes_tensor(nodes[i].kind)) stack.push_back(static_cast<int>(i));
+    if (is_output(nodes[i].kind)) stack.push_back(static_cast<int>(i));
   }
   while (!stack.empty()) {
     const int at = stack.back();
@@ -148,6 +139,17 @@ std::vector<Node> kept(const std::vector<Node>& nodes, int root) {
 }
 
 }  // namespace
+
+bool is_input(NodeKind kind) {
+  return kind == NodeKind::Matrix || kind == NodeKind::RowBroadcast || kind == NodeKind::ColumnBroadcast ||
+         kind == NodeKind::Scalar;
+}
+bool is_output(NodeKind kind) {
+  return kind == NodeKind::Store || is_reduction(kind);
+}
+bool is_reduction(NodeKind kind) {
+  return kind == NodeKind::RowReduction || kind == NodeKind::ColumnReduction || kind == NodeKind::ScalarReduction;
+}
 
 std::string_view to_string(NodeKind kind) {
   switch (kind) {
@@ -344,13 +346,13 @@ Epilogue::Epilogue(std::vector<Node> nodes) : nodes_(std::move(nodes)) {
       throw ConfigError(where +
                         ": build leaky_relu with leaky_relu(x, slope) (maximum(x, 0) + slope * minimum(x, 0)).");
     }
-    if (!reads_tensor(node.kind) && !writes_tensor(node.kind)) continue;
+    if (!is_input(node.kind) && !is_output(node.kind)) continue;
     if (node.name == "D" || node.name == "C" || node.name == "accum") {
       throw ConfigError(where + ": '" + node.name + "' is reserved (accum, C and D are the GEMM's own); rename it.");
     }
     if (auto [it, fresh] = by_name.emplace(node.name, &node); !fresh) {
       const Node& other = *it->second;
-      const bool same_input = reads_tensor(node.kind) && other.kind == node.kind && other.element == node.element &&
+      const bool same_input = is_input(node.kind) && other.kind == node.kind && other.element == node.element &&
                               other.layout == node.layout;
       if (!same_input) {
         throw ConfigError(where + ": the name '" + node.name + "' is already a " +
@@ -364,7 +366,7 @@ std::vector<const Node*> Epilogue::inputs() const {
   std::vector<const Node*> out;
   std::set<std::string> seen;
   for (const Node& node : nodes_) {
-    if (reads_tensor(node.kind) && seen.insert(node.name).second) out.push_back(&node);
+    if (is_input(node.kind) && seen.insert(node.name).second) out.push_back(&node);
   }
   return out;
 }
@@ -372,14 +374,14 @@ std::vector<const Node*> Epilogue::inputs() const {
 std::vector<const Node*> Epilogue::outputs() const {
   std::vector<const Node*> out;
   for (const Node& node : nodes_) {
-    if (writes_tensor(node.kind)) out.push_back(&node);
+    if (is_output(node.kind)) out.push_back(&node);
   }
   return out;
 }
 
 const Node* Epilogue::find(std::string_view name) const {
   for (const Node& node : nodes_) {
-    if (node.name == name && (reads_tensor(node.kind) || writes_tensor(node.kind))) return &node;
+    if (node.name == name && (is_input(node.kind) || is_output(node.kind))) return &node;
   }
   return nullptr;
 }
@@ -387,10 +389,10 @@ const Node* Epilogue::find(std::string_view name) const {
 Epilogue Epilogue::with_types(DataType input, DataType output) const {
   std::vector<Node> nodes = nodes_;
   for (Node& node : nodes) {
-    if (node.element || node.kind == NodeKind::Scalar || !(reads_tensor(node.kind) || writes_tensor(node.kind))) {
+    if (node.element || node.kind == NodeKind::Scalar || !(is_input(node.kind) || is_output(node.kind))) {
       continue;
     }
-    node.element = reads_tensor(node.kind) ? input : node.kind == NodeKind::Store ? output : DataType::f32;
+    node.element = is_input(node.kind) ? input : node.kind == NodeKind::Store ? output : DataType::f32;
   }
   return Epilogue(std::move(nodes));
 }
@@ -414,10 +416,7 @@ std::string Epilogue::canonical() const {
       if (node.op == ComputeOp::Activation) out += "," + std::string(gemmkit::to_string(node.activation));
     }
     if (node.kind == NodeKind::Constant) out += "," + number(node.value);
-    if (node.kind == NodeKind::RowReduction || node.kind == NodeKind::ColumnReduction ||
-        node.kind == NodeKind::ScalarReduction) {
-      out += "," + std::string(epilogue::to_string(node.reduce));
-    }
+    if (is_reduction(node.kind)) out += "," + std::string(epilogue::to_string(node.reduce));
     out += "(";
     for (std::size_t j = 0; j < node.inputs.size(); ++j) out += (j ? "," : "") + std::to_string(node.inputs[j]);
     out += ");";

@@ -291,8 +291,7 @@ void check_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec, const
   for (const Node& node : tree.nodes()) {
     const std::string where =
         "epilogue " + std::string(epilogue::to_string(node.kind)) + (node.name.empty() ? "" : " '" + node.name + "'");
-    if (node.kind == NodeKind::ScalarReduction || node.kind == NodeKind::RowReduction ||
-        node.kind == NodeKind::ColumnReduction) {
+    if (epilogue::is_reduction(node.kind)) {
       if (node.reduce == ReduceOp::Min) {
         throw ConfigError(where + ": a reduction sums or takes the maximum (with atomics); min is not offered.");
       }

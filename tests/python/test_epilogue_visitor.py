@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import gemmkit
+import gpu_specs
 from gemmkit import _gemmkit
 from gemmkit.epilogue import (gelu, leaky_relu, max, maximum, multiply_add, permute, relu, reshape, sigmoid, sum,
                               tanh, trace)
@@ -46,11 +47,9 @@ def formulas(visitor):
 # ---- the notebook's epilogue (04_epilogue_visitor.ipynb) ------------------------------------------------------------
 
 
-def example_epilogue(accum, alpha, C, beta, aux, bias):
-    F = alpha * accum + (beta * C + aux)
-    E = relu(F + 1) + bias
-    D = E + F
-    return D, F
+# The notebook's function and the reference's mixed DAG, as the Python tier's prebuild list (gpu_specs) has them.
+example_epilogue = gpu_specs.notebook_epilogue
+evt_mixed_dag = gpu_specs.reductions_epilogue
 
 
 def notebook_examples(m=M, n=N, tensors=np):
@@ -72,7 +71,7 @@ def test_the_notebook_epilogue_traces_to_its_formulas():
     canonical = visitor.epilogue.canonical()
     assert "matrix,aux,f16,RowMajor" in canonical and "column_broadcast,bias,f16" in canonical
     assert "store,F,f16,RowMajor" in canonical
-    assert repr(visitor).startswith(f"<gemmkit.epilogue.trace(example_epilogue) {visitor.epilogue.digest}:")
+    assert repr(visitor).startswith(f"<gemmkit.epilogue.trace(notebook_epilogue) {visitor.epilogue.digest}:")
 
 
 def test_the_notebook_epilogue_traces_from_torch_tensors():
@@ -89,15 +88,6 @@ def test_the_traced_function_runs_eagerly_as_its_reference():
     D, F = visitor(accum, 0.5, C, 0.5, aux, bias)
     np.testing.assert_array_equal(F, 0.5 * accum + 0.5 * C + aux)
     np.testing.assert_array_equal(D, np.maximum(F + 1, 0) + bias + F)
-
-
-def evt_mixed_dag(accum, alpha, C, beta, aux, cbias, rbias):
-    F = alpha * accum + (beta * C + aux)
-    F_row_max = max(F, dim=[0, 1])
-    E = relu(F + 1) + cbias + rbias
-    E_col_max = max(E, dim=[0, 2])
-    D = E + F
-    return D, F, F_row_max, E_col_max
 
 
 def mixed_examples(l=L, m=M, n=N, batched=True):

@@ -222,7 +222,6 @@ class Module : public ParamsLaunch<DeviceGemm, typename DeviceGemm::GemmKernel, 
   using Gemm = DeviceGemm;
 
  private:
-  using Kernel = typename Gemm::GemmKernel;
   using Arguments = typename Gemm::Arguments;
 
  public:
