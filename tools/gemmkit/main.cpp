@@ -8,13 +8,13 @@
 
 #include <algorithm>
 #include <iostream>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "command.hpp"
 #include "commands/commands.hpp"
+#include "help_format.hpp"
 #include "messages.hpp"
 #include "util/knobs.hpp"
 #include "util/notes.hpp"
@@ -30,15 +30,6 @@ namespace {
 using gk::cli::Command;
 using gk::cli::Shared;
 using gk::cli::UsageError;
-
-// CLI11's help with our usage line.
-class HelpFormatter : public CLI::Formatter {
- public:
-  std::string make_usage(const CLI::App* app, std::string name) const override {
-    if (app->get_parent() != nullptr) return CLI::Formatter::make_usage(app, std::move(name));
-    return "usage: gemmkit <command> [options] [--json]   (gemmkit <command> --help lists its options)\n";
-  }
-};
 
 // gemmkit help [COMMAND | env].
 CLI::App* add_help(CLI::App& app, Shared& shared, std::string& topic) {
@@ -113,7 +104,6 @@ int main(int argc, char** argv) {
   gk::cli::Output& output = shared.output;
   output.json = std::any_of(argv + 1, argv + argc, [](const char* word) { return std::string(word) == "--json"; });
   CLI::App app("gemmkit: declare, compile and run CUTLASS GEMM kernels.", "gemmkit");
-  app.formatter(std::make_shared<HelpFormatter>());
   app.set_version_flag("--version", "gemmkit " GEMMKIT_VERSION);
   app.allow_extras();
   app.require_subcommand(0, 1);
@@ -136,6 +126,8 @@ int main(int argc, char** argv) {
   const CLI::App* help = add_help(app, shared, help_topic);
   // Set last, so that no command inherits it: the table is shown once, by gemmkit help env.
   app.footer("gemmkit help env lists the environment variables.");
+  gk::cli::use_help_format(
+      app, "usage: gemmkit <command> [options] [--json]   (gemmkit <command> --help lists its options)");
 
   try {
     try {
