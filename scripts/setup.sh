@@ -3,15 +3,18 @@
 # packages, their headers also copied into .deps/include), nanobind, numpy and pytest into the active Python (or into
 # the project venv .venv/ when that Python is externally managed), then a CMake build in build/ of what a user runs:
 # the library, the CLI (build/gemmkit) and the Python module; with --all (scripts/test.sh), every target: the tests,
-# examples and benchmark too. One line per stage; the build's output goes to build/setup.log, its tail shown on failure.
+# examples and benchmark too, and CLI11 2.5's headers (.deps/cli11-2.5) for the test that builds the CLI against them.
+# One line per stage; the build's output goes to build/setup.log, its tail shown on failure.
 #   scripts/setup.sh [--all]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 python=
+all=
+newer_cli11=()  # with --all: -DGEMMKIT_NEWER_CLI11_INCLUDE=DIR, DIR empty when no newer CLI11 could be had
 case "${1:-}" in
   "") targets=(gemmkit gemmkit_cli _gemmkit) what="the library, CLI and Python module (3 targets)" ;;
-  --all) targets=(all) what="every target (library, CLI, Python module, tests, examples, benchmark)" ;;
+  --all) targets=(all) what="every target (library, CLI, Python module, tests, examples, benchmark)" all=1 ;;
   *) echo "usage: scripts/setup.sh [--all]  (--all: the tests, examples and benchmark too)" >&2; exit 2 ;;
 esac
 
@@ -69,6 +72,36 @@ header_packages() {
   for dir in nlohmann CLI; do rm -rf "$deps/include/$dir" && cp -r "/usr/include/$dir" "$deps/include/$dir"; done
 }
 
+fetch_newer_cli11() {
+  # CLI11 2.5's headers (Debian's libcli11-dev, checked against its SHA-256) for the compile-tier test cli_newer_cli11,
+  # which builds the CLI against them as well as against the system's older CLI11. Fetched once; an include folder in
+  # GEMMKIT_NEWER_CLI11_INCLUDE is used instead. Without the network the test reports itself skipped.
+  local dir="$deps/cli11-2.5" deb=libcli11-dev_2.5.0+ds-1_all.deb
+  local url="http://deb.debian.org/debian/pool/main/c/cli11/$deb"
+  local sha=702c6a046a7413bfce8768e55bb91504ddb1f339fae76f415c701ec320a3c047
+  if [[ -n "${GEMMKIT_NEWER_CLI11_INCLUDE:-}" ]]; then
+    newer_cli11=(-DGEMMKIT_NEWER_CLI11_INCLUDE="$GEMMKIT_NEWER_CLI11_INCLUDE")
+    echo "gemmkit setup: newer CLI11 from GEMMKIT_NEWER_CLI11_INCLUDE=$GEMMKIT_NEWER_CLI11_INCLUDE"
+    return
+  fi
+  if [[ ! -f "$dir/include/CLI/CLI.hpp" ]]; then
+    rm -rf "$dir.partial" && mkdir -p "$dir.partial"
+    if ! (cd "$dir.partial" && curl -fsS --connect-timeout 10 --max-time 120 -o "$deb" "$url" 2>/dev/null &&
+          echo "$sha  $deb" | sha256sum -c --status && cmake -E tar xf "$deb" data.tar.xz &&
+          cmake -E tar xf data.tar.xz ./usr/include/CLI ./usr/share/doc/libcli11-dev/copyright &&
+          mv usr/include include && mv usr/share/doc/libcli11-dev/copyright . && rm -rf usr "$deb" data.tar.xz); then
+      rm -rf "$dir.partial"
+      newer_cli11=(-DGEMMKIT_NEWER_CLI11_INCLUDE=)
+      echo "gemmkit setup: could not fetch CLI11 2.5 ($url: offline, gone, or not the expected SHA-256); the test" \
+           "cli_newer_cli11 will report itself skipped"
+      return
+    fi
+    rm -rf "$dir" && mv "$dir.partial" "$dir"
+  fi
+  newer_cli11=(-DGEMMKIT_NEWER_CLI11_INCLUDE="$dir/include")
+  echo "gemmkit setup: CLI11 2.5 headers ok (.deps/cli11-2.5, for the test cli_newer_cli11)"
+}
+
 has_python_tools() { "$1" -c 'import nanobind, numpy, pytest' 2>/dev/null; }
 
 python_tools() {
@@ -96,7 +129,7 @@ build() {
   if [[ -f "$root/build/CMakeCache.txt" ]]; then generator=(); else first=(-DGEMMKIT_UNITY_BUILD=ON); fi
   mkdir -p "$root/build" && : >"$root/build/setup.log"
   run_logged cmake -S "$root" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGEMMKIT_BUILD_PYTHON=ON \
-        "${first[@]}" -DPython_EXECUTABLE="$("$python" -c 'import sys; print(sys.executable)')"
+        "${first[@]}" "${newer_cli11[@]}" -DPython_EXECUTABLE="$("$python" -c 'import sys; print(sys.executable)')"
   echo "gemmkit setup: building $what with $(nproc) jobs..."
   local start=$SECONDS
   run_logged cmake --build "$root/build" -j "$(nproc)" --target "${targets[@]}"
@@ -116,6 +149,7 @@ else
   echo "gemmkit setup: CUTLASS headers from CUTLASS_PATH=$CUTLASS_PATH"
 fi
 header_packages
+if [[ -n "$all" ]]; then fetch_newer_cli11; fi
 python_tools
 echo "gemmkit setup: nlohmann-json, CLI11, nanobind, numpy and pytest ok"
 build
