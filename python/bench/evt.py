@@ -4,8 +4,10 @@ epilogue (two outputs: D = relu(F + 1) + bias + F and F = alpha * accum + (beta 
 row reduction (the sum of each column of D into an f32 row vector, D itself stored); torch eager (matmul, then the
 elementwise ops); and torch.compile of the eager function (default mode). Times are medians of CUDA-event rounds
 after a warm-up; every gemmkit result is checked against torch's. Writes JSON to --out.
-Usage: python python/bench/evt.py [--shapes MxNxK,...] [--rounds N] [--out FILE] [--no-compile]
-       python python/bench/evt.py --prebuild-only --cc 90   (compile the kernels; no GPU or torch needed)
+With --tiles, each tree also runs on each named configuration (SCHEDULE:CTAxTILE:CLUSTER, SCHEDULE one of
+coop, pingpong; e.g. pingpong:128x128:1x1), so the heuristic's choice can be compared with the table's.
+Usage: python python/bench/evt.py [--shapes MxNxK,...] [--rounds N] [--out FILE] [--no-compile] [--tiles T,...]
+       python python/bench/evt.py --prebuild-only --cc 90 [--tiles T,...]   (compile the kernels; no GPU or torch)
 """
 import argparse
 import json
@@ -32,18 +34,45 @@ def row_sum_tree():
     return core.Epilogue(core._evt_reduction("row", core._evt_accumulator(), "column_sums", "sum"))
 
 
-def make_plan(cc=None, tree=None):
+SCHEDULES = {"coop": (gemmkit.KernelScheduleType.TmaWarpSpecializedCooperative,
+                      gemmkit.EpilogueScheduleType.TmaWarpSpecializedCooperative),
+             "pingpong": (gemmkit.KernelScheduleType.TmaWarpSpecializedPingpong,
+                          gemmkit.EpilogueScheduleType.TmaWarpSpecialized)}
+
+
+def make_plan(cc=None, tree=None, tile=None):
     plan = gemmkit.Gemm(element="f16", element_accumulator="f32", layout="row", cc=cc)
     if tree is not None:
         plan.epilogue_visitor = tree
+    if tile is not None:
+        plan.tile_description = find_tile(plan, tile)
     return plan
 
 
-def prebuild(cc, shapes):
+def find_tile(plan, name):
+    """The plan's configuration named SCHEDULE:MxN:CMxCN (the default tile scheduler, K tile 64)."""
+    schedule, cta, cluster = name.split(":")
+    kernel, epilogue = SCHEDULES[schedule]
+    cta = [int(x) for x in cta.split("x")] + [64]
+    cluster = [int(x) for x in cluster.split("x")] + [1]
+    for td in plan.tile_descriptions():
+        if (td.kernel_schedule == kernel and td.epilogue_schedule == epilogue and list(td.cta_tile()) == cta
+                and list(td.cluster_shape) == cluster and td.tile_scheduler == gemmkit.TileSchedulerType.Default):
+            return td
+    raise SystemExit(f"no configuration {name} among the plan's tile_descriptions()")
+
+
+def trees():
+    return {"identity": None, "notebook": notebook_tree(), "row_sum": row_sum_tree()}
+
+
+def prebuild(cc, shapes, tiles):
     specs = []
     for m, n, k in shapes:
-        for tree in (None, notebook_tree(), row_sum_tree()):
-            specs.append(make_plan(cc, tree).spec_for_problem(m, n, k))
+        for tree in trees().values():
+            for tile in [None] + tiles:
+                specs.append(make_plan(cc, tree, tile).spec_for_problem(m, n, k))
+    specs = list({spec.name(): spec for spec in specs}.values())
     gemmkit.compile_many(specs)
     print(f"built {len(specs)} kernels")
 
@@ -56,10 +85,12 @@ def main():
     parser.add_argument("--prebuild-only", action="store_true")
     parser.add_argument("--cc", type=int, default=None)
     parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    parser.add_argument("--tiles", default="", help="configurations to time each tree on as well")
     args = parser.parse_args()
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    tiles = [t for t in args.tiles.split(",") if t]
     if args.prebuild_only:
-        prebuild(args.cc or 90, shapes)
+        prebuild(args.cc or 90, shapes, tiles)
         return
 
     import torch
@@ -107,6 +138,16 @@ def main():
             row["speedup_vs_compile"] = row["torch_compile_ms"] / row["notebook_ms"]
         row["row_sum_vs_identity"] = row["row_sum_ms"] / row["identity_ms"]
         row["kernel"] = visitor.spec_for(A, B, C, D).name()
+        for tile in tiles:
+            pinned = {name: make_plan(tree=tree, tile=tile) for name, tree in trees().items()}
+            row[tile] = {
+                "identity_ms": median_ms(lambda: pinned["identity"].run(A, B, C, D, 1.0, 0.0, sync=False),
+                                         args.rounds),
+                "notebook_ms": median_ms(lambda: pinned["notebook"].run(A, B, C, D, visitor_args=visitor_args,
+                                                                        sync=False), args.rounds),
+                "row_sum_ms": median_ms(lambda: pinned["row_sum"].run(A, B, None, D,
+                                                                      visitor_args={"column_sums": sums},
+                                                                      sync=False), args.rounds)}
         print(json.dumps(row))
         results.append(row)
     with open(args.out, "w") as f:
