@@ -4,7 +4,7 @@
 //   using namespace gemmkit::epilogue;
 //   Expr F = scalar("alpha") * acc() + (scalar("beta") * source() + aux("aux"));
 //   Expr D = relu(F + 1.0) + column_broadcast("bias") + store(F, "F");
-//   plan.set_epilogue(Epilogue(D));
+//   plan.set_epilogue_visitor(Epilogue(D));
 //
 // The value D takes is stored to the plan's D; store() and the reductions write further outputs, named like the
 // inputs, whose tensors run() takes by name (RunOptions::visitor_args).
@@ -147,5 +147,12 @@ Expr column_reduction(const Expr& value, std::string name, ReduceOp op = ReduceO
                       std::optional<DataType> element = std::nullopt);
 Expr scalar_reduction(const Expr& value, std::string name, ReduceOp op = ReduceOp::Sum,
                       std::optional<DataType> element = std::nullopt);
+
+// The tree of a plan's own epilogue settings, act(alpha * (acc * row_scale * column_scale) + beta * C + bias): the
+// bias a column (BiasMode::PerRow) or row (PerColumn) broadcast named "bias", the f32 scale vectors "row_scale" and
+// "column_scale", as RunOptions names them. Given to a plan as its visitor tree, it runs on the kernel those settings
+// build.
+Epilogue plain_epilogue(Activation activation = Activation::Identity, BiasMode bias = BiasMode::None,
+                        ScaleMode scale = ScaleMode::None, double activation_parameter = 0.01);
 
 }  // namespace gemmkit::epilogue

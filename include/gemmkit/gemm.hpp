@@ -39,12 +39,17 @@ class Gemm : public Plan {
   // with the vectors given to run() (RunOptions::row_scale / column_scale). Per-tensor scales go into alpha.
   ScaleMode scale() const;
   void set_scale(ScaleMode scale);
-  // An epilogue visitor tree (SM90 kernels): D and every extra output come from the tree, which replaces alpha/beta,
-  // the bias, the scales and the activation (they must stay at their defaults). Its tensors and scalars are given
-  // to run() by name (RunOptions::visitor_args); tensor types left unset are C's for inputs, D's for stores and f32
-  // for reductions. ConfigError when the plan's kernels cannot take it.
+  // An epilogue visitor tree (SM90 and CUTLASS 2.x tensor-op kernels): D and every extra output come from the tree,
+  // which replaces alpha/beta, the bias, the scales and the activation (they must stay at their defaults). Its
+  // tensors and scalars are given to run() by name (RunOptions::visitor_args); tensor types left unset are C's for
+  // inputs, D's for stores and f32 for reductions. ConfigError when the plan's kernels cannot take it.
+  // A tree of the plain form act(alpha * (acc * row_scale * column_scale) + beta * C + bias) (epilogue::plain_epilogue
+  // builds one; any names and order) runs on the fused kernel the same settings build: the same kernel, the same
+  // speed, also on kernels without visitor support; bias(), scale() and activation() then report the tree's.
   const std::optional<epilogue::Epilogue>& epilogue_visitor() const;
   void set_epilogue_visitor(std::optional<epilogue::Epilogue> tree);
+  // The plan's epilogue as a tree: the visitor tree, else plain_epilogue of its activation, bias and scales.
+  epilogue::Epilogue epilogue() const;
 
   // SM90 persistent tile schedulers: raster order and swizzle size (1, 2, 4 or 8); run-time only, no recompile.
   // max_swizzle_size 0 (the default) lets run() choose per problem: a swizzle for problems many clusters tall and

@@ -373,6 +373,11 @@ def _evt_reduction(kind: str, value: EpilogueExpr, name: str, op: str = 'sum', e
     Reduces the value into a named row vector (kind 'row', over the rows), column vector ('column') or scalar.
     """
 
+def plain_epilogue(activation: Activation = Activation.identity, bias: BiasMode = BiasMode.none, scale: ScaleMode = ScaleMode.none, activation_parameter: float = 0.01) -> Epilogue:
+    """
+    The tree of a plan's own epilogue settings, act(alpha * (acc * row_scale * column_scale) + beta * C + bias). A tree of this form (any names and order) set as epilogue_visitor runs the fused kernel of those settings.
+    """
+
 class Epilogue:
     """
     An epilogue visitor tree: loads, computes, stores and reductions over the accumulator. Set it as plan.epilogue_visitor; run() takes its tensors by name (visitor_args).
@@ -840,11 +845,17 @@ class Gemm(Plan):
     @property
     def epilogue_visitor(self) -> Epilogue | None:
         """
-        An epilogue visitor tree (gemmkit.epilogue.trace) in place of alpha/beta, bias and activation; run() takes its tensors by name (visitor_args). None returns to the plain epilogue.
+        An epilogue visitor tree (gemmkit.epilogue.trace) in place of alpha/beta, bias and activation; run() takes its tensors by name (visitor_args). None returns to the plain epilogue. A tree of the plain form act(alpha * (acc * row_scale * column_scale) + beta * C + bias) runs the fused kernel of those settings.
         """
 
     @epilogue_visitor.setter
     def epilogue_visitor(self, tree: Epilogue | None) -> None: ...
+
+    @property
+    def epilogue(self) -> Epilogue:
+        """
+        The plan's epilogue as a tree: the visitor tree, else plain_epilogue of its activation, bias and scales.
+        """
 
     @property
     def bias(self) -> BiasMode:

@@ -96,6 +96,11 @@ void bind_epilogue(nb::module_& m) {
       "kind"_a, "value"_a, "name"_a, "op"_a = "sum", "element"_a = nb::none(),
       "Reduces the value into a named row vector (kind 'row', over the rows), column vector ('column') or scalar.");
 
+  m.def("plain_epilogue", &plain_epilogue, "activation"_a = Activation::Identity, "bias"_a = BiasMode::None,
+        "scale"_a = ScaleMode::None, "activation_parameter"_a = 0.01,
+        "The tree of a plan's own epilogue settings, act(alpha * (acc * row_scale * column_scale) + beta * C + bias). "
+        "A tree of this form (any names and order) set as epilogue_visitor runs the fused kernel of those settings.");
+
   nb::class_<Epilogue>(m, "Epilogue",
                        "An epilogue visitor tree: loads, computes, stores and reductions over the accumulator. Set "
                        "it as plan.epilogue_visitor; run() takes its tensors by name (visitor_args).")

@@ -476,7 +476,11 @@ void bind_gemm(nb::module_& m) {
       [](Gemm& plan, std::optional<epilogue::Epilogue> tree) { plan.set_epilogue_visitor(std::move(tree)); },
       nb::arg("tree").none(),
       "An epilogue visitor tree (gemmkit.epilogue.trace) in place of alpha/beta, bias and activation; run() takes "
-      "its tensors by name (visitor_args). None returns to the plain epilogue.");
+      "its tensors by name (visitor_args). None returns to the plain epilogue. A tree of the plain form "
+      "act(alpha * (acc * row_scale * column_scale) + beta * C + bias) runs the fused kernel of those settings.");
+  cls.def_prop_ro("epilogue", &Gemm::epilogue,
+                  "The plan's epilogue as a tree: the visitor tree, else plain_epilogue of its activation, bias and "
+                  "scales.");
   cls.def_prop_rw("bias", &Gemm::bias, &Gemm::set_bias,
                   "A bias vector added before the activation, per output row or column (run(bias=...)).")
       .def_prop_rw("scale", &Gemm::scale, &Gemm::set_scale,

@@ -64,19 +64,50 @@ const std::optional<epilogue::Epilogue>& Gemm::epilogue_visitor() const {
 }
 
 void Gemm::set_epilogue_visitor(std::optional<epilogue::Epilogue> tree) {
-  if (tree && core_->cache().transposed) {
+  const selection::PlanConfig& c = core_->config;
+  std::optional<epilogue::PlainForm> plain = tree ? epilogue::plain_form(*tree, c.types.c) : std::nullopt;
+  if (tree && !plain && core_->cache().transposed) {
     throw ConfigError(
         "An epilogue visitor tree needs a kernel that computes D itself; this plan's (f32 A and B, both "
         "row-major) computes D^T. Make B column-major.");
   }
-  change_checked(core_->config.visitor, std::move(tree));
+  const bool settings_were_the_trees = c.visitor_plain.has_value();
+  if (plain && !settings_were_the_trees &&
+      (c.activation != Activation::Identity || c.bias != BiasMode::None || c.scale != ScaleMode::None)) {
+    throw ConfigError(
+        "an epilogue visitor tree replaces the activation, bias and scale vectors; put them into the tree instead.");
+  }
+  selection::PlanConfig next = c;
+  next.visitor = std::move(tree);
+  next.visitor_plain = plain;
+  if (plain) {
+    // The plain form runs on the kernel the same settings build.
+    next.activation = plain->activation;
+    next.activation_parameter = plain->activation_parameter;
+    next.bias = plain->bias;
+    next.scale = plain->scale;
+  } else if (settings_were_the_trees) {
+    next.activation = Activation::Identity;
+    next.bias = BiasMode::None;
+    next.scale = ScaleMode::None;
+  }
+  assign_checked(core_->config, next, [&] { (void)spec(); });
+  core_->invalidate();
+}
+
+epilogue::Epilogue Gemm::epilogue() const {
+  const selection::PlanConfig& c = core_->config;
+  if (c.visitor) return *c.visitor;
+  return epilogue::plain_epilogue(c.activation, c.bias, c.scale, c.activation_parameter);
 }
 
 void Gemm::set_bias(BiasMode bias) {
+  core_->refuse_beside_plain_tree(bias != core_->config.bias, "bias");
   change_checked(core_->config.bias, bias);
 }
 
 void Gemm::set_scale(ScaleMode scale) {
+  core_->refuse_beside_plain_tree(scale != core_->config.scale, "scale vectors");
   change_checked(core_->config.scale, scale);
 }
 
@@ -131,8 +162,9 @@ bool Gemm::may_take_scalar_kernels() const {
   const bool identity_swizzle = c.swizzle == Swizzle::Identity1 || c.swizzle == Swizzle::Identity2 ||
                                 c.swizzle == Swizzle::Identity4 || c.swizzle == Swizzle::Identity8;
   return c.opclass == OpClass::TensorOp && !c.opclass_pinned && !c.tile && !c.math_operation &&
-         c.scale == ScaleMode::None && !c.visitor && identity_swizzle && c.decomposition == Decomposition::Auto &&
-         c.splits == 1 && families::simt_types(c.types) && c.types.c == c.types.d;
+         c.scale == ScaleMode::None && (!c.visitor || c.visitor_plain) && identity_swizzle &&
+         c.decomposition == Decomposition::Auto && c.splits == 1 && families::simt_types(c.types) &&
+         c.types.c == c.types.d;
 }
 
 Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double beta) {
@@ -149,8 +181,12 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
       auto plan = std::make_unique<Gemm>(o);
       plan->set_opclass(OpClass::Simt);
       plan->set_swizzling_functor(c.swizzle);
-      plan->set_bias(c.bias);
-      plan->set_activation(c.activation, c.activation_parameter);
+      if (c.visitor_plain) {
+        plan->set_epilogue_visitor(c.visitor);
+      } else {
+        plan->set_bias(c.bias);
+        plan->set_activation(c.activation, c.activation_parameter);
+      }
       twin_->plan = std::move(plan);
       twin_->generation = core_->generation();
     }
@@ -376,10 +412,18 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   // A visitor tree takes C and D by name too, and reads C only if a node does (beta is then just a scalar).
   const TensorView* C = detail::visitor_tensor(options, "C", C_given);
   const TensorView& D = *detail::visitor_tensor(options, "D", &D_given);
-  if (config.visitor && config.visitor->reads_source() && C == nullptr) {
+  // A plain-form tree runs on the fused kernel of the same settings, with its scalars and vectors from visitor_args.
+  double run_alpha = alpha, run_beta = beta;
+  std::optional<RunOptions> plain;
+  if (config.visitor_plain) {
+    plain = detail::plain_run_options(*config.visitor, *config.visitor_plain, options, run_alpha, run_beta);
+  }
+  const RunOptions& run_options = plain ? *plain : options;
+  const bool tree_kernel = config.visitor && !config.visitor_plain;
+  if (tree_kernel && config.visitor->reads_source() && C == nullptr) {
     throw TensorError("Tensor C: the epilogue visitor tree reads C; pass it to run() or in visitor_args.");
   }
-  const double beta_for_check = config.visitor ? (config.visitor->reads_source() ? 1.0 : 0.0) : beta;
+  const double beta_for_check = tree_kernel ? (config.visitor->reads_source() ? 1.0 : 0.0) : run_beta;
   if (!config.visitor && !options.visitor_args.empty()) {
     throw TensorError("visitor_args: the plan has no epilogue visitor tree; set one (epilogue_visitor) first.");
   }
@@ -390,8 +434,8 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   // Check every tensor against the plan; nothing is written before all checks pass.
   const families::OperandTypes& types_ = config.types;
   const GemmProblem p = check_gemm_problem(*core_, A, B, C, D, beta_for_check);
-  const std::optional<detail::MatrixOperand> bias = check_bias_operand(config, options.bias, p);
-  const auto [row_scale, column_scale] = check_scale_operands(config, options, p);
+  const std::optional<detail::MatrixOperand> bias = check_bias_operand(config, run_options.bias, p);
+  const auto [row_scale, column_scale] = check_scale_operands(config, run_options, p);
   const int device = current_device();
   // The message is built only when it is thrown: run() checks every tensor on every call.
   auto on_this_device = [&](const TensorView* tensor, const char* before, std::string_view name, const char* after) {
@@ -405,9 +449,9 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
                                      {&B, "B"},
                                      {&D, "D"},
                                      {C, "C"},
-                                     {options.bias, "bias"},
-                                     {options.row_scale, "row_scale"},
-                                     {options.column_scale, "column_scale"}}) {
+                                     {run_options.bias, "bias"},
+                                     {run_options.row_scale, "row_scale"},
+                                     {run_options.column_scale, "column_scale"}}) {
     on_this_device(tensor, "Tensor ", name, "");
   }
   for (const VisitorArgument& a : options.visitor_args) {
@@ -422,13 +466,13 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   if (c.choices->base.visitor) {
     visitor = detail::check_visitor_args(c.choices->base, options, alpha, beta, p.m, p.n, p.batch);
   }
-  KernelModule* module = &core_->launch_module(c, options.wait_for_best);
+  KernelModule* module = &core_->launch_module(c, run_options.wait_for_best);
   const selection::KernelChoices& choices = *c.choices;
-  if (options.print_module) std::fputs(render(choices.spec(c.index)).text.c_str(), stdout);
-  if (options.bias != nullptr && options.bias->on_device()) {
+  if (run_options.print_module) std::fputs(render(choices.spec(c.index)).text.c_str(), stdout);
+  if (run_options.bias != nullptr && run_options.bias->on_device()) {
     const auto bytes =
         static_cast<std::uintptr_t>(catalog::family_of(choices.base.family).bias_alignment_bytes(choices.base));
-    if (reinterpret_cast<std::uintptr_t>(options.bias->data) % bytes != 0) {
+    if (reinterpret_cast<std::uintptr_t>(run_options.bias->data) % bytes != 0) {
       throw TensorError("Tensor bias: its address must be aligned to " + std::to_string(bytes) +
                         " bytes (the kernel's vector width for C); allocate it like C.");
     }
@@ -441,17 +485,17 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   gemm.b = operand(p.b, B, types_.b);
   gemm.d = operand(p.d, D, types_.d);
   if (C != nullptr) gemm.c = operand(p.c, *C, types_.c);
-  if (bias) gemm.bias = operand(*bias, *options.bias, types_.c);
-  if (row_scale) gemm.row_scale = operand(*row_scale, *options.row_scale, DataType::f32);
-  if (column_scale) gemm.column_scale = operand(*column_scale, *options.column_scale, DataType::f32);
+  if (bias) gemm.bias = operand(*bias, *run_options.bias, types_.c);
+  if (row_scale) gemm.row_scale = operand(*row_scale, *run_options.row_scale, DataType::f32);
+  if (column_scale) gemm.column_scale = operand(*column_scale, *run_options.column_scale, DataType::f32);
   gemm.d_has_gaps = p.d.span != p.d.rows * p.d.cols * p.d.batch;
   gemm.m = p.m;
   gemm.n = p.n;
   gemm.k = p.k;
   gemm.batch = p.batch;
   gemm.transposed = core_->cache().transposed;
-  gemm.alpha = alpha;
-  gemm.beta = beta;
+  gemm.alpha = run_alpha;
+  gemm.beta = run_beta;
   gemm.activation_parameter = config.activation_parameter;
   gemm.raster_order = config.raster_order;
   {
@@ -466,7 +510,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   gemm.device = device;
   gemm.sm_count = sm_count;
   gemm.visitor = std::move(visitor);
-  runtime::launch(*module, gemm, options.stream, options.sync, options.workspace);
+  runtime::launch(*module, gemm, run_options.stream, run_options.sync, run_options.workspace);
 }
 
 }  // namespace gemmkit

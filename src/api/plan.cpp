@@ -342,6 +342,8 @@ std::vector<Activation> Plan::activations() {
 }
 
 void Plan::set_activation(Activation activation, double parameter) {
+  const selection::PlanConfig& c = core_->config;
+  core_->refuse_beside_plain_tree(activation != c.activation || parameter != c.activation_parameter, "activation");
   change_checked(core_->config.activation, activation);
   core_->config.activation_parameter = parameter;  // a run-time argument: the kernel stays
 }

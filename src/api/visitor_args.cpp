@@ -117,12 +117,7 @@ runtime::VisitorOperand tensor_operand(const Node& node, const TensorView& t, st
   return out;
 }
 
-}  // namespace
-
-std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, const RunOptions& options, double alpha,
-                                                        double beta, std::int64_t m, std::int64_t n,
-                                                        std::int64_t batch) {
-  const epilogue::Epilogue& tree = *spec.visitor;
+void check_argument_names(const epilogue::Epilogue& tree, const RunOptions& options) {
   for (const VisitorArgument& a : options.visitor_args) {
     if (a.name != "C" && a.name != "D" && tree.find(a.name) == nullptr) {
       std::string names;
@@ -133,20 +128,31 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, 
                         (names.empty() ? std::string("none") : names) + ").");
     }
   }
+}
+
+// A scalar node's value: visitor_args' number, else (for alpha and beta) run()'s.
+double scalar_value(const Node& node, const RunOptions& options, double alpha, double beta) {
+  const VisitorArgument* a = find_argument(options, node.name);
+  if (a != nullptr && a->tensor) refuse(node, "is a scalar; pass a number, not a tensor.");
+  if (a == nullptr && node.name != "alpha" && node.name != "beta") {
+    refuse(node, "is missing: pass it in visitor_args (a number).");
+  }
+  return a != nullptr ? a->value : node.name == "alpha" ? alpha : beta;
+}
+
+}  // namespace
+
+std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, const RunOptions& options, double alpha,
+                                                        double beta, std::int64_t m, std::int64_t n,
+                                                        std::int64_t batch) {
+  const epilogue::Epilogue& tree = *spec.visitor;
+  check_argument_names(tree, options);
   std::vector<runtime::VisitorOperand> operands;
   for (const Node& node : tree.nodes()) {
     runtime::VisitorOperand operand;
     switch (node.kind) {
       case NodeKind::Constant: operand.value = node.value; break;
-      case NodeKind::Scalar: {
-        const VisitorArgument* a = find_argument(options, node.name);
-        if (a != nullptr && a->tensor) refuse(node, "is a scalar; pass a number, not a tensor.");
-        if (a == nullptr && node.name != "alpha" && node.name != "beta") {
-          refuse(node, "is missing: pass it in visitor_args (a number).");
-        }
-        operand.value = a != nullptr ? a->value : node.name == "alpha" ? alpha : beta;
-        break;
-      }
+      case NodeKind::Scalar: operand.value = scalar_value(node, options, alpha, beta); break;
       case NodeKind::Matrix:
       case NodeKind::RowBroadcast:
       case NodeKind::ColumnBroadcast:
@@ -169,6 +175,37 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, 
     operands.push_back(operand);
   }
   return operands;
+}
+
+RunOptions plain_run_options(const epilogue::Epilogue& tree, const epilogue::PlainForm& form,
+                             const RunOptions& options, double& alpha, double& beta) {
+  check_argument_names(tree, options);
+  if (options.bias != nullptr || options.row_scale != nullptr || options.column_scale != nullptr) {
+    throw TensorError(
+        "RunOptions bias / row_scale / column_scale: the plan's epilogue visitor tree takes its tensors in "
+        "visitor_args, by the names the tree gives them.");
+  }
+  auto factor = [&](const epilogue::Factor& f) {
+    return f.name.empty() ? f.value : scalar_value(*tree.find(f.name), options, alpha, beta);
+  };
+  const double tree_alpha = factor(form.alpha);
+  beta = form.beta ? factor(*form.beta) : 0.0;
+  alpha = tree_alpha;
+  auto vector = [&](const std::string& name) -> const TensorView* {
+    if (name.empty()) return nullptr;
+    const VisitorArgument* a = find_argument(options, name);
+    if (a == nullptr || !a->tensor) {
+      refuse(*tree.find(name), std::string(a == nullptr ? "is missing" : "is a number") +
+                                   ": pass its tensor (one vector for every batch) in visitor_args.");
+    }
+    return &*a->tensor;
+  };
+  RunOptions plain = options;
+  plain.visitor_args.clear();
+  plain.bias = vector(form.bias_name);
+  plain.row_scale = vector(form.row_scale_name);
+  plain.column_scale = vector(form.column_scale_name);
+  return plain;
 }
 
 const TensorView* visitor_tensor(const RunOptions& options, const char* name, const TensorView* given) {

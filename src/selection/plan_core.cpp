@@ -2,6 +2,7 @@
 // modules run() loads or builds for them.
 #include "selection/plan_core.hpp"
 
+#include <string>
 #include <utility>
 
 #include "families/rules.hpp"
@@ -42,6 +43,13 @@ void PlanCore::invalidate() {
   cache_ = std::move(cache);
 }
 
+void PlanCore::refuse_beside_plain_tree(bool changes, const char* what) const {
+  if (changes && config.visitor_plain) {
+    throw ConfigError(std::string("the plan's epilogue visitor tree sets its ") + what +
+                      "; change the tree (or set the visitor to none first).");
+  }
+}
+
 void PlanCore::forget_run_choices() {
   std::lock_guard<std::mutex> lock(cache_->mutex);
   for (KernelChoices& choices : cache_->choices) choices.last_choice.reset();
@@ -73,7 +81,7 @@ KernelSpec PlanCore::base_spec(std::optional<int> alignment_a, std::optional<int
   s.activation = config.activation;
   s.bias = config.bias;
   s.scale = config.scale;
-  if (config.visitor) s.visitor = config.visitor->with_types(t.c, t.d);
+  if (config.visitor && !config.visitor_plain) s.visitor = config.visitor->with_types(t.c, t.d);
   if (family.computes_transposed(opclass, t)) {
     // The kernel sees A' = B^T, B' = A^T, C' = C^T: same memory, flipped layouts; run() swaps the arguments.
     auto flip = [](Layout l) { return l == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor; };

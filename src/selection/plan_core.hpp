@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "catalog/catalog.hpp"
+#include "epilogue/plain_form.hpp"
 #include "families/family.hpp"
 #include "gemmkit/kernel_spec.hpp"
 #include "gemmkit/runtime.hpp"
@@ -45,6 +46,9 @@ struct PlanConfig {
   ReductionMode reduction_mode = ReductionMode::Deterministic;
   // An epilogue visitor tree in place of the activation, bias and scales (its unset types are the plan's).
   std::optional<epilogue::Epilogue> visitor;
+  // The tree's plain form, when it has one: activation, bias and scale above are then the tree's, and the plan runs
+  // their fused kernels (no visitor kernel).
+  std::optional<epilogue::PlainForm> visitor_plain;
 
   // The GPU and the requested kernel generation, as the catalog takes them.
   catalog::Target target() const { return {cc, kernel_cc, operation}; }
@@ -137,6 +141,8 @@ class PlanCore {
 
   // Drops the loaded kernels and choices: call after every change of the configuration that changes kernels.
   void invalidate();
+  // ConfigError when `changes` a setting (`what`) the plan's plain-form visitor tree sets: the tree says it.
+  void refuse_beside_plain_tree(bool changes, const char* what) const;
   // Drops the remembered choices only: for settings that change the choice but keep the loaded kernels.
   void forget_run_choices();
   RunCache& cache() const { return *cache_; }

@@ -438,11 +438,35 @@ def test_a_traced_tree_names_and_renders_the_sm90_kernel():
 
 
 def test_a_bare_epilogue_is_a_visitor_too():
-    tree = _gemmkit.Epilogue(_gemmkit._evt_activation(gemmkit.Activation.relu, _gemmkit._evt_accumulator()))
+    accum = _gemmkit._evt_accumulator()
+    tree = _gemmkit.Epilogue(_gemmkit._evt_activation(gemmkit.Activation.relu, accum * accum))
     plan = sm90_plan()
     plan.epilogue_visitor = tree
     assert plan.epilogue_visitor == tree and isinstance(plan.epilogue_visitor, _gemmkit.Epilogue)
     assert plan.kernel_name().startswith(SM90_DEFAULT + "_evt")
+    assert plan.epilogue == tree
+
+
+def test_a_plain_tree_runs_the_kernel_of_the_same_settings():
+    def epilogue(accum, alpha, C, beta, bias):
+        D = relu(alpha * accum + beta * C + bias)
+        return D
+    examples = {"accum": gemmkit.Tensor(element=np.float32, shape=(256, 128)),
+                "C": gemmkit.Tensor(element=np.float16, shape=(256, 128)),
+                "bias": gemmkit.Tensor(element=np.float16, shape=(256, 1)),
+                "alpha": 1.0, "beta": 0.0, "D": gemmkit.Tensor(element=np.float16, shape=(256, 128))}
+    plan = sm90_plan()
+    plan.epilogue_visitor = trace(epilogue, examples)
+    settings = sm90_plan()
+    settings.activation = gemmkit.Activation.relu
+    settings.bias = gemmkit.BiasMode.row
+    assert plan.kernel_name() == settings.kernel_name() and "_evt" not in plan.kernel_name()
+    assert plan.bias == gemmkit.BiasMode.row and plan.activation == gemmkit.Activation.relu
+    assert settings.epilogue == _gemmkit.plain_epilogue(gemmkit.Activation.relu, gemmkit.BiasMode.row)
+    with pytest.raises(gemmkit.ConfigError, match="visitor tree sets its activation"):
+        plan.activation = gemmkit.Activation.gelu
+    plan.epilogue_visitor = None
+    assert plan.kernel_name() == SM90_DEFAULT and plan.bias == gemmkit.BiasMode.none
 
 
 @pytest.mark.parametrize("cc", [80, 90])

@@ -353,7 +353,7 @@ struct VisitorCase {
   const char* name;
   std::int64_t batch;
   epilogue::Epilogue tree;
-  bool sm90_only = false;  // scalar reductions and column-major tensors: SM90 kernels only
+  bool sm90_only = false;  // scalar reductions, column-major tensors, scale vectors: SM90 kernels only
 };
 
 inline void PrintTo(const VisitorCase& c, std::ostream* os) {
@@ -388,6 +388,14 @@ inline std::vector<VisitorCase> visitor_cases() {
                             {scalar_reduction(acc(), "acc_max_batch", ReduceOp::Max), scalar_reduction(F, "F_sum")}),
                    true});
   }
+  // Trees of the plain form run on the fused kernels of the same settings (activation, bias, scale vectors).
+  out.push_back({"plain", 2,
+                 Epilogue(gelu(scalar("alpha") * acc() + scalar("beta") * source() + column_broadcast("bias")))});
+  out.push_back({"plain_scales", 2,
+                 Epilogue(relu(row_broadcast("bias") +
+                               2.0 * (acc() * column_broadcast("rows", DataType::f32) *
+                                      row_broadcast("columns", DataType::f32)))),
+                 true});
   out.push_back({"layouts", 2,
                  Epilogue(acc() + aux("aux_column_major", std::nullopt, Layout::ColumnMajor),
                           {store(acc() * 2.0, "G", DataType::f32, Layout::ColumnMajor)}),

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/visitor_args.hpp"
+#include "epilogue/plain_form.hpp"
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/epilogue.hpp"
 #include "gemmkit/errors.hpp"
@@ -158,6 +159,140 @@ TEST(EpilogueTreePlan, RulesAreRefused) {
       plan.set_epilogue_visitor(Epilogue(acc(), {row_reduction(acc(), "r", ReduceOp::Sum, gk::DataType::f16)})),
       gk::ConfigError);
   EXPECT_FALSE(plan.epilogue_visitor().has_value());
+}
+
+// The plain form act(alpha * (acc * row_scale * column_scale) + beta * C + bias) runs on the kernel the same settings
+// build, whichever way the tree was written.
+TEST(EpilogueTreePlainForm, PlainTreesRunTheKernelsOfTheSameSettings) {
+  struct Case {
+    const char* what;
+    Epilogue tree;
+    gk::Activation activation;
+    gk::BiasMode bias;
+    gk::ScaleMode scale;
+  };
+  const std::vector<Case> cases = {
+      {"identity", plain_epilogue(), gk::Activation::Identity, gk::BiasMode::None, gk::ScaleMode::None},
+      {"relu, row bias", plain_epilogue(gk::Activation::ReLU, gk::BiasMode::PerRow), gk::Activation::ReLU,
+       gk::BiasMode::PerRow, gk::ScaleMode::None},
+      {"gelu, scales", plain_epilogue(gk::Activation::GELU, gk::BiasMode::PerColumn, gk::ScaleMode::RowAndColumn),
+       gk::Activation::GELU, gk::BiasMode::PerColumn, gk::ScaleMode::RowAndColumn},
+      {"reordered", Epilogue(silu(row_broadcast("b") + source() * scalar("s") + acc() * 2.0)), gk::Activation::SiLU,
+       gk::BiasMode::PerColumn, gk::ScaleMode::None},
+      {"multiply-add", Epilogue(sigmoid(multiply_add(scalar("alpha"), acc(), column_broadcast("b")))),
+       gk::Activation::Sigmoid, gk::BiasMode::PerRow, gk::ScaleMode::None},
+      {"leaky_relu", Epilogue(leaky_relu(acc() + column_broadcast("b"), 0.2)), gk::Activation::LeakyReLU,
+       gk::BiasMode::PerRow, gk::ScaleMode::None},
+  };
+  for (const Case& c : cases) {
+    gk::Gemm settings(sm90_f16());
+    settings.set_activation(c.activation, 0.2);
+    settings.set_bias(c.bias);
+    settings.set_scale(c.scale);
+    gk::Gemm tree(sm90_f16());
+    tree.set_epilogue_visitor(c.tree);
+    EXPECT_EQ(tree.spec().canonical(), settings.spec().canonical()) << c.what;
+    EXPECT_EQ(tree.kernel_name(), settings.kernel_name()) << c.what;
+    EXPECT_EQ(tree.activation(), c.activation) << c.what;
+    EXPECT_EQ(tree.bias(), c.bias) << c.what;
+    EXPECT_EQ(tree.scale(), c.scale) << c.what;
+    EXPECT_EQ(tree.epilogue(), c.tree) << c.what;
+  }
+  gk::Gemm leaky(sm90_f16());
+  leaky.set_epilogue_visitor(Epilogue(leaky_relu(acc(), 0.3)));
+  EXPECT_EQ(leaky.activation_parameter(), 0.3);
+  // A plan's settings read back as their tree.
+  gk::Gemm settings(sm90_f16());
+  settings.set_activation(gk::Activation::Tanh);
+  settings.set_bias(gk::BiasMode::PerColumn);
+  EXPECT_EQ(settings.epilogue(), plain_epilogue(gk::Activation::Tanh, gk::BiasMode::PerColumn));
+}
+
+TEST(EpilogueTreePlainForm, OtherTreesKeepTheirVisitorKernel) {
+  const gk::DataType f16 = gk::DataType::f16;
+  for (const Epilogue& tree : {Epilogue(relu(acc()) + column_broadcast("b")),  // the bias after the activation
+                               Epilogue(acc() * acc()), Epilogue(acc() + aux("x")),
+                               Epilogue(relu(acc()), {store(acc(), "F")}), Epilogue(acc() - source()),
+                               Epilogue(acc() + row_broadcast("b", gk::DataType::f32)),  // a bias not of C's type
+                               Epilogue(acc() * row_broadcast("s", f16)),               // a scale not f32
+                               Epilogue(scalar("a") * scalar("b") * acc()), Epilogue(relu(relu(acc())))}) {
+    EXPECT_FALSE(plain_form(tree, f16).has_value()) << tree.to_string();
+    gk::Gemm plan(sm90_f16());
+    plan.set_epilogue_visitor(tree);
+    EXPECT_NE(plan.kernel_name().find("_evt"), std::string::npos) << tree.to_string();
+  }
+}
+
+TEST(EpilogueTreePlainForm, TheTreeOwnsTheSettingsItSets) {
+  gk::Gemm plan(sm90_f16());
+  plan.set_epilogue_visitor(plain_epilogue(gk::Activation::ReLU, gk::BiasMode::PerRow));
+  EXPECT_THROW(plan.set_activation(gk::Activation::GELU), gk::ConfigError);
+  EXPECT_THROW(plan.set_bias(gk::BiasMode::None), gk::ConfigError);
+  EXPECT_THROW(plan.set_scale(gk::ScaleMode::PerRow), gk::ConfigError);
+  EXPECT_EQ(plan.activation(), gk::Activation::ReLU);
+  plan.set_epilogue_visitor(std::nullopt);  // the settings go with the tree
+  EXPECT_EQ(plan.activation(), gk::Activation::Identity);
+  EXPECT_EQ(plan.bias(), gk::BiasMode::None);
+  gk::Gemm settings(sm90_f16());
+  settings.set_bias(gk::BiasMode::PerRow);
+  EXPECT_THROW(settings.set_epilogue_visitor(plain_epilogue(gk::Activation::ReLU)), gk::ConfigError);
+  EXPECT_FALSE(settings.epilogue_visitor().has_value());
+  // A plain tree also runs where visitor kernels do not: CUTLASS 2.x SIMT.
+  gk::GemmOptions o = sm90_f16();
+  o.kernel_cc = 80;
+  gk::Gemm simt(o);
+  simt.set_opclass(gk::OpClass::Simt);
+  simt.set_epilogue_visitor(plain_epilogue(gk::Activation::ReLU));
+  EXPECT_EQ(simt.activation(), gk::Activation::ReLU);
+  EXPECT_EQ(simt.kernel_name().find("_evt"), std::string::npos);
+}
+
+TEST(VisitorArguments, APlainTreeTakesItsScalarsAndVectorsByName) {
+  const Epilogue tree(relu(scalar("s") * (acc() * column_broadcast("rs", gk::DataType::f32)) + scalar("beta") * source() +
+                           row_broadcast("b")));
+  const auto form = plain_form(tree, gk::DataType::f16);
+  ASSERT_TRUE(form.has_value());
+  gk::verify::HostMatrix b(gk::DataType::f16, 1, 32, gk::Layout::RowMajor);
+  gk::verify::HostMatrix rs(gk::DataType::f32, 64, 1, gk::Layout::RowMajor);
+  gk::RunOptions options;
+  options.visitor_args = {{"s", std::nullopt, 0.5}, {"b", b.view(), 0}, {"rs", rs.view(), 0}};
+  double alpha = 3.0, beta = 0.25;
+  const gk::RunOptions plain = gk::detail::plain_run_options(tree, *form, options, alpha, beta);
+  EXPECT_EQ(alpha, 0.5);   // the tree's scalar s
+  EXPECT_EQ(beta, 0.25);   // a scalar named beta defaults to run()'s
+  ASSERT_NE(plain.bias, nullptr);
+  EXPECT_EQ(plain.bias->data, options.visitor_args[1].tensor->data);
+  ASSERT_NE(plain.row_scale, nullptr);
+  EXPECT_EQ(plain.row_scale->data, options.visitor_args[2].tensor->data);
+  EXPECT_EQ(plain.column_scale, nullptr);
+  EXPECT_TRUE(plain.visitor_args.empty());
+  double unused_alpha = 1.0, unused_beta = 0.0;
+  const Epilogue without_c(acc() + column_broadcast("b"));
+  gk::RunOptions only_b;
+  only_b.visitor_args = {{"b", rs.view(), 0}};
+  (void)gk::detail::plain_run_options(without_c, *plain_form(without_c, gk::DataType::f32), only_b, unused_alpha,
+                                      unused_beta);
+  EXPECT_EQ(unused_alpha, 1.0);  // acc alone: alpha 1, whatever run() was given
+  EXPECT_EQ(unused_beta, 0.0);   // no C
+  for (auto [drop, what] : std::vector<std::pair<std::string, const char*>>{{"s", "is missing"}, {"b", "is missing"}}) {
+    gk::RunOptions missing = options;
+    std::erase_if(missing.visitor_args, [&](const auto& a) { return a.name == drop; });
+    double a = 1.0, c = 0.0;
+    try {
+      (void)gk::detail::plain_run_options(tree, *form, missing, a, c);
+      ADD_FAILURE() << "accepted without " << drop;
+    } catch (const gk::TensorError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("'" + drop + "'"), std::string::npos) << e.what();
+    }
+  }
+  gk::RunOptions both = options;
+  both.bias = &*options.visitor_args[1].tensor;
+  double a = 1.0, c = 0.0;
+  EXPECT_THROW((void)gk::detail::plain_run_options(tree, *form, both, a, c), gk::TensorError);
+  gk::RunOptions unknown = options;
+  unknown.visitor_args.push_back({"bias", b.view(), 0});
+  EXPECT_THROW((void)gk::detail::plain_run_options(tree, *form, unknown, a, c), gk::TensorError);
 }
 
 TEST(VisitorArguments, EachTensorIsCheckedAgainstItsNode) {
