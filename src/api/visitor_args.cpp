@@ -177,8 +177,8 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, 
   return operands;
 }
 
-RunOptions plain_run_options(const epilogue::Epilogue& tree, const epilogue::PlainForm& form,
-                             const RunOptions& options, double& alpha, double& beta) {
+RunOptions plain_run_options(const epilogue::Epilogue& tree, const epilogue::PlainForm& form, const RunOptions& options,
+                             double& alpha, double& beta) {
   check_argument_names(tree, options);
   if (options.bias != nullptr || options.row_scale != nullptr || options.column_scale != nullptr) {
     throw TensorError(

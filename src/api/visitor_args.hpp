@@ -23,8 +23,8 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, 
 // The options a plain-form tree (epilogue::plain_form) runs its fused kernel with: its bias and scale vectors taken
 // from visitor_args by the tree's names, alpha and beta set to its factors' values (named scalars from visitor_args,
 // alpha and beta defaulting to run()'s; a tree without C gets beta 0). TensorError naming the argument otherwise.
-RunOptions plain_run_options(const epilogue::Epilogue& tree, const epilogue::PlainForm& form,
-                             const RunOptions& options, double& alpha, double& beta);
+RunOptions plain_run_options(const epilogue::Epilogue& tree, const epilogue::PlainForm& form, const RunOptions& options,
+                             double& alpha, double& beta);
 
 // run()'s C or D, or the tensor visitor_args gives by that name (the reference passes both); TensorError when they
 // are different tensors.

@@ -389,12 +389,11 @@ inline std::vector<VisitorCase> visitor_cases() {
                    true});
   }
   // Trees of the plain form run on the fused kernels of the same settings (activation, bias, scale vectors).
-  out.push_back({"plain", 2,
-                 Epilogue(gelu(scalar("alpha") * acc() + scalar("beta") * source() + column_broadcast("bias")))});
+  out.push_back(
+      {"plain", 2, Epilogue(gelu(scalar("alpha") * acc() + scalar("beta") * source() + column_broadcast("bias")))});
   out.push_back({"plain_scales", 2,
-                 Epilogue(relu(row_broadcast("bias") +
-                               2.0 * (acc() * column_broadcast("rows", DataType::f32) *
-                                      row_broadcast("columns", DataType::f32)))),
+                 Epilogue(relu(row_broadcast("bias") + 2.0 * (acc() * column_broadcast("rows", DataType::f32) *
+                                                              row_broadcast("columns", DataType::f32)))),
                  true});
   out.push_back({"layouts", 2,
                  Epilogue(acc() + aux("aux_column_major", std::nullopt, Layout::ColumnMajor),

@@ -210,12 +210,12 @@ TEST(EpilogueTreePlainForm, PlainTreesRunTheKernelsOfTheSameSettings) {
 
 TEST(EpilogueTreePlainForm, OtherTreesKeepTheirVisitorKernel) {
   const gk::DataType f16 = gk::DataType::f16;
-  for (const Epilogue& tree : {Epilogue(relu(acc()) + column_broadcast("b")),  // the bias after the activation
-                               Epilogue(acc() * acc()), Epilogue(acc() + aux("x")),
-                               Epilogue(relu(acc()), {store(acc(), "F")}), Epilogue(acc() - source()),
-                               Epilogue(acc() + row_broadcast("b", gk::DataType::f32)),  // a bias not of C's type
-                               Epilogue(acc() * row_broadcast("s", f16)),               // a scale not f32
-                               Epilogue(scalar("a") * scalar("b") * acc()), Epilogue(relu(relu(acc())))}) {
+  for (const Epilogue& tree :
+       {Epilogue(relu(acc()) + column_broadcast("b")),  // the bias after the activation
+        Epilogue(acc() * acc()), Epilogue(acc() + aux("x")), Epilogue(relu(acc()), {store(acc(), "F")}),
+        Epilogue(acc() - source()), Epilogue(acc() + row_broadcast("b", gk::DataType::f32)),  // a bias not of C's type
+        Epilogue(acc() * row_broadcast("s", f16)),                                            // a scale not f32
+        Epilogue(scalar("a") * scalar("b") * acc()), Epilogue(relu(relu(acc())))}) {
     EXPECT_FALSE(plain_form(tree, f16).has_value()) << tree.to_string();
     gk::Gemm plan(sm90_f16());
     plan.set_epilogue_visitor(tree);
@@ -248,8 +248,8 @@ TEST(EpilogueTreePlainForm, TheTreeOwnsTheSettingsItSets) {
 }
 
 TEST(VisitorArguments, APlainTreeTakesItsScalarsAndVectorsByName) {
-  const Epilogue tree(relu(scalar("s") * (acc() * column_broadcast("rs", gk::DataType::f32)) + scalar("beta") * source() +
-                           row_broadcast("b")));
+  const Epilogue tree(relu(scalar("s") * (acc() * column_broadcast("rs", gk::DataType::f32)) +
+                           scalar("beta") * source() + row_broadcast("b")));
   const auto form = plain_form(tree, gk::DataType::f16);
   ASSERT_TRUE(form.has_value());
   gk::verify::HostMatrix b(gk::DataType::f16, 1, 32, gk::Layout::RowMajor);
@@ -258,8 +258,8 @@ TEST(VisitorArguments, APlainTreeTakesItsScalarsAndVectorsByName) {
   options.visitor_args = {{"s", std::nullopt, 0.5}, {"b", b.view(), 0}, {"rs", rs.view(), 0}};
   double alpha = 3.0, beta = 0.25;
   const gk::RunOptions plain = gk::detail::plain_run_options(tree, *form, options, alpha, beta);
-  EXPECT_EQ(alpha, 0.5);   // the tree's scalar s
-  EXPECT_EQ(beta, 0.25);   // a scalar named beta defaults to run()'s
+  EXPECT_EQ(alpha, 0.5);  // the tree's scalar s
+  EXPECT_EQ(beta, 0.25);  // a scalar named beta defaults to run()'s
   ASSERT_NE(plain.bias, nullptr);
   EXPECT_EQ(plain.bias->data, options.visitor_args[1].tensor->data);
   ASSERT_NE(plain.row_scale, nullptr);
