@@ -34,7 +34,8 @@ Benchmarks gemmkit against cuBLAS on this machine's GPU 0 and writes JSON + Mark
   --only LIST          sections to run, comma-separated: gemm,overhead,startup,compile,sweep,epilogue,suite
                        (default: the first four)
   --groups LIST        the suite section's shape groups: today,square,long_k,llm16,llm128,llm1024,llm8192,skinny,
-                       llm (the four llm groups) or all (default all)
+                       odd (odd leading dimensions: the SIMT fallback; its mean is its own line), llm (the four llm
+                       groups) or all (default all)
   --tuning on|off      off: run() ignores the tuning database (GEMMKIT_TUNING_DB=off), i.e. the untuned default
                        (default on: a shape tuned with gemmkit tune runs its tuned kernel; rows say so)
   --overhead-shape MxNxK  the overhead section's problem (default 128x128x128)
@@ -132,7 +133,7 @@ Options parse_options(int argc, char** argv) {
       }
     } else if (name == "--groups") {
       try {
-        (void)gk::verify::shape_suite(value);
+        (void)gk::verify::shape_suite(value, gk::verify::SuiteGroups::WithOdd);
       } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("--groups: ") + e.what());
       }
@@ -274,8 +275,11 @@ Value method() {
       "the CUDA driver files are in the page cache (the parent has used them).";
   m["suite"] =
       "The gemm section's method on every shape of the chosen groups of the shape suite (verify/shape_suite.hpp), "
-      "f16 and bf16; geometric mean of the ratio per group and over the shapes with M >= 128. 'tuned': run() took "
-      "the kernel from the tuning database (gemmkit tune); --tuning off measures the untuned default.";
+      "f16 and bf16, packed row-major operands (lda = K, ldb = N, ldd = N); each row names the kernel run() picked. "
+      "Geometric mean of the ratio per group and over the shapes with M >= 128 but those of the odd group, whose odd "
+      "leading dimensions fit no tensor-core kernel's vectors (run() falls back to CUTLASS 2.x SIMT kernels; cuBLAS "
+      "takes them as they are). 'tuned': run() took the kernel from the tuning database (gemmkit tune); --tuning off "
+      "measures the untuned default.";
   m["compile"] =
       "A fresh process sets GEMMKIT_CACHE_DIR to a new empty folder and times Toolchain::discover() and then "
       "plan.compile() of the default f16 kernel (one nvcc process); the folder is removed afterwards.";
@@ -292,7 +296,9 @@ Value prepare_kernels(const Context& ctx) {
   }
   if (ctx.options.sections.count("suite")) {
     for (const gk::DataType t : ctx.options.dtypes) {
-      for (const auto& s : gk::verify::shape_suite(ctx.options.groups)) problems.emplace_back(t, Shape{s.m, s.n, s.k});
+      for (const auto& s : gk::verify::shape_suite(ctx.options.groups, gk::verify::SuiteGroups::WithOdd)) {
+        problems.emplace_back(t, Shape{s.m, s.n, s.k});
+      }
     }
   }
   if (ctx.options.sections.count("sweep")) {

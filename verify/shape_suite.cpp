@@ -34,6 +34,11 @@ std::vector<SuiteShape> group_shapes(const std::string& group) {
     for (std::int64_t m : {1, 8}) {
       for (const auto& nk : kProjections) out.push_back({group, m, nk[0], nk[1]});
     }
+  } else if (group == kOddGroup) {  // the shapes python/bench/odd_shapes.py times against torch.matmul
+    for (auto [m, n, k] :
+         {std::array<std::int64_t, 3>{777, 1999, 3001}, {1001, 1003, 1005}, {4095, 4097, 4099}, {8191, 8193, 1023}}) {
+      out.push_back({group, m, n, k});
+    }
   }
   return out;
 }
@@ -44,26 +49,31 @@ std::string SuiteShape::text() const {
   return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
 }
 
-const std::vector<std::string>& suite_groups() {
-  static const std::vector<std::string> kGroups = {"today",  "square",  "long_k",  "llm16",
-                                                   "llm128", "llm1024", "llm8192", "skinny"};
-  return kGroups;
+const std::vector<std::string>& suite_groups(SuiteGroups which) {
+  static const std::vector<std::string> kTensorCore = {"today",  "square",  "long_k",  "llm16",
+                                                       "llm128", "llm1024", "llm8192", "skinny"};
+  static const std::vector<std::string> kWithOdd = [] {
+    std::vector<std::string> groups = kTensorCore;
+    groups.emplace_back(kOddGroup);
+    return groups;
+  }();
+  return which == SuiteGroups::WithOdd ? kWithOdd : kTensorCore;
 }
 
-std::vector<SuiteShape> shape_suite(const std::string& groups) {
+std::vector<SuiteShape> shape_suite(const std::string& groups, SuiteGroups which) {
+  const auto& known = suite_groups(which);
   std::vector<std::string> wanted;
   std::stringstream stream(groups);
   for (std::string name; std::getline(stream, name, ',');) {
     if (name.empty()) continue;
     if (name == "all") {
-      wanted = suite_groups();
+      wanted = known;
       break;
     }
     if (name == "llm") {
       for (const char* g : {"llm16", "llm128", "llm1024", "llm8192"}) wanted.push_back(g);
       continue;
     }
-    const auto& known = suite_groups();
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       std::string list;
       for (const auto& g : known) list += (list.empty() ? "" : ", ") + g;
@@ -71,9 +81,9 @@ std::vector<SuiteShape> shape_suite(const std::string& groups) {
     }
     wanted.push_back(name);
   }
-  if (wanted.empty()) wanted = suite_groups();
+  if (wanted.empty()) wanted = known;
   std::vector<SuiteShape> out;
-  for (const auto& group : suite_groups()) {  // suite order, each group once
+  for (const auto& group : known) {  // suite order, each group once
     if (std::find(wanted.begin(), wanted.end(), group) == wanted.end()) continue;
     for (auto& s : group_shapes(group)) out.push_back(std::move(s));
   }
