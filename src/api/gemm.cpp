@@ -65,34 +65,46 @@ const std::optional<epilogue::Epilogue>& Gemm::epilogue_visitor() const {
 
 void Gemm::set_epilogue_visitor(std::optional<epilogue::Epilogue> tree) {
   const selection::PlanConfig& c = core_->config;
-  std::optional<epilogue::PlainForm> plain = tree ? epilogue::plain_form(*tree, c.types.c) : std::nullopt;
-  if (tree && !plain && core_->cache().transposed) {
-    throw ConfigError(
-        "An epilogue visitor tree needs a kernel that computes D itself; this plan's (f32 A and B, both "
-        "row-major) computes D^T. Make B column-major.");
-  }
   const bool settings_were_the_trees = c.visitor_plain.has_value();
+  const std::optional<epilogue::PlainForm> plain = tree ? epilogue::plain_form(*tree, c.types.c) : std::nullopt;
   if (plain && !settings_were_the_trees &&
       (c.activation != Activation::Identity || c.bias != BiasMode::None || c.scale != ScaleMode::None)) {
     throw ConfigError(
         "an epilogue visitor tree replaces the activation, bias and scale vectors; put them into the tree instead.");
   }
-  selection::PlanConfig next = c;
-  next.visitor = std::move(tree);
-  next.visitor_plain = plain;
+  // The plan keeps `tree`, run by the kernel of the settings `as_plain` stands for, or else by the tree's own kernel.
+  auto keep = [&](const std::optional<epilogue::PlainForm>& as_plain) {
+    selection::PlanConfig next = c;
+    next.visitor = tree;
+    next.visitor_plain = as_plain;
+    if (as_plain) {
+      next.activation = as_plain->activation;
+      next.activation_parameter = as_plain->activation_parameter;
+      next.bias = as_plain->bias;
+      next.scale = as_plain->scale;
+    } else if (settings_were_the_trees) {
+      next.activation = Activation::Identity;
+      next.bias = BiasMode::None;
+      next.scale = ScaleMode::None;
+    }
+    assign_checked(core_->config, next, [&] { (void)spec(); });
+    core_->invalidate();
+  };
   if (plain) {
-    // The plain form runs on the kernel the same settings build.
-    next.activation = plain->activation;
-    next.activation_parameter = plain->activation_parameter;
-    next.bias = plain->bias;
-    next.scale = plain->scale;
-  } else if (settings_were_the_trees) {
-    next.activation = Activation::Identity;
-    next.bias = BiasMode::None;
-    next.scale = ScaleMode::None;
+    try {
+      keep(plain);
+      return;
+    } catch (const ConfigError&) {
+      // No fused kernel of those settings for this plan (a 2.x kernel's bias runs along D's rows only): the tree's
+      // own kernel serves it.
+    }
   }
-  assign_checked(core_->config, next, [&] { (void)spec(); });
-  core_->invalidate();
+  if (tree && core_->cache().transposed) {
+    throw ConfigError(
+        "An epilogue visitor tree needs a kernel that computes D itself; this plan's (f32 A and B, both "
+        "row-major) computes D^T. Make B column-major.");
+  }
+  keep(std::nullopt);
 }
 
 epilogue::Epilogue Gemm::epilogue() const {

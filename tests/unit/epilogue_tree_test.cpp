@@ -247,6 +247,28 @@ TEST(EpilogueTreePlainForm, TheTreeOwnsTheSettingsItSets) {
   EXPECT_EQ(simt.kernel_name().find("_evt"), std::string::npos);
 }
 
+// A plain tree whose settings no fused kernel of the plan offers (a 2.x kernel's bias runs along D's rows only, so a
+// per-row bias with row-major C is refused as a setting) runs on the tree's own visitor kernel instead.
+TEST(EpilogueTreePlainForm, APlainTreeWithoutAFusedKernelRunsItsVisitorKernel) {
+  gk::GemmOptions o = sm90_f16();
+  o.kernel_cc = 80;
+  gk::Gemm settings(o);
+  EXPECT_THROW(settings.set_bias(gk::BiasMode::PerRow), gk::ConfigError);
+  gk::Gemm plan(o);
+  const Epilogue tree(gelu(scalar("alpha") * acc() + scalar("beta") * source() + column_broadcast("bias")));
+  ASSERT_TRUE(plain_form(tree, gk::DataType::f16).has_value());
+  plan.set_epilogue_visitor(tree);
+  EXPECT_TRUE(plan.spec().visitor.has_value());
+  EXPECT_NE(plan.kernel_name().find("_evt"), std::string::npos) << plan.kernel_name();
+  EXPECT_EQ(plan.activation(), gk::Activation::Identity);
+  EXPECT_EQ(plan.bias(), gk::BiasMode::None);
+  EXPECT_EQ(plan.epilogue(), tree);
+  // Its transpose, a per-column bias, has the fused kernel.
+  plan.set_epilogue_visitor(Epilogue(gelu(acc() + row_broadcast("bias"))));
+  EXPECT_FALSE(plan.spec().visitor.has_value());
+  EXPECT_EQ(plan.bias(), gk::BiasMode::PerColumn);
+}
+
 TEST(VisitorArguments, APlainTreeTakesItsScalarsAndVectorsByName) {
   const Epilogue tree(relu(scalar("s") * (acc() * column_broadcast("rs", gk::DataType::f32)) +
                            scalar("beta") * source() + row_broadcast("b")));
