@@ -237,6 +237,21 @@ std::vector<TileDescription> Plan::tile_descriptions() const {
   if (core_->config.math_operation) {
     std::erase_if(out, [&](const TileDescription& td) { return td.math_operation != *core_->config.math_operation; });
   }
+  if (core_->config.visitor && !core_->config.visitor_plain) {
+    // A tree's buffers share the block's shared memory with the mainloop: only the tiles it fits are configurations.
+    const KernelSpec base = spec();
+    const auto limits = catalog::limits_for_cc(core_->config.cc);
+    std::erase_if(out, [&](const TileDescription& td) {
+      KernelSpec with_tile = base;
+      with_tile.tile = td;
+      try {
+        catalog::validate(with_tile, limits);
+        return false;
+      } catch (const ConfigError&) {
+        return true;
+      }
+    });
+  }
   return out;
 }
 

@@ -108,9 +108,8 @@ TEST_P(VisitorTrees, MatchFloat64Evaluation) {
   C.fill_integers(3, -4, 4);
   // The plan's tree with its types resolved (a plain-form tree runs a kernel without one).
   const gk::epilogue::Epilogue tree = plan.epilogue_visitor()->with_types(gk::DataType::f16, gk::DataType::f16);
-  // Plain trees run the fused kernel of their settings where the plan has one; a 2.x kernel's bias runs along D's rows
-  // only, so "plain" (a per-row bias) runs its visitor kernel there.
-  const bool fused = std::string(c.name).rfind("plain", 0) == 0 && !(std::string(c.name) == "plain" && kernel_cc < 90);
+  // Plain trees run the fused kernel of their settings where the plan has one (cases::visitor_cases says where).
+  const bool fused = std::string(c.name).rfind("plain", 0) == 0 && kernel_cc >= 90;
   EXPECT_EQ(plan.spec().visitor.has_value(), !fused) << plan.kernel_name();
   VisitorTensors tensors(tree, m, n, c.batch);
   const double alpha = 2.0, beta = 0.5;

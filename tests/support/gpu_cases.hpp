@@ -388,13 +388,14 @@ inline std::vector<VisitorCase> visitor_cases() {
                             {scalar_reduction(acc(), "acc_max_batch", ReduceOp::Max), scalar_reduction(F, "F_sum")}),
                    true});
   }
-  // Trees of the plain form run on the fused kernels of the same settings (activation, bias, scale vectors).
+  // Trees of the plain form run on the fused kernels of the same settings (activation, bias, scale vectors) where the
+  // plan has one: on SM90. A 2.x plan has neither a per-row bias with row-major C nor scale vectors; it runs them on
+  // their visitor kernels.
   out.push_back(
       {"plain", 2, Epilogue(gelu(scalar("alpha") * acc() + scalar("beta") * source() + column_broadcast("bias")))});
   out.push_back({"plain_scales", 2,
                  Epilogue(relu(row_broadcast("bias") + 2.0 * (acc() * column_broadcast("rows", DataType::f32) *
-                                                              row_broadcast("columns", DataType::f32)))),
-                 true});
+                                                              row_broadcast("columns", DataType::f32))))});
   out.push_back({"layouts", 2,
                  Epilogue(acc() + aux("aux_column_major", std::nullopt, Layout::ColumnMajor),
                           {store(acc() * 2.0, "G", DataType::f32, Layout::ColumnMajor)}),

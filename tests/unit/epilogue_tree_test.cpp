@@ -247,6 +247,25 @@ TEST(EpilogueTreePlainForm, TheTreeOwnsTheSettingsItSets) {
   EXPECT_EQ(simt.kernel_name().find("_evt"), std::string::npos);
 }
 
+// Aux tensors take shared memory beside the mainloop's stages: tile_descriptions() lists only the tiles a tree fits,
+// and each of them can be set.
+TEST(EpilogueTreeTiles, TileDescriptionsListOnlyTheTilesTheTreeFits) {
+  gk::Gemm plain(sm90_f16());
+  gk::Gemm plan(sm90_f16());
+  Expr sum = acc();
+  for (const char* name : {"a", "b", "c", "d", "e", "f"}) sum = sum + aux(name, gk::DataType::f32);
+  plan.set_epilogue_visitor(Epilogue(sum));
+  const auto fitting = plan.tile_descriptions();
+  ASSERT_FALSE(fitting.empty());
+  EXPECT_LT(fitting.size(), plain.tile_descriptions().size());
+  for (const gk::TileDescription& td : fitting) EXPECT_NO_THROW(plan.set_tile_description(td)) << td.to_string();
+  for (const gk::TileDescription& td : plain.tile_descriptions()) {
+    if (std::find(fitting.begin(), fitting.end(), td) == fitting.end()) {
+      EXPECT_THROW(plan.set_tile_description(td), gk::ConfigError) << td.to_string();
+    }
+  }
+}
+
 // A plain tree whose settings no fused kernel of the plan offers (a 2.x kernel's bias runs along D's rows only, so a
 // per-row bias with row-major C is refused as a setting) runs on the tree's own visitor kernel instead.
 TEST(EpilogueTreePlainForm, APlainTreeWithoutAFusedKernelRunsItsVisitorKernel) {
