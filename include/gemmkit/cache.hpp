@@ -69,7 +69,14 @@ class DiskCache {
   // The keys of the entries `source` is built into: key(), or on the split path its cubin's and its host module's.
   std::vector<std::string> keys(const Toolchain& toolchain, const KernelSource& source) const;
 
-  // A complete entry (manifest present and consistent) or nothing; a damaged entry is moved aside.
+  // The kernel packs searched after this cache, in order: the folders of GEMMKIT_PACK_PATH (':'-separated), then each
+  // folder under the packs/ beside the library (an install's share/gemmkit/packs, the Python package's gemmkit/packs,
+  // the build tree's packs/: what -DGEMMKIT_PACK builds). Each is a cache root that is only read, never written: a
+  // kernel found there loads from it, and a damaged entry there is passed over.
+  static std::vector<std::string> pack_roots();
+
+  // A complete entry (manifest present and consistent) of this cache or, failing that, of a pack; or nothing. A
+  // damaged entry of this cache is moved aside.
   std::optional<CacheEntry> lookup(const std::string& key) const;
 
   // lookup(), else build in a private temp folder and rename() it into place; manifest.json last. A split source
@@ -79,8 +86,8 @@ class DiskCache {
   CacheEntry get_or_build(const Toolchain& toolchain, const KernelSource& source, const ModuleBuilder& builder);
   CacheEntry get_or_build(const Toolchain& toolchain, const KernelSource& source);
 
-  // The complete entry for `source` in this cache (or in the private cache standing in for it), without building;
-  // nothing under GEMMKIT_ALWAYS_COMPILE.
+  // The complete entry for `source` in this cache (or in the private cache standing in for it, or a pack), without
+  // building; nothing under GEMMKIT_ALWAYS_COMPILE.
   std::optional<CacheEntry> find(const Toolchain& toolchain, const KernelSource& source) const;
 
   // Several sources at once, built in parallel (max_parallel_compiles() jobs, a split source's two nvcc processes
@@ -128,6 +135,7 @@ struct CacheCounters {
   int disk_hits = 0;  // complete entries found on disk
   int rebuilt_damaged = 0;
   int background_builds = 0;  // of `builds`, those a background compile ran (run() did not wait for them)
+  int pack_hits = 0;          // complete entries found in a kernel pack (DiskCache::pack_roots), not in the cache
 };
 CacheCounters cache_counters();
 

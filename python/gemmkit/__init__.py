@@ -46,6 +46,7 @@ from ._gemmkit import (  # noqa: E402
     compile_many,
     cuda_device_count,
     device_cc,
+    pack_dirs,
     pack_specs,
     read_pack_file,
     render,
@@ -77,6 +78,6 @@ __all__ = [
     "EpilogueScheduleType", "Error", "Gemm", "GroupedGemm", "IteratorAlgorithm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
     "LayoutType", "MathInstruction", "MathOperation", "OpcodeClass", "RasterOrder", "ReductionMode", "ScaleMode", "SplitKMode", "StrideSupport", "SwizzlingFunctor", "Tensor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
-    "cuda_device_count", "device_cc", "emit", "epilogue", "op", "pack_specs", "read_pack_file", "render", "set_log_level", "shape", "swizzle",
+    "cuda_device_count", "device_cc", "emit", "epilogue", "op", "pack_dirs", "pack_specs", "read_pack_file", "render", "set_log_level", "shape", "swizzle",
     "tensor_view", "utils", "tuning_counters", "tuning_database_path", "wait_for_background_compiles",
 ]

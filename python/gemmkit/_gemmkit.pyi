@@ -686,6 +686,9 @@ class CacheCounters:
     @property
     def background_builds(self) -> int: ...
 
+    @property
+    def pack_hits(self) -> int: ...
+
 def render(spec: KernelSpec) -> KernelSource:
     """The kernel source for a spec (pure; no I/O)."""
 
@@ -711,6 +714,11 @@ def cache_counters() -> CacheCounters: ...
 
 def cache_dir() -> str:
     """The kernel cache folder (GEMMKIT_CACHE_DIR, else per user)."""
+
+def pack_dirs() -> list[str]:
+    """
+    The kernel packs searched after the cache, in order: GEMMKIT_PACK_PATH's folders, then the packs installed beside the library (gemmkit/packs/*). Read only.
+    """
 
 def cuda_device_count() -> int:
     """Visible CUDA devices; 0 without a GPU or driver."""

@@ -168,7 +168,8 @@ void bind_values(nb::module_& m) {
       .def_ro("builds", &CacheCounters::builds)
       .def_ro("disk_hits", &CacheCounters::disk_hits)
       .def_ro("rebuilt_damaged", &CacheCounters::rebuilt_damaged)
-      .def_ro("background_builds", &CacheCounters::background_builds);
+      .def_ro("background_builds", &CacheCounters::background_builds)
+      .def_ro("pack_hits", &CacheCounters::pack_hits);
 }
 
 void bind_functions(nb::module_& m) {
@@ -205,6 +206,9 @@ void bind_functions(nb::module_& m) {
         "The kernels of a pack file: one plan per line, as gemmkit compile's options (e.g. --cc 90 --element bf16).");
   m.def("cache_counters", &cache_counters);
   m.def("cache_dir", &DiskCache::default_root, "The kernel cache folder (GEMMKIT_CACHE_DIR, else per user).");
+  m.def("pack_dirs", &DiskCache::pack_roots,
+        "The kernel packs searched after the cache, in order: GEMMKIT_PACK_PATH's folders, then the packs installed "
+        "beside the library (gemmkit/packs/*). Read only.");
   m.def("cuda_device_count", &cuda_device_count, "Visible CUDA devices; 0 without a GPU or driver.");
   m.def("tuning_database_path", &tuning::Database::default_path,
         "The tuning database (GEMMKIT_TUNING_DB, else <cache>/tuning.sqlite3; '' when it is off).");

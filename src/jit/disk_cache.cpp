@@ -29,6 +29,7 @@
 #include "jit/process.hpp"
 #include "jit/progress.hpp"
 #include "jit/tar.hpp"
+#include "jit/toolchain_detail.hpp"
 #include "util/knobs.hpp"
 #include "util/sha256.hpp"
 
@@ -51,6 +52,7 @@ std::atomic<int> g_builds{0};
 std::atomic<int> g_disk_hits{0};
 std::atomic<int> g_rebuilt_damaged{0};
 std::atomic<int> g_background_builds{0};
+std::atomic<int> g_pack_hits{0};
 
 // ---- layout ----------------------------------------------------------------------------------------------
 
@@ -501,14 +503,28 @@ std::string record_field(const std::string& name, const std::string& value) {
   return line + "\n";
 }
 
-// A complete entry in the root, or in the private cache this process builds into instead of it.
+// A complete entry of a kernel pack (DiskCache::pack_roots) other than `root`. Packs are read only: a damaged entry
+// there is passed over, not moved aside.
+std::optional<CacheEntry> find_in_packs(const std::string& root, const std::string& key) {
+  for (const std::string& pack : DiskCache::pack_roots()) {
+    std::error_code ec;
+    if (fs::equivalent(pack, root, ec)) continue;
+    const Probe probe = probe_entry(pack, key);
+    if (probe.state != EntryState::complete) continue;
+    ++g_pack_hits;
+    return make_entry(pack, key, probe.manifest, true);
+  }
+  return std::nullopt;
+}
+
+// A complete entry in the root, in the private cache this process builds into instead of it, or in a kernel pack.
 std::optional<CacheEntry> find_built(const std::string& root, const std::string& key, bool& damaged) {
   if (std::optional<CacheEntry> entry = find_complete(root, key, LockHeld::no, damaged)) return entry;
   if (const std::optional<std::string> dir = build_roots().private_for(root)) {
     bool ignored = false;
-    return find_complete(*dir, key, LockHeld::no, ignored);
+    if (std::optional<CacheEntry> entry = find_complete(*dir, key, LockHeld::no, ignored)) return entry;
   }
-  return std::nullopt;
+  return find_in_packs(root, key);
 }
 
 ModuleBuilder nvcc_builder(const Toolchain& toolchain) {
@@ -533,6 +549,26 @@ std::string DiskCache::default_root() {
 }
 
 DiskCache::DiskCache(std::string root) : root_(std::move(root)) {}
+
+std::vector<std::string> DiskCache::pack_roots() {
+  std::vector<std::string> roots;
+  const std::string path = knobs::value("GEMMKIT_PACK_PATH");
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    if (end > start) roots.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  for (const std::string& data_dir : toolchain_detail::own_data_dirs()) {
+    std::vector<std::string> installed;
+    std::error_code ec;
+    for (const auto& pack : fs::directory_iterator(fs::path(data_dir) / "packs", ec)) {
+      if (pack.is_directory(ec)) installed.push_back(pack.path().string());
+    }
+    std::sort(installed.begin(), installed.end());
+    roots.insert(roots.end(), installed.begin(), installed.end());
+  }
+  return roots;
+}
 
 namespace {
 
@@ -602,7 +638,8 @@ std::vector<std::string> DiskCache::keys(const Toolchain& toolchain, const Kerne
 std::optional<CacheEntry> DiskCache::lookup(const std::string& key) const {
   require_key(key);
   bool damaged = false;
-  return find_complete(root_, key, LockHeld::no, damaged);
+  if (std::optional<CacheEntry> entry = find_complete(root_, key, LockHeld::no, damaged)) return entry;
+  return find_in_packs(root_, key);
 }
 
 std::optional<CacheEntry> DiskCache::find(const Toolchain& toolchain, const KernelSource& source) const {
@@ -983,6 +1020,7 @@ CacheCounters cache_counters() {
   counters.disk_hits = g_disk_hits.load();
   counters.rebuilt_damaged = g_rebuilt_damaged.load();
   counters.background_builds = g_background_builds.load();
+  counters.pack_hits = g_pack_hits.load();
   return counters;
 }
 

@@ -199,10 +199,15 @@ std::string own_binary_dir() {
   return ec ? "" : file.parent_path().string();
 }
 
-const std::vector<std::string>& data_dirs() {
+
+}  // namespace
+
+const std::vector<std::string>& toolchain_detail::own_data_dirs() {
   static const std::vector<std::string> dirs = installed_data_dirs(own_binary_dir(), GEMMKIT_DATA_FROM_LIB);
   return dirs;
 }
+
+namespace {
 
 // GEMMKIT_ROOT, else the copy beside the library (an install's share/gemmkit, the build tree's link to device/).
 std::string find_device_include_dir() {
@@ -211,7 +216,7 @@ std::string find_device_include_dir() {
   if (!gemmkit_root.empty()) {
     candidates.push_back(fs::path(gemmkit_root) / "device" / "include");
   } else {
-    for (const std::string& dir : data_dirs()) candidates.push_back(fs::path(dir) / "device" / "include");
+    for (const std::string& dir : own_data_dirs()) candidates.push_back(fs::path(dir) / "device" / "include");
   }
   std::error_code ec;
   for (const fs::path& dir : candidates) {
@@ -230,7 +235,7 @@ Toolchain Toolchain::find_headers() {
   // CUTLASS first: its absence is the most common set-up mistake.
   const std::string cutlass_path = knobs::value("CUTLASS_PATH");
   std::vector<std::string> cutlass_candidates;
-  for (const std::string& dir : data_dirs()) cutlass_candidates.push_back((fs::path(dir) / "cutlass").string());
+  for (const std::string& dir : own_data_dirs()) cutlass_candidates.push_back((fs::path(dir) / "cutlass").string());
   if (!std::string_view(GEMMKIT_CUTLASS_DEFAULT).empty()) cutlass_candidates.push_back(GEMMKIT_CUTLASS_DEFAULT);
   tc.cutlass_root = find_cutlass(cutlass_path.empty() ? nullptr : cutlass_path.c_str(), cutlass_candidates);
   tc.cutlass_version = parse_cutlass_version(

@@ -27,6 +27,8 @@ std::string find_cutlass(const char* cutlass_path_env, const std::vector<std::st
 // that holds gemmkit's code: the CMake install's <libdir>/`data_from_lib` (share/gemmkit) and, for the Python
 // package, the binary's own folder (the package, beside _gemmkit*.so and libgemmkit.so). Empty for an empty input.
 std::vector<std::string> installed_data_dirs(const std::string& binary_dir, const std::string& data_from_lib);
+// installed_data_dirs of the binary this code is linked into (libgemmkit.so, or the Python extension).
+const std::vector<std::string>& own_data_dirs();
 
 // "MAJOR.MINOR.PATCH" from the text of include/cutlass/version.h; empty if the defines are missing.
 std::string parse_cutlass_version(const std::string& version_h);

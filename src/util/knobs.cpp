@@ -27,6 +27,9 @@ std::string read(const Knob& k) {
 const std::vector<Knob>& all() {
   static const std::vector<Knob> kKnobs = {
       {"GEMMKIT_CACHE_DIR", Type::Text, "$XDG_CACHE_HOME/gemmkit or ~/.cache/gemmkit", "the kernel cache folder"},
+      {"GEMMKIT_PACK_PATH", Type::Text, "none",
+       "more kernel packs: ':'-separated cache folders, read only, searched after the cache and before the packs "
+       "installed beside the library"},
       {"CUTLASS_PATH", Type::Text, "the installed copy, else .deps/cutlass",
        "a CUTLASS 4.2 tree holding include/ and tools/util/include"},
       {"CUDA_HOME", Type::Text, "`which nvcc`, then /usr/local/cuda", "the CUDA toolkit (nvcc >= 12.4)"},

@@ -1,9 +1,12 @@
 // tests/compile/compile_test.cpp: nvcc really builds one SM80 and one SM90 kernel (and an FP8 one with scale vectors)
 // into a fresh cache; the second request is a cache hit (counted, not timed), also from a fresh process; the module
 // loads and names itself.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -355,6 +358,40 @@ TEST(CompileTier, APackMovesToAFreshCacheAndLoadsWithoutACompile) {
   EXPECT_TRUE(kernel.cache_hit);
   EXPECT_EQ(gk::cache_counters().builds, builds_before);  // zero compiles
   EXPECT_EQ(gk::KernelModule::load(kernel.module_path)->kernel_name(), specs[0].name());
+}
+
+// A pack beside the library (what -DGEMMKIT_PACK installs as share/gemmkit/packs/<name>; in the build tree,
+// build/packs/<name>) serves an empty cache: the kernel loads from the pack, with zero compiles and nothing written.
+TEST(CompileTier, APackBesideTheLibraryServesAnEmptyCache) {
+  gk::testenv::TempDir work;
+  const std::string pack_file = (work.path() / "one.pack").string();
+  std::ofstream(pack_file) << "--cc 80 --element f16 --element-accumulator f32 --layout row\n";
+  const std::filesystem::path pack =
+      std::filesystem::path(GEMMKIT_CLI_PATH).parent_path() / "packs" / ("compile-test-" + std::to_string(::getpid()));
+  struct Remove {
+    std::filesystem::path dir;
+    ~Remove() { std::filesystem::remove_all(dir); }
+  } remove{pack};
+  // The pack's kernel comes from the shared cache (built there once, by this test or the one above).
+  const auto prebuilt = gk::testing::run_cli("prebuild --pack-file " + pack_file + " --json");
+  ASSERT_EQ(prebuilt.status, 0) << prebuilt.out;
+  const std::string archive = (work.path() / "one.tar").string();
+  ASSERT_EQ(gk::testing::run_cli("cache export " + archive + " --pack-file " + pack_file).status, 0);
+  ASSERT_EQ(gk::testing::run_cli("cache import " + archive, pack.string()).status, 0);
+
+  gk::testenv::TempDir fresh;
+  gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", fresh.str());
+  const auto roots = gk::DiskCache::pack_roots();
+  ASSERT_NE(std::find(roots.begin(), roots.end(), pack.string()), roots.end());
+  const int builds_before = gk::cache_counters().builds;
+  const int pack_hits_before = gk::cache_counters().pack_hits;
+  const gk::CompiledKernel kernel = gk::build_kernel(gk::read_pack_file(pack_file).at(0));
+  EXPECT_TRUE(kernel.cache_hit);
+  EXPECT_EQ(gk::cache_counters().builds, builds_before);
+  EXPECT_EQ(gk::cache_counters().pack_hits, pack_hits_before + 1);
+  EXPECT_EQ(kernel.module_path.rfind(pack.string(), 0), 0u) << kernel.module_path;
+  EXPECT_TRUE(gk::DiskCache(fresh.str()).list().empty());
+  EXPECT_NE(run_cli(fresh.str(), "cache info").find("pack " + pack.string() + ": 1 entries"), std::string::npos);
 }
 
 // A build machine compiles the tuner's candidates for a GPU machine and lists each one's cache key (what

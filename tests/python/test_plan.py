@@ -269,6 +269,14 @@ def test_packs_resolve_without_a_gpu(tmp_path):
         gemmkit.read_pack_file(str(pack))
 
 
+def test_the_pack_path_comes_before_the_installed_packs(tmp_path, monkeypatch):
+    first, second = tmp_path / "first", tmp_path / "second"
+    monkeypatch.setenv("GEMMKIT_PACK_PATH", f"{first}:{second}")
+    dirs = gemmkit.pack_dirs()
+    assert dirs[:2] == [str(first), str(second)]
+    assert all(os.path.basename(os.path.dirname(d)) == "packs" for d in dirs[2:]), dirs
+
+
 def test_help_on_the_plans_reads_cleanly():
     """help(gemmkit.Gemm) shows the Python plan's documented API: no nanobind objects, no instance-dict entries, and
     every public method and property documented."""

@@ -30,12 +30,7 @@ namespace fs = std::filesystem;
 namespace gemmkit {
 namespace {
 
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testenv::read;
 
 // A fake nvcc at <dir>/bin/nvcc: answers --version, checks that its source argument exists (a path split at a space
 // would not), then runs `build` with $src and $out set.

@@ -34,12 +34,7 @@ namespace fs = std::filesystem;
 namespace gemmkit {
 namespace {
 
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testenv::read;
 
 std::size_t count_entries(const fs::path& root) {
   std::size_t n = 0;
@@ -660,6 +655,64 @@ TEST_F(CacheTest, CliExportsAndImportsTheCache) {
   EXPECT_EQ(nlohmann::json::parse(imported.out).at("imported").get<int>(), 1);
   EXPECT_TRUE(DiskCache(other_dir.str()).lookup(built.key));
   EXPECT_EQ(testing::run_cli("cache import", other_dir.str()).status, 2);  // the file is required
+}
+
+// ---- kernel packs ------------------------------------------------------------------------------------------
+
+TEST_F(CacheTest, APackOnThePackPathServesAMissWithoutABuildAndIsOnlyRead) {
+  testenv::TempDir pack_dir;
+  const CacheEntry shipped = DiskCache(pack_dir.str()).get_or_build(tc_, source_, fake_builder());
+  const std::string key = cache_.key(tc_, source_);
+  ASSERT_FALSE(cache_.lookup(key).has_value());  // the pack path is unset
+
+  testenv::ScopedEnv pack_path("GEMMKIT_PACK_PATH", "/no/such/pack:" + pack_dir.str());
+  EXPECT_EQ(DiskCache::pack_roots().front(), "/no/such/pack");
+  EXPECT_EQ(DiskCache::pack_roots().at(1), pack_dir.str());
+  const int pack_hits_before = cache_counters().pack_hits;
+  const CacheEntry entry = cache_.get_or_build(tc_, source_, fake_builder());
+  EXPECT_TRUE(entry.hit);
+  EXPECT_EQ(entry.dir, shipped.dir);
+  EXPECT_EQ(entry.module_path, shipped.module_path);
+  EXPECT_EQ(builds(), 1);  // the pack's own build above, nothing since
+  EXPECT_EQ(cache_counters().pack_hits - pack_hits_before, 1);
+  EXPECT_EQ(cache_.find(tc_, source_)->dir, shipped.dir);
+  EXPECT_EQ(cache_.lookup(key)->dir, shipped.dir);
+  EXPECT_FALSE(fs::exists(dir_.path() / "v1" / key.substr(0, 2)));  // nothing copied into the cache
+
+  // A damaged pack entry is passed over and left where it is; the kernel is built into the cache.
+  std::ofstream(shipped.module_path, std::ios::binary | std::ios::app) << "damage";
+  const CacheEntry rebuilt = cache_.get_or_build(tc_, source_, fake_builder());
+  EXPECT_FALSE(rebuilt.hit);
+  EXPECT_EQ(fs::path(rebuilt.dir), dir_.path() / "v1" / key.substr(0, 2) / key);
+  EXPECT_TRUE(fs::exists(shipped.dir));
+  EXPECT_EQ(count_children(pack_dir.path() / "v1" / "trash"), 0u);
+}
+
+TEST_F(CacheTest, TheCacheWinsOverAPackAndAPackIsNotItsOwnFallback) {
+  testenv::TempDir pack_dir;
+  DiskCache(pack_dir.str()).get_or_build(tc_, source_, fake_builder());
+  const CacheEntry own = cache_.get_or_build(tc_, source_, fake_builder());
+  testenv::ScopedEnv pack_path("GEMMKIT_PACK_PATH", pack_dir.str() + ":" + dir_.str());
+  const int pack_hits_before = cache_counters().pack_hits;
+  EXPECT_EQ(cache_.get_or_build(tc_, source_, fake_builder()).dir, own.dir);
+  EXPECT_EQ(cache_counters().pack_hits, pack_hits_before);
+  // With its own entry gone, the cache's root on the pack path is skipped and the other pack serves it.
+  cache_.clear();
+  EXPECT_EQ(fs::path(cache_.lookup(own.key)->dir).parent_path().parent_path().parent_path(), pack_dir.path());
+}
+
+TEST_F(CacheTest, CliCacheInfoListsThePacks) {
+  testenv::TempDir pack_dir;
+  DiskCache(pack_dir.str()).get_or_build(tc_, source_, fake_builder());
+  testenv::ScopedEnv pack_path("GEMMKIT_PACK_PATH", pack_dir.str());
+  const auto info = testing::run_cli("cache info --json", dir_.str());
+  ASSERT_EQ(info.status, 0) << info.out;
+  const auto packs = nlohmann::json::parse(info.out).at("packs");
+  ASSERT_FALSE(packs.empty());
+  EXPECT_EQ(packs.front().at("root").get<std::string>(), pack_dir.str());
+  EXPECT_EQ(packs.front().at("entries").get<int>(), 1);
+  const auto text = testing::run_cli("cache info", dir_.str());
+  EXPECT_NE(text.out.find("pack " + pack_dir.str() + ": 1 entries"), std::string::npos) << text.out;
 }
 
 TEST_F(CacheTest, ManyBuildsReportProgressWithCountsAndAnEta) {

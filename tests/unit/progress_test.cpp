@@ -28,12 +28,7 @@ namespace fs = std::filesystem;
 namespace gemmkit {
 namespace {
 
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testenv::read;
 
 // What this process writes to file descriptor 2 (stderr, a file here: no terminal) while it lives.
 class CapturedStderr {

@@ -5,8 +5,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 
 namespace gemmkit::testenv {
@@ -55,5 +57,13 @@ class ScopedEnv {
   std::string name_;
   std::optional<std::string> old_;
 };
+
+// A whole file as bytes ("" when it cannot be read).
+inline std::string read(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 }  // namespace gemmkit::testenv

@@ -88,6 +88,13 @@ int cmd_cache(const std::string& what, const std::string& file, const std::strin
     text += "build folders in v1/tmp: " + std::to_string(tmp.removed) + " older than an hour removed (left by killed " +
             "builds), " + std::to_string(tmp.remaining) + " younger kept (perhaps builds in progress)\n";
   }
+  Json packs = Json::array();
+  for (const std::string& root : gk::DiskCache::pack_roots()) {
+    const std::size_t count = gk::DiskCache(root).list().size();
+    packs.push_back({{"root", root}, {"entries", count}});
+    text += "pack " + root + ": " + std::to_string(count) + " entries (read only, searched after the cache)\n";
+  }
+  out["packs"] = packs;
   output.print(out, text);
   return 0;
 }
