@@ -199,7 +199,6 @@ std::string own_binary_dir() {
   return ec ? "" : file.parent_path().string();
 }
 
-
 }  // namespace
 
 const std::vector<std::string>& toolchain_detail::own_data_dirs() {
