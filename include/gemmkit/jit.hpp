@@ -29,6 +29,12 @@ std::vector<CompiledKernel> compile_many(const std::vector<KernelSpec>& specs, c
 // nobody waits for (run()'s background builds) never print.
 void set_progress(bool enabled);
 
+// Whether declaring a Gemm plan starts building its default kernel in the background, when the cache lacks it, so that
+// the first run() or compile() finds it built or under way; overrides GEMMKIT_BUILD_AHEAD ("1" on, "0" off, "auto":
+// off here; the Python package turns it on in interactive sessions on a machine with a GPU). A plan changed before it
+// runs leaves that build to finish (or to be stopped at exit); builds run max_parallel_compiles() at a time.
+void set_build_ahead(bool enabled);
+
 // How a long build reports itself on stderr: Bar rewrites one line (what is building, done/total, ETA) and suits a
 // terminal; Lines prints one line per finished kernel (logs); Quiet prints nothing.
 enum class ProgressStyle { Quiet, Lines, Bar };

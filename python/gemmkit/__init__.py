@@ -6,6 +6,7 @@ tensors (numpy, torch, cupy, jax). A thin layer over gemmkit's C++ library; see 
     plan.run(A, B, C, D)
 """
 import logging as _logging
+import os as _os
 
 from . import _gemmkit
 from ._gemmkit import (  # noqa: E402
@@ -60,6 +61,18 @@ from .op import Conv2d, Conv2dDgrad, Conv2dFprop, Conv2dWgrad, Gemm, GroupedGemm
 from .tensor import Tensor  # noqa: E402
 
 __version__: str = _gemmkit.__version__
+
+
+def _interactive() -> bool:
+    """A REPL (python -i, the prompt) or a Jupyter / IPython kernel: where a plan is declared well before it runs."""
+    import sys
+    return hasattr(sys, "ps1") or bool(sys.flags.interactive) or "ipykernel" in sys.modules
+
+
+# Build-ahead: in an interactive session a declared plan's default kernel starts building while the user writes the
+# next cell; a script declares and runs at once, so there it would only add builds (GEMMKIT_BUILD_AHEAD=1 forces it).
+if _os.environ.get("GEMMKIT_BUILD_AHEAD", "auto") == "auto" and _interactive() and cuda_device_count() > 0:
+    _gemmkit.set_build_ahead(True)
 
 
 def set_log_level(level: int | str) -> None:

@@ -1075,6 +1075,11 @@ def nvcc_command(toolchain: Toolchain, source: KernelSource, source_path: str, o
     The nvcc command line gemmkit builds `source_path` into the shared object `output_path` with.
     """
 
+def set_build_ahead(enabled: bool) -> None:
+    """
+    Whether declaring a Gemm plan starts building its default kernel in the background (GEMMKIT_BUILD_AHEAD; on by default in interactive sessions on a machine with a GPU).
+    """
+
 def set_progress(enabled: bool) -> None:
     """
     Whether compiles report on stderr (a live line on a terminal, a line at the start and end of each build otherwise), overriding GEMMKIT_PROGRESS; background builds never print.

@@ -19,6 +19,7 @@
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/runtime.hpp"
+#include "jit/kernel_loader.hpp"
 #include "runtime/launch.hpp"
 #include "util/notes.hpp"
 
@@ -31,7 +32,9 @@ struct Gemm::Twin {
   std::unique_ptr<Gemm> plan;
 };
 
-Gemm::Gemm(const GemmOptions& o) : Plan(o, catalog::Operation::Gemm), twin_(std::make_unique<Twin>()) {}
+Gemm::Gemm(const GemmOptions& o) : Plan(o, catalog::Operation::Gemm), twin_(std::make_unique<Twin>()) {
+  jit::build_ahead([this] { return spec(); });
+}
 Gemm::Gemm(std::unique_ptr<selection::PlanCore> core) : Plan(std::move(core)), twin_(std::make_unique<Twin>()) {}
 Gemm::~Gemm() = default;
 Gemm::Gemm(Gemm&&) noexcept = default;

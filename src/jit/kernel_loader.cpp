@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -12,9 +13,12 @@
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/jit.hpp"
+#include "util/knobs.hpp"
 
 namespace gemmkit {
 namespace {
+
+std::atomic<int> g_build_ahead{-1};  // set_build_ahead(): 0 or 1; -1: GEMMKIT_BUILD_AHEAD decides
 
 CompiledKernel compiled(const CacheEntry& entry) {
   return {entry.kernel_name, entry.module_path, entry.cubin_path, entry.key, entry.hit, entry.build_seconds};
@@ -95,5 +99,25 @@ std::shared_ptr<const BackgroundBuild> build_kernel_in_background(const KernelSp
   return build_in_background(DiskCache(), Toolchain::discover(), render(spec));
 }
 
+void build_ahead(const std::function<KernelSpec()>& spec) {
+  const int chosen = g_build_ahead.load();
+  if (chosen == 0 || (chosen < 0 && knobs::value("GEMMKIT_BUILD_AHEAD") != "1")) return;
+  if (knobs::flag("GEMMKIT_ALWAYS_COMPILE")) return;
+  try {
+    const Toolchain& toolchain = Toolchain::discover();
+    const KernelSource source = render(spec());
+    DiskCache cache;
+    if (cache.find(toolchain, source)) return;
+    build_in_background(cache, toolchain, source);
+  } catch (const Error&) {
+    // Declaring a plan needs no toolchain; the build a caller waits for reports what is missing.
+  }
+}
+
 }  // namespace jit
+
+void set_build_ahead(bool enabled) {
+  g_build_ahead.store(enabled ? 1 : 0);
+}
+
 }  // namespace gemmkit

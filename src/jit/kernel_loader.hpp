@@ -2,6 +2,7 @@
 // so a repeated request does no file I/O.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "gemmkit/kernel_spec.hpp"
@@ -16,6 +17,11 @@ std::shared_ptr<KernelModule> load_kernel(const KernelSpec& spec);
 // The spec's module when it is loaded already or complete in the disk cache (then loaded), else nullptr: never
 // compiles.
 std::shared_ptr<KernelModule> load_kernel_if_built(const KernelSpec& spec);
+
+// A newly declared plan's default kernel, queued as a background build when build-ahead is on (set_build_ahead,
+// GEMMKIT_BUILD_AHEAD) and the cache lacks it. Never throws: a toolchain problem shows at the build that waits.
+// `spec` is only asked for when build-ahead is on.
+void build_ahead(const std::function<KernelSpec()>& spec);
 
 // Queues the spec's build as a background build (see jit/background.hpp); load_kernel_if_built finds it once done.
 std::shared_ptr<const BackgroundBuild> build_kernel_in_background(const KernelSpec& spec);

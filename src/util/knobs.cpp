@@ -46,6 +46,9 @@ const std::vector<Knob>& all() {
        "0 builds SM90 GEMM kernels as one module in one nvcc pass instead of a cubin plus a small host module (two "
        "nvcc "
        "processes at once, the cubin launched through the driver API; ~35 % less wall time with two jobs free)"},
+      {"GEMMKIT_BUILD_AHEAD", Type::Text, "auto",
+       "1: declaring a Gemm plan starts building its default kernel in the background; 0: never; auto: in "
+       "interactive Python sessions on a machine with a GPU"},
       {"GEMMKIT_WAIT_FOR_BEST", Type::Flag, "off",
        "1 makes run() compile and wait for the kernel a new shape asks for, instead of compiling it in the background"},
       {"GEMMKIT_PROGRESS", Type::OptOut, "on",

@@ -360,6 +360,25 @@ TEST(CompileTier, APackMovesToAFreshCacheAndLoadsWithoutACompile) {
   EXPECT_EQ(gk::KernelModule::load(kernel.module_path)->kernel_name(), specs[0].name());
 }
 
+// GEMMKIT_BUILD_AHEAD=1: declaring a plan starts its default kernel's build in the background (no GPU needed), once
+// per kernel; the plan's compile() then finds it built.
+TEST(CompileTier, BuildAheadStartsTheDefaultKernelWhenAPlanIsDeclared) {
+  gk::testenv::TempDir cache_dir;
+  gk::testenv::ScopedEnv cache("GEMMKIT_CACHE_DIR", cache_dir.str());
+  gk::testenv::ScopedEnv ahead("GEMMKIT_BUILD_AHEAD", "1");
+  const gk::CacheCounters before = gk::cache_counters();
+  gk::Gemm plan(f16_row(80));
+  gk::Gemm same(f16_row(80));  // the build already under way: not queued twice
+  gk::wait_for_background_compiles();
+  EXPECT_EQ(gk::cache_counters().background_builds, before.background_builds + 1);
+  const gk::CompiledKernel kernel = plan.compile();
+  EXPECT_TRUE(kernel.cache_hit);
+  EXPECT_EQ(gk::cache_counters().builds, before.builds + 1);
+  gk::Gemm later(f16_row(80));  // built: nothing to start
+  gk::wait_for_background_compiles();
+  EXPECT_EQ(gk::cache_counters().background_builds, before.background_builds + 1);
+}
+
 // A pack beside the library (what -DGEMMKIT_PACK installs as share/gemmkit/packs/<name>; in the build tree,
 // build/packs/<name>) serves an empty cache: the kernel loads from the pack, with zero compiles and nothing written.
 TEST(CompileTier, APackBesideTheLibraryServesAnEmptyCache) {

@@ -464,5 +464,20 @@ TEST(BackgroundBuilds, ExitWithABuildInFlightStopsItsNvcc) {
   EXPECT_TRUE(!fs::exists(tmp) || fs::is_empty(tmp));
 }
 
+// Build-ahead is off unless asked for (GEMMKIT_BUILD_AHEAD=1, or the Python package in an interactive session): a
+// script or a test that declares plans starts no compile by declaring them.
+TEST(BuildAhead, DeclaringAPlanStartsNoBuildByDefault) {
+  testenv::TempDir dir;
+  testenv::ScopedEnv cache("GEMMKIT_CACHE_DIR", dir.str());
+  testenv::ScopedEnv ahead("GEMMKIT_BUILD_AHEAD", std::nullopt);
+  const CacheCounters before = cache_counters();
+  Gemm plan(testing::f16_row(90));
+  Gemm other(testing::f16_row(80));
+  jit::wait_for_background_builds();
+  EXPECT_EQ(cache_counters().background_builds, before.background_builds);
+  EXPECT_EQ(cache_counters().builds, before.builds);
+  EXPECT_TRUE(DiskCache(dir.str()).list().empty());
+}
+
 }  // namespace
 }  // namespace gemmkit
