@@ -51,6 +51,7 @@ from ._gemmkit import (  # noqa: E402
     pack_specs,
     read_pack_file,
     render,
+    set_build_ahead,
     tensor_view,
     tuning_counters,
     tuning_database_path,
@@ -72,7 +73,7 @@ def _interactive() -> bool:
 # Build-ahead: in an interactive session a declared plan's default kernel starts building while the user writes the
 # next cell; a script declares and runs at once, so there it would only add builds (GEMMKIT_BUILD_AHEAD=1 forces it).
 if _os.environ.get("GEMMKIT_BUILD_AHEAD", "auto") == "auto" and _interactive() and cuda_device_count() > 0:
-    _gemmkit.set_build_ahead(True)
+    set_build_ahead(True)
 
 
 def set_log_level(level: int | str) -> None:
@@ -91,6 +92,6 @@ __all__ = [
     "EpilogueScheduleType", "Error", "Gemm", "GroupedGemm", "IteratorAlgorithm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
     "LayoutType", "MathInstruction", "MathOperation", "OpcodeClass", "RasterOrder", "ReductionMode", "ScaleMode", "SplitKMode", "StrideSupport", "SwizzlingFunctor", "Tensor", "TensorError", "TensorView",
     "TileDescription", "TileSchedulerType", "ToolchainError", "cache_counters", "cache_dir", "compile_many",
-    "cuda_device_count", "device_cc", "emit", "epilogue", "op", "pack_dirs", "pack_specs", "read_pack_file", "render", "set_log_level", "shape", "swizzle",
+    "cuda_device_count", "device_cc", "emit", "epilogue", "op", "pack_dirs", "pack_specs", "read_pack_file", "render", "set_build_ahead", "set_log_level", "shape", "swizzle",
     "tensor_view", "utils", "tuning_counters", "tuning_database_path", "wait_for_background_compiles",
 ]
