@@ -205,12 +205,13 @@ def max(x: Any, dim: Dims = None) -> Any:  # noqa: A001 (the reference's name)
 
 
 def permute(x: Any, indices: Sequence[int]) -> Any:
-    """torch.permute's meaning, eagerly. Not supported yet in traced epilogues (trace raises ConfigError)."""
+    """torch.permute's meaning, eagerly. In a traced epilogue: a swap of the last two axes (see trace)."""
     return x.permute(*indices) if _is_torch(x) else x.transpose(tuple(indices))
 
 
 def reshape(x: Any, new_shape: Sequence[int]) -> Any:
-    """A reshaped view, eagerly. Not supported yet in traced epilogues (trace raises ConfigError)."""
+    """A reshaped view, eagerly. In a traced epilogue: an input in another shape, or a computed value's batch split
+    (see trace)."""
     return x.reshape(tuple(new_shape))
 
 
@@ -259,10 +260,9 @@ def _layout(name: str, example: _Example) -> LayoutType:
 
 _REDUCTIONS = ("sum", "max")
 _COMPUTES = {"maximum": 2, "minimum": 2, "multiply_add": 3}
-_LAYOUT_OPS = ("permute", "reshape")
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {ast.Add: operator.add, ast.Sub: operator.sub,
                                                    ast.Mult: operator.mul, ast.Div: operator.truediv}
-_OFFERED = ", ".join([*_FUNCTIONS, *_COMPUTES, *_REDUCTIONS])
+_OFFERED = ", ".join([*_FUNCTIONS, *_COMPUTES, *_REDUCTIONS, "permute", "reshape"])
 
 Value = Union[EpilogueExpr, float]
 
@@ -275,23 +275,57 @@ class _Reduced:
     """What a reduction's name stands for in the body: nothing that can be read."""
 
 
+class _View(NamedTuple):
+    """How a traced value's axes relate to accum's (L, M, N): its last two swapped (a permute of them), and its leading
+    extents (a reshape splitting the batch; their product is L)."""
+
+    transposed: bool
+    batch: tuple[int, ...]
+
+
+class _Traced(NamedTuple):
+    """A value of the body: its node (or a number) and its view (None: a number or scalar, which fits any view)."""
+
+    expr: Value
+    view: Optional[_View]
+
+
+class _Pending(NamedTuple):
+    """An input tensor not read yet: it becomes a node in the view of the first value it meets (a permuted C is a
+    column-major one); `shape` is what a reshape() of it made of its example."""
+
+    name: str
+    shape: Optional[tuple[int, ...]] = None
+
+
+# How run() makes a named tensor the one the kernel reads or writes: reshaped (a view), then its last two axes swapped.
+Transform = tuple[Optional[tuple[int, ...]], bool]
+
+
 class _Tracer:
     """One trace: the function's arguments and statements, in order, over EpilogueExpr values."""
 
-    def __init__(self, examples: dict[str, object], returned: tuple[str, ...]) -> None:
+    def __init__(self, examples: dict[str, object], returned: tuple[str, ...],
+                 namespace: Optional[dict[str, Any]] = None) -> None:
         self.examples = examples
-        self.values: dict[str, Union[Value, _Reduced]] = {}
+        self.namespace = namespace or {}  # the function's globals and closure: what permute / reshape sizes may name
+        self.values: dict[str, Union[_Traced, _Pending, _Reduced]] = {}
         self.returned = returned  # read first: a returned name is stored where it is assigned
         self.outputs: list[EpilogueExpr] = []
-        self.d_value: Optional[Value] = None
+        self.d_value: Optional[_Traced] = None
         self.d_reads = 0
         self.operands: dict[str, tuple[DataType, LayoutType]] = {}  # C's and D's types and layouts
+        self.transforms: dict[str, Transform] = {}  # tensors given in another shape or order than the kernel's
         self.problem = (1, 0, 0)  # (L, M, N), from accum's example
 
     def example(self, name: str) -> _Example:
         if name not in self.examples:
             raise RuntimeError(f"Example input for {name} is not provided.")
         return _example(name, self.examples[name])
+
+    @property
+    def identity(self) -> _View:
+        return _View(False, (self.problem[0],))
 
     # -- shapes against accum's (L, M, N) --
 
@@ -311,16 +345,58 @@ class _Tracer:
         """C, D and stores: accum's shape (one matrix per batch)."""
         L, M, N = self.problem
         if example.shape not in ({(L, M, N), (M, N)} if L == 1 else {(L, M, N)}):
-            raise ConfigError(f"Tensor {name} has shape {example.shape or '(a number)'}; it is written (or read) per "
-                              f"batch like accum, so it must have accum's shape {(L, M, N)}.")
+            given = self.example(name).shape
+            seen = "" if given == example.shape else f", which the epilogue's permute() / reshape() make {example.shape}"
+            raise ConfigError(f"Tensor {name} has shape {given or '(a number)'}{seen}; it is written (or read) per "
+                              f"batch like accum, so it must come to accum's shape {(L, M, N)}.")
         return _layout(name, example)
+
+    def canonical(self, name: str, example: _Example, view: _View) -> _Example:
+        """A tensor's example as the kernel sees it, `view` undone (its batch extents joined, its last two axes swapped
+        back), and the transform run() applies to the tensor recorded."""
+        assert example.shape is not None
+        shape, stride = example.shape, example.stride
+        reshape_to: Optional[tuple[int, ...]] = None
+        if len(view.batch) > 1 and len(shape) == len(view.batch) + 2:
+            lead, lead_stride = shape[:-2], stride[:-2]
+            if lead != view.batch and any(extent != 1 for extent in lead):
+                raise ConfigError(f"Tensor {name} has shape {shape}; where it is read the value has leading extents "
+                                  f"{view.batch}, so its leading extents are those or all 1.")
+            steps = [step for extent, step in zip(lead, lead_stride) if extent > 1]
+            kept = [extent for extent in lead if extent > 1]
+            if any(steps[i] != steps[i + 1] * kept[i + 1] for i in range(len(steps) - 1)):
+                raise ConfigError(f"Tensor {name}: its leading extents {lead} (strides {lead_stride}) are not one "
+                                  "evenly strided batch extent; make it contiguous.")
+            shape, stride = (math.prod(lead), *shape[-2:]), (steps[-1] if steps else 0, *stride[-2:])
+            reshape_to = shape
+        if view.transposed:
+            if len(shape) < 2:  # a vector along the value's last axis, which is accum's M
+                shape, stride = (1, *shape), (0, *stride)
+                reshape_to = shape
+            shape, stride = (*shape[:-2], shape[-1], shape[-2]), (*stride[:-2], stride[-1], stride[-2])
+        if reshape_to is not None or view.transposed:
+            self.transforms[name] = (reshape_to, view.transposed)
+        return _Example(shape, stride, example.element)
 
     # -- arguments and returned names --
 
     def take_arguments(self, arguments: tuple[str, ...]) -> None:
-        """Every argument's node, accum's first (its example gives the problem's shape)."""
-        values = {name: self.argument(name) for name in ["accum", *(a for a in arguments if a != "accum")]}
-        self.values.update({name: values[name] for name in arguments})
+        """accum's node (its example gives the problem's shape), C's and the other inputs' once read."""
+        for name in ["accum", *(a for a in arguments if a != "accum")]:
+            if name == "D":
+                raise SyntaxError("'D' is the epilogue's output; it cannot be an argument.")
+            example = self.example(name)
+            if name == "accum":
+                if example.shape is None or len(example.shape) not in (2, 3):
+                    raise ConfigError(f"accum's example must be a tensor of shape (M, N) or (L, M, N); got "
+                                      f"{example.shape or 'a number'}.")
+                L, M, N = example.shape if len(example.shape) == 3 else (1, *example.shape)
+                self.problem = (L, M, N)
+                self.values[name] = _Traced(_gemmkit._evt_accumulator(), self.identity)
+            elif example.shape is None:
+                self.values[name] = _Traced(_gemmkit._evt_scalar(name), None)
+            else:
+                self.values[name] = _Pending(name)
 
     def check_returned(self, arguments: tuple[str, ...]) -> None:
         for name in self.returned:
@@ -331,40 +407,40 @@ class _Tracer:
         for name in self.returned:
             if name in arguments:
                 raise SyntaxError(f"The epilogue returns its argument '{name}'; return only names it assigns.")
-        d_example = self.example("D")
-        d_layout = self.full("D", d_example)
-        self.operands["D"] = (self.element(d_example), d_layout)
 
-    def argument(self, name: str) -> Value:
-        if name == "D":
-            raise SyntaxError("'D' is the epilogue's output; it cannot be an argument.")
+    def resolve(self, pending: _Pending, view: _View) -> _Traced:
+        """An input tensor's node, read in `view`: a matrix, a row or column vector against accum's shape."""
+        name = pending.name
         example = self.example(name)
-        if name == "accum":
-            if example.shape is None or len(example.shape) not in (2, 3):
-                raise ConfigError(f"accum's example must be a tensor of shape (M, N) or (L, M, N); got "
-                                  f"{example.shape or 'a number'}.")
-            L, M, N = example.shape if len(example.shape) == 3 else (1, *example.shape)
-            self.problem = (L, M, N)
-            return _gemmkit._evt_accumulator()
+        if pending.shape is not None:
+            example = _Example(pending.shape, _packed(pending.shape), example.element)
+        example = self.canonical(name, example, view)
+        if pending.shape is not None:
+            reshape_to, transposed = self.transforms.get(name, (None, False))
+            self.transforms[name] = (reshape_to or pending.shape, transposed)
+        assert example.shape is not None
         if name == "C":
-            layout = self.full(name, example)
-            self.operands["C"] = (self.element(example), layout)
-            return _gemmkit._evt_source()
-        if example.shape is None:
-            return _gemmkit._evt_scalar(name)
-        kind = self.kind(example.shape)
-        if kind == "matrix":
-            return _gemmkit._evt_aux(name, example.element, _layout(name, example))
-        if kind == "row":
-            return _gemmkit._evt_row_broadcast(name, example.element)
-        if kind == "column":
-            return _gemmkit._evt_column_broadcast(name, example.element)
-        if kind == "scalar":
-            raise ConfigError(f"Tensor {name} of shape {example.shape} is a scalar tensor; tensor scalars are not "
-                              f"supported yet: give {name} as a Python number (a scalar passed at run time).")
-        raise ConfigError(f"Tensor {name} has shape {example.shape}, which the epilogue cannot read against accum's "
-                          f"{self.problem}: an input is (M, N) or (L, M, N) (a matrix), (N,), (1, N) or (L, 1, N) (a "
-                          "row vector), (M, 1) or (L, M, 1) (a column vector), or a Python number (a scalar).")
+            self.operands["C"] = (self.element(example), self.full(name, example))
+            node = _gemmkit._evt_source()
+        else:
+            kind = self.kind(example.shape)
+            if kind == "matrix":
+                node = _gemmkit._evt_aux(name, example.element, _layout(name, example))
+            elif kind == "row":
+                node = _gemmkit._evt_row_broadcast(name, example.element)
+            elif kind == "column":
+                node = _gemmkit._evt_column_broadcast(name, example.element)
+            elif kind == "scalar":
+                raise ConfigError(f"Tensor {name} of shape {example.shape} is a scalar tensor; tensor scalars are not "
+                                  f"supported yet: give {name} as a Python number (a scalar passed at run time).")
+            else:
+                raise ConfigError(f"Tensor {name} has shape {example.shape}, which the epilogue cannot read against "
+                                  f"accum's {self.problem}: an input is (M, N) or (L, M, N) (a matrix), (N,), (1, N) "
+                                  "or (L, 1, N) (a row vector), (M, 1) or (L, M, 1) (a column vector), or a Python "
+                                  "number (a scalar); permute() and reshape() of it count.")
+        traced = _Traced(node, view)
+        self.values[name] = traced
+        return traced
 
     @staticmethod
     def element(example: _Example) -> DataType:
@@ -393,7 +469,9 @@ class _Tracer:
             raise RuntimeError(f"D is expected to be an output node with 0 users, but got {self.d_reads}: D is the "
                                "tree's root, the value the kernel writes last, so nothing in the epilogue can read "
                                "it; compute the value under another name, read that, and assign it to D.")
-        return Epilogue(_expr(self.d_value), self.outputs)
+        d_example = self.canonical("D", self.example("D"), self.d_value.view or self.identity)
+        self.operands["D"] = (self.element(d_example), self.full("D", d_example))
+        return Epilogue(_expr(self.d_value.expr), self.outputs)
 
     def assign(self, name: str, rhs: ast.expr) -> None:
         if name in self.values or (name == "D" and self.d_value is not None):
@@ -401,41 +479,52 @@ class _Tracer:
         if name == "C":
             raise SyntaxError("'C' is the GEMM's C: take it as an argument; it cannot be assigned.")
         if name == "D":
-            self.d_value = self.value(rhs)
+            self.d_value = self.tensor_value(rhs)
         elif name in self.returned:
             self.values[name] = self.output(name, rhs)
         else:
-            self.values[name] = self.value(rhs)
+            self.values[name] = self.traced(rhs)
 
-    def output(self, name: str, rhs: ast.expr) -> Union[Value, _Reduced]:
+    def output(self, name: str, rhs: ast.expr) -> Union[_Traced, _Reduced]:
         """A returned name other than D: a store (an m x n example) or a reduction (a vector or scalar one)."""
         example = self.example(name)
-        kind = "scalar" if example.shape is None else self.kind(example.shape)
         reduction = (rhs.func.id if isinstance(rhs, ast.Call) and isinstance(rhs.func, ast.Name)
                      and rhs.func.id in _REDUCTIONS else None)
-        if kind == "matrix":
-            if reduction is not None:
-                raise ConfigError(f"'{name} = {ast.unparse(rhs)}' reduces, but {name}'s example has the full shape "
-                                  f"{example.shape}; give it the reduced shape: (N,) or (L, 1, N) reduces over the "
-                                  "rows, (M, 1) or (L, M, 1) over the columns, (1,) or (L, 1, 1) to a scalar.")
-            stored = _gemmkit._evt_store(_expr(self.value(rhs)), name, example.element, self.full(name, example))
+        if reduction is None:
+            value = self.tensor_value(rhs)
+            assert value.view is not None
+            canonical = example if example.shape is None else self.canonical(name, example, value.view)
+            kind = "scalar" if canonical.shape is None else self.kind(canonical.shape)
+            if kind in ("row", "column", "scalar"):
+                raise ConfigError(f"Output {name} has the example shape {example.shape or '(a number)'}, a reduction's; "
+                                  f"assign it a reduction, e.g. `{name} = max(value, dim=...)` or sum(...).")
+            if kind is None:
+                raise ConfigError(f"Output {name} has shape {example.shape}, neither accum's {self.problem} (a stored "
+                                  "matrix) nor a reduction's ((N,) / (L, 1, N), (M, 1) / (L, M, 1), (1,) / (L, 1, 1)).")
+            stored = _gemmkit._evt_store(_expr(value.expr), name, canonical.element, self.full(name, canonical))
             self.outputs.append(stored)
-            return stored
+            return _Traced(stored, value.view)
+        kind = "scalar" if example.shape is None else self.kind(example.shape)
+        if kind == "matrix":
+            raise ConfigError(f"'{name} = {ast.unparse(rhs)}' reduces, but {name}'s example has the full shape "
+                              f"{example.shape}; give it the reduced shape: (N,) or (L, 1, N) reduces over the "
+                              "rows, (M, 1) or (L, M, 1) over the columns, (1,) or (L, 1, 1) to a scalar.")
         if kind is None:
             raise ConfigError(f"Output {name} has shape {example.shape}, neither accum's {self.problem} (a stored "
                               "matrix) nor a reduction's ((N,) / (L, 1, N), (M, 1) / (L, M, 1), (1,) / (L, 1, 1)).")
-        if reduction is None:
-            raise ConfigError(f"Output {name} has the example shape {example.shape or '(a number)'}, a reduction's; "
-                              f"assign it a reduction, e.g. `{name} = max(value, dim=...)` or sum(...).")
         assert isinstance(rhs, ast.Call)
         self.check_arguments(rhs, reduction, 1, 2, ("dim",))  # dim: the example's shape says what is reduced
-        reduced = _gemmkit._evt_reduction(kind, _expr(self.value(rhs.args[0])), name, reduction, example.element)
-        self.outputs.append(reduced)
+        reduced = self.tensor_value(rhs.args[0])
+        if reduced.view is not None and reduced.view != self.identity:
+            raise ConfigError(f"'{name} = {ast.unparse(rhs)}' reduces a permuted or reshaped value; reduce the value "
+                              "in accum's shape and order.")
+        node = _gemmkit._evt_reduction(kind, _expr(reduced.expr), name, reduction, example.element)
+        self.outputs.append(node)
         return _Reduced()
 
     # -- expressions --
 
-    def read(self, name: str) -> Value:
+    def read(self, name: str) -> Union[_Traced, _Pending]:
         if name == "D" and self.d_value is not None:
             self.d_reads += 1
             return self.d_value
@@ -446,20 +535,44 @@ class _Tracer:
             raise SyntaxError(f"Variable '{name}' is a reduction's output; it cannot be read in the epilogue.")
         return value
 
-    def value(self, node: ast.expr) -> Value:
+    def traced(self, node: ast.expr) -> _Traced:
+        """The value of `node`, an input it is alone read in accum's view."""
+        value = self.value(node)
+        return self.resolve(value, self.identity) if isinstance(value, _Pending) else value
+
+    def tensor_value(self, node: ast.expr) -> _Traced:
+        """A value written to a tensor (D, a store, a reduction): a number or scalar stands in accum's view."""
+        value = self.traced(node)
+        return value if value.view is not None else _Traced(value.expr, self.identity)
+
+    def combine(self, operands: Sequence[Union[_Traced, _Pending]], what: str) -> tuple[list[Value], Optional[_View]]:
+        """The operands' nodes in one view: that of the tensors among them, which inputs not read yet take."""
+        views = {value.view for value in operands if isinstance(value, _Traced) and value.view is not None}
+        if len(views) > 1:
+            raise ConfigError(f"`{what}` combines values of different shapes or axis orders (a permute() or reshape() "
+                              "on one side only); permute or reshape the other side alike.")
+        view = next(iter(views), None)
+        resolved = [self.resolve(value, view or self.identity) if isinstance(value, _Pending) else value
+                    for value in operands]
+        views = {value.view for value in resolved if value.view is not None}
+        if len(views) > 1:
+            raise ConfigError(f"`{what}` reads an input in two shapes or axis orders; read it in one.")
+        return [value.expr for value in resolved], next(iter(views), None)
+
+    def value(self, node: ast.expr) -> Union[_Traced, _Pending]:
         if isinstance(node, ast.Name):
             return self.read(node.id)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value,
                                                                                                      bool):
-            return float(node.value)
+            return _Traced(float(node.value), None)
         if isinstance(node, ast.BinOp):
             if type(node.op) not in _BINARY:
                 raise SyntaxError(f"`{ast.unparse(node)}`: the epilogue's operators are + - * / (and unary -).")
-            result: Value = _BINARY[type(node.op)](self.value(node.left), self.value(node.right))
-            return result
+            (left, right), view = self.combine([self.value(node.left), self.value(node.right)], ast.unparse(node))
+            return _Traced(_BINARY[type(node.op)](left, right), view)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            operand = self.value(node.operand)
-            return -operand if isinstance(node.op, ast.USub) else operand
+            operand = self.traced(node.operand)
+            return _Traced(-operand.expr if isinstance(node.op, ast.USub) else operand.expr, operand.view)
         if isinstance(node, ast.Call):
             return self.call(node)
         raise SyntaxError(f"Unsupported expression `{ast.unparse(node)}`: an epilogue computes with + - * /, "
@@ -472,7 +585,62 @@ class _Tracer:
             raise SyntaxError(f"`{ast.unparse(call)}`: {name}() takes {least if least == most else f'{least} to {most}'}"
                               f" positional argument(s){' and ' + ', '.join(keywords) + '=' if keywords else ''}.")
 
-    def call(self, call: ast.Call) -> Value:
+    def layout_argument(self, call: ast.Call, keyword: str) -> tuple[int, ...]:
+        """permute's indices / reshape's new_shape: a tuple of whole numbers written in the function."""
+        self.check_arguments(call, call.func.id if isinstance(call.func, ast.Name) else "", 1, 2, (keyword,))
+        given = call.args[1:] + [k.value for k in call.keywords]
+        if len(given) != 1:
+            raise SyntaxError(f"`{ast.unparse(call)}` needs its {keyword}.")
+        try:
+            value = ast.literal_eval(given[0])
+        except ValueError:  # names of the function's module or closure, as running it would read them
+            try:
+                value = eval(compile(ast.Expression(given[0]), "<epilogue>", "eval"), dict(self.namespace))
+            except Exception:  # noqa: BLE001 (whatever fails, the message below says what is wanted)
+                value = None
+        if not (isinstance(value, (tuple, list)) and all(isinstance(v, int) for v in value)):
+            raise ConfigError(f"`{ast.unparse(call)}`: {keyword} must be a tuple of whole numbers written in the "
+                              "function.")
+        return tuple(value)
+
+    def permute(self, call: ast.Call) -> Union[_Traced, _Pending]:
+        indices = self.layout_argument(call, "indices")
+        value = self.traced(call.args[0])
+        if value.view is None:
+            return value  # a number has no axes
+        rank = len(value.view.batch) + 2
+        if sorted(indices) != list(range(rank)):
+            raise ConfigError(f"`{ast.unparse(call)}`: indices {indices} are not an order of the value's {rank} axes.")
+        if list(indices[:-2]) != list(range(rank - 2)):
+            raise ConfigError(f"`{ast.unparse(call)}` moves a batch axis; an epilogue permute may only swap the last "
+                              "two axes (rows and columns).")
+        swapped = indices[-2] == rank - 1
+        return _Traced(value.expr, value.view._replace(transposed=value.view.transposed != swapped))
+
+    def reshape(self, call: ast.Call) -> Union[_Traced, _Pending]:
+        new_shape = self.layout_argument(call, "new_shape")
+        value = self.value(call.args[0])
+        if isinstance(value, _Pending):
+            example = self.example(value.name)
+            assert example.shape is not None
+            if value.shape is not None or math.prod(new_shape) != math.prod(example.shape):
+                raise ConfigError(f"`{ast.unparse(call)}`: {value.name} has shape {example.shape}, which cannot take "
+                                  f"the shape {new_shape} (reshape an input once, to as many elements).")
+            if example.stride != _packed(example.shape):
+                raise ConfigError(f"`{ast.unparse(call)}`: {value.name} (strides {example.stride}) is not contiguous, "
+                                  "so a reshape of it is no view of the same memory; make it contiguous.")
+            return _Pending(value.name, new_shape)
+        if value.view is None:
+            return value
+        L, M, N = self.problem
+        rows, columns = (N, M) if value.view.transposed else (M, N)
+        if len(new_shape) < 2 or new_shape[-2:] != (rows, columns) or math.prod(new_shape[:-2]) != L:
+            raise ConfigError(f"`{ast.unparse(call)}`: an epilogue reshape of a computed value may only split or join "
+                              f"its batch extent: the new shape keeps its last two extents {(rows, columns)} and has "
+                              f"{L} matrices.")
+        return _Traced(value.expr, value.view._replace(batch=tuple(new_shape[:-2]) or (1,)))
+
+    def call(self, call: ast.Call) -> Union[_Traced, _Pending]:
         if not isinstance(call.func, ast.Name):
             raise SyntaxError(f"`{ast.unparse(call)}`: call epilogue functions by their bare name, as in relu(x) "
                               "(from gemmkit.epilogue import relu).")
@@ -480,24 +648,33 @@ class _Tracer:
         if name in _REDUCTIONS:
             raise SyntaxError(f"`{ast.unparse(call)}`: {name}() reduces into an output; write it as the whole value of "
                               f"a returned name, e.g. `F_{name} = {name}(F, dim=...)`, and return F_{name}.")
-        if name in _LAYOUT_OPS:
-            raise ConfigError(f"{name}() is not supported yet in gemmkit's epilogue visitor trees; give the tensors "
-                              "in the layout the epilogue reads them.")
+        if name == "permute":
+            return self.permute(call)
+        if name == "reshape":
+            return self.reshape(call)
         if name == "leaky_relu":
             self.check_arguments(call, name, 1, 2, ("slope", "negative_slope"))
             slopes = call.args[1:] + [k.value for k in call.keywords]
-            slope = self.value(slopes[0]) if slopes else 0.01
+            slope = self.traced(slopes[0]).expr if slopes else 0.01
             if isinstance(slope, EpilogueExpr):
                 raise ConfigError(f"`{ast.unparse(call)}`: leaky_relu's slope must be a number written in the "
                                   "function, not a run-time scalar.")
-            return _gemmkit._evt_activation(Activation.leaky_relu, _expr(self.value(call.args[0])), slope)
+            operand = self.traced(call.args[0])
+            return _Traced(_gemmkit._evt_activation(Activation.leaky_relu, _expr(operand.expr), slope), operand.view)
         if name in _FUNCTIONS:
             self.check_arguments(call, name, 1, 1)
-            return _gemmkit._evt_activation(Activation.__members__[name], _expr(self.value(call.args[0])))
+            operand = self.traced(call.args[0])
+            return _Traced(_gemmkit._evt_activation(Activation.__members__[name], _expr(operand.expr)), operand.view)
         if name in _COMPUTES:
             self.check_arguments(call, name, _COMPUTES[name], _COMPUTES[name])
-            return _gemmkit._evt_compute(name, [_expr(self.value(arg)) for arg in call.args])
+            operands, view = self.combine([self.value(arg) for arg in call.args], ast.unparse(call))
+            return _Traced(_gemmkit._evt_compute(name, [_expr(operand) for operand in operands]), view)
         raise ConfigError(f"`{ast.unparse(call)}`: '{name}' is not an epilogue function; there are {_OFFERED}.")
+
+
+def _packed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of a contiguous (row-major) tensor of `shape`."""
+    return tuple(math.prod(shape[axis + 1:]) for axis in range(len(shape)))
 
 
 def _function_definition(fn: Callable[..., Any]) -> ast.FunctionDef:
@@ -542,18 +719,38 @@ class TracedEpilogue:
     reference's host check). Set it as plan.epilogue_visitor; run() then takes the tensors and scalars it names in
     visitor_args."""
 
-    __slots__ = ("function", "epilogue", "return_names", "arguments", "operands")
+    __slots__ = ("function", "epilogue", "return_names", "arguments", "operands", "transforms")
 
     def __init__(self, function: Callable[..., Any], epilogue: Epilogue, return_names: tuple[str, ...],
-                 arguments: tuple[str, ...], operands: dict[str, tuple[DataType, LayoutType]]) -> None:
+                 arguments: tuple[str, ...], operands: dict[str, tuple[DataType, LayoutType]],
+                 transforms: Optional[dict[str, Transform]] = None) -> None:
         self.function = function
         self.epilogue = epilogue
         #: The returned names: a str when there is one, else a tuple (as the reference's).
         self.return_names: Union[str, tuple[str, ...]] = return_names[0] if len(return_names) == 1 else return_names
         #: The function's parameters, in order (a parameter the tree does not read is no input of it).
         self.arguments = arguments
-        #: The element type and layout of C and D (when the function takes C) in the examples.
+        #: The element type and layout of C and D (when the function takes C) as the kernel reads and writes them.
         self.operands = operands
+        #: The tensors the function's permute() and reshape() give in another shape or axis order than the kernel's:
+        #: name -> (the shape run() views the tensor as, or None; whether it then swaps the last two axes).
+        self.transforms: dict[str, Transform] = dict(transforms or {})
+
+    def kernel_view(self, name: str, tensor: Any) -> Any:
+        """`tensor` (given for `name`, in the function's shape and axis order) as the kernel reads or writes it: a
+        view of the same memory, reshaped and transposed as the function's permute() and reshape() say."""
+        reshape_to, transposed = self.transforms.get(name, (None, False))
+        if tensor is None or (reshape_to is None and not transposed) or isinstance(tensor, Tensor):
+            return tensor
+        if reshape_to is not None:
+            if _is_torch(tensor):
+                tensor = tensor.view(reshape_to)  # raises where no view of that shape exists
+            else:
+                tensor = tensor.view()
+                tensor.shape = reshape_to  # numpy / cupy: raises instead of copying
+        if transposed:
+            tensor = tensor.transpose(-1, -2) if _is_torch(tensor) else tensor.swapaxes(-1, -2)
+        return tensor
 
     @property
     def inputs(self) -> list[str]:
@@ -588,7 +785,13 @@ def trace(fn: Callable[..., Any], example_tensors: dict[str, object], **kwargs: 
     rows into a row vector, over the columns into a column vector, or to a scalar; without the batch extent L it
     reduces over the batches too. A stored name read later in the body stands for the stored value; a reduction's
     cannot be read; D cannot be read.
-    Not supported yet: permute() and reshape(), and tensor scalars (a (1,) or (L, 1, 1) input; pass a number).
+    permute(x, indices=...) may swap the last two axes of a value (rows and columns): an input read in that order is
+    given transposed (a column-major matrix, a row vector along M), and a store or D written in it is column-major.
+    reshape(x, new_shape=...) views an input in another shape of as many elements (e.g. (16, 32) as an (M, 1) column
+    vector), or splits a computed value's batch extent (inputs and outputs then carry those leading extents); run()
+    takes the tensors in the function's shapes and views them as the kernel reads them (TracedEpilogue.kernel_view).
+    Not supported yet: a permute that moves a batch axis, and tensor scalars (a (1,) or (L, 1, 1) input; pass a
+    number).
     kwargs: cc (the reference's; the tree is the same for CUTLASS 3.x and 2.x kernels, the plan it is set on
     decides) and element_compute (f32, the only compute type). Raises SyntaxError for what the function may not do, RuntimeError for a missing
     example, ConfigError for shapes and calls the tree cannot take."""
@@ -608,10 +811,11 @@ def trace(fn: Callable[..., Any], example_tensors: dict[str, object], **kwargs: 
     if "accum" not in arguments:
         raise SyntaxError("Cannot find 'accum' in the argument list.")
     returned, body = _returned_names(definition)
-    tracer = _Tracer(example_tensors, returned)
+    closure = inspect.getclosurevars(fn)
+    tracer = _Tracer(example_tensors, returned, {**closure.globals, **closure.nonlocals})
     tracer.take_arguments(arguments)
     tracer.check_returned(arguments)
     for statement in body:
         tracer.statement(statement)
     epilogue = tracer.finish()
-    return TracedEpilogue(fn, epilogue, returned, arguments, tracer.operands)
+    return TracedEpilogue(fn, epilogue, returned, arguments, tracer.operands, tracer.transforms)

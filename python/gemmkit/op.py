@@ -336,6 +336,11 @@ class Gemm(_Configuration, _Plan):
         D = D0 if D is None else D
         alpha = alpha0 if alpha is None else alpha
         beta = beta0 if beta is None else beta
+        visitor = self.epilogue_visitor
+        if isinstance(visitor, TracedEpilogue) and visitor.transforms:  # its permute() / reshape() of the tensors
+            C, D = visitor.kernel_view("C", C), visitor.kernel_view("D", D)
+            if visitor_args is not None:
+                visitor_args = {name: visitor.kernel_view(name, value) for name, value in visitor_args.items()}
         handle = None if stream is None else _convert.stream_handle(stream)  # None: D's framework's stream
         if print_module:
             print(_render(self.spec_for(A, B, C, D, beta)).text)

@@ -224,6 +224,26 @@ def evt_reshape(accum, C):
     return D
 
 
+def evt_permute_batch(accum):
+    D = permute(accum, indices=(1, 0, 2))
+    return D
+
+
+def evt_permute_one_side(accum, C):
+    D = permute(accum, indices=(0, 2, 1)) + accum
+    return D
+
+
+def evt_reshape_rows(accum):
+    D = reshape(accum, new_shape=(L, M * 2, N // 2))
+    return D
+
+
+def evt_reshape_size(accum, C):
+    D = accum + reshape(C, new_shape=(7, 1))
+    return D
+
+
 def evt_power(accum):
     D = accum ** 2
     return D
@@ -304,8 +324,12 @@ def evt_subscript(accum):
     (evt_load, {**FULL, "aux": "bias"}, gemmkit.ConfigError, "Example for 'aux': expected a number"),
     (evt_load, {**FULL, "accum": f16(M), "aux": f16(M)}, gemmkit.ConfigError, r"accum's example must be .*\(M, N\)"),
     (evt_exp, FULL, gemmkit.ConfigError, "'exp' is not an epilogue function; there are identity, relu"),
-    (evt_permute, FULL, gemmkit.ConfigError, r"permute\(\) is not supported yet"),
-    (evt_reshape, FULL, gemmkit.ConfigError, r"reshape\(\) is not supported yet"),
+    (evt_permute, FULL, gemmkit.ConfigError, r"Tensor D has shape \(6, 512, 256\), which the epilogue's permute\(\) / reshape\(\) make \(6, 256, 512\)"),
+    (evt_reshape, FULL, None, None),
+    (evt_permute_batch, FULL, gemmkit.ConfigError, r"moves a batch axis"),
+    (evt_permute_one_side, FULL, gemmkit.ConfigError, r"different shapes or axis orders"),
+    (evt_reshape_rows, FULL, gemmkit.ConfigError, r"may only split or join its batch extent"),
+    (evt_reshape_size, FULL, gemmkit.ConfigError, r"cannot take the shape \(7, 1\)"),
     (evt_power, FULL, SyntaxError, r"operators are \+ - \* /"),
     (evt_attribute_call, FULL, SyntaxError, "by their bare name"),
     (evt_augmented, FULL, SyntaxError, "Unsupported statement `D \\+= 1`"),
@@ -513,6 +537,85 @@ def test_run_hands_visitor_args_to_the_cpp_plan(monkeypatch):
     (args,) = calls
     assert args[:4] == (A, B, None, D) and args[4:6] == (1.0, 0.0)
     assert args[-1] == {"D": D, "scale": 2.0} and type(args[-1]["scale"]) is float  # unknown names: C++ refuses
+
+
+# The reference's evt_layout cases: permute() of the last two axes and reshape() are undone at trace time, so the
+# kernel's tree has neither; the tensors they touch are read and written through views of the same memory.
+def evt_layout_permute_back(accum, alpha, C):
+    F = alpha * accum
+    F_permute = permute(F, indices=(0, 2, 1))
+    D_permute = F_permute + permute(C, indices=(0, 2, 1))
+    D = permute(D_permute, indices=(0, 2, 1))
+    return D, F
+
+
+def evt_layout_permute(accum, alpha, C):
+    F = alpha * accum
+    F_permute = permute(F, indices=(0, 2, 1))
+    D = F_permute + C
+    return D, F
+
+
+def evt_layout_reshape_input(accum, alpha, TensorE):
+    F = alpha * accum
+    E_reshape = reshape(TensorE, new_shape=(512, 1))
+    D = F + E_reshape
+    return D
+
+
+def evt_layout_reshape_batch(accum, alpha, TensorE):
+    F = alpha * accum
+    F_reshape = reshape(F, new_shape=(2, 3, 512, 256))
+    D = F_reshape + TensorE
+    return D
+
+
+def test_permutes_that_cancel_leave_the_plain_tree():
+    examples = {"accum": f16(L, M, N), "alpha": 0.5, "C": f16(L, M, N), "F": f16(L, M, N), "D": f16(L, M, N)}
+    visitor = trace(evt_layout_permute_back, examples)
+    assert formulas(visitor) == ["F = (alpha * accum)", "D = (F + C)"]
+    assert visitor.transforms == {}
+    assert visitor.operands == {"C": (gemmkit.DataType.f16, gemmkit.LayoutType.RowMajor),
+                                "D": (gemmkit.DataType.f16, gemmkit.LayoutType.RowMajor)}
+
+
+def test_a_permuted_c_and_d_are_column_major():
+    examples = {"accum": f16(L, M, N), "alpha": 0.5, "C": f16(L, N, M), "F": f16(L, M, N), "D": f16(L, N, M)}
+    visitor = trace(evt_layout_permute, examples)
+    assert formulas(visitor) == ["F = (alpha * accum)", "D = (F + C)"]
+    assert "store,F,f16,RowMajor" in visitor.epilogue.canonical()
+    column = (gemmkit.DataType.f16, gemmkit.LayoutType.ColumnMajor)
+    assert visitor.operands == {"C": column, "D": column}
+    assert visitor.transforms == {"C": (None, True), "D": (None, True)}
+    D = np.zeros((L, N, M), dtype=np.float16)
+    view = visitor.kernel_view("D", D)
+    assert view.shape == (L, M, N) and np.shares_memory(view, D) and view.strides[-2:] == (2, 2 * M)
+    # A row-major plan's C is not the traced one; a plan with column-major C and D takes it.
+    with pytest.raises(gemmkit.ConfigError, match="the traced C is f16 ColumnMajor"):
+        sm90_plan().epilogue_visitor = visitor
+    plan = gemmkit.Gemm(element=np.float16, element_accumulator=np.float32, layout_A=gemmkit.LayoutType.RowMajor,
+                        layout_B=gemmkit.LayoutType.RowMajor, layout_C=gemmkit.LayoutType.ColumnMajor, cc=90)
+    plan.epilogue_visitor = visitor
+    assert "_evt" in plan.kernel_name()
+
+
+def test_a_reshaped_input_is_read_in_its_new_shape():
+    examples = {"accum": f16(L, 512, N), "alpha": 0.5, "TensorE": f16(16, 32), "D": f16(L, 512, N)}
+    visitor = trace(evt_layout_reshape_input, examples)
+    assert "column_broadcast,TensorE,f16" in visitor.epilogue.canonical()
+    assert visitor.transforms == {"TensorE": ((512, 1), False)}
+    E = np.arange(512, dtype=np.float16).reshape(16, 32)
+    view = visitor.kernel_view("TensorE", E)
+    assert view.shape == (512, 1) and np.shares_memory(view, E)
+    with pytest.raises(AttributeError):  # no view of a strided tensor: refused, not copied
+        visitor.kernel_view("TensorE", np.zeros((32, 16), dtype=np.float16).T)
+
+
+def test_a_split_batch_carries_into_the_inputs_and_d():
+    examples = {"accum": f16(6, 512, 256), "alpha": 0.5, "TensorE": f16(2, 3, 1, 256), "D": f16(2, 3, 512, 256)}
+    visitor = trace(evt_layout_reshape_batch, examples)
+    assert "row_broadcast,TensorE,f16" in visitor.epilogue.canonical()
+    assert visitor.transforms == {"TensorE": ((6, 1, 256), False), "D": ((6, 512, 256), False)}
 
 
 def test_tensor_examples():
