@@ -144,8 +144,11 @@ class Gemm : public Plan {
   // when neither takes the problem.
   Gemm& plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double beta);
 
+  // A plain-form tree's own visitor kernel, for vectors the fused kernel cannot take (one per batch).
+  Gemm& tree_twin();
+
   // The CUTLASS 2.x SIMT plan for problems none of this plan's vectors fit (odd leading dimensions), made on first
-  // use with this plan's epilogue; stale once the configuration changes (its generation).
+  // use with this plan's epilogue, and the tree twin; stale once the configuration changes (its generation).
   struct Twin;
   std::unique_ptr<Twin> twin_;
 };

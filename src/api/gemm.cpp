@@ -30,6 +30,8 @@ struct Gemm::Twin {
   std::mutex mutex;
   std::uint64_t generation = 0;
   std::unique_ptr<Gemm> plan;
+  std::uint64_t tree_generation = 0;
+  std::unique_ptr<Gemm> tree;
 };
 
 Gemm::Gemm(const GemmOptions& o) : Plan(o, catalog::Operation::Gemm), twin_(std::make_unique<Twin>()) {
@@ -220,6 +222,20 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
               "a multiple of 16 bytes for tensor cores.");
   }
   return plan;
+}
+
+Gemm& Gemm::tree_twin() {
+  std::lock_guard<std::mutex> lock(twin_->mutex);
+  if (!twin_->tree || twin_->tree_generation != core_->generation()) {
+    selection::PlanConfig c = core_->config;
+    c.visitor_plain.reset();
+    c.activation = Activation::Identity;
+    c.bias = BiasMode::None;
+    c.scale = ScaleMode::None;
+    twin_->tree.reset(new Gemm(make_core(c)));  // the private constructor: no lowering to the plain form
+    twin_->tree_generation = core_->generation();
+  }
+  return *twin_->tree;
 }
 
 KSplit Gemm::k_split_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
@@ -430,6 +446,10 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   // A plain-form tree runs on the fused kernel of the same settings, with its scalars and vectors from visitor_args.
   double run_alpha = alpha, run_beta = beta;
   std::optional<RunOptions> plain;
+  if (config.visitor_plain && detail::plain_vectors_per_batch(*config.visitor_plain, options)) {
+    tree_twin().run(A, B, C_given, D_given, alpha, beta, options);
+    return;
+  }
   if (config.visitor_plain) {
     plain = detail::plain_run_options(*config.visitor, *config.visitor_plain, options, run_alpha, run_beta);
   }

@@ -177,6 +177,14 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, 
   return operands;
 }
 
+bool plain_vectors_per_batch(const epilogue::PlainForm& form, const RunOptions& options) {
+  for (const std::string* name : {&form.bias_name, &form.row_scale_name, &form.column_scale_name}) {
+    const VisitorArgument* a = name->empty() ? nullptr : find_argument(options, *name);
+    if (a != nullptr && a->tensor && a->tensor->shape.size() == 3 && a->tensor->shape[0] > 1) return true;
+  }
+  return false;
+}
+
 RunOptions plain_run_options(const epilogue::Epilogue& tree, const epilogue::PlainForm& form, const RunOptions& options,
                              double& alpha, double& beta) {
   check_argument_names(tree, options);

@@ -23,6 +23,10 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, 
 // The options a plain-form tree (epilogue::plain_form) runs its fused kernel with: its bias and scale vectors taken
 // from visitor_args by the tree's names, alpha and beta set to its factors' values (named scalars from visitor_args,
 // alpha and beta defaulting to run()'s; a tree without C gets beta 0). TensorError naming the argument otherwise.
+// Whether visitor_args gives one of a plain-form tree's vectors per batch ((L, 1, N) or (L, M, 1) with L > 1), which
+// only the tree's own visitor kernel reads.
+bool plain_vectors_per_batch(const epilogue::PlainForm& form, const RunOptions& options);
+
 RunOptions plain_run_options(const epilogue::Epilogue& tree, const epilogue::PlainForm& form, const RunOptions& options,
                              double& alpha, double& beta);
 

@@ -10,7 +10,7 @@ on both kernel generations, each against a float64 torch reference of the same i
 function itself; host (numpy) tensors; refused visitor tensors leave D untouched."""
 import dataclasses
 import re
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 import pytest
@@ -780,6 +780,8 @@ class Case:
     results: tuple
     exact: bool = True
     batched: bool = True
+    sizes: Optional[list] = None  # (m, n, k, l) problems, where the function fixes them (its reshape sizes); else SIZES
+    layout_C: gemmkit.LayoutType = gemmkit.LayoutType.RowMajor
 
 
 def l3(l, m, n):
@@ -845,6 +847,20 @@ CASES = {
                                                               "D": l3(l, m, n)}, ("accum",), ("z0", "D")),
     "no_lca": Case(evt_dead_input, lambda l, m, n: {"accum": l3(l, m, n), "D": l3(l, m, n),
                                                     "bias": f16(m, 1, stride=(1, 0))}, ("accum", "bias"), ("D",)),
+    # evt_layout's: permute() of the last two axes and reshape(), undone at trace time.
+    "permute_back": Case(evt_layout_permute_back, lambda l, m, n: {"accum": l3(l, m, n), "alpha": 0.5,
+                                                                   "C": l3(l, m, n), "F": l3(l, m, n),
+                                                                   "D": l3(l, m, n)}, ("C", "alpha"), ("D", "F")),
+    "permute": Case(evt_layout_permute, lambda l, m, n: {"accum": l3(l, m, n), "alpha": 0.5, "C": f16(l, n, m),
+                                                         "F": l3(l, m, n), "D": f16(l, n, m)}, ("C", "alpha"),
+                    ("D", "F"), layout_C=gemmkit.LayoutType.ColumnMajor),
+    "reshape_input": Case(evt_layout_reshape_input, lambda l, m, n: {"accum": l3(l, m, n), "alpha": 0.5,
+                                                                     "TensorE": f16(16, 32), "D": l3(l, m, n)},
+                          ("alpha", "TensorE"), ("D",), sizes=[(512, 256, 128, 3)]),
+    "reshape_batch": Case(evt_layout_reshape_batch, lambda l, m, n: {"accum": l3(l, m, n), "alpha": 0.5,
+                                                                     "TensorE": f16(2, 3, 1, n),
+                                                                     "D": f16(2, 3, m, n)},
+                          ("alpha", "TensorE"), ("D",), sizes=[(512, 256, 128, 6)]),
 }
 # The reference's get_problem_sizes(8): m in {8, 488, 768}, n in {8, 504, 768}, k 128, l 3.
 SIZES = [(m, n, 128, 3) for m in (8, 488, 768) for n in (8, 504, 768)]
@@ -854,13 +870,20 @@ GENERATIONS = [90, 80]
 CHOSEN_PER_SHAPE = "mixed_dag"
 # Scalar reductions run on SM90 kernels only: a 2.x plan refuses the tree (its sum over batches measured wrong).
 SM90_ONLY = {"scalar_reduce_max", "scalar_reduce_sum"}
+# A permuted C and D are column-major, which 2.x visitor trees do not read or write.
+SM90_ONLY_LAYOUT = {"permute"}
+
+
+def case_sizes(name):
+    return CASES[name].sizes or SIZES
 
 
 def case_plan(name, kernel_cc, pinned=True):
     case = CASES[name]
-    plan = gemmkit.Gemm(element=np.float16, layout=gemmkit.LayoutType.RowMajor, element_accumulator=np.float32,
-                        kernel_cc=kernel_cc)
-    m, n, _, l = SIZES[0]
+    row = gemmkit.LayoutType.RowMajor
+    plan = gemmkit.Gemm(element=np.float16, layout_A=row, layout_B=row, layout_C=case.layout_C,
+                        element_accumulator=np.float32, kernel_cc=kernel_cc)
+    m, n, _, l = case_sizes(name)[0]
     visitor = trace(case.fn, case.examples(l, m, n))  # the tree is the same for every size
     plan.epilogue_visitor = visitor
     if pinned:
@@ -869,14 +892,20 @@ def case_plan(name, kernel_cc, pinned=True):
 
 
 @pytest.fixture(scope="module")
-def plans(torch):
-    """Every case's plans, their kernels built in parallel first (a build that fails is reported by its case)."""
+def plans(torch, request):
+    """The plans of the cases the selected tests use (all of them, unless -k picks some), their kernels built in
+    parallel first (a build that fails is reported by its case)."""
+    selected = [item.name for item in request.session.items]
+    names = {name for name in CASES if any(f"[{name}-" in test for test in selected)}
+    if any(test.startswith("test_refused_visitor_tensors") for test in selected):
+        names.add("mixed_dag")
+    chosen_per_shape = any(test.startswith("test_the_mixed_dag_on_the_kernels_run_chooses") for test in selected)
     out = {(name, cc, True): case_plan(name, cc) for name in CASES for cc in GENERATIONS
-           if cc == 90 or name not in SM90_ONLY}
-    for cc in GENERATIONS:
+           if name in names and (cc == 90 or name not in SM90_ONLY | SM90_ONLY_LAYOUT)}
+    for cc in GENERATIONS if chosen_per_shape else []:
         out[(CHOSEN_PER_SHAPE, cc, False)] = case_plan(CHOSEN_PER_SHAPE, cc, pinned=False)
     specs = [plan.construct() for plan, _ in out.values()]
-    for cc in GENERATIONS:
+    for cc in GENERATIONS if chosen_per_shape else []:
         chosen, _ = out[(CHOSEN_PER_SHAPE, cc, False)]
         specs += [chosen.spec_for_problem(m, n, k, l) for m, n, k, l in SIZES]
     try:
@@ -946,8 +975,12 @@ def test_cases_match_the_float64_reference(torch, plans, name, kernel_cc):
         with pytest.raises(gemmkit.ConfigError, match="scalar reductions run on SM90"):
             case_plan(name, kernel_cc)
         return
+    if kernel_cc < 90 and name in SM90_ONLY_LAYOUT:
+        with pytest.raises(gemmkit.ConfigError, match="row-major tensors only"):
+            case_plan(name, kernel_cc)
+        return
     plan, visitor = plans[(name, kernel_cc, True)]
-    for m, n, k, l in SIZES:
+    for m, n, k, l in case_sizes(name):
         check_case(torch, name, plan, visitor, m, n, k, l if CASES[name].batched else 1)
 
 
