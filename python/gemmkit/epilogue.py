@@ -746,8 +746,11 @@ class TracedEpilogue:
             if _is_torch(tensor):
                 tensor = tensor.view(reshape_to)  # raises where no view of that shape exists
             else:
-                tensor = tensor.view()
-                tensor.shape = reshape_to  # numpy / cupy: raises instead of copying
+                try:
+                    tensor = tensor.reshape(reshape_to, copy=False)  # numpy >= 2.1: raises instead of copying
+                except TypeError:  # older numpy, cupy: a view whose shape is set raises instead of copying
+                    tensor = tensor.view()
+                    tensor.shape = reshape_to
         if transposed:
             tensor = tensor.transpose(-1, -2) if _is_torch(tensor) else tensor.swapaxes(-1, -2)
         return tensor

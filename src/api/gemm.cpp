@@ -232,7 +232,9 @@ Gemm& Gemm::tree_twin() {
     c.activation = Activation::Identity;
     c.bias = BiasMode::None;
     c.scale = ScaleMode::None;
-    twin_->tree.reset(new Gemm(make_core(c)));  // the private constructor: no lowering to the plain form
+    auto core = make_core(c);
+    core->invalidate();
+    twin_->tree.reset(new Gemm(std::move(core)));  // the private constructor: no lowering to the plain form
     twin_->tree_generation = core_->generation();
   }
   return *twin_->tree;

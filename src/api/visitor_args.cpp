@@ -180,7 +180,7 @@ std::vector<runtime::VisitorOperand> check_visitor_args(const KernelSpec& spec, 
 bool plain_vectors_per_batch(const epilogue::PlainForm& form, const RunOptions& options) {
   for (const std::string* name : {&form.bias_name, &form.row_scale_name, &form.column_scale_name}) {
     const VisitorArgument* a = name->empty() ? nullptr : find_argument(options, *name);
-    if (a != nullptr && a->tensor && a->tensor->shape.size() == 3 && a->tensor->shape[0] > 1) return true;
+    if (a != nullptr && a->tensor && a->tensor->rank == 3 && a->tensor->shape[0] > 1) return true;
   }
   return false;
 }

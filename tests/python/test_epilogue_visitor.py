@@ -607,7 +607,7 @@ def test_a_reshaped_input_is_read_in_its_new_shape():
     E = np.arange(512, dtype=np.float16).reshape(16, 32)
     view = visitor.kernel_view("TensorE", E)
     assert view.shape == (512, 1) and np.shares_memory(view, E)
-    with pytest.raises(AttributeError):  # no view of a strided tensor: refused, not copied
+    with pytest.raises((AttributeError, ValueError)):  # no view of a strided tensor: refused, not copied
         visitor.kernel_view("TensorE", np.zeros((32, 16), dtype=np.float16).T)
 
 
@@ -976,7 +976,7 @@ def test_cases_match_the_float64_reference(torch, plans, name, kernel_cc):
             case_plan(name, kernel_cc)
         return
     if kernel_cc < 90 and name in SM90_ONLY_LAYOUT:
-        with pytest.raises(gemmkit.ConfigError, match="row-major tensors only"):
+        with pytest.raises(gemmkit.ConfigError, match="2.x visitor trees store a row-major D"):
             case_plan(name, kernel_cc)
         return
     plan, visitor = plans[(name, kernel_cc, True)]
