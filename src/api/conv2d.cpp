@@ -515,6 +515,7 @@ Gemm* Conv2d::pointwise_gemm(const ConvProblem& p) {
   o.kernel_cc = 90;
   std::unique_ptr<Gemm> gemm;
   try {
+    const jit::NoBuildAhead internal;
     gemm = std::make_unique<Gemm>(o);
     gemm->set_activation(activation(), slope);
   } catch (const ConfigError&) {

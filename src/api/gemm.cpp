@@ -195,6 +195,7 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
       o.layout_a = c.types.layout_a, o.layout_b = c.types.layout_b, o.layout_c = c.types.layout_c;
       o.cc = c.cc;
       o.kernel_cc = 80;
+      const jit::NoBuildAhead internal;
       auto plan = std::make_unique<Gemm>(o);
       plan->set_opclass(OpClass::Simt);
       plan->set_swizzling_functor(c.swizzle);

@@ -12,6 +12,7 @@
 
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "jit/kernel_loader.hpp"
 
 namespace gemmkit {
 namespace {
@@ -109,6 +110,7 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
   }
   if (sized && run_time) throw ConfigError(where + ": give --run-time-kernels or a problem (--m --n --k), not both.");
   try {
+    const jit::NoBuildAhead internal;  // the pack builds what it lists, not each plan's default
     Gemm plan(o);
     if (auto text = take("opclass")) plan.set_opclass(parse_or_throw<OpClass>("opclass", *text, where));
     if (auto text = take("swizzle")) plan.set_swizzling_functor(parse_or_throw<Swizzle>("swizzle", *text, where));

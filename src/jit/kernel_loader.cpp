@@ -18,7 +18,8 @@
 namespace gemmkit {
 namespace {
 
-std::atomic<int> g_build_ahead{-1};  // set_build_ahead(): 0 or 1; -1: GEMMKIT_BUILD_AHEAD decides
+std::atomic<int> g_build_ahead{-1};     // set_build_ahead(): 0 or 1; -1: GEMMKIT_BUILD_AHEAD decides
+thread_local int t_no_build_ahead = 0;  // NoBuildAhead scopes open on this thread
 
 CompiledKernel compiled(const CacheEntry& entry) {
   return {entry.kernel_name, entry.module_path, entry.cubin_path, entry.key, entry.hit, entry.build_seconds};
@@ -99,7 +100,15 @@ std::shared_ptr<const BackgroundBuild> build_kernel_in_background(const KernelSp
   return build_in_background(DiskCache(), Toolchain::discover(), render(spec));
 }
 
+NoBuildAhead::NoBuildAhead() {
+  ++t_no_build_ahead;
+}
+NoBuildAhead::~NoBuildAhead() {
+  --t_no_build_ahead;
+}
+
 void build_ahead(const std::function<KernelSpec()>& spec) {
+  if (t_no_build_ahead > 0) return;
   const int chosen = g_build_ahead.load();
   if (chosen == 0 || (chosen < 0 && knobs::value("GEMMKIT_BUILD_AHEAD") != "1")) return;
   if (knobs::flag("GEMMKIT_ALWAYS_COMPILE")) return;

@@ -23,6 +23,16 @@ std::shared_ptr<KernelModule> load_kernel_if_built(const KernelSpec& spec);
 // `spec` is only asked for when build-ahead is on.
 void build_ahead(const std::function<KernelSpec()>& spec);
 
+// While one lives on this thread, declared plans build nothing ahead: the plans gemmkit makes for itself (a plan's
+// SIMT twin, a pack file's plans, a Conv2d's pointwise GEMM) are not the user's declarations.
+class NoBuildAhead {
+ public:
+  NoBuildAhead();
+  ~NoBuildAhead();
+  NoBuildAhead(const NoBuildAhead&) = delete;
+  NoBuildAhead& operator=(const NoBuildAhead&) = delete;
+};
+
 // Queues the spec's build as a background build (see jit/background.hpp); load_kernel_if_built finds it once done.
 std::shared_ptr<const BackgroundBuild> build_kernel_in_background(const KernelSpec& spec);
 

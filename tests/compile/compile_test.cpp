@@ -377,6 +377,12 @@ TEST(CompileTier, BuildAheadStartsTheDefaultKernelWhenAPlanIsDeclared) {
   gk::Gemm later(f16_row(80));  // built: nothing to start
   gk::wait_for_background_compiles();
   EXPECT_EQ(gk::cache_counters().background_builds, before.background_builds + 1);
+  // The plans gemmkit makes for itself (here a pack file's) are no declarations: nothing starts for them.
+  const std::string pack = (cache_dir.path() / "other.pack").string();
+  std::ofstream(pack) << "--cc 80 --element bf16 --element-accumulator f32 --layout row\n";
+  EXPECT_EQ(gk::read_pack_file(pack).size(), 1u);
+  gk::wait_for_background_compiles();
+  EXPECT_EQ(gk::cache_counters().background_builds, before.background_builds + 1);
 }
 
 // A pack beside the library (what -DGEMMKIT_PACK installs as share/gemmkit/packs/<name>; in the build tree,
