@@ -1,37 +1,27 @@
 // src/jit/disk_cache.cpp: the content-addressed kernel cache. An entry appears only by rename() of a
 // complete private build folder whose manifest.json was written last; a per-key flock merely saves
 // duplicate nvcc work, so a crashed holder (the kernel drops its lock) or a missing lock costs nothing.
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
-#include <ctime>
 #include <exception>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <map>
 #include <mutex>
-#include <random>
-#include <sstream>
 #include <thread>
 
 #include "gemmkit/cache.hpp"
 #include "gemmkit/errors.hpp"
+#include "jit/cache_entries.hpp"
 #include "jit/process.hpp"
 #include "jit/progress.hpp"
-#include "jit/tar.hpp"
 #include "jit/toolchain_detail.hpp"
 #include "util/knobs.hpp"
 #include "util/sha256.hpp"
+#include "util/utc_time.hpp"
 
 #ifndef GEMMKIT_VERSION
 #error "GEMMKIT_VERSION must be defined by the build"
@@ -41,290 +31,18 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 namespace gemmkit {
+
+using namespace cache_entries;
+
 namespace {
 
 constexpr const char* kKeySchema = "2";  // bump when record() changes shape
-constexpr auto kStaleTmpAge = std::chrono::hours(1);
 constexpr int kPublishAttempts = 3;
 constexpr std::size_t kRecentBuilds = 9;  // the build-time estimate is the median of this many recent builds
 
 std::atomic<int> g_builds{0};
-std::atomic<int> g_disk_hits{0};
 std::atomic<int> g_rebuilt_damaged{0};
 std::atomic<int> g_background_builds{0};
-std::atomic<int> g_pack_hits{0};
-
-// ---- layout ----------------------------------------------------------------------------------------------
-
-fs::path v1_dir(const std::string& root) {
-  return fs::path(root) / "v1";
-}
-fs::path entry_dir(const std::string& root, const std::string& key) {
-  return v1_dir(root) / key.substr(0, 2) / key;
-}
-
-bool is_key(const std::string& key) {
-  return key.size() == 64 && key.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
-void require_key(const std::string& key) {
-  if (!is_key(key)) throw Error("cache key '" + key + "' is not 64 lowercase hex digits (a SHA-256)");
-}
-
-// "<pid>.<8 random hex digits>": unique across the processes and threads sharing one cache.
-std::string unique_suffix() {
-  std::random_device random;
-  char hex[16];
-  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(random()));
-  return std::to_string(::getpid()) + "." + hex;
-}
-
-fs::path make_dir(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    throw Error("cannot create the cache folder " + dir.string() + ": " + ec.message() +
-                "; set GEMMKIT_CACHE_DIR to a writable folder");
-  }
-  return dir;
-}
-
-// ---- small file helpers --------------------------------------------------------------------------------
-
-std::optional<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return text.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out)
-    throw Error("cannot write " + path.string() + "; check that the cache folder is writable and the disk not full");
-}
-
-std::string iso_time_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
-std::uint64_t folder_bytes(const fs::path& dir) {
-  std::uint64_t total = 0;
-  std::error_code ec;
-  for (const auto& file : fs::directory_iterator(dir, ec)) {
-    if (file.is_regular_file(ec)) total += file.file_size(ec);
-  }
-  return total;
-}
-
-// ---- the per-key advisory lock -------------------------------------------------------------------------
-
-// Held while one process checks, builds and publishes a key. Best effort: if the lock cannot be taken we
-// build anyway, since publishing is atomic without it.
-class KeyLock {
- public:
-  KeyLock(const std::string& root, const std::string& key) {
-    std::error_code ec;
-    const fs::path dir = v1_dir(root) / "locks";
-    fs::create_directories(dir, ec);
-    fd_ = ::open((dir / (key + ".lock")).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) return;
-    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-    }
-  }
-  ~KeyLock() {
-    if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the flock
-  }
-  KeyLock(const KeyLock&) = delete;
-  KeyLock& operator=(const KeyLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
-// ---- entries ---------------------------------------------------------------------------------------------
-
-enum class EntryState { absent, complete, damaged };
-
-struct Probe {
-  EntryState state = EntryState::absent;
-  Json manifest;
-};
-
-// The built file of an entry: kernel.so (a module, or a split kernel's host module) or kernel.cubin (a split kernel's
-// device code).
-constexpr const char* kArtifacts[] = {"kernel.so", "kernel.cubin"};
-
-// The artifact a manifest records, or "" when it records none.
-std::string artifact_of(const Json& manifest) {
-  const auto files = manifest.find("files");
-  if (files == manifest.end() || !files->is_object()) return "";
-  for (const char* name : kArtifacts) {
-    if (files->contains(name)) return name;
-  }
-  return "";
-}
-
-// Complete iff manifest.json parses, names `key`, and its artifact has the recorded size and SHA-256.
-Probe probe_entry(const std::string& root, const std::string& key) {
-  const fs::path dir = entry_dir(root, key);
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return {};
-  Probe damaged{EntryState::damaged, {}};
-  const std::optional<std::string> text = read_file(dir / "manifest.json");
-  if (!text) return damaged;
-  try {
-    Json manifest = Json::parse(*text);
-    const std::string artifact = artifact_of(manifest);
-    if (artifact.empty()) return damaged;
-    const Json module = manifest.at("files").at(artifact);
-    if (manifest.at("key").get<std::string>() != key || !module.at("bytes").is_number_unsigned()) return damaged;
-    const fs::path module_path = dir / artifact;
-    const std::uintmax_t size = fs::file_size(module_path, ec);
-    if (ec || size != module.at("bytes").get<std::uintmax_t>()) return damaged;
-    if (sha256_file_hex(module_path.string()) != module.at("sha256").get<std::string>()) return damaged;
-    return {EntryState::complete, std::move(manifest)};
-  } catch (const Json::exception&) {
-    return damaged;  // not JSON, or a field missing or of another type
-  } catch (const Error&) {
-    return damaged;  // the artifact unreadable
-  }
-}
-
-std::string manifest_string(const Json& manifest, const char* name) {
-  const auto value = manifest.find(name);
-  return value != manifest.end() && value->is_string() ? value->get<std::string>() : std::string();
-}
-
-CacheEntry make_entry(const std::string& root, const std::string& key, const Json& manifest, bool hit) {
-  CacheEntry entry;
-  entry.key = key;
-  entry.dir = entry_dir(root, key).string();
-  entry.module_path = (entry_dir(root, key) / artifact_of(manifest)).string();
-  entry.kernel_name = manifest_string(manifest, "kernel_name");
-  entry.hit = hit;
-  return entry;
-}
-
-// Renames `dir` into <root>/v1/trash, out of every reader's way at once; a concurrent mover may win, and in a cache
-// that cannot be written the entry stays (lookups keep treating it as damaged).
-void move_aside(const std::string& root, const fs::path& dir) {
-  const fs::path trash = v1_dir(root) / "trash";
-  std::error_code ec;
-  fs::create_directories(trash, ec);
-  fs::rename(dir, trash / (dir.filename().string() + "." + unique_suffix()), ec);
-}
-
-// Removes build folders older than kStaleTmpAge: those of builds that were killed (younger ones may be in progress in
-// other processes).
-DiskCache::TmpFolders sweep_stale_tmp(const std::string& root) {
-  DiskCache::TmpFolders folders;
-  std::error_code ec;
-  const auto stale_before = fs::file_time_type::clock::now() - kStaleTmpAge;
-  for (const auto& tmp : fs::directory_iterator(v1_dir(root) / "tmp", ec)) {
-    if (tmp.path().filename().string().rfind(".probe.", 0) == 0) continue;  // unwritable_reason's, gone at once
-    if (tmp.last_write_time(ec) < stale_before) {
-      fs::remove_all(tmp.path(), ec);
-      ++folders.removed;
-    } else {
-      ++folders.remaining;
-    }
-  }
-  return folders;
-}
-
-// ---- an unwritable cache -----------------------------------------------------------------------------------
-
-// Why nothing can be created under <root>/v1/tmp ("" when it can).
-std::string unwritable_reason(const std::string& root) {
-  std::error_code ec;
-  const fs::path tmp = v1_dir(root) / "tmp";
-  fs::create_directories(tmp, ec);
-  if (ec) return ec.message();
-  const fs::path probe = tmp / (".probe." + unique_suffix());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return std::strerror(errno);
-  ::close(fd);
-  fs::remove(probe, ec);
-  return "";
-}
-
-// The folder this process builds into for a cache root: the root itself, or, when it cannot be written (read-only,
-// no permission, a path through a regular file), a private temporary cache made on first need, announced by one
-// warning and removed when the process that made it exits. Reading the root's existing entries still works.
-class BuildRoots {
- public:
-  ~BuildRoots() {
-    if (::getpid() != owner_) return;  // a forked child leaves its parent's folders alone
-    std::error_code ec;
-    for (const auto& [root, dir] : dirs_) {
-      if (dir != root) fs::remove_all(dir, ec);
-    }
-  }
-  std::string for_root(const std::string& root) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = dirs_.find(root); it != dirs_.end()) return it->second;
-    const std::string reason = unwritable_reason(root);
-    if (reason.empty()) return dirs_[root] = root;
-    std::string pattern = (fs::temp_directory_path() / "gemmkit-cache-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw Error("the kernel cache " + root + " is not writable (" + reason +
-                  ") and no private cache can be made in " + fs::temp_directory_path().string() + " (" +
-                  std::strerror(errno) + "); set GEMMKIT_CACHE_DIR to a writable folder");
-    }
-    std::cerr << "gemmkit: warning: the kernel cache " << root << " is not writable (" << reason
-              << "); kernels built by this process go to the private cache " << pattern
-              << ", removed when it exits. Set GEMMKIT_CACHE_DIR to a writable folder to keep them.\n";
-    return dirs_[root] = pattern;
-  }
-  // The private cache standing in for `root`, if one was made.
-  std::optional<std::string> private_for(const std::string& root) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = dirs_.find(root);
-    if (it == dirs_.end() || it->second == root) return std::nullopt;
-    return it->second;
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::string, std::string> dirs_;
-  const pid_t owner_ = ::getpid();
-};
-
-BuildRoots& build_roots() {
-  static BuildRoots roots;
-  return roots;
-}
-
-enum class LockHeld { no, yes };
-
-// A complete entry, counting a disk hit. A damaged one is moved aside (under the key's lock, so we never
-// move aside an entry another process has just published) and `damaged` is set.
-std::optional<CacheEntry> find_complete(const std::string& root, const std::string& key, LockHeld held, bool& damaged) {
-  Probe probe = probe_entry(root, key);
-  if (probe.state == EntryState::damaged) {
-    // flock conflicts between two descriptors even in one process: never take the lock twice.
-    std::optional<KeyLock> lock;
-    if (held == LockHeld::no) lock.emplace(root, key);
-    probe = probe_entry(root, key);
-    if (probe.state == EntryState::damaged) {
-      damaged = true;
-      move_aside(root, entry_dir(root, key));
-    }
-  }
-  if (probe.state != EntryState::complete) return std::nullopt;
-  ++g_disk_hits;
-  return make_entry(root, key, probe.manifest, true);
-}
 
 Json file_record(const fs::path& path) {
   std::error_code ec;
@@ -402,7 +120,7 @@ void write_manifest(const fs::path& dir, const std::string& key, const Toolchain
   manifest["kernel_name"] = source.kernel_name;
   manifest["family"] = source.family;
   manifest["arch"] = source.arch_flag;
-  manifest["created"] = iso_time_now();
+  manifest["created"] = utc_now_iso8601();
   manifest["gemmkit_version"] = GEMMKIT_VERSION;
   manifest["cutlass_version"] = toolchain.cutlass_version;
   manifest["nvcc_version"] = toolchain.nvcc_version;
@@ -501,30 +219,6 @@ std::string record_field(const std::string& name, const std::string& value) {
       line += c;
   }
   return line + "\n";
-}
-
-// A complete entry of a kernel pack (DiskCache::pack_roots) other than `root`. Packs are read only: a damaged entry
-// there is passed over, not moved aside.
-std::optional<CacheEntry> find_in_packs(const std::string& root, const std::string& key) {
-  for (const std::string& pack : DiskCache::pack_roots()) {
-    std::error_code ec;
-    if (fs::equivalent(pack, root, ec)) continue;
-    const Probe probe = probe_entry(pack, key);
-    if (probe.state != EntryState::complete) continue;
-    ++g_pack_hits;
-    return make_entry(pack, key, probe.manifest, true);
-  }
-  return std::nullopt;
-}
-
-// A complete entry in the root, in the private cache this process builds into instead of it, or in a kernel pack.
-std::optional<CacheEntry> find_built(const std::string& root, const std::string& key, bool& damaged) {
-  if (std::optional<CacheEntry> entry = find_complete(root, key, LockHeld::no, damaged)) return entry;
-  if (const std::optional<std::string> dir = build_roots().private_for(root)) {
-    bool ignored = false;
-    if (std::optional<CacheEntry> entry = find_complete(*dir, key, LockHeld::no, ignored)) return entry;
-  }
-  return find_in_packs(root, key);
 }
 
 ModuleBuilder nvcc_builder(const Toolchain& toolchain) {
@@ -883,125 +577,6 @@ std::size_t DiskCache::clear() {
   return removed;
 }
 
-namespace {
-
-// An entry in an archive: manifest.json, kernel.cu and its artifact (kernel.so or kernel.cubin).
-constexpr const char* kArchiveFiles[] = {"manifest.json", "kernel.so", "kernel.cubin", "kernel.cu"};
-
-bool is_archive_file(const std::string& name) {
-  return std::any_of(std::begin(kArchiveFiles), std::end(kArchiveFiles), [&](const char* f) { return name == f; });
-}
-
-// The files of an entry whose manifest records `artifact`.
-std::vector<std::string> entry_files(const std::string& artifact) {
-  return {"manifest.json", artifact, "kernel.cu"};
-}
-
-// Why the entry's files (name -> bytes) do not match its manifest, or "" when they do.
-std::string entry_mismatch(const std::string& key, const std::map<std::string, std::string>& files) {
-  if (!files.count("manifest.json")) return "it has no manifest.json";
-  try {
-    const Json manifest = Json::parse(files.at("manifest.json"));
-    if (manifest.at("key").get<std::string>() != key) return "its manifest names another key";
-    const std::string artifact = artifact_of(manifest);
-    if (artifact.empty()) return "its manifest records neither kernel.so nor kernel.cubin";
-    for (const std::string& name : entry_files(artifact)) {
-      if (!files.count(name)) return "it has no " + name;
-    }
-    for (const std::string& name : {artifact, std::string("kernel.cu")}) {
-      const Json& record = manifest.at("files").at(name);
-      const std::string& data = files.at(name);
-      if (record.at("bytes").get<std::uint64_t>() != data.size() ||
-          record.at("sha256").get<std::string>() != sha256_hex(data)) {
-        return name + " does not match the size and SHA-256 its manifest records";
-      }
-    }
-  } catch (const Json::exception& e) {
-    return std::string("its manifest is not a gemmkit manifest (") + e.what() + ")";
-  }
-  return "";
-}
-
-}  // namespace
-
-std::size_t DiskCache::export_archive(const std::string& path, const std::vector<std::string>& keys) const {
-  std::vector<std::string> wanted = keys;
-  if (wanted.empty()) {
-    for (const CacheListing& listing : list()) wanted.push_back(listing.key);
-  }
-  std::vector<tar::File> files;
-  for (const std::string& key : wanted) {
-    const std::optional<CacheEntry> entry = lookup(key);
-    if (!entry) throw Error("cannot export " + key + ": no complete entry with that key in " + root_);
-    for (const std::string& name : entry_files(fs::path(entry->module_path).filename().string())) {
-      const std::optional<std::string> data = read_file(entry_dir(root_, key) / name);
-      if (!data) throw Error("cannot read " + (entry_dir(root_, key) / name).string() + " to export it");
-      files.push_back({key + "/" + name, *data});
-    }
-  }
-  // Written beside the target and renamed over it: a reader never sees half an archive.
-  const fs::path target(path);
-  const fs::path partial = target.string() + ".partial." + unique_suffix();
-  try {
-    write_file(partial, tar::write(files));
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(partial, ec);
-    throw;
-  }
-  std::error_code ec;
-  fs::rename(partial, target, ec);
-  if (ec) {
-    fs::remove(partial, ec);
-    throw Error("cannot write the archive " + path + ": " + ec.message());
-  }
-  return wanted.size();
-}
-
-DiskCache::ImportResult DiskCache::import_archive(const std::string& path) {
-  const std::optional<std::string> bytes = read_file(path);
-  if (!bytes) throw Error("cannot read the archive " + path);
-  std::map<std::string, std::map<std::string, std::string>> entries;  // key -> file name -> bytes
-  for (tar::File& file : tar::read(*bytes, "the archive " + path)) {
-    const std::size_t slash = file.name.find('/');
-    const std::string key = file.name.substr(0, slash);
-    const std::string name = slash == std::string::npos ? "" : file.name.substr(slash + 1);
-    if (!is_key(key) || !is_archive_file(name)) {
-      throw Error("the archive " + path + " holds " + file.name +
-                  ", which is not <key>/manifest.json, kernel.so, kernel.cubin or kernel.cu: it was not written by "
-                  "gemmkit cache "
-                  "export");
-    }
-    entries[key][name] = std::move(file.data);
-  }
-  const std::string root = build_roots().for_root(root_);
-  ImportResult result;
-  for (const auto& [key, files] : entries) {
-    if (const std::string why = entry_mismatch(key, files); !why.empty()) {
-      throw Error("the archive " + path + " has a damaged entry " + key + ": " + why);
-    }
-    KeyLock lock(root, key);
-    bool damaged = false;
-    if (find_complete(root, key, LockHeld::yes, damaged)) {
-      ++result.present;
-      continue;
-    }
-    const fs::path tmp = make_dir(v1_dir(root) / "tmp" / (key + ".import." + unique_suffix()));
-    std::error_code ec;
-    try {
-      for (const auto& [name, data] : files) write_file(tmp / name, data);
-      make_dir(entry_dir(root, key).parent_path());
-      fs::rename(tmp, entry_dir(root, key), ec);
-      if (ec) throw Error("cannot import " + key + " into " + entry_dir(root, key).string() + ": " + ec.message());
-    } catch (...) {
-      fs::remove_all(tmp, ec);
-      throw;
-    }
-    ++result.imported;
-  }
-  return result;
-}
-
 DiskCache::TmpFolders DiskCache::sweep_tmp() const {
   return sweep_stale_tmp(root_);
 }
@@ -1017,10 +592,10 @@ void to_json(Json& json, const CacheListing& listing) {
 CacheCounters cache_counters() {
   CacheCounters counters;
   counters.builds = g_builds.load();
-  counters.disk_hits = g_disk_hits.load();
+  counters.disk_hits = cache_entries::disk_hits.load();
   counters.rebuilt_damaged = g_rebuilt_damaged.load();
   counters.background_builds = g_background_builds.load();
-  counters.pack_hits = g_pack_hits.load();
+  counters.pack_hits = cache_entries::pack_hits.load();
   return counters;
 }
 

@@ -14,6 +14,7 @@
 #include "gemmkit/tuning.hpp"
 #include "tuning/choice.hpp"
 #include "util/knobs.hpp"
+#include "util/utc_time.hpp"
 
 namespace fs = std::filesystem;
 
@@ -177,15 +178,6 @@ sqlite3* open_database(const std::string& path, bool& damaged) {
   return db;
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
-}
-
 // How far apart two shapes are, in octaves summed over the extents.
 double distance(const Entry& e, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) {
   auto d = [](std::int64_t a, std::int64_t b) {
@@ -209,7 +201,7 @@ void insert(sqlite3* db, const std::string& path, const Entry& e) {
   s.bind(5, std::int64_t{bucket_of(e.m)}).bind(6, std::int64_t{bucket_of(e.n)}).bind(7, std::int64_t{bucket_of(e.k)});
   s.bind(8, std::int64_t{bucket_of(e.batch)}).bind(9, e.m).bind(10, e.n).bind(11, e.k).bind(12, e.batch);
   s.bind(13, e.tile).bind(14, e.kernel_name).bind(15, e.ms).bind(16, e.heuristic_ms);
-  s.bind(17, e.created.empty() ? utc_now() : e.created);
+  s.bind(17, e.created.empty() ? utc_now_iso8601() : e.created);
   s.step();
 }
 
