@@ -288,6 +288,23 @@ TEST(EpilogueTreePlainForm, APlainTreeWithoutAFusedKernelRunsItsVisitorKernel) {
   EXPECT_EQ(plan.bias(), gk::BiasMode::PerColumn);
 }
 
+// A vector given once per batch is for the tree's own visitor kernel (run() takes the plan's tree twin for it); one
+// vector for every batch is the fused kernel's bias.
+TEST(VisitorArguments, APlainTreeTellsAVectorPerBatchFromOneForEveryBatch) {
+  const Epilogue tree(acc() + row_broadcast("b"));
+  const auto form = plain_form(tree, gk::DataType::f16);
+  ASSERT_TRUE(form.has_value());
+  gk::verify::HostMatrix shared(gk::DataType::f16, 1, 32, gk::Layout::RowMajor);
+  gk::verify::HostMatrix per_batch(gk::DataType::f16, 1, 32, gk::Layout::RowMajor, 3);
+  gk::RunOptions options;
+  options.visitor_args = {{"b", shared.view(), 0}};
+  EXPECT_FALSE(gk::detail::plain_vectors_per_batch(*form, options));
+  options.visitor_args = {{"b", per_batch.view(), 0}};
+  EXPECT_TRUE(gk::detail::plain_vectors_per_batch(*form, options)) << per_batch.view().shape_string();
+  options.visitor_args = {{"other", per_batch.view(), 0}};  // not one of the tree's vectors
+  EXPECT_FALSE(gk::detail::plain_vectors_per_batch(*form, options));
+}
+
 TEST(VisitorArguments, APlainTreeTakesItsScalarsAndVectorsByName) {
   const Epilogue tree(relu(scalar("s") * (acc() * column_broadcast("rs", gk::DataType::f32)) +
                            scalar("beta") * source() + row_broadcast("b")));
