@@ -242,7 +242,7 @@ def _example(name: str, value: object) -> _Example:
     itemsize = getattr(dtype, "itemsize", 1)
     shape = tuple(int(extent) for extent in shape)
     stride = (tuple(int(step) // itemsize for step in strides) if strides is not None
-              else tuple(math.prod(shape[axis + 1:]) for axis in range(len(shape))))
+              else _packed(shape))
     return _Example(shape, stride, _convert.data_type(dtype))
 
 

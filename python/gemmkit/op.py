@@ -254,10 +254,10 @@ class Gemm(_Configuration, _Plan):
                 raise ConfigError(f"epilogue_visitor: the traced {name} is {element.name} {layout.name}, the plan's "
                                   f"{name} {planned.name} {self.layout_C.name}; trace with a {name} like the plan's.")
 
-    def _visitor_arguments(self, visitor_args: dict[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def _visitor_arguments(visitor_args: dict[str, Any], visitor: Optional[TracedEpilogue]) -> dict[str, Any]:
         """visitor_args as the C++ run() takes them: without `accum` (the reference's test bed passes one) and the
         traced function's parameters the tree does not read; numbers as floats."""
-        visitor = self.epilogue_visitor
         unread = {"accum"}
         if isinstance(visitor, TracedEpilogue):
             unread |= set(visitor.arguments) - set(visitor.inputs) - {"C", "D"}
@@ -326,8 +326,11 @@ class Gemm(_Configuration, _Plan):
         visitor_args: with an epilogue_visitor, its tensors and scalars by name (numbers for scalars; alpha and beta
         default to the arguments; C and D may be given here instead)."""
         A0, B0, C0, D0, alpha0, beta0 = self._defaults
+        # The traced function set as epilogue_visitor, while it is still the plan's tree (None for other plans).
+        held = self.epilogue_visitor if getattr(self, "_visitor", None) is not None else None
+        visitor = held if isinstance(held, TracedEpilogue) else None
         if visitor_args is not None:
-            visitor_args = self._visitor_arguments(visitor_args)
+            visitor_args = self._visitor_arguments(visitor_args, visitor)
             C = visitor_args.get("C") if C is None else C
             D = visitor_args.get("D") if D is None else D
         A = A0 if A is None else A
@@ -336,8 +339,7 @@ class Gemm(_Configuration, _Plan):
         D = D0 if D is None else D
         alpha = alpha0 if alpha is None else alpha
         beta = beta0 if beta is None else beta
-        visitor = self.epilogue_visitor
-        if isinstance(visitor, TracedEpilogue) and visitor.transforms:  # its permute() / reshape() of the tensors
+        if visitor is not None and visitor.transforms:  # its permute() / reshape() of the tensors
             C, D = visitor.kernel_view("C", C), visitor.kernel_view("D", D)
             if visitor_args is not None:
                 visitor_args = {name: visitor.kernel_view(name, value) for name, value in visitor_args.items()}

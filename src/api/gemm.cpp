@@ -26,12 +26,24 @@
 namespace gemmkit {
 
 // The SIMT twin and the configuration generation it was made for.
-struct Gemm::Twin {
-  std::mutex mutex;
+// A plan made from this one on first use, and made again once this one's configuration has changed (its generation).
+struct DerivedPlan {
   std::uint64_t generation = 0;
   std::unique_ptr<Gemm> plan;
-  std::uint64_t tree_generation = 0;
-  std::unique_ptr<Gemm> tree;
+
+  template <class Make>
+  Gemm& get(std::uint64_t current, const Make& make) {
+    if (!plan || generation != current) {
+      plan = make();
+      generation = current;
+    }
+    return *plan;
+  }
+};
+
+struct Gemm::Twin {
+  std::mutex mutex;
+  DerivedPlan simt, tree;
 };
 
 Gemm::Gemm(const GemmOptions& o) : Plan(o, catalog::Operation::Gemm), twin_(std::make_unique<Twin>()) {
@@ -188,7 +200,7 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
   auto twin = [&]() -> Gemm& {
     const selection::PlanConfig& c = core_->config;
     std::lock_guard<std::mutex> lock(twin_->mutex);
-    if (!twin_->plan || twin_->generation != core_->generation()) {
+    Gemm& plan = twin_->simt.get(core_->generation(), [&] {
       GemmOptions o;
       o.element_a = c.types.a, o.element_b = c.types.b, o.element_c = c.types.c, o.element_d = c.types.d;
       o.element_accumulator = c.types.accumulator;
@@ -205,10 +217,8 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
         plan->set_bias(c.bias);
         plan->set_activation(c.activation, c.activation_parameter);
       }
-      twin_->plan = std::move(plan);
-      twin_->generation = core_->generation();
-    }
-    Gemm& plan = *twin_->plan;
+      return plan;
+    });
     // The slope is a run-time argument; the other settings move the configuration's generation, and the twin with it.
     if (plan.activation_parameter() != c.activation_parameter)
       plan.set_activation(c.activation, c.activation_parameter);
@@ -227,7 +237,7 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
 
 Gemm& Gemm::tree_twin() {
   std::lock_guard<std::mutex> lock(twin_->mutex);
-  if (!twin_->tree || twin_->tree_generation != core_->generation()) {
+  return twin_->tree.get(core_->generation(), [&] {
     selection::PlanConfig c = core_->config;
     c.visitor_plain.reset();
     c.activation = Activation::Identity;
@@ -235,10 +245,8 @@ Gemm& Gemm::tree_twin() {
     c.scale = ScaleMode::None;
     auto core = make_core(c);
     core->invalidate();
-    twin_->tree.reset(new Gemm(std::move(core)));  // the private constructor: no lowering to the plain form
-    twin_->tree_generation = core_->generation();
-  }
-  return *twin_->tree;
+    return std::unique_ptr<Gemm>(new Gemm(std::move(core)));  // the private constructor: no lowering to the plain form
+  });
 }
 
 KSplit Gemm::k_split_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
