@@ -1,14 +1,33 @@
 // bench/epilogue_section.cpp: the cost of fused epilogues on SM90 kernels: each activation and bias+gelu against
-// the identity kernel of the same plan, in the same run (target: >= 0.97x identity throughput). All variants of a
-// shape are timed in interleaved rounds, so that none gets the cool GPU's boost clocks (the first version timed
-// them one after another and read the identity kernel, timed first, 5-10 % fast).
+// the identity epilogue of the same plan, and against the dedicated kernel of CUTLASS's TMA epilogue with that
+// epilogue compiled in, in the same run. All variants of a shape are timed in interleaved rounds, so that none gets
+// the cool GPU's boost clocks (timed one after another, the first one read 5-10 % fast).
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "bench.hpp"
 #include "gemmkit/jit.hpp"
 
 namespace bench {
+
+// The same plan on CUTLASS's TMA epilogue with the fusion compiled in (one kernel per epilogue): the tile run()
+// picks for the shape, its Auto schedules made explicit. nullopt where that tile has no such configuration.
+std::optional<gk::Gemm> dedicated_plan(gk::Gemm plan, const Shape& s) {
+  gk::TileDescription tile = planned_spec(plan, s).tile;
+  if (tile.epilogue_schedule != gk::EpilogueSchedule::Auto) return std::nullopt;
+  const bool cooperative = tile.cta_tile()[0] >= 128;
+  tile.kernel_schedule =
+      cooperative ? gk::KernelSchedule::TmaWarpSpecializedCooperative : gk::KernelSchedule::TmaWarpSpecializedPingpong;
+  tile.epilogue_schedule =
+      cooperative ? gk::EpilogueSchedule::TmaWarpSpecializedCooperative : gk::EpilogueSchedule::TmaWarpSpecialized;
+  try {
+    plan.set_tile_description(tile);
+  } catch (const gk::ConfigError&) {
+    return std::nullopt;
+  }
+  return plan;
+}
 
 SectionResult epilogue_section(Context& ctx) {
   SectionResult result;
@@ -30,19 +49,23 @@ SectionResult epilogue_section(Context& ctx) {
     return plan;
   };
   const std::vector<Shape> shapes = {{8192, 8192, 8192}, {4096, 4096, 4096}};
-  // Every kernel first, in parallel.
+  // Every kernel first, in parallel: the default plans' (one kernel serves every epilogue where the family takes the
+  // epilogue at launch) and the dedicated ones.
   std::vector<gk::KernelSpec> specs;
   for (const Shape& s : shapes) {
     for (const auto& v : variants) {
       gk::Gemm plan = plan_for(v);
       specs.push_back(planned_spec(plan, s));
+      if (std::optional<gk::Gemm> dedicated = dedicated_plan(plan_for(v), s)) specs.push_back(planned_spec(*dedicated, s));
     }
   }
   gk::compile_many(specs);
 
   const int rounds = ctx.options.repeats;
   const double batch_ms = 50.0;
-  Table table{{"M x N x K", "epilogue", "TFLOP/s", "vs identity", "ratio range", "kernel"}, {}};
+  Table table{{"M x N x K", "epilogue", "TFLOP/s", "vs identity", "ratio range", "dedicated TFLOP/s", "vs dedicated",
+               "kernel"},
+              {}};
   Value rows = Value::array();
   for (const Shape& s : shapes) {
     std::printf("epilogue %s: %zu variants x %d interleaved rounds ...\n", s.text().c_str(), variants.size(), rounds);
@@ -52,16 +75,30 @@ SectionResult epilogue_section(Context& ctx) {
     BENCH_CUDA(cudaMemset(bias.get(), 0, bias.bytes()));
     const auto bias_view = gk::TensorView::on_gpu(bias.get(), t, {s.n}, gk::Layout::RowMajor, ctx.device);
     std::vector<gk::Gemm> plans;
-    for (const auto& v : variants) plans.push_back(plan_for(v));
+    std::vector<std::optional<gk::Gemm>> dedicated;
+    for (const auto& v : variants) {
+      plans.push_back(plan_for(v));
+      dedicated.push_back(dedicated_plan(plan_for(v), s));
+    }
     std::vector<std::function<void()>> calls;
+    std::vector<int> dedicated_call(variants.size(), -1);
     for (std::size_t i = 0; i < variants.size(); ++i) {
       calls.push_back(plan_call(ctx, plans[i], t, s, o, variants[i].bias == gk::BiasMode::None ? nullptr : &bias_view));
+    }
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      if (!dedicated[i]) continue;
+      dedicated_call[i] = static_cast<int>(calls.size());
+      calls.push_back(
+          plan_call(ctx, *dedicated[i], t, s, o, variants[i].bias == gk::BiasMode::None ? nullptr : &bias_view));
     }
     const auto ms = interleaved_ms(ctx.stream, calls, rounds, batch_ms, ctx.options.warmup_ms);
     for (std::size_t i = 0; i < variants.size(); ++i) {
       // Per round: identity's time over this variant's, both measured within the same round.
-      std::vector<double> ratios;
+      std::vector<double> ratios, vs_dedicated;
       for (int r = 0; r < rounds; ++r) ratios.push_back(ms[0][r] / ms[i][r]);
+      if (dedicated_call[i] >= 0) {
+        for (int r = 0; r < rounds; ++r) vs_dedicated.push_back(ms[dedicated_call[i]][r] / ms[i][r]);
+      }
       const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
       const double ratio = median(ratios);
       const double tf = tflops(s, median(ms[i]));
@@ -77,9 +114,18 @@ SectionResult epilogue_section(Context& ctx) {
       for (double m : ms[i]) times.push_back(m);
       row["ms_per_round"] = times;
       row["kernel_name"] = kernel;
+      std::string dedicated_tf = "-", dedicated_ratio = "-";
+      if (dedicated_call[i] >= 0) {
+        const double dtf = tflops(s, median(ms[dedicated_call[i]]));
+        row["dedicated_tflops"] = dtf;
+        row["ratio_vs_dedicated"] = median(vs_dedicated);
+        row["dedicated_kernel_name"] = planned_spec(*dedicated[i], s).name();
+        dedicated_tf = fixed(dtf, 1);
+        dedicated_ratio = fixed(median(vs_dedicated), 3);
+      }
       rows.push_back(row);
-      table.rows.push_back(
-          {s.text(), variants[i].label, fixed(tf, 1), fixed(ratio, 3), fixed(*low, 3) + "-" + fixed(*high, 3), kernel});
+      table.rows.push_back({s.text(), variants[i].label, fixed(tf, 1), fixed(ratio, 3),
+                            fixed(*low, 3) + "-" + fixed(*high, 3), dedicated_tf, dedicated_ratio, kernel});
     }
   }
   result.json["rounds"] = rounds;
@@ -88,7 +134,9 @@ SectionResult epilogue_section(Context& ctx) {
   result.markdown = "## Fused epilogues on SM90 (f16, f32 accumulate, beta 0)\n\nVariants of a shape timed in " +
                     std::to_string(rounds) + " interleaved rounds of one >= " + fixed(batch_ms, 0) +
                     " ms batch each, after a warm-up; vs identity = median over rounds of identity's time / "
-                    "this variant's time in the same round.\n\n" +
+                    "this variant's time in the same round. Dedicated: the same tile on CUTLASS's TMA epilogue with "
+                    "the epilogue compiled in (one kernel per row); vs dedicated = its time / this row's, per "
+                    "round.\n\n" +
                     table.markdown();
   return result;
 }

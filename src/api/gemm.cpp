@@ -543,6 +543,8 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   gemm.alpha = run_alpha;
   gemm.beta = run_beta;
   gemm.activation_parameter = config.activation_parameter;
+  gemm.activation = choices.base.activation;
+  gemm.bias_mode = choices.base.bias;
   gemm.raster_order = config.raster_order;
   {
     // A stand-in (the chosen kernel still compiling) runs unswizzled unless the plan sets a swizzle: the choice's

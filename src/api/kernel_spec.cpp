@@ -136,6 +136,11 @@ void to_json(nlohmann::ordered_json& json, const KernelSpec& spec) {
 }
 
 std::string KernelSpec::canonical() const {
+  // A kernel that takes its epilogue at launch serves every activation, bias and scale: one record for all of them.
+  const bool at_launch = catalog::family_of(family).epilogue_at_launch(*this);
+  const Activation activation = at_launch ? Activation::Identity : this->activation;
+  const BiasMode bias = at_launch ? BiasMode::None : this->bias;
+  const ScaleMode scale = at_launch ? ScaleMode::None : this->scale;
   std::ostringstream out;
   out << "cc=" << cc << ";kernel_cc=" << kernel_cc << ";family=" << to_string(family)
       << ";opclass=" << to_string(opclass) << ";A=" << to_string(element_a) << "," << to_string(layout_a) << ","

@@ -38,7 +38,7 @@ class Family {
   virtual int kernel_cc() const = 0;
   // templates/<template_name()>, which includes device/include/<glue_header()>.
   virtual std::string_view template_name(const KernelSpec& spec) const = 0;
-  virtual std::string_view glue_header() const = 0;
+  virtual std::string_view glue_header(const KernelSpec& spec) const = 0;
 
   // Whether it has kernels for these operands with this opcode class.
   virtual bool supports(OpClass opclass, const OperandTypes& types) const = 0;
@@ -63,6 +63,9 @@ class Family {
   virtual std::string kernel_name(const KernelSpec& spec) const = 0;
   // The template's placeholders for a valid spec.
   virtual Placeholders placeholders(const KernelSpec& spec) const = 0;
+  // Whether its kernel for `spec` takes the activation, bias and scale vectors at launch (gk_gemm_args.activation,
+  // bias_mode, row_scale, column_scale) instead of compiling them in: specs that differ only there share that kernel.
+  virtual bool epilogue_at_launch(const KernelSpec&) const { return false; }
   // Whether it builds GEMM kernels that split K in parallel (partial sums, then a reduction kernel with the epilogue)
   // for run() to choose on its own; Conv2d families offer parallel split-K as an explicit mode instead.
   virtual bool splits_k_in_parallel() const { return false; }
@@ -82,5 +85,10 @@ const Family& sm80_grouped();
 const Family& sm90_grouped();
 const Family& sm80_conv2d();
 const Family& sm90_conv2d();
+
+// The Sm90Collective family's kernel name and placeholders for its kernel on one of CUTLASS's epilogues (never the
+// lean one), which the SM90 grouped family's kernels build on.
+std::string sm90_cutlass_epilogue_name(const KernelSpec& spec);
+Placeholders sm90_cutlass_epilogue_placeholders(const KernelSpec& spec);
 
 }  // namespace gemmkit::families

@@ -26,7 +26,7 @@ class Sm80Conv2d final : public Family {
   KernelFamily id() const override { return KernelFamily::Sm80Conv2d; }
   int kernel_cc() const override { return 80; }
   std::string_view template_name(const KernelSpec&) const override { return "sm80_conv2d.cu.in"; }
-  std::string_view glue_header() const override { return "gemmkit/sm80_conv2d.hpp"; }
+  std::string_view glue_header(const KernelSpec&) const override { return "gemmkit/sm80_conv2d.hpp"; }
 
   // Tensor-core f16 (f16 or f32 accumulation), bf16 and f32 (tf32, or 3xTF32) convs, and SIMT f32 ones: the
   // reference's SM80 Conv2d kernels, without the integer ones.

@@ -13,7 +13,7 @@ class Sm80Grouped final : public Family {
   KernelFamily id() const override { return KernelFamily::Sm80Grouped; }
   int kernel_cc() const override { return 80; }
   std::string_view template_name(const KernelSpec&) const override { return "sm80_grouped.cu.in"; }
-  std::string_view glue_header() const override { return "gemmkit/sm80_grouped.hpp"; }
+  std::string_view glue_header(const KernelSpec&) const override { return "gemmkit/sm80_grouped.hpp"; }
 
   // Tensor-core f16, bf16 and f32 (tf32) GEMMs: the grouped kernels gemmkit checks.
   bool supports(OpClass opclass, const OperandTypes& types) const override {

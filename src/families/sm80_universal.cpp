@@ -132,7 +132,7 @@ class Sm80Universal final : public Family {
   std::string_view template_name(const KernelSpec& spec) const override {
     return spec.visitor ? "sm80_gemm_visitor.cu.in" : "sm80_gemm.cu.in";
   }
-  std::string_view glue_header() const override { return "gemmkit/sm80_gemm.hpp"; }
+  std::string_view glue_header(const KernelSpec&) const override { return "gemmkit/sm80_gemm.hpp"; }
 
   bool supports(OpClass opclass, const OperandTypes& types) const override {
     if (opclass == OpClass::Simt) return simt_types(types) && output_types_ok(80, types);

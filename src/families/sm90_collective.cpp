@@ -56,6 +56,19 @@ DataType element_c_or_d(const KernelSpec& spec) {
   return spec.element_c == DataType::void_t ? spec.element_d : spec.element_c;
 }
 
+// Whether the kernel runs gemmkit's lean epilogue (device/include/gemmkit/sm90_lean_epilogue.hpp), which takes the
+// activation, bias and scale vectors at launch: the Auto epilogue of a dense GEMM whose row-major C and D move
+// 16-byte rows and whose D is 16 or 32 bits wide. The rest keep CUTLASS's epilogues (their fusions compiled in).
+bool lean_epilogue(const KernelSpec& spec) {
+  if (spec.visitor || spec.split_k_mode == SplitKMode::Parallel) return false;
+  if (spec.tile.epilogue_schedule != EpilogueSchedule::Auto || spec.layout_c != Layout::RowMajor) return false;
+  const int d_bits = bits_of(spec.element_d);
+  if (d_bits != 16 && d_bits != 32) return false;
+  return moves_16_byte_rows(spec.alignment_c, element_c_or_d(spec)) &&
+         output_alignment(spec.element_c, spec.element_d, spec.alignment_c) * d_bits == 128 &&
+         spec.tile.cta_tile()[1] % 32 == 0;
+}
+
 TileScheduler tile_scheduler_of(const KernelSpec& spec) {
   return uses_stream_k(spec) ? TileScheduler::StreamK : spec.tile.tile_scheduler;
 }
@@ -195,6 +208,61 @@ bool fp8_promotion_fits(const Cta& cta, KernelSchedule schedule) {
   return warp_group_rows * cta.n <= 64 * 192;
 }
 
+// The kernel's name; a lean kernel's carries nothing of the epilogue it takes at launch.
+std::string name_of(const KernelSpec& spec, bool lean) {
+  std::string core(row_of(spec.element_accumulator).in_kernel_name);
+  core += "0x0x0";
+  if (uses_tf32(spec)) core += "tf32";
+  core += "gemm";
+  const TileDescription& td = spec.tile;
+  return "cutlass3x_sm" + std::to_string(spec.kernel_cc) + "_tensorop_" + core + "_" +
+         std::string(to_string(spec.element_a)) + "_" + std::string(to_string(spec.element_b)) + "_" +
+         std::string(to_string(spec.element_accumulator)) + "_" + std::string(to_string(spec.element_c)) + "_" +
+         std::string(to_string(spec.element_d)) + "_" + shape_text(td.threadblock_shape) + "_" +
+         shape_text(td.cluster_shape) + "_" + std::to_string(td.stages) + "_" + layout_letter(spec.layout_a) +
+         layout_letter(spec.layout_b) + layout_letter(spec.layout_c) + "_align" + std::to_string(spec.alignment_a) +
+         std::string(row_of(td.kernel_schedule).in_kernel_name) +
+         std::string(row_of(td.epilogue_schedule).in_kernel_name) +
+         std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) +
+         (lean ? std::string() : epilogue_suffix(spec)) +
+         std::string(row_of(spec.split_k_mode).in_kernel_name);
+}
+
+// sm90_gemm.cu.in's and sm90_gemm_visitor.cu.in's: the kernel on one of CUTLASS's epilogues.
+Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
+  const TileDescription& tile = spec.tile;
+  const Shape3 cta = tile.cta_tile();
+  auto text = [](int value) { return std::to_string(value); };
+  Placeholders out = common_placeholders(spec);
+  out.insert(out.end(), {
+                            {"element_d", std::string(row_of(spec.element_d).cutlass)},
+                            {"alignment_d", text(output_alignment(spec.element_c, spec.element_d, spec.alignment_c))},
+                            {"cta_m", text(cta[0])},
+                            {"cta_n", text(cta[1])},
+                            {"cta_k", text(cta[2])},
+                            {"cluster_m", text(tile.cluster_shape[0])},
+                            {"cluster_n", text(tile.cluster_shape[1])},
+                            {"cluster_k", text(tile.cluster_shape[2])},
+                            {"kernel_schedule", std::string(row_of(tile.kernel_schedule).cutlass)},
+                            {"tile_scheduler", std::string(row_of(tile_scheduler_of(spec)).cutlass)},
+                            {"bias", std::string(row_of(spec.bias).cutlass)},
+                            {"scale", std::string(row_of(spec.scale).cutlass)},
+                            {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
+                            {"activation", activation_functor(spec.activation, spec.element_d)},
+                            {"epilogue_schedule", std::string(row_of(tile.epilogue_schedule).cutlass)},
+                            {"stages", text(tile.stages)},
+                        });
+  if (spec.visitor) {
+    // The tree replaces the bias, scale and activation placeholders.
+    std::erase_if(out, [](const auto& kv) {
+      return kv.first == "bias" || kv.first == "scale" || kv.first == "element_bias" || kv.first == "activation";
+    });
+    const Placeholders tree = visitor_placeholders(*spec.visitor, spec.family);
+    out.insert(out.end(), tree.begin(), tree.end());
+  }
+  return out;
+}
+
 class Sm90Collective final : public Family {
  public:
   KernelFamily id() const override { return KernelFamily::Sm90Collective; }
@@ -204,9 +272,12 @@ class Sm90Collective final : public Family {
   // A visitor tree has a template of its own (its fusion replaces bias, scales and activation).
   std::string_view template_name(const KernelSpec& spec) const override {
     if (spec.visitor) return "sm90_gemm_visitor.cu.in";
+    if (lean_epilogue(spec)) return "sm90_gemm_lean.cu.in";
     return spec.split_k_mode == SplitKMode::Parallel ? "sm90_gemm_parallel.cu.in" : "sm90_gemm.cu.in";
   }
-  std::string_view glue_header() const override { return "gemmkit/sm90_gemm.hpp"; }
+  std::string_view glue_header(const KernelSpec& spec) const override {
+    return lean_epilogue(spec) ? "gemmkit/sm90_lean.hpp" : "gemmkit/sm90_gemm.hpp";
+  }
 
   // Tensor cores other than f64 (whose kernels are CUTLASS 2.x ones), and FP8.
   bool supports(OpClass opclass, const OperandTypes& types) const override {
@@ -314,23 +385,9 @@ class Sm90Collective final : public Family {
     }
   }
 
-  std::string kernel_name(const KernelSpec& spec) const override {
-    std::string core(row_of(spec.element_accumulator).in_kernel_name);
-    core += "0x0x0";
-    if (uses_tf32(spec)) core += "tf32";
-    core += "gemm";
-    const TileDescription& td = spec.tile;
-    return "cutlass3x_sm" + std::to_string(spec.kernel_cc) + "_tensorop_" + core + "_" +
-           std::string(to_string(spec.element_a)) + "_" + std::string(to_string(spec.element_b)) + "_" +
-           std::string(to_string(spec.element_accumulator)) + "_" + std::string(to_string(spec.element_c)) + "_" +
-           std::string(to_string(spec.element_d)) + "_" + shape_text(td.threadblock_shape) + "_" +
-           shape_text(td.cluster_shape) + "_" + std::to_string(td.stages) + "_" + layout_letter(spec.layout_a) +
-           layout_letter(spec.layout_b) + layout_letter(spec.layout_c) + "_align" + std::to_string(spec.alignment_a) +
-           std::string(row_of(td.kernel_schedule).in_kernel_name) +
-           std::string(row_of(td.epilogue_schedule).in_kernel_name) +
-           std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) + epilogue_suffix(spec) +
-           std::string(row_of(spec.split_k_mode).in_kernel_name);
-  }
+  std::string kernel_name(const KernelSpec& spec) const override { return name_of(spec, lean_epilogue(spec)); }
+
+  bool epilogue_at_launch(const KernelSpec& spec) const override { return lean_epilogue(spec); }
 
   bool splits_k_in_parallel() const override { return true; }
   // TMA moves visitor matrices: 16-byte rows and addresses; vectors load element by element.
@@ -342,41 +399,50 @@ class Sm90Collective final : public Family {
   bool splittable(const KernelSpec& spec) const override { return spec.split_k_mode != SplitKMode::Parallel; }
 
   Placeholders placeholders(const KernelSpec& spec) const override {
+    return lean_epilogue(spec) ? lean_placeholders(spec) : cutlass_epilogue_placeholders(spec);
+  }
+
+ private:
+  // The lean template's: the mainloop's and the element types; nothing of the epilogue's settings.
+  static Placeholders lean_placeholders(const KernelSpec& spec) {
     const TileDescription& tile = spec.tile;
     const Shape3 cta = tile.cta_tile();
     auto text = [](int value) { return std::to_string(value); };
-    Placeholders out = common_placeholders(spec);
-    out.insert(out.end(), {
-                              {"element_d", std::string(row_of(spec.element_d).cutlass)},
-                              {"alignment_d", text(output_alignment(spec.element_c, spec.element_d, spec.alignment_c))},
-                              {"cta_m", text(cta[0])},
-                              {"cta_n", text(cta[1])},
-                              {"cta_k", text(cta[2])},
-                              {"cluster_m", text(tile.cluster_shape[0])},
-                              {"cluster_n", text(tile.cluster_shape[1])},
-                              {"cluster_k", text(tile.cluster_shape[2])},
-                              {"kernel_schedule", std::string(row_of(tile.kernel_schedule).cutlass)},
-                              {"tile_scheduler", std::string(row_of(tile_scheduler_of(spec)).cutlass)},
-                              {"bias", std::string(row_of(spec.bias).cutlass)},
-                              {"scale", std::string(row_of(spec.scale).cutlass)},
-                              {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
-                              {"activation", activation_functor(spec.activation, spec.element_d)},
-                              {"epilogue_schedule", std::string(row_of(tile.epilogue_schedule).cutlass)},
-                              {"stages", text(tile.stages)},
-                          });
-    if (spec.visitor) {
-      // The tree replaces the bias, scale and activation placeholders.
-      std::erase_if(out, [](const auto& kv) {
-        return kv.first == "bias" || kv.first == "scale" || kv.first == "element_bias" || kv.first == "activation";
-      });
-      const Placeholders tree = visitor_placeholders(*spec.visitor, spec.family);
-      out.insert(out.end(), tree.begin(), tree.end());
-    }
-    return out;
+    auto cutlass = [](auto value) { return std::string(row_of(value).cutlass); };
+    return {
+        {"kernel_name", spec.name()},
+        {"element_a", cutlass(spec.element_a)},
+        {"layout_a", cutlass(spec.layout_a)},
+        {"alignment_a", text(spec.alignment_a)},
+        {"element_b", cutlass(spec.element_b)},
+        {"layout_b", cutlass(spec.layout_b)},
+        {"alignment_b", text(spec.alignment_b)},
+        {"element_c", cutlass(spec.element_c)},
+        {"element_d", cutlass(spec.element_d)},
+        {"element_bias", cutlass(element_c_or_d(spec))},
+        {"element_accumulator", cutlass(spec.element_accumulator)},
+        {"cta_m", text(cta[0])},
+        {"cta_n", text(cta[1])},
+        {"cta_k", text(cta[2])},
+        {"cluster_m", text(tile.cluster_shape[0])},
+        {"cluster_n", text(tile.cluster_shape[1])},
+        {"cluster_k", text(tile.cluster_shape[2])},
+        {"kernel_schedule", cutlass(tile.kernel_schedule)},
+        {"tile_scheduler", cutlass(tile_scheduler_of(spec))},
+        {"stages", text(tile.stages)},
+    };
   }
 };
 
 }  // namespace
+
+std::string sm90_cutlass_epilogue_name(const KernelSpec& spec) {
+  return name_of(spec, false);
+}
+
+Placeholders sm90_cutlass_epilogue_placeholders(const KernelSpec& spec) {
+  return cutlass_epilogue_placeholders(spec);
+}
 
 const Family& sm90_collective() {
   static const Sm90Collective family;

@@ -85,7 +85,7 @@ class Sm90Grouped final : public Family {
   KernelFamily id() const override { return KernelFamily::Sm90Grouped; }
   int kernel_cc() const override { return 90; }
   std::string_view template_name(const KernelSpec&) const override { return "sm90_grouped.cu.in"; }
-  std::string_view glue_header() const override { return "gemmkit/sm90_grouped.hpp"; }
+  std::string_view glue_header(const KernelSpec&) const override { return "gemmkit/sm90_grouped.hpp"; }
 
   // f16, bf16 and f32 (tf32) tensor cores; tf32 with row-major A and B has no wgmma form (the dense family computes
   // it transposed; groups go to the SM80 grouped family instead).
@@ -136,10 +136,11 @@ class Sm90Grouped final : public Family {
     dense().validate(as_dense(spec, KernelFamily::Sm90Collective), limits);
   }
   std::string kernel_name(const KernelSpec& spec) const override {
-    return grouped_name(dense().kernel_name(as_dense(spec, KernelFamily::Sm90Collective)));
+    return grouped_name(sm90_cutlass_epilogue_name(as_dense(spec, KernelFamily::Sm90Collective)));
   }
   Placeholders placeholders(const KernelSpec& spec) const override {
-    Placeholders out = placeholders_for_template(dense().placeholders(as_dense(spec, KernelFamily::Sm90Collective)),
+    Placeholders out = placeholders_for_template(
+        sm90_cutlass_epilogue_placeholders(as_dense(spec, KernelFamily::Sm90Collective)),
                                                  {"tile_scheduler", "bias", "scale", "element_bias"}, spec.name());
     for (auto& [key, value] : out) {
       if (key == "kernel_schedule") value = kernel_schedule_type(spec.tile.kernel_schedule);

@@ -11,6 +11,14 @@
 namespace gemmkit::runtime {
 namespace {
 
+// The ABI numbers activations and bias modes as gemmkit's enums do.
+static_assert(static_cast<int>(Activation::GELU) == GK_ACTIVATION_GELU &&
+              static_cast<int>(Activation::Identity) == GK_ACTIVATION_IDENTITY &&
+              static_cast<int>(Activation::LeakyReLU) == GK_ACTIVATION_LEAKY_RELU &&
+              static_cast<int>(Activation::GELUTanh) == GK_ACTIVATION_GELU_TANH);
+static_assert(static_cast<int>(BiasMode::PerRow) == GK_BIAS_PER_ROW &&
+              static_cast<int>(BiasMode::PerColumn) == GK_BIAS_PER_COLUMN);
+
 bool any_on_host(const GemmLaunch& gemm) {
   const bool visitor_on_host = std::any_of(gemm.visitor.begin(), gemm.visitor.end(),
                                            [](const VisitorOperand& v) { return v.tensor && !v.tensor->on_device; });
@@ -51,6 +59,8 @@ void launch(KernelModule& module, const GemmLaunch& gemm, cudaStream_t stream, b
   args.alpha = gemm.alpha;
   args.beta = gemm.beta;
   args.activation_params[0] = gemm.activation_parameter;
+  args.activation = static_cast<int32_t>(gemm.activation);
+  args.bias_mode = static_cast<int32_t>(gemm.bias_mode);
   args.device_id = gemm.device;
   args.sm_count = gemm.sm_count;
   if (gemm.bias) args.bias = staging.on_device(*gemm.bias);

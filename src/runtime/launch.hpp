@@ -32,6 +32,9 @@ struct GemmLaunch {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
   bool transposed = false;  // the kernel computes D^T = B^T A^T: A and B swap places
   double alpha = 1.0, beta = 0.0, activation_parameter = 0.0;
+  // What a module that takes its epilogue at launch applies (the kernel's view: a transposed plan's bias is swapped).
+  Activation activation = Activation::Identity;
+  BiasMode bias_mode = BiasMode::None;
   RasterOrder raster_order = RasterOrder::Heuristic;
   int max_swizzle_size = 1;
   KSplit k_split;  // Stream-K kernels: decomposition and split count (other kernels ignore them)

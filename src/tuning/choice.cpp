@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 
+#include "catalog/catalog.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
@@ -78,7 +79,14 @@ Identity identity_of(int device) {
 std::string plan_key(const KernelSpec& base) {
   KernelSpec spec = base;
   spec.tile = TileDescription{};
-  return spec.canonical();
+  std::string key = spec.canonical();
+  // A kernel that takes its epilogue at launch serves plans of every epilogue; each keeps its own tuning entries.
+  if (catalog::family_of(spec.family).epilogue_at_launch(spec) &&
+      (spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.scale != ScaleMode::None)) {
+    key += ";plan_activation=" + std::string(to_string(spec.activation)) + ";plan_bias=" +
+           std::string(to_string(spec.bias)) + ";plan_scale=" + std::string(to_string(spec.scale));
+  }
+  return key;
 }
 
 std::string tile_key(const TileDescription& tile) {

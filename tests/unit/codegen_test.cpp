@@ -49,10 +49,13 @@ KernelSpec sm90_bf16_stream_k_leaky() {
   return spec;
 }
 
+// On CUTLASS's TMA epilogue (chosen explicitly: the Auto one is gemmkit's lean epilogue), which compiles them in.
 KernelSpec sm90_f16_row_bias_gelu() {
   KernelSpec spec = sm90_f16_auto();
   spec.bias = BiasMode::PerRow;
   spec.activation = Activation::GELU;
+  spec.tile.kernel_schedule = KernelSchedule::TmaWarpSpecializedCooperative;
+  spec.tile.epilogue_schedule = EpilogueSchedule::TmaWarpSpecializedCooperative;
   return spec;
 }
 
@@ -149,9 +152,44 @@ TEST(Codegen, SourceCarriesNameArchAndGlue) {
   EXPECT_EQ(source.text.find("{{"), std::string::npos);
   for (const KernelSpec& each : {sm90_f16_auto(), sm80_f16_tensorop()}) {
     const auto& family = catalog::family_of(each.family);
-    const std::string glue = "#include \"" + std::string(family.glue_header()) + "\"";
+    const std::string glue = "#include \"" + std::string(family.glue_header(each)) + "\"";
     EXPECT_NE(render(each).text.find(glue), std::string::npos) << glue;
   }
+}
+
+// The Auto epilogue of a row-major SM90 GEMM is gemmkit's lean one: every activation, bias and scale mode renders
+// the same source, so one kernel (one name, one cache entry, one canonical record) serves them all.
+TEST(Codegen, LeanEpilogueKernelIsSharedByEveryPlainEpilogue) {
+  const KernelSpec plain = sm90_f16_auto();
+  const KernelSource source = render(plain);
+  EXPECT_NE(source.text.find("#include \"gemmkit/sm90_lean.hpp\""), std::string::npos);
+  EXPECT_NE(source.text.find("gemmkit::sm90::LeanCollectiveEpilogue<"), std::string::npos);
+  EXPECT_TRUE(source.splittable);
+  for (const Activation activation : {Activation::ReLU, Activation::GELU, Activation::LeakyReLU}) {
+    for (const BiasMode bias : {BiasMode::None, BiasMode::PerRow, BiasMode::PerColumn}) {
+      for (const ScaleMode scale : {ScaleMode::None, ScaleMode::RowAndColumn}) {
+        KernelSpec spec = plain;
+        spec.activation = activation;
+        spec.bias = bias;
+        spec.scale = scale;
+        EXPECT_EQ(render(spec).text, source.text);
+        EXPECT_EQ(spec.name(), plain.name());
+        EXPECT_EQ(spec.canonical(), plain.canonical());
+      }
+    }
+  }
+  // What the lean epilogue does not move keeps CUTLASS's epilogue, with the activation compiled in.
+  KernelSpec column_major = plain;
+  column_major.layout_c = Layout::ColumnMajor;
+  column_major.activation = Activation::ReLU;
+  EXPECT_NE(render(column_major).text.find("cutlass::epilogue::thread::ReLu"), std::string::npos);
+  EXPECT_NE(column_major.name().find("_relu"), std::string::npos);
+  KernelSpec narrow_c = plain;
+  narrow_c.alignment_c = 4;
+  EXPECT_EQ(render(narrow_c).text.find("LeanCollectiveEpilogue"), std::string::npos);
+  KernelSpec explicit_tma = sm90_f16_row_bias_gelu();
+  EXPECT_NE(render(explicit_tma).text.find("gemmkit::activation::GELU"), std::string::npos);
+  EXPECT_NE(explicit_tma.canonical(), plain.canonical());
 }
 
 TEST(Codegen, OnlySm90GemmsAreSplittable) {
@@ -173,7 +211,7 @@ TEST(Codegen, Sm90DerivesCtaTileAndSchedulerTags) {
 }
 
 TEST(Codegen, BiasSelectsTheBroadcastEpilogues) {
-  KernelSpec sm90_column = sm90_f16_auto();
+  KernelSpec sm90_column = sm90_f16_row_bias_gelu();
   sm90_column.bias = BiasMode::PerColumn;
   const std::string sm90_text = render(sm90_column).text;
   EXPECT_NE(sm90_text.find("gemmkit::module::Bias::PerColumn;"), std::string::npos);
@@ -292,10 +330,12 @@ void PrintTo(const ActivationFunctor& f, std::ostream* os) {
 class CodegenActivations : public ::testing::TestWithParam<ActivationFunctor> {};
 
 // Each activation reaches both families' templates as its functor, and names the kernel; sigmoid, SiLU and GELU
-// use gemmkit's approximations only where D is 16-bit.
+// use gemmkit's approximations only where D is 16-bit. (The SM90 kernel on gemmkit's lean epilogue takes it at
+// launch instead: the LeanEpilogue test below.)
 TEST_P(CodegenActivations, BothFamiliesInstantiateTheFunctor) {
   const auto [activation, for_16bit_output, for_f32_output] = GetParam();
-  for (KernelSpec spec : {sm90_f16_auto(), sm80_f16_tensorop(), sm80_f32_simt_gelu_column_c()}) {
+  for (KernelSpec spec : {sm90_f16_row_bias_gelu(), sm80_f16_tensorop(), sm80_f32_simt_gelu_column_c()}) {
+    spec.bias = BiasMode::None;
     spec.activation = activation;
     const KernelSource source = render(spec);
     const std::string functor = spec.element_d == DataType::f32 ? for_f32_output : for_16bit_output;

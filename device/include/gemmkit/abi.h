@@ -10,7 +10,7 @@ extern "C" {
 #endif
 
 /* Bump whenever a struct below or an entry point changes shape; modules built for another version are rebuilt. */
-#define GK_ABI_VERSION 3
+#define GK_ABI_VERSION 4
 
 typedef enum gk_status {
   GK_OK = 0,
@@ -20,6 +20,21 @@ typedef enum gk_status {
   GK_ERR_LAUNCH = 4,           /* the launch itself failed; see gk_last_cuda_error() */
   GK_ERR_ARGS = 5              /* malformed gk_gemm_args (null pointer, bad batch) */
 } gk_status;
+
+/* The activation and the bias of a module whose epilogue takes them at launch (gk_gemm_args.activation, .bias_mode);
+   modules that compile theirs in ignore both. The activations are numbered in gemmkit::Activation's order. */
+typedef enum gk_activation {
+  GK_ACTIVATION_GELU = 0,
+  GK_ACTIVATION_HARDSWISH = 1,
+  GK_ACTIVATION_IDENTITY = 2,
+  GK_ACTIVATION_LEAKY_RELU = 3, /* slope: activation_params[0] */
+  GK_ACTIVATION_RELU = 4,
+  GK_ACTIVATION_SIGMOID = 5,
+  GK_ACTIVATION_SILU = 6,
+  GK_ACTIVATION_TANH = 7,
+  GK_ACTIVATION_GELU_TANH = 8
+} gk_activation;
+typedef enum gk_bias_mode { GK_BIAS_NONE = 0, GK_BIAS_PER_ROW = 1, GK_BIAS_PER_COLUMN = 2 } gk_bias_mode;
 
 /* One operand of an epilogue visitor tree, for the tree node of the same index: a tensor (ptr, with a leading
    dimension and a batch stride in elements, 0 = the same for every batch) or a scalar (value: a named scalar's or a
@@ -44,7 +59,8 @@ typedef struct gk_gemm_args {
   int64_t batch_stride_A, batch_stride_B, batch_stride_C, batch_stride_D;
   double alpha, beta;          /* converted to the kernel's compute type inside the module */
   double activation_params[2]; /* e.g. the leaky_relu slope; unused entries are ignored */
-  const void* bias;            /* per-row (m) or per-column (n) vector when the module was built with a bias */
+  const void* bias;            /* per-row (m) or per-column (n) vector when the module was built with a bias or is
+                                  given one at launch (bias_mode) */
   int32_t device_id;
   int32_t sm_count;         /* multiprocessors of device_id, for persistent and Stream-K schedulers */
   int32_t raster_order;     /* SM90 persistent schedulers: 0 = heuristic, 1 = along M, 2 = along N */
@@ -52,7 +68,7 @@ typedef struct gk_gemm_args {
   int32_t splits;           /* Stream-K / split-K: number of splits, 1 = let the scheduler decide */
   int32_t decomposition;    /* SM90 Stream-K scheduler: 0 = heuristic, 1 = data-parallel, 2 = split-K, 3 = Stream-K */
   int32_t reduction;        /* SM90 Stream-K scheduler: 0 = deterministic (in K order), 1 = nondeterministic */
-  int32_t reserved;         /* keeps the pointers below 8-byte aligned */
+  int32_t activation;       /* gk_activation, for modules that take it at launch (see gk_activation) */
   /* Scale vectors of f32 when the module was built with them (e.g. FP8 dequantization scales): the accumulator of
      output (i, j) is multiplied by row_scale[i] (m elements) and column_scale[j] (n elements) before alpha; a null
      one counts as all ones. */
@@ -62,7 +78,7 @@ typedef struct gk_gemm_args {
      replaces alpha, beta, bias and the activation. Null for every other module. */
   const gk_visitor_operand* visitor;
   int32_t visitor_count;
-  int32_t reserved2;
+  int32_t bias_mode; /* gk_bias_mode of `bias`, for modules that take it at launch; others compile theirs in */
 } gk_gemm_args;
 
 typedef int (*gk_abi_version_fn)(void);

@@ -56,11 +56,12 @@ template <class Glue>
 inline constexpr int visitor_count_of<Glue, std::void_t<decltype(Glue::kVisitorCount)>> = Glue::kVisitorCount;
 
 // Arguments checks common to every family: GK_OK or GK_ERR_ARGS. A module built with a bias, scale vectors or a
-// visitor tree needs those vectors or the tree's operands (and no module takes operands it has no tree for).
+// visitor tree needs those vectors or the tree's operands (and no module takes operands it has no tree for); a bias
+// asked for at launch needs its vector too.
 inline int check_args(const gk_gemm_args* args, Bias bias, Scale scale = Scale::None, int visitor_count = 0) {
   if (args == nullptr || args->A == nullptr || args->B == nullptr || args->D == nullptr) return GK_ERR_ARGS;
   if (args->visitor_count != visitor_count || (visitor_count > 0 && args->visitor == nullptr)) return GK_ERR_ARGS;
-  if (bias != Bias::None && args->bias == nullptr) return GK_ERR_ARGS;
+  if ((bias != Bias::None || args->bias_mode != GK_BIAS_NONE) && args->bias == nullptr) return GK_ERR_ARGS;
   if ((scale == Scale::PerRow || scale == Scale::RowAndColumn) && args->row_scale == nullptr) return GK_ERR_ARGS;
   if ((scale == Scale::PerColumn || scale == Scale::RowAndColumn) && args->column_scale == nullptr) return GK_ERR_ARGS;
   if (args->m < 1 || args->n < 1 || args->k < 1 || args->batch < 1) return GK_ERR_ARGS;

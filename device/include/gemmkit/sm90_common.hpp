@@ -1,7 +1,6 @@
-// device/include/gemmkit/sm90_common.hpp: glue shared by the CUTLASS 3.x SM90 families (Sm90Collective GEMMs,
-// Sm90Conv2d): the epilogue fusions, mainloop stage counts, fused-activation arguments and how a 3.x device adapter
-// is prepared and launched. It includes no device adapter: the GEMM one brings CUTLASS 2.x GemmUniversal, whose
-// partial specialization also matches a conv problem shape.
+// device/include/gemmkit/sm90_common.hpp: glue shared by the CUTLASS 3.x SM90 families whose epilogue is CUTLASS's
+// (Sm90Collective GEMMs, Sm90Conv2d): the epilogue fusions and fused-activation arguments, beside sm90_launch.hpp.
+// It includes no device adapter (sm90_launch.hpp says why).
 #pragma once
 
 #include <type_traits>
@@ -15,6 +14,7 @@
 #include "cutlass/kernel_hardware_info.hpp"
 #include "gemmkit/activations.hpp"
 #include "gemmkit/module_common.hpp"
+#include "gemmkit/sm90_launch.hpp"
 
 namespace gemmkit::sm90 {
 
@@ -46,15 +46,6 @@ template <module::Bias BiasMode, template <class> class Act, class ElementD, cla
           class ElementBias>
 using Fusion = typename FusionSelector<BiasMode, Act, ElementD, ElementCompute, ElementC, ElementBias>::type;
 
-// Mainloop stages: 0 = as many as fit next to the epilogue's shared storage. The conv builders take the same two
-// tags from their own namespace.
-template <int Stages, class CollectiveEpilogue,
-          template <int> class AutoCarveout = cutlass::gemm::collective::StageCountAutoCarveout,
-          template <int> class Fixed = cutlass::gemm::collective::StageCount>
-using StageCount =
-    std::conditional_t<Stages == 0, AutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
-                       Fixed<(Stages > 0 ? Stages : 1)>>;
-
 // The fused activation's arguments, when the fusion has any (LinCombEltAct has `activation`).
 template <class Thread, class Args>
 auto set_fusion_activation(Thread& thread, const Args& args, int) -> decltype(thread.activation, void()) {
@@ -62,27 +53,5 @@ auto set_fusion_activation(Thread& thread, const Args& args, int) -> decltype(th
 }
 template <class Thread, class Args>
 void set_fusion_activation(Thread&, const Args&, long) {}
-
-// How a 3.x device adapter (GemmUniversalAdapter, ConvUniversalAdapter) over `Kernel` is prepared and launched
-// (gemmkit::module::run's contract): a miss builds the Params (TMA descriptors included), which a hit relaunches;
-// only a workspace that must be reset per launch (Stream-K's barriers) is initialized again.
-template <class Adapter, class Kernel, class Args>
-struct ParamsLaunch {
-  using Prepared = module::Prepared<typename Adapter::Arguments, typename Adapter::Params>;
-  using Cache = module::LaunchCache<Prepared, Args>;
-
-  static cutlass::Status prepare(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    Adapter op;
-    const cutlass::Status status = op.initialize(prepared.arguments, workspace, stream);
-    if (status == cutlass::Status::kSuccess) prepared.state = op.params();
-    return status;
-  }
-  static cutlass::Status reset_workspace(Prepared& prepared, void* workspace, cudaStream_t stream) {
-    return Kernel::initialize_workspace(prepared.arguments, workspace, stream, nullptr);
-  }
-  static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) {
-    return Adapter::run(prepared.state, stream);
-  }
-};
 
 }  // namespace gemmkit::sm90

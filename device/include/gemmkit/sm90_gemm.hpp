@@ -79,20 +79,6 @@ template <class FusionOp>
 inline constexpr bool needs_tma_epilogue<FusionOp, std::void_t<decltype(FusionOp::IsEltActSupported)>> =
     FusionOp::IsEltActSupported;
 
-// Whether the mainloop runs one tile per two consumer warp groups (the cooperative kernels): decides which TMA
-// epilogue matches it. KernelScheduleAuto is resolved the way the CUTLASS 4.2 builder resolves it.
-template <class KernelSchedule, class CtaTile, class ElementA, int AlignmentA, class ElementB, int AlignmentB>
-constexpr bool is_cooperative() {
-  if constexpr (std::is_same_v<KernelSchedule, cutlass::gemm::collective::KernelScheduleAuto>) {
-    constexpr bool tma = (cutlass::sizeof_bits<ElementA>::value * AlignmentA) % 128 == 0 &&
-                         (cutlass::sizeof_bits<ElementB>::value * AlignmentB) % 128 == 0;
-    return tma && cute::size<0>(CtaTile{}) != 64;
-  } else {
-    return std::is_same_v<KernelSchedule, cutlass::gemm::KernelTmaWarpSpecializedCooperative> ||
-           std::is_same_v<KernelSchedule, cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative>;
-  }
-}
-
 // The epilogue schedule: as asked, except that Auto with a fused activation, bias or scale vectors (every fusion but
 // the plain linear combination; the Auto builder refuses them and the NoSmem epilogue would silently drop them)
 // becomes the TMA warp-specialized epilogue matching the mainloop.
@@ -115,24 +101,6 @@ constexpr bool tma_everywhere() {
          (cutlass::sizeof_bits<ElementC>::value * AlignmentC) % 128 == 0 &&
          (cutlass::sizeof_bits<ElementD>::value * AlignmentD) % 128 == 0;
 }
-
-using module::make_stride;
-
-// Stream-K's scheduler takes a split count, a decomposition and a reduction mode (run-time arguments: one kernel
-// runs data-parallel, split-K or Stream-K); the other schedulers have no such fields. The ABI numbers them in
-// CUTLASS's order; a value out of range keeps CUTLASS's default.
-template <class T>
-auto set_decomposition(T& scheduler, const gk_gemm_args& args, int) -> decltype(scheduler.splits = 1, void()) {
-  using Decomposition = decltype(scheduler.decomposition_mode);
-  using Reduction = decltype(scheduler.reduction_mode);
-  if (args.splits > 1) scheduler.splits = args.splits;
-  if (args.decomposition >= 0 && args.decomposition <= 3) {
-    scheduler.decomposition_mode = static_cast<Decomposition>(args.decomposition);
-  }
-  if (args.reduction == 0 || args.reduction == 1) scheduler.reduction_mode = static_cast<Reduction>(args.reduction);
-}
-template <class T>
-void set_decomposition(T&, const gk_gemm_args&, long) {}
 
 // The bias vector, when the fusion has one; its stride (dBias) stays the default: unit along m (PerRow) or n
 // (PerColumn), 0 along the batch, so every batch adds the same vector.
@@ -174,44 +142,6 @@ void set_scaled_fusion(FusionArguments& fusion, const gk_gemm_args& args) {
   column_scale.null_default = 1.0f;
   set_bias_leaf(inner.op_2, args, 0);
   module::set_activation_params(fusion.op_1, args);
-}
-
-// CUTLASS's arguments for one launch; set_fusion(thread, args) fills the epilogue's fusion arguments.
-template <class Gemm, class SetFusion>
-typename Gemm::Arguments make_arguments(const gk_gemm_args& args, SetFusion set_fusion) {
-  using Kernel = typename Gemm::GemmKernel;
-  using Arguments = typename Gemm::Arguments;
-  // With one batch, the batch strides are unused; zero keeps them valid TMA strides, as CUTLASS does.
-  const bool batched = args.batch > 1;
-  const module::Source source = module::source_of(args);
-  Arguments out{};
-  out.mode = batched ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;
-  out.problem_shape = {args.m, args.n, args.k, args.batch};
-
-  using PtrA = decltype(out.mainloop.ptr_A);
-  using PtrB = decltype(out.mainloop.ptr_B);
-  out.mainloop.ptr_A = static_cast<PtrA>(args.A);
-  out.mainloop.dA = make_stride<typename Kernel::StrideA>(args.lda, batched ? args.batch_stride_A : 0);
-  out.mainloop.ptr_B = static_cast<PtrB>(args.B);
-  out.mainloop.dB = make_stride<typename Kernel::StrideB>(args.ldb, batched ? args.batch_stride_B : 0);
-
-  using PtrC = decltype(out.epilogue.ptr_C);
-  using PtrD = decltype(out.epilogue.ptr_D);
-  set_fusion(out.epilogue.thread, args);
-  out.epilogue.ptr_C = static_cast<PtrC>(source.ptr);
-  out.epilogue.dC = make_stride<typename Kernel::StrideC>(source.ld, batched ? source.batch_stride : 0);
-  out.epilogue.ptr_D = static_cast<PtrD>(args.D);
-  out.epilogue.dD = make_stride<typename Kernel::StrideD>(args.ldd, batched ? args.batch_stride_D : 0);
-
-  out.hw_info.device_id = args.device_id;
-  out.hw_info.sm_count = args.sm_count;  // <= 0: CUTLASS queries the device
-  using RasterOrder = decltype(out.scheduler.raster_order);
-  if (args.raster_order >= 0 && args.raster_order <= 2) {
-    out.scheduler.raster_order = static_cast<RasterOrder>(args.raster_order);  // Heuristic, AlongM, AlongN
-  }
-  if (args.max_swizzle_size > 0) out.scheduler.max_swizzle_size = args.max_swizzle_size;
-  set_decomposition(out.scheduler, args, 0);
-  return out;
 }
 
 // The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and how a launch is prepared

@@ -212,6 +212,8 @@ def _gemm_kernel(spec: KernelSpec) -> dict[str, str]:
         "alignment_c": str(spec.alignment_C),
         "alignment_d": str(spec.alignment_D),
         "has_c": "1" if has_c else "0",
+        # What a kernel that takes its epilogue at launch applies (gk_activation).
+        "abi_activation": "GK_ACTIVATION_" + spec.activation.name.upper(),
     }
 
 

@@ -23,6 +23,7 @@ typedef struct gk_torch_gemm_kernel {
   gk_torch_operand a, b, c, d; /* D has C's layout */
   int has_c;                   /* 0: built without a source operand (element_C = void), so run() refuses a C */
   int takes_slope;             /* 1: run() ends with leaky_relu's slope */
+  gk_activation activation;    /* what a kernel that takes its epilogue at launch applies (others compile theirs in) */
 } gk_torch_gemm_kernel;
 
 /* ---- Gemm kernels with an epilogue visitor tree ----------------------------------------------------------------

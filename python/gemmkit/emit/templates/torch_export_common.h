@@ -60,6 +60,7 @@ struct GemmKernel {
   Operand a, b, c, d;  // D has C's layout
   bool has_c;
   gk_torch_entry_points entry_points;
+  gk_activation activation = GK_ACTIVATION_IDENTITY;  // for kernels that take it at launch
 };
 
 // A checked operand: the kernel's view of a rank-2 or rank-3 tensor.

@@ -111,6 +111,7 @@ at::Tensor run_gemm(const GemmKernel& kernel, const at::Tensor& A, const at::Ten
     args.alpha = alpha;
     args.beta = beta;
     args.activation_params[0] = activation_parameter;
+    args.activation = kernel.activation;
   });
 }
 
@@ -339,7 +340,7 @@ class VisitorGemmRun final : public c10::OperatorKernel {
 };
 
 GemmKernel gemm_kernel(const gk_torch_gemm_kernel& k, const gk_torch_entry_points& entry_points) {
-  return {operand(k.a), operand(k.b), operand(k.c), operand(k.d), k.has_c != 0, entry_points};
+  return {operand(k.a), operand(k.b), operand(k.c), operand(k.d), k.has_c != 0, entry_points, k.activation};
 }
 
 }  // namespace

@@ -1,0 +1,294 @@
+// device/include/gemmkit/sm90_lean_epilogue.hpp: gemmkit's lean epilogue for CUTLASS 3.x SM90 GEMMs: D =
+// act(alpha * (acc * row_scale * column_scale) + bias + beta * C), with the activation, the bias (none, per row, per
+// column) and the scale vectors chosen at launch, so that one kernel serves every plain epilogue. It runs in the
+// consumer warps straight from the accumulator registers: no shared memory, no pipeline, no barrier. CUTLASS's TMA
+// epilogue spends more than half of a kernel's front-end compile time in its store; this one instantiates a few
+// unrolled loops. D leaves in 16-byte row vectors: the four threads of a quad, which hold pairs of neighbouring
+// columns, trade their pairs through shuffles until each holds eight consecutive columns.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cute/tensor.hpp"
+#include "cutlass/array.h"
+#include "cutlass/cuda_host_adapter.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/detail.hpp"
+#include "cutlass/epilogue/thread/activation.h"
+#include "cutlass/numeric_conversion.h"
+#include "gemmkit/abi.h"
+#include "gemmkit/activations.hpp"
+
+namespace gemmkit::sm90 {
+
+// What the lean epilogue takes at launch (EpilogueArguments::thread).
+struct LeanEpilogueParams {
+  float alpha = 1.0f, beta = 0.0f;
+  int32_t activation = GK_ACTIVATION_IDENTITY;  // gk_activation
+  float activation_parameter = 0.0f;            // the leaky_relu slope
+  const void* bias = nullptr;                   // ElementBias, per gk_bias_mode
+  int32_t bias_mode = GK_BIAS_NONE;
+  const float* row_scale = nullptr;  // null: ones
+  const float* column_scale = nullptr;
+};
+
+namespace lean {
+
+// The activations as CUTLASS's epilogues apply them (on Arrays of the compute type), with gemmkit's approximations
+// where D is 16-bit: the fused kernels' numerics, bit for bit.
+template <bool Approximate>
+struct Activations {
+  template <class T>
+  using GELU = cutlass::epilogue::thread::GELU<T>;
+  template <class T>
+  using Sigmoid = cutlass::epilogue::thread::Sigmoid<T>;
+  template <class T>
+  using SiLu = cutlass::epilogue::thread::SiLu<T>;
+};
+template <>
+struct Activations<true> {
+  template <class T>
+  using GELU = gemmkit::activation::GELU<T>;
+  template <class T>
+  using Sigmoid = gemmkit::activation::Sigmoid<T>;
+  template <class T>
+  using SiLu = gemmkit::activation::SiLu<T>;
+};
+
+using Pair = cutlass::Array<float, 2>;
+
+// The activation (gk_activation) on a pair, as the fused epilogues apply it to their Arrays.
+template <bool Approximate>
+CUTLASS_DEVICE void apply_activation(Pair& x, int32_t activation, float parameter) {
+  namespace th = cutlass::epilogue::thread;
+  using A = Activations<Approximate>;
+  switch (activation) {
+    case GK_ACTIVATION_GELU: x = typename A::template GELU<Pair>{}(x); break;
+    case GK_ACTIVATION_HARDSWISH: x = th::HardSwish<Pair>{}(x); break;
+    case GK_ACTIVATION_LEAKY_RELU: x = th::LeakyReLU<Pair>{}(x, typename th::LeakyReLU<Pair>::Arguments{parameter}); break;
+    case GK_ACTIVATION_RELU: x = th::ReLu<Pair>{}(x); break;
+    case GK_ACTIVATION_SIGMOID: x = typename A::template Sigmoid<Pair>{}(x); break;
+    case GK_ACTIVATION_SILU: x = typename A::template SiLu<Pair>{}(x); break;
+    case GK_ACTIVATION_TANH: x = th::Tanh<Pair>{}(x); break;
+    case GK_ACTIVATION_GELU_TANH: x = th::GELU_taylor<Pair>{}(x); break;
+    default: break;  // identity
+  }
+}
+
+// Swaps bit `Bit` of the lane within its quad with bit `Bit` of the item index of four 32-bit items: two such
+// stages (Bit 2, then 1) transpose a 4 x 4 block held one row per lane.
+template <int Bit>
+CUTLASS_DEVICE void quad_exchange(uint32_t (&items)[4], int quad_lane) {
+  const bool high = (quad_lane & Bit) != 0;
+  CUTLASS_PRAGMA_UNROLL
+  for (int low = 0; low < 4; ++low) {
+    if (low & Bit) continue;
+    const uint32_t sent = high ? items[low] : items[low + Bit];
+    const uint32_t received = __shfl_xor_sync(0xffffffffu, sent, Bit);
+    if (high) {
+      items[low] = received;
+    } else {
+      items[low + Bit] = received;
+    }
+  }
+}
+
+}  // namespace lean
+
+// A CUTLASS operator-style epilogue (DefaultEpilogue's interface), run in SM90 warp-specialized kernels through
+// CUTLASS's Sm90TmaWarpSpecializedAdapter. Row-major C and D with 16-byte aligned rows; D of 16 or 32 bits.
+template <class ElementC_, class StrideC_, class ElementD_, class StrideD_, class ElementBias_>
+class LeanEpilogue {
+ public:
+  using ElementC = ElementC_;
+  using StrideC = StrideC_;
+  using ElementD = ElementD_;
+  using StrideD = StrideD_;
+  using ElementBias = ElementBias_;
+  using GmemElementC = std::conditional_t<std::is_void_v<ElementC>, ElementD, ElementC>;
+  using ThreadEpilogueOp = LeanEpilogueParams;
+  using GmemTiledCopyC = void;
+  using GmemTiledCopyD = void;
+
+  static_assert(cute::is_static<cute::remove_cvref_t<decltype(cute::get<1>(StrideD{}))>>::value &&
+                    cute::is_static<cute::remove_cvref_t<decltype(cute::get<1>(StrideC{}))>>::value,
+                "the lean epilogue moves row-major C and D");
+  static_assert(cutlass::sizeof_bits<ElementD>::value == 16 || cutlass::sizeof_bits<ElementD>::value == 32,
+                "the lean epilogue stores D of 16 or 32 bits");
+  static constexpr bool kApproximate =
+      std::is_same_v<ElementD, cutlass::half_t> || std::is_same_v<ElementD, cutlass::bfloat16_t>;
+  // 32-bit words of a pair of D's elements.
+  static constexpr int kPairWords = 2 * cutlass::sizeof_bits<ElementD>::value / 32;
+
+  struct SharedStorage {};
+  using TensorStorage = SharedStorage;
+
+  struct Arguments {
+    LeanEpilogueParams thread{};
+    GmemElementC const* ptr_C = nullptr;
+    StrideC dC{};
+    ElementD* ptr_D = nullptr;
+    StrideD dD{};
+  };
+  using Params = Arguments;
+
+  template <class ProblemShape>
+  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) {
+    return args;
+  }
+  template <class ProblemShape>
+  static size_t get_workspace_size(ProblemShape const&, Arguments const&) {
+    return 0;
+  }
+  template <class ProblemShape>
+  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t,
+                                              cutlass::CudaHostAdapter* = nullptr) {
+    return cutlass::Status::kSuccess;
+  }
+  // 16-byte rows and addresses of C and D (the vector stores), a bias where one is asked for.
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const&, Arguments const& args) {
+    constexpr int64_t kC = 16 * 8 / cutlass::sizeof_bits<GmemElementC>::value;
+    constexpr int64_t kD = 16 * 8 / cutlass::sizeof_bits<ElementD>::value;
+    const bool rows = cute::get<0>(args.dD) % kD == 0 && (args.thread.beta == 0.0f || cute::get<0>(args.dC) % kC == 0);
+    const bool batches = cute::get<2>(args.dD) % kD == 0 && (args.thread.beta == 0.0f || cute::get<2>(args.dC) % kC == 0);
+    const bool addresses = reinterpret_cast<uintptr_t>(args.ptr_D) % 16 == 0 &&
+                           (args.thread.beta == 0.0f || reinterpret_cast<uintptr_t>(args.ptr_C) % 16 == 0);
+    const bool bias = args.thread.bias_mode == GK_BIAS_NONE || args.thread.bias != nullptr;
+    return rows && batches && addresses && bias;
+  }
+
+  CUTLASS_HOST_DEVICE LeanEpilogue(Params const& params, SharedStorage const& = SharedStorage()) : params_(params) {}
+
+  CUTLASS_DEVICE bool is_source_needed() const { return params_.thread.beta != 0.0f; }
+
+  template <class ProblemShapeMNKL, class BlockShapeMNK, class BlockCoordMNKL, class FrgEngine, class FrgLayout,
+            class TiledMma, class ResidueMNK>
+  CUTLASS_DEVICE void operator()(ProblemShapeMNKL problem_shape_mnkl, BlockShapeMNK, BlockCoordMNKL blk_coord_mnkl,
+                                 cute::Tensor<FrgEngine, FrgLayout> const& accumulators, TiledMma tiled_mma,
+                                 ResidueMNK, int thread_idx, char*) {
+    using namespace cute;
+    // The GMMA accumulator layout: per thread ((2 columns, 2 rows 8 apart, G groups 8 columns apart), M, N), the
+    // four threads of a quad at columns 0, 2, 4, 6 of each group.
+    static_assert(rank<0>(FrgLayout{}) == 3 && size<0, 0>(FrgLayout{}) == 2 && size<0, 1>(FrgLayout{}) == 2,
+                  "the lean epilogue takes SM90 GMMA accumulators");
+    constexpr int kGroups = size<0, 2>(FrgLayout{});
+    static_assert(kGroups % 4 == 0, "the lean epilogue needs CTA tiles whose N is a multiple of 32");
+    constexpr int kBlockM = size<0>(BlockShapeMNK{});
+    constexpr int kBlockN = size<1>(BlockShapeMNK{});
+    constexpr int kTilesM = size<1>(FrgLayout{});
+    constexpr int kTilesN = size<2>(FrgLayout{});
+
+    const int64_t M = get<0>(problem_shape_mnkl);
+    const int64_t N = get<1>(problem_shape_mnkl);
+    const auto [m_coord, n_coord, k_coord, l_coord] = blk_coord_mnkl;
+    const int64_t tile_m = int64_t(m_coord) * kBlockM;
+    const int64_t tile_n = int64_t(n_coord) * kBlockN;
+    const int64_t ldc = get<0>(params_.dC), ldd = get<0>(params_.dD);
+    GmemElementC const* c_batch = params_.ptr_C + int64_t(l_coord) * int64_t(get<2>(params_.dC));
+    ElementD* d_batch = params_.ptr_D + int64_t(l_coord) * int64_t(get<2>(params_.dD));
+    const LeanEpilogueParams& p = params_.thread;
+    auto const* bias = static_cast<ElementBias const*>(p.bias);
+    const int quad_lane = thread_idx % 4;
+
+    // Each accumulator's (row, column) in the CTA tile.
+    Tensor tile_coords = tiled_mma.get_thread_slice(thread_idx)
+                             .partition_C(make_identity_tensor(make_shape(Int<kBlockM>{}, Int<kBlockN>{})));
+    cutlass::NumericArrayConverter<ElementD, float, 2, cutlass::FloatRoundStyle::round_to_nearest> convert;
+
+    // One block of four groups at a time, so that few values live beside the accumulators.
+    CUTLASS_PRAGMA_UNROLL
+    for (int mn = 0; mn < kTilesM * kTilesN; ++mn) {
+      const int mi = mn % kTilesM, ni = mn / kTilesM;
+      CUTLASS_PRAGMA_UNROLL
+      for (int half = 0; half < 2; ++half) {
+        const int64_t row = tile_m + get<0>(tile_coords(make_coord(make_coord(0, half, 0), mi, ni)));
+        const bool row_in = row < M;
+        const float row_scale = p.row_scale != nullptr && row_in ? p.row_scale[row] : 1.0f;
+        const float row_bias = p.bias_mode == GK_BIAS_PER_ROW && row_in ? float(bias[row]) : 0.0f;
+        CUTLASS_PRAGMA_UNROLL
+        for (int block = 0; block < kGroups / 4; ++block) {
+          cutlass::Array<float, 2> values[4];
+          CUTLASS_PRAGMA_UNROLL
+          for (int j = 0; j < 4; ++j) {
+            const auto at = [&](int c) { return make_coord(make_coord(c, half, 4 * block + j), mi, ni); };
+            const int64_t column = tile_n + get<1>(tile_coords(at(0)));
+            CUTLASS_PRAGMA_UNROLL
+            for (int c = 0; c < 2; ++c) {
+              const bool in = row_in && column + c < N;
+              float x = float(accumulators(at(c))) * row_scale;
+              if (p.column_scale != nullptr && in) x *= p.column_scale[column + c];
+              // alpha * x + bias as CUTLASS's fusions order it (one fma), then beta * C + that (another).
+              if (p.bias_mode == GK_BIAS_NONE) {
+                x = p.alpha * x;
+              } else {
+                const float b = p.bias_mode == GK_BIAS_PER_ROW ? row_bias : in ? float(bias[column + c]) : 0.0f;
+                x = fmaf(p.alpha, x, b);
+              }
+              if (p.beta != 0.0f && in) x = fmaf(p.beta, float(c_batch[row * ldc + column + c]), x);
+              values[j][c] = x;
+            }
+          }
+          CUTLASS_PRAGMA_UNROLL
+          for (int j = 0; j < 4; ++j) lean::apply_activation<kApproximate>(values[j], p.activation, p.activation_parameter);
+          store_block(values, row, tile_n + get<1>(tile_coords(make_coord(make_coord(0, half, 4 * block), mi, ni))),
+                      convert, d_batch, ldd, M, N, quad_lane);
+        }
+      }
+    }
+  }
+
+ private:
+  // Converts a block (this lane's pairs of four groups) to D, trades pairs within the quad until this lane holds the
+  // eight columns of group quad_lane, and stores them: `column` is this lane's column in the block's first group.
+  template <class Convert>
+  CUTLASS_DEVICE void store_block(cutlass::Array<float, 2> const (&values)[4], int64_t row, int64_t column,
+                                  Convert const& convert, ElementD* d, int64_t ldd, int64_t M, int64_t N,
+                                  int quad_lane) const {
+    uint32_t items[kPairWords][4];  // items[w][j]: word w of the pair of group j
+    CUTLASS_PRAGMA_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      const cutlass::Array<ElementD, 2> out = convert(values[j]);
+      uint32_t const* words = reinterpret_cast<uint32_t const*>(&out);
+      CUTLASS_PRAGMA_UNROLL
+      for (int w = 0; w < kPairWords; ++w) items[w][j] = words[w];
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int w = 0; w < kPairWords; ++w) {
+      lean::quad_exchange<2>(items[w], quad_lane);
+      lean::quad_exchange<1>(items[w], quad_lane);
+    }
+    // Pair j of this lane's group came from quad lane j; the group starts 8 * quad_lane columns into the block.
+    const int64_t first = column - 2 * quad_lane + 8 * quad_lane;
+    if (row >= M) return;
+    uint32_t words[4 * kPairWords];
+    CUTLASS_PRAGMA_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int w = 0; w < kPairWords; ++w) words[j * kPairWords + w] = items[w][j];
+    }
+    ElementD* out = d + row * ldd + first;
+    if (first + 8 <= N) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int v = 0; v < kPairWords; ++v) {
+        reinterpret_cast<uint4*>(out)[v] = make_uint4(words[4 * v], words[4 * v + 1], words[4 * v + 2], words[4 * v + 3]);
+      }
+    } else {
+      ElementD const* elements = reinterpret_cast<ElementD const*>(words);
+      CUTLASS_PRAGMA_UNROLL
+      for (int e = 0; e < 8; ++e) {
+        if (first + e < N) out[e] = elements[e];
+      }
+    }
+  }
+
+  Params params_;
+};
+
+// The collective epilogue a GemmUniversal kernel takes.
+template <class ElementC, class StrideC, class ElementD, class StrideD, class ElementBias>
+using LeanCollectiveEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
+    LeanEpilogue<ElementC, StrideC, ElementD, StrideD, ElementBias>>;
+
+}  // namespace gemmkit::sm90
