@@ -45,6 +45,7 @@ struct Options {
   Shape overhead_shape = {128, 128, 128};  // the overhead section's problem
   std::string configs;  // the sweep section's configurations: a regular expression on their text; "" = all
   int prebuild_cc = 0;  // > 0: only build the sections' kernels for this cc (no GPU needed), then stop
+  int cc = 0;           // without a CUDA device: the compile section's target
   int max_swizzle = 0;  // > 0: every plan's max_swizzle_size (SM90 persistent schedulers); 0 = the plan's default
   gk::RasterOrder raster_order = gk::RasterOrder::Heuristic;  // every plan's (SM90 persistent schedulers)
 };
@@ -76,6 +77,8 @@ SectionResult sweep_section(Context& ctx);
 std::vector<Shape> sweep_shapes(const Context& ctx);
 std::vector<gk::KernelSpec> sweep_kernels(const Context& ctx);
 SectionResult epilogue_section(Context& ctx);
+// The epilogue section's kernels: the default plans' and the dedicated TMA-epilogue ones.
+std::vector<gk::KernelSpec> epilogue_kernels(const Context& ctx);
 
 // One verified, timed GEMM row of gemmkit's plan against cuBLAS (the gemm section's method): its JSON, its Markdown
 // cells (TFLOP/s, ratio, ms, spread, calls, check) and the ratio cuBLAS time / gemmkit time.

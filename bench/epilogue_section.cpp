@@ -29,37 +29,58 @@ std::optional<gk::Gemm> dedicated_plan(gk::Gemm plan, const Shape& s) {
   return plan;
 }
 
+namespace {
+
+struct Variant {
+  std::string label;
+  gk::Activation activation;
+  gk::BiasMode bias;
+};
+
+// Identity first (the baseline), then every other activation, then bias + gelu.
+std::vector<Variant> variants() {
+  std::vector<Variant> out = {{"identity", gk::Activation::Identity, gk::BiasMode::None}};
+  for (auto a : gk::Gemm::activations()) {
+    if (a != gk::Activation::Identity) out.push_back({std::string(gk::to_string(a)), a, gk::BiasMode::None});
+  }
+  out.push_back({"bias(column)+gelu", gk::Activation::GELU, gk::BiasMode::PerColumn});
+  return out;
+}
+
+gk::Gemm plan_for(const Context& ctx, const Variant& v) {
+  gk::Gemm plan = default_plan(gk::DataType::f16, ctx);
+  plan.set_activation(v.activation, 0.01);
+  plan.set_bias(v.bias);
+  return plan;
+}
+
+const std::vector<Shape> kShapes = {{8192, 8192, 8192}, {4096, 4096, 4096}};
+
+}  // namespace
+
+std::vector<gk::KernelSpec> epilogue_kernels(const Context& ctx) {
+  // The default plans' (one kernel serves every epilogue where the family takes the epilogue at launch) and the
+  // dedicated ones.
+  std::vector<gk::KernelSpec> specs;
+  for (const Shape& s : kShapes) {
+    for (const auto& v : variants()) {
+      gk::Gemm plan = plan_for(ctx, v);
+      specs.push_back(planned_spec(plan, s));
+      if (std::optional<gk::Gemm> dedicated = dedicated_plan(plan_for(ctx, v), s)) {
+        specs.push_back(planned_spec(*dedicated, s));
+      }
+    }
+  }
+  return specs;
+}
+
 SectionResult epilogue_section(Context& ctx) {
   SectionResult result;
   const gk::DataType t = gk::DataType::f16;
-  struct Variant {
-    std::string label;
-    gk::Activation activation;
-    gk::BiasMode bias;
-  };
-  std::vector<Variant> variants = {{"identity", gk::Activation::Identity, gk::BiasMode::None}};  // the baseline first
-  for (auto a : gk::Gemm::activations()) {
-    if (a != gk::Activation::Identity) variants.push_back({std::string(gk::to_string(a)), a, gk::BiasMode::None});
-  }
-  variants.push_back({"bias(column)+gelu", gk::Activation::GELU, gk::BiasMode::PerColumn});
-  auto plan_for = [&](const Variant& v) {
-    gk::Gemm plan = default_plan(t, ctx);
-    plan.set_activation(v.activation, 0.01);
-    plan.set_bias(v.bias);
-    return plan;
-  };
-  const std::vector<Shape> shapes = {{8192, 8192, 8192}, {4096, 4096, 4096}};
-  // Every kernel first, in parallel: the default plans' (one kernel serves every epilogue where the family takes the
-  // epilogue at launch) and the dedicated ones.
-  std::vector<gk::KernelSpec> specs;
-  for (const Shape& s : shapes) {
-    for (const auto& v : variants) {
-      gk::Gemm plan = plan_for(v);
-      specs.push_back(planned_spec(plan, s));
-      if (std::optional<gk::Gemm> dedicated = dedicated_plan(plan_for(v), s)) specs.push_back(planned_spec(*dedicated, s));
-    }
-  }
-  gk::compile_many(specs);
+  const std::vector<Variant> variants = bench::variants();
+  auto plan_for = [&](const Variant& v) { return bench::plan_for(ctx, v); };
+  const std::vector<Shape>& shapes = kShapes;
+  gk::compile_many(epilogue_kernels(ctx));  // every kernel first, in parallel
 
   const int rounds = ctx.options.repeats;
   const double batch_ms = 50.0;

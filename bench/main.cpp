@@ -10,8 +10,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "bench.hpp"
 #include "gemmkit/cache.hpp"
@@ -55,6 +58,8 @@ Benchmarks gemmkit against cuBLAS on this machine's GPU 0 and writes JSON + Mark
   --repeats N          timed batches per library per GEMM row; the median is reported (default 9)
   --calls N            calls per host-overhead measurement (default 10000)
   --startup-runs N     child processes for the time-to-first-result section (default 5)
+  --cc N               without a CUDA device: the compile section's target (the one section that needs no GPU;
+                       --only compile --cc 90 times SM90 builds on a build machine)
   --prebuild-cc N      only build the kernels the chosen sections need on a GPU of compute capability N, into the
                        cache, and stop: no GPU needed (a build machine fills the cache the GPU machine runs from)
   --help               this text
@@ -101,7 +106,7 @@ Shape parse_shape(const std::string& text) {
 const std::set<std::string> kValueOptions = {
     "--groups",       "--tuning",      "--out",     "--only",           "--shapes",      "--dtypes",
     "--warmup",       "--warmup-ms",   "--iters",   "--batch-ms",       "--repeats",     "--calls",
-    "--startup-runs", "--prebuild-cc", "--configs", "--overhead-shape", "--max-swizzle", "--raster-order"};
+    "--startup-runs", "--prebuild-cc", "--cc", "--configs", "--overhead-shape", "--max-swizzle", "--raster-order"};
 
 Options parse_options(int argc, char** argv) {
   Options o;
@@ -160,6 +165,8 @@ Options parse_options(int argc, char** argv) {
       o.raster_order = *order;
     } else if (name == "--prebuild-cc") {
       o.prebuild_cc = static_cast<int>(positive(value, name));
+    } else if (name == "--cc") {
+      o.cc = static_cast<int>(positive(value, name));
     } else if (name == "--tuning") {
       if (value != "on" && value != "off") throw UsageError("--tuning: expects on or off; got '" + value + "'");
       if (value == "off") setenv("GEMMKIT_TUNING_DB", "off", 1);  // before any plan runs
@@ -211,28 +218,35 @@ std::string cuda_version_text(int v) {
   return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
 }
 
-Value environment(const Context& ctx, int argc, char** argv) {
-  const gk::DeviceInfo& info = gk::device_info(ctx.device);
+// The machine, the versions and the command; `gpu`: whether a CUDA device (and cuBLAS) takes part.
+Value environment(const Context& ctx, int argc, char** argv, bool gpu) {
   const gk::Toolchain& toolchain = gk::Toolchain::discover();
   int driver = 0, runtime = 0, cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
-  BENCH_CUDA(cudaDriverGetVersion(&driver));
+  Value device = Value::object();
+  if (gpu) {
+    const gk::DeviceInfo& info = gk::device_info(ctx.device);
+    BENCH_CUDA(cudaDriverGetVersion(&driver));
+    BENCH_CUBLAS(cublasGetProperty(MAJOR_VERSION, &cublas_major));
+    BENCH_CUBLAS(cublasGetProperty(MINOR_VERSION, &cublas_minor));
+    BENCH_CUBLAS(cublasGetProperty(PATCH_LEVEL, &cublas_patch));
+    std::size_t free_bytes = 0, total_bytes = 0;
+    BENCH_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+    device["id"] = ctx.device;
+    device["name"] = info.name;
+    device["cc"] = info.cc;
+    device["sm_count"] = info.sm_count;
+    device["memory_gib"] = static_cast<double>(total_bytes) / (1024.0 * 1024.0 * 1024.0);
+  } else {
+    device["name"] = "none (a build machine: " + std::to_string(std::thread::hardware_concurrency()) + " cores)";
+    device["cc"] = ctx.cc;
+    device["sm_count"] = 0;
+  }
   BENCH_CUDA(cudaRuntimeGetVersion(&runtime));
-  BENCH_CUBLAS(cublasGetProperty(MAJOR_VERSION, &cublas_major));
-  BENCH_CUBLAS(cublasGetProperty(MINOR_VERSION, &cublas_minor));
-  BENCH_CUBLAS(cublasGetProperty(PATCH_LEVEL, &cublas_patch));
-  std::size_t free_bytes = 0, total_bytes = 0;
-  BENCH_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
 
-  Value device = Value::object();
-  device["id"] = ctx.device;
-  device["name"] = info.name;
-  device["cc"] = info.cc;
-  device["sm_count"] = info.sm_count;
-  device["memory_gib"] = static_cast<double>(total_bytes) / (1024.0 * 1024.0 * 1024.0);
   Value env = Value::object();
   env["date_utc"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
   env["host"] = host;
@@ -315,6 +329,9 @@ Value prepare_kernels(const Context& ctx) {
   if (ctx.options.sections.count("sweep")) {
     for (const gk::KernelSpec& spec : sweep_kernels(ctx)) unique.emplace(spec.canonical(), spec);
   }
+  if (ctx.options.sections.count("epilogue")) {
+    for (const gk::KernelSpec& spec : epilogue_kernels(ctx)) unique.emplace(spec.canonical(), spec);
+  }
   std::vector<gk::KernelSpec> specs;
   for (auto& [key, spec] : unique) specs.push_back(spec);
   std::printf("preparing %zu kernel(s) in %s (a cache miss runs nvcc, about 45 s) ...\n", specs.size(),
@@ -381,25 +398,32 @@ int run(int argc, char** argv) {
     std::printf("%zu kernel(s) ready for cc %d\n", built.size(), ctx.cc);
     return 0;
   }
-  if (gk::cuda_device_count() == 0) {
-    std::fprintf(stderr, "gemmkit_bench: needs a CUDA device\n");
+  // Without a device only the compile section runs, for the target --cc names.
+  const bool gpu = gk::cuda_device_count() > 0;
+  if (!gpu && (ctx.options.sections != std::set<std::string>{"compile"} || ctx.options.cc == 0)) {
+    std::fprintf(stderr, "gemmkit_bench: needs a CUDA device (without one: --only compile --cc N)\n");
     return 2;
   }
-  BENCH_CUDA(cudaSetDevice(0));
   ctx.device = 0;
-  ctx.cc = gk::device_info(ctx.device).cc;
+  if (gpu) {
+    BENCH_CUDA(cudaSetDevice(0));
+    ctx.cc = gk::device_info(ctx.device).cc;
+  } else {
+    ctx.cc = ctx.options.cc;
+  }
   ctx.child_path = (fs::read_symlink("/proc/self/exe").parent_path() / "gemmkit_bench_child").string();
   if ((ctx.options.sections.count("startup") || ctx.options.sections.count("compile")) && !fs::exists(ctx.child_path)) {
     throw Failure(ctx.child_path +
                   " is missing: build the gemmkit_bench_child target (it is built with gemmkit_bench)");
   }
-  CublasSetup cublas(ctx);
+  std::optional<CublasSetup> cublas;
+  if (gpu) cublas.emplace(ctx);
 
   Value doc = Value::object();
-  const Value env = environment(ctx, argc, argv);
+  const Value env = environment(ctx, argc, argv, gpu);
   doc["environment"] = env;
   doc["method"] = method();
-  doc["prepared_kernels"] = prepare_kernels(ctx);
+  if (gpu) doc["prepared_kernels"] = prepare_kernels(ctx);
   std::string markdown = environment_markdown(env);
   bool ok = true;
   const std::pair<const char*, SectionResult (*)(Context&)> sections[] = {

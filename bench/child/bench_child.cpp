@@ -2,7 +2,8 @@
 // It links gemmkit only (not cuBLAS), so its start-up cost is that of a program using gemmkit alone. It prints
 // one JSON line on stdout; errors go to stderr with exit status 1.
 //
-//   gemmkit_bench_child compile --cache-dir DIR --cc N   time plan.compile() of the default f16 kernel, empty cache
+//   gemmkit_bench_child compile --cache-dir DIR --cc N [--kind K]   time plan.compile() of a kind's default kernel
+//                                                       (compile_kinds() below; default gemm), empty cache
 //   gemmkit_bench_child first-result                     construct, run 128^3 once on device tensors, sync
 #include <cuda_runtime_api.h>
 #include <nlohmann/json.hpp>
@@ -15,8 +16,10 @@
 
 #include "gemmkit/cache.hpp"
 #include "gemmkit/compiler.hpp"
+#include "gemmkit/conv2d.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "verify/device_buffer.hpp"
 #include "verify/host_matrix.hpp"
@@ -49,20 +52,66 @@ void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw gk::CudaError(std::string(what) + " failed: " + cudaGetErrorName(status), status);
 }
 
-int compile(const std::string& cache_dir, int cc) {
+// A plan's kernel on CUTLASS's TMA epilogue, which compiles the epilogue in (the default, Auto, is gemmkit's lean
+// epilogue where the family has one).
+void use_tma_epilogue(gk::Plan& plan) {
+  gk::TileDescription tile = plan.tile_descriptions().front();
+  tile.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedCooperative;
+  tile.epilogue_schedule = gk::EpilogueSchedule::TmaWarpSpecializedCooperative;
+  plan.set_tile_description(tile);
+}
+
+// The kinds the compile section times: each builds one plan's kernel.
+gk::CompiledKernel compile_kind(const std::string& kind, int cc) {
+  gk::GemmOptions o = default_options();
+  o.cc = cc;
+  const bool tma = kind.size() > 4 && kind.ends_with("_tma");
+  const std::string base = tma ? kind.substr(0, kind.size() - 4) : kind;
+  if (base == "gemm" || base == "bias_relu") {
+    gk::Gemm plan(o);
+    if (base == "bias_relu") {
+      plan.set_activation(gk::Activation::ReLU);
+      plan.set_bias(gk::BiasMode::PerColumn);
+    }
+    if (tma) use_tma_epilogue(plan);
+    return plan.compile();
+  }
+  if (base == "fp8_scaled") {
+    gk::GemmOptions f;
+    f.element_a = f.element_b = gk::DataType::e4m3;
+    f.element_c = f.element_d = gk::DataType::bf16;
+    f.element_accumulator = gk::DataType::f32;
+    f.layout_a = f.layout_c = gk::Layout::RowMajor;
+    f.layout_b = gk::Layout::ColumnMajor;
+    f.cc = cc;
+    gk::Gemm plan(f);
+    plan.set_scale(gk::ScaleMode::RowAndColumn);
+    if (tma) use_tma_epilogue(plan);
+    return plan.compile();
+  }
+  if (kind == "grouped") return gk::GroupedGemm(o).compile();
+  if (kind == "conv_fprop") {
+    gk::Conv2dOptions c;
+    c.element = gk::DataType::f16;
+    c.element_accumulator = gk::DataType::f32;
+    c.cc = cc;
+    return gk::Conv2d(c).compile();
+  }
+  throw gk::Error("unknown kind '" + kind + "' (gemm, bias_relu, fp8_scaled, each also with _tma; grouped, conv_fprop)");
+}
+
+int compile(const std::string& cache_dir, int cc, const std::string& kind) {
   // DiskCache reads the variable on every lookup; set it before anything touches the cache.
   if (setenv("GEMMKIT_CACHE_DIR", cache_dir.c_str(), 1) != 0) throw gk::Error("setenv GEMMKIT_CACHE_DIR failed");
   const double t0 = now_ns();
   (void)gk::Toolchain::discover();
   const double toolchain_seconds = seconds_since(t0);
-  gk::GemmOptions o = default_options();
-  o.cc = cc;
-  gk::Gemm plan(o);
   const double t1 = now_ns();
-  const gk::CompiledKernel built = plan.compile();
+  const gk::CompiledKernel built = compile_kind(kind, cc);
   const double compile_seconds = seconds_since(t1);
   Value out = Value::object();
   out["kernel_name"] = built.kernel_name;
+  out["kind"] = kind;
   out["cc"] = cc;
   out["cache_hit"] = built.cache_hit;
   out["builds"] = gk::cache_counters().builds;
@@ -110,12 +159,12 @@ int main(int argc, char** argv) {
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "first-result" && argc == 2) return first_result(main_entry_ns);
-    if (mode == "compile" && argc == 6 && std::strcmp(argv[2], "--cache-dir") == 0 &&
-        std::strcmp(argv[4], "--cc") == 0) {
-      return compile(argv[3], std::atoi(argv[5]));
+    if (mode == "compile" && (argc == 6 || (argc == 8 && std::strcmp(argv[6], "--kind") == 0)) &&
+        std::strcmp(argv[2], "--cache-dir") == 0 && std::strcmp(argv[4], "--cc") == 0) {
+      return compile(argv[3], std::atoi(argv[5]), argc == 8 ? argv[7] : "gemm");
     }
     std::fprintf(stderr,
-                 "usage: gemmkit_bench_child compile --cache-dir DIR --cc N | first-result\n"
+                 "usage: gemmkit_bench_child compile --cache-dir DIR --cc N [--kind K] | first-result\n"
                  "(started by gemmkit_bench; not meant to be run by hand)\n");
     return 2;
   } catch (const std::exception& e) {

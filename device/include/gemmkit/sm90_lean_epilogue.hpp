@@ -94,6 +94,18 @@ CUTLASS_DEVICE void quad_exchange(uint32_t (&items)[4], int quad_lane) {
   }
 }
 
+// A block's eight values through the activation. Not inlined: one copy of every activation's code serves the
+// sixteen-odd blocks of a tile, which keeps the kernel's code (and its instruction-cache footprint) small.
+struct Block {
+  Pair pairs[4];
+};
+template <bool Approximate>
+__noinline__ __device__ Block activate_block(Block block, int32_t activation, float parameter) {
+  CUTLASS_PRAGMA_UNROLL
+  for (int j = 0; j < 4; ++j) apply_activation<Approximate>(block.pairs[j], activation, parameter);
+  return block;
+}
+
 }  // namespace lean
 
 // A CUTLASS operator-style epilogue (DefaultEpilogue's interface), run in SM90 warp-specialized kernels through
@@ -173,79 +185,114 @@ class LeanEpilogue {
     // four threads of a quad at columns 0, 2, 4, 6 of each group.
     static_assert(rank<0>(FrgLayout{}) == 3 && size<0, 0>(FrgLayout{}) == 2 && size<0, 1>(FrgLayout{}) == 2,
                   "the lean epilogue takes SM90 GMMA accumulators");
-    constexpr int kGroups = size<0, 2>(FrgLayout{});
-    static_assert(kGroups % 4 == 0, "the lean epilogue needs CTA tiles whose N is a multiple of 32");
+    static_assert(size<0, 2>(FrgLayout{}) % 4 == 0, "the lean epilogue needs CTA tiles whose N is a multiple of 32");
     constexpr int kBlockM = size<0>(BlockShapeMNK{});
     constexpr int kBlockN = size<1>(BlockShapeMNK{});
-    constexpr int kTilesM = size<1>(FrgLayout{});
-    constexpr int kTilesN = size<2>(FrgLayout{});
 
-    const int64_t M = get<0>(problem_shape_mnkl);
-    const int64_t N = get<1>(problem_shape_mnkl);
+    Tile tile;
+    tile.M = get<0>(problem_shape_mnkl);
+    tile.N = get<1>(problem_shape_mnkl);
     const auto [m_coord, n_coord, k_coord, l_coord] = blk_coord_mnkl;
-    const int64_t tile_m = int64_t(m_coord) * kBlockM;
-    const int64_t tile_n = int64_t(n_coord) * kBlockN;
-    const int64_t ldc = get<0>(params_.dC), ldd = get<0>(params_.dD);
-    GmemElementC const* c_batch = params_.ptr_C + int64_t(l_coord) * int64_t(get<2>(params_.dC));
-    ElementD* d_batch = params_.ptr_D + int64_t(l_coord) * int64_t(get<2>(params_.dD));
+    tile.m = int64_t(m_coord) * kBlockM;
+    tile.n = int64_t(n_coord) * kBlockN;
+    tile.ldc = get<0>(params_.dC);
+    tile.ldd = get<0>(params_.dD);
+    tile.c = params_.ptr_C + int64_t(l_coord) * int64_t(get<2>(params_.dC));
+    tile.d = params_.ptr_D + int64_t(l_coord) * int64_t(get<2>(params_.dD));
+    tile.quad_lane = thread_idx % 4;
+    // Each accumulator's (row, column) in the CTA tile.
+    auto coords = tiled_mma.get_thread_slice(thread_idx)
+                      .partition_C(make_identity_tensor(make_shape(Int<kBlockM>{}, Int<kBlockN>{})));
+
+    // Two copies of the unrolled tile walk, each a short stretch of straight code (a kernel whose code outgrows the
+    // instruction cache runs at half speed): alpha alone on a tile inside the problem, and the general case.
+    const LeanEpilogueParams& p = params_.thread;
+    const bool plain = p.row_scale == nullptr && p.column_scale == nullptr && p.bias_mode == GK_BIAS_NONE &&
+                       p.beta == 0.0f;
+    const bool inside = tile.m + kBlockM <= tile.M && tile.n + kBlockN <= tile.N;
+    if (plain && inside) {
+      walk<false>(accumulators, coords, tile);
+    } else {
+      walk<true>(accumulators, coords, tile);
+    }
+  }
+
+ private:
+  // Where this CTA's tile lies.
+  struct Tile {
+    int64_t M = 0, N = 0, m = 0, n = 0, ldc = 0, ldd = 0;
+    GmemElementC const* c = nullptr;
+    ElementD* d = nullptr;
+    int quad_lane = 0;
+  };
+
+  // The whole tile, one block of four groups at a time (few values live beside the accumulators). kGeneral: scales,
+  // bias and C as the launch asks, with rows and columns past the problem neither read nor written, in predicated
+  // loads rather than branches (compact code); else alpha only, on a tile inside the problem.
+  template <bool kGeneral, class Accumulators, class Coords>
+  CUTLASS_DEVICE void walk(Accumulators const& accumulators, Coords const& coords, Tile const& tile) const {
+    using namespace cute;
+    constexpr int kGroups = decltype(size<0, 2>(accumulators))::value;
+    constexpr int kTilesM = decltype(size<1>(accumulators))::value;
+    constexpr int kTilesN = decltype(size<2>(accumulators))::value;
     const LeanEpilogueParams& p = params_.thread;
     auto const* bias = static_cast<ElementBias const*>(p.bias);
-    const int quad_lane = thread_idx % 4;
-
-    // Each accumulator's (row, column) in the CTA tile.
-    Tensor tile_coords = tiled_mma.get_thread_slice(thread_idx)
-                             .partition_C(make_identity_tensor(make_shape(Int<kBlockM>{}, Int<kBlockN>{})));
+    const bool column_scaled = p.column_scale != nullptr;
+    const bool column_bias = p.bias_mode == GK_BIAS_PER_COLUMN;
+    const bool source = p.beta != 0.0f;
     cutlass::NumericArrayConverter<ElementD, float, 2, cutlass::FloatRoundStyle::round_to_nearest> convert;
-
-    // One block of four groups at a time, so that few values live beside the accumulators.
     CUTLASS_PRAGMA_UNROLL
     for (int mn = 0; mn < kTilesM * kTilesN; ++mn) {
       const int mi = mn % kTilesM, ni = mn / kTilesM;
       CUTLASS_PRAGMA_UNROLL
       for (int half = 0; half < 2; ++half) {
-        const int64_t row = tile_m + get<0>(tile_coords(make_coord(make_coord(0, half, 0), mi, ni)));
-        const bool row_in = row < M;
-        const float row_scale = p.row_scale != nullptr && row_in ? p.row_scale[row] : 1.0f;
-        const float row_bias = p.bias_mode == GK_BIAS_PER_ROW && row_in ? float(bias[row]) : 0.0f;
+        const int64_t row = tile.m + get<0>(coords(make_coord(make_coord(0, half, 0), mi, ni)));
+        const bool row_in = !kGeneral || row < tile.M;
+        float row_scale = 1.0f;
+        float row_bias = -0.0f;  // alpha * x + -0 is alpha * x, signed zeros included
+        if constexpr (kGeneral) {
+          if (p.row_scale != nullptr && row_in) row_scale = p.row_scale[row];
+          if (p.bias_mode == GK_BIAS_PER_ROW && row_in) row_bias = float(bias[row]);
+        }
         CUTLASS_PRAGMA_UNROLL
         for (int block = 0; block < kGroups / 4; ++block) {
-          cutlass::Array<float, 2> values[4];
+          lean::Block values;
           CUTLASS_PRAGMA_UNROLL
           for (int j = 0; j < 4; ++j) {
             const auto at = [&](int c) { return make_coord(make_coord(c, half, 4 * block + j), mi, ni); };
-            const int64_t column = tile_n + get<1>(tile_coords(at(0)));
+            const int64_t column = tile.n + get<1>(coords(at(0)));
             CUTLASS_PRAGMA_UNROLL
             for (int c = 0; c < 2; ++c) {
-              const bool in = row_in && column + c < N;
-              float x = float(accumulators(at(c))) * row_scale;
-              if (p.column_scale != nullptr && in) x *= p.column_scale[column + c];
-              // alpha * x + bias as CUTLASS's fusions order it (one fma), then beta * C + that (another).
-              if (p.bias_mode == GK_BIAS_NONE) {
-                x = p.alpha * x;
+              float x = float(accumulators(at(c)));
+              if constexpr (kGeneral) {
+                const bool in = row_in && column + c < tile.N;
+                const float column_scale = column_scaled && in ? p.column_scale[column + c] : 1.0f;
+                const float b = column_bias ? (in ? float(bias[column + c]) : 0.0f) : row_bias;
+                const float c_value = source && in ? float(tile.c[row * tile.ldc + column + c]) : 0.0f;
+                // alpha * x + bias as CUTLASS's fusions order it (one fma), then beta * C + that (another).
+                x = fmaf(p.alpha, x * row_scale * column_scale, b);
+                if (source) x = fmaf(p.beta, c_value, x);
               } else {
-                const float b = p.bias_mode == GK_BIAS_PER_ROW ? row_bias : in ? float(bias[column + c]) : 0.0f;
-                x = fmaf(p.alpha, x, b);
+                x = p.alpha * x;
               }
-              if (p.beta != 0.0f && in) x = fmaf(p.beta, float(c_batch[row * ldc + column + c]), x);
-              values[j][c] = x;
+              values.pairs[j][c] = x;
             }
           }
-          CUTLASS_PRAGMA_UNROLL
-          for (int j = 0; j < 4; ++j) lean::apply_activation<kApproximate>(values[j], p.activation, p.activation_parameter);
-          store_block(values, row, tile_n + get<1>(tile_coords(make_coord(make_coord(0, half, 4 * block), mi, ni))),
-                      convert, d_batch, ldd, M, N, quad_lane);
+          if (p.activation != GK_ACTIVATION_IDENTITY) {
+            values = lean::activate_block<kApproximate>(values, p.activation, p.activation_parameter);
+          }
+          const int64_t column = tile.n + get<1>(coords(make_coord(make_coord(0, half, 4 * block), mi, ni)));
+          store_block<kGeneral>(values.pairs, row, column, convert, tile);
         }
       }
     }
   }
 
- private:
   // Converts a block (this lane's pairs of four groups) to D, trades pairs within the quad until this lane holds the
   // eight columns of group quad_lane, and stores them: `column` is this lane's column in the block's first group.
-  template <class Convert>
-  CUTLASS_DEVICE void store_block(cutlass::Array<float, 2> const (&values)[4], int64_t row, int64_t column,
-                                  Convert const& convert, ElementD* d, int64_t ldd, int64_t M, int64_t N,
-                                  int quad_lane) const {
+  template <bool kBounded, class Convert>
+  CUTLASS_DEVICE void store_block(lean::Pair const (&values)[4], int64_t row, int64_t column, Convert const& convert,
+                                  Tile const& tile) const {
     uint32_t items[kPairWords][4];  // items[w][j]: word w of the pair of group j
     CUTLASS_PRAGMA_UNROLL
     for (int j = 0; j < 4; ++j) {
@@ -256,20 +303,20 @@ class LeanEpilogue {
     }
     CUTLASS_PRAGMA_UNROLL
     for (int w = 0; w < kPairWords; ++w) {
-      lean::quad_exchange<2>(items[w], quad_lane);
-      lean::quad_exchange<1>(items[w], quad_lane);
+      lean::quad_exchange<2>(items[w], tile.quad_lane);
+      lean::quad_exchange<1>(items[w], tile.quad_lane);
     }
     // Pair j of this lane's group came from quad lane j; the group starts 8 * quad_lane columns into the block.
-    const int64_t first = column - 2 * quad_lane + 8 * quad_lane;
-    if (row >= M) return;
+    const int64_t first = column - 2 * tile.quad_lane + 8 * tile.quad_lane;
+    if (kBounded && row >= tile.M) return;
     uint32_t words[4 * kPairWords];
     CUTLASS_PRAGMA_UNROLL
     for (int j = 0; j < 4; ++j) {
       CUTLASS_PRAGMA_UNROLL
       for (int w = 0; w < kPairWords; ++w) words[j * kPairWords + w] = items[w][j];
     }
-    ElementD* out = d + row * ldd + first;
-    if (first + 8 <= N) {
+    ElementD* out = tile.d + row * tile.ldd + first;
+    if (!kBounded || first + 8 <= tile.N) {
       CUTLASS_PRAGMA_UNROLL
       for (int v = 0; v < kPairWords; ++v) {
         reinterpret_cast<uint4*>(out)[v] = make_uint4(words[4 * v], words[4 * v + 1], words[4 * v + 2], words[4 * v + 3]);
@@ -278,7 +325,7 @@ class LeanEpilogue {
       ElementD const* elements = reinterpret_cast<ElementD const*>(words);
       CUTLASS_PRAGMA_UNROLL
       for (int e = 0; e < 8; ++e) {
-        if (first + e < N) out[e] = elements[e];
+        if (first + e < tile.N) out[e] = elements[e];
       }
     }
   }
