@@ -77,7 +77,7 @@ SectionResult sweep_section(Context& ctx);
 std::vector<Shape> sweep_shapes(const Context& ctx);
 std::vector<gk::KernelSpec> sweep_kernels(const Context& ctx);
 SectionResult epilogue_section(Context& ctx);
-// The epilogue section's kernels: the default plans' and the dedicated TMA-epilogue ones.
+// The epilogue section's kernels: the default plans' and the lean epilogue's.
 std::vector<gk::KernelSpec> epilogue_kernels(const Context& ctx);
 
 // One verified, timed GEMM row of gemmkit's plan against cuBLAS (the gemm section's method): its JSON, its Markdown

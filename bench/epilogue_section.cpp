@@ -1,6 +1,6 @@
 // bench/epilogue_section.cpp: the cost of fused epilogues on SM90 kernels: each activation and bias+gelu against
-// the identity epilogue of the same plan, and against the dedicated kernel of CUTLASS's TMA epilogue with that
-// epilogue compiled in, in the same run. All variants of a shape are timed in interleaved rounds, so that none gets
+// the identity epilogue of the same plan, and the default kernels (CUTLASS's TMA epilogue, the epilogue compiled in)
+// against gemmkit's lean epilogue (one kernel for all of them), in the same run. All variants of a shape are timed in interleaved rounds, so that none gets
 // the cool GPU's boost clocks (timed one after another, the first one read 5-10 % fast).
 #include <algorithm>
 #include <cstdio>
@@ -11,16 +11,14 @@
 
 namespace bench {
 
-// The same plan on CUTLASS's TMA epilogue with the fusion compiled in (one kernel per epilogue): the tile run()
-// picks for the shape, its Auto schedules made explicit. nullopt where that tile has no such configuration.
-std::optional<gk::Gemm> dedicated_plan(gk::Gemm plan, const Shape& s) {
+// The same plan on gemmkit's lean epilogue (one kernel for every epilogue, taken at launch): the tile run() picks for
+// the shape, with the Lean epilogue schedule. nullopt where that tile has no such configuration.
+std::optional<gk::Gemm> lean_plan(gk::Gemm plan, const Shape& s) {
   gk::TileDescription tile = planned_spec(plan, s).tile;
   if (tile.epilogue_schedule != gk::EpilogueSchedule::Auto) return std::nullopt;
-  const bool cooperative = tile.cta_tile()[0] >= 128;
-  tile.kernel_schedule =
-      cooperative ? gk::KernelSchedule::TmaWarpSpecializedCooperative : gk::KernelSchedule::TmaWarpSpecializedPingpong;
-  tile.epilogue_schedule =
-      cooperative ? gk::EpilogueSchedule::TmaWarpSpecializedCooperative : gk::EpilogueSchedule::TmaWarpSpecialized;
+  tile.kernel_schedule = tile.cta_tile()[0] >= 128 ? gk::KernelSchedule::TmaWarpSpecializedCooperative
+                                                    : gk::KernelSchedule::TmaWarpSpecializedPingpong;
+  tile.epilogue_schedule = gk::EpilogueSchedule::Lean;
   try {
     plan.set_tile_description(tile);
   } catch (const gk::ConfigError&) {
@@ -59,15 +57,14 @@ const std::vector<Shape> kShapes = {{8192, 8192, 8192}, {4096, 4096, 4096}};
 }  // namespace
 
 std::vector<gk::KernelSpec> epilogue_kernels(const Context& ctx) {
-  // The default plans' (one kernel serves every epilogue where the family takes the epilogue at launch) and the
-  // dedicated ones.
+  // The default plans' (CUTLASS's epilogue, compiled in) and the lean epilogue's (one kernel for them all).
   std::vector<gk::KernelSpec> specs;
   for (const Shape& s : kShapes) {
     for (const auto& v : variants()) {
       gk::Gemm plan = plan_for(ctx, v);
       specs.push_back(planned_spec(plan, s));
-      if (std::optional<gk::Gemm> dedicated = dedicated_plan(plan_for(ctx, v), s)) {
-        specs.push_back(planned_spec(*dedicated, s));
+      if (std::optional<gk::Gemm> lean = lean_plan(plan_for(ctx, v), s)) {
+        specs.push_back(planned_spec(*lean, s));
       }
     }
   }
@@ -84,7 +81,7 @@ SectionResult epilogue_section(Context& ctx) {
 
   const int rounds = ctx.options.repeats;
   const double batch_ms = 50.0;
-  Table table{{"M x N x K", "epilogue", "TFLOP/s", "vs identity", "ratio range", "dedicated TFLOP/s", "vs dedicated",
+  Table table{{"M x N x K", "epilogue", "TFLOP/s", "vs identity", "ratio range", "lean TFLOP/s", "lean / default",
                "kernel"},
               {}};
   Value rows = Value::array();
@@ -96,29 +93,29 @@ SectionResult epilogue_section(Context& ctx) {
     BENCH_CUDA(cudaMemset(bias.get(), 0, bias.bytes()));
     const auto bias_view = gk::TensorView::on_gpu(bias.get(), t, {s.n}, gk::Layout::RowMajor, ctx.device);
     std::vector<gk::Gemm> plans;
-    std::vector<std::optional<gk::Gemm>> dedicated;
+    std::vector<std::optional<gk::Gemm>> lean;
     for (const auto& v : variants) {
       plans.push_back(plan_for(v));
-      dedicated.push_back(dedicated_plan(plan_for(v), s));
+      lean.push_back(lean_plan(plan_for(v), s));
     }
     std::vector<std::function<void()>> calls;
-    std::vector<int> dedicated_call(variants.size(), -1);
+    std::vector<int> lean_call(variants.size(), -1);
     for (std::size_t i = 0; i < variants.size(); ++i) {
       calls.push_back(plan_call(ctx, plans[i], t, s, o, variants[i].bias == gk::BiasMode::None ? nullptr : &bias_view));
     }
     for (std::size_t i = 0; i < variants.size(); ++i) {
-      if (!dedicated[i]) continue;
-      dedicated_call[i] = static_cast<int>(calls.size());
+      if (!lean[i]) continue;
+      lean_call[i] = static_cast<int>(calls.size());
       calls.push_back(
-          plan_call(ctx, *dedicated[i], t, s, o, variants[i].bias == gk::BiasMode::None ? nullptr : &bias_view));
+          plan_call(ctx, *lean[i], t, s, o, variants[i].bias == gk::BiasMode::None ? nullptr : &bias_view));
     }
     const auto ms = interleaved_ms(ctx.stream, calls, rounds, batch_ms, ctx.options.warmup_ms);
     for (std::size_t i = 0; i < variants.size(); ++i) {
       // Per round: identity's time over this variant's, both measured within the same round.
-      std::vector<double> ratios, vs_dedicated;
+      std::vector<double> ratios, vs_default;
       for (int r = 0; r < rounds; ++r) ratios.push_back(ms[0][r] / ms[i][r]);
-      if (dedicated_call[i] >= 0) {
-        for (int r = 0; r < rounds; ++r) vs_dedicated.push_back(ms[dedicated_call[i]][r] / ms[i][r]);
+      if (lean_call[i] >= 0) {
+        for (int r = 0; r < rounds; ++r) vs_default.push_back(ms[i][r] / ms[lean_call[i]][r]);
       }
       const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
       const double ratio = median(ratios);
@@ -135,18 +132,18 @@ SectionResult epilogue_section(Context& ctx) {
       for (double m : ms[i]) times.push_back(m);
       row["ms_per_round"] = times;
       row["kernel_name"] = kernel;
-      std::string dedicated_tf = "-", dedicated_ratio = "-";
-      if (dedicated_call[i] >= 0) {
-        const double dtf = tflops(s, median(ms[dedicated_call[i]]));
-        row["dedicated_tflops"] = dtf;
-        row["ratio_vs_dedicated"] = median(vs_dedicated);
-        row["dedicated_kernel_name"] = planned_spec(*dedicated[i], s).name();
-        dedicated_tf = fixed(dtf, 1);
-        dedicated_ratio = fixed(median(vs_dedicated), 3);
+      std::string lean_tf = "-", lean_ratio = "-";
+      if (lean_call[i] >= 0) {
+        const double ltf = tflops(s, median(ms[lean_call[i]]));
+        row["lean_tflops"] = ltf;
+        row["lean_vs_default"] = median(vs_default);
+        row["lean_kernel_name"] = planned_spec(*lean[i], s).name();
+        lean_tf = fixed(ltf, 1);
+        lean_ratio = fixed(median(vs_default), 3);
       }
       rows.push_back(row);
       table.rows.push_back({s.text(), variants[i].label, fixed(tf, 1), fixed(ratio, 3),
-                            fixed(*low, 3) + "-" + fixed(*high, 3), dedicated_tf, dedicated_ratio, kernel});
+                            fixed(*low, 3) + "-" + fixed(*high, 3), lean_tf, lean_ratio, kernel});
     }
   }
   result.json["rounds"] = rounds;
@@ -155,9 +152,9 @@ SectionResult epilogue_section(Context& ctx) {
   result.markdown = "## Fused epilogues on SM90 (f16, f32 accumulate, beta 0)\n\nVariants of a shape timed in " +
                     std::to_string(rounds) + " interleaved rounds of one >= " + fixed(batch_ms, 0) +
                     " ms batch each, after a warm-up; vs identity = median over rounds of identity's time / "
-                    "this variant's time in the same round. Dedicated: the same tile on CUTLASS's TMA epilogue with "
-                    "the epilogue compiled in (one kernel per row); vs dedicated = its time / this row's, per "
-                    "round.\n\n" +
+                    "this variant's time in the same round. Lean: the same tile on gemmkit's lean epilogue (one kernel "
+                    "for every row, the epilogue taken at launch); lean / default = this row's time / the lean "
+                    "kernel's, per round.\n\n" +
                     table.markdown();
   return result;
 }

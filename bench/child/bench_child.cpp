@@ -52,12 +52,11 @@ void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw gk::CudaError(std::string(what) + " failed: " + cudaGetErrorName(status), status);
 }
 
-// A plan's kernel on CUTLASS's TMA epilogue, which compiles the epilogue in (the default, Auto, is gemmkit's lean
-// epilogue where the family has one).
-void use_tma_epilogue(gk::Plan& plan) {
+// A plan's default tile on gemmkit's lean epilogue, which takes the epilogue at launch.
+void use_lean_epilogue(gk::Plan& plan) {
   gk::TileDescription tile = plan.tile_descriptions().front();
   tile.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedCooperative;
-  tile.epilogue_schedule = gk::EpilogueSchedule::TmaWarpSpecializedCooperative;
+  tile.epilogue_schedule = gk::EpilogueSchedule::Lean;
   plan.set_tile_description(tile);
 }
 
@@ -65,15 +64,15 @@ void use_tma_epilogue(gk::Plan& plan) {
 gk::CompiledKernel compile_kind(const std::string& kind, int cc) {
   gk::GemmOptions o = default_options();
   o.cc = cc;
-  const bool tma = kind.size() > 4 && kind.ends_with("_tma");
-  const std::string base = tma ? kind.substr(0, kind.size() - 4) : kind;
+  const bool lean = kind.size() > 5 && kind.ends_with("_lean");
+  const std::string base = lean ? kind.substr(0, kind.size() - 5) : kind;
   if (base == "gemm" || base == "bias_relu") {
     gk::Gemm plan(o);
     if (base == "bias_relu") {
       plan.set_activation(gk::Activation::ReLU);
       plan.set_bias(gk::BiasMode::PerColumn);
     }
-    if (tma) use_tma_epilogue(plan);
+    if (lean) use_lean_epilogue(plan);
     return plan.compile();
   }
   if (base == "fp8_scaled") {
@@ -86,7 +85,7 @@ gk::CompiledKernel compile_kind(const std::string& kind, int cc) {
     f.cc = cc;
     gk::Gemm plan(f);
     plan.set_scale(gk::ScaleMode::RowAndColumn);
-    if (tma) use_tma_epilogue(plan);
+    if (lean) use_lean_epilogue(plan);
     return plan.compile();
   }
   if (kind == "grouped") return gk::GroupedGemm(o).compile();
@@ -97,7 +96,7 @@ gk::CompiledKernel compile_kind(const std::string& kind, int cc) {
     c.cc = cc;
     return gk::Conv2d(c).compile();
   }
-  throw gk::Error("unknown kind '" + kind + "' (gemm, bias_relu, fp8_scaled, each also with _tma; grouped, conv_fprop)");
+  throw gk::Error("unknown kind '" + kind + "' (gemm, bias_relu, fp8_scaled, each also with _lean; grouped, conv_fprop)");
 }
 
 int compile(const std::string& cache_dir, int cc, const std::string& kind) {

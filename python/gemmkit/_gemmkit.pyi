@@ -131,6 +131,8 @@ class EpilogueScheduleType(enum.Enum):
 
     TmaWarpSpecializedCooperative = 3
 
+    Lean = 4
+
 class TileSchedulerType(enum.Enum):
     """SM90 tile schedulers."""
 

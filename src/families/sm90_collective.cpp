@@ -57,16 +57,33 @@ DataType element_c_or_d(const KernelSpec& spec) {
 }
 
 // Whether the kernel runs gemmkit's lean epilogue (device/include/gemmkit/sm90_lean_epilogue.hpp), which takes the
-// activation, bias and scale vectors at launch: the Auto epilogue of a dense GEMM whose row-major C and D move
-// 16-byte rows and whose D is 16 or 32 bits wide. The rest keep CUTLASS's epilogues (their fusions compiled in).
+// activation, bias and scale vectors at launch: the Lean epilogue schedule (check_lean says where it applies).
 bool lean_epilogue(const KernelSpec& spec) {
-  if (spec.visitor || spec.split_k_mode == SplitKMode::Parallel) return false;
-  if (spec.tile.epilogue_schedule != EpilogueSchedule::Auto || spec.layout_c != Layout::RowMajor) return false;
+  return spec.tile.epilogue_schedule == EpilogueSchedule::Lean;
+}
+
+// Where the lean epilogue applies: a dense GEMM (no visitor tree, no parallel split-K) whose row-major C and D move
+// 16-byte rows, whose D is 16 or 32 bits wide and whose CTA tile N is a multiple of 32.
+void check_lean(const KernelSpec& spec) {
+  if (!lean_epilogue(spec)) return;
+  if (spec.visitor) fail("the Lean epilogue schedule takes no epilogue visitor tree; use TmaWarpSpecialized(Cooperative).");
+  if (spec.split_k_mode == SplitKMode::Parallel) {
+    fail("the Lean epilogue schedule has no parallel split-K kernel; use the Default tile scheduler without it.");
+  }
+  if (spec.layout_c != Layout::RowMajor) fail("the Lean epilogue schedule stores a row-major D; C and D are column-major.");
   const int d_bits = bits_of(spec.element_d);
-  if (d_bits != 16 && d_bits != 32) return false;
-  return moves_16_byte_rows(spec.alignment_c, element_c_or_d(spec)) &&
-         output_alignment(spec.element_c, spec.element_d, spec.alignment_c) * d_bits == 128 &&
-         spec.tile.cta_tile()[1] % 32 == 0;
+  if (d_bits != 16 && d_bits != 32) {
+    fail("the Lean epilogue schedule stores D of 16 or 32 bits; D is " + std::string(to_string(spec.element_d)) + ".");
+  }
+  if (!moves_16_byte_rows(spec.alignment_c, element_c_or_d(spec)) ||
+      output_alignment(spec.element_c, spec.element_d, spec.alignment_c) * d_bits != 128) {
+    fail("the Lean epilogue schedule moves C and D in 16-byte vectors; their alignment is " +
+         std::to_string(spec.alignment_c) + ". Pad the leading dimension or use another epilogue schedule.");
+  }
+  if (spec.tile.cta_tile()[1] % 32 != 0) {
+    fail("the Lean epilogue schedule needs a CTA tile N that is a multiple of 32; it is " +
+         shape_text(spec.tile.cta_tile()) + ".");
+  }
 }
 
 TileScheduler tile_scheduler_of(const KernelSpec& spec) {
@@ -142,6 +159,11 @@ void check_schedules(const KernelSpec& spec) {
   if (is_cooperative(spec) && td.cta_tile()[0] < 128) {
     fail("Cooperative kernel schedules need a CTA tile M of at least 128; the CTA tile is " +
          shape_text(td.cta_tile()) + ". Use a Pingpong schedule or a larger tile.");
+  }
+  if (td.epilogue_schedule == EpilogueSchedule::Lean && !is_tma_schedule(td.kernel_schedule)) {
+    fail("The Lean epilogue schedule runs with a TMA warp-specialized kernel schedule (TmaWarpSpecialized, "
+         "TmaWarpSpecializedPingpong or TmaWarpSpecializedCooperative); got " +
+         std::string(to_string(td.kernel_schedule)) + ".");
   }
   if (td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative && !is_cooperative(spec)) {
     fail(
@@ -347,6 +369,25 @@ class Sm90Collective final : public Family {
         }
       }
     }
+    // gemmkit's lean epilogue on the TMA mainloops, after CUTLASS's epilogues (ties keep those): one kernel for every
+    // plain epilogue of a plan, about half the compile time, a few percent slower (docs/performance.md).
+    const int d_bits = bits_of(types.d);
+    if (!tma || types.layout_c != Layout::RowMajor || (d_bits != 16 && d_bits != 32)) return out;
+    for (const auto& cta : fp8 ? kFp8Ctas : kCtas) {
+      if (is_int8(types.a) && cta.m == 256) continue;
+      const KernelSchedule k = cta.m >= 128 ? KernelSchedule::TmaWarpSpecializedCooperative
+                                            : KernelSchedule::TmaWarpSpecializedPingpong;
+      if (fp8 && !fp8_promotion_fits(cta, k)) continue;
+      for (const auto& cluster : kClusters) {
+        TileDescription td;
+        td.cluster_shape = cluster;
+        td.threadblock_shape = {cta.m * cluster[0], cta.n * cluster[1], tile_k(types.a)};
+        td.warp_count = {4, 1, 1};
+        td.kernel_schedule = k;
+        td.epilogue_schedule = EpilogueSchedule::Lean;
+        out.push_back(td);
+      }
+    }
     return out;
   }
 
@@ -372,6 +413,7 @@ class Sm90Collective final : public Family {
     check_schedules(spec);
     check_operand_alignments(spec);
     check_tma_alignments(spec);
+    check_lean(spec);
     check_sm90_stages(td);
     check_shared_memory(spec, limits);
     if (spec.visitor) {

@@ -125,6 +125,42 @@ TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   EXPECT_NE(sm80.kernel_name().find("_leaky_relu_biascolumn"), std::string::npos) << sm80.kernel_name();
 }
 
+// gemmkit's lean epilogue builds (split: cubin and host module); its kernel takes the activation and bias at launch (a
+// plan without them names the same kernel) and refuses, before anything runs, a bias mode without a bias and a D whose
+// rows are not 16-byte aligned.
+TEST(CompileTier, LeanEpilogueKernelBuildsAndChecksItsLaunchEpilogue) {
+  gk::testenv::TempDir cache_dir;
+  gk::Gemm plan(f16_row(90));
+  gk::TileDescription tile = plan.tile_descriptions().front();
+  tile.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedCooperative;
+  tile.epilogue_schedule = gk::EpilogueSchedule::Lean;
+  plan.set_tile_description(tile);
+  const std::string plain = plan.kernel_name();
+  plan.set_activation(gk::Activation::GELU);
+  plan.set_bias(gk::BiasMode::PerRow);
+  EXPECT_EQ(plan.kernel_name(), plain);
+  EXPECT_NE(plain.find("_epi_lean"), std::string::npos) << plain;
+  gk::DiskCache cache(cache_dir.str());
+  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(plan.spec()));
+  ASSERT_FALSE(entry.cubin_path.empty());  // the split build
+  const auto module = gk::KernelModule::load(entry.module_path, entry.cubin_path);
+  EXPECT_EQ(module->kernel_name(), plain);
+  alignas(256) static char buffer[256];
+  gk_gemm_args args{};
+  args.m = args.n = args.k = 64;
+  args.batch = 1;
+  args.A = args.B = args.D = buffer;
+  args.lda = args.ldb = args.ldc = args.ldd = 64;
+  args.alpha = 1.0;
+  args.activation = GK_ACTIVATION_GELU;
+  args.bias_mode = GK_BIAS_PER_ROW;
+  EXPECT_EQ(module->can_implement(args), GK_ERR_ARGS);  // a bias mode needs its vector
+  args.bias = buffer;
+  EXPECT_EQ(module->can_implement(args), GK_OK);
+  args.ldd = 60;  // the epilogue stores D in 16-byte vectors
+  EXPECT_EQ(module->can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
+}
+
 // An epilogue visitor tree (a DAG with an aux load, a column broadcast, a store and a row reduction) builds on both
 // generations, and the modules check its operands: a launch without them is refused before anything runs.
 TEST(CompileTier, VisitorTreeKernelsOfBothFamiliesBuildAndCheckTheirOperands) {

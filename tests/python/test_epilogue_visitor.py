@@ -432,7 +432,7 @@ def test_activation_functions_are_plan_activations():
     for function in (relu, gelu, gemmkit.epilogue.gelu_tanh, sigmoid):
         plan.activation = function
         assert plan.activation == function and function == plan.activation
-        assert plan.kernel_name() == SM90_DEFAULT  # the lean epilogue's kernel takes the activation at launch
+        assert plan.kernel_name() == f"{SM90_DEFAULT}_{function.name}"
     plan.activation = (leaky_relu, 0.25)
     assert plan.activation == gemmkit.Activation.leaky_relu and plan.activation_parameter == 0.25
     assert {relu: 1}[gemmkit.Activation.relu] == 1 and relu != gelu

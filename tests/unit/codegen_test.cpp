@@ -49,13 +49,18 @@ KernelSpec sm90_bf16_stream_k_leaky() {
   return spec;
 }
 
-// On CUTLASS's TMA epilogue (chosen explicitly: the Auto one is gemmkit's lean epilogue), which compiles them in.
 KernelSpec sm90_f16_row_bias_gelu() {
   KernelSpec spec = sm90_f16_auto();
   spec.bias = BiasMode::PerRow;
   spec.activation = Activation::GELU;
+  return spec;
+}
+
+// The same kernel on gemmkit's lean epilogue, which takes the activation, bias and scale vectors at launch.
+KernelSpec sm90_f16_lean() {
+  KernelSpec spec = sm90_f16_auto();
   spec.tile.kernel_schedule = KernelSchedule::TmaWarpSpecializedCooperative;
-  spec.tile.epilogue_schedule = EpilogueSchedule::TmaWarpSpecializedCooperative;
+  spec.tile.epilogue_schedule = EpilogueSchedule::Lean;
   return spec;
 }
 
@@ -130,6 +135,10 @@ TEST(Codegen, Sm90F16RowBiasGeluMatchesGolden) {
   expect_golden("codegen_sm90_f16_row_bias_gelu.cu", sm90_f16_row_bias_gelu());
 }
 
+TEST(Codegen, Sm90F16LeanMatchesGolden) {
+  expect_golden("codegen_sm90_f16_lean.cu", sm90_f16_lean());
+}
+
 TEST(Codegen, Sm80F16ColumnBiasReluMatchesGolden) {
   expect_golden("codegen_sm80_f16_column_bias_relu.cu", sm80_f16_column_bias_relu());
 }
@@ -157,13 +166,14 @@ TEST(Codegen, SourceCarriesNameArchAndGlue) {
   }
 }
 
-// The Auto epilogue of a row-major SM90 GEMM is gemmkit's lean one: every activation, bias and scale mode renders
-// the same source, so one kernel (one name, one cache entry, one canonical record) serves them all.
+// On the Lean epilogue schedule every activation, bias and scale mode renders the same source, so one kernel (one
+// name, one cache entry, one canonical record) serves them all; CUTLASS's epilogues compile them in.
 TEST(Codegen, LeanEpilogueKernelIsSharedByEveryPlainEpilogue) {
-  const KernelSpec plain = sm90_f16_auto();
+  const KernelSpec plain = sm90_f16_lean();
   const KernelSource source = render(plain);
   EXPECT_NE(source.text.find("#include \"gemmkit/sm90_lean.hpp\""), std::string::npos);
   EXPECT_NE(source.text.find("gemmkit::sm90::LeanCollectiveEpilogue<"), std::string::npos);
+  EXPECT_NE(plain.name().find("_epi_lean"), std::string::npos) << plain.name();
   EXPECT_TRUE(source.splittable);
   for (const Activation activation : {Activation::ReLU, Activation::GELU, Activation::LeakyReLU}) {
     for (const BiasMode bias : {BiasMode::None, BiasMode::PerRow, BiasMode::PerColumn}) {
@@ -178,18 +188,10 @@ TEST(Codegen, LeanEpilogueKernelIsSharedByEveryPlainEpilogue) {
       }
     }
   }
-  // What the lean epilogue does not move keeps CUTLASS's epilogue, with the activation compiled in.
-  KernelSpec column_major = plain;
-  column_major.layout_c = Layout::ColumnMajor;
-  column_major.activation = Activation::ReLU;
-  EXPECT_NE(render(column_major).text.find("cutlass::epilogue::thread::ReLu"), std::string::npos);
-  EXPECT_NE(column_major.name().find("_relu"), std::string::npos);
-  KernelSpec narrow_c = plain;
-  narrow_c.alignment_c = 4;
-  EXPECT_EQ(render(narrow_c).text.find("LeanCollectiveEpilogue"), std::string::npos);
-  KernelSpec explicit_tma = sm90_f16_row_bias_gelu();
-  EXPECT_NE(render(explicit_tma).text.find("gemmkit::activation::GELU"), std::string::npos);
-  EXPECT_NE(explicit_tma.canonical(), plain.canonical());
+  KernelSpec relu = sm90_f16_auto();
+  relu.activation = Activation::ReLU;
+  EXPECT_NE(render(relu).text.find("cutlass::epilogue::thread::ReLu"), std::string::npos);
+  EXPECT_NE(relu.canonical(), sm90_f16_auto().canonical());
 }
 
 TEST(Codegen, OnlySm90GemmsAreSplittable) {
@@ -211,7 +213,7 @@ TEST(Codegen, Sm90DerivesCtaTileAndSchedulerTags) {
 }
 
 TEST(Codegen, BiasSelectsTheBroadcastEpilogues) {
-  KernelSpec sm90_column = sm90_f16_row_bias_gelu();
+  KernelSpec sm90_column = sm90_f16_auto();
   sm90_column.bias = BiasMode::PerColumn;
   const std::string sm90_text = render(sm90_column).text;
   EXPECT_NE(sm90_text.find("gemmkit::module::Bias::PerColumn;"), std::string::npos);
@@ -304,6 +306,22 @@ TEST(Codegen, RefusesWhatTheFamiliesCannotExpress) {
   expect_refused(uneven_warps, "must divide the threadblock shape");
 }
 
+// What the lean epilogue does not move is refused by name.
+TEST(Codegen, LeanEpilogueRefusesWhatItCannotStore) {
+  KernelSpec column_major = sm90_f16_lean();
+  column_major.layout_c = Layout::ColumnMajor;
+  expect_refused(column_major, "row-major D");
+  KernelSpec narrow_c = sm90_f16_lean();
+  narrow_c.alignment_c = 4;
+  expect_refused(narrow_c, "16-byte vectors");
+  KernelSpec auto_mainloop = sm90_f16_lean();
+  auto_mainloop.tile.kernel_schedule = KernelSchedule::Auto;
+  expect_refused(auto_mainloop, "both be auto or neither");
+  KernelSpec s8 = sm90_f16_lean();
+  s8.element_d = DataType::s8;
+  EXPECT_THROW(render(s8), ConfigError);
+}
+
 TEST(Codegen, RenderRejectsMismatchedPlaceholders) {
   EXPECT_EQ(codegen::render("t", "a {{x}} b", {{"x", "1"}}), "a 1 b");
   EXPECT_THROW(codegen::render("t", "a {{y}}", {{"x", "1"}}), Error);
@@ -330,12 +348,10 @@ void PrintTo(const ActivationFunctor& f, std::ostream* os) {
 class CodegenActivations : public ::testing::TestWithParam<ActivationFunctor> {};
 
 // Each activation reaches both families' templates as its functor, and names the kernel; sigmoid, SiLU and GELU
-// use gemmkit's approximations only where D is 16-bit. (The SM90 kernel on gemmkit's lean epilogue takes it at
-// launch instead: the LeanEpilogue test below.)
+// use gemmkit's approximations only where D is 16-bit.
 TEST_P(CodegenActivations, BothFamiliesInstantiateTheFunctor) {
   const auto [activation, for_16bit_output, for_f32_output] = GetParam();
-  for (KernelSpec spec : {sm90_f16_row_bias_gelu(), sm80_f16_tensorop(), sm80_f32_simt_gelu_column_c()}) {
-    spec.bias = BiasMode::None;
+  for (KernelSpec spec : {sm90_f16_auto(), sm80_f16_tensorop(), sm80_f32_simt_gelu_column_c()}) {
     spec.activation = activation;
     const KernelSource source = render(spec);
     const std::string functor = spec.element_d == DataType::f32 ? for_f32_output : for_16bit_output;

@@ -253,8 +253,7 @@ TEST(Packs, APackLineWithAProblemHoldsRunsKernelForIt) {
   EXPECT_EQ(specs[0].split_k_mode, SplitKMode::Parallel);
   EXPECT_EQ(
       specs[1].name(),
-      "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16");
-  EXPECT_EQ(specs[1].scale, ScaleMode::RowAndColumn);  // taken at launch by that kernel
+      "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16_scalerowcolumn");
 }
 
 TEST(Packs, BadPackLinesNameTheLine) {

@@ -94,10 +94,17 @@ CUTLASS_DEVICE void quad_exchange(uint32_t (&items)[4], int quad_lane) {
   }
 }
 
-// This lane's pairs of four neighbouring groups (eight values): what one call of the block function takes.
+// A block's eight values through the activation. Not inlined: one copy of every activation's code serves the
+// sixteen-odd blocks of a tile, which keeps the kernel's code (and its instruction-cache footprint) small.
 struct Block {
   Pair pairs[4];
 };
+template <bool Approximate>
+__noinline__ __device__ Block activate_block(Block block, int32_t activation, float parameter) {
+  CUTLASS_PRAGMA_UNROLL
+  for (int j = 0; j < 4; ++j) apply_activation<Approximate>(block.pairs[j], activation, parameter);
+  return block;
+}
 
 }  // namespace lean
 
@@ -182,133 +189,134 @@ class LeanEpilogue {
     constexpr int kBlockM = size<0>(BlockShapeMNK{});
     constexpr int kBlockN = size<1>(BlockShapeMNK{});
 
-    const int64_t M = get<0>(problem_shape_mnkl);
-    const int64_t N = get<1>(problem_shape_mnkl);
+    Tile tile;
+    tile.M = get<0>(problem_shape_mnkl);
+    tile.N = get<1>(problem_shape_mnkl);
     const auto [m_coord, n_coord, k_coord, l_coord] = blk_coord_mnkl;
-    const int64_t tile_m = int64_t(m_coord) * kBlockM;
-    const int64_t tile_n = int64_t(n_coord) * kBlockN;
-    const int64_t ldc = get<0>(params_.dC), ldd = get<0>(params_.dD);
-    GmemElementC const* c = params_.ptr_C + int64_t(l_coord) * int64_t(get<2>(params_.dC));
-    ElementD* d = params_.ptr_D + int64_t(l_coord) * int64_t(get<2>(params_.dD));
-    const LeanEpilogueParams& p = params_.thread;
-    auto const* bias = static_cast<ElementBias const*>(p.bias);
+    tile.m = int64_t(m_coord) * kBlockM;
+    tile.n = int64_t(n_coord) * kBlockN;
+    tile.ldc = get<0>(params_.dC);
+    tile.ldd = get<0>(params_.dD);
+    tile.c = params_.ptr_C + int64_t(l_coord) * int64_t(get<2>(params_.dC));
+    tile.d = params_.ptr_D + int64_t(l_coord) * int64_t(get<2>(params_.dD));
+    tile.quad_lane = thread_idx % 4;
     // Each accumulator's (row, column) in the CTA tile.
     auto coords = tiled_mma.get_thread_slice(thread_idx)
                       .partition_C(make_identity_tensor(make_shape(Int<kBlockM>{}, Int<kBlockN>{})));
-    constexpr int kGroups = size<0, 2>(FrgLayout{});
-    constexpr int kTilesM = size<1>(FrgLayout{});
-    constexpr int kTilesN = size<2>(FrgLayout{});
 
-    BlockArgs args;
-    args.N = N;
-    args.quad_lane = thread_idx % 4;
-    args.alpha = p.alpha;
-    args.beta = p.beta;
-    args.activation = p.activation;
-    args.activation_parameter = p.activation_parameter;
-    args.column_bias = p.bias_mode == GK_BIAS_PER_COLUMN ? bias : nullptr;
-    args.column_scale = p.column_scale;
-    args.general = p.row_scale != nullptr || p.column_scale != nullptr || p.bias_mode != GK_BIAS_NONE ||
-                   p.beta != 0.0f || tile_m + kBlockM > M || tile_n + kBlockN > N;
-    // The tile's 4-group blocks, each through one call of the (not inlined) block function: the unrolled walk only
-    // gathers accumulators, so the kernel's code stays small (a kernel whose code outgrows the instruction cache
-    // runs at half speed).
+    // Two copies of the unrolled tile walk, each a short stretch of straight code (a kernel whose code outgrows the
+    // instruction cache runs at half speed): alpha alone on a tile inside the problem, and the general case.
+    const LeanEpilogueParams& p = params_.thread;
+    const bool plain = p.row_scale == nullptr && p.column_scale == nullptr && p.bias_mode == GK_BIAS_NONE &&
+                       p.beta == 0.0f;
+    const bool inside = tile.m + kBlockM <= tile.M && tile.n + kBlockN <= tile.N;
+    if (plain && inside) {
+      walk<false>(accumulators, coords, tile);
+    } else {
+      walk<true>(accumulators, coords, tile);
+    }
+  }
+
+ private:
+  // Where this CTA's tile lies.
+  struct Tile {
+    int64_t M = 0, N = 0, m = 0, n = 0, ldc = 0, ldd = 0;
+    GmemElementC const* c = nullptr;
+    ElementD* d = nullptr;
+    int quad_lane = 0;
+  };
+
+  // The whole tile, one block of four groups at a time (few values live beside the accumulators). kGeneral: scales,
+  // bias and C as the launch asks, with rows and columns past the problem neither read nor written, in predicated
+  // loads rather than branches (compact code); else alpha only, on a tile inside the problem.
+  template <bool kGeneral, class Accumulators, class Coords>
+  CUTLASS_DEVICE void walk(Accumulators const& accumulators, Coords const& coords, Tile const& tile) const {
+    using namespace cute;
+    constexpr int kGroups = decltype(size<0, 2>(accumulators))::value;
+    constexpr int kTilesM = decltype(size<1>(accumulators))::value;
+    constexpr int kTilesN = decltype(size<2>(accumulators))::value;
+    const LeanEpilogueParams& p = params_.thread;
+    auto const* bias = static_cast<ElementBias const*>(p.bias);
+    const bool column_scaled = p.column_scale != nullptr;
+    const bool column_bias = p.bias_mode == GK_BIAS_PER_COLUMN;
+    const bool source = p.beta != 0.0f;
+    cutlass::NumericArrayConverter<ElementD, float, 2, cutlass::FloatRoundStyle::round_to_nearest> convert;
     CUTLASS_PRAGMA_UNROLL
     for (int mn = 0; mn < kTilesM * kTilesN; ++mn) {
       const int mi = mn % kTilesM, ni = mn / kTilesM;
       CUTLASS_PRAGMA_UNROLL
       for (int half = 0; half < 2; ++half) {
-        const int64_t row = tile_m + get<0>(coords(make_coord(make_coord(0, half, 0), mi, ni)));
-        args.row_in = row < M;
-        args.c_row = c + row * ldc;
-        args.d_row = d + row * ldd;
-        args.row_scale = p.row_scale != nullptr && args.row_in ? p.row_scale[row] : 1.0f;
-        // alpha * x + -0 is alpha * x, signed zeros included.
-        args.row_bias = p.bias_mode == GK_BIAS_PER_ROW && args.row_in ? float(bias[row]) : -0.0f;
+        const int64_t row = tile.m + get<0>(coords(make_coord(make_coord(0, half, 0), mi, ni)));
+        const bool row_in = !kGeneral || row < tile.M;
+        float row_scale = 1.0f;
+        float row_bias = -0.0f;  // alpha * x + -0 is alpha * x, signed zeros included
+        if constexpr (kGeneral) {
+          if (p.row_scale != nullptr && row_in) row_scale = p.row_scale[row];
+          if (p.bias_mode == GK_BIAS_PER_ROW && row_in) row_bias = float(bias[row]);
+        }
         CUTLASS_PRAGMA_UNROLL
         for (int block = 0; block < kGroups / 4; ++block) {
           lean::Block values;
           CUTLASS_PRAGMA_UNROLL
           for (int j = 0; j < 4; ++j) {
+            const auto at = [&](int c) { return make_coord(make_coord(c, half, 4 * block + j), mi, ni); };
+            const int64_t column = tile.n + get<1>(coords(at(0)));
             CUTLASS_PRAGMA_UNROLL
-            for (int e = 0; e < 2; ++e) {
-              values.pairs[j][e] = float(accumulators(make_coord(make_coord(e, half, 4 * block + j), mi, ni)));
+            for (int c = 0; c < 2; ++c) {
+              float x = float(accumulators(at(c)));
+              if constexpr (kGeneral) {
+                const bool in = row_in && column + c < tile.N;
+                const float column_scale = column_scaled && in ? p.column_scale[column + c] : 1.0f;
+                const float b = column_bias ? (in ? float(bias[column + c]) : 0.0f) : row_bias;
+                const float c_value = source && in ? float(tile.c[row * tile.ldc + column + c]) : 0.0f;
+                // alpha * x + bias as CUTLASS's fusions order it (one fma), then beta * C + that (another).
+                x = fmaf(p.alpha, x * row_scale * column_scale, b);
+                if (source) x = fmaf(p.beta, c_value, x);
+              } else {
+                x = p.alpha * x;
+              }
+              values.pairs[j][c] = x;
             }
           }
-          args.column = tile_n + get<1>(coords(make_coord(make_coord(0, half, 4 * block), mi, ni)));
-          finish_block(values, args);
+          if (p.activation != GK_ACTIVATION_IDENTITY) {
+            values = lean::activate_block<kApproximate>(values, p.activation, p.activation_parameter);
+          }
+          const int64_t column = tile.n + get<1>(coords(make_coord(make_coord(0, half, 4 * block), mi, ni)));
+          store_block<kGeneral>(values.pairs, row, column, convert, tile);
         }
       }
     }
   }
 
- private:
-  // What the block function takes besides the block's values (by value: registers, no stack).
-  struct BlockArgs {
-    GmemElementC const* c_row = nullptr;  // C's and D's row of this lane's values
-    ElementD* d_row = nullptr;
-    int64_t column = 0;  // this lane's first column in the block's first group; the next groups are 8 columns apart
-    int64_t N = 0;
-    float alpha = 1.0f, beta = 0.0f, row_scale = 1.0f, row_bias = -0.0f, activation_parameter = 0.0f;
-    ElementBias const* column_bias = nullptr;
-    float const* column_scale = nullptr;
-    int32_t activation = GK_ACTIVATION_IDENTITY;
-    int32_t quad_lane = 0;
-    bool row_in = true;
-    bool general = true;  // else alpha alone, the row and every column inside the problem
-  };
-
-  // One block: the epilogue's arithmetic (scales, bias and C by predicated loads), the activation, the conversion to
-  // D, the trade of pairs within the quad until this lane holds the eight columns of group quad_lane, and the store.
-  static __noinline__ __device__ void finish_block(lean::Block values, BlockArgs const a) {
-    CUTLASS_PRAGMA_UNROLL
-    for (int j = 0; j < 4; ++j) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int e = 0; e < 2; ++e) {
-        float& x = values.pairs[j][e];
-        if (a.general) {
-          const int64_t column = a.column + 8 * j + e;
-          const bool in = a.row_in && column < a.N;
-          const float column_scale = a.column_scale != nullptr && in ? a.column_scale[column] : 1.0f;
-          const float b = a.column_bias == nullptr ? a.row_bias : in ? float(a.column_bias[column]) : 0.0f;
-          const float c = a.beta != 0.0f && in ? float(a.c_row[column]) : 0.0f;
-          // alpha * x + bias as CUTLASS's fusions order it (one fma), then beta * C + that (another).
-          x = fmaf(a.alpha, x * a.row_scale * column_scale, b);
-          if (a.beta != 0.0f) x = fmaf(a.beta, c, x);
-        } else {
-          x = a.alpha * x;
-        }
-      }
-    }
-    if (a.activation != GK_ACTIVATION_IDENTITY) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < 4; ++j) lean::apply_activation<kApproximate>(values.pairs[j], a.activation, a.activation_parameter);
-    }
-    cutlass::NumericArrayConverter<ElementD, float, 2, cutlass::FloatRoundStyle::round_to_nearest> convert;
+  // Converts a block (this lane's pairs of four groups) to D, trades pairs within the quad until this lane holds the
+  // eight columns of group quad_lane, and stores them: `column` is this lane's column in the block's first group.
+  template <bool kBounded, class Convert>
+  CUTLASS_DEVICE void store_block(lean::Pair const (&values)[4], int64_t row, int64_t column, Convert const& convert,
+                                  Tile const& tile) const {
     uint32_t items[kPairWords][4];  // items[w][j]: word w of the pair of group j
     CUTLASS_PRAGMA_UNROLL
     for (int j = 0; j < 4; ++j) {
-      const cutlass::Array<ElementD, 2> out = convert(values.pairs[j]);
+      const cutlass::Array<ElementD, 2> out = convert(values[j]);
       uint32_t const* words = reinterpret_cast<uint32_t const*>(&out);
       CUTLASS_PRAGMA_UNROLL
       for (int w = 0; w < kPairWords; ++w) items[w][j] = words[w];
     }
     CUTLASS_PRAGMA_UNROLL
     for (int w = 0; w < kPairWords; ++w) {
-      lean::quad_exchange<2>(items[w], a.quad_lane);
-      lean::quad_exchange<1>(items[w], a.quad_lane);
+      lean::quad_exchange<2>(items[w], tile.quad_lane);
+      lean::quad_exchange<1>(items[w], tile.quad_lane);
     }
-    if (!a.row_in) return;
     // Pair j of this lane's group came from quad lane j; the group starts 8 * quad_lane columns into the block.
-    const int64_t first = a.column - 2 * a.quad_lane + 8 * a.quad_lane;
+    const int64_t first = column - 2 * tile.quad_lane + 8 * tile.quad_lane;
+    if (kBounded && row >= tile.M) return;
     uint32_t words[4 * kPairWords];
     CUTLASS_PRAGMA_UNROLL
     for (int j = 0; j < 4; ++j) {
       CUTLASS_PRAGMA_UNROLL
       for (int w = 0; w < kPairWords; ++w) words[j * kPairWords + w] = items[w][j];
     }
-    ElementD* out = a.d_row + first;
-    if (first + 8 <= a.N) {
+    ElementD* out = tile.d + row * tile.ldd + first;
+    if (!kBounded || first + 8 <= tile.N) {
       CUTLASS_PRAGMA_UNROLL
       for (int v = 0; v < kPairWords; ++v) {
         reinterpret_cast<uint4*>(out)[v] = make_uint4(words[4 * v], words[4 * v + 1], words[4 * v + 2], words[4 * v + 3]);
@@ -317,7 +325,7 @@ class LeanEpilogue {
       ElementD const* elements = reinterpret_cast<ElementD const*>(words);
       CUTLASS_PRAGMA_UNROLL
       for (int e = 0; e < 8; ++e) {
-        if (first + e < a.N) out[e] = elements[e];
+        if (first + e < tile.N) out[e] = elements[e];
       }
     }
   }
