@@ -355,9 +355,12 @@ std::string environment_markdown(const Value& env) {
   const Value& d = env.at("device");
   auto s = [](const Value& v, const char* key) { return v.at(key).get<std::string>(); };
   auto n = [](const Value& v, const char* key) { return fixed(v.at(key).get<double>(), 0); };
-  return "# gemmkit_bench " + s(env, "date_utc") + "\n\n- device: " + s(d, "name") + " (cc " + n(d, "cc") + ", " +
-         n(d, "sm_count") + " SMs)\n- CUDA driver " + s(env, "cuda_driver_version") + ", runtime " +
-         s(env, "cuda_runtime_version") + ", cuBLAS " + s(env, "cublas_version") + ", nvcc " + s(env, "nvcc_version") +
+  const bool gpu = d.contains("id");
+  const std::string device = gpu ? "- device: " + s(d, "name") + " (cc " + n(d, "cc") + ", " + n(d, "sm_count") +
+                                       " SMs)\n- CUDA driver " + s(env, "cuda_driver_version") + ", runtime "
+                                 : "- device: " + s(d, "name") + ", kernels for cc " + n(d, "cc") + "\n- CUDA runtime ";
+  return "# gemmkit_bench " + s(env, "date_utc") + "\n\n" + device + s(env, "cuda_runtime_version") +
+         (gpu ? ", cuBLAS " + s(env, "cublas_version") : std::string()) + ", nvcc " + s(env, "nvcc_version") +
          ", CUTLASS " + s(env, "cutlass_version") + ", gemmkit " + s(env, "gemmkit_version") + "\n- command: `" +
          s(env, "command") + "`\n\n";
 }

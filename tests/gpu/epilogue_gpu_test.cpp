@@ -180,3 +180,44 @@ TEST(GpuEpilogue, BiasPerRowAndPerColumn) {
     }
   }
 }
+
+// gemmkit's lean epilogue (epilogue schedule Lean): one kernel per element type takes every activation, bias mode and
+// C at launch. Exact on small integers for the piecewise-linear activations, within the tier's tolerance for the
+// others (random data); on tiles that stick out of the problem (the general walk) and on whole tiles (the plain
+// walk, alpha alone); nothing is built after the first run of each type.
+TEST(GpuEpilogue, LeanEpilogueTakesEveryActivationBiasAndCAtLaunch) {
+  if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  if (device_cc() < 90) GTEST_SKIP() << "the lean epilogue is an SM90 kernel's";
+  for (gk::DataType type : cases::lean_types()) {
+    gk::Gemm plan(cases::epilogue_options(type, device_cc(), 90));
+    cases::use_lean_epilogue(plan);
+    const std::string kernel = plan.kernel_name();
+    int builds = -1;  // after the first run of this type
+    for (const cases::Shape& shape : {cases::kMatrixShape, cases::kWholeTilesShape}) {
+      for (gk::Activation activation : cases::all_activations()) {
+        const bool piecewise_linear = activation == gk::Activation::Identity || activation == gk::Activation::ReLU ||
+                                      activation == gk::Activation::LeakyReLU;
+        for (gk::BiasMode bias : {gk::BiasMode::None, gk::BiasMode::PerRow, gk::BiasMode::PerColumn}) {
+          plan.set_activation(activation, 0.5);  // x * 0.5 stays exact on integers
+          plan.set_bias(bias);
+          EXPECT_EQ(plan.kernel_name(), kernel);
+          for (double beta : {0.0, 1.0}) {
+            Problem p(type, shape);
+            piecewise_linear ? p.fill_integers() : p.fill_uniform();
+            const auto cmp = run_checked(plan, p, piecewise_linear ? 1.0 : 1.25, beta, bias);
+            const std::string what = std::string(gk::to_string(activation)) + " bias " +
+                                      std::string(gk::to_string(bias)) + " beta " + std::to_string(beta) + " " +
+                                      std::to_string(shape.m) + "x" + std::to_string(shape.n);
+            if (piecewise_linear) {
+              EXPECT_EQ(cmp.max_abs_error, 0.0) << kernel << " " << what;
+            } else {
+              EXPECT_LE(cmp.max_rel_error, tolerance(type)) << kernel << " " << what;
+            }
+            if (builds < 0) builds = gk::cache_counters().builds;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(gk::cache_counters().builds, builds) << kernel << " was built again";
+  }
+}

@@ -103,6 +103,25 @@ inline const std::vector<DataType>& epilogue_types() {
   return kTypes;
 }
 
+// Sets the plan's first Lean configuration (gemmkit's lean epilogue, which takes the epilogue at launch).
+inline void use_lean_epilogue(Gemm& plan) {
+  for (const TileDescription& tile : plan.tile_descriptions()) {
+    if (tile.epilogue_schedule == EpilogueSchedule::Lean) {
+      plan.set_tile_description(tile);
+      return;
+    }
+  }
+  throw ConfigError("the plan lists no Lean configuration");
+}
+
+// The lean epilogue's gpu cases: its two walks (alpha alone on whole tiles; everything else, and tiles that stick
+// out of the problem).
+inline constexpr Shape kWholeTilesShape{256, 512, 128};
+inline const std::vector<DataType>& lean_types() {
+  static const std::vector<DataType> kTypes = {DataType::f16, DataType::bf16};
+  return kTypes;
+}
+
 inline std::vector<int> kernel_generations(int cc) {
   return cc >= 90 ? std::vector<int>{90, 80} : std::vector<int>{80};
 }
@@ -251,6 +270,7 @@ struct Fp8ScaleCase {
   BiasMode bias = BiasMode::None;
   Activation activation = Activation::Identity;
   DataType d = DataType::bf16;
+  bool lean = false;  // on gemmkit's lean epilogue (the scales, bias and activation taken at launch)
 };
 
 inline std::vector<Fp8ScaleCase> fp8_scale_cases() {
@@ -258,7 +278,12 @@ inline std::vector<Fp8ScaleCase> fp8_scale_cases() {
           {"columns", ScaleMode::PerColumn},
           {"rows_and_columns", ScaleMode::RowAndColumn},
           {"rows_and_columns_f32", ScaleMode::RowAndColumn, BiasMode::None, Activation::Identity, DataType::f32},
-          {"rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU}};
+          {"rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU},
+          {"lean_rows_and_columns_f32", ScaleMode::RowAndColumn, BiasMode::None, Activation::Identity, DataType::f32,
+           true},
+          {"lean_rows_bias_relu", ScaleMode::PerRow, BiasMode::PerRow, Activation::ReLU, DataType::bf16, true},
+          {"lean_rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU,
+           DataType::bf16, true}};
 }
 
 inline Gemm fp8_scale_plan(const Fp8ScaleCase& c, int cc) {
@@ -266,6 +291,7 @@ inline Gemm fp8_scale_plan(const Fp8ScaleCase& c, int cc) {
   plan.set_scale(c.scale);
   plan.set_bias(c.bias);
   plan.set_activation(c.activation);
+  if (c.lean) use_lean_epilogue(plan);
   return plan;
 }
 
@@ -430,6 +456,12 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
   for (const auto& c : wanted("config") ? config_cases(cc) : std::vector<ConfigCase>{}) {
     Gemm plan = config_plan(c, cc);
     out.push_back(spec_for_shape(plan, kMatrixShape));
+  }
+  for (DataType type : wanted("epilogue") && cc >= 90 ? lean_types() : std::vector<DataType>{}) {
+    Gemm plan(epilogue_options(type, cc, 90));
+    use_lean_epilogue(plan);
+    out.push_back(spec_for_shape(plan, kMatrixShape));
+    out.push_back(spec_for_shape(plan, kWholeTilesShape));
   }
   for (int kernel_cc : wanted("epilogue") ? kernel_generations(cc) : std::vector<int>{}) {
     for (DataType type : epilogue_types()) {
