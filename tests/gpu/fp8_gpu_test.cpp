@@ -113,7 +113,7 @@ TEST(Fp8Staging, HostTensorsAreStagedExactly) {
 }
 
 // Per-row and per-column scale vectors in the epilogue: powers of two (and 3 / 4), so the reference stays exact;
-// with C, beta, and (one case) a per-column bias and ReLU.
+// with C, beta, and in some cases a per-row or per-column bias and ReLU (on CUTLASS's epilogue and on the lean one).
 namespace {
 
 // Runs the scale case on the device (the kernel chosen for the shape: compiled and waited for if needed) and checks it
@@ -130,7 +130,7 @@ void expect_scale_case_exact(const cases::Fp8ScaleCase& c) {
   const double factors[] = {0.25, 0.5, 0.75, 1.0, 2.0, 4.0};
   for (long i = 0; i < s.m; ++i) rows.set(0, 0, i, factors[i % 6]);
   for (long j = 0; j < s.n; ++j) columns.set(0, 0, j, factors[(j * 5 + 1) % 6]);
-  HostMatrix bias(plan.element_c(), 1, s.n, gk::Layout::RowMajor);
+  HostMatrix bias(plan.element_c(), 1, c.bias == gk::BiasMode::PerRow ? s.m : s.n, gk::Layout::RowMajor);
   bias.fill_integers(74, -8, 8);
   const bool by_rows = c.scale != gk::ScaleMode::PerColumn, by_columns = c.scale != gk::ScaleMode::PerRow;
 
