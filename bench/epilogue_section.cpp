@@ -1,7 +1,8 @@
 // bench/epilogue_section.cpp: the cost of fused epilogues on SM90 kernels: each activation and bias+gelu against
 // the identity epilogue of the same plan, and the default kernels (CUTLASS's TMA epilogue, the epilogue compiled in)
-// against gemmkit's lean epilogue (one kernel for all of them), in the same run. All variants of a shape are timed in interleaved rounds, so that none gets
-// the cool GPU's boost clocks (timed one after another, the first one read 5-10 % fast).
+// against gemmkit's lean epilogue (one kernel for all of them), in the same run. All variants of a shape are timed in
+// interleaved rounds, so that none gets the cool GPU's boost clocks (timed one after another, the first one read 5-10 %
+// fast).
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -17,7 +18,7 @@ std::optional<gk::Gemm> lean_plan(gk::Gemm plan, const Shape& s) {
   gk::TileDescription tile = planned_spec(plan, s).tile;
   if (tile.epilogue_schedule != gk::EpilogueSchedule::Auto) return std::nullopt;
   tile.kernel_schedule = tile.cta_tile()[0] >= 128 ? gk::KernelSchedule::TmaWarpSpecializedCooperative
-                                                    : gk::KernelSchedule::TmaWarpSpecializedPingpong;
+                                                   : gk::KernelSchedule::TmaWarpSpecializedPingpong;
   tile.epilogue_schedule = gk::EpilogueSchedule::Lean;
   try {
     plan.set_tile_description(tile);
@@ -81,9 +82,9 @@ SectionResult epilogue_section(Context& ctx) {
 
   const int rounds = ctx.options.repeats;
   const double batch_ms = 50.0;
-  Table table{{"M x N x K", "epilogue", "TFLOP/s", "vs identity", "ratio range", "lean TFLOP/s", "lean / default",
-               "kernel"},
-              {}};
+  Table table{
+      {"M x N x K", "epilogue", "TFLOP/s", "vs identity", "ratio range", "lean TFLOP/s", "lean / default", "kernel"},
+      {}};
   Value rows = Value::array();
   for (const Shape& s : shapes) {
     std::printf("epilogue %s: %zu variants x %d interleaved rounds ...\n", s.text().c_str(), variants.size(), rounds);
@@ -106,8 +107,7 @@ SectionResult epilogue_section(Context& ctx) {
     for (std::size_t i = 0; i < variants.size(); ++i) {
       if (!lean[i]) continue;
       lean_call[i] = static_cast<int>(calls.size());
-      calls.push_back(
-          plan_call(ctx, *lean[i], t, s, o, variants[i].bias == gk::BiasMode::None ? nullptr : &bias_view));
+      calls.push_back(plan_call(ctx, *lean[i], t, s, o, variants[i].bias == gk::BiasMode::None ? nullptr : &bias_view));
     }
     const auto ms = interleaved_ms(ctx.stream, calls, rounds, batch_ms, ctx.options.warmup_ms);
     for (std::size_t i = 0; i < variants.size(); ++i) {

@@ -103,10 +103,11 @@ Shape parse_shape(const std::string& text) {
   return s;
 }
 
-const std::set<std::string> kValueOptions = {
-    "--groups",       "--tuning",      "--out",     "--only",           "--shapes",      "--dtypes",
-    "--warmup",       "--warmup-ms",   "--iters",   "--batch-ms",       "--repeats",     "--calls",
-    "--startup-runs", "--prebuild-cc", "--cc", "--configs", "--overhead-shape", "--max-swizzle", "--raster-order"};
+const std::set<std::string> kValueOptions = {"--groups",         "--tuning",      "--out",         "--only",
+                                             "--shapes",         "--dtypes",      "--warmup",      "--warmup-ms",
+                                             "--iters",          "--batch-ms",    "--repeats",     "--calls",
+                                             "--startup-runs",   "--prebuild-cc", "--cc",          "--configs",
+                                             "--overhead-shape", "--max-swizzle", "--raster-order"};
 
 Options parse_options(int argc, char** argv) {
   Options o;

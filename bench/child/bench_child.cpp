@@ -96,7 +96,8 @@ gk::CompiledKernel compile_kind(const std::string& kind, int cc) {
     c.cc = cc;
     return gk::Conv2d(c).compile();
   }
-  throw gk::Error("unknown kind '" + kind + "' (gemm, bias_relu, fp8_scaled, each also with _lean; grouped, conv_fprop)");
+  throw gk::Error("unknown kind '" + kind +
+                  "' (gemm, bias_relu, fp8_scaled, each also with _lean; grouped, conv_fprop)");
 }
 
 int compile(const std::string& cache_dir, int cc, const std::string& kind) {

@@ -66,11 +66,13 @@ bool lean_epilogue(const KernelSpec& spec) {
 // 16-byte rows, whose D is 16 or 32 bits wide and whose CTA tile N is a multiple of 32.
 void check_lean(const KernelSpec& spec) {
   if (!lean_epilogue(spec)) return;
-  if (spec.visitor) fail("the Lean epilogue schedule takes no epilogue visitor tree; use TmaWarpSpecialized(Cooperative).");
+  if (spec.visitor)
+    fail("the Lean epilogue schedule takes no epilogue visitor tree; use TmaWarpSpecialized(Cooperative).");
   if (spec.split_k_mode == SplitKMode::Parallel) {
     fail("the Lean epilogue schedule has no parallel split-K kernel; use the Default tile scheduler without it.");
   }
-  if (spec.layout_c != Layout::RowMajor) fail("the Lean epilogue schedule stores a row-major D; C and D are column-major.");
+  if (spec.layout_c != Layout::RowMajor)
+    fail("the Lean epilogue schedule stores a row-major D; C and D are column-major.");
   const int d_bits = bits_of(spec.element_d);
   if (d_bits != 16 && d_bits != 32) {
     fail("the Lean epilogue schedule stores D of 16 or 32 bits; D is " + std::string(to_string(spec.element_d)) + ".");
@@ -161,9 +163,10 @@ void check_schedules(const KernelSpec& spec) {
          shape_text(td.cta_tile()) + ". Use a Pingpong schedule or a larger tile.");
   }
   if (td.epilogue_schedule == EpilogueSchedule::Lean && !is_tma_schedule(td.kernel_schedule)) {
-    fail("The Lean epilogue schedule runs with a TMA warp-specialized kernel schedule (TmaWarpSpecialized, "
-         "TmaWarpSpecializedPingpong or TmaWarpSpecializedCooperative); got " +
-         std::string(to_string(td.kernel_schedule)) + ".");
+    fail(
+        "The Lean epilogue schedule runs with a TMA warp-specialized kernel schedule (TmaWarpSpecialized, "
+        "TmaWarpSpecializedPingpong or TmaWarpSpecializedCooperative); got " +
+        std::string(to_string(td.kernel_schedule)) + ".");
   }
   if (td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative && !is_cooperative(spec)) {
     fail(
@@ -245,8 +248,7 @@ std::string name_of(const KernelSpec& spec, bool lean) {
          layout_letter(spec.layout_b) + layout_letter(spec.layout_c) + "_align" + std::to_string(spec.alignment_a) +
          std::string(row_of(td.kernel_schedule).in_kernel_name) +
          std::string(row_of(td.epilogue_schedule).in_kernel_name) +
-         std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) +
-         (lean ? std::string() : epilogue_suffix(spec)) +
+         std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) + (lean ? std::string() : epilogue_suffix(spec)) +
          std::string(row_of(spec.split_k_mode).in_kernel_name);
 }
 
@@ -375,8 +377,8 @@ class Sm90Collective final : public Family {
     if (!tma || types.layout_c != Layout::RowMajor || (d_bits != 16 && d_bits != 32)) return out;
     for (const auto& cta : fp8 ? kFp8Ctas : kCtas) {
       if (is_int8(types.a) && cta.m == 256) continue;
-      const KernelSchedule k = cta.m >= 128 ? KernelSchedule::TmaWarpSpecializedCooperative
-                                            : KernelSchedule::TmaWarpSpecializedPingpong;
+      const KernelSchedule k =
+          cta.m >= 128 ? KernelSchedule::TmaWarpSpecializedCooperative : KernelSchedule::TmaWarpSpecializedPingpong;
       if (fp8 && !fp8_promotion_fits(cta, k)) continue;
       for (const auto& cluster : kClusters) {
         TileDescription td;

@@ -83,8 +83,8 @@ std::string plan_key(const KernelSpec& base) {
   // A kernel that takes its epilogue at launch serves plans of every epilogue; each keeps its own tuning entries.
   if (catalog::family_of(spec.family).epilogue_at_launch(spec) &&
       (spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.scale != ScaleMode::None)) {
-    key += ";plan_activation=" + std::string(to_string(spec.activation)) + ";plan_bias=" +
-           std::string(to_string(spec.bias)) + ";plan_scale=" + std::string(to_string(spec.scale));
+    key += ";plan_activation=" + std::string(to_string(spec.activation)) +
+           ";plan_bias=" + std::string(to_string(spec.bias)) + ";plan_scale=" + std::string(to_string(spec.scale));
   }
   return key;
 }

@@ -206,8 +206,8 @@ TEST(GpuEpilogue, LeanEpilogueTakesEveryActivationBiasAndCAtLaunch) {
             piecewise_linear ? p.fill_integers() : p.fill_uniform();
             const auto cmp = run_checked(plan, p, piecewise_linear ? 1.0 : 1.25, beta, bias);
             const std::string what = std::string(gk::to_string(activation)) + " bias " +
-                                      std::string(gk::to_string(bias)) + " beta " + std::to_string(beta) + " " +
-                                      std::to_string(shape.m) + "x" + std::to_string(shape.n);
+                                     std::string(gk::to_string(bias)) + " beta " + std::to_string(beta) + " " +
+                                     std::to_string(shape.m) + "x" + std::to_string(shape.n);
             if (piecewise_linear) {
               EXPECT_EQ(cmp.max_abs_error, 0.0) << kernel << " " << what;
             } else {

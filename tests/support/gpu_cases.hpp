@@ -274,16 +274,16 @@ struct Fp8ScaleCase {
 };
 
 inline std::vector<Fp8ScaleCase> fp8_scale_cases() {
-  return {{"rows", ScaleMode::PerRow},
-          {"columns", ScaleMode::PerColumn},
-          {"rows_and_columns", ScaleMode::RowAndColumn},
-          {"rows_and_columns_f32", ScaleMode::RowAndColumn, BiasMode::None, Activation::Identity, DataType::f32},
-          {"rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU},
-          {"lean_rows_and_columns_f32", ScaleMode::RowAndColumn, BiasMode::None, Activation::Identity, DataType::f32,
-           true},
-          {"lean_rows_bias_relu", ScaleMode::PerRow, BiasMode::PerRow, Activation::ReLU, DataType::bf16, true},
-          {"lean_rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU,
-           DataType::bf16, true}};
+  return {
+      {"rows", ScaleMode::PerRow},
+      {"columns", ScaleMode::PerColumn},
+      {"rows_and_columns", ScaleMode::RowAndColumn},
+      {"rows_and_columns_f32", ScaleMode::RowAndColumn, BiasMode::None, Activation::Identity, DataType::f32},
+      {"rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU},
+      {"lean_rows_and_columns_f32", ScaleMode::RowAndColumn, BiasMode::None, Activation::Identity, DataType::f32, true},
+      {"lean_rows_bias_relu", ScaleMode::PerRow, BiasMode::PerRow, Activation::ReLU, DataType::bf16, true},
+      {"lean_rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU,
+       DataType::bf16, true}};
 }
 
 inline Gemm fp8_scale_plan(const Fp8ScaleCase& c, int cc) {

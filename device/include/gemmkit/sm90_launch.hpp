@@ -43,7 +43,6 @@ constexpr bool is_cooperative() {
 
 using module::make_stride;
 
-
 // Stream-K's scheduler takes a split count, a decomposition and a reduction mode (run-time arguments: one kernel
 // runs data-parallel, split-K or Stream-K); the other schedulers have no such fields. The ABI numbers them in
 // CUTLASS's order; a value out of range keeps CUTLASS's default.

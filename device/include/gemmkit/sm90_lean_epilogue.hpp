@@ -66,7 +66,9 @@ CUTLASS_DEVICE void apply_activation(Pair& x, int32_t activation, float paramete
   switch (activation) {
     case GK_ACTIVATION_GELU: x = typename A::template GELU<Pair>{}(x); break;
     case GK_ACTIVATION_HARDSWISH: x = th::HardSwish<Pair>{}(x); break;
-    case GK_ACTIVATION_LEAKY_RELU: x = th::LeakyReLU<Pair>{}(x, typename th::LeakyReLU<Pair>::Arguments{parameter}); break;
+    case GK_ACTIVATION_LEAKY_RELU:
+      x = th::LeakyReLU<Pair>{}(x, typename th::LeakyReLU<Pair>::Arguments{parameter});
+      break;
     case GK_ACTIVATION_RELU: x = th::ReLu<Pair>{}(x); break;
     case GK_ACTIVATION_SIGMOID: x = typename A::template Sigmoid<Pair>{}(x); break;
     case GK_ACTIVATION_SILU: x = typename A::template SiLu<Pair>{}(x); break;
@@ -164,7 +166,8 @@ class LeanEpilogue {
     constexpr int64_t kC = 16 * 8 / cutlass::sizeof_bits<GmemElementC>::value;
     constexpr int64_t kD = 16 * 8 / cutlass::sizeof_bits<ElementD>::value;
     const bool rows = cute::get<0>(args.dD) % kD == 0 && (args.thread.beta == 0.0f || cute::get<0>(args.dC) % kC == 0);
-    const bool batches = cute::get<2>(args.dD) % kD == 0 && (args.thread.beta == 0.0f || cute::get<2>(args.dC) % kC == 0);
+    const bool batches =
+        cute::get<2>(args.dD) % kD == 0 && (args.thread.beta == 0.0f || cute::get<2>(args.dC) % kC == 0);
     const bool addresses = reinterpret_cast<uintptr_t>(args.ptr_D) % 16 == 0 &&
                            (args.thread.beta == 0.0f || reinterpret_cast<uintptr_t>(args.ptr_C) % 16 == 0);
     const bool bias = args.thread.bias_mode == GK_BIAS_NONE || args.thread.bias != nullptr;
@@ -178,8 +181,8 @@ class LeanEpilogue {
   template <class ProblemShapeMNKL, class BlockShapeMNK, class BlockCoordMNKL, class FrgEngine, class FrgLayout,
             class TiledMma, class ResidueMNK>
   CUTLASS_DEVICE void operator()(ProblemShapeMNKL problem_shape_mnkl, BlockShapeMNK, BlockCoordMNKL blk_coord_mnkl,
-                                 cute::Tensor<FrgEngine, FrgLayout> const& accumulators, TiledMma tiled_mma,
-                                 ResidueMNK, int thread_idx, char*) {
+                                 cute::Tensor<FrgEngine, FrgLayout> const& accumulators, TiledMma tiled_mma, ResidueMNK,
+                                 int thread_idx, char*) {
     using namespace cute;
     // The GMMA accumulator layout: per thread ((2 columns, 2 rows 8 apart, G groups 8 columns apart), M, N), the
     // four threads of a quad at columns 0, 2, 4, 6 of each group.
@@ -207,8 +210,8 @@ class LeanEpilogue {
     // Two copies of the unrolled tile walk, each a short stretch of straight code (a kernel whose code outgrows the
     // instruction cache runs at half speed): alpha alone on a tile inside the problem, and the general case.
     const LeanEpilogueParams& p = params_.thread;
-    const bool plain = p.row_scale == nullptr && p.column_scale == nullptr && p.bias_mode == GK_BIAS_NONE &&
-                       p.beta == 0.0f;
+    const bool plain =
+        p.row_scale == nullptr && p.column_scale == nullptr && p.bias_mode == GK_BIAS_NONE && p.beta == 0.0f;
     const bool inside = tile.m + kBlockM <= tile.M && tile.n + kBlockN <= tile.N;
     if (plain && inside) {
       walk<false>(accumulators, coords, tile);
@@ -319,7 +322,8 @@ class LeanEpilogue {
     if (!kBounded || first + 8 <= tile.N) {
       CUTLASS_PRAGMA_UNROLL
       for (int v = 0; v < kPairWords; ++v) {
-        reinterpret_cast<uint4*>(out)[v] = make_uint4(words[4 * v], words[4 * v + 1], words[4 * v + 2], words[4 * v + 3]);
+        reinterpret_cast<uint4*>(out)[v] =
+            make_uint4(words[4 * v], words[4 * v + 1], words[4 * v + 2], words[4 * v + 3]);
       }
     } else {
       ElementD const* elements = reinterpret_cast<ElementD const*>(words);
