@@ -86,9 +86,4 @@ const Family& sm90_grouped();
 const Family& sm80_conv2d();
 const Family& sm90_conv2d();
 
-// The Sm90Collective family's kernel name and placeholders for its kernel on one of CUTLASS's epilogues (never the
-// lean one), which the SM90 grouped family's kernels build on.
-std::string sm90_cutlass_epilogue_name(const KernelSpec& spec);
-Placeholders sm90_cutlass_epilogue_placeholders(const KernelSpec& spec);
-
 }  // namespace gemmkit::families

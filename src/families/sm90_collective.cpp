@@ -234,7 +234,7 @@ bool fp8_promotion_fits(const Cta& cta, KernelSchedule schedule) {
 }
 
 // The kernel's name; a lean kernel's carries nothing of the epilogue it takes at launch.
-std::string name_of(const KernelSpec& spec, bool lean) {
+std::string name_of(const KernelSpec& spec) {
   std::string core(row_of(spec.element_accumulator).in_kernel_name);
   core += "0x0x0";
   if (uses_tf32(spec)) core += "tf32";
@@ -248,7 +248,8 @@ std::string name_of(const KernelSpec& spec, bool lean) {
          layout_letter(spec.layout_b) + layout_letter(spec.layout_c) + "_align" + std::to_string(spec.alignment_a) +
          std::string(row_of(td.kernel_schedule).in_kernel_name) +
          std::string(row_of(td.epilogue_schedule).in_kernel_name) +
-         std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) + (lean ? std::string() : epilogue_suffix(spec)) +
+         std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) +
+         (lean_epilogue(spec) ? std::string() : epilogue_suffix(spec)) +
          std::string(row_of(spec.split_k_mode).in_kernel_name);
 }
 
@@ -429,7 +430,7 @@ class Sm90Collective final : public Family {
     }
   }
 
-  std::string kernel_name(const KernelSpec& spec) const override { return name_of(spec, lean_epilogue(spec)); }
+  std::string kernel_name(const KernelSpec& spec) const override { return name_of(spec); }
 
   bool epilogue_at_launch(const KernelSpec& spec) const override { return lean_epilogue(spec); }
 
@@ -479,14 +480,6 @@ class Sm90Collective final : public Family {
 };
 
 }  // namespace
-
-std::string sm90_cutlass_epilogue_name(const KernelSpec& spec) {
-  return name_of(spec, false);
-}
-
-Placeholders sm90_cutlass_epilogue_placeholders(const KernelSpec& spec) {
-  return cutlass_epilogue_placeholders(spec);
-}
 
 const Family& sm90_collective() {
   static const Sm90Collective family;

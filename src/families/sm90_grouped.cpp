@@ -136,12 +136,11 @@ class Sm90Grouped final : public Family {
     dense().validate(as_dense(spec, KernelFamily::Sm90Collective), limits);
   }
   std::string kernel_name(const KernelSpec& spec) const override {
-    return grouped_name(sm90_cutlass_epilogue_name(as_dense(spec, KernelFamily::Sm90Collective)));
+    return grouped_name(dense().kernel_name(as_dense(spec, KernelFamily::Sm90Collective)));
   }
   Placeholders placeholders(const KernelSpec& spec) const override {
-    Placeholders out =
-        placeholders_for_template(sm90_cutlass_epilogue_placeholders(as_dense(spec, KernelFamily::Sm90Collective)),
-                                  {"tile_scheduler", "bias", "scale", "element_bias"}, spec.name());
+    Placeholders out = placeholders_for_template(dense().placeholders(as_dense(spec, KernelFamily::Sm90Collective)),
+                                                 {"tile_scheduler", "bias", "scale", "element_bias"}, spec.name());
     for (auto& [key, value] : out) {
       if (key == "kernel_schedule") value = kernel_schedule_type(spec.tile.kernel_schedule);
       if (key == "epilogue_schedule") value = epilogue_schedule_type(spec.tile.epilogue_schedule);
