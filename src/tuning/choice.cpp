@@ -11,7 +11,6 @@
 #include <map>
 #include <mutex>
 
-#include "catalog/catalog.hpp"
 #include "gemmkit/cache.hpp"
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
@@ -79,14 +78,7 @@ Identity identity_of(int device) {
 std::string plan_key(const KernelSpec& base) {
   KernelSpec spec = base;
   spec.tile = TileDescription{};
-  std::string key = spec.canonical();
-  // A kernel that takes its epilogue at launch serves plans of every epilogue; each keeps its own tuning entries.
-  if (catalog::family_of(spec.family).epilogue_at_launch(spec) &&
-      (spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.scale != ScaleMode::None)) {
-    key += ";plan_activation=" + std::string(to_string(spec.activation)) +
-           ";plan_bias=" + std::string(to_string(spec.bias)) + ";plan_scale=" + std::string(to_string(spec.scale));
-  }
-  return key;
+  return spec.canonical();
 }
 
 std::string tile_key(const TileDescription& tile) {
