@@ -3,6 +3,7 @@
 // glue in device/include/gemmkit/; catalog/ lists the families of each architecture, codegen/ renders them.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -66,6 +67,9 @@ class Family {
   // Whether its kernel for `spec` takes the activation, bias and scale vectors at launch (gk_gemm_args.activation,
   // bias_mode, row_scale, column_scale) instead of compiling them in: specs that differ only there share that kernel.
   virtual bool epilogue_at_launch(const KernelSpec&) const { return false; }
+  // A configuration of the same computation whose kernel builds in less time (gemmkit's lean epilogue), which run()
+  // launches while spec's own kernel builds in the background; nullopt: none.
+  virtual std::optional<TileDescription> quick_twin(const KernelSpec&) const { return std::nullopt; }
   // Whether it builds GEMM kernels that split K in parallel (partial sums, then a reduction kernel with the epilogue)
   // for run() to choose on its own; Conv2d families offer parallel split-K as an explicit mode instead.
   virtual bool splits_k_in_parallel() const { return false; }

@@ -6,6 +6,7 @@
 
 #include "families/rules.hpp"
 #include "families/visitor_render.hpp"
+#include "gemmkit/errors.hpp"
 
 namespace gemmkit::families {
 namespace {
@@ -433,6 +434,30 @@ class Sm90Collective final : public Family {
   std::string kernel_name(const KernelSpec& spec) const override { return name_of(spec); }
 
   bool epilogue_at_launch(const KernelSpec& spec) const override { return lean_epilogue(spec); }
+
+  // The same tile on the lean epilogue (about half the build time, the same numbers), for a kernel on CUTLASS's TMA
+  // epilogue with the default tile scheduler; nullopt where the lean epilogue cannot store this D.
+  std::optional<TileDescription> quick_twin(const KernelSpec& spec) const override {
+    const TileDescription& td = spec.tile;
+    const bool tma_epilogue = td.epilogue_schedule == EpilogueSchedule::Auto ||
+                              td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecialized ||
+                              td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative;
+    if (!tma_epilogue || td.tile_scheduler != TileScheduler::Default || spec.swizzle != Swizzle::Identity1) {
+      return std::nullopt;
+    }
+    KernelSpec twin = spec;
+    twin.tile.kernel_schedule = is_cooperative(spec) ? KernelSchedule::TmaWarpSpecializedCooperative
+                                                     : KernelSchedule::TmaWarpSpecializedPingpong;
+    twin.tile.epilogue_schedule = EpilogueSchedule::Lean;
+    twin.tile.stages = 0;
+    try {
+      check_schedules(twin);
+      check_lean(twin);
+    } catch (const ConfigError&) {
+      return std::nullopt;
+    }
+    return twin.tile;
+  }
 
   bool splits_k_in_parallel() const override { return true; }
   // TMA moves visitor matrices: 16-byte rows and addresses; vectors load element by element.

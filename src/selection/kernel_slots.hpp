@@ -35,6 +35,9 @@ struct ModuleSources {
   std::function<std::shared_ptr<Module>(std::size_t)> if_built;  // loaded or in the disk cache, else null; no compile
   std::function<std::shared_ptr<Module>(std::size_t)> build;     // compiled when needed, then loaded (blocks)
   std::function<std::shared_ptr<const jit::BackgroundBuild>(std::size_t)> in_background;
+  // A configuration that computes what configuration i does and builds in less time (gemmkit's lean epilogue), or
+  // kNone; empty: none anywhere.
+  std::function<std::size_t(std::size_t)> quick_twin;
 };
 
 // Configuration i's module if loaded, or built (then loaded and kept), else null; nothing compiles.
@@ -66,7 +69,8 @@ std::size_t first_built(KernelSlots<Module>& slots, std::mutex& mutex, std::size
 // - loaded, or in the disk cache: that one;
 // - else, unless `wait`, a built one (the plan's default first) at once, while `wanted` builds in the background; once
 //   that build is done, `wanted` (a cache hit); if it failed (a warning said so), the stand-in from then on;
-// - else (`wait`, or nothing built at all: a compile the caller asked for) `wanted`, compiled here.
+// - else, nothing built at all: with `wait`, or where `wanted` has no quick twin, `wanted`, compiled here (a compile
+//   the caller asked for); else its quick twin, compiled here and run while `wanted` builds in the background.
 // `mutex` guards `slots`; no build runs under it.
 template <class Module>
 Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t wanted, bool wait,
@@ -91,8 +95,12 @@ Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_
   if (pending && pending->state() == State::done) return keep(wanted, sources.build(wanted));  // a cache hit now
   if (wait) return keep(wanted, sources.build(wanted));
   if (Module* module = loaded_or_built(slots, mutex, wanted, sources)) return *module;
-  const std::size_t i = first_built(slots, mutex, wanted, sources);
-  if (i == KernelSlots<Module>::kNone) return keep(wanted, sources.build(wanted));  // nothing built: compile, as asked
+  std::size_t i = first_built(slots, mutex, wanted, sources);
+  if (i == KernelSlots<Module>::kNone) {  // nothing built: compile, as asked (the quicker twin where there is one)
+    i = sources.quick_twin ? sources.quick_twin(wanted) : KernelSlots<Module>::kNone;
+    if (i == KernelSlots<Module>::kNone) return keep(wanted, sources.build(wanted));
+    keep(i, sources.build(i));
+  }
   auto build = sources.in_background(wanted);
   std::lock_guard<std::mutex> lock(mutex);
   if (slots.modules[wanted]) return *slots.modules[wanted];  // another thread got it meanwhile

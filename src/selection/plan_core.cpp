@@ -2,6 +2,8 @@
 // modules run() loads or builds for them.
 #include "selection/plan_core.hpp"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -170,6 +172,15 @@ KernelChoices& PlanCore::choices_for(const ProblemKey& p, const SpecVariant* var
   return cache_->choices.back();
 }
 
+std::size_t PlanCore::quick_twin_of(const KernelChoices& choices, std::size_t choice) const {
+  const KernelSpec spec = choices.spec(choice);
+  const std::optional<TileDescription> twin = catalog::family_of(spec.family).quick_twin(spec);
+  if (!twin) return KernelSlots<KernelModule>::kNone;
+  const auto found = std::find(choices.tiles.begin(), choices.tiles.end(), *twin);
+  return found == choices.tiles.end() ? KernelSlots<KernelModule>::kNone
+                                      : static_cast<std::size_t>(found - choices.tiles.begin());
+}
+
 KernelModule& PlanCore::module_for(KernelChoices& choices, std::size_t choice, bool wait) {
   {
     std::lock_guard<std::mutex> lock(cache_->mutex);  // the run path's common case: loaded, no knob read
@@ -180,7 +191,8 @@ KernelModule& PlanCore::module_for(KernelChoices& choices, std::size_t choice, b
   const ModuleSources<KernelModule> sources{
       [&](std::size_t i) { return jit::load_kernel_if_built(choices.spec(i)); },
       [&](std::size_t i) { return jit::load_kernel(choices.spec(i)); },
-      [&](std::size_t i) { return jit::build_kernel_in_background(choices.spec(i)); }};
+      [&](std::size_t i) { return jit::build_kernel_in_background(choices.spec(i)); },
+      [&](std::size_t i) { return quick_twin_of(choices, i); }};
   return module_for_run(choices.slots, cache_->mutex, choice, wait, sources);
 }
 

@@ -163,6 +163,8 @@ class PlanCore {
   // The module of configuration `choice`: with `wait`, that one (compiled if needed); else one built already stands
   // in while the wanted one compiles in the background (see Gemm::run).
   KernelModule& module_for(KernelChoices& choices, std::size_t choice, bool wait);
+  // The configuration of `choices` that is `choice`'s quick twin (its family's), or KernelSlots' kNone.
+  std::size_t quick_twin_of(const KernelChoices& choices, std::size_t choice) const;
 
   // The SMs a choice made without running is made for: the current GPU's, or without one the flagship GPU's of cc.
   int sm_count_for_choice() const;

@@ -192,7 +192,7 @@ KernelModule* PlanCore::parallel_module(const RunChoice& c, bool wait, bool& bui
 KernelModule& PlanCore::module_while_parallel_builds(RunChoice& c) {
   KernelChoices& serial = *c.choices;
   const ModuleSources<KernelModule> sources{
-      [&](std::size_t i) { return jit::load_kernel_if_built(serial.spec(i)); }, {}, {}};
+      [&](std::size_t i) { return jit::load_kernel_if_built(serial.spec(i)); }, {}, {}, {}};
   if (KernelModule* module = built_module(serial.slots, cache_->mutex, c.index, sources)) return *module;
   bool building = false;
   KernelModule* parallel = parallel_module(c, /*wait=*/true, building);  // nothing built: the parallel one, as asked
@@ -278,7 +278,7 @@ std::string PlanCore::running_kernel_name(const ProblemKey& p) {
     }
     if (pending && !pending->finished()) {  // the serial kernel run() lends (module_while_parallel_builds), if loaded
       const ModuleSources<KernelModule> loaded_only{
-          [](std::size_t) { return std::shared_ptr<KernelModule>(); }, {}, {}};
+          [](std::size_t) { return std::shared_ptr<KernelModule>(); }, {}, {}, {}};
       const KernelModule* lent = built_module(slots, cache_->mutex, choice, loaded_only);
       return lent != nullptr ? lent->kernel_name() : "";
     }

@@ -50,7 +50,8 @@ const std::vector<Knob>& all() {
        "1: declaring a Gemm plan starts building its default kernel in the background; 0: never; auto: in "
        "interactive Python sessions on a machine with a GPU"},
       {"GEMMKIT_WAIT_FOR_BEST", Type::Flag, "off",
-       "1 makes run() compile and wait for the kernel a new shape asks for, instead of compiling it in the background"},
+       "1 makes run() compile and wait for the kernel a new shape asks for, instead of compiling it in the background "
+       "(and a plan's first run builds its chosen kernel, not the quicker lean twin)"},
       {"GEMMKIT_PROGRESS", Type::OptOut, "on",
        "0 prints nothing while a kernel compiles (else, for each build a caller waits for: a line refreshed every "
        "second "

@@ -8,12 +8,15 @@
 #include <string>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/codegen.hpp"
+#include "gemmkit/compiler.hpp"
 #include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
+#include "unit/test_env.hpp"
 #include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;
@@ -220,4 +223,31 @@ TEST(GpuEpilogue, LeanEpilogueTakesEveryActivationBiasAndCAtLaunch) {
     }
     EXPECT_EQ(gk::cache_counters().builds, builds) << kernel << " was built again";
   }
+}
+
+// A plan's first run with nothing built compiles the chosen configuration's quick twin (the same tile on the lean
+// epilogue), runs it, and builds the chosen kernel in the background; once built, runs take that one. Both exact.
+TEST(GpuEpilogue, FirstRunBuildsTheQuickTwinThenTheChosenKernelInTheBackground) {
+  if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  if (device_cc() < 90) GTEST_SKIP() << "the lean epilogue is an SM90 kernel's";
+  gk::testenv::TempDir cache_dir;
+  gk::testenv::ScopedEnv cache("GEMMKIT_CACHE_DIR", cache_dir.str());
+  gk::testenv::ScopedEnv wait("GEMMKIT_WAIT_FOR_BEST", std::nullopt);
+  gk::Gemm plan(cases::epilogue_options(gk::DataType::f16, device_cc(), 90));
+  plan.set_activation(gk::Activation::ReLU);
+  gk::Gemm twin_plan(cases::epilogue_options(gk::DataType::f16, device_cc(), 90));
+  cases::use_lean_epilogue(twin_plan);
+  const gk::Toolchain& toolchain = gk::Toolchain::discover();
+  const gk::DiskCache disk;
+  Problem p(gk::DataType::f16, cases::kWholeTilesShape);
+  p.fill_integers();
+  const gk::KernelSpec chosen = plan.spec_for(p.A.view(), p.B.view(), nullptr, p.D.view());
+  EXPECT_EQ(run_checked(plan, p, 1.0, 1.0).max_abs_error, 0.0);
+  EXPECT_TRUE(disk.find(toolchain, gk::render(twin_plan.spec()))) << "the twin was not built";
+  EXPECT_FALSE(disk.find(toolchain, gk::render(chosen))) << chosen.name() << " was built before the first run ended";
+  gk::Gemm::wait_for_background();
+  EXPECT_TRUE(disk.find(toolchain, gk::render(chosen))) << chosen.name() << " was not built in the background";
+  const int builds = gk::cache_counters().builds;
+  EXPECT_EQ(run_checked(plan, p, 1.0, 1.0).max_abs_error, 0.0);
+  EXPECT_EQ(gk::cache_counters().builds, builds);
 }

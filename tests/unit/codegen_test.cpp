@@ -1,8 +1,10 @@
 // tests/unit/codegen_test.cpp: render() pinned by golden files, and the specs it refuses by the families' rules.
 // GEMMKIT_UPDATE_GOLDENS=1 rewrites tests/golden/codegen_*.cu from the current output instead of comparing.
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -13,6 +15,8 @@
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/conv2d.hpp"
 #include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+#include "support/cli.hpp"
 
 namespace gemmkit {
 namespace {
@@ -192,6 +196,24 @@ TEST(Codegen, LeanEpilogueKernelIsSharedByEveryPlainEpilogue) {
   relu.activation = Activation::ReLU;
   EXPECT_NE(render(relu).text.find("cutlass::epilogue::thread::ReLu"), std::string::npos);
   EXPECT_NE(relu.canonical(), sm90_f16_auto().canonical());
+}
+
+// run()'s first build of a plan with nothing built is the default configuration's quick twin: the same tile on the
+// lean epilogue, a configuration the plan lists; none where the lean epilogue cannot store D, or for Stream-K.
+TEST(Codegen, TheQuickTwinIsTheSameTileOnTheLeanEpilogue) {
+  const auto& family = catalog::family_of(KernelFamily::Sm90Collective);
+  const std::optional<TileDescription> twin = family.quick_twin(sm90_f16_auto());
+  ASSERT_TRUE(twin);
+  EXPECT_EQ(*twin, sm90_f16_lean().tile);
+  Gemm plan(testing::f16_row(90));
+  const auto tiles = plan.tile_descriptions();
+  EXPECT_NE(std::find(tiles.begin(), tiles.end(), *family.quick_twin(plan.spec())), tiles.end());
+  KernelSpec column_major = sm90_f16_auto();
+  column_major.layout_c = Layout::ColumnMajor;
+  EXPECT_FALSE(family.quick_twin(column_major));
+  EXPECT_FALSE(family.quick_twin(sm90_bf16_stream_k_leaky()));
+  EXPECT_FALSE(family.quick_twin(sm90_f16_lean()));
+  EXPECT_FALSE(catalog::family_of(KernelFamily::Sm80Universal).quick_twin(sm80_f16_tensorop()));
 }
 
 TEST(Codegen, OnlySm90GemmsAreSplittable) {

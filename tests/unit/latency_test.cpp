@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -140,7 +141,8 @@ class KernelSlotsTest : public ::testing::Test {
               const auto build = jit::build_in_background(cache_, fake_toolchain(), source_, gate_.builder());
               built_tile_ = i;
               return build;
-            }};
+            },
+            [this](std::size_t i) { return twins_.count(i) ? twins_.at(i) : KernelSlots<FakeModule>::kNone; }};
   }
 
   testenv::TempDir dir_;
@@ -150,6 +152,7 @@ class KernelSlotsTest : public ::testing::Test {
   std::set<std::size_t> built_;
   int foreground_builds_ = 0, background_requests_ = 0;
   std::size_t built_tile_ = 99;
+  std::map<std::size_t, std::size_t> twins_;  // a tile's quick twin
   KernelSlots<FakeModule> slots_;
   std::mutex mutex_;
 };
@@ -186,6 +189,26 @@ TEST_F(KernelSlotsTest, WithNothingBuiltOrWhenAskedToWaitRunCompiles) {
   EXPECT_EQ(foreground_builds_, 2);
   EXPECT_EQ(background_requests_, 0);
   gate_.open();
+}
+
+// With nothing built, a configuration that has a quick twin (the same tile on the lean epilogue) compiles the twin,
+// runs it, and builds itself in the background; asked to wait, it compiles itself.
+TEST_F(KernelSlotsTest, WithNothingBuiltTheQuickTwinRunsWhileTheWantedKernelBuilds) {
+  slots_.resize(4);
+  twins_ = {{0, 3}};
+  EXPECT_EQ(module_for_run(slots_, mutex_, 0, false, sources()).tile, 3u);
+  EXPECT_EQ(foreground_builds_, 1);  // the twin
+  EXPECT_EQ(background_requests_, 1);
+  EXPECT_EQ(built_tile_, 0u);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 0, false, sources()).tile, 3u);  // while the build runs
+  EXPECT_EQ(background_requests_, 1);
+  gate_.open();
+  jit::wait_for_background_builds();
+  built_.insert(0);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 0, false, sources()).tile, 0u);
+  // A configuration without a twin, asked to wait, compiles itself as before.
+  EXPECT_EQ(module_for_run(slots_, mutex_, 1, /*wait=*/true, sources()).tile, 1u);
+  EXPECT_EQ(background_requests_, 1);
 }
 
 TEST_F(KernelSlotsTest, AFailedBackgroundBuildLeavesTheStandInForGood) {
