@@ -254,15 +254,15 @@ std::string name_of(const KernelSpec& spec) {
          std::string(row_of(spec.split_k_mode).in_kernel_name);
 }
 
-// sm90_gemm.cu.in's and sm90_gemm_visitor.cu.in's: the kernel on one of CUTLASS's epilogues.
-Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
+// Every SM90 template's: the operands', the mainloop's and the tile scheduler's.
+Placeholders mainloop_placeholders(const KernelSpec& spec) {
   const TileDescription& tile = spec.tile;
   const Shape3 cta = tile.cta_tile();
   auto text = [](int value) { return std::to_string(value); };
   Placeholders out = common_placeholders(spec);
   out.insert(out.end(), {
                             {"element_d", std::string(row_of(spec.element_d).cutlass)},
-                            {"alignment_d", text(output_alignment(spec.element_c, spec.element_d, spec.alignment_c))},
+                            {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
                             {"cta_m", text(cta[0])},
                             {"cta_n", text(cta[1])},
                             {"cta_k", text(cta[2])},
@@ -271,13 +271,23 @@ Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
                             {"cluster_k", text(tile.cluster_shape[2])},
                             {"kernel_schedule", std::string(row_of(tile.kernel_schedule).cutlass)},
                             {"tile_scheduler", std::string(row_of(tile_scheduler_of(spec)).cutlass)},
-                            {"bias", std::string(row_of(spec.bias).cutlass)},
-                            {"scale", std::string(row_of(spec.scale).cutlass)},
-                            {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
-                            {"activation", activation_functor(spec.activation, spec.element_d)},
-                            {"epilogue_schedule", std::string(row_of(tile.epilogue_schedule).cutlass)},
                             {"stages", text(tile.stages)},
                         });
+  return out;
+}
+
+// sm90_gemm.cu.in's and sm90_gemm_visitor.cu.in's: the kernel on one of CUTLASS's epilogues, which compiles the
+// epilogue in.
+Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
+  Placeholders out = mainloop_placeholders(spec);
+  out.insert(out.end(),
+             {
+                 {"alignment_d", std::to_string(output_alignment(spec.element_c, spec.element_d, spec.alignment_c))},
+                 {"bias", std::string(row_of(spec.bias).cutlass)},
+                 {"scale", std::string(row_of(spec.scale).cutlass)},
+                 {"activation", activation_functor(spec.activation, spec.element_d)},
+                 {"epilogue_schedule", std::string(row_of(spec.tile.epilogue_schedule).cutlass)},
+             });
   if (spec.visitor) {
     // The tree replaces the bias, scale and activation placeholders.
     std::erase_if(out, [](const auto& kv) {
@@ -469,38 +479,14 @@ class Sm90Collective final : public Family {
   bool splittable(const KernelSpec& spec) const override { return spec.split_k_mode != SplitKMode::Parallel; }
 
   Placeholders placeholders(const KernelSpec& spec) const override {
-    return lean_epilogue(spec) ? lean_placeholders(spec) : cutlass_epilogue_placeholders(spec);
-  }
-
- private:
-  // The lean template's: the mainloop's and the element types; nothing of the epilogue's settings.
-  static Placeholders lean_placeholders(const KernelSpec& spec) {
-    const TileDescription& tile = spec.tile;
-    const Shape3 cta = tile.cta_tile();
-    auto text = [](int value) { return std::to_string(value); };
-    auto cutlass = [](auto value) { return std::string(row_of(value).cutlass); };
-    return {
-        {"kernel_name", spec.name()},
-        {"element_a", cutlass(spec.element_a)},
-        {"layout_a", cutlass(spec.layout_a)},
-        {"alignment_a", text(spec.alignment_a)},
-        {"element_b", cutlass(spec.element_b)},
-        {"layout_b", cutlass(spec.layout_b)},
-        {"alignment_b", text(spec.alignment_b)},
-        {"element_c", cutlass(spec.element_c)},
-        {"element_d", cutlass(spec.element_d)},
-        {"element_bias", cutlass(element_c_or_d(spec))},
-        {"element_accumulator", cutlass(spec.element_accumulator)},
-        {"cta_m", text(cta[0])},
-        {"cta_n", text(cta[1])},
-        {"cta_k", text(cta[2])},
-        {"cluster_m", text(tile.cluster_shape[0])},
-        {"cluster_n", text(tile.cluster_shape[1])},
-        {"cluster_k", text(tile.cluster_shape[2])},
-        {"kernel_schedule", cutlass(tile.kernel_schedule)},
-        {"tile_scheduler", cutlass(tile_scheduler_of(spec))},
-        {"stages", text(tile.stages)},
-    };
+    if (!lean_epilogue(spec)) return cutlass_epilogue_placeholders(spec);
+    // The lean template takes nothing of the epilogue's settings (they come at launch); its C and D are row-major
+    // with 16-byte rows, which validate() checked.
+    Placeholders out = mainloop_placeholders(spec);
+    std::erase_if(out, [](const auto& kv) {
+      return kv.first == "layout_c" || kv.first == "alignment_c" || kv.first == "element_compute";
+    });
+    return out;
   }
 };
 
