@@ -226,6 +226,17 @@ Placeholders common_placeholders(const KernelSpec& spec) {
   };
 }
 
+Placeholders cta_and_cluster_placeholders(const TileDescription& tile) {
+  const Shape3 cta = tile.cta_tile();
+  auto text = [](int value) { return std::to_string(value); };
+  return {{"cta_m", text(cta[0])},
+          {"cta_n", text(cta[1])},
+          {"cta_k", text(cta[2])},
+          {"cluster_m", text(tile.cluster_shape[0])},
+          {"cluster_n", text(tile.cluster_shape[1])},
+          {"cluster_k", text(tile.cluster_shape[2])}};
+}
+
 KernelSpec as_dense(const KernelSpec& spec, KernelFamily dense) {
   KernelSpec out = spec;
   out.family = dense;

@@ -71,6 +71,8 @@ std::string activation_functor(Activation activation, DataType element_d);
 // The placeholders every template has: kernel name, A/B/C element, layout and alignment, accumulator and compute
 // types.
 Placeholders common_placeholders(const KernelSpec& spec);
+// An SM90 tile's CTA shape and cluster shape (cta_m, cta_n, cta_k, cluster_m, cluster_n, cluster_k).
+Placeholders cta_and_cluster_placeholders(const TileDescription& tile);
 
 // Grouped families build on a dense family's tiles and rules: the spec as that family would see it.
 KernelSpec as_dense(const KernelSpec& spec, KernelFamily dense);

@@ -256,22 +256,15 @@ std::string name_of(const KernelSpec& spec) {
 
 // Every SM90 template's: the operands', the mainloop's and the tile scheduler's.
 Placeholders mainloop_placeholders(const KernelSpec& spec) {
-  const TileDescription& tile = spec.tile;
-  const Shape3 cta = tile.cta_tile();
-  auto text = [](int value) { return std::to_string(value); };
   Placeholders out = common_placeholders(spec);
+  const Placeholders tile = cta_and_cluster_placeholders(spec.tile);
+  out.insert(out.end(), tile.begin(), tile.end());
   out.insert(out.end(), {
                             {"element_d", std::string(row_of(spec.element_d).cutlass)},
                             {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
-                            {"cta_m", text(cta[0])},
-                            {"cta_n", text(cta[1])},
-                            {"cta_k", text(cta[2])},
-                            {"cluster_m", text(tile.cluster_shape[0])},
-                            {"cluster_n", text(tile.cluster_shape[1])},
-                            {"cluster_k", text(tile.cluster_shape[2])},
-                            {"kernel_schedule", std::string(row_of(tile.kernel_schedule).cutlass)},
+                            {"kernel_schedule", std::string(row_of(spec.tile.kernel_schedule).cutlass)},
                             {"tile_scheduler", std::string(row_of(tile_scheduler_of(spec)).cutlass)},
-                            {"stages", text(tile.stages)},
+                            {"stages", std::to_string(spec.tile.stages)},
                         });
   return out;
 }

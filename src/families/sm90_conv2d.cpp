@@ -186,33 +186,28 @@ class Sm90Conv2d final : public Family {
 
   Placeholders placeholders(const KernelSpec& spec) const override {
     const TileDescription& tile = spec.tile;
-    const Shape3 cta = tile.cta_tile();
     auto text = [](int value) { return std::to_string(value); };
     auto cutlass = [](auto value) { return std::string(row_of(value).cutlass); };
-    return {
-        {"kernel_name", spec.name()},
-        {"conv_operator", cutlass(*spec.conv_kind)},
-        {"element_a", cutlass(spec.element_a)},
-        {"alignment_a", text(spec.alignment_a)},
-        {"element_b", cutlass(spec.element_b)},
-        {"alignment_b", text(spec.alignment_b)},
-        {"element_c", cutlass(spec.element_c)},
-        {"alignment_c", text(spec.alignment_c)},
-        {"element_d", cutlass(spec.element_d)},
-        {"alignment_d", text(output_alignment(spec.element_c, spec.element_d, spec.alignment_c))},
-        {"element_accumulator", cutlass(spec.element_accumulator)},
-        {"element_compute", cutlass(spec.element_compute())},
-        {"cta_m", text(cta[0])},
-        {"cta_n", text(cta[1])},
-        {"cta_k", text(cta[2])},
-        {"cluster_m", text(tile.cluster_shape[0])},
-        {"cluster_n", text(tile.cluster_shape[1])},
-        {"cluster_k", text(tile.cluster_shape[2])},
-        {"activation", activation_functor(spec.activation, spec.element_d)},
-        {"epilogue_schedule", cutlass(tile.epilogue_schedule)},
-        {"stages", text(tile.stages)},
-        {"kernel_schedule", "cutlass::conv::KernelImplicitTmaWarpSpecializedSm90"},
-    };
+    Placeholders out = cta_and_cluster_placeholders(tile);
+    out.insert(out.end(), {
+                              {"kernel_name", spec.name()},
+                              {"conv_operator", cutlass(*spec.conv_kind)},
+                              {"element_a", cutlass(spec.element_a)},
+                              {"alignment_a", text(spec.alignment_a)},
+                              {"element_b", cutlass(spec.element_b)},
+                              {"alignment_b", text(spec.alignment_b)},
+                              {"element_c", cutlass(spec.element_c)},
+                              {"alignment_c", text(spec.alignment_c)},
+                              {"element_d", cutlass(spec.element_d)},
+                              {"alignment_d", text(output_alignment(spec.element_c, spec.element_d, spec.alignment_c))},
+                              {"element_accumulator", cutlass(spec.element_accumulator)},
+                              {"element_compute", cutlass(spec.element_compute())},
+                              {"activation", activation_functor(spec.activation, spec.element_d)},
+                              {"epilogue_schedule", cutlass(tile.epilogue_schedule)},
+                              {"stages", text(tile.stages)},
+                              {"kernel_schedule", "cutlass::conv::KernelImplicitTmaWarpSpecializedSm90"},
+                          });
+    return out;
   }
 };
 
