@@ -36,7 +36,7 @@ struct LeanEpilogueParams {
 namespace lean {
 
 // The activations as CUTLASS's epilogues apply them (on Arrays of the compute type), with gemmkit's approximations
-// where D is 16-bit: the fused kernels' numerics, bit for bit.
+// where D is 16-bit: the fused kernels' functors.
 template <bool Approximate>
 struct Activations {
   template <class T>
