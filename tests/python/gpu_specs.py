@@ -59,7 +59,7 @@ def torch_specs(cc=None):
                             element_accumulator=np.float32, cc=cc)
         plan.activation = activation
         out.append(plan.construct())
-    # gemmkit.torch.grouped_gemm's plans (test_torch_ops.GROUPED_KINDS) and the exported grouped ReLU kernel.
+    # gemmkit.torch.grouped_gemm's plans (test_torch_ops_grouped.GROUPED_KINDS) and the exported grouped ReLU kernel.
     for layout_A, layout_B, activation in [("row", "row", "relu"), ("col", "col", "identity"), ("row", "col", "relu")]:
         plan = gemmkit.GroupedGemm(element=np.float16, layout_A=layout_A, layout_B=layout_B, layout_C="row",
                                    element_accumulator=np.float32, cc=cc)
@@ -107,7 +107,7 @@ def evt_spec(fn, examples, cc=None, kernel_cc=None):
 
 
 def evt_export_specs(cc=None):
-    """test_torch_emit.py's exported epilogue trees: the notebook's on this GPU's kernel and on CUTLASS 2.x
+    """test_torch_emit_evt.py's exported epilogue trees: the notebook's on this GPU's kernel and on CUTLASS 2.x
     (kernel_cc=80), and the reductions' on this GPU's."""
     return {"native": evt_spec(notebook_epilogue, notebook_examples(), cc),
             "sm80": evt_spec(notebook_epilogue, notebook_examples(), cc, kernel_cc=80),
@@ -115,7 +115,7 @@ def evt_export_specs(cc=None):
 
 
 def bias_act_specs(cc=None):
-    """gemmkit.torch.gemm_bias_act's plans in test_torch_ops.py (BIAS_ACT_CASES; B a linear layer's transposed
+    """gemmkit.torch.gemm_bias_act's plans in test_torch_ops_bias_act.py (BIAS_ACT_CASES; B a linear layer's transposed
     weight), where torch is installed."""
     try:
         import torch
@@ -131,7 +131,7 @@ def bias_act_specs(cc=None):
     return out
 
 
-# (dtype, bias, residual, activation, leaky_relu slope): gemm_bias_act's cases in test_torch_ops.py.
+# (dtype, bias, residual, activation, leaky_relu slope): gemm_bias_act's cases in test_torch_ops_bias_act.py.
 BIAS_ACT_CASES = [("float16", False, False, "identity", 0.01), ("float16", True, False, "relu", 0.01),
                   ("float16", False, True, "gelu", 0.01), ("float16", True, True, "leaky_relu", 0.2),
                   ("bfloat16", True, False, "silu", 0.01), ("bfloat16", True, True, "leaky_relu", 0.2)]
@@ -155,7 +155,7 @@ def fp8_specs(cc=None):
 
 def conv_specs(cc=None):
     """test_conv2d.py's split-K kernels (parallel split-K wgrad with ReLU; the split run() picks for a long wgrad)
-    and test_torch_emit.py's exported fprop kernel, asked for with NHWC arrays of their tests' shapes."""
+    and test_torch_emit_conv.py's exported fprop kernel, asked for with NHWC arrays of their tests' shapes."""
     zeros = lambda *shape: np.zeros(shape, np.float16)  # noqa: E731
     # Split-K is the CUTLASS 2.x family's (kernel_cc=80): SM90 conv plans never split.
     relu = gemmkit.Conv2d(kind="wgrad", element=np.float16, element_accumulator=np.float32, cc=cc, kernel_cc=80)
