@@ -1,4 +1,6 @@
-// tests/unit/cache_test.cpp: cache keys, atomic publish, damage recovery and concurrency, with a fake builder.
+// tests/unit/cache_test.cpp: the disk cache with a fake builder: atomic publish and hits, damage recovery,
+// concurrency (threads, processes, stale locks, publish races), many builds and their progress, list, clear, the tmp
+// sweep, and the cache root. Keys: cache_keys_test.cpp; archives and kernel packs: cache_archive_test.cpp.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -14,10 +16,9 @@
 #include <fstream>
 #include <functional>
 #include <optional>
-#include <set>
-#include <sstream>
+#include <ostream>
 #include <stdexcept>
-#include <string_view>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/jit.hpp"
 #include "support/cli.hpp"
+#include "unit/cache_fixture.hpp"
 #include "unit/fake_build.hpp"
 #include "unit/test_env.hpp"
 
@@ -35,206 +37,6 @@ namespace gemmkit {
 namespace {
 
 using testenv::read;
-
-std::size_t count_entries(const fs::path& root) {
-  std::size_t n = 0;
-  for (const auto& shard : fs::directory_iterator(root / "v1")) {
-    if (shard.path().filename().string().size() != 2) continue;
-    n += std::distance(fs::directory_iterator(shard.path()), fs::directory_iterator());
-  }
-  return n;
-}
-
-std::size_t count_children(const fs::path& dir) {
-  if (!fs::exists(dir)) return 0;
-  return std::distance(fs::directory_iterator(dir), fs::directory_iterator());
-}
-
-class CacheTest : public ::testing::Test {
- protected:
-  testenv::TempDir dir_;
-  DiskCache cache_{dir_.str()};
-  Toolchain tc_ = fake_toolchain();
-  KernelSource source_ = fake_source();
-  CacheCounters before_ = cache_counters();
-
-  int builds() const { return cache_counters().builds - before_.builds; }
-  int disk_hits() const { return cache_counters().disk_hits - before_.disk_hits; }
-  int rebuilt_damaged() const { return cache_counters().rebuilt_damaged - before_.rebuilt_damaged; }
-};
-
-// ---- keys --------------------------------------------------------------------------------------------------
-
-TEST_F(CacheTest, KeyIsStableAndHex) {
-  const std::string key = cache_.key(tc_, source_);
-  EXPECT_EQ(key, cache_.key(fake_toolchain(), fake_source()));
-  EXPECT_EQ(key, DiskCache("/elsewhere").key(tc_, source_));
-  ASSERT_EQ(key.size(), 64u);
-  EXPECT_EQ(key.find_first_not_of("0123456789abcdef"), std::string::npos);
-}
-
-// One change to each field of a cache key's record, by name.
-std::vector<std::pair<const char*, std::function<void(Toolchain&, KernelSource&)>>> record_changes() {
-  return {
-      {"device headers", [](Toolchain& t, KernelSource&) { t.device_headers_hash = std::string(64, 'e'); }},
-      {"cutlass version", [](Toolchain& t, KernelSource&) { t.cutlass_version = "4.2.1"; }},
-      {"nvcc version", [](Toolchain& t, KernelSource&) { t.nvcc_version = "12.8"; }},
-      {"nvcc build", [](Toolchain& t, KernelSource&) { t.nvcc_build = "Build cuda_13.0.r13.0/compiler.1_0"; }},
-      {"host target", [](Toolchain& t, KernelSource&) { t.host_target = "aarch64-linux-gnu"; }},
-      {"arch", [](Toolchain&, KernelSource& s) { s.arch_flag = "sm_90"; }},
-      {"kernel name", [](Toolchain&, KernelSource& s) { s.kernel_name += "_x"; }},
-      {"source text", [](Toolchain&, KernelSource& s) { s.text += " "; }},
-  };
-}
-
-TEST_F(CacheTest, EveryRecordFieldChangesTheKey) {
-  const std::string base = cache_.key(tc_, source_);
-  const auto changes = record_changes();
-  for (const auto& [what, change] : changes) {
-    Toolchain tc = tc_;
-    KernelSource source = source_;
-    change(tc, source);
-    EXPECT_NE(cache_.key(tc, source), base) << what;
-  }
-}
-
-TEST_F(CacheTest, PathsAndTheHostCompilersVersionDoNotChangeTheKey) {
-  const std::string base = cache_.key(tc_, source_);
-  // A module built by another g++ for the same target is the same kernel behind the same C interface.
-  Toolchain other_host = tc_;
-  other_host.host_compiler = "g++ (Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0";
-  EXPECT_EQ(cache_.key(other_host, source_), base);
-  Toolchain moved = tc_;
-  moved.nvcc = "/usr/local/cuda-13.0/bin/nvcc";
-  moved.cuda_home = "/usr/local/cuda-13.0";
-  moved.cutlass_root = "/srv/cutlass";
-  moved.device_include_dir = "/usr/share/gemmkit/device/include";
-  EXPECT_EQ(cache_.key(moved, source_), base);
-}
-
-TEST_F(CacheTest, RecordHoldsFlagsWithPlaceholdersAndTheSource) {
-  const std::string record = cache_.record(tc_, source_);
-  EXPECT_NE(record.find("flag: -DNDEBUG\n"), std::string::npos);
-  EXPECT_NE(record.find("flag: -gencode=arch=compute_90a,code=sm_90a\n"), std::string::npos);
-  EXPECT_NE(record.find("flag: -I<cutlass>/include\n"), std::string::npos);
-  EXPECT_NE(record.find("nvcc-version: 13.0\n"), std::string::npos);
-  EXPECT_EQ(record.find(tc_.cutlass_root), std::string::npos);
-  EXPECT_EQ(record.find(tc_.nvcc), std::string::npos);
-  EXPECT_EQ(record.substr(record.size() - source_.text.size()), source_.text);
-}
-
-// ---- the split path's two keys (compiler.hpp) ------------------------------------------------------------------
-
-TEST_F(CacheTest, TheCubinKeyLeavesOutTheHostTargetAndTheHostKeyHasIt) {
-  const std::string cubin = cache_.split_key(tc_, source_, SplitArtifact::cubin);
-  const std::string host = cache_.split_key(tc_, source_, SplitArtifact::host);
-  const std::string single = cache_.key(tc_, source_);
-  EXPECT_NE(cubin, host);
-  EXPECT_NE(cubin, single);
-  EXPECT_NE(host, single);
-
-  // Another host target (an aarch64 host with the same toolkit): its cubin hits, its host module is its own.
-  Toolchain other_target = tc_;
-  other_target.host_target = "aarch64-linux-gnu";
-  EXPECT_EQ(cache_.split_key(other_target, source_, SplitArtifact::cubin), cubin);
-  EXPECT_NE(cache_.split_key(other_target, source_, SplitArtifact::host), host);
-  EXPECT_NE(cache_.key(other_target, source_), single);
-  // Another g++ version or other paths change neither.
-  Toolchain moved = tc_;
-  moved.host_compiler = "g++ (Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0";
-  moved.nvcc = "/usr/local/cuda-13.0/bin/nvcc";
-  moved.cutlass_root = "/srv/cutlass";
-  moved.device_include_dir = "/usr/share/gemmkit/device/include";
-  EXPECT_EQ(cache_.split_key(moved, source_, SplitArtifact::cubin), cubin);
-  EXPECT_EQ(cache_.split_key(moved, source_, SplitArtifact::host), host);
-}
-
-TEST_F(CacheTest, TheCubinKeyCoversWhatTheCubinDependsOn) {
-  // Every field of the record but the host target, which a cubin does not depend on.
-  auto changes = record_changes();
-  std::erase_if(changes, [](const auto& change) { return std::string_view(change.first) == "host target"; });
-  for (const SplitArtifact artifact : {SplitArtifact::cubin, SplitArtifact::host}) {
-    const std::string base = cache_.split_key(tc_, source_, artifact);
-    for (const auto& [what, change] : changes) {
-      Toolchain tc = tc_;
-      KernelSource source = source_;
-      change(tc, source);
-      EXPECT_NE(cache_.split_key(tc, source, artifact), base) << what;
-    }
-  }
-}
-
-TEST_F(CacheTest, SplitRecordsHoldTheirOwnFlags) {
-  const std::string cubin = cache_.split_record(tc_, source_, SplitArtifact::cubin);
-  EXPECT_NE(cubin.find("flag: -cubin\n"), std::string::npos);
-  EXPECT_NE(cubin.find("flag: -DGEMMKIT_SPLIT_DEVICE\n"), std::string::npos);
-  EXPECT_NE(cubin.find("flag: -gencode=arch=compute_90a,code=sm_90a\n"), std::string::npos);
-  EXPECT_EQ(cubin.find("host-target"), std::string::npos);
-  EXPECT_EQ(cubin.find("-shared"), std::string::npos);
-  EXPECT_EQ(cubin.substr(cubin.size() - source_.text.size()), source_.text);
-  const std::string host = cache_.split_record(tc_, source_, SplitArtifact::host);
-  EXPECT_NE(host.find("flag: -DGEMMKIT_SPLIT_HOST\n"), std::string::npos);
-  EXPECT_NE(host.find("flag: -shared\n"), std::string::npos);
-  EXPECT_NE(host.find("host-target: " + tc_.host_target + "\n"), std::string::npos);
-  EXPECT_EQ(host.find(tc_.host_compiler), std::string::npos);
-  EXPECT_EQ(host.find("-cubin"), std::string::npos);
-}
-
-// The fields of a record, up to the source text (which follows "source-bytes").
-std::set<std::string> record_fields(const std::string& record) {
-  std::set<std::string> fields;
-  std::istringstream lines(record);
-  for (std::string line; std::getline(lines, line);) {
-    fields.insert(line.substr(0, line.find(':')));
-    if (line.rfind("source-bytes:", 0) == 0) break;
-  }
-  return fields;
-}
-
-// A cubin built on a machine without a GPU must hit on the GPU machine: the split keys hold the toolchain, the exact
-// arch, the flags and the source, nothing the building machine's devices could change.
-TEST_F(CacheTest, TheSplitKeysHoldNothingOfTheBuildingMachinesGpu) {
-  const std::set<std::string> common = {"gemmkit-cache-key-schema",
-                                        "gemmkit-version",
-                                        "device-headers-sha256",
-                                        "cutlass-version",
-                                        "nvcc-version",
-                                        "nvcc-build",
-                                        "artifact",
-                                        "arch",
-                                        "kernel-name",
-                                        "flag",
-                                        "source-bytes"};
-  EXPECT_EQ(record_fields(cache_.split_record(tc_, source_, SplitArtifact::cubin)), common);
-  std::set<std::string> host = common;
-  host.insert({"host-target", "host-wrapper"});
-  EXPECT_EQ(record_fields(cache_.split_record(tc_, source_, SplitArtifact::host)), host);
-  const std::vector<std::string> keys = {cache_.split_key(tc_, source_, SplitArtifact::cubin),
-                                         cache_.split_key(tc_, source_, SplitArtifact::host)};
-  testenv::ScopedEnv no_devices("CUDA_VISIBLE_DEVICES", "");
-  EXPECT_EQ(cache_.split_key(tc_, source_, SplitArtifact::cubin), keys[0]);
-  EXPECT_EQ(cache_.split_key(tc_, source_, SplitArtifact::host), keys[1]);
-}
-
-TEST_F(CacheTest, SplittableSourcesBuildSplitUnlessTurnedOff) {
-  KernelSource splittable = source_;
-  splittable.splittable = true;
-  {
-    testenv::ScopedEnv off("GEMMKIT_SPLIT_BUILD", "0");
-    EXPECT_FALSE(DiskCache::builds_split(splittable));
-    EXPECT_EQ(cache_.keys(tc_, splittable), std::vector<std::string>{cache_.key(tc_, splittable)});
-  }
-  testenv::ScopedEnv by_default("GEMMKIT_SPLIT_BUILD", std::nullopt);
-  EXPECT_TRUE(DiskCache::builds_split(splittable));
-  EXPECT_FALSE(DiskCache::builds_split(source_));
-  EXPECT_EQ(cache_.keys(tc_, splittable),
-            (std::vector<std::string>{cache_.split_key(tc_, splittable, SplitArtifact::cubin),
-                                      cache_.split_key(tc_, splittable, SplitArtifact::host)}));
-  // A builder given by the caller builds one module, whatever the knob says.
-  const CacheEntry built = cache_.get_or_build(tc_, splittable, fake_builder());
-  EXPECT_EQ(built.key, cache_.key(tc_, splittable));
-  EXPECT_TRUE(built.cubin_path.empty());
-}
 
 // ---- publish and hit ---------------------------------------------------------------------------------------
 
@@ -481,7 +283,7 @@ TEST_F(CacheTest, LosingThePublishRaceUsesTheWinnersEntry) {
   EXPECT_TRUE(cache_.lookup(key).has_value());
 }
 
-// ---- many, list, clear, root -----------------------------------------------------------------------------
+// ---- many, list, clear, sweep, root --------------------------------------------------------------------------
 
 TEST_F(CacheTest, GetOrBuildManyBuildsEachKeyOnceInOrder) {
   const std::vector<KernelSource> sources = {fake_source("a"), fake_source("b"), fake_source("a"), fake_source("c"),
@@ -510,211 +312,6 @@ TEST_F(CacheTest, GetOrBuildManyReportsAFailure) {
   EXPECT_TRUE(cache_.lookup(cache_.key(tc_, fake_source("a"))).has_value());
 }
 
-TEST_F(CacheTest, ListAndClear) {
-  for (const char* name : {"k1", "k2", "k3"}) cache_.get_or_build(tc_, fake_source(name), fake_builder());
-  const std::vector<CacheListing> listing = cache_.list();
-  ASSERT_EQ(listing.size(), 3u);
-  for (const CacheListing& item : listing) {
-    EXPECT_GT(item.bytes, 4096u);
-    EXPECT_FALSE(item.created.empty());
-    EXPECT_EQ(item.key, cache_.key(tc_, fake_source(item.kernel_name)));
-  }
-  EXPECT_EQ(cache_.clear(), 3u);
-  EXPECT_TRUE(cache_.list().empty());
-  EXPECT_EQ(count_entries(dir_.path()), 0u);
-  EXPECT_EQ(count_children(dir_.path() / "v1" / "trash"), 0u);
-  EXPECT_FALSE(cache_.get_or_build(tc_, fake_source("k1"), fake_builder()).hit);
-}
-
-TEST_F(CacheTest, ClearOnAnEmptyRootIsZero) {
-  EXPECT_EQ(DiskCache((dir_.path() / "none").string()).clear(), 0u);
-}
-
-TEST(CacheRoot, EnvironmentPrecedence) {
-  testenv::ScopedEnv cache_dir("GEMMKIT_CACHE_DIR", "/c/gemmkit");
-  testenv::ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
-  testenv::ScopedEnv home("HOME", "/home/me");
-  EXPECT_EQ(DiskCache::default_root(), "/c/gemmkit");
-  {
-    testenv::ScopedEnv unset("GEMMKIT_CACHE_DIR", std::nullopt);
-    EXPECT_EQ(DiskCache::default_root(), "/xdg/gemmkit");
-    testenv::ScopedEnv unset_xdg("XDG_CACHE_HOME", std::nullopt);
-    EXPECT_EQ(DiskCache::default_root(), "/home/me/.cache/gemmkit");
-  }
-}
-
-// ---- export and import -----------------------------------------------------------------------------------------
-
-TEST_F(CacheTest, ExportImportRoundTripNeedsNoBuild) {
-  const CacheEntry a = cache_.get_or_build(tc_, fake_source("k1"), fake_builder());
-  const CacheEntry b = cache_.get_or_build(tc_, fake_source("k2"), fake_builder());
-  const fs::path archive = dir_.path() / "pack.tar";
-  EXPECT_EQ(cache_.export_archive(archive.string()), 2u);
-
-  testenv::TempDir other_dir;
-  DiskCache other(other_dir.str());
-  const DiskCache::ImportResult imported = other.import_archive(archive.string());
-  EXPECT_EQ(imported.imported, 2u);
-  EXPECT_EQ(imported.present, 0u);
-  const int builds_before = builds();
-  for (const CacheEntry& entry : {a, b}) {
-    const std::optional<CacheEntry> found = other.lookup(entry.key);
-    ASSERT_TRUE(found) << entry.kernel_name;
-    EXPECT_EQ(read(found->module_path), read(entry.module_path));
-    EXPECT_TRUE(other.get_or_build(tc_, fake_source(entry.kernel_name), fake_builder()).hit);
-  }
-  EXPECT_EQ(builds(), builds_before);  // the imported entries serve without a build
-  EXPECT_EQ(count_children(other_dir.path() / "v1" / "tmp"), 0u);
-
-  // Importing again changes nothing; exporting one key writes one entry.
-  EXPECT_EQ(other.import_archive(archive.string()).present, 2u);
-  EXPECT_EQ(other.export_archive((dir_.path() / "one.tar").string(), {a.key}), 1u);
-  EXPECT_EQ(DiskCache((dir_.path() / "third").string()).import_archive((dir_.path() / "one.tar").string()).imported,
-            1u);
-  EXPECT_THROW(cache_.export_archive((dir_.path() / "x.tar").string(), {std::string(64, 'a')}), Error);
-}
-
-TEST_F(CacheTest, ImportRefusesATamperedOrForeignArchive) {
-  const CacheEntry built = cache_.get_or_build(tc_, source_, fake_builder());
-  const fs::path archive = dir_.path() / "pack.tar";
-  cache_.export_archive(archive.string());
-  std::string bytes = read(archive);
-  const std::size_t module = bytes.find("ELF-ish module");
-  ASSERT_NE(module, std::string::npos);
-  bytes[module] = 'X';  // kernel.so no longer matches the SHA-256 its manifest records
-  const fs::path tampered = dir_.path() / "tampered.tar";
-  std::ofstream(tampered, std::ios::binary) << bytes;
-
-  testenv::TempDir other_dir;
-  DiskCache other(other_dir.str());
-  try {
-    other.import_archive(tampered.string());
-    ADD_FAILURE() << "a tampered archive was imported";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("kernel.so does not match"), std::string::npos) << e.what();
-  }
-  EXPECT_FALSE(other.lookup(built.key));
-
-  const fs::path foreign = dir_.path() / "foreign.tar";
-  std::ofstream(foreign, std::ios::binary) << std::string(2048, 'z');
-  EXPECT_THROW(other.import_archive(foreign.string()), Error);
-  EXPECT_THROW(other.import_archive((dir_.path() / "missing.tar").string()), Error);
-  EXPECT_EQ(count_children(other_dir.path() / "v1" / "tmp"), 0u);
-}
-
-TEST_F(CacheTest, ConcurrentImportersPublishEachEntryOnce) {
-  cache_.get_or_build(tc_, source_, fake_builder());
-  const fs::path archive = dir_.path() / "pack.tar";
-  cache_.export_archive(archive.string());
-  testenv::TempDir other_dir;
-  std::atomic<int> imported{0}, present{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&] {
-      const auto result = DiskCache(other_dir.str()).import_archive(archive.string());
-      imported += static_cast<int>(result.imported);
-      present += static_cast<int>(result.present);
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  EXPECT_EQ(imported.load(), 1);
-  EXPECT_EQ(present.load(), 3);
-  EXPECT_EQ(count_entries(other_dir.path()), 1u);
-}
-
-TEST_F(CacheTest, SweepRemovesBuildFoldersOlderThanAnHour) {
-  const fs::path tmp = dir_.path() / "v1" / "tmp";
-  fs::create_directories(tmp / "old.123.abc");
-  std::ofstream(tmp / "old.123.abc" / "tmpxft_0001.cpp") << "left by a killed nvcc";
-  fs::create_directories(tmp / "young.456.def");
-  fs::last_write_time(tmp / "old.123.abc", fs::file_time_type::clock::now() - std::chrono::hours(2));
-  const DiskCache::TmpFolders swept = cache_.sweep_tmp();
-  EXPECT_EQ(swept.removed, 1u);
-  EXPECT_EQ(swept.remaining, 1u);
-  EXPECT_FALSE(fs::exists(tmp / "old.123.abc"));
-  EXPECT_TRUE(fs::exists(tmp / "young.456.def"));
-
-  // The CLI's cache info reports them (and removes the stale ones) too.
-  fs::create_directories(tmp / "old2.1.a");
-  fs::last_write_time(tmp / "old2.1.a", fs::file_time_type::clock::now() - std::chrono::hours(3));
-  const auto info = nlohmann::json::parse(testing::run_cli("cache info --json", dir_.str()).out);
-  EXPECT_EQ(info.at("tmp_removed").get<int>(), 1);
-  EXPECT_EQ(info.at("tmp_remaining").get<int>(), 1);
-  EXPECT_FALSE(fs::exists(tmp / "old2.1.a"));
-}
-
-TEST_F(CacheTest, CliExportsAndImportsTheCache) {
-  const CacheEntry built = cache_.get_or_build(tc_, source_, fake_builder());
-  const std::string archive = (dir_.path() / "all.tar").string();
-  const auto exported = testing::run_cli("cache export " + archive + " --json", dir_.str());
-  ASSERT_EQ(exported.status, 0) << exported.out;
-  EXPECT_EQ(nlohmann::json::parse(exported.out).at("exported").get<int>(), 1);
-  testenv::TempDir other_dir;
-  const auto imported = testing::run_cli("cache import " + archive + " --json", other_dir.str());
-  ASSERT_EQ(imported.status, 0) << imported.out;
-  EXPECT_EQ(nlohmann::json::parse(imported.out).at("imported").get<int>(), 1);
-  EXPECT_TRUE(DiskCache(other_dir.str()).lookup(built.key));
-  EXPECT_EQ(testing::run_cli("cache import", other_dir.str()).status, 2);  // the file is required
-}
-
-// ---- kernel packs ------------------------------------------------------------------------------------------
-
-TEST_F(CacheTest, APackOnThePackPathServesAMissWithoutABuildAndIsOnlyRead) {
-  testenv::TempDir pack_dir;
-  const CacheEntry shipped = DiskCache(pack_dir.str()).get_or_build(tc_, source_, fake_builder());
-  const std::string key = cache_.key(tc_, source_);
-  ASSERT_FALSE(cache_.lookup(key).has_value());  // the pack path is unset
-
-  testenv::ScopedEnv pack_path("GEMMKIT_PACK_PATH", "/no/such/pack:" + pack_dir.str());
-  EXPECT_EQ(DiskCache::pack_roots().front(), "/no/such/pack");
-  EXPECT_EQ(DiskCache::pack_roots().at(1), pack_dir.str());
-  const int pack_hits_before = cache_counters().pack_hits;
-  const CacheEntry entry = cache_.get_or_build(tc_, source_, fake_builder());
-  EXPECT_TRUE(entry.hit);
-  EXPECT_EQ(entry.dir, shipped.dir);
-  EXPECT_EQ(entry.module_path, shipped.module_path);
-  EXPECT_EQ(builds(), 1);  // the pack's own build above, nothing since
-  EXPECT_EQ(cache_counters().pack_hits - pack_hits_before, 1);
-  EXPECT_EQ(cache_.find(tc_, source_)->dir, shipped.dir);
-  EXPECT_EQ(cache_.lookup(key)->dir, shipped.dir);
-  EXPECT_FALSE(fs::exists(dir_.path() / "v1" / key.substr(0, 2)));  // nothing copied into the cache
-
-  // A damaged pack entry is passed over and left where it is; the kernel is built into the cache.
-  std::ofstream(shipped.module_path, std::ios::binary | std::ios::app) << "damage";
-  const CacheEntry rebuilt = cache_.get_or_build(tc_, source_, fake_builder());
-  EXPECT_FALSE(rebuilt.hit);
-  EXPECT_EQ(fs::path(rebuilt.dir), dir_.path() / "v1" / key.substr(0, 2) / key);
-  EXPECT_TRUE(fs::exists(shipped.dir));
-  EXPECT_EQ(count_children(pack_dir.path() / "v1" / "trash"), 0u);
-}
-
-TEST_F(CacheTest, TheCacheWinsOverAPackAndAPackIsNotItsOwnFallback) {
-  testenv::TempDir pack_dir;
-  DiskCache(pack_dir.str()).get_or_build(tc_, source_, fake_builder());
-  const CacheEntry own = cache_.get_or_build(tc_, source_, fake_builder());
-  testenv::ScopedEnv pack_path("GEMMKIT_PACK_PATH", pack_dir.str() + ":" + dir_.str());
-  const int pack_hits_before = cache_counters().pack_hits;
-  EXPECT_EQ(cache_.get_or_build(tc_, source_, fake_builder()).dir, own.dir);
-  EXPECT_EQ(cache_counters().pack_hits, pack_hits_before);
-  // With its own entry gone, the cache's root on the pack path is skipped and the other pack serves it.
-  cache_.clear();
-  EXPECT_EQ(fs::path(cache_.lookup(own.key)->dir).parent_path().parent_path().parent_path(), pack_dir.path());
-}
-
-TEST_F(CacheTest, CliCacheInfoListsThePacks) {
-  testenv::TempDir pack_dir;
-  DiskCache(pack_dir.str()).get_or_build(tc_, source_, fake_builder());
-  testenv::ScopedEnv pack_path("GEMMKIT_PACK_PATH", pack_dir.str());
-  const auto info = testing::run_cli("cache info --json", dir_.str());
-  ASSERT_EQ(info.status, 0) << info.out;
-  const auto packs = nlohmann::json::parse(info.out).at("packs");
-  ASSERT_FALSE(packs.empty());
-  EXPECT_EQ(packs.front().at("root").get<std::string>(), pack_dir.str());
-  EXPECT_EQ(packs.front().at("entries").get<int>(), 1);
-  const auto text = testing::run_cli("cache info", dir_.str());
-  EXPECT_NE(text.out.find("pack " + pack_dir.str() + ": 1 entries"), std::string::npos) << text.out;
-}
-
 TEST_F(CacheTest, ManyBuildsReportProgressWithCountsAndAnEta) {
   cache_.get_or_build(tc_, fake_source("already"), fake_builder());  // a hit: not counted as work
   std::vector<BuildProgress> steps;
@@ -741,6 +338,60 @@ TEST_F(CacheTest, ManyBuildsReportProgressWithCountsAndAnEta) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.rfind("gemmkit: built " + steps.back().kernel_name + " [3/3] ", 0), 0u) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
+}
+
+TEST_F(CacheTest, ListAndClear) {
+  for (const char* name : {"k1", "k2", "k3"}) cache_.get_or_build(tc_, fake_source(name), fake_builder());
+  const std::vector<CacheListing> listing = cache_.list();
+  ASSERT_EQ(listing.size(), 3u);
+  for (const CacheListing& item : listing) {
+    EXPECT_GT(item.bytes, 4096u);
+    EXPECT_FALSE(item.created.empty());
+    EXPECT_EQ(item.key, cache_.key(tc_, fake_source(item.kernel_name)));
+  }
+  EXPECT_EQ(cache_.clear(), 3u);
+  EXPECT_TRUE(cache_.list().empty());
+  EXPECT_EQ(count_entries(dir_.path()), 0u);
+  EXPECT_EQ(count_children(dir_.path() / "v1" / "trash"), 0u);
+  EXPECT_FALSE(cache_.get_or_build(tc_, fake_source("k1"), fake_builder()).hit);
+}
+
+TEST_F(CacheTest, ClearOnAnEmptyRootIsZero) {
+  EXPECT_EQ(DiskCache((dir_.path() / "none").string()).clear(), 0u);
+}
+
+TEST_F(CacheTest, SweepRemovesBuildFoldersOlderThanAnHour) {
+  const fs::path tmp = dir_.path() / "v1" / "tmp";
+  fs::create_directories(tmp / "old.123.abc");
+  std::ofstream(tmp / "old.123.abc" / "tmpxft_0001.cpp") << "left by a killed nvcc";
+  fs::create_directories(tmp / "young.456.def");
+  fs::last_write_time(tmp / "old.123.abc", fs::file_time_type::clock::now() - std::chrono::hours(2));
+  const DiskCache::TmpFolders swept = cache_.sweep_tmp();
+  EXPECT_EQ(swept.removed, 1u);
+  EXPECT_EQ(swept.remaining, 1u);
+  EXPECT_FALSE(fs::exists(tmp / "old.123.abc"));
+  EXPECT_TRUE(fs::exists(tmp / "young.456.def"));
+
+  // The CLI's cache info reports them (and removes the stale ones) too.
+  fs::create_directories(tmp / "old2.1.a");
+  fs::last_write_time(tmp / "old2.1.a", fs::file_time_type::clock::now() - std::chrono::hours(3));
+  const auto info = nlohmann::json::parse(testing::run_cli("cache info --json", dir_.str()).out);
+  EXPECT_EQ(info.at("tmp_removed").get<int>(), 1);
+  EXPECT_EQ(info.at("tmp_remaining").get<int>(), 1);
+  EXPECT_FALSE(fs::exists(tmp / "old2.1.a"));
+}
+
+TEST(CacheRoot, EnvironmentPrecedence) {
+  testenv::ScopedEnv cache_dir("GEMMKIT_CACHE_DIR", "/c/gemmkit");
+  testenv::ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
+  testenv::ScopedEnv home("HOME", "/home/me");
+  EXPECT_EQ(DiskCache::default_root(), "/c/gemmkit");
+  {
+    testenv::ScopedEnv unset("GEMMKIT_CACHE_DIR", std::nullopt);
+    EXPECT_EQ(DiskCache::default_root(), "/xdg/gemmkit");
+    testenv::ScopedEnv unset_xdg("XDG_CACHE_HOME", std::nullopt);
+    EXPECT_EQ(DiskCache::default_root(), "/home/me/.cache/gemmkit");
+  }
 }
 
 }  // namespace
