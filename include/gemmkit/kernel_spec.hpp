@@ -98,6 +98,17 @@ void to_json(nlohmann::ordered_json& json, const TileDescription& tile);
 // as many bytes, within one 128-bit access.
 int output_alignment(DataType element_c, DataType element_d, int alignment_c);
 
+// What a Conv2d kernel adds to a GEMM's description: the convolution, how its iterators walk the operands, and
+// whether a dgrad kernel is for unit strides only.
+struct ConvKernel {
+  ConvKind kind = ConvKind::Fprop;
+  IteratorAlgorithm iterator_algorithm = IteratorAlgorithm::Analytic;
+  StrideSupport stride_support = StrideSupport::Strided;
+  bool operator==(const ConvKernel&) const = default;
+};
+
+// One kernel: what every kind shares (types, layouts, alignments, tile, epilogue), plus a convolution's own
+// description (`conv`) for the Conv2d families. A grouped GEMM is told apart by its family alone.
 struct KernelSpec {
   int cc = 0;         // the GPU the module is built for (80 -> sm_80, 90 -> sm_90a, ...)
   int kernel_cc = 0;  // the kernel generation: 80 (2.x) or 90 (3.x)
@@ -113,11 +124,7 @@ struct KernelSpec {
   Activation activation = Activation::Identity;
   BiasMode bias = BiasMode::None;
   ScaleMode scale = ScaleMode::None;  // scale vectors (SM90 kernels)
-  // Conv2d kernels only (family Sm80Conv2d): the convolution, how its iterators walk the operands, and whether a
-  // dgrad kernel is for unit strides only. A GEMM has no conv_kind.
-  std::optional<ConvKind> conv_kind;
-  IteratorAlgorithm iterator_algorithm = IteratorAlgorithm::Analytic;
-  StrideSupport stride_support = StrideSupport::Strided;
+  std::optional<ConvKernel> conv;     // Conv2d kernels only
   // Conv2d kernels: Serial (the kernel writes D; split-K slices, if any, add into it in turn) or Parallel (partial
   // sums in a workspace, then a reduction kernel that applies the epilogue). The slice count is a run-time argument.
   SplitKMode split_k_mode = SplitKMode::Serial;

@@ -135,9 +135,16 @@ void bind_values(nb::module_& m) {
       .def_ro("scale", &KernelSpec::scale)
       .def_ro("epilogue_visitor", &KernelSpec::visitor,
               "The kernel's epilogue visitor tree (its types resolved to the plan's), or None.")
-      .def_ro("conv_kind", &KernelSpec::conv_kind, "Conv2d kernels: fprop, dgrad or wgrad; None for a GEMM.")
-      .def_ro("iterator_algorithm", &KernelSpec::iterator_algorithm)
-      .def_ro("stride_support", &KernelSpec::stride_support)
+      .def_prop_ro(
+          "conv_kind",
+          [](const KernelSpec& s) { return s.conv ? std::optional<ConvKind>(s.conv->kind) : std::nullopt; },
+          "Conv2d kernels: fprop, dgrad or wgrad; None for a GEMM.")
+      .def_prop_ro(
+          "iterator_algorithm", [](const KernelSpec& s) { return s.conv.value_or(ConvKernel{}).iterator_algorithm; },
+          "Conv2d kernels: how the iterators walk the operands (analytic for a GEMM).")
+      .def_prop_ro(
+          "stride_support", [](const KernelSpec& s) { return s.conv.value_or(ConvKernel{}).stride_support; },
+          "Conv2d kernels: strided, or unity for the unit-stride dgrad kernels (strided for a GEMM).")
       .def_ro("split_k_mode", &KernelSpec::split_k_mode,
               "Conv2d kernels: serial (the kernel writes D) or parallel (partial sums, then a reduction kernel).")
       .def("name", &KernelSpec::name, "The kernel's name in the reference's format.")

@@ -136,9 +136,8 @@ Conv2d::Conv2d(const Conv2dOptions& options)
       settings_(std::make_shared<Settings>()),
       derived_(std::make_unique<Derived>()) {
   core_->complete_spec = [kind = kind_, settings = settings_](KernelSpec& spec) {
-    spec.conv_kind = kind;
-    spec.iterator_algorithm = settings->iterator.value_or(IteratorAlgorithm::Analytic);
-    spec.stride_support = settings->stride_support.value_or(StrideSupport::Strided);
+    spec.conv = ConvKernel{kind, settings->iterator.value_or(IteratorAlgorithm::Analytic),
+                           settings->stride_support.value_or(StrideSupport::Strided)};
   };
   core_->invalidate();
   // What SM90 kernels lack for these types and this kind (tf32 dgrad, wgrad): the 2.x kernels, unless kernel_cc=90

@@ -124,10 +124,10 @@ void to_json(nlohmann::ordered_json& json, const KernelSpec& spec) {
           {"scale", to_string(spec.scale)},
           {"arch", spec.arch_flag()},
           {"tile", spec.tile}};
-  if (spec.conv_kind) {
-    json["conv_kind"] = to_string(*spec.conv_kind);
-    json["iterator_algorithm"] = to_string(spec.iterator_algorithm);
-    json["stride_support"] = to_string(spec.stride_support);
+  if (spec.conv) {
+    json["conv_kind"] = to_string(spec.conv->kind);
+    json["iterator_algorithm"] = to_string(spec.conv->iterator_algorithm);
+    json["stride_support"] = to_string(spec.conv->stride_support);
     json["split_k_mode"] = to_string(spec.split_k_mode);
   } else if (spec.split_k_mode == SplitKMode::Parallel) {
     json["split_k_mode"] = to_string(spec.split_k_mode);
@@ -155,9 +155,9 @@ std::string KernelSpec::canonical() const {
       << ";swizzle=" << to_string(swizzle) << ";activation=" << to_string(activation) << ";bias=" << to_string(bias);
   // Records (and so cache keys) of kernels without scale vectors or convolutions stay as they were before them.
   if (scale != ScaleMode::None) out << ";scale=" << to_string(scale);
-  if (conv_kind) {
-    out << ";conv=" << to_string(*conv_kind) << ";iterator=" << to_string(iterator_algorithm)
-        << ";stride_support=" << to_string(stride_support);
+  if (conv) {
+    out << ";conv=" << to_string(conv->kind) << ";iterator=" << to_string(conv->iterator_algorithm)
+        << ";stride_support=" << to_string(conv->stride_support);
   }
   // Serial records stay as they were before parallel split-K existed.
   if (split_k_mode == SplitKMode::Parallel) out << ";split_k=" << to_string(split_k_mode);

@@ -213,7 +213,7 @@ void check_math_operation(const KernelSpec& spec, const DeviceLimits& limits) {
 
 void validate(const KernelSpec& spec, const DeviceLimits& limits) {
   check_math_operation(spec, limits);
-  if (spec.split_k_mode == SplitKMode::Parallel && !spec.conv_kind && !family_of(spec.family).splits_k_in_parallel()) {
+  if (spec.split_k_mode == SplitKMode::Parallel && !spec.conv && !family_of(spec.family).splits_k_in_parallel()) {
     throw ConfigError(
         "Parallel split-K (split_k_mode parallel) is a Conv2d option and, for GEMMs, an SM90 one "
         "(kernel_cc 90 tensor-op kernels); this spec's family is " +
@@ -543,6 +543,14 @@ std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescripti
   return best;
 }
 
+double estimated_time(const TileDescription& td, const ProblemShape& shape, int sm_count) {
+  const Shape3 cta = td.cta_tile();
+  const double work = static_cast<double>(cta[0]) * cta[1] / tile_efficiency(cta);
+  const auto count = static_cast<double>(tile_count(cta, shape));
+  const double sms = std::max(sm_count, 1);
+  return stream_k(td) ? 1.1 * count * work / sms : std::ceil(count / sms) * work;
+}
+
 std::vector<std::size_t> tuning_candidates(const std::vector<TileDescription>& tiles, const KernelSpec& spec,
                                            const ProblemShape& shape, int sm_count, std::size_t max) {
   std::vector<std::size_t> out;
@@ -553,13 +561,7 @@ std::vector<std::size_t> tuning_candidates(const std::vector<TileDescription>& t
   add(choose_tile(tiles, spec, shape, sm_count));
   add(0);
   std::vector<std::pair<double, std::size_t>> by_cost;
-  for (std::size_t i = 0; i < tiles.size(); ++i) {
-    const Shape3 cta = tiles[i].cta_tile();
-    const double work = static_cast<double>(cta[0]) * cta[1] / tile_efficiency(cta);
-    const auto count = static_cast<double>(tile_count(cta, shape));
-    const double cost = stream_k(tiles[i]) ? 1.1 * count * work / sm_count : std::ceil(count / sm_count) * work;
-    by_cost.emplace_back(cost, i);
-  }
+  for (std::size_t i = 0; i < tiles.size(); ++i) by_cost.emplace_back(estimated_time(tiles[i], shape, sm_count), i);
   std::stable_sort(by_cost.begin(), by_cost.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // Variety first: the cheapest entry of each CTA shape (data-parallel and Stream-K apart) fills half the budget,
   // then of each cluster and schedule, then whatever is cheapest.

@@ -135,9 +135,12 @@ inline constexpr int kMinParallelKSteps = 8;
 std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
                                                  int sm_count, int k_granule);
 
+// A configuration's time on a problem, in arbitrary units (only ratios mean anything): data-parallel, waves x tile
+// area / tile efficiency; Stream-K, the work spread evenly over the SMs (plus 10 % for its fix-up).
+double estimated_time(const TileDescription& td, const ProblemShape& shape, int sm_count);
+
 // Up to `max` configurations (indices into `tiles`) worth timing for this problem, for autotuning: choose_tile's pick
-// and the default first, then by estimated time (data-parallel: waves x tile area / efficiency; Stream-K: the work
-// spread evenly over the SMs), taking a variety of CTA shapes first, then clusters and schedules.
+// and the default first, then by estimated_time, taking a variety of CTA shapes first, then clusters and schedules.
 std::vector<std::size_t> tuning_candidates(const std::vector<TileDescription>& tiles, const KernelSpec& spec,
                                            const ProblemShape& shape, int sm_count, std::size_t max);
 

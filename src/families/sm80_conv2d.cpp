@@ -50,7 +50,7 @@ class Sm80Conv2d final : public Family {
   int bias_alignment_bytes(const KernelSpec&) const override { return 1; }
 
   void validate(const KernelSpec& spec, const DeviceLimits& limits) const override {
-    if (!spec.conv_kind) fail("The Sm80Conv2d family builds convolutions; this spec has no conv kind.");
+    if (!spec.conv) fail("The Sm80Conv2d family builds convolutions; this spec has no conv kind.");
     if (spec.bias != BiasMode::None) {
       fail("Conv2d kernels have no bias epilogue; pass the bias as C (broadcast to the output) with beta = 1.");
     }
@@ -59,14 +59,14 @@ class Sm80Conv2d final : public Family {
       fail("Conv2d kernels take IdentitySwizzle1/2/4/8 (strided dgrad kernels their StridedDgrad variants); " +
            std::string(to_string(spec.swizzle)) + " is a GEMM swizzle.");
     }
-    if (spec.split_k_mode == SplitKMode::Parallel && *spec.conv_kind == ConvKind::Dgrad &&
-        spec.stride_support == StrideSupport::Strided) {
+    if (spec.split_k_mode == SplitKMode::Parallel && spec.conv->kind == ConvKind::Dgrad &&
+        spec.conv->stride_support == StrideSupport::Strided) {
       fail(
           "Parallel split-K has no strided dgrad kernel (CUTLASS's strided dgrad splits no reduction); use stride "
           "support 'unity' (unit strides) or split_k_mode serial with 1 slice.");
     }
-    if (spec.stride_support == StrideSupport::Unity && *spec.conv_kind != ConvKind::Dgrad) {
-      fail("Stride support 'unity' selects the unit-stride dgrad kernels; " + std::string(to_string(*spec.conv_kind)) +
+    if (spec.conv->stride_support == StrideSupport::Unity && spec.conv->kind != ConvKind::Dgrad) {
+      fail("Stride support 'unity' selects the unit-stride dgrad kernels; " + std::string(to_string(spec.conv->kind)) +
            " kernels take any stride: leave it at 'strided'.");
     }
     dense().validate(as_dense(spec, KernelFamily::Sm80Universal), limits);
@@ -78,13 +78,13 @@ class Sm80Conv2d final : public Family {
       core += shape_text(spec.tile.instruction_shape);
       if (uses_tf32(spec)) core += "tf32";
     }
-    core += std::string(row_of(*spec.conv_kind).in_kernel_name) + "_" +
-            std::string(row_of(spec.iterator_algorithm).in_kernel_name);
+    core += std::string(row_of(spec.conv->kind).in_kernel_name) + "_" +
+            std::string(row_of(spec.conv->iterator_algorithm).in_kernel_name);
     const auto& tb = spec.tile.threadblock_shape;
     return "cutlass_sm" + std::to_string(spec.kernel_cc) + "_" + std::string(row_of(spec.opclass).in_kernel_name) +
            "_" + extended_name(spec, core) + "_" + std::to_string(tb[0]) + "x" + std::to_string(tb[1]) + "_" +
            std::to_string(tb[2]) + "x" + std::to_string(spec.tile.stages) + "_nhwc" +
-           std::string(row_of(spec.stride_support).in_kernel_name) + "_align" + std::to_string(spec.alignment_a) +
+           std::string(row_of(spec.conv->stride_support).in_kernel_name) + "_align" + std::to_string(spec.alignment_a) +
            std::string(row_of(spec.swizzle).in_kernel_name) + epilogue_suffix(spec) +
            std::string(row_of(spec.split_k_mode).in_kernel_name);
   }
@@ -93,7 +93,8 @@ class Sm80Conv2d final : public Family {
     Placeholders out =
         placeholders_for_template(dense().placeholders(as_dense(spec, KernelFamily::Sm80Universal)),
                                   {"layout_a", "layout_b", "layout_c", "bias", "device_gemm"}, spec.name());
-    const bool strided_dgrad = *spec.conv_kind == ConvKind::Dgrad && spec.stride_support == StrideSupport::Strided;
+    const bool strided_dgrad =
+        spec.conv->kind == ConvKind::Dgrad && spec.conv->stride_support == StrideSupport::Strided;
     for (auto& [key, value] : out) {
       // Strided dgrad kernels walk their output in as many passes as the stride has phases: their own swizzle.
       if (key == "swizzle" && strided_dgrad) {
@@ -103,9 +104,9 @@ class Sm80Conv2d final : public Family {
     }
     out.insert(out.end(),
                {
-                   {"default_kernel", default_kernel(*spec.conv_kind)},
-                   {"iterator_algorithm", std::string(row_of(spec.iterator_algorithm).cutlass)},
-                   {"stride_support", std::string(row_of(spec.stride_support).cutlass)},
+                   {"default_kernel", default_kernel(spec.conv->kind)},
+                   {"iterator_algorithm", std::string(row_of(spec.conv->iterator_algorithm).cutlass)},
+                   {"stride_support", std::string(row_of(spec.conv->stride_support).cutlass)},
                    {"output", spec.split_k_mode == SplitKMode::Parallel ? "ParallelSplitKOutput" : "DirectOutput"},
                });
     return out;

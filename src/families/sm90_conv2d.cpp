@@ -29,7 +29,7 @@ int tile_k(DataType a) {
 }
 
 std::string kind_text(const KernelSpec& spec) {
-  return std::string(to_string(*spec.conv_kind));
+  return std::string(to_string(spec.conv->kind));
 }
 
 // The operand vector TMA needs: 16 bytes of the element.
@@ -38,7 +38,7 @@ int tma_alignment(DataType element) {
 }
 
 void check_types(const KernelSpec& spec) {
-  if (!spec.conv_kind) fail("The Sm90Conv2d family builds convolutions; this spec has no conv kind.");
+  if (!spec.conv) fail("The Sm90Conv2d family builds convolutions; this spec has no conv kind.");
   if (spec.kernel_cc != 90) {
     fail("The Sm90Conv2d family builds SM90 kernels (kernel_cc 90), not kernel_cc " + std::to_string(spec.kernel_cc) +
          ".");
@@ -51,7 +51,7 @@ void check_types(const KernelSpec& spec) {
          std::string(to_string(spec.element_b)) + ".");
   }
   // tf32 wgmma reads both operands K-major; dgrad reads the filter and wgrad both operands MN-major.
-  if (spec.element_a == DataType::f32 && *spec.conv_kind != ConvKind::Fprop) {
+  if (spec.element_a == DataType::f32 && spec.conv->kind != ConvKind::Fprop) {
     fail("SM90 " + kind_text(spec) +
          " kernels for f32 operands do not exist (tf32 tensor cores read both operands K-major, which only fprop "
          "does); pass kernel_cc=80 for the CUTLASS 2.x tf32 " +
@@ -64,7 +64,8 @@ void check_types(const KernelSpec& spec) {
     fail("SM90 conv kernels take IdentitySwizzle1 (the CUTLASS 3.x tile scheduler); " +
          std::string(to_string(spec.swizzle)) + " is a CUTLASS 2.x swizzle: leave it unset or pass kernel_cc=80.");
   }
-  if (spec.iterator_algorithm != IteratorAlgorithm::Analytic || spec.stride_support != StrideSupport::Strided) {
+  if (spec.conv->iterator_algorithm != IteratorAlgorithm::Analytic ||
+      spec.conv->stride_support != StrideSupport::Strided) {
     fail(
         "Iterator algorithms and stride support select CUTLASS 2.x conv kernels; SM90 conv kernels load with TMA "
         "im2col. Leave them unset, or pass kernel_cc=80.");
@@ -169,7 +170,7 @@ class Sm90Conv2d final : public Family {
   // The reference's CUTLASS 3.x conv names (cutlass3x_sm90_tensorop_fprop_f16nhwc_f16nhwc_f32_f16_f16nhwc_...), plus
   // ours for the activation.
   std::string kernel_name(const KernelSpec& spec) const override {
-    const bool wgrad = *spec.conv_kind == ConvKind::Wgrad;
+    const bool wgrad = spec.conv->kind == ConvKind::Wgrad;
     const std::string output_layout = wgrad ? "kcsr" : "nhwc";
     const std::string core = std::string(uses_tf32(spec) ? "tf32" : "") + kind_text(spec);
     const TileDescription& td = spec.tile;
@@ -191,7 +192,7 @@ class Sm90Conv2d final : public Family {
     Placeholders out = cta_and_cluster_placeholders(tile);
     out.insert(out.end(), {
                               {"kernel_name", spec.name()},
-                              {"conv_operator", cutlass(*spec.conv_kind)},
+                              {"conv_operator", cutlass(spec.conv->kind)},
                               {"element_a", cutlass(spec.element_a)},
                               {"alignment_a", text(spec.alignment_a)},
                               {"element_b", cutlass(spec.element_b)},

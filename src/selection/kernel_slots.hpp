@@ -21,11 +21,16 @@ struct KernelSlots {
   std::vector<std::shared_ptr<Module>> modules;                      // set once, never reset
   std::vector<std::shared_ptr<const jit::BackgroundBuild>> pending;  // the wanted kernel's build, off the run path
   std::vector<std::size_t> stand_in;                                 // run instead while pending (kNone: none)
+  // A slow stand-in's replacement: the wanted kernel's quick twin, building beside it, run once built (kNone: none).
+  std::vector<std::size_t> interim;
+  std::vector<std::shared_ptr<const jit::BackgroundBuild>> interim_build;
 
   void resize(std::size_t count) {
     modules.resize(count);
     pending.resize(count);
     stand_in.resize(count, kNone);
+    interim.resize(count, kNone);
+    interim_build.resize(count);
   }
 };
 
@@ -38,7 +43,13 @@ struct ModuleSources {
   // A configuration that computes what configuration i does and builds in less time (gemmkit's lean epilogue), or
   // kNone; empty: none anywhere.
   std::function<std::size_t(std::size_t)> quick_twin;
+  // Configuration i's estimated time on the problem at hand (catalog::estimated_time); empty: unknown.
+  std::function<double(std::size_t)> expected_time;
 };
+
+// A stand-in expected to take more than this many times the wanted kernel's time is replaced by the wanted kernel's
+// quick twin as soon as that is built (it compiles in about half the time, and runs at about the wanted one's speed).
+inline constexpr double kSlowStandIn = 2.0;
 
 // Configuration i's module if loaded, or built (then loaded and kept), else null; nothing compiles.
 template <class Module>
@@ -67,8 +78,10 @@ std::size_t first_built(KernelSlots<Module>& slots, std::mutex& mutex, std::size
 
 // The module to launch for configuration `wanted`:
 // - loaded, or in the disk cache: that one;
-// - else, unless `wait`, a built one (the plan's default first) at once, while `wanted` builds in the background; once
-//   that build is done, `wanted` (a cache hit); if it failed (a warning said so), the stand-in from then on;
+// - else, unless `wait`, a built one at once while `wanted` builds in the background: its quick twin if built, else
+//   the plan's default first; once that build is done, `wanted` (a cache hit); if it failed (a warning said so), the
+//   stand-in from then on. A stand-in expected to be kSlowStandIn times slower than `wanted` on this problem has the
+//   quick twin build beside `wanted`, and gives way to it when it is built;
 // - else, nothing built at all: with `wait`, or where `wanted` has no quick twin, `wanted`, compiled here (a compile
 //   the caller asked for); else its quick twin, compiled here and run while `wanted` builds in the background.
 // `mutex` guards `slots`; no build runs under it.
@@ -76,47 +89,98 @@ template <class Module>
 Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t wanted, bool wait,
                        const ModuleSources<Module>& sources) {
   using State = jit::BackgroundBuild::State;
+  constexpr std::size_t kNone = KernelSlots<Module>::kNone;
   auto keep = [&](std::size_t i, std::shared_ptr<Module> module) -> Module& {
     std::lock_guard<std::mutex> lock(mutex);
     if (!slots.modules[i]) slots.modules[i] = std::move(module);
     return *slots.modules[i];
   };
   std::shared_ptr<const jit::BackgroundBuild> pending;
+  std::size_t interim_done = kNone;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (slots.modules[wanted]) return *slots.modules[wanted];
     pending = slots.pending[wanted];
     if (pending && !wait) {
       const std::size_t stand_in = slots.stand_in[wanted];
-      if (!pending->finished()) return *slots.modules[stand_in];
-      if (pending->state() == State::failed) return *(slots.modules[wanted] = slots.modules[stand_in]);
+      if (!pending->finished()) {
+        const auto& interim = slots.interim_build[wanted];
+        if (!interim || interim->state() != State::done) return *slots.modules[stand_in];
+        interim_done = slots.interim[wanted];  // loaded below, outside the lock
+      } else if (pending->state() == State::failed) {
+        return *(slots.modules[wanted] = slots.modules[stand_in]);
+      }
     }
+  }
+  if (interim_done != kNone) {
+    Module& twin = keep(interim_done, sources.build(interim_done));  // a cache hit now
+    std::lock_guard<std::mutex> lock(mutex);
+    slots.stand_in[wanted] = interim_done;
+    slots.interim[wanted] = kNone;
+    slots.interim_build[wanted].reset();
+    return twin;
   }
   if (pending && pending->state() == State::done) return keep(wanted, sources.build(wanted));  // a cache hit now
   if (wait) return keep(wanted, sources.build(wanted));
   if (Module* module = loaded_or_built(slots, mutex, wanted, sources)) return *module;
-  std::size_t i = first_built(slots, mutex, wanted, sources);
-  if (i == KernelSlots<Module>::kNone) {  // nothing built: compile, as asked (the quicker twin where there is one)
-    i = sources.quick_twin ? sources.quick_twin(wanted) : KernelSlots<Module>::kNone;
-    if (i == KernelSlots<Module>::kNone) return keep(wanted, sources.build(wanted));
+  const std::size_t twin = sources.quick_twin ? sources.quick_twin(wanted) : kNone;
+  std::size_t i = twin != kNone && loaded_or_built(slots, mutex, twin, sources) != nullptr
+                      ? twin
+                      : first_built(slots, mutex, wanted, sources);
+  std::shared_ptr<const jit::BackgroundBuild> interim_build;
+  if (i == kNone) {  // nothing built: compile, as asked (the quicker twin where there is one)
+    if (twin == kNone) return keep(wanted, sources.build(wanted));
+    i = twin;
     keep(i, sources.build(i));
+  } else if (twin != kNone && i != twin && sources.expected_time &&
+             sources.expected_time(i) > kSlowStandIn * sources.expected_time(wanted)) {
+    interim_build = sources.in_background(twin);
   }
   auto build = sources.in_background(wanted);
   std::lock_guard<std::mutex> lock(mutex);
   if (slots.modules[wanted]) return *slots.modules[wanted];  // another thread got it meanwhile
   slots.stand_in[wanted] = i;
   slots.pending[wanted] = std::move(build);
+  if (interim_build) {
+    slots.interim[wanted] = twin;
+    slots.interim_build[wanted] = std::move(interim_build);
+  }
   return *slots.modules[i];
 }
 
 // A module for `wanted` if loaded or built, else for another configuration (the plan's default first), else null;
-// nothing compiles and nothing is scheduled: what runs while a kernel of another list of choices builds.
+// nothing compiles: what runs while a kernel of another list of choices builds. `wanted` itself is not scheduled (it
+// would be dropped once the other one is ready), but where the sources weigh stand-ins and the one lent is expected
+// kSlowStandIn times slower than `wanted`, `wanted`'s quick twin builds in the background and is lent once built.
 template <class Module>
 Module* built_module(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t wanted,
                      const ModuleSources<Module>& sources) {
+  using State = jit::BackgroundBuild::State;
+  constexpr std::size_t kNone = KernelSlots<Module>::kNone;
   if (Module* module = loaded_or_built(slots, mutex, wanted, sources)) return module;
+  std::size_t twin = kNone;
+  std::shared_ptr<const jit::BackgroundBuild> twin_build;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    twin = slots.interim[wanted];
+    twin_build = slots.interim_build[wanted];
+  }
+  if (twin != kNone && (!twin_build || twin_build->state() == State::done)) {
+    if (Module* module = loaded_or_built(slots, mutex, twin, sources)) return module;
+  }
   const std::size_t i = first_built(slots, mutex, wanted, sources);
-  if (i == KernelSlots<Module>::kNone) return nullptr;
+  if (i == kNone) return nullptr;
+  if (twin == kNone && sources.quick_twin && sources.in_background && sources.expected_time) {
+    twin = sources.quick_twin(wanted);
+    if (twin != kNone && twin != i && sources.expected_time(i) > kSlowStandIn * sources.expected_time(wanted)) {
+      Module* built = loaded_or_built(slots, mutex, twin, sources);
+      if (!built) twin_build = sources.in_background(twin);
+      std::lock_guard<std::mutex> lock(mutex);
+      slots.interim[wanted] = twin;
+      slots.interim_build[wanted] = std::move(twin_build);
+      if (built) return built;
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex);
   return slots.modules[i].get();
 }

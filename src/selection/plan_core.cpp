@@ -146,9 +146,9 @@ KernelChoices& PlanCore::choices_for(const ProblemKey& p, const SpecVariant* var
   auto matches = [&](const KernelChoices& c) {
     if (c.a != p.alignment_a || c.b != p.alignment_b || c.c != p.alignment_c) return false;
     if (variant == nullptr) return true;
-    return c.base.iterator_algorithm == variant->iterator_algorithm &&
-           c.base.stride_support == variant->stride_support && c.base.split_k_mode == variant->split_k_mode &&
-           c.stages == variant->stages;
+    const bool same_iterators = !c.base.conv || (c.base.conv->iterator_algorithm == variant->iterator_algorithm &&
+                                                 c.base.conv->stride_support == variant->stride_support);
+    return same_iterators && c.base.split_k_mode == variant->split_k_mode && c.stages == variant->stages;
   };
   std::lock_guard<std::mutex> lock(cache_->mutex);
   for (auto& choices : cache_->choices) {
@@ -157,8 +157,10 @@ KernelChoices& PlanCore::choices_for(const ProblemKey& p, const SpecVariant* var
   KernelChoices choices{
       p.alignment_a, p.alignment_b, p.alignment_c, base_spec(p.alignment_a, p.alignment_b, p.alignment_c), {}, {}};
   if (variant != nullptr) {
-    choices.base.iterator_algorithm = variant->iterator_algorithm;
-    choices.base.stride_support = variant->stride_support;
+    if (choices.base.conv) {
+      choices.base.conv->iterator_algorithm = variant->iterator_algorithm;
+      choices.base.conv->stride_support = variant->stride_support;
+    }
     choices.base.split_k_mode = variant->split_k_mode;
   }
   choices.tiles = valid_tiles(choices.base);
@@ -181,18 +183,24 @@ std::size_t PlanCore::quick_twin_of(const KernelChoices& choices, std::size_t ch
                                       : static_cast<std::size_t>(found - choices.tiles.begin());
 }
 
-KernelModule& PlanCore::module_for(KernelChoices& choices, std::size_t choice, bool wait) {
+KernelModule& PlanCore::module_for(KernelChoices& choices, std::size_t choice, bool wait, const RunChoice* problem) {
   {
     std::lock_guard<std::mutex> lock(cache_->mutex);  // the run path's common case: loaded, no knob read
     if (choices.slots.modules[choice]) return *choices.slots.modules[choice];
   }
   wait = wait || knobs::flag("GEMMKIT_WAIT_FOR_BEST");
   // Loaded (perhaps compiled) outside the plan's lock: other threads keep running the kernels already loaded.
+  std::function<double(std::size_t)> expected_time;
+  if (problem != nullptr && problem->sm_count > 0) {
+    expected_time = [&](std::size_t i) {
+      return catalog::estimated_time(choices.tiles[i], problem->shape, problem->sm_count);
+    };
+  }
   const ModuleSources<KernelModule> sources{
       [&](std::size_t i) { return jit::load_kernel_if_built(choices.spec(i)); },
       [&](std::size_t i) { return jit::load_kernel(choices.spec(i)); },
       [&](std::size_t i) { return jit::build_kernel_in_background(choices.spec(i)); },
-      [&](std::size_t i) { return quick_twin_of(choices, i); }};
+      [&](std::size_t i) { return quick_twin_of(choices, i); }, expected_time};
   return module_for_run(choices.slots, cache_->mutex, choice, wait, sources);
 }
 

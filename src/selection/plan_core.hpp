@@ -79,6 +79,9 @@ struct RunChoice {
   KernelChoices* parallel;
   std::size_t parallel_index;
   int slices;
+  // The problem as the kernel sees it, and the SM count chosen for: what stand-ins are weighed against.
+  catalog::ProblemShape shape{};
+  int sm_count = 0;
   // Launch the parallel kernel: its choices, configuration and split in place of the serial ones.
   void take_parallel() {
     choices = parallel;
@@ -161,8 +164,8 @@ class PlanCore {
   // The kernel choices of a problem's alignment triple (and a plan kind's variant), made once.
   KernelChoices& choices_for(const ProblemKey& p, const SpecVariant* variant = nullptr);
   // The module of configuration `choice`: with `wait`, that one (compiled if needed); else one built already stands
-  // in while the wanted one compiles in the background (see Gemm::run).
-  KernelModule& module_for(KernelChoices& choices, std::size_t choice, bool wait);
+  // in while the wanted one compiles in the background (see Gemm::run), weighed on `problem`'s shape when given.
+  KernelModule& module_for(KernelChoices& choices, std::size_t choice, bool wait, const RunChoice* problem = nullptr);
   // The configuration of `choices` that is `choice`'s quick twin (its family's), or KernelSlots' kNone.
   std::size_t quick_twin_of(const KernelChoices& choices, std::size_t choice) const;
 

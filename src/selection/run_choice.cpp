@@ -125,6 +125,8 @@ RunChoice PlanCore::run_choice(const ProblemKey& p, int sm_count) {
   }
   if (!out) {
     out = heuristic_choice(choices, p, sm_count);
+    out->shape = kernel_shape(p);
+    out->sm_count = sm_count;
     std::lock_guard<std::mutex> lock(cache_->mutex);
     choices.last_choice = KernelChoices::LastChoice{problem, *out};
   }
@@ -192,7 +194,11 @@ KernelModule* PlanCore::parallel_module(const RunChoice& c, bool wait, bool& bui
 KernelModule& PlanCore::module_while_parallel_builds(RunChoice& c) {
   KernelChoices& serial = *c.choices;
   const ModuleSources<KernelModule> sources{
-      [&](std::size_t i) { return jit::load_kernel_if_built(serial.spec(i)); }, {}, {}, {}};
+      [&](std::size_t i) { return jit::load_kernel_if_built(serial.spec(i)); },
+      {},
+      [&](std::size_t i) { return jit::build_kernel_in_background(serial.spec(i)); },
+      [&](std::size_t i) { return quick_twin_of(serial, i); },
+      [&](std::size_t i) { return catalog::estimated_time(serial.tiles[i], c.shape, c.sm_count); }};
   if (KernelModule* module = built_module(serial.slots, cache_->mutex, c.index, sources)) return *module;
   bool building = false;
   KernelModule* parallel = parallel_module(c, /*wait=*/true, building);  // nothing built: the parallel one, as asked
@@ -278,7 +284,7 @@ std::string PlanCore::running_kernel_name(const ProblemKey& p) {
     }
     if (pending && !pending->finished()) {  // the serial kernel run() lends (module_while_parallel_builds), if loaded
       const ModuleSources<KernelModule> loaded_only{
-          [](std::size_t) { return std::shared_ptr<KernelModule>(); }, {}, {}, {}};
+          [](std::size_t) { return std::shared_ptr<KernelModule>(); }, {}, {}, {}, {}};
       const KernelModule* lent = built_module(slots, cache_->mutex, choice, loaded_only);
       return lent != nullptr ? lent->kernel_name() : "";
     }
@@ -302,7 +308,7 @@ KernelModule& PlanCore::launch_module(RunChoice& c, bool wait) {
     }
   }
   if (parallel_building) return module_while_parallel_builds(c);
-  return module_for(*c.choices, c.index, wait);
+  return module_for(*c.choices, c.index, wait, &c);
 }
 
 }  // namespace gemmkit::selection

@@ -112,7 +112,7 @@ TEST(Conv2dSm90, ProblemRulesOfTmaIm2colAreCheckedBeforeAnythingRuns) {
   KernelSpec spec = fprop.spec_for(tensor({2, 8, 8, 64}), tensor({32, 3, 3, 64}), nullptr, tensor({2, 8, 8, 32}), same);
   EXPECT_EQ(spec.family, KernelFamily::Sm90Conv2d);
   EXPECT_EQ(spec.alignment_a, 8);
-  EXPECT_EQ(spec.iterator_algorithm, IteratorAlgorithm::Analytic);  // no 2.x iterators on TMA kernels
+  EXPECT_EQ(spec.conv->iterator_algorithm, IteratorAlgorithm::Analytic);  // no 2.x iterators on TMA kernels
   // 12 channels: no 16-byte vector; the message names kernel_cc=80.
   const std::string narrow = error_of([&] {
     fprop.spec_for(tensor({2, 8, 8, 12}), tensor({32, 3, 3, 12}), nullptr, tensor({2, 8, 8, 32}), same);
@@ -143,7 +143,7 @@ TEST(Conv2dSm90, ProblemRulesOfTmaIm2colAreCheckedBeforeAnythingRuns) {
   EXPECT_NE(stride.find("unit strides only"), std::string::npos) << stride;
   EXPECT_NE(stride.find("kernel_cc=80"), std::string::npos) << stride;
   spec = dgrad.spec_for(tensor({2, 8, 8, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), same);
-  EXPECT_EQ(spec.stride_support, StrideSupport::Strided);  // the 2.x unity kernels do not apply
+  EXPECT_EQ(spec.conv->stride_support, StrideSupport::Strided);  // the 2.x unity kernels do not apply
   Conv2d wgrad = sm90_plan(ConvKind::Wgrad);
   wgrad.set_split_k(SplitKMode::Serial, 2);
   const std::string split = error_of([&] {
@@ -174,7 +174,7 @@ TEST(Conv2dSm90, UnpinnedPlansRunWhatOnlyTheCutlass2KernelsTakeOnThem) {
   const KernelSpec strided_dgrad =
       dgrad.spec_for(tensor({2, 4, 4, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), strided);
   EXPECT_EQ(strided_dgrad.family, KernelFamily::Sm80Conv2d);
-  EXPECT_EQ(strided_dgrad.stride_support, StrideSupport::Strided);
+  EXPECT_EQ(strided_dgrad.conv->stride_support, StrideSupport::Strided);
   // Split-K: the 2.x kernels, with the plan's split.
   Conv2d wgrad(options(ConvKind::Wgrad, DataType::f16, DataType::f32, 90));
   wgrad.set_split_k(SplitKMode::Parallel, 5);
@@ -191,7 +191,7 @@ TEST(Conv2dSm90, UnpinnedPlansRunWhatOnlyTheCutlass2KernelsTakeOnThem) {
   fprop.set_iterator_algorithm(IteratorAlgorithm::Analytic);
   EXPECT_EQ(fprop.kernel_cc(), 80);
   EXPECT_FALSE(fprop.tile_description());
-  EXPECT_EQ(fprop.spec().iterator_algorithm, IteratorAlgorithm::Analytic);
+  EXPECT_EQ(fprop.spec().conv->iterator_algorithm, IteratorAlgorithm::Analytic);
   Conv2d swizzled(options(ConvKind::Fprop, DataType::f16, DataType::f32, 90));
   swizzled.set_swizzling_stride(4);
   EXPECT_EQ(swizzled.kernel_cc(), 80);

@@ -99,7 +99,7 @@ TEST(Conv2dSplitK, UsersForceTheModeAndCount) {
   dgrad.set_split_k(SplitKMode::Parallel, 2);
   const KernelSpec unity = dgrad.spec_for(dy, w, nullptr, dx, same);
   EXPECT_EQ(unity.split_k_mode, SplitKMode::Parallel);
-  EXPECT_EQ(unity.stride_support, StrideSupport::Unity);
+  EXPECT_EQ(unity.conv->stride_support, StrideSupport::Unity);
   const Conv2dGeometry strided{{2, 2}, {1, 1}, {1, 1}};
   const TensorView dy4 = tensor({2, 4, 4, 32});
   EXPECT_NE(error_of([&] { dgrad.spec_for(dy4, w, nullptr, dx, strided); }).find("no split-K"), std::string::npos);

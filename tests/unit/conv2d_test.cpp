@@ -102,7 +102,7 @@ TEST(Conv2dPlan, RunPicksOptimizedIteratorsAndDgradStrideSupportByProblem) {
   Conv2d fprop(options(ConvKind::Fprop));
   const Conv2dGeometry same{{1, 1}, {1, 1}, {1, 1}};
   KernelSpec spec = fprop.spec_for(tensor({2, 8, 8, 64}), tensor({32, 3, 3, 64}), nullptr, tensor({2, 8, 8, 32}), same);
-  EXPECT_EQ(spec.iterator_algorithm, IteratorAlgorithm::Optimized);
+  EXPECT_EQ(spec.conv->iterator_algorithm, IteratorAlgorithm::Optimized);
   EXPECT_EQ(spec.alignment_a, 8);
   EXPECT_EQ(spec.name().find("fprop_optimized"), spec.name().find("fprop"));
   // Channels of 12 allow vectors of 4 f16 only.
@@ -113,7 +113,7 @@ TEST(Conv2dPlan, RunPicksOptimizedIteratorsAndDgradStrideSupportByProblem) {
   // A 33-wide filter is past the optimized iterators' masks.
   spec =
       fprop.spec_for(tensor({1, 40, 40, 8}), tensor({8, 33, 1, 8}), nullptr, tensor({1, 8, 40, 8}), Conv2dGeometry{});
-  EXPECT_EQ(spec.iterator_algorithm, IteratorAlgorithm::Analytic);
+  EXPECT_EQ(spec.conv->iterator_algorithm, IteratorAlgorithm::Analytic);
   fprop.set_iterator_algorithm(IteratorAlgorithm::Optimized);
   EXPECT_NE(
       error_of([&] {
@@ -124,11 +124,11 @@ TEST(Conv2dPlan, RunPicksOptimizedIteratorsAndDgradStrideSupportByProblem) {
   Conv2d dgrad(options(ConvKind::Dgrad));
   // dgrad: A = dy (N,P,Q,K), B = w (K,R,S,C), D = dx (N,H,W,C).
   spec = dgrad.spec_for(tensor({2, 8, 8, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), same);
-  EXPECT_EQ(spec.stride_support, StrideSupport::Unity);
+  EXPECT_EQ(spec.conv->stride_support, StrideSupport::Unity);
   EXPECT_NE(spec.name().find("_unity_stride_"), std::string::npos);
   const Conv2dGeometry strided{{2, 2}, {1, 1}, {1, 1}};
   spec = dgrad.spec_for(tensor({2, 4, 4, 32}), tensor({32, 3, 3, 16}), nullptr, tensor({2, 8, 8, 16}), strided);
-  EXPECT_EQ(spec.stride_support, StrideSupport::Strided);
+  EXPECT_EQ(spec.conv->stride_support, StrideSupport::Strided);
   EXPECT_NE(render(spec).text.find("StridedDgradIdentityThreadblockSwizzle<1>"), std::string::npos);
   // Strided dgrad kernels neither dilate nor split K.
   const Conv2dGeometry dilated{{2, 2}, {2, 2}, {2, 2}};
@@ -198,6 +198,8 @@ TEST(Conv2dSpec, CanonicalRecordsTheConvOnlyForConvs) {
   g.layout = Layout::RowMajor;
   g.cc = 80;
   EXPECT_EQ(Gemm(g).spec().canonical().find("conv="), std::string::npos);
+  EXPECT_FALSE(Gemm(g).spec().conv);  // a GEMM's spec carries no conv part
+  EXPECT_EQ(fprop.spec().conv, (ConvKernel{ConvKind::Fprop, IteratorAlgorithm::Analytic, StrideSupport::Strided}));
 }
 
 TEST(Conv2dCli, PlanShowsTheKernelRunWouldPickAndUsageErrorsNameTheOption) {

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gemmkit/cache.hpp"
 #include "gemmkit/compiler.hpp"
@@ -142,7 +143,8 @@ class KernelSlotsTest : public ::testing::Test {
               built_tile_ = i;
               return build;
             },
-            [this](std::size_t i) { return twins_.count(i) ? twins_.at(i) : KernelSlots<FakeModule>::kNone; }};
+            [this](std::size_t i) { return twins_.count(i) ? twins_.at(i) : KernelSlots<FakeModule>::kNone; },
+            {}};
   }
 
   testenv::TempDir dir_;
@@ -209,6 +211,54 @@ TEST_F(KernelSlotsTest, WithNothingBuiltTheQuickTwinRunsWhileTheWantedKernelBuil
   // A configuration without a twin, asked to wait, compiles itself as before.
   EXPECT_EQ(module_for_run(slots_, mutex_, 1, /*wait=*/true, sources()).tile, 1u);
   EXPECT_EQ(background_requests_, 1);
+}
+
+// At a new shape, a stand-in expected to run far slower than the wanted kernel (the default's big tile on a few-row
+// problem) gives way to the wanted kernel's quick twin, built beside it, as soon as the twin is built; the wanted
+// kernel replaces both once built. Near the wanted kernel's speed, no twin is built; a built twin stands in first.
+TEST_F(KernelSlotsTest, ASlowStandInGivesWayToTheWantedKernelsQuickTwinOnceItIsBuilt) {
+  slots_.resize(4);
+  built_ = {0};
+  twins_ = {{2, 3}};
+  Gate twin_gate;
+  const KernelSource twin_source = unique_source("twin");
+  auto weighed = sources();
+  weighed.expected_time = [](std::size_t i) { return i == 0 ? 10.0 : 1.0; };
+  std::vector<std::size_t> requested;
+  weighed.in_background = [&](std::size_t i) {
+    requested.push_back(i);
+    return i == 3 ? jit::build_in_background(cache_, fake_toolchain(), twin_source, twin_gate.builder())
+                  : jit::build_in_background(cache_, fake_toolchain(), source_, gate_.builder());
+  };
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 0u);
+  EXPECT_EQ(requested, (std::vector<std::size_t>{3, 2}));                 // the twin first: it builds sooner
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 0u);  // the twin is still building
+  twin_gate.open();
+  wait_until_finished(*slots_.interim_build[2]);
+  built_.insert(3);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 3u);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 3u);
+  gate_.open();
+  jit::wait_for_background_builds();
+  built_.insert(2);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 2u);
+  EXPECT_EQ(requested.size(), 2u);
+  EXPECT_EQ(foreground_builds_, 2);  // cache hits of the twin and the wanted kernel, through the build path
+
+  // Tile 1's stand-in (the default) is expected within twice its time: no twin is built for it.
+  weighed.expected_time = [](std::size_t i) { return i == 0 ? 1.5 : 1.0; };
+  twins_ = {{1, 3}};
+  slots_ = {};
+  slots_.resize(4);
+  built_ = {0};
+  requested.clear();
+  EXPECT_EQ(module_for_run(slots_, mutex_, 1, false, weighed).tile, 0u);
+  EXPECT_EQ(requested, (std::vector<std::size_t>{1}));
+  // With its twin built, the twin stands in, however fast the default is expected to be.
+  built_.insert(3);
+  slots_ = {};
+  slots_.resize(4);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 1, false, weighed).tile, 3u);
 }
 
 TEST_F(KernelSlotsTest, AFailedBackgroundBuildLeavesTheStandInForGood) {
