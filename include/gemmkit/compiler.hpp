@@ -1,6 +1,7 @@
 // include/gemmkit/compiler.hpp: finding nvcc and CUTLASS, and turning one KernelSource into one shared object.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,16 +14,24 @@ namespace gemmkit {
 // host compiler's version: a module's interface is C and its code the same kernel, so a module built by another
 // g++ for the same host target is reused (a pack built on a machine without a GPU hits on the GPU machine).
 struct Toolchain {
-  std::string nvcc;                 // absolute path of nvcc
-  std::string cuda_home;            // its toolkit root
-  std::string nvcc_version;         // "13.0"
-  std::string nvcc_build;           // nvcc's full build line, e.g. "Build cuda_13.0.r13.0/compiler.36424714_0"
-  std::string host_compiler;        // e.g. "g++ (Debian 12.2.0-14) 12.2.0" (recorded in manifests, not in keys)
-  std::string host_target;          // the host compiler's `-dumpmachine`, e.g. "x86_64-linux-gnu"
-  std::string cutlass_root;         // holds include/ and tools/util/include
-  std::string cutlass_version;      // "4.2.0"
-  std::string device_include_dir;   // gemmkit's device/include
-  std::string device_headers_hash;  // SHA-256 over gemmkit's device headers
+  std::string nvcc;                // absolute path of nvcc
+  std::string cuda_home;           // its toolkit root
+  std::string nvcc_version;        // "13.0"
+  std::string nvcc_build;          // nvcc's full build line, e.g. "Build cuda_13.0.r13.0/compiler.36424714_0"
+  std::string host_compiler;       // e.g. "g++ (Debian 12.2.0-14) 12.2.0" (recorded in manifests, not in keys)
+  std::string host_target;         // the host compiler's `-dumpmachine`, e.g. "x86_64-linux-gnu"
+  std::string cutlass_root;        // holds include/ and tools/util/include
+  std::string cutlass_version;     // "4.2.0"
+  std::string device_include_dir;  // gemmkit's device/include
+  // gemmkit's device headers by include path ("gemmkit/abi.h"): a kernel's cache key hashes only those its source
+  // includes, directly or through one another (included_headers_digest), so editing one glue header leaves the
+  // kernels that do not include it, and the packs that hold them, valid.
+  struct DeviceHeader {
+    std::string sha256;                 // of its contents
+    std::vector<std::string> includes;  // the gemmkit headers it includes, by include path
+    bool operator==(const DeviceHeader&) const = default;
+  };
+  std::map<std::string, DeviceHeader> device_headers;
 
   // Finds the toolkit (CUDA_HOME, `which nvcc`, /usr/local/cuda) and CUTLASS (CUTLASS_PATH, then the
   // configured default). Cached after the first call. Throws ToolchainError saying how to fix it.
@@ -30,10 +39,15 @@ struct Toolchain {
   // The same search, uncached: reads the environment again (tests; a program that changed CUTLASS_PATH).
   static Toolchain discover_uncached();
   // The part of the search that runs no program: CUTLASS (cutlass_root, cutlass_version) and gemmkit's device
-  // headers (device_include_dir, device_headers_hash); the nvcc and host-compiler fields (host_target too) stay empty.
+  // headers (device_include_dir, device_headers); the nvcc and host-compiler fields (host_target too) stay empty.
   // Exporters (gemmkit.emit) write build files with it on machines without the CUDA toolkit. Throws ToolchainError.
   static Toolchain find_headers();
 };
+
+// SHA-256 over the include paths and hashes of the gemmkit device headers `source_text` includes, directly or
+// through one another (an include path the toolchain lacks counts as missing): what a kernel's cache key holds of
+// gemmkit's device headers.
+std::string included_headers_digest(const Toolchain& toolchain, const std::string& source_text);
 
 // The full nvcc command line that builds `source_path` into the shared object `output_path`.
 std::vector<std::string> nvcc_command(const Toolchain& toolchain, const KernelSource& source,

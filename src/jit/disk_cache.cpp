@@ -36,7 +36,7 @@ using namespace cache_entries;
 
 namespace {
 
-constexpr const char* kKeySchema = "2";  // bump when record() changes shape
+constexpr const char* kKeySchema = "3";  // bump when record() changes shape
 constexpr int kPublishAttempts = 3;
 constexpr std::size_t kRecentBuilds = 9;  // the build-time estimate is the median of this many recent builds
 
@@ -275,13 +275,14 @@ Toolchain without_paths(const Toolchain& toolchain) {
   return placeholders;
 }
 
-// A key record: what every artifact depends on (the record's schema, gemmkit, its device headers, CUTLASS, nvcc),
-// then `fields` (the host target, for what the host compiler compiles), the target, the flags and the source.
+// A key record: what every artifact depends on (the record's schema, gemmkit, the device headers the source includes,
+// CUTLASS, nvcc), then `fields` (the host target, for what the host compiler compiles), the target, the flags and the
+// source.
 std::string make_record(const Toolchain& toolchain, const KernelSource& source, const std::string& fields,
                         const std::vector<std::string>& flags) {
   std::string out = record_field("gemmkit-cache-key-schema", kKeySchema);
   out += record_field("gemmkit-version", GEMMKIT_VERSION);
-  out += record_field("device-headers-sha256", toolchain.device_headers_hash);
+  out += record_field("included-device-headers-sha256", included_headers_digest(toolchain, source.text));
   out += record_field("cutlass-version", toolchain.cutlass_version);
   out += record_field("nvcc-version", toolchain.nvcc_version);
   out += record_field("nvcc-build", toolchain.nvcc_build);

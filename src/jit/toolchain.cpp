@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -145,19 +146,23 @@ std::string parse_cutlass_version(const std::string& version_h) {
   return major + "." + minor + "." + patch;
 }
 
-std::string hash_directory(const std::string& dir) {
-  std::vector<std::pair<std::string, fs::path>> files;
+std::vector<std::string> gemmkit_includes(const std::string& text) {
+  static const std::regex include(R"re(^\s*#\s*include\s*["<](gemmkit/[^">]+)[">])re", std::regex::multiline);
+  std::vector<std::string> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), include); it != std::sregex_iterator(); ++it) {
+    out.push_back((*it)[1].str());
+  }
+  return out;
+}
+
+std::map<std::string, Toolchain::DeviceHeader> scan_device_headers(const std::string& dir) {
+  std::map<std::string, Toolchain::DeviceHeader> headers;
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    if (entry.is_regular_file()) files.emplace_back(fs::relative(entry.path(), dir).generic_string(), entry.path());
+    if (!entry.is_regular_file()) continue;
+    const std::string contents = read_text(entry.path());
+    headers[fs::relative(entry.path(), dir).generic_string()] = {sha256_hex(contents), gemmkit_includes(contents)};
   }
-  std::sort(files.begin(), files.end());
-  Sha256 hash;
-  for (const auto& [relative, path] : files) {
-    const std::string contents = read_text(path);
-    // Length-prefixed fields, so no two different trees can produce the same byte stream.
-    hash.update(relative).update("\0", 1).update(std::to_string(contents.size())).update("\0", 1).update(contents);
-  }
-  return hash.hex_digest();
+  return headers;
 }
 
 std::string host_compiler_command(const char* nvcc_ccbin) {
@@ -168,6 +173,27 @@ std::string host_compiler_command(const char* nvcc_ccbin) {
 }
 
 }  // namespace toolchain_detail
+
+std::string included_headers_digest(const Toolchain& toolchain, const std::string& source_text) {
+  std::set<std::string> included;
+  std::vector<std::string> pending = toolchain_detail::gemmkit_includes(source_text);
+  while (!pending.empty()) {
+    const std::string path = std::move(pending.back());
+    pending.pop_back();
+    if (!included.insert(path).second) continue;
+    const auto header = toolchain.device_headers.find(path);
+    if (header != toolchain.device_headers.end()) {
+      pending.insert(pending.end(), header->second.includes.begin(), header->second.includes.end());
+    }
+  }
+  Sha256 hash;
+  for (const std::string& path : included) {
+    const auto header = toolchain.device_headers.find(path);
+    const std::string& digest = header == toolchain.device_headers.end() ? "missing" : header->second.sha256;
+    hash.update(path).update("\0", 1).update(digest).update("\0", 1);
+  }
+  return hash.hex_digest();
+}
 
 namespace {
 
@@ -245,7 +271,7 @@ Toolchain Toolchain::find_headers() {
                          "checkout (the folder holding include/ and tools/util/include)");
   }
   tc.device_include_dir = find_device_include_dir();
-  tc.device_headers_hash = hash_directory(tc.device_include_dir);
+  tc.device_headers = scan_device_headers(tc.device_include_dir);
   return tc;
 }
 

@@ -2,8 +2,11 @@
 // tests can drive them without touching the environment.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
+
+#include "gemmkit/compiler.hpp"
 
 namespace gemmkit::toolchain_detail {
 
@@ -33,8 +36,12 @@ const std::vector<std::string>& own_data_dirs();
 // "MAJOR.MINOR.PATCH" from the text of include/cutlass/version.h; empty if the defines are missing.
 std::string parse_cutlass_version(const std::string& version_h);
 
-// SHA-256 over the sorted relative paths and contents of every regular file below `dir`.
-std::string hash_directory(const std::string& dir);
+// Every regular file below `dir` (gemmkit's device/include), by its path relative to `dir` ("gemmkit/abi.h"): the
+// SHA-256 of its contents and the gemmkit headers it includes.
+std::map<std::string, Toolchain::DeviceHeader> scan_device_headers(const std::string& dir);
+
+// The gemmkit headers a text includes ("gemmkit/..." in quotes or angle brackets), in order of appearance.
+std::vector<std::string> gemmkit_includes(const std::string& text);
 
 // The host compiler nvcc will use: NVCC_CCBIN (a compiler, or a folder holding g++), else "g++".
 std::string host_compiler_command(const char* nvcc_ccbin);

@@ -33,7 +33,10 @@ TEST_F(CacheTest, KeyIsStableAndHex) {
 // One change to each field of a cache key's record, by name.
 std::vector<std::pair<const char*, std::function<void(Toolchain&, KernelSource&)>>> record_changes() {
   return {
-      {"device headers", [](Toolchain& t, KernelSource&) { t.device_headers_hash = std::string(64, 'e'); }},
+      {"an included device header",
+       [](Toolchain& t, KernelSource&) { t.device_headers["gemmkit/module_entry.hpp"].sha256 = std::string(64, 'e'); }},
+      {"a header included through another",
+       [](Toolchain& t, KernelSource&) { t.device_headers["gemmkit/abi.h"].sha256 = std::string(64, 'e'); }},
       {"cutlass version", [](Toolchain& t, KernelSource&) { t.cutlass_version = "4.2.1"; }},
       {"nvcc version", [](Toolchain& t, KernelSource&) { t.nvcc_version = "12.8"; }},
       {"nvcc build", [](Toolchain& t, KernelSource&) { t.nvcc_build = "Build cuda_13.0.r13.0/compiler.1_0"; }},
@@ -53,6 +56,22 @@ TEST_F(CacheTest, EveryRecordFieldChangesTheKey) {
     change(tc, source);
     EXPECT_NE(cache_.key(tc, source), base) << what;
   }
+}
+
+// A glue header the kernel does not include, directly or through another, leaves its key (and its pack entry) valid.
+TEST_F(CacheTest, DeviceHeadersTheSourceDoesNotIncludeDoNotChangeTheKey) {
+  const std::string base = cache_.key(tc_, source_);
+  Toolchain other = tc_;
+  other.device_headers["gemmkit/sm80_gemm.hpp"].sha256 = std::string(64, 'e');
+  other.device_headers["gemmkit/new_family.hpp"] = {std::string(64, 'f'), {"gemmkit/abi.h"}};
+  EXPECT_EQ(cache_.key(other, source_), base);
+  // An include the toolchain lacks still counts (as missing), and adding the header changes the key.
+  KernelSource includes_more = source_;
+  includes_more.text += "#include <gemmkit/later.hpp>\n";
+  const std::string missing = cache_.key(tc_, includes_more);
+  EXPECT_NE(missing, base);
+  other.device_headers["gemmkit/later.hpp"] = {std::string(64, '1'), {}};
+  EXPECT_NE(cache_.key(other, includes_more), missing);
 }
 
 TEST_F(CacheTest, PathsAndTheHostCompilersVersionDoNotChangeTheKey) {
@@ -153,7 +172,7 @@ std::set<std::string> record_fields(const std::string& record) {
 TEST_F(CacheTest, TheSplitKeysHoldNothingOfTheBuildingMachinesGpu) {
   const std::set<std::string> common = {"gemmkit-cache-key-schema",
                                         "gemmkit-version",
-                                        "device-headers-sha256",
+                                        "included-device-headers-sha256",
                                         "cutlass-version",
                                         "nvcc-version",
                                         "nvcc-build",

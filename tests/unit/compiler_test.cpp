@@ -13,6 +13,7 @@
 #include "jit/process.hpp"
 #include "jit/toolchain_detail.hpp"
 #include "unit/test_env.hpp"
+#include "util/sha256.hpp"
 
 namespace fs = std::filesystem;
 
@@ -232,20 +233,29 @@ TEST(Toolchain, NvccMissingSaysHowToFixIt) {
   }
 }
 
-TEST(Toolchain, HashDirectoryCoversNamesAndContents) {
+TEST(Toolchain, ScanDeviceHeadersHashesEachHeaderAndListsItsGemmkitIncludes) {
   testenv::TempDir dir;
   write(dir.path() / "gemmkit" / "abi.h", "abi");
-  write(dir.path() / "gemmkit" / "epilogue.h", "epi");
-  const std::string base = hash_directory(dir.str());
-  EXPECT_EQ(base.size(), 64u);
-  EXPECT_EQ(hash_directory(dir.str()), base);
+  write(dir.path() / "gemmkit" / "entry.hpp",
+        "#include <cstdint>\n#include \"gemmkit/abi.h\"\n  #  include <gemmkit/common.hpp>\n#include "
+        "\"cutlass/cutlass.h\"\n");
+  const auto headers = scan_device_headers(dir.str());
+  ASSERT_EQ(headers.size(), 2u);
+  EXPECT_EQ(headers.at("gemmkit/abi.h").sha256, sha256_hex("abi"));
+  EXPECT_TRUE(headers.at("gemmkit/abi.h").includes.empty());
+  EXPECT_EQ(headers.at("gemmkit/entry.hpp").includes,
+            (std::vector<std::string>{"gemmkit/abi.h", "gemmkit/common.hpp"}));
 
-  write(dir.path() / "gemmkit" / "epilogue.h", "epi2");
-  EXPECT_NE(hash_directory(dir.str()), base);
-  write(dir.path() / "gemmkit" / "epilogue.h", "epi");
-  EXPECT_EQ(hash_directory(dir.str()), base);
-  fs::rename(dir.path() / "gemmkit" / "epilogue.h", dir.path() / "gemmkit" / "epilogue2.h");
-  EXPECT_NE(hash_directory(dir.str()), base);
+  Toolchain tc;
+  tc.device_headers = headers;
+  const std::string source = "#include \"gemmkit/entry.hpp\"\n";
+  const std::string digest = included_headers_digest(tc, source);
+  EXPECT_EQ(digest.size(), 64u);
+  write(dir.path() / "gemmkit" / "abi.h", "abi2");  // included through entry.hpp
+  tc.device_headers = scan_device_headers(dir.str());
+  EXPECT_NE(included_headers_digest(tc, source), digest);
+  EXPECT_EQ(included_headers_digest(tc, "#include \"gemmkit/abi.h\"\n"),
+            included_headers_digest(tc, "#include <gemmkit/abi.h>\n"));
 }
 
 TEST(Toolchain, FindCutlassOrder) {
@@ -315,7 +325,7 @@ TEST_F(DiscoverTest, FindsEverything) {
   EXPECT_EQ(tc.cutlass_root, at("cutlass"));
   EXPECT_EQ(tc.cutlass_version, "4.2.0");
   EXPECT_TRUE(fs::is_directory(tc.device_include_dir));
-  EXPECT_EQ(tc.device_headers_hash, hash_directory(tc.device_include_dir));
+  EXPECT_EQ(tc.device_headers, scan_device_headers(tc.device_include_dir));
 }
 
 TEST_F(DiscoverTest, FindHeadersRunsNoProgram) {
@@ -326,7 +336,7 @@ TEST_F(DiscoverTest, FindHeadersRunsNoProgram) {
   const Toolchain tc = Toolchain::find_headers();
   EXPECT_EQ(tc.cutlass_root, at("cutlass"));
   EXPECT_EQ(tc.cutlass_version, "4.2.0");
-  EXPECT_EQ(tc.device_headers_hash, hash_directory(tc.device_include_dir));
+  EXPECT_EQ(tc.device_headers, scan_device_headers(tc.device_include_dir));
   EXPECT_TRUE(tc.nvcc.empty() && tc.nvcc_version.empty() && tc.host_compiler.empty() && tc.host_target.empty());
 }
 

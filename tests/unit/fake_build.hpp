@@ -25,12 +25,16 @@ inline Toolchain fake_toolchain() {
   tc.cutlass_root = "/home/me/gemmkit/.deps/cutlass";
   tc.cutlass_version = "4.2.0";
   tc.device_include_dir = "/home/me/gemmkit/device/include";
-  tc.device_headers_hash = std::string(64, 'd');
+  tc.device_headers = {{"gemmkit/abi.h", {std::string(64, 'a'), {}}},
+                       {"gemmkit/module_entry.hpp", {std::string(64, 'b'), {"gemmkit/abi.h"}}},
+                       {"gemmkit/sm80_gemm.hpp", {std::string(64, 'c'), {}}}};
   return tc;
 }
 
 inline KernelSource fake_source(const std::string& name = "cutlass3x_sm90_tensorop_gemm_f16_f16_f32_align8") {
-  return {name, "sm_90a", "// kernel " + name + "\nextern \"C\" int gk_abi_version(void) { return 1; }\n"};
+  return {name, "sm_90a",
+          "// kernel " + name +
+              "\n#include \"gemmkit/module_entry.hpp\"\nextern \"C\" int gk_abi_version(void) { return 1; }\n"};
 }
 
 // A ModuleBuilder that writes a dummy kernel.so derived from the source, optionally slowly.

@@ -92,7 +92,6 @@ TEST(Threads, ParallelBuildsFromTwoThreadsBuildEachKernelOnce) {
   DiskCache cache(dir.str());
   Toolchain toolchain;
   toolchain.nvcc_version = "13.0";
-  toolchain.device_headers_hash = std::string(64, 'd');
   std::vector<KernelSource> sources;
   for (const char* name : {"k1", "k2", "k3", "k4", "k5"})
     sources.push_back({name, "sm_90a", std::string("// ") + name});
