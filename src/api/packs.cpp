@@ -6,10 +6,12 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
 
+#include "catalog/catalog.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "jit/kernel_loader.hpp"
@@ -139,6 +141,18 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
   }
 }
 
+// The plan's default kernel's quick twin (its family's, as listed by the plan), where it has one.
+std::optional<KernelSpec> quick_twin(const Gemm& plan) {
+  KernelSpec spec = plan.spec();
+  const std::optional<TileDescription> twin = catalog::family_of(spec.family).quick_twin(spec);
+  if (!twin) return std::nullopt;
+  const std::vector<TileDescription> tiles = plan.tile_descriptions();
+  const auto listed = std::find(tiles.begin(), tiles.end(), *twin);
+  if (listed == tiles.end()) return std::nullopt;
+  spec.tile = *listed;
+  return spec;
+}
+
 }  // namespace
 
 std::vector<std::string> pack_names() {
@@ -185,7 +199,10 @@ std::vector<KernelSpec> pack_specs(const std::string& name) {
           const auto opclasses = plan->opclasses();
           if (std::find(opclasses.begin(), opclasses.end(), opclass) == opclasses.end()) continue;
           plan->set_opclass(opclass);
-          for (KernelSpec& spec : plan->run_time_kernels()) {
+          std::vector<KernelSpec> kernels = plan->run_time_kernels();
+          // The default's quick twin: a first run with any activation, bias or scales runs on it at once.
+          if (std::optional<KernelSpec> twin = quick_twin(*plan)) kernels.push_back(std::move(*twin));
+          for (KernelSpec& spec : kernels) {
             // Two layout combinations may share a kernel (e.g. SM90 tf32 computes row x row as D^T = B^T A^T).
             if (seen.insert(spec.canonical()).second) specs.push_back(std::move(spec));
           }

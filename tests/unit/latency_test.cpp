@@ -360,6 +360,21 @@ TEST(Packs, TheDefaultsPackHoldsEachPlansKernelAndItsRunTimeChoices) {
     const Gemm plan(testing_options(cc));
     for (const KernelSpec& spec : plan.run_time_kernels()) EXPECT_TRUE(names.count(spec.canonical())) << spec.name();
   }
+  // Each SM90 plan's quick twin too (the lean epilogue): a first run with any activation or bias compiles nothing.
+  for (const DataType element : {DataType::f16, DataType::bf16}) {
+    GemmOptions o = testing_options(90, element);
+    if (element == DataType::bf16) o.element_accumulator = DataType::f32;  // as the pack's bf16 plans (the nearest)
+    Gemm plan(o);
+    plan.set_activation(Activation::ReLU);
+    const auto tiles = plan.tile_descriptions();
+    const auto lean = std::find_if(tiles.begin(), tiles.end(), [&](const TileDescription& td) {
+      return td.epilogue_schedule == EpilogueSchedule::Lean && td.threadblock_shape == tiles[0].threadblock_shape &&
+             td.cluster_shape == tiles[0].cluster_shape;
+    });
+    ASSERT_NE(lean, tiles.end());
+    plan.set_tile_description(*lean);
+    EXPECT_TRUE(names.count(plan.spec().canonical())) << plan.spec().name();  // one kernel for every activation
+  }
   // The SM90 plan's run-time choices include Stream-K (long K, wave quantization).
   const auto sm90 = Gemm(testing_options(90)).run_time_kernels();
   EXPECT_GE(sm90.size(), 2u);
