@@ -10,6 +10,7 @@
 #include "gemmkit/conv2d.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/tensor.hpp"
+#include "unit/test_env.hpp"
 
 namespace gemmkit::conv2d_setup {
 
@@ -32,15 +33,7 @@ inline TensorView tensor(const Extent& e, DataType dtype = DataType::f16, std::s
                              0);
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testenv::error_of;
 
 // res2's 1x1 64 -> 64 layer at batch 128: wgrad's implicit GEMM is 64 x 64 over K = 128 * 56 * 56 = 401408.
 struct Res2Wgrad {

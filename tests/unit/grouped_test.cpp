@@ -13,6 +13,7 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
+#include "unit/test_env.hpp"
 
 namespace gemmkit {
 namespace {
@@ -43,15 +44,7 @@ struct Lists {
   }
 };
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testenv::error_of;
 
 TEST(GroupedPlan, Sm90UsesThePtrArrayFamilyWithReferenceStyleName) {
   GroupedGemm plan(f16_options(90));

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include "gemmkit/errors.hpp"
+
 namespace gemmkit::testenv {
 
 // A fresh folder under the system temp dir, removed with everything in it when the object dies.
@@ -64,6 +66,17 @@ inline std::string read(const std::filesystem::path& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// What f throws as a gemmkit::Error, or "no error".
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 }  // namespace gemmkit::testenv
