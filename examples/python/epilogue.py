@@ -61,8 +61,9 @@ def main(m: int = 256, n: int = 256, k: int = 256) -> bool:
     cases.append((gemmkit.epilogue.leaky_relu, 0.5))
     for activation, slope in cases:
         plan.activation = activation if slope is None else (activation, slope)
-        D = on_device(np.zeros((m, n), np.float16))
-        plan.run(on_device(A), on_device(B), on_device(C), D, alpha, beta)
+        dA, dB, dC, D = on_device(A), on_device(B), on_device(C), on_device(np.zeros((m, n), np.float16))
+        plan.run(dA, dB, dC, D, alpha, beta)
+        ran = plan.running_kernel_name(dA, dB, dC, D, beta)  # the quick twin stands in while the kernel builds
         D = to_numpy(D)
         expected = REFERENCES[activation.name](x, plan.activation_parameter)
         error = float(np.max(np.abs(D.astype(np.float64) - expected)))
@@ -70,7 +71,7 @@ def main(m: int = 256, n: int = 256, k: int = 256) -> bool:
         good = error <= tolerance
         ok &= good
         label = activation.name + (f"(slope={slope})" if slope is not None else "")
-        print(f"  {label:18s} {plan.kernel_name()}: max |D - reference| = {error:.2e} {'ok' if good else 'MISMATCH'}")
+        print(f"  {label:18s} ran {ran}: max |D - reference| = {error:.2e} {'ok' if good else 'MISMATCH'}")
     print("all match" if ok else "FAILED")
     return ok
 

@@ -612,10 +612,16 @@ class KernelSpec:
         """Conv2d kernels: fprop, dgrad or wgrad; None for a GEMM."""
 
     @property
-    def iterator_algorithm(self) -> IteratorAlgorithm: ...
+    def iterator_algorithm(self) -> IteratorAlgorithm:
+        """
+        Conv2d kernels: how the iterators walk the operands (analytic for a GEMM).
+        """
 
     @property
-    def stride_support(self) -> StrideSupport: ...
+    def stride_support(self) -> StrideSupport:
+        """
+        Conv2d kernels: strided, or unity for the unit-stride dgrad kernels (strided for a GEMM).
+        """
 
     @property
     def split_k_mode(self) -> SplitKMode:
@@ -933,6 +939,11 @@ class Gemm(Plan):
     def spec_for(self, A: object | None, B: object | None, C: object | None, D: object | None, beta: float = 0.0) -> KernelSpec:
         """
         The kernel run() would use for these tensors (same checks; nothing runs; no GPU needed).
+        """
+
+    def running_kernel_name(self, A: object, B: object, C: object | None, D: object, beta: float = 0.0) -> str:
+        """
+        The kernel run() launches for these tensors now: spec_for's once built, else the one standing in for it while it compiles in the background; "" before the first run. Nothing compiles.
         """
 
     def spec_for_problem(self, m: int, n: int, k: int, batch: int = 1) -> KernelSpec:

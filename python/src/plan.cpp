@@ -518,6 +518,16 @@ void bind_gemm(nb::module_& m) {
           },
           "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "beta"_a = 0.0,
           "The kernel run() would use for these tensors (same checks; nothing runs; no GPU needed).")
+      .def(
+          "running_kernel_name",
+          [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double beta) {
+            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
+            const auto c = to_optional_tensor(C, "C", false);
+            return plan.running_kernel_name(a.view, b.view, c ? &c->view : nullptr, d.view, beta);
+          },
+          "A"_a, "B"_a, "C"_a.none(), "D"_a, "beta"_a = 0.0,
+          "The kernel run() launches for these tensors now: spec_for's once built, else the one standing in for it "
+          "while it compiles in the background; \"\" before the first run. Nothing compiles.")
       .def("spec_for_problem", &Gemm::spec_for_problem, "m"_a, "n"_a, "k"_a, "batch"_a = 1,
            "The kernel run() would use for an m x n x k problem on packed device tensors of the plan's types and "
            "layouts (nothing runs; no GPU and no tensors needed: e.g. to compile FP8 kernels ahead of time).")

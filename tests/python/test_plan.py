@@ -342,3 +342,13 @@ def test_value_reprs():
     assert f"cutlass_version={toolchain.cutlass_version!r}" in text
     assert f"device_include_dir={toolchain.device_include_dir!r}" in text
     assert "nvcc=" not in text  # find_headers() runs no nvcc: the empty fields are left out
+
+
+def test_running_kernel_name_is_empty_before_a_run_and_compiles_nothing():
+    plan = gemmkit.Gemm(element=np.float16, layout=gemmkit.LayoutType.RowMajor, element_accumulator=np.float32, cc=90)
+    A, B, D = (np.zeros(shape, np.float16) for shape in ((64, 32), (32, 48), (64, 48)))
+    before = gemmkit.cache_counters()
+    assert plan.running_kernel_name(A, B, None, D) == ""  # nothing loaded yet: run() would build the quick twin
+    assert gemmkit.cache_counters().builds == before.builds
+    with pytest.raises(gemmkit.TensorError):
+        plan.running_kernel_name(A, A, None, D)  # the same checks as run()
