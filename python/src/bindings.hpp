@@ -17,6 +17,8 @@ void bind_enums(nb::module_& m);
 void bind_errors(nb::module_& m);
 void bind_tensors(nb::module_& m);
 void bind_plan(nb::module_& m);
+void bind_values(nb::module_& m);  // called by bind_plan, before the plans
+void bind_functions(nb::module_& m);
 void bind_toolchain(nb::module_& m);
 void bind_epilogue(nb::module_& m);
 
