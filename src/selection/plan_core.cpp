@@ -201,7 +201,21 @@ KernelModule& PlanCore::module_for(KernelChoices& choices, std::size_t choice, b
       [&](std::size_t i) { return jit::load_kernel(choices.spec(i)); },
       [&](std::size_t i) { return jit::build_kernel_in_background(choices.spec(i)); },
       [&](std::size_t i) { return quick_twin_of(choices, i); }, expected_time};
-  return module_for_run(choices.slots, cache_->mutex, choice, wait, sources);
+  bool was_pending = false;
+  {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    was_pending = choices.slots.pending[choice] != nullptr;
+  }
+  KernelModule& module = module_for_run(choices.slots, cache_->mutex, choice, wait, sources);
+  if (problem != nullptr && !was_pending) {
+    bool queued = false;  // this call met a new shape class: its kernel now builds in the background
+    {
+      std::lock_guard<std::mutex> lock(cache_->mutex);
+      queued = choices.slots.pending[choice] != nullptr;
+    }
+    if (queued) build_neighbours_ahead(*problem);
+  }
+  return module;
 }
 
 int PlanCore::sm_count_for_choice() const {

@@ -187,6 +187,10 @@ class PlanCore {
   std::string running_kernel_name(const ProblemKey& p);
   // The plan's kernel for the widest alignments and the other configurations run() picks for some shapes.
   std::vector<KernelSpec> run_time_kernels() const;
+  // The kernels the heuristic picks for the neighbours of `c`'s problem (M, N and K each halved and doubled) other
+  // than `c`'s own, in that order, each once: what the first run of a new shape class builds ahead (build-ahead on),
+  // since a program that meets one shape tends to meet its neighbours next.
+  std::vector<KernelSpec> neighbour_specs(const RunChoice& c);
 
  private:
   std::size_t choose_tile(const KernelChoices& choices, const ProblemKey& p, int sm_count) const;
@@ -196,6 +200,8 @@ class PlanCore {
   RunChoice heuristic_choice(KernelChoices& choices, const ProblemKey& p, int sm_count);
   KernelModule* parallel_module(const RunChoice& c, bool wait, bool& building);
   KernelModule& module_while_parallel_builds(RunChoice& c);
+  // neighbour_specs(c), queued with jit::build_ahead (which does nothing unless build-ahead is on).
+  void build_neighbours_ahead(const RunChoice& c);
   catalog::ProblemShape kernel_shape(const ProblemKey& p) const;
 
   TunedLookup tuned_lookup_;

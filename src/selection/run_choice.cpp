@@ -2,7 +2,11 @@
 // kernel, the tuning database, the shape heuristics, parallel split-K, and what stands in while the wanted kernel
 // builds.
 #include <algorithm>
+#include <array>
 #include <mutex>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "families/rules.hpp"
 #include "gemmkit/errors.hpp"
@@ -185,10 +189,40 @@ KernelModule* PlanCore::parallel_module(const RunChoice& c, bool wait, bool& bui
     return slots.modules[i].get();
   }
   auto build = jit::build_kernel_in_background(spec);
-  std::lock_guard<std::mutex> lock(cache_->mutex);
-  if (!slots.pending[i]) slots.pending[i] = std::move(build);
+  {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    if (!slots.pending[i]) slots.pending[i] = std::move(build);
+  }
   building = true;
+  build_neighbours_ahead(c);  // a new shape class
   return nullptr;
+}
+
+std::vector<KernelSpec> PlanCore::neighbour_specs(const RunChoice& c) {
+  auto launched = [](const RunChoice& r) {
+    return r.parallel != nullptr ? r.parallel->spec(r.parallel_index) : r.choices->spec(r.index);
+  };
+  std::vector<KernelSpec> out;
+  std::set<std::string> seen = {launched(c).canonical()};
+  const std::array<std::int64_t, 3> extents = {c.shape.m, c.shape.n, c.shape.k};
+  for (std::size_t axis = 0; axis < extents.size(); ++axis) {
+    for (const bool twice : {false, true}) {
+      std::array<std::int64_t, 3> e = extents;
+      e[axis] = twice ? e[axis] * 2 : std::max<std::int64_t>(1, e[axis] / 2);
+      // c.shape is the kernel's view: a plan that computes D^T sees M and N swapped.
+      const bool swap = cache_->transposed;
+      const ProblemKey q{swap ? e[1] : e[0], swap ? e[0] : e[1], e[2],        c.shape.batch,
+                         c.choices->a,       c.choices->b,       c.choices->c};
+      KernelSpec spec = launched(heuristic_choice(*c.choices, q, c.sm_count));
+      if (seen.insert(spec.canonical()).second) out.push_back(std::move(spec));
+    }
+  }
+  return out;
+}
+
+void PlanCore::build_neighbours_ahead(const RunChoice& c) {
+  if (c.sm_count <= 0) return;
+  for (const KernelSpec& spec : neighbour_specs(c)) jit::build_ahead([&] { return spec; });
 }
 
 KernelModule& PlanCore::module_while_parallel_builds(RunChoice& c) {

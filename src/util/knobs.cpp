@@ -47,8 +47,8 @@ const std::vector<Knob>& all() {
        "nvcc "
        "processes at once, the cubin launched through the driver API; ~35 % less wall time with two jobs free)"},
       {"GEMMKIT_BUILD_AHEAD", Type::Text, "auto",
-       "1: declaring a Gemm plan starts building its default kernel in the background; 0: never; auto: in "
-       "interactive Python sessions on a machine with a GPU"},
+       "1: declaring a Gemm plan starts building its default kernel in the background (and a new shape class its "
+       "neighbours' kernels); 0: never; auto: in interactive Python sessions on a machine with a GPU"},
       {"GEMMKIT_WAIT_FOR_BEST", Type::Flag, "off",
        "1 makes run() compile and wait for the kernel a new shape asks for, instead of compiling it in the background "
        "(and a plan's first run builds its chosen kernel, not the quicker lean twin)"},

@@ -1,0 +1,67 @@
+// tests/unit/selection_test.cpp: what a plan's kernel selection hands the background builds, without a GPU: the
+// kernels the neighbours of a new shape class will want.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gemmkit/gemm.hpp"
+#include "selection/plan_core.hpp"
+
+namespace gemmkit {
+namespace {
+
+// A Gemm whose selection layer the test reaches.
+class SelectionProbe : public Gemm {
+ public:
+  using Gemm::Gemm;
+  selection::PlanCore& core() { return *core_; }
+};
+
+GemmOptions sm90_options(DataType element) {
+  GemmOptions o;
+  o.element = element;
+  o.element_accumulator = DataType::f32;
+  o.layout = Layout::RowMajor;
+  o.cc = 90;
+  return o;
+}
+
+std::string launched(const selection::RunChoice& c) {
+  return (c.parallel != nullptr ? c.parallel->spec(c.parallel_index) : c.choices->spec(c.index)).canonical();
+}
+
+// The neighbours' kernels are run()'s picks for M, N and K each halved and doubled (the user's orientation, also for
+// a plan that computes D^T), each once, without the problem's own kernel.
+TEST(Neighbours, AreTheKernelsRunPicksForHalfAndTwiceEachExtent) {
+  constexpr int kSms = 132;
+  for (const DataType element : {DataType::f16, DataType::f32}) {  // f32 row x row computes D^T on SM90 (tf32)
+    SelectionProbe plan(sm90_options(element));
+    selection::PlanCore& core = plan.core();
+    const int alignment = element == DataType::f16 ? 8 : 4;
+    for (const auto [m, n, k] : {std::array<std::int64_t, 3>{16, 4096, 4096}, {1000, 3000, 512}}) {
+      const selection::ProblemKey p{m, n, k, 1, alignment, alignment, alignment};
+      const selection::RunChoice c = core.run_choice(p, kSms);
+      std::set<std::string> expected;
+      for (const auto& q : {selection::ProblemKey{m / 2, n, k, 1, alignment, alignment, alignment},
+                            {m * 2, n, k, 1, alignment, alignment, alignment},
+                            {m, n / 2, k, 1, alignment, alignment, alignment},
+                            {m, n * 2, k, 1, alignment, alignment, alignment},
+                            {m, n, k / 2, 1, alignment, alignment, alignment},
+                            {m, n, k * 2, 1, alignment, alignment, alignment}}) {
+        expected.insert(launched(core.run_choice(q, kSms)));
+      }
+      expected.erase(launched(c));
+      std::set<std::string> got;
+      for (const KernelSpec& spec : core.neighbour_specs(c)) {
+        EXPECT_TRUE(got.insert(spec.canonical()).second) << "twice: " << spec.name();
+      }
+      EXPECT_EQ(got, expected) << to_string(element) << " " << m << "x" << n << "x" << k;
+      EXPECT_FALSE(expected.empty());  // these shapes sit near a change of kernel
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gemmkit
