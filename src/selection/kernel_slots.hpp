@@ -2,11 +2,13 @@
 // A template over the module type so that the unit tier drives it with fake modules and builders.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "jit/background.hpp"
@@ -76,10 +78,28 @@ std::size_t first_built(KernelSlots<Module>& slots, std::mutex& mutex, std::size
   return KernelSlots<Module>::kNone;
 }
 
+// The configuration other than `skip` to stand in, loaded and kept: where the sources weigh configurations, the
+// loaded or built one of least expected time (tried fastest first, each try a cache lookup, until one is built; the
+// plan's default first among equals); else the first loaded or built, the plan's default first. kNone when none is.
+template <class Module>
+std::size_t fastest_built(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t skip,
+                          const ModuleSources<Module>& sources) {
+  if (!sources.expected_time) return first_built(slots, mutex, skip, sources);
+  std::vector<std::pair<double, std::size_t>> order;
+  for (std::size_t i = 0; i < slots.modules.size(); ++i) {
+    if (i != skip) order.emplace_back(sources.expected_time(i), i);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [time, i] : order) {
+    if (loaded_or_built(slots, mutex, i, sources) != nullptr) return i;
+  }
+  return KernelSlots<Module>::kNone;
+}
+
 // The module to launch for configuration `wanted`:
 // - loaded, or in the disk cache: that one;
 // - else, unless `wait`, a built one at once while `wanted` builds in the background: its quick twin if built, else
-//   the plan's default first; once that build is done, `wanted` (a cache hit); if it failed (a warning said so), the
+//   fastest_built's; once that build is done, `wanted` (a cache hit); if it failed (a warning said so), the
 //   stand-in from then on. A stand-in expected to be kSlowStandIn times slower than `wanted` on this problem has the
 //   quick twin build beside `wanted`, and gives way to it when it is built;
 // - else, nothing built at all: with `wait`, or where `wanted` has no quick twin, `wanted`, compiled here (a compile
@@ -126,7 +146,7 @@ Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_
   const std::size_t twin = sources.quick_twin ? sources.quick_twin(wanted) : kNone;
   std::size_t i = twin != kNone && loaded_or_built(slots, mutex, twin, sources) != nullptr
                       ? twin
-                      : first_built(slots, mutex, wanted, sources);
+                      : fastest_built(slots, mutex, wanted, sources);
   std::shared_ptr<const jit::BackgroundBuild> interim_build;
   if (i == kNone) {  // nothing built: compile, as asked (the quicker twin where there is one)
     if (twin == kNone) return keep(wanted, sources.build(wanted));
@@ -148,10 +168,11 @@ Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_
   return *slots.modules[i];
 }
 
-// A module for `wanted` if loaded or built, else for another configuration (the plan's default first), else null;
-// nothing compiles: what runs while a kernel of another list of choices builds. `wanted` itself is not scheduled (it
-// would be dropped once the other one is ready), but where the sources weigh stand-ins and the one lent is expected
-// kSlowStandIn times slower than `wanted`, `wanted`'s quick twin builds in the background and is lent once built.
+// A module for `wanted` if loaded or built, else for another configuration (fastest_built's, kept as the stand-in
+// for the calls after), else null; nothing compiles: what runs while a kernel of another list of choices builds.
+// `wanted` itself is not scheduled (it would be dropped once the other one is ready), but where the sources weigh
+// stand-ins and the one lent is expected kSlowStandIn times slower than `wanted`, `wanted`'s quick twin builds in the
+// background and is lent once built.
 template <class Module>
 Module* built_module(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t wanted,
                      const ModuleSources<Module>& sources) {
@@ -168,8 +189,17 @@ Module* built_module(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t 
   if (twin != kNone && (!twin_build || twin_build->state() == State::done)) {
     if (Module* module = loaded_or_built(slots, mutex, twin, sources)) return module;
   }
-  const std::size_t i = first_built(slots, mutex, wanted, sources);
-  if (i == kNone) return nullptr;
+  std::size_t i = kNone;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (slots.stand_in[wanted] != kNone && slots.modules[slots.stand_in[wanted]]) i = slots.stand_in[wanted];
+  }
+  if (i == kNone) {  // weighed once: each weighing is a cache lookup per configuration
+    i = fastest_built(slots, mutex, wanted, sources);
+    if (i == kNone) return nullptr;
+    std::lock_guard<std::mutex> lock(mutex);
+    slots.stand_in[wanted] = i;
+  }
   if (twin == kNone && sources.quick_twin && sources.in_background && sources.expected_time) {
     twin = sources.quick_twin(wanted);
     if (twin != kNone && twin != i && sources.expected_time(i) > kSlowStandIn * sources.expected_time(wanted)) {

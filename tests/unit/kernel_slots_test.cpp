@@ -154,6 +154,35 @@ TEST_F(KernelSlotsTest, ASlowStandInGivesWayToTheWantedKernelsQuickTwinOnceItIsB
   EXPECT_EQ(module_for_run(slots_, mutex_, 1, false, weighed).tile, 3u);
 }
 
+// A stand-in is the built configuration expected to run the problem fastest, not the first built; unweighed sources
+// keep the plan's default first. While a kernel of another list builds, the lent one is weighed once.
+TEST_F(KernelSlotsTest, AStandInIsTheBuiltConfigurationOfLeastExpectedTime) {
+  built_ = {0, 2, 3};
+  auto weighed = sources();
+  weighed.expected_time = [](std::size_t i) { return std::vector<double>{10, 1, 3, 5, 2}[i]; };
+  slots_.resize(5);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 1, false, weighed).tile, 2u);  // 4 would be faster, but is not built
+  slots_ = {};
+  slots_.resize(5);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 1, false, sources()).tile, 0u);
+
+  slots_ = {};
+  slots_.resize(5);
+  int lookups = 0;
+  auto counted = weighed;
+  counted.if_built = [&](std::size_t i) {
+    ++lookups;
+    return built_.count(i) ? std::make_shared<FakeModule>(FakeModule{i}) : nullptr;
+  };
+  EXPECT_EQ(built_module(slots_, mutex_, 1, counted)->tile, 2u);
+  const int first = lookups;
+  built_.insert(4);  // built meanwhile: the lent kernel stays the one weighed first
+  EXPECT_EQ(built_module(slots_, mutex_, 1, counted)->tile, 2u);
+  EXPECT_EQ(lookups, first + 1);  // only the wanted kernel's own lookup
+  EXPECT_EQ(background_requests_, 2);  // the two module_for_run calls' wanted builds; built_module queues none
+  gate_.open();
+}
+
 TEST_F(KernelSlotsTest, AFailedBackgroundBuildLeavesTheStandInForGood) {
   slots_.resize(2);
   built_ = {0};
