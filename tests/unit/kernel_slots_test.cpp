@@ -178,7 +178,7 @@ TEST_F(KernelSlotsTest, AStandInIsTheBuiltConfigurationOfLeastExpectedTime) {
   const int first = lookups;
   built_.insert(4);  // built meanwhile: the lent kernel stays the one weighed first
   EXPECT_EQ(built_module(slots_, mutex_, 1, counted)->tile, 2u);
-  EXPECT_EQ(lookups, first + 1);  // only the wanted kernel's own lookup
+  EXPECT_EQ(lookups, first + 1);       // only the wanted kernel's own lookup
   EXPECT_EQ(background_requests_, 2);  // the two module_for_run calls' wanted builds; built_module queues none
   gate_.open();
 }
