@@ -1,4 +1,4 @@
-// bench/suite_section.cpp: the shape suite (issue 15): gemmkit's default plan vs cuBLAS on every shape of the chosen
+// bench/suite_section.cpp: the shape suite: gemmkit's default plan vs cuBLAS on every shape of the chosen
 // groups (the gemm section's verified, interleaved method), with the geometric mean per group and over M >= 128 outside
 // the odd group, whose SIMT kernels would drag down a mean meant for tensor-core kernels.
 #include <cmath>

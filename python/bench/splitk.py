@@ -1,4 +1,4 @@
-"""python/bench/splitk.py: how K should be split on SM90 Stream-K kernels, per shape (issue 15's long-K and small-M
+"""python/bench/splitk.py: how K should be split on SM90 Stream-K kernels, per shape (the long-K and small-M
 shapes). For each shape: the plan's own choice, then every Stream-K configuration of the default f16 plan with each
 decomposition (data-parallel; split-K at 2, 4, 8, 16 slices; Stream-K) and each reduction mode (Deterministic: each
 slice waits for the one before it; Nondeterministic: slices add their partial sums in arrival order), against
