@@ -2,6 +2,7 @@
 // matters and by nothing else, and the split path's two keys (cubin and host module), with a fake toolchain.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <set>
@@ -12,7 +13,10 @@
 #include <vector>
 
 #include "gemmkit/cache.hpp"
+#include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
+#include "gemmkit/gemm.hpp"
+#include "jit/toolchain_detail.hpp"
 #include "unit/cache_fixture.hpp"
 #include "unit/fake_build.hpp"
 #include "unit/test_env.hpp"
@@ -72,6 +76,41 @@ TEST_F(CacheTest, DeviceHeadersTheSourceDoesNotIncludeDoNotChangeTheKey) {
   EXPECT_NE(missing, base);
   other.device_headers["gemmkit/later.hpp"] = {std::string(64, '1'), {}};
   EXPECT_NE(cache_.key(other, includes_more), missing);
+}
+
+// With gemmkit's own device headers: an SM80 GEMM compiles without the SM90 lean epilogue's header, so editing that
+// header leaves the SM80 kernel's key (and its cached module) alone, and moves the lean kernel's; a header every
+// kernel includes (the ABI) moves both.
+TEST(DeviceHeaderKeys, AGlueHeaderEditMovesOnlyTheKeysOfTheKernelsThatIncludeIt) {
+  Toolchain tc;
+  tc.device_headers = toolchain_detail::scan_device_headers(
+      (std::filesystem::path(GEMMKIT_GOLDEN_DIR).parent_path().parent_path() / "device" / "include").string());
+  ASSERT_TRUE(tc.device_headers.count("gemmkit/sm90_lean_epilogue.hpp"));
+  GemmOptions o;
+  o.element = DataType::f16;
+  o.element_accumulator = DataType::f32;
+  o.layout = Layout::RowMajor;
+  o.cc = 80;
+  const std::string sm80 = render(Gemm(o).spec()).text;
+  o.cc = 90;
+  Gemm lean_plan(o);
+  for (const TileDescription& td : lean_plan.tile_descriptions()) {
+    if (td.epilogue_schedule == EpilogueSchedule::Lean) {
+      lean_plan.set_tile_description(td);
+      break;
+    }
+  }
+  const std::string lean = render(lean_plan.spec()).text;
+  const std::string sm80_digest = included_headers_digest(tc, sm80), lean_digest = included_headers_digest(tc, lean);
+
+  Toolchain edited = tc;
+  edited.device_headers["gemmkit/sm90_lean_epilogue.hpp"].sha256 = std::string(64, '0');
+  EXPECT_EQ(included_headers_digest(edited, sm80), sm80_digest);
+  EXPECT_NE(included_headers_digest(edited, lean), lean_digest);
+  edited = tc;
+  edited.device_headers["gemmkit/abi.h"].sha256 = std::string(64, '0');
+  EXPECT_NE(included_headers_digest(edited, sm80), sm80_digest);
+  EXPECT_NE(included_headers_digest(edited, lean), lean_digest);
 }
 
 TEST_F(CacheTest, PathsAndTheHostCompilersVersionDoNotChangeTheKey) {
