@@ -543,12 +543,13 @@ std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescripti
   return best;
 }
 
-double estimated_time(const TileDescription& td, const ProblemShape& shape, int sm_count) {
+double estimated_time(const TileDescription& td, const ProblemShape& shape, int sm_count, Decomposition decomposition) {
   const Shape3 cta = td.cta_tile();
   const double work = static_cast<double>(cta[0]) * cta[1] / tile_efficiency(cta);
   const auto count = static_cast<double>(tile_count(cta, shape));
   const double sms = std::max(sm_count, 1);
-  return stream_k(td) ? 1.1 * count * work / sms : std::ceil(count / sms) * work;
+  const bool shares_k = stream_k(td) && decomposition != Decomposition::DataParallel;
+  return shares_k ? 1.1 * count * work / sms : std::ceil(count / sms) * work;
 }
 
 std::vector<std::size_t> tuning_candidates(const std::vector<TileDescription>& tiles, const KernelSpec& spec,

@@ -136,8 +136,10 @@ std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescripti
                                                  int sm_count, int k_granule);
 
 // A configuration's time on a problem, in arbitrary units (only ratios mean anything): data-parallel, waves x tile
-// area / tile efficiency; Stream-K, the work spread evenly over the SMs (plus 10 % for its fix-up).
-double estimated_time(const TileDescription& td, const ProblemShape& shape, int sm_count);
+// area / tile efficiency; a Stream-K kernel launched to share K out (`decomposition` other than DataParallel), the
+// work spread evenly over the SMs (plus 10 % for its fix-up).
+double estimated_time(const TileDescription& td, const ProblemShape& shape, int sm_count,
+                      Decomposition decomposition = Decomposition::Heuristic);
 
 // Up to `max` configurations (indices into `tiles`) worth timing for this problem, for autotuning: choose_tile's pick
 // and the default first, then by estimated_time, taking a variety of CTA shapes first, then clusters and schedules.

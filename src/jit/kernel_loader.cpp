@@ -107,11 +107,15 @@ NoBuildAhead::~NoBuildAhead() {
   --t_no_build_ahead;
 }
 
-void build_ahead(const std::function<KernelSpec()>& spec) {
-  if (t_no_build_ahead > 0) return;
+bool build_ahead_on() {
+  if (t_no_build_ahead > 0) return false;
   const int chosen = g_build_ahead.load();
-  if (chosen == 0 || (chosen < 0 && knobs::value("GEMMKIT_BUILD_AHEAD") != "1")) return;
-  if (knobs::flag("GEMMKIT_ALWAYS_COMPILE")) return;
+  if (chosen == 0 || (chosen < 0 && knobs::value("GEMMKIT_BUILD_AHEAD") != "1")) return false;
+  return !knobs::flag("GEMMKIT_ALWAYS_COMPILE");
+}
+
+void build_ahead(const std::function<KernelSpec()>& spec) {
+  if (!build_ahead_on()) return;
   try {
     const Toolchain& toolchain = Toolchain::discover();
     const KernelSource source = render(spec());

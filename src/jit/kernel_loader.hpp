@@ -23,6 +23,9 @@ std::shared_ptr<KernelModule> load_kernel_if_built(const KernelSpec& spec);
 // `spec` is only asked for when build-ahead is on.
 void build_ahead(const std::function<KernelSpec()>& spec);
 
+// Whether build_ahead would queue anything now (set_build_ahead, GEMMKIT_BUILD_AHEAD, this thread's NoBuildAhead).
+bool build_ahead_on();
+
 // While one lives on this thread, declared plans build nothing ahead: the plans gemmkit makes for itself (a plan's
 // SIMT twin, a pack file's plans, a Conv2d's pointwise GEMM) are not the user's declarations.
 class NoBuildAhead {

@@ -26,6 +26,7 @@ struct KernelSlots {
   // A slow stand-in's replacement: the wanted kernel's quick twin, building beside it, run once built (kNone: none).
   std::vector<std::size_t> interim;
   std::vector<std::shared_ptr<const jit::BackgroundBuild>> interim_build;
+  std::vector<char> weighed;  // built_module has chosen what to lend (and whether a twin builds) for this one
 
   void resize(std::size_t count) {
     modules.resize(count);
@@ -33,6 +34,7 @@ struct KernelSlots {
     stand_in.resize(count, kNone);
     interim.resize(count, kNone);
     interim_build.resize(count);
+    weighed.resize(count, 0);
   }
 };
 
@@ -78,9 +80,14 @@ std::size_t first_built(KernelSlots<Module>& slots, std::mutex& mutex, std::size
   return KernelSlots<Module>::kNone;
 }
 
-// The configuration other than `skip` to stand in, loaded and kept: where the sources weigh configurations, the
-// loaded or built one of least expected time (tried fastest first, each try a cache lookup, until one is built; the
-// plan's default first among equals); else the first loaded or built, the plan's default first. kNone when none is.
+// At most this many configurations that are not loaded are looked up in the disk cache when a stand-in is weighed
+// (each lookup renders the kernel and hashes it: about 0.3 ms).
+inline constexpr std::size_t kStandInLookups = 8;
+
+// The configuration other than `skip` to stand in, loaded and kept: where the sources weigh configurations, the one
+// of least expected time among those loaded (no I/O) and the kStandInLookups fastest expected to beat it that the
+// disk cache holds (the plan's default first among equals); else, or when none of those is built, the first loaded or
+// built, the plan's default first. kNone when none is.
 template <class Module>
 std::size_t fastest_built(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t skip,
                           const ModuleSources<Module>& sources) {
@@ -90,10 +97,22 @@ std::size_t fastest_built(KernelSlots<Module>& slots, std::mutex& mutex, std::si
     if (i != skip) order.emplace_back(sources.expected_time(i), i);
   }
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [time, i] : order) {
+  std::vector<std::size_t> to_look_up;
+  std::size_t best_loaded = KernelSlots<Module>::kNone;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& [time, i] : order) {
+      if (slots.modules[i]) {
+        best_loaded = i;
+        break;
+      }
+      if (to_look_up.size() < kStandInLookups) to_look_up.push_back(i);
+    }
+  }
+  for (const std::size_t i : to_look_up) {
     if (loaded_or_built(slots, mutex, i, sources) != nullptr) return i;
   }
-  return KernelSlots<Module>::kNone;
+  return best_loaded != KernelSlots<Module>::kNone ? best_loaded : first_built(slots, mutex, skip, sources);
 }
 
 // The module to launch for configuration `wanted`:
@@ -105,9 +124,10 @@ std::size_t fastest_built(KernelSlots<Module>& slots, std::mutex& mutex, std::si
 // - else, nothing built at all: with `wait`, or where `wanted` has no quick twin, `wanted`, compiled here (a compile
 //   the caller asked for); else its quick twin, compiled here and run while `wanted` builds in the background.
 // `mutex` guards `slots`; no build runs under it.
+// `queued`, when given, says whether this call queued `wanted`'s background build (a new shape class).
 template <class Module>
 Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t wanted, bool wait,
-                       const ModuleSources<Module>& sources) {
+                       const ModuleSources<Module>& sources, bool* queued = nullptr) {
   using State = jit::BackgroundBuild::State;
   constexpr std::size_t kNone = KernelSlots<Module>::kNone;
   auto keep = [&](std::size_t i, std::shared_ptr<Module> module) -> Module& {
@@ -121,14 +141,15 @@ Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_
     std::lock_guard<std::mutex> lock(mutex);
     if (slots.modules[wanted]) return *slots.modules[wanted];
     pending = slots.pending[wanted];
-    if (pending && !wait) {
+    if (pending && !wait && pending->state() != State::done) {
       const std::size_t stand_in = slots.stand_in[wanted];
-      if (!pending->finished()) {
-        const auto& interim = slots.interim_build[wanted];
-        if (!interim || interim->state() != State::done) return *slots.modules[stand_in];
+      const auto& interim = slots.interim_build[wanted];
+      if (interim && interim->state() == State::done) {
         interim_done = slots.interim[wanted];  // loaded below, outside the lock
-      } else if (pending->state() == State::failed) {
-        return *(slots.modules[wanted] = slots.modules[stand_in]);
+      } else if (pending->state() != State::failed || (interim && !interim->finished())) {
+        return *slots.modules[stand_in];  // still building (after a failure: until the twin is done)
+      } else {
+        return *(slots.modules[wanted] = slots.modules[stand_in]);  // failed (a warning said so): for good
       }
     }
   }
@@ -138,6 +159,8 @@ Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_
     slots.stand_in[wanted] = interim_done;
     slots.interim[wanted] = kNone;
     slots.interim_build[wanted].reset();
+    if (pending->state() == State::failed && !slots.modules[wanted])
+      slots.modules[wanted] = slots.modules[interim_done];
     return twin;
   }
   if (pending && pending->state() == State::done) return keep(wanted, sources.build(wanted));  // a cache hit now
@@ -159,6 +182,7 @@ Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_
   auto build = sources.in_background(wanted);
   std::lock_guard<std::mutex> lock(mutex);
   if (slots.modules[wanted]) return *slots.modules[wanted];  // another thread got it meanwhile
+  if (queued != nullptr) *queued = !slots.pending[wanted];
   slots.stand_in[wanted] = i;
   slots.pending[wanted] = std::move(build);
   if (interim_build) {
@@ -168,51 +192,60 @@ Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_
   return *slots.modules[i];
 }
 
-// A module for `wanted` if loaded or built, else for another configuration (fastest_built's, kept as the stand-in
-// for the calls after), else null; nothing compiles: what runs while a kernel of another list of choices builds.
-// `wanted` itself is not scheduled (it would be dropped once the other one is ready), but where the sources weigh
-// stand-ins and the one lent is expected kSlowStandIn times slower than `wanted`, `wanted`'s quick twin builds in the
-// background and is lent once built.
+// A module for `wanted` if loaded or built, else for another configuration, else null; nothing compiles: what runs
+// while a kernel of another list of choices builds. `wanted` itself is not scheduled (it would be dropped once the
+// other one is ready). Where the sources weigh configurations, the one lent is fastest_built's, chosen once, and
+// when it is expected kSlowStandIn times slower than `wanted`, `wanted`'s quick twin builds in the background and is
+// lent once built. Unweighed (a query), the first built is lent and nothing is remembered.
 template <class Module>
 Module* built_module(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t wanted,
                      const ModuleSources<Module>& sources) {
   using State = jit::BackgroundBuild::State;
   constexpr std::size_t kNone = KernelSlots<Module>::kNone;
-  if (Module* module = loaded_or_built(slots, mutex, wanted, sources)) return module;
-  std::size_t twin = kNone;
-  std::shared_ptr<const jit::BackgroundBuild> twin_build;
+  std::size_t twin = kNone, lent = kNone;
+  bool weighed = false, twin_ready = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
+    if (slots.modules[wanted]) return slots.modules[wanted].get();
     twin = slots.interim[wanted];
-    twin_build = slots.interim_build[wanted];
+    twin_ready = twin != kNone && (!slots.interim_build[wanted] || slots.interim_build[wanted]->state() == State::done);
+    weighed = slots.weighed[wanted] != 0;
+    if (slots.stand_in[wanted] != kNone && slots.modules[slots.stand_in[wanted]]) lent = slots.stand_in[wanted];
   }
-  if (twin != kNone && (!twin_build || twin_build->state() == State::done)) {
+  // Once weighed, no lookup of `wanted` per run: nothing here builds it.
+  if (!weighed) {
+    if (Module* module = loaded_or_built(slots, mutex, wanted, sources)) return module;
+  }
+  if (twin_ready) {
     if (Module* module = loaded_or_built(slots, mutex, twin, sources)) return module;
   }
-  std::size_t i = kNone;
-  {
+  if (weighed && lent != kNone) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (slots.stand_in[wanted] != kNone && slots.modules[slots.stand_in[wanted]]) i = slots.stand_in[wanted];
+    return slots.modules[lent].get();
   }
-  if (i == kNone) {  // weighed once: each weighing is a cache lookup per configuration
-    i = fastest_built(slots, mutex, wanted, sources);
+  const bool weighs = sources.expected_time && sources.quick_twin && sources.in_background;
+  if (!weighs) {
+    const std::size_t i = first_built(slots, mutex, wanted, sources);
     if (i == kNone) return nullptr;
     std::lock_guard<std::mutex> lock(mutex);
-    slots.stand_in[wanted] = i;
+    return slots.modules[i].get();
   }
-  if (twin == kNone && sources.quick_twin && sources.in_background && sources.expected_time) {
-    twin = sources.quick_twin(wanted);
-    if (twin != kNone && twin != i && sources.expected_time(i) > kSlowStandIn * sources.expected_time(wanted)) {
-      Module* built = loaded_or_built(slots, mutex, twin, sources);
-      if (!built) twin_build = sources.in_background(twin);
-      std::lock_guard<std::mutex> lock(mutex);
-      slots.interim[wanted] = twin;
-      slots.interim_build[wanted] = std::move(twin_build);
-      if (built) return built;
-    }
-  }
+  const std::size_t i = fastest_built(slots, mutex, wanted, sources);
+  if (i == kNone) return nullptr;
+  twin = sources.quick_twin(wanted);
+  std::shared_ptr<const jit::BackgroundBuild> twin_build;
+  Module* built_twin = nullptr;
+  const bool slow =
+      twin != kNone && twin != i && sources.expected_time(i) > kSlowStandIn * sources.expected_time(wanted);
+  if (slow && !(built_twin = loaded_or_built(slots, mutex, twin, sources))) twin_build = sources.in_background(twin);
   std::lock_guard<std::mutex> lock(mutex);
-  return slots.modules[i].get();
+  slots.weighed[wanted] = 1;  // weighed once: each weighing is cache lookups
+  slots.stand_in[wanted] = i;
+  if (slow) {
+    slots.interim[wanted] = twin;
+    slots.interim_build[wanted] = std::move(twin_build);
+  }
+  return built_twin != nullptr ? built_twin : slots.modules[i].get();
 }
 
 }  // namespace gemmkit

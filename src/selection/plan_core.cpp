@@ -193,7 +193,9 @@ KernelModule& PlanCore::module_for(KernelChoices& choices, std::size_t choice, b
   std::function<double(std::size_t)> expected_time;
   if (problem != nullptr && problem->sm_count > 0) {
     expected_time = [&](std::size_t i) {
-      return catalog::estimated_time(choices.tiles[i], problem->shape, problem->sm_count);
+      // run() launches a stand-in with the chosen configuration's split: a Stream-K stand-in of a data-parallel
+      // choice runs data-parallel.
+      return catalog::estimated_time(choices.tiles[i], problem->shape, problem->sm_count, problem->split.mode);
     };
   }
   const ModuleSources<KernelModule> sources{
@@ -201,20 +203,9 @@ KernelModule& PlanCore::module_for(KernelChoices& choices, std::size_t choice, b
       [&](std::size_t i) { return jit::load_kernel(choices.spec(i)); },
       [&](std::size_t i) { return jit::build_kernel_in_background(choices.spec(i)); },
       [&](std::size_t i) { return quick_twin_of(choices, i); }, expected_time};
-  bool was_pending = false;
-  {
-    std::lock_guard<std::mutex> lock(cache_->mutex);
-    was_pending = choices.slots.pending[choice] != nullptr;
-  }
-  KernelModule& module = module_for_run(choices.slots, cache_->mutex, choice, wait, sources);
-  if (problem != nullptr && !was_pending) {
-    bool queued = false;  // this call met a new shape class: its kernel now builds in the background
-    {
-      std::lock_guard<std::mutex> lock(cache_->mutex);
-      queued = choices.slots.pending[choice] != nullptr;
-    }
-    if (queued) build_neighbours_ahead(*problem);
-  }
+  bool queued = false;  // this call met a new shape class: its kernel now builds in the background
+  KernelModule& module = module_for_run(choices.slots, cache_->mutex, choice, wait, sources, &queued);
+  if (queued && problem != nullptr) build_neighbours_ahead(*problem);
   return module;
 }
 

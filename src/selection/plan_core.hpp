@@ -198,7 +198,8 @@ class PlanCore {
   bool may_split_k_in_parallel(const KernelSpec& base) const;
   KernelChoices* parallel_choices(KernelChoices& choices, const ProblemKey& p);
   RunChoice heuristic_choice(KernelChoices& choices, const ProblemKey& p, int sm_count);
-  KernelModule* parallel_module(const RunChoice& c, bool wait, bool& building);
+  // `queued`, when given, is set when this call queued the parallel kernel's build (a new shape class).
+  KernelModule* parallel_module(const RunChoice& c, bool wait, bool& building, bool* queued = nullptr);
   KernelModule& module_while_parallel_builds(RunChoice& c);
   // neighbour_specs(c), queued with jit::build_ahead (which does nothing unless build-ahead is on).
   void build_neighbours_ahead(const RunChoice& c);

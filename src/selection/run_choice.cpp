@@ -165,7 +165,7 @@ RunChoice PlanCore::heuristic_choice(KernelChoices& choices, const ProblemKey& p
   return out;
 }
 
-KernelModule* PlanCore::parallel_module(const RunChoice& c, bool wait, bool& building) {
+KernelModule* PlanCore::parallel_module(const RunChoice& c, bool wait, bool& building, bool* queued) {
   KernelSlots<KernelModule>& slots = c.parallel->slots;
   const std::size_t i = c.parallel_index;
   std::shared_ptr<const jit::BackgroundBuild> pending;
@@ -189,12 +189,12 @@ KernelModule* PlanCore::parallel_module(const RunChoice& c, bool wait, bool& bui
     return slots.modules[i].get();
   }
   auto build = jit::build_kernel_in_background(spec);
-  {
-    std::lock_guard<std::mutex> lock(cache_->mutex);
-    if (!slots.pending[i]) slots.pending[i] = std::move(build);
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (!slots.pending[i]) {
+    slots.pending[i] = std::move(build);
+    if (queued != nullptr) *queued = true;
   }
   building = true;
-  build_neighbours_ahead(c);  // a new shape class
   return nullptr;
 }
 
@@ -221,7 +221,7 @@ std::vector<KernelSpec> PlanCore::neighbour_specs(const RunChoice& c) {
 }
 
 void PlanCore::build_neighbours_ahead(const RunChoice& c) {
-  if (c.sm_count <= 0) return;
+  if (c.sm_count <= 0 || !jit::build_ahead_on()) return;
   for (const KernelSpec& spec : neighbour_specs(c)) jit::build_ahead([&] { return spec; });
 }
 
@@ -232,7 +232,7 @@ KernelModule& PlanCore::module_while_parallel_builds(RunChoice& c) {
       {},
       [&](std::size_t i) { return jit::build_kernel_in_background(serial.spec(i)); },
       [&](std::size_t i) { return quick_twin_of(serial, i); },
-      [&](std::size_t i) { return catalog::estimated_time(serial.tiles[i], c.shape, c.sm_count); }};
+      [&](std::size_t i) { return catalog::estimated_time(serial.tiles[i], c.shape, c.sm_count, c.split.mode); }};
   if (KernelModule* module = built_module(serial.slots, cache_->mutex, c.index, sources)) return *module;
   bool building = false;
   KernelModule* parallel = parallel_module(c, /*wait=*/true, building);  // nothing built: the parallel one, as asked
@@ -334,14 +334,19 @@ std::string PlanCore::running_kernel_name(const ProblemKey& p) {
 }
 
 KernelModule& PlanCore::launch_module(RunChoice& c, bool wait) {
-  bool parallel_building = false;
+  bool parallel_building = false, parallel_queued = false;
   if (c.parallel != nullptr) {
-    if (KernelModule* module = parallel_module(c, wait, parallel_building)) {
+    if (KernelModule* module = parallel_module(c, wait, parallel_building, &parallel_queued)) {
       c.take_parallel();
       return *module;
     }
   }
-  if (parallel_building) return module_while_parallel_builds(c);
+  if (parallel_building) {
+    const RunChoice serial = c;  // module_while_parallel_builds may switch c to the parallel kernel
+    KernelModule& module = module_while_parallel_builds(c);
+    if (parallel_queued) build_neighbours_ahead(serial);  // a new shape class; after its stand-in's twin, if any
+    return module;
+  }
   return module_for(*c.choices, c.index, wait, &c);
 }
 

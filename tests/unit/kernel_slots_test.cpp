@@ -22,6 +22,12 @@ struct FakeModule {
 
 class KernelSlotsTest : public ::testing::Test {
  protected:
+  // No build the test queued may outlive the fixture's gate and cache.
+  void TearDown() override {
+    gate_.open();
+    jit::wait_for_background_builds();
+  }
+
   // Tile i is built when built_[i]; `build` counts the compiles run() asked for (or made) on its own thread.
   ModuleSources<FakeModule> sources() {
     return {[this](std::size_t i) { return built_.count(i) ? std::make_shared<FakeModule>(FakeModule{i}) : nullptr; },
@@ -178,8 +184,86 @@ TEST_F(KernelSlotsTest, AStandInIsTheBuiltConfigurationOfLeastExpectedTime) {
   const int first = lookups;
   built_.insert(4);  // built meanwhile: the lent kernel stays the one weighed first
   EXPECT_EQ(built_module(slots_, mutex_, 1, counted)->tile, 2u);
-  EXPECT_EQ(lookups, first + 1);       // only the wanted kernel's own lookup
+  EXPECT_EQ(lookups, first);           // weighed once: no lookup per run
   EXPECT_EQ(background_requests_, 2);  // the two module_for_run calls' wanted builds; built_module queues none
+  gate_.open();
+}
+
+// While a kernel of another list builds, a lent kernel expected kSlowStandIn times slower than the wanted one has the
+// wanted one's quick twin built, and the twin is lent once built (at once, when it is built already).
+TEST_F(KernelSlotsTest, BuiltModuleBuildsAndLendsTheTwinForASlowLentKernel) {
+  slots_.resize(4);
+  built_ = {0};
+  twins_ = {{2, 3}};
+  Gate twin_gate;
+  const KernelSource twin_source = unique_source("lent_twin");
+  auto weighed = sources();
+  weighed.expected_time = [](std::size_t i) { return i == 0 ? 10.0 : 1.0; };
+  std::vector<std::size_t> requested;
+  weighed.in_background = [&](std::size_t i) {
+    requested.push_back(i);
+    return jit::build_in_background(cache_, fake_toolchain(), twin_source, twin_gate.builder());
+  };
+  EXPECT_EQ(built_module(slots_, mutex_, 2, weighed)->tile, 0u);
+  EXPECT_EQ(requested, (std::vector<std::size_t>{3}));  // the twin; never the wanted kernel itself
+  EXPECT_EQ(built_module(slots_, mutex_, 2, weighed)->tile, 0u);
+  twin_gate.open();
+  wait_until_finished(*slots_.interim_build[2]);
+  built_.insert(3);
+  EXPECT_EQ(built_module(slots_, mutex_, 2, weighed)->tile, 3u);
+  EXPECT_EQ(requested.size(), 1u);
+  // A twin built already is lent at once.
+  slots_ = {};
+  slots_.resize(4);
+  EXPECT_EQ(built_module(slots_, mutex_, 2, weighed)->tile, 3u);
+  EXPECT_EQ(requested.size(), 1u);
+  gate_.open();
+}
+
+// When the wanted kernel's build fails while its twin builds, run() keeps the stand-in until the twin is done, then
+// runs the twin for good, not the slow stand-in.
+TEST_F(KernelSlotsTest, AFailedBuildGivesWayToItsTwinOnceTheTwinIsBuilt) {
+  slots_.resize(4);
+  built_ = {0};
+  twins_ = {{2, 3}};
+  Gate twin_gate;
+  const KernelSource twin_source = unique_source("failed_twin"), failing_source = unique_source("failing");
+  auto weighed = sources();
+  weighed.expected_time = [](std::size_t i) { return i == 0 ? 10.0 : 1.0; };
+  weighed.in_background = [&](std::size_t i) {
+    return i == 3 ? jit::build_in_background(cache_, fake_toolchain(), twin_source, twin_gate.builder())
+                  : jit::build_in_background(cache_, fake_toolchain(), failing_source, gate_.builder(/*fail=*/true));
+  };
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 0u);
+  gate_.open();
+  wait_until_finished(*slots_.pending[2]);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 0u);  // the twin is still building
+  twin_gate.open();
+  wait_until_finished(*slots_.interim_build[2]);
+  built_.insert(3);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 3u);
+  EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 3u);
+  jit::wait_for_background_builds();
+  (void)::testing::internal::GetCapturedStderr();
+}
+
+// Weighing a stand-in looks up at most kStandInLookups configurations that are not loaded, fastest first, and falls
+// back to the fastest loaded one.
+TEST_F(KernelSlotsTest, WeighingAStandInLooksUpFewConfigurations) {
+  constexpr std::size_t kTiles = 40;
+  slots_.resize(kTiles);
+  built_ = {0};
+  EXPECT_EQ(module_for_run(slots_, mutex_, 0, false, sources()).tile, 0u);  // the default, loaded
+  int lookups = 0;
+  auto weighed = sources();
+  weighed.expected_time = [](std::size_t i) { return i == 0 ? 100.0 : static_cast<double>(i); };
+  weighed.if_built = [&](std::size_t i) {
+    ++lookups;
+    return built_.count(i) ? std::make_shared<FakeModule>(FakeModule{i}) : nullptr;
+  };
+  EXPECT_EQ(module_for_run(slots_, mutex_, 39, false, weighed).tile, 0u);
+  EXPECT_EQ(lookups, 1 + static_cast<int>(kStandInLookups));  // the wanted kernel's, then the fastest few
   gate_.open();
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "catalog/catalog.hpp"
 #include "gemmkit/gemm.hpp"
 #include "selection/plan_core.hpp"
 
@@ -61,6 +62,20 @@ TEST(Neighbours, AreTheKernelsRunPicksForHalfAndTwiceEachExtent) {
       EXPECT_FALSE(expected.empty());  // these shapes sit near a change of kernel
     }
   }
+}
+
+// A Stream-K kernel launched data-parallel (a stand-in for a data-parallel choice runs with that choice's split) is
+// weighed by its waves, as any data-parallel kernel; launched to share K out, by its work spread over the SMs.
+TEST(EstimatedTime, AStreamKKernelLaunchedDataParallelIsWeighedByItsWaves) {
+  TileDescription td;
+  td.threadblock_shape = {128, 128, 64};
+  td.tile_scheduler = TileScheduler::StreamK;
+  const catalog::ProblemShape shape{1000, 1000, 4096, 1};  // 64 tiles: half a wave of 132 SMs
+  const double data_parallel = catalog::estimated_time(td, shape, 132, Decomposition::DataParallel);
+  const double shared = catalog::estimated_time(td, shape, 132, Decomposition::Heuristic);
+  td.tile_scheduler = TileScheduler::Default;
+  EXPECT_EQ(data_parallel, catalog::estimated_time(td, shape, 132));
+  EXPECT_LT(shared, data_parallel);
 }
 
 }  // namespace
