@@ -25,7 +25,23 @@ class KernelSlotsTest : public ::testing::Test {
   // No build the test queued may outlive the fixture's gate and cache.
   void TearDown() override {
     gate_.open();
+    twin_gate_.open();
     jit::wait_for_background_builds();
+  }
+
+  // Tile 0 built and expected 10x slower than every other tile; tile 2's quick twin is tile 3. Background builds are
+  // recorded in requested_: tile 3's waits at twin_gate_, the others at gate_ (failing when fail_wanted_).
+  ModuleSources<FakeModule> twin_sources() {
+    built_ = {0};
+    twins_ = {{2, 3}};
+    auto weighed = sources();
+    weighed.expected_time = [](std::size_t i) { return i == 0 ? 10.0 : 1.0; };
+    weighed.in_background = [this](std::size_t i) {
+      requested_.push_back(i);
+      return i == 3 ? jit::build_in_background(cache_, fake_toolchain(), twin_source_, twin_gate_.builder())
+                    : jit::build_in_background(cache_, fake_toolchain(), source_, gate_.builder(fail_wanted_));
+    };
+    return weighed;
   }
 
   // Tile i is built when built_[i]; `build` counts the compiles run() asked for (or made) on its own thread.
@@ -54,6 +70,10 @@ class KernelSlotsTest : public ::testing::Test {
   int foreground_builds_ = 0, background_requests_ = 0;
   std::size_t built_tile_ = 99;
   std::map<std::size_t, std::size_t> twins_;  // a tile's quick twin
+  Gate twin_gate_;
+  KernelSource twin_source_ = unique_source("twin");
+  std::vector<std::size_t> requested_;
+  bool fail_wanted_ = false;
   KernelSlots<FakeModule> slots_;
   std::mutex mutex_;
 };
@@ -117,22 +137,12 @@ TEST_F(KernelSlotsTest, WithNothingBuiltTheQuickTwinRunsWhileTheWantedKernelBuil
 // kernel replaces both once built. Near the wanted kernel's speed, no twin is built; a built twin stands in first.
 TEST_F(KernelSlotsTest, ASlowStandInGivesWayToTheWantedKernelsQuickTwinOnceItIsBuilt) {
   slots_.resize(4);
-  built_ = {0};
-  twins_ = {{2, 3}};
-  Gate twin_gate;
-  const KernelSource twin_source = unique_source("twin");
-  auto weighed = sources();
-  weighed.expected_time = [](std::size_t i) { return i == 0 ? 10.0 : 1.0; };
-  std::vector<std::size_t> requested;
-  weighed.in_background = [&](std::size_t i) {
-    requested.push_back(i);
-    return i == 3 ? jit::build_in_background(cache_, fake_toolchain(), twin_source, twin_gate.builder())
-                  : jit::build_in_background(cache_, fake_toolchain(), source_, gate_.builder());
-  };
+  auto weighed = twin_sources();
+  std::vector<std::size_t>& requested = requested_;
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 0u);
   EXPECT_EQ(requested, (std::vector<std::size_t>{3, 2}));                 // the twin first: it builds sooner
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 0u);  // the twin is still building
-  twin_gate.open();
+  twin_gate_.open();
   wait_until_finished(*slots_.interim_build[2]);
   built_.insert(3);
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 3u);
@@ -193,21 +203,12 @@ TEST_F(KernelSlotsTest, AStandInIsTheBuiltConfigurationOfLeastExpectedTime) {
 // wanted one's quick twin built, and the twin is lent once built (at once, when it is built already).
 TEST_F(KernelSlotsTest, BuiltModuleBuildsAndLendsTheTwinForASlowLentKernel) {
   slots_.resize(4);
-  built_ = {0};
-  twins_ = {{2, 3}};
-  Gate twin_gate;
-  const KernelSource twin_source = unique_source("lent_twin");
-  auto weighed = sources();
-  weighed.expected_time = [](std::size_t i) { return i == 0 ? 10.0 : 1.0; };
-  std::vector<std::size_t> requested;
-  weighed.in_background = [&](std::size_t i) {
-    requested.push_back(i);
-    return jit::build_in_background(cache_, fake_toolchain(), twin_source, twin_gate.builder());
-  };
+  auto weighed = twin_sources();
+  std::vector<std::size_t>& requested = requested_;
   EXPECT_EQ(built_module(slots_, mutex_, 2, weighed)->tile, 0u);
   EXPECT_EQ(requested, (std::vector<std::size_t>{3}));  // the twin; never the wanted kernel itself
   EXPECT_EQ(built_module(slots_, mutex_, 2, weighed)->tile, 0u);
-  twin_gate.open();
+  twin_gate_.open();
   wait_until_finished(*slots_.interim_build[2]);
   built_.insert(3);
   EXPECT_EQ(built_module(slots_, mutex_, 2, weighed)->tile, 3u);
@@ -224,22 +225,14 @@ TEST_F(KernelSlotsTest, BuiltModuleBuildsAndLendsTheTwinForASlowLentKernel) {
 // runs the twin for good, not the slow stand-in.
 TEST_F(KernelSlotsTest, AFailedBuildGivesWayToItsTwinOnceTheTwinIsBuilt) {
   slots_.resize(4);
-  built_ = {0};
-  twins_ = {{2, 3}};
-  Gate twin_gate;
-  const KernelSource twin_source = unique_source("failed_twin"), failing_source = unique_source("failing");
-  auto weighed = sources();
-  weighed.expected_time = [](std::size_t i) { return i == 0 ? 10.0 : 1.0; };
-  weighed.in_background = [&](std::size_t i) {
-    return i == 3 ? jit::build_in_background(cache_, fake_toolchain(), twin_source, twin_gate.builder())
-                  : jit::build_in_background(cache_, fake_toolchain(), failing_source, gate_.builder(/*fail=*/true));
-  };
+  fail_wanted_ = true;
+  auto weighed = twin_sources();
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 0u);
   gate_.open();
   wait_until_finished(*slots_.pending[2]);
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 0u);  // the twin is still building
-  twin_gate.open();
+  twin_gate_.open();
   wait_until_finished(*slots_.interim_build[2]);
   built_.insert(3);
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 3u);
