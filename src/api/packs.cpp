@@ -141,15 +141,13 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
   }
 }
 
-// The plan's default kernel's quick twin (its family's, as listed by the plan), where it has one.
+// The plan's default kernel's quick twin (as the plan lists it), where it has one.
 std::optional<KernelSpec> quick_twin(const Gemm& plan) {
   KernelSpec spec = plan.spec();
-  const std::optional<TileDescription> twin = catalog::family_of(spec.family).quick_twin(spec);
-  if (!twin) return std::nullopt;
   const std::vector<TileDescription> tiles = plan.tile_descriptions();
-  const auto listed = std::find(tiles.begin(), tiles.end(), *twin);
-  if (listed == tiles.end()) return std::nullopt;
-  spec.tile = *listed;
+  const std::optional<std::size_t> twin = catalog::quick_twin_index(tiles, spec);
+  if (!twin) return std::nullopt;
+  spec.tile = tiles[*twin];
   return spec;
 }
 

@@ -53,6 +53,14 @@ const Family& family_of(KernelFamily id) {
   throw Error("internal error: kernel family " + std::string(to_string(id)) + " is not registered");
 }
 
+std::optional<std::size_t> quick_twin_index(const std::vector<TileDescription>& tiles, const KernelSpec& spec) {
+  const std::optional<TileDescription> twin = family_of(spec.family).quick_twin(spec);
+  if (!twin) return std::nullopt;
+  const auto found = std::find(tiles.begin(), tiles.end(), *twin);
+  if (found == tiles.end()) return std::nullopt;
+  return static_cast<std::size_t>(found - tiles.begin());
+}
+
 namespace {
 
 // The families a target may use, newest first: those built for its cc, no newer than the requested generation.

@@ -33,6 +33,9 @@ DeviceLimits limits_for_cc(int cc);
 
 // The family that renders specs of `id`.
 const Family& family_of(KernelFamily id);
+// The index into `tiles` (a plan's configurations) of `spec`'s quick twin (its family's), or nullopt when it has none
+// or the list lacks it.
+std::optional<std::size_t> quick_twin_index(const std::vector<TileDescription>& tiles, const KernelSpec& spec);
 // The family a plan uses: the first of the target's families (newest first) that supports the operands.
 // Throws ConfigError when none does.
 const Family& family_for(const Target& target, OpClass opclass, const OperandTypes& types);
