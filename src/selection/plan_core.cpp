@@ -2,7 +2,6 @@
 // modules run() loads or builds for them.
 #include "selection/plan_core.hpp"
 
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -175,12 +174,7 @@ KernelChoices& PlanCore::choices_for(const ProblemKey& p, const SpecVariant* var
 }
 
 std::size_t PlanCore::quick_twin_of(const KernelChoices& choices, std::size_t choice) const {
-  const KernelSpec spec = choices.spec(choice);
-  const std::optional<TileDescription> twin = catalog::family_of(spec.family).quick_twin(spec);
-  if (!twin) return KernelSlots<KernelModule>::kNone;
-  const auto found = std::find(choices.tiles.begin(), choices.tiles.end(), *twin);
-  return found == choices.tiles.end() ? KernelSlots<KernelModule>::kNone
-                                      : static_cast<std::size_t>(found - choices.tiles.begin());
+  return catalog::quick_twin_index(choices.tiles, choices.spec(choice)).value_or(KernelSlots<KernelModule>::kNone);
 }
 
 KernelModule& PlanCore::module_for(KernelChoices& choices, std::size_t choice, bool wait, const RunChoice* problem) {
@@ -192,10 +186,10 @@ KernelModule& PlanCore::module_for(KernelChoices& choices, std::size_t choice, b
   // Loaded (perhaps compiled) outside the plan's lock: other threads keep running the kernels already loaded.
   std::function<double(std::size_t)> expected_time;
   if (problem != nullptr && problem->sm_count > 0) {
-    expected_time = [&](std::size_t i) {
+    expected_time = [&, shape = kernel_shape(problem->problem)](std::size_t i) {
       // run() launches a stand-in with the chosen configuration's split: a Stream-K stand-in of a data-parallel
       // choice runs data-parallel.
-      return catalog::estimated_time(choices.tiles[i], problem->shape, problem->sm_count, problem->split.mode);
+      return catalog::estimated_time(choices.tiles[i], shape, problem->sm_count, problem->split.mode);
     };
   }
   const ModuleSources<KernelModule> sources{

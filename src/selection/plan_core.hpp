@@ -79,8 +79,8 @@ struct RunChoice {
   KernelChoices* parallel;
   std::size_t parallel_index;
   int slices;
-  // The problem as the kernel sees it, and the SM count chosen for: what stand-ins are weighed against.
-  catalog::ProblemShape shape{};
+  // The problem and the SM count it was chosen for: what stand-ins are weighed against, and neighbours start from.
+  ProblemKey problem{};
   int sm_count = 0;
   // Launch the parallel kernel: its choices, configuration and split in place of the serial ones.
   void take_parallel() {

@@ -129,8 +129,6 @@ RunChoice PlanCore::run_choice(const ProblemKey& p, int sm_count) {
   }
   if (!out) {
     out = heuristic_choice(choices, p, sm_count);
-    out->shape = kernel_shape(p);
-    out->sm_count = sm_count;
     std::lock_guard<std::mutex> lock(cache_->mutex);
     choices.last_choice = KernelChoices::LastChoice{problem, *out};
   }
@@ -148,7 +146,7 @@ RunChoice PlanCore::run_choice(const ProblemKey& p, int sm_count) {
 
 RunChoice PlanCore::heuristic_choice(KernelChoices& choices, const ProblemKey& p, int sm_count) {
   const std::size_t heuristic = choose_tile(choices, p, sm_count);
-  RunChoice out{&choices, heuristic, k_split(choices, heuristic, p, sm_count), nullptr, 0, 0};
+  RunChoice out{&choices, heuristic, k_split(choices, heuristic, p, sm_count), nullptr, 0, 0, p, sm_count};
   // Where the heuristic splits K on the Stream-K kernel, parallel split-K instead when a configuration fits: its slices
   // run independently and one kernel adds them, where Stream-K's CTAs wait on each other's partial tiles. It takes
   // precedence over a tuning database entry (tune() times serial configurations only and refuses these shapes).
@@ -204,15 +202,10 @@ std::vector<KernelSpec> PlanCore::neighbour_specs(const RunChoice& c) {
   };
   std::vector<KernelSpec> out;
   std::set<std::string> seen = {launched(c).canonical()};
-  const std::array<std::int64_t, 3> extents = {c.shape.m, c.shape.n, c.shape.k};
-  for (std::size_t axis = 0; axis < extents.size(); ++axis) {
+  for (std::int64_t ProblemKey::*extent : {&ProblemKey::m, &ProblemKey::n, &ProblemKey::k}) {
     for (const bool twice : {false, true}) {
-      std::array<std::int64_t, 3> e = extents;
-      e[axis] = twice ? e[axis] * 2 : std::max<std::int64_t>(1, e[axis] / 2);
-      // c.shape is the kernel's view: a plan that computes D^T sees M and N swapped.
-      const bool swap = cache_->transposed;
-      const ProblemKey q{swap ? e[1] : e[0], swap ? e[0] : e[1], e[2],        c.shape.batch,
-                         c.choices->a,       c.choices->b,       c.choices->c};
+      ProblemKey q = c.problem;
+      q.*extent = twice ? q.*extent * 2 : std::max<std::int64_t>(1, q.*extent / 2);
       KernelSpec spec = launched(heuristic_choice(*c.choices, q, c.sm_count));
       if (seen.insert(spec.canonical()).second) out.push_back(std::move(spec));
     }
@@ -232,7 +225,9 @@ KernelModule& PlanCore::module_while_parallel_builds(RunChoice& c) {
       {},
       [&](std::size_t i) { return jit::build_kernel_in_background(serial.spec(i)); },
       [&](std::size_t i) { return quick_twin_of(serial, i); },
-      [&](std::size_t i) { return catalog::estimated_time(serial.tiles[i], c.shape, c.sm_count, c.split.mode); }};
+      [&, shape = kernel_shape(c.problem)](std::size_t i) {
+        return catalog::estimated_time(serial.tiles[i], shape, c.sm_count, c.split.mode);
+      }};
   if (KernelModule* module = built_module(serial.slots, cache_->mutex, c.index, sources)) return *module;
   bool building = false;
   KernelModule* parallel = parallel_module(c, /*wait=*/true, building);  // nothing built: the parallel one, as asked
