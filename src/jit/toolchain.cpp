@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <regex>
-#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -175,23 +175,22 @@ std::string host_compiler_command(const char* nvcc_ccbin) {
 }  // namespace toolchain_detail
 
 std::string included_headers_digest(const Toolchain& toolchain, const std::string& source_text) {
-  std::set<std::string> included;
+  std::map<std::string, std::string_view> included;  // include path -> its header's SHA-256, sorted by path
   std::vector<std::string> pending = toolchain_detail::gemmkit_includes(source_text);
   while (!pending.empty()) {
-    const std::string path = std::move(pending.back());
+    std::string path = std::move(pending.back());
     pending.pop_back();
-    if (!included.insert(path).second) continue;
+    if (included.count(path)) continue;
     const auto header = toolchain.device_headers.find(path);
-    if (header != toolchain.device_headers.end()) {
-      pending.insert(pending.end(), header->second.includes.begin(), header->second.includes.end());
+    if (header == toolchain.device_headers.end()) {
+      included.emplace(std::move(path), "missing");
+      continue;
     }
+    included.emplace(std::move(path), header->second.sha256);
+    pending.insert(pending.end(), header->second.includes.begin(), header->second.includes.end());
   }
   Sha256 hash;
-  for (const std::string& path : included) {
-    const auto header = toolchain.device_headers.find(path);
-    const std::string& digest = header == toolchain.device_headers.end() ? "missing" : header->second.sha256;
-    hash.update(path).update("\0", 1).update(digest).update("\0", 1);
-  }
+  for (const auto& [path, digest] : included) hash.update(path).update("\0", 1).update(digest).update("\0", 1);
   return hash.hex_digest();
 }
 
