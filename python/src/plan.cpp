@@ -140,6 +140,14 @@ PyTensor required_conv_tensor(nb::handle obj, const char* name, bool writable) {
   return std::move(*tensor);
 }
 
+// A GEMM's operands as views (D writable), handed to `use`; C may be None.
+template <class Use>
+auto with_gemm_views(nb::handle A, nb::handle B, nb::handle C, nb::handle D, Use&& use) {
+  const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
+  const auto c = to_optional_tensor(C, "C", false);
+  return use(a.view, b.view, c ? &c->view : nullptr, d.view);
+}
+
 // spec_for's, split_k_for's and run's operands as views (D writable), handed to `use`; C may be None.
 template <class Use>
 auto with_conv_views(nb::handle A, nb::handle B, nb::handle C, nb::handle D, Use&& use) {
@@ -305,18 +313,20 @@ void bind_gemm(nb::module_& m) {
       .def(
           "spec_for",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double beta) {
-            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
-            const auto c = to_optional_tensor(C, "C", false);
-            return plan.spec_for(a.view, b.view, c ? &c->view : nullptr, d.view, beta);
+            return with_gemm_views(
+                A, B, C, D, [&](const TensorView& a, const TensorView& b, const TensorView* c, const TensorView& d) {
+                  return plan.spec_for(a, b, c, d, beta);
+                });
           },
           "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "beta"_a = 0.0,
           "The kernel run() would use for these tensors (same checks; nothing runs; no GPU needed).")
       .def(
           "running_kernel_name",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double beta) {
-            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
-            const auto c = to_optional_tensor(C, "C", false);
-            return plan.running_kernel_name(a.view, b.view, c ? &c->view : nullptr, d.view, beta);
+            return with_gemm_views(
+                A, B, C, D, [&](const TensorView& a, const TensorView& b, const TensorView* c, const TensorView& d) {
+                  return plan.running_kernel_name(a, b, c, d, beta);
+                });
           },
           "A"_a, "B"_a, "C"_a.none(), "D"_a, "beta"_a = 0.0,
           "The kernel run() launches for these tensors now: spec_for's once built, else the one standing in for it "
