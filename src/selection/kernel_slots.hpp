@@ -55,6 +55,14 @@ struct ModuleSources {
 // quick twin as soon as that is built (it compiles in about half the time, and runs at about the wanted one's speed).
 inline constexpr double kSlowStandIn = 2.0;
 
+// Whether stand-in i is expected kSlowStandIn times slower than `wanted` on the problem, so that `wanted`'s quick
+// twin (kNone: none) should build beside it.
+template <class Module>
+bool wants_twin(const ModuleSources<Module>& sources, std::size_t i, std::size_t wanted, std::size_t twin) {
+  return twin != KernelSlots<Module>::kNone && twin != i && sources.expected_time &&
+         sources.expected_time(i) > kSlowStandIn * sources.expected_time(wanted);
+}
+
 // Configuration i's module if loaded, or built (then loaded and kept), else null; nothing compiles.
 template <class Module>
 Module* loaded_or_built(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t i,
@@ -175,8 +183,7 @@ Module& module_for_run(KernelSlots<Module>& slots, std::mutex& mutex, std::size_
     if (twin == kNone) return keep(wanted, sources.build(wanted));
     i = twin;
     keep(i, sources.build(i));
-  } else if (twin != kNone && i != twin && sources.expected_time &&
-             sources.expected_time(i) > kSlowStandIn * sources.expected_time(wanted)) {
+  } else if (wants_twin(sources, i, wanted, twin)) {
     interim_build = sources.in_background(twin);
   }
   auto build = sources.in_background(wanted);
@@ -235,8 +242,7 @@ Module* built_module(KernelSlots<Module>& slots, std::mutex& mutex, std::size_t 
   twin = sources.quick_twin(wanted);
   std::shared_ptr<const jit::BackgroundBuild> twin_build;
   Module* built_twin = nullptr;
-  const bool slow =
-      twin != kNone && twin != i && sources.expected_time(i) > kSlowStandIn * sources.expected_time(wanted);
+  const bool slow = wants_twin(sources, i, wanted, twin);
   if (slow && !(built_twin = loaded_or_built(slots, mutex, twin, sources))) twin_build = sources.in_background(twin);
   std::lock_guard<std::mutex> lock(mutex);
   slots.weighed[wanted] = 1;  // weighed once: each weighing is cache lookups
