@@ -393,6 +393,12 @@ class Sm90Collective final : public Family {
         td.kernel_schedule = k;
         td.epilogue_schedule = EpilogueSchedule::Lean;
         out.push_back(td);
+        // Beside each Stream-K entry above, so that the heuristics' split-K choices (decode shapes, long K) have a
+        // quick twin too.
+        if (cta.m >= 128 && cta.n >= 128) {
+          td.tile_scheduler = TileScheduler::StreamK;
+          out.push_back(td);
+        }
       }
     }
     return out;
@@ -438,16 +444,14 @@ class Sm90Collective final : public Family {
 
   bool epilogue_at_launch(const KernelSpec& spec) const override { return lean_epilogue(spec); }
 
-  // The same tile on the lean epilogue (about half the build time, the same numbers), for a kernel on CUTLASS's TMA
-  // epilogue with the default tile scheduler; nullopt where the lean epilogue cannot store this D.
+  // The same tile and tile scheduler on the lean epilogue (about half the build time, the same numbers), for a kernel
+  // on CUTLASS's TMA epilogue; nullopt where the lean epilogue cannot store this D.
   std::optional<TileDescription> quick_twin(const KernelSpec& spec) const override {
     const TileDescription& td = spec.tile;
     const bool tma_epilogue = td.epilogue_schedule == EpilogueSchedule::Auto ||
                               td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecialized ||
                               td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative;
-    if (!tma_epilogue || td.tile_scheduler != TileScheduler::Default || spec.swizzle != Swizzle::Identity1) {
-      return std::nullopt;
-    }
+    if (!tma_epilogue) return std::nullopt;
     KernelSpec twin = spec;
     twin.tile.kernel_schedule = is_cooperative(spec) ? KernelSchedule::TmaWarpSpecializedCooperative
                                                      : KernelSchedule::TmaWarpSpecializedPingpong;

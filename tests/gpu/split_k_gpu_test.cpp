@@ -69,6 +69,21 @@ gk::verify::Comparison run_exact(gk::Gemm& plan, Operands& o, double beta, long 
   return gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta, samples, 1, epilogue);
 }
 
+// The same with a per-column bias of small integers (exact in f16), added before the activation.
+gk::verify::Comparison run_exact_with_bias(gk::Gemm& plan, Operands& o, double beta) {
+  HostMatrix bias(gk::DataType::f16, 1, o.D.cols(), gk::Layout::RowMajor);
+  bias.fill_integers(67, -4, 4);
+  DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D), dBias(bias);
+  const gk::TensorView bias_view = gk::TensorView::on_gpu(dBias.get(), gk::DataType::f16, {bias.cols()});
+  gk::RunOptions wait;
+  wait.wait_for_best = true;
+  wait.bias = &bias_view;
+  plan.run(dA.view_like(o.A), dB.view_like(o.B), dC.view_like(o.C), dD.view_like(o.D), 1.0, beta, wait);
+  dD.copy_to(o.D);
+  const gk::verify::Epilogue epilogue{plan.activation(), plan.activation_parameter(), &bias, gk::BiasMode::PerColumn};
+  return gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, beta, 0, 1, epilogue);
+}
+
 gk::KSplit k_split_of(gk::Gemm& plan, const Operands& o) {
   const gk::TensorView C = o.C.view();
   return plan.k_split_for(o.A.view(), o.B.view(), &C, o.D.view(), 1.0);
@@ -137,6 +152,36 @@ TEST(GpuSplitK, ForcedDecompositionsRunTheSameKernelExactly) {
     EXPECT_EQ(kernel_of(plan, o), kernel);  // the same kernel: the decomposition is a run-time argument
     EXPECT_EQ(k_split_of(plan, o), (gk::KSplit{mode, 1}));
     EXPECT_EQ(run_exact(plan, o, 1.0).max_abs_error, 0.0) << gk::to_string(mode);
+  }
+}
+
+// The lean epilogue under the Stream-K scheduler (the quick twin that stands in while a split-K kernel builds): the
+// per-column bias and the ReLU after the full reduction, every decomposition and both reduction modes.
+TEST(GpuSplitK, TheLeanStreamKTwinIsExactInEveryDecomposition) {
+  REQUIRE_SM90();
+  gk::Gemm plan = cases::lean_split_k_plan(device_cc());
+  Operands first(cases::kSplitKShape);
+  first.fill_sign_split();
+  const std::string kernel = kernel_of(plan, first);
+  ASSERT_NE(kernel.find("lean"), std::string::npos) << kernel;
+  for (const gk::ReductionMode reduction : {gk::ReductionMode::Deterministic, gk::ReductionMode::Nondeterministic}) {
+    plan.set_reduction_mode(reduction);
+    for (const gk::Decomposition mode : {gk::Decomposition::SplitK, gk::Decomposition::StreamK,
+                                         gk::Decomposition::DataParallel, gk::Decomposition::Heuristic}) {
+      plan.set_decomposition(mode);
+      for (const int splits : {2, 3, 8}) {
+        plan.set_split_k_slices(splits);
+        const std::string what = std::string(gk::to_string(mode)) + ", " + std::to_string(splits) + " splits, " +
+                                 std::string(gk::to_string(reduction));
+        for (const bool sign_split : {true, false}) {
+          Operands o(cases::kSplitKShape);
+          sign_split ? o.fill_sign_split() : o.fill_integers();
+          EXPECT_EQ(kernel_of(plan, o), kernel) << what;
+          EXPECT_EQ(run_exact_with_bias(plan, o, sign_split ? 1.0 : 2.0).max_abs_error, 0.0) << what;
+        }
+        if (mode != gk::Decomposition::SplitK) break;  // the split count matters only to split-K
+      }
+    }
   }
 }
 

@@ -341,6 +341,22 @@ inline Gemm split_k_plan(int cc, Activation activation) {
   plan.set_activation(activation);
   return plan;
 }
+// The same ReLU plan with a per-column bias, on the quick twin (the lean epilogue) of the Stream-K tile that two
+// splits of kSplitKShape choose: the stand-in that run() builds first for split-K shapes.
+inline Gemm lean_split_k_plan(int cc) {
+  Gemm plan = split_k_plan(cc, Activation::ReLU);
+  plan.set_bias(BiasMode::PerColumn);
+  plan.set_split_k_slices(2);
+  const TileDescription chosen = spec_for_shape(plan, kSplitKShape).tile;
+  for (const TileDescription& tile : plan.tile_descriptions()) {
+    if (tile.epilogue_schedule == EpilogueSchedule::Lean && tile.tile_scheduler == TileScheduler::StreamK &&
+        tile.cta_tile() == chosen.cta_tile() && tile.cluster_shape == chosen.cluster_shape) {
+      plan.set_tile_description(tile);
+      return plan;
+    }
+  }
+  throw ConfigError("the split-K tile " + chosen.to_string() + " has no quick twin");
+}
 // Parallel split-K (SM90): run() picks it for this long K over 12 tiles of 64 x 128; in both layouts, with a ReLU or
 // leaky_relu (slope 0.25: exact in f16) and a per-row bias.
 inline constexpr Shape kParallelSplitKShape{256, 384, 4096};
@@ -367,6 +383,8 @@ inline std::vector<KernelSpec> split_k_specs(int cc) {
   Gemm relu = split_k_plan(cc, Activation::ReLU);
   relu.set_split_k_slices(2);
   out.push_back(spec_for_shape(relu, kSplitKShape));
+  Gemm lean = lean_split_k_plan(cc);
+  out.push_back(spec_for_shape(lean, kSplitKShape));
   Gemm plain = split_k_plan(cc, Activation::Identity);
   for (const Shape& s : split_k_auto_shapes()) out.push_back(spec_for_shape(plain, s));
   return out;

@@ -40,8 +40,9 @@ TEST(Catalog, EnumerationCountsPerArchitectureAndType) {
   const auto sm80 = cat::limits_for_cc(80), sm90 = cat::limits_for_cc(90);
   const auto f16 = types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32);
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, f16, sm80).size(), 22u);
-  EXPECT_EQ(cat::tile_descriptions(90, gk::OpClass::TensorOp, f16, sm90).size(), 135u);  // 24 on the lean epilogue
-  EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::Simt, f16, sm80).size(), 1u);        // one generic SIMT tile
+  EXPECT_EQ(cat::tile_descriptions(90, gk::OpClass::TensorOp, f16, sm90).size(),
+            147u);  // 36 on the lean epilogue, 12 of them Stream-K
+  EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::Simt, f16, sm80).size(), 1u);  // one generic SIMT tile
   const auto f32 = types(gk::DataType::f32, gk::DataType::f32, gk::DataType::f32);
   // tf32, 3xTF32, fast_bf16 and fast_f16 each (18 tiles)
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, f32, sm80).size(), 72u);

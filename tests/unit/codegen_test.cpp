@@ -199,7 +199,8 @@ TEST(Codegen, LeanEpilogueKernelIsSharedByEveryPlainEpilogue) {
 }
 
 // run()'s first build of a plan with nothing built is the default configuration's quick twin: the same tile on the
-// lean epilogue, a configuration the plan lists; none where the lean epilogue cannot store D, or for Stream-K.
+// lean epilogue, a configuration the plan lists (a Stream-K tile's twin keeps the Stream-K scheduler); none where the
+// lean epilogue cannot store D.
 TEST(Codegen, TheQuickTwinIsTheSameTileOnTheLeanEpilogue) {
   const auto& family = catalog::family_of(KernelFamily::Sm90Collective);
   const std::optional<TileDescription> twin = family.quick_twin(sm90_f16_auto());
@@ -214,6 +215,28 @@ TEST(Codegen, TheQuickTwinIsTheSameTileOnTheLeanEpilogue) {
   EXPECT_FALSE(family.quick_twin(sm90_bf16_stream_k_leaky()));
   EXPECT_FALSE(family.quick_twin(sm90_f16_lean()));
   EXPECT_FALSE(catalog::family_of(KernelFamily::Sm80Universal).quick_twin(sm80_f16_tensorop()));
+
+  // Every Stream-K entry of the plan has a listed twin on the same tile, cluster and scheduler.
+  int stream_k_entries = 0;
+  for (const TileDescription& td : tiles) {
+    if (td.tile_scheduler != TileScheduler::StreamK || td.epilogue_schedule == EpilogueSchedule::Lean) continue;
+    ++stream_k_entries;
+    KernelSpec stream_k = plan.spec();
+    stream_k.tile = td;
+    const std::optional<std::size_t> index = catalog::quick_twin_index(tiles, stream_k);
+    ASSERT_TRUE(index) << td.to_string();
+    const TileDescription& lean = tiles[*index];
+    EXPECT_EQ(lean.epilogue_schedule, EpilogueSchedule::Lean);
+    EXPECT_EQ(lean.tile_scheduler, TileScheduler::StreamK);
+    EXPECT_EQ(lean.cta_tile(), td.cta_tile());
+    EXPECT_EQ(lean.cluster_shape, td.cluster_shape);
+  }
+  EXPECT_GT(stream_k_entries, 0);
+  // A plan whose swizzle is Stream-K keeps it: the twin is the lean entry of the same tile, launched with that swizzle.
+  KernelSpec swizzled = sm90_f16_auto();
+  swizzled.swizzle = Swizzle::StreamK;
+  ASSERT_TRUE(family.quick_twin(swizzled));
+  EXPECT_EQ(*family.quick_twin(swizzled), sm90_f16_lean().tile);
 }
 
 TEST(Codegen, OnlySm90GemmsAreSplittable) {

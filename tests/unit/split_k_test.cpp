@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "catalog/catalog.hpp"
@@ -117,6 +118,17 @@ TEST(SplitKChoice, DecodeShapesTakeSixtyFourRowTilesOrSplitK) {
   EXPECT_EQ(narrow.tile.cluster_shape, (gk::Shape3{1, 2, 1}));
   EXPECT_EQ(narrow.split, (gk::KSplit{gk::Decomposition::SplitK, 4}));
   EXPECT_EQ(choose(t, {16, 8192, 28672, 1}).split, (gk::KSplit{gk::Decomposition::SplitK, 2}));
+  // The choice keeps CUTLASS's epilogue; its quick twin (what run() builds first) is the same Stream-K tile on the
+  // lean epilogue.
+  EXPECT_NE(narrow.tile.epilogue_schedule, gk::EpilogueSchedule::Lean);
+  gk::KernelSpec narrow_spec = t.spec;
+  narrow_spec.tile = narrow.tile;
+  const std::optional<std::size_t> twin = cat::quick_twin_index(t.tiles, narrow_spec);
+  ASSERT_TRUE(twin);
+  EXPECT_EQ(t.tiles[*twin].epilogue_schedule, gk::EpilogueSchedule::Lean);
+  EXPECT_EQ(t.tiles[*twin].tile_scheduler, gk::TileScheduler::StreamK);
+  EXPECT_EQ(t.tiles[*twin].cta_tile(), narrow.tile.cta_tile());
+  EXPECT_EQ(t.tiles[*twin].cluster_shape, narrow.tile.cluster_shape);
   // GEMMKIT_SPLIT_K=off: the 64-row tile instead.
   const Choice off = choose(t, {16, 4096, 4096, 1}, false);
   EXPECT_EQ(off.tile.cta_tile(), (gk::Shape3{64, 128, 64}));
