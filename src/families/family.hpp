@@ -78,7 +78,7 @@ class Family {
   virtual int visitor_access_bytes(const KernelSpec&, const epilogue::Node&) const { return 0; }
 
   // Whether its glue builds a kernel as a cubin plus a host module (gemmkit/split_entry.hpp) when asked
-  // (GEMMKIT_SPLIT_BUILD); the others always build one module in one nvcc pass.
+  // (GEMMKIT_SPLIT_BUILD: the SM90 families); the others always build one module in one nvcc pass.
   virtual bool splittable(const KernelSpec&) const { return false; }
 };
 

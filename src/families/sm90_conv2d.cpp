@@ -127,6 +127,8 @@ class Sm90Conv2d final : public Family {
   int kernel_cc() const override { return 90; }
   std::string_view template_name(const KernelSpec&) const override { return "sm90_conv2d.cu.in"; }
   std::string_view glue_header(const KernelSpec&) const override { return "gemmkit/sm90_conv2d.hpp"; }
+  // A cubin and a host module built side by side (split_entry.hpp), as the SM90 GEMMs.
+  bool splittable(const KernelSpec&) const override { return true; }
 
   // Tensor-core f16 and bf16 (f32 accumulation; f16 also f16) and f32 (tf32, fprop only: validate) convs.
   bool supports(OpClass opclass, const OperandTypes& types) const override {

@@ -86,6 +86,8 @@ class Sm90Grouped final : public Family {
   int kernel_cc() const override { return 90; }
   std::string_view template_name(const KernelSpec&) const override { return "sm90_grouped.cu.in"; }
   std::string_view glue_header(const KernelSpec&) const override { return "gemmkit/sm90_grouped.hpp"; }
+  // A cubin and a host module built side by side (split_entry.hpp), as the SM90 GEMMs.
+  bool splittable(const KernelSpec&) const override { return true; }
 
   // f16, bf16 and f32 (tf32) tensor cores; tf32 with row-major A and B has no wgmma form (the dense family computes
   // it transposed; groups go to the SM80 grouped family instead).

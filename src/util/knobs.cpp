@@ -43,9 +43,9 @@ const std::vector<Knob>& all() {
       {"GEMMKIT_ALWAYS_COMPILE", Type::Flag, "off",
        "1 builds each kernel once per process instead of taking it from the disk cache"},
       {"GEMMKIT_SPLIT_BUILD", Type::OptOut, "on",
-       "0 builds SM90 GEMM kernels as one module in one nvcc pass instead of a cubin plus a small host module (two "
-       "nvcc "
-       "processes at once, the cubin launched through the driver API; ~35 % less wall time with two jobs free)"},
+       "0 builds SM90 kernels (GEMM, grouped, Conv2d) as one module in one nvcc pass instead of a cubin plus a small "
+       "host module (two nvcc processes at once, the cubin launched through the driver API; ~35 % less wall time with "
+       "two jobs free)"},
       {"GEMMKIT_BUILD_AHEAD", Type::Text, "auto",
        "1: declaring a Gemm plan starts building its default kernel in the background (and a new shape class its "
        "neighbours' kernels); 0: never; auto: in interactive Python sessions on a machine with a GPU"},

@@ -239,7 +239,7 @@ TEST(Codegen, TheQuickTwinIsTheSameTileOnTheLeanEpilogue) {
   EXPECT_EQ(*family.quick_twin(swizzled), sm90_f16_lean().tile);
 }
 
-TEST(Codegen, OnlySm90GemmsAreSplittable) {
+TEST(Codegen, Sm90GemmsAreSplittable) {
   EXPECT_TRUE(render(sm90_f16_auto()).splittable);
   EXPECT_TRUE(render(sm90_bf16_stream_k_leaky()).splittable);
   EXPECT_FALSE(render(sm80_f16_tensorop()).splittable);

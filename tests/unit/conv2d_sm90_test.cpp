@@ -26,6 +26,7 @@ TEST(Conv2dSm90, IsTheDefaultOnSm90WithTheReferenceNames) {
   Conv2d fprop = sm90_plan(ConvKind::Fprop);
   EXPECT_EQ(fprop.spec().family, KernelFamily::Sm90Conv2d);
   EXPECT_EQ(fprop.kernel_cc(), 90);
+  EXPECT_TRUE(render(fprop.spec()).splittable);  // a cubin and a host module, built side by side
   EXPECT_EQ(fprop.kernel_name(),
             "cutlass3x_sm90_tensorop_fprop_f16nhwc_f16nhwc_f32_f16_f16nhwc_128x128x64_1x1x1_0_align8_warpspecialized_"
             "epi_tma");

@@ -53,6 +53,7 @@ TEST(GroupedPlan, Sm90UsesThePtrArrayFamilyWithReferenceStyleName) {
   EXPECT_EQ(plan.kernel_cc(), 90);
   EXPECT_EQ(spec.name(),
             "cutlass3x_sm90_tensorop_s0x0x0gemm_grouped_f16_f16_f32_f16_f16_128x128x64_1x1x1_0_ttt_align8");
+  EXPECT_TRUE(render(spec).splittable);  // a cubin and a host module, built side by side
 }
 
 TEST(GroupedPlan, KernelCc80AndSm80GivesTheReferenceKernel) {
@@ -60,6 +61,7 @@ TEST(GroupedPlan, KernelCc80AndSm80GivesTheReferenceKernel) {
     GroupedGemm plan(options);
     EXPECT_EQ(plan.spec().family, KernelFamily::Sm80Grouped);
     EXPECT_EQ(plan.kernel_name(), "cutlass_tensorop_f16_s16816gemm_grouped_f16_256x128_64x3_tt_align8");
+    EXPECT_FALSE(render(plan.spec()).splittable);
   }
 }
 

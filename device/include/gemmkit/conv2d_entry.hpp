@@ -5,6 +5,21 @@
 
 #include "gemmkit/module_common.hpp"
 
+#if defined(GEMMKIT_SPLIT_DEVICE) || defined(GEMMKIT_SPLIT_HOST)
+#include "gemmkit/split_entry.hpp"  // the split path (SM90 kernels): a cubin and a host module from this one source
+#endif
+
+#if !defined(GEMMKIT_SPLIT_DEVICE)
+
+namespace gemmkit_kernel {
+// What gk_conv2d_run prepares and launches: the family's glue, or on the split path the same glue launching the cubin.
+#if defined(GEMMKIT_SPLIT_HOST)
+using LaunchGlue = gemmkit::split::Glue<Module>;
+#else
+using LaunchGlue = Module;
+#endif
+}  // namespace gemmkit_kernel
+
 namespace gemmkit::conv2d {
 
 // GK_OK or GK_ERR_ARGS: pointers present, extents positive, C present when beta is not 0.
@@ -25,7 +40,7 @@ inline int check_args(const gk_conv2d_args* a) {
 namespace {
 // This thread's last prepared launch. Internal linkage: a function-local static in the (template) glue would be
 // a GNU "unique" symbol, shared by every module in the process that holds the same kernel type.
-thread_local gemmkit_kernel::Module::Cache launch_cache;
+thread_local gemmkit_kernel::LaunchGlue::Cache launch_cache;
 }  // namespace
 
 GK_EXPORT int gk_abi_version(void) {
@@ -56,6 +71,8 @@ GK_EXPORT size_t gk_conv2d_workspace_size(const gk_conv2d_args* args) {
 
 GK_EXPORT int gk_conv2d_run(const gk_conv2d_args* args, void* workspace, void* stream) {
   if (int status = gemmkit::conv2d::check_args(args); status != GK_OK) return status;
-  return gemmkit::module::run<gemmkit_kernel::Module>(launch_cache, *args, workspace,
-                                                      static_cast<cudaStream_t>(stream));
+  return gemmkit::module::run<gemmkit_kernel::LaunchGlue>(launch_cache, *args, workspace,
+                                                          static_cast<cudaStream_t>(stream));
 }
+
+#endif  // !GEMMKIT_SPLIT_DEVICE

@@ -6,6 +6,22 @@
 
 #include "gemmkit/grouped_common.hpp"
 
+#if defined(GEMMKIT_SPLIT_DEVICE) || defined(GEMMKIT_SPLIT_HOST)
+#include "gemmkit/split_entry.hpp"  // the split path (SM90 kernels): a cubin and a host module from this one source
+#endif
+
+#if !defined(GEMMKIT_SPLIT_DEVICE)
+
+namespace gemmkit_kernel {
+// What gk_grouped_run prepares and launches: the family's glue, or on the split path the same glue launching the
+// cubin.
+#if defined(GEMMKIT_SPLIT_HOST)
+using LaunchGlue = gemmkit::split::GroupedGlue<Module>;
+#else
+using LaunchGlue = Module;
+#endif
+}  // namespace gemmkit_kernel
+
 namespace {
 using Traits = gemmkit_kernel::Module::Traits;
 using Metadata = gemmkit::grouped::Metadata<Traits>;
@@ -65,8 +81,8 @@ GK_EXPORT int gk_grouped_run(const gk_grouped_args* args, const void* device_met
   if (device_metadata == nullptr || !gemmkit::grouped::aligned(device_metadata, gemmkit::grouped::kArrayAlignment)) {
     return GK_ERR_ARGS;
   }
-  return gemmkit_kernel::Module::run(launch_cache, *args, device_metadata, workspace,
-                                     static_cast<cudaStream_t>(stream));
+  return gemmkit_kernel::LaunchGlue::run(launch_cache, *args, device_metadata, workspace,
+                                         static_cast<cudaStream_t>(stream));
 }
 
 GK_EXPORT int gk_grouped_run_contiguous(const gk_grouped_args* args, const gk_grouped_contiguous* contiguous,
@@ -83,5 +99,7 @@ GK_EXPORT int gk_grouped_run_contiguous(const gk_grouped_args* args, const gk_gr
       status != GK_OK) {
     return status;
   }
-  return gemmkit_kernel::Module::run(launch_cache, *args, device_metadata, workspace, cuda_stream);
+  return gemmkit_kernel::LaunchGlue::run(launch_cache, *args, device_metadata, workspace, cuda_stream);
 }
+
+#endif  // !GEMMKIT_SPLIT_DEVICE

@@ -60,16 +60,4 @@ GK_EXPORT int gk_last_cuda_error(void) {
   return static_cast<int>(gemmkit::module::last_cuda_error);
 }
 
-#if defined(GEMMKIT_SPLIT_HOST)
-// The cubin this host module launches (the loader reads it from the cache and binds it once, before any launch); the
-// module keeps a copy. GK_ERR_ARGS for an empty image.
-GK_EXPORT int gk_split_bind(const void* cubin, size_t bytes) {
-  if (cubin == nullptr || bytes == 0) return GK_ERR_ARGS;
-  gemmkit::split::Image& image = gemmkit::split::image();
-  std::lock_guard<std::mutex> lock(image.mutex);
-  image.cubin.assign(static_cast<const char*>(cubin), bytes);
-  return GK_OK;
-}
-#endif
-
 #endif  // !GEMMKIT_SPLIT_DEVICE

@@ -102,6 +102,7 @@ class Module {
 
  public:
   using Traits = sm90_grouped::Traits<Kernel, CompiledOperands>;
+  using DeviceKernel = Kernel;  // what the split path's cubin holds (split_entry.hpp)
   struct Prepared {
     Params params{};
   };
@@ -149,22 +150,37 @@ class Module {
     return Gemm::get_workspace_size(to_arguments(args, nullptr));
   }
 
-  // A hit relaunches the cached Params. The grouped kernels' workspace needs no reset between launches: each CTA
-  // initializes its descriptors from Params before use.
+  // The adapter's initialize and run; the split path's glue (split::GroupedGlue) replaces both.
+  static cutlass::Status prepare(const Arguments& arguments, void* workspace, cudaStream_t stream, Params& params) {
+    Gemm op;
+    const cutlass::Status status = op.initialize(arguments, workspace, stream);
+    if (status == cutlass::Status::kSuccess) params = op.params();
+    return status;
+  }
+  static cutlass::Status launch(Params& params, cudaStream_t stream) { return Gemm::run(params, stream); }
+
   static int run(Cache& cache, const gk_grouped_args& args, const void* metadata, void* workspace,
                  cudaStream_t stream) {
+    return run_with<Module>(cache, args, metadata, workspace, stream);
+  }
+
+  // A hit relaunches the cached Params. The grouped kernels' workspace needs no reset between launches: each CTA
+  // initializes its descriptors from Params before use.
+  template <class Glue>
+  static int run_with(Cache& cache, const gk_grouped_args& args, const void* metadata, void* workspace,
+                      cudaStream_t stream) {
     auto prepare = [&](Prepared& prepared, int) -> int {
       const Arguments arguments = to_arguments(args, metadata);
       if (int status = grouped::check_cutlass_arguments<Gemm>(arguments, workspace); status != GK_OK) return status;
-      Gemm op;
-      if (op.initialize(arguments, workspace, stream) != cutlass::Status::kSuccess) {
+      if (Glue::prepare(arguments, workspace, stream, prepared.params) != cutlass::Status::kSuccess) {
         module::record_cuda_error(cudaGetLastError());
         return GK_ERR_INITIALIZE;
       }
-      prepared.params = op.params();
       return GK_OK;
     };
-    auto launch = [&](Prepared& prepared) -> int { return module::launch_status(Gemm::run(prepared.params, stream)); };
+    auto launch = [&](Prepared& prepared) -> int {
+      return module::launch_status(Glue::launch(prepared.params, stream));
+    };
     return grouped::cached_launch(cache, args, metadata, workspace, prepare, launch);
   }
 };

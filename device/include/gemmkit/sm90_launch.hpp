@@ -102,6 +102,7 @@ typename Gemm::Arguments make_arguments(const gk_gemm_args& args, SetFusion set_
 // only a workspace that must be reset per launch (Stream-K's barriers) is initialized again.
 template <class Adapter, class Kernel, class Args>
 struct ParamsLaunch {
+  using DeviceKernel = Kernel;  // what the split path's cubin holds (split_entry.hpp)
   using Prepared = module::Prepared<typename Adapter::Arguments, typename Adapter::Params>;
   using Cache = module::LaunchCache<Prepared, Args>;
 

@@ -6,8 +6,8 @@
 //                         (GemmKernel::to_underlying_arguments: TMA descriptors, scheduler) and launch the cubin
 //                         through the driver API. No __global__ function is instantiated, so no device code is
 //                         compiled.
-// Today for CUTLASS 3.x kernel-level operators (the Sm90Collective family), whose glue names the adapter as
-// gemmkit_kernel::Module::Gemm.
+// For CUTLASS 3.x kernel-level operators (the SM90 GEMM, grouped and Conv2d families), whose glue names the kernel
+// as gemmkit_kernel::Module::DeviceKernel. Included by module_entry.hpp, grouped_entry.hpp and conv2d_entry.hpp.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +17,7 @@
 #include "gemmkit/module_common.hpp"
 
 namespace gemmkit::split {
-using Kernel = typename gemmkit_kernel::Module::Gemm::GemmKernel;
+using Kernel = typename gemmkit_kernel::Module::DeviceKernel;
 }  // namespace gemmkit::split
 
 #if defined(GEMMKIT_SPLIT_DEVICE)
@@ -142,12 +142,53 @@ inline CUfunction current_function() {
   return fn;
 }
 
+// What GemmUniversalAdapter::run (or ConvUniversalAdapter::run) does, on the cubin through the driver API: a cluster
+// launch unless the cluster is 1x1x1.
+inline cutlass::Status launch_params(typename Kernel::Params& params, cudaStream_t stream) {
+  const CUfunction fn = current_function();
+  if (fn == nullptr) return cutlass::Status::kErrorInternal;
+  const dim3 grid = Kernel::get_grid_shape(params);
+  const dim3 block = Kernel::get_block_shape();
+  using ClusterShape = typename Kernel::DispatchPolicy::ClusterShape;
+  CUlaunchAttribute cluster{};
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = cute::size<0>(ClusterShape{});
+  cluster.value.clusterDim.y = cute::size<1>(ClusterShape{});
+  cluster.value.clusterDim.z = cute::size<2>(ClusterShape{});
+  CUlaunchConfig config{};
+  config.gridDimX = grid.x;
+  config.gridDimY = grid.y;
+  config.gridDimZ = grid.z;
+  config.blockDimX = block.x;
+  config.blockDimY = block.y;
+  config.blockDimZ = block.z;
+  config.sharedMemBytes = Kernel::SharedStorageSize;
+  config.hStream = reinterpret_cast<CUstream>(stream);
+  config.attrs = &cluster;
+  config.numAttrs = cute::size(ClusterShape{}) == 1 ? 0 : 1;
+  void* args[] = {&params};
+  if (record_driver_error(driver().launch_kernel_ex(&config, fn, args, nullptr))) {
+    return cutlass::Status::kErrorInternal;
+  }
+  return cutlass::Status::kSuccess;
+}
+
+// What the adapters' initialize does, without their cudaFuncSetAttribute on device_kernel (which would instantiate
+// the kernel here): the workspace initialized, then the Params (TMA descriptors, scheduler).
+template <class Arguments>
+cutlass::Status prepare_params(const Arguments& arguments, void* workspace, cudaStream_t stream,
+                               typename Kernel::Params& params) {
+  const cutlass::Status status = Kernel::initialize_workspace(arguments, workspace, stream, nullptr);
+  if (status != cutlass::Status::kSuccess) return status;
+  params = Kernel::to_underlying_arguments(arguments, workspace);
+  return cutlass::Status::kSuccess;
+}
+
 // The glue for gemmkit::module::run: the family's own glue (`Base`, e.g. sm90::Module over sm90::ParamsLaunch) with
 // its argument mapping (to_arguments: every gk_gemm_args field, scale vectors and split-K scheduler arguments
 // included), checks, prepared state, launch cache and workspace reset, of which only two steps differ: `prepare`
 // builds the Params with CUTLASS's kernel-level calls (what GemmUniversalAdapter::initialize does, without its
-// cudaFuncSetAttribute on device_kernel, which would instantiate the kernel here) and `launch` launches the cubin
-// through the driver API (what GemmUniversalAdapter::run does: a cluster launch unless the cluster is 1x1x1).
+// cudaFuncSetAttribute on device_kernel, which would instantiate the kernel here) and `launch` launches the cubin.
 template <class Base>
 struct Glue : Base {
   using Prepared = typename Base::Prepared;
@@ -161,35 +202,38 @@ struct Glue : Base {
     return cutlass::Status::kSuccess;
   }
   static cutlass::Status launch(Prepared& prepared, cudaStream_t stream) {
-    const CUfunction fn = current_function();
-    if (fn == nullptr) return cutlass::Status::kErrorInternal;
-    const dim3 grid = Kernel::get_grid_shape(prepared.state);
-    const dim3 block = Kernel::get_block_shape();
-    using ClusterShape = typename Kernel::DispatchPolicy::ClusterShape;
-    CUlaunchAttribute cluster{};
-    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    cluster.value.clusterDim.x = cute::size<0>(ClusterShape{});
-    cluster.value.clusterDim.y = cute::size<1>(ClusterShape{});
-    cluster.value.clusterDim.z = cute::size<2>(ClusterShape{});
-    CUlaunchConfig config{};
-    config.gridDimX = grid.x;
-    config.gridDimY = grid.y;
-    config.gridDimZ = grid.z;
-    config.blockDimX = block.x;
-    config.blockDimY = block.y;
-    config.blockDimZ = block.z;
-    config.sharedMemBytes = Kernel::SharedStorageSize;
-    config.hStream = reinterpret_cast<CUstream>(stream);
-    config.attrs = &cluster;
-    config.numAttrs = cute::size(ClusterShape{}) == 1 ? 0 : 1;
-    void* params[] = {&prepared.state};
-    if (record_driver_error(driver().launch_kernel_ex(&config, fn, params, nullptr))) {
-      return cutlass::Status::kErrorInternal;
-    }
-    return cutlass::Status::kSuccess;
+    return launch_params(prepared.state, stream);
+  }
+};
+
+// The same for a grouped family's glue (`Base`, sm90_grouped::Module), whose run() takes its prepare and launch steps
+// from the glue it is given.
+template <class Base>
+struct GroupedGlue : Base {
+  template <class Arguments>
+  static cutlass::Status prepare(const Arguments& arguments, void* workspace, cudaStream_t stream,
+                                 typename Kernel::Params& params) {
+    return prepare_params(arguments, workspace, stream, params);
+  }
+  static cutlass::Status launch(typename Kernel::Params& params, cudaStream_t stream) {
+    return launch_params(params, stream);
+  }
+  template <class Cache, class Args>
+  static int run(Cache& cache, const Args& args, const void* metadata, void* workspace, cudaStream_t stream) {
+    return Base::template run_with<GroupedGlue>(cache, args, metadata, workspace, stream);
   }
 };
 
 }  // namespace gemmkit::split
+
+// The cubin this host module launches (the loader reads it from the cache and binds it once, before any launch); the
+// module keeps a copy. GK_ERR_ARGS for an empty image.
+GK_EXPORT int gk_split_bind(const void* cubin, size_t bytes) {
+  if (cubin == nullptr || bytes == 0) return GK_ERR_ARGS;
+  gemmkit::split::Image& image = gemmkit::split::image();
+  std::lock_guard<std::mutex> lock(image.mutex);
+  image.cubin.assign(static_cast<const char*>(cubin), bytes);
+  return GK_OK;
+}
 
 #endif
