@@ -251,8 +251,7 @@ struct ContiguousPlan {
 // One thread per group: its rows [start, end) from the offsets (clamped into [0, total_m], so that no offsets can
 // make the GEMM touch memory outside A, C or D), its pointers and the shared strides.
 template <class Traits>
-__global__ void derive_contiguous(ContiguousPlan<Traits> plan) {
-  const int32_t g = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
+__device__ void derive_group(const ContiguousPlan<Traits>& plan, int32_t g) {
   if (g >= plan.groups) return;
   const int32_t start = g == 0 ? 0 : min(max(plan.offsets[g - 1], 0), plan.total_m);
   const int32_t end = min(max(plan.offsets[g], start), plan.total_m);
@@ -269,10 +268,16 @@ __global__ void derive_contiguous(ContiguousPlan<Traits> plan) {
   plan.out.dD[g] = plan.dD;
 }
 
-// Enqueues the derivation of a checked, non-empty contiguous problem's metadata into `metadata`.
+constexpr int kDeriveThreads = 128;
+
 template <class Traits>
-int launch_derive_contiguous(const gk_grouped_args& args, const gk_grouped_contiguous& c, void* metadata,
-                             cudaStream_t stream) {
+__global__ void derive_contiguous(ContiguousPlan<Traits> plan) {
+  derive_group(plan, static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x));
+}
+
+// What the derivation of a checked, non-empty contiguous problem's metadata into `metadata` takes.
+template <class Traits>
+ContiguousPlan<Traits> contiguous_plan(const gk_grouped_args& args, const gk_grouped_contiguous& c, void* metadata) {
   using ElementC = typename Traits::ElementC;
   const bool has_c = c.C != nullptr;
   ContiguousPlan<Traits> plan{};
@@ -294,9 +299,19 @@ int launch_derive_contiguous(const gk_grouped_args& args, const gk_grouped_conti
   plan.dB = Traits::stride_b(c.ldb);
   plan.dC = Traits::stride_c(plan.ldc);
   plan.dD = Traits::stride_d(c.ldd);
-  constexpr int kThreads = 128;
-  const int blocks = (args.groups + kThreads - 1) / kThreads;
-  derive_contiguous<Traits><<<blocks, kThreads, 0, stream>>>(plan);
+  return plan;
+}
+
+inline int derive_blocks(int32_t groups) {
+  return (groups + kDeriveThreads - 1) / kDeriveThreads;
+}
+
+// Enqueues the derivation (the split path's host module launches the cubin's gk_derive_contiguous instead).
+template <class Traits>
+int launch_derive_contiguous(const gk_grouped_args& args, const gk_grouped_contiguous& c, void* metadata,
+                             cudaStream_t stream) {
+  derive_contiguous<Traits>
+      <<<derive_blocks(args.groups), kDeriveThreads, 0, stream>>>(contiguous_plan<Traits>(args, c, metadata));
   return module::record_cuda_error(cudaGetLastError()) ? GK_ERR_LAUNCH : GK_OK;
 }
 

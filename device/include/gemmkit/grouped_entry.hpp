@@ -10,6 +10,14 @@
 #include "gemmkit/split_entry.hpp"  // the split path (SM90 kernels): a cubin and a host module from this one source
 #endif
 
+#if defined(GEMMKIT_SPLIT_DEVICE)
+// The contiguous form's derivation, in the cubin beside the GEMM kernel: the split path's host module compiles no
+// device code.
+extern "C" __global__ void gk_derive_contiguous(gemmkit::grouped::ContiguousPlan<gemmkit_kernel::Module::Traits> plan) {
+  gemmkit::grouped::derive_group(plan, static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x));
+}
+#endif
+
 #if !defined(GEMMKIT_SPLIT_DEVICE)
 
 namespace gemmkit_kernel {
@@ -31,6 +39,49 @@ using Metadata = gemmkit::grouped::Metadata<Traits>;
 thread_local gemmkit_kernel::Module::Cache launch_cache;
 
 constexpr gk_grouped_info kInfo = gemmkit::grouped::describe<Traits>(gemmkit_kernel::kActivation);
+
+#if defined(GEMMKIT_SPLIT_HOST)
+// The cubin's gk_derive_contiguous on the calling thread's current device, loaded once per device. The GEMM kernel's
+// loading (split::current_function) binds the thread to the device and checks the driver and the image first.
+CUfunction derive_function() {
+  static std::mutex mutex;
+  static CUfunction functions[gemmkit::split::kMaxDevices] = {};
+  if (gemmkit::split::current_function() == nullptr) return nullptr;
+  const int device = gemmkit::module::current_device();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (functions[device] != nullptr) return functions[device];
+  const gemmkit::split::Driver& d = gemmkit::split::driver();
+  CUmodule loaded = nullptr;
+  CUfunction fn = nullptr;
+  if (gemmkit::split::record_driver_error(d.module_load_data(&loaded, gemmkit::split::image().cubin.data())) ||
+      gemmkit::split::record_driver_error(d.module_get_function(&fn, loaded, "gk_derive_contiguous"))) {
+    return nullptr;
+  }
+  functions[device] = fn;
+  return fn;
+}
+#endif
+
+// Enqueues the contiguous form's metadata derivation: in this module, or on the split path in the cubin.
+int derive_contiguous(const gk_grouped_args& args, const gk_grouped_contiguous& c, void* metadata,
+                      cudaStream_t stream) {
+#if defined(GEMMKIT_SPLIT_HOST)
+  const CUfunction fn = derive_function();
+  if (fn == nullptr) return GK_ERR_LAUNCH;
+  gemmkit::grouped::ContiguousPlan<Traits> plan = gemmkit::grouped::contiguous_plan<Traits>(args, c, metadata);
+  CUlaunchConfig config{};
+  config.gridDimX = static_cast<unsigned>(gemmkit::grouped::derive_blocks(args.groups));
+  config.gridDimY = config.gridDimZ = config.blockDimY = config.blockDimZ = 1;
+  config.blockDimX = gemmkit::grouped::kDeriveThreads;
+  config.hStream = reinterpret_cast<CUstream>(stream);
+  void* params[] = {&plan};
+  return gemmkit::split::record_driver_error(gemmkit::split::driver().launch_kernel_ex(&config, fn, params, nullptr))
+             ? GK_ERR_LAUNCH
+             : GK_OK;
+#else
+  return gemmkit::grouped::launch_derive_contiguous<Traits>(args, c, metadata, stream);
+#endif
+}
 }  // namespace
 
 GK_EXPORT int gk_abi_version(void) {
@@ -95,10 +146,7 @@ GK_EXPORT int gk_grouped_run_contiguous(const gk_grouped_args* args, const gk_gr
     return status;
   }
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  if (int status = gemmkit::grouped::launch_derive_contiguous<Traits>(*args, *contiguous, device_metadata, cuda_stream);
-      status != GK_OK) {
-    return status;
-  }
+  if (int status = derive_contiguous(*args, *contiguous, device_metadata, cuda_stream); status != GK_OK) return status;
   return gemmkit_kernel::LaunchGlue::run(launch_cache, *args, device_metadata, workspace, cuda_stream);
 }
 
