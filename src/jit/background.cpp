@@ -31,7 +31,8 @@ class BackgroundBuilds {
 
   std::shared_ptr<const BackgroundBuild> submit(const DiskCache& cache, const Toolchain& toolchain,
                                                 const KernelSource& source, const ModuleBuilder& builder) {
-    const std::string key = cache.key(toolchain, source);
+    // Per cache folder and key: a process that moves GEMMKIT_CACHE_DIR (tests do) builds into the new folder too.
+    const std::string key = cache.root() + "\n" + cache.key(toolchain, source);
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = builds_.find(key); it != builds_.end()) return it->second;
     auto build = std::make_shared<BackgroundBuild>();
@@ -126,7 +127,7 @@ class BackgroundBuilds {
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::map<std::string, std::shared_ptr<BackgroundBuild>> builds_;  // by cache key, for the life of the process
+  std::map<std::string, std::shared_ptr<BackgroundBuild>> builds_;  // by folder and key, for the life of the process
   std::deque<Job> queue_;
   int unfinished_ = 0;  // queued or running
   int workers_ = 0;

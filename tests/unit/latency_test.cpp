@@ -67,6 +67,21 @@ TEST(BackgroundBuilds, ReturnAtOnceBuildOnceAndCountAsBackground) {
   EXPECT_TRUE(cache.find(fake_toolchain(), source));
 }
 
+// The same kernel asked for in another cache folder (GEMMKIT_CACHE_DIR moved) is built there too, not taken for done.
+TEST(BackgroundBuilds, AnotherCacheFolderGetsItsOwnBuild) {
+  testenv::TempDir first_dir, second_dir;
+  DiskCache first(first_dir.str()), second(second_dir.str());
+  Gate gate;
+  const KernelSource source = unique_source("two folders");
+  const auto one = jit::build_in_background(first, fake_toolchain(), source, gate.builder());
+  const auto other = jit::build_in_background(second, fake_toolchain(), source, gate.builder());
+  EXPECT_NE(one, other);
+  gate.open();
+  jit::wait_for_background_builds();
+  EXPECT_TRUE(first.find(fake_toolchain(), source));
+  EXPECT_TRUE(second.find(fake_toolchain(), source));
+}
+
 TEST(BackgroundBuilds, AFailureIsAWarningOnceAndStaysInTheHandle) {
   testenv::TempDir dir;
   DiskCache cache(dir.str());
