@@ -141,9 +141,9 @@ SectionResult compile_section(Context& ctx) {
   result.markdown =
       "## Cold compile (empty GEMMKIT_CACHE_DIR, fresh process, one kernel at a time)\n\n"
       "The default build of SM90 kernels (GEMM, grouped GEMM, Conv2d) runs nvcc twice at once (a cubin and a host "
-      "module); the rows marked one nvcc pass build the same kernel as one module (GEMMKIT_SPLIT_BUILD=0). CUTLASS "
-      "TMA: "
-      "the default configuration, the epilogue compiled in; lean: the same tile on gemmkit's lean epilogue "
+      "module); the rows marked one nvcc pass build the same kernel as one module (GEMMKIT_SPLIT_BUILD=0). "
+      "CUTLASS TMA: the default configuration, the epilogue compiled in; lean: the same tile on gemmkit's lean "
+      "epilogue "
       "(epilogue schedule Lean), whose activation, bias and scale vectors are launch arguments (every plain "
       "epilogue of a plan shares the kernel).\n\n" +
       table.markdown();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "catalog/catalog.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
 #include "support/conv_cases.hpp"
@@ -347,15 +348,12 @@ inline Gemm lean_split_k_plan(int cc) {
   Gemm plan = split_k_plan(cc, Activation::ReLU);
   plan.set_bias(BiasMode::PerColumn);
   plan.set_split_k_slices(2);
-  const TileDescription chosen = spec_for_shape(plan, kSplitKShape).tile;
-  for (const TileDescription& tile : plan.tile_descriptions()) {
-    if (tile.epilogue_schedule == EpilogueSchedule::Lean && tile.tile_scheduler == TileScheduler::StreamK &&
-        tile.cta_tile() == chosen.cta_tile() && tile.cluster_shape == chosen.cluster_shape) {
-      plan.set_tile_description(tile);
-      return plan;
-    }
-  }
-  throw ConfigError("the split-K tile " + chosen.to_string() + " has no quick twin");
+  const KernelSpec chosen = spec_for_shape(plan, kSplitKShape);
+  const std::vector<TileDescription> tiles = plan.tile_descriptions();
+  const std::optional<std::size_t> twin = catalog::quick_twin_index(tiles, chosen);
+  if (!twin) throw ConfigError("the split-K tile " + chosen.tile.to_string() + " has no quick twin");
+  plan.set_tile_description(tiles[*twin]);
+  return plan;
 }
 // Parallel split-K (SM90): run() picks it for this long K over 12 tiles of 64 x 128; in both layouts, with a ReLU or
 // leaky_relu (slope 0.25: exact in f16) and a per-row bias.

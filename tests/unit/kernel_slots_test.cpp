@@ -44,6 +44,13 @@ class KernelSlotsTest : public ::testing::Test {
     return weighed;
   }
 
+  // Lets tile 2's interim twin (tile 3, twin_sources) finish building, and marks it built.
+  void finish_twin_build() {
+    twin_gate_.open();
+    wait_until_finished(*slots_.interim_build[2]);
+    built_.insert(3);
+  }
+
   // Tile i is built when built_[i]; `build` counts the compiles run() asked for (or made) on its own thread.
   ModuleSources<FakeModule> sources() {
     return {[this](std::size_t i) { return built_.count(i) ? std::make_shared<FakeModule>(FakeModule{i}) : nullptr; },
@@ -142,9 +149,7 @@ TEST_F(KernelSlotsTest, ASlowStandInGivesWayToTheWantedKernelsQuickTwinOnceItIsB
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 0u);
   EXPECT_EQ(requested, (std::vector<std::size_t>{3, 2}));                 // the twin first: it builds sooner
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 0u);  // the twin is still building
-  twin_gate_.open();
-  wait_until_finished(*slots_.interim_build[2]);
-  built_.insert(3);
+  finish_twin_build();
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 3u);
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 3u);
   gate_.open();
@@ -208,9 +213,7 @@ TEST_F(KernelSlotsTest, BuiltModuleBuildsAndLendsTheTwinForASlowLentKernel) {
   EXPECT_EQ(built_module(slots_, mutex_, 2, weighed)->tile, 0u);
   EXPECT_EQ(requested, (std::vector<std::size_t>{3}));  // the twin; never the wanted kernel itself
   EXPECT_EQ(built_module(slots_, mutex_, 2, weighed)->tile, 0u);
-  twin_gate_.open();
-  wait_until_finished(*slots_.interim_build[2]);
-  built_.insert(3);
+  finish_twin_build();
   EXPECT_EQ(built_module(slots_, mutex_, 2, weighed)->tile, 3u);
   EXPECT_EQ(requested.size(), 1u);
   // A twin built already is lent at once.
@@ -232,9 +235,7 @@ TEST_F(KernelSlotsTest, AFailedBuildGivesWayToItsTwinOnceTheTwinIsBuilt) {
   gate_.open();
   wait_until_finished(*slots_.pending[2]);
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 0u);  // the twin is still building
-  twin_gate_.open();
-  wait_until_finished(*slots_.interim_build[2]);
-  built_.insert(3);
+  finish_twin_build();
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 3u);
   EXPECT_EQ(module_for_run(slots_, mutex_, 2, false, weighed).tile, 3u);
   jit::wait_for_background_builds();

@@ -63,8 +63,8 @@ CUfunction derive_function() {
 #endif
 
 // Enqueues the contiguous form's metadata derivation: in this module, or on the split path in the cubin.
-int derive_contiguous(const gk_grouped_args& args, const gk_grouped_contiguous& c, void* metadata,
-                      cudaStream_t stream) {
+int enqueue_contiguous_metadata(const gk_grouped_args& args, const gk_grouped_contiguous& c, void* metadata,
+                                cudaStream_t stream) {
 #if defined(GEMMKIT_SPLIT_HOST)
   const CUfunction fn = derive_function();
   if (fn == nullptr) return GK_ERR_LAUNCH;
@@ -146,7 +146,8 @@ GK_EXPORT int gk_grouped_run_contiguous(const gk_grouped_args* args, const gk_gr
     return status;
   }
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  if (int status = derive_contiguous(*args, *contiguous, device_metadata, cuda_stream); status != GK_OK) return status;
+  if (int status = enqueue_contiguous_metadata(*args, *contiguous, device_metadata, cuda_stream); status != GK_OK)
+    return status;
   return gemmkit_kernel::LaunchGlue::run(launch_cache, *args, device_metadata, workspace, cuda_stream);
 }
 
