@@ -21,7 +21,6 @@
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/device.hpp"
 #include "gemmkit/jit.hpp"
-#include "gemmkit/runtime.hpp"
 #include "verify/shape_suite.hpp"
 
 namespace bench {

@@ -9,7 +9,6 @@
 #include "bench.hpp"
 #include "gemmkit/device.hpp"
 #include "gemmkit/jit.hpp"
-#include "gemmkit/runtime.hpp"
 
 namespace bench {
 namespace {

@@ -1,5 +1,5 @@
 # cmake/install.cmake: the C++ package. `cmake --install build --prefix P` installs
-#   P/lib/libgemmkit.so, P/bin/gemmkit (the CLI), P/include/gemmkit/*.hpp (+ abi.h),
+#   P/lib/libgemmkit.so, P/bin/gemmkit (the CLI), P/include/gemmkit/*.hpp,
 #   P/lib/cmake/gemmkit/ (gemmkitConfig.cmake, gemmkitConfigVersion.cmake, gemmkitTargets.cmake),
 #   P/share/gemmkit/{device/include, templates, cutlass} (what nvcc compiles kernels with; cutlass/ when
 #   GEMMKIT_INSTALL_CUTLASS). The library finds share/gemmkit relative to its own folder, so the prefix can move.
@@ -19,7 +19,6 @@ set_target_properties(gemmkit_cli PROPERTIES EXPORT_NAME cli)
 set_target_properties(gemmkit_interface PROPERTIES EXPORT_NAME interface)
 install(EXPORT gemmkitTargets NAMESPACE gemmkit:: DESTINATION "${GEMMKIT_CMAKEDIR}")
 install(DIRECTORY include/gemmkit DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
-install(FILES device/include/gemmkit/abi.h DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/gemmkit")  # runtime.hpp's ABI
 install(DIRECTORY device/include DESTINATION "${GEMMKIT_DATADIR}/device")
 # For reference: the library embeds these templates, it does not read them.
 install(DIRECTORY templates DESTINATION "${GEMMKIT_DATADIR}")

@@ -12,7 +12,6 @@
 #include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "verify/host_matrix.hpp"
 #include "verify/walkthrough.hpp"
 

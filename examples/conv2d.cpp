@@ -11,7 +11,6 @@
 #include "gemmkit/conv2d.hpp"
 #include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
-#include "gemmkit/runtime.hpp"
 #include "verify/conv_reference.hpp"
 #include "verify/device_buffer.hpp"
 

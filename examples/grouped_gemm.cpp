@@ -11,7 +11,6 @@
 #include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/grouped_gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "verify/host_matrix.hpp"
 
 namespace gk = gemmkit;

@@ -7,7 +7,6 @@
 #include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
-#include "gemmkit/runtime.hpp"
 
 // D = A @ B for device pointers of M x K, K x N and M x N row-major fp16 matrices, on `stream`.
 void quickstart_gemm(void* a_ptr, void* b_ptr, void* c_ptr, void* d_ptr, long M, long N, long K, cudaStream_t stream) {

@@ -4,7 +4,6 @@
 #include <cuda_runtime_api.h>
 
 #include "gemmkit/device.hpp"
-#include "gemmkit/runtime.hpp"
 #include "runtime/cuda_check.hpp"
 
 namespace gemmkit::verify {

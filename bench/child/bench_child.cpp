@@ -17,10 +17,10 @@
 #include "gemmkit/cache.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/conv2d.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "verify/device_buffer.hpp"
 #include "verify/host_matrix.hpp"
 

@@ -17,7 +17,6 @@
 #include "gemmkit/packs.hpp"
 #include "gemmkit/plan.hpp"
 #include "gemmkit/results.hpp"
-#include "gemmkit/runtime.hpp"
 #include "gemmkit/tensor.hpp"
 #include "gemmkit/tuning.hpp"
 #include "gemmkit/types.hpp"

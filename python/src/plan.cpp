@@ -17,7 +17,6 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/jit.hpp"
-#include "gemmkit/runtime.hpp"
 #include "gemmkit/tuning.hpp"
 
 namespace gemmkit::python {

@@ -14,7 +14,6 @@
 #include "bindings.hpp"
 #include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
-#include "gemmkit/runtime.hpp"
 
 namespace gemmkit::python {
 namespace {

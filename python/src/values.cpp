@@ -19,7 +19,6 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/jit.hpp"
 #include "gemmkit/packs.hpp"
-#include "gemmkit/runtime.hpp"
 #include "gemmkit/tuning.hpp"
 
 namespace gemmkit::python {

@@ -18,8 +18,8 @@
 #include "families/rules.hpp"
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/errors.hpp"
-#include "gemmkit/runtime.hpp"
 #include "jit/kernel_loader.hpp"
+#include "runtime/kernel_module.hpp"
 #include "runtime/launch.hpp"
 #include "util/notes.hpp"
 

@@ -5,7 +5,7 @@
 #include "api/plan_internal.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
-#include "gemmkit/runtime.hpp"
+#include "runtime/kernel_module.hpp"
 #include "tuning/tuner.hpp"
 
 namespace gemmkit {

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "gemmkit/kernel_spec.hpp"
-#include "gemmkit/runtime.hpp"
 #include "jit/background.hpp"
+#include "runtime/kernel_module.hpp"
 
 namespace gemmkit::jit {
 

@@ -2,8 +2,8 @@
 #include <array>
 #include <mutex>
 
-#include "gemmkit/runtime.hpp"
 #include "runtime/cuda_check.hpp"
+#include "runtime/kernel_module.hpp"
 
 namespace gemmkit {
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "gemmkit/runtime.hpp"
+#include "runtime/kernel_module.hpp"
 #include "runtime/staging.hpp"
 
 namespace gemmkit::runtime {

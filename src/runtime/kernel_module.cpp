@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "gemmkit/errors.hpp"
-#include "gemmkit/runtime.hpp"
 #include "runtime/cuda_check.hpp"
+#include "runtime/kernel_module.hpp"
 #include "runtime/workspace.hpp"
 
 namespace gemmkit {

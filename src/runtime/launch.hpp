@@ -10,7 +10,7 @@
 
 #include "gemmkit/enums.hpp"
 #include "gemmkit/kernel_spec.hpp"
-#include "gemmkit/runtime.hpp"
+#include "runtime/kernel_module.hpp"
 #include "runtime/staging.hpp"
 
 namespace gemmkit::runtime {

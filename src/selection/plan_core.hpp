@@ -17,7 +17,7 @@
 #include "epilogue/plain_form.hpp"
 #include "families/family.hpp"
 #include "gemmkit/kernel_spec.hpp"
-#include "gemmkit/runtime.hpp"
+#include "runtime/kernel_module.hpp"
 #include "selection/kernel_slots.hpp"
 #include "selection/tuned_memo.hpp"
 

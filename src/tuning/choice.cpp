@@ -15,7 +15,7 @@
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
-#include "gemmkit/runtime.hpp"
+#include "runtime/kernel_module.hpp"
 
 #ifndef GEMMKIT_VERSION
 #error "GEMMKIT_VERSION must be defined by the build"

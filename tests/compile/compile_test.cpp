@@ -20,7 +20,7 @@
 #include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/jit.hpp"
 #include "gemmkit/packs.hpp"
-#include "gemmkit/runtime.hpp"
+#include "runtime/kernel_module.hpp"
 #include "support/cli.hpp"
 #include "unit/test_env.hpp"
 

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "gemmkit/device.hpp"
-#include "gemmkit/runtime.hpp"
 #include "support/cli.hpp"
 #include "unit/test_env.hpp"
 

@@ -7,7 +7,6 @@
 
 #include "gemmkit/device.hpp"
 #include "gemmkit/gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "verify/host_matrix.hpp"
 

@@ -14,7 +14,6 @@
 #include "gemmkit/conv2d.hpp"
 #include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
-#include "gemmkit/runtime.hpp"
 #include "support/conv_cases.hpp"
 #include "support/gpu_test.hpp"
 #include "verify/conv_reference.hpp"

@@ -13,7 +13,6 @@
 #include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
 #include "unit/test_env.hpp"

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <string>
 
+#include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
 #include "verify/device_buffer.hpp"

@@ -12,7 +12,6 @@
 #include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/grouped_gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
 #include "verify/device_buffer.hpp"

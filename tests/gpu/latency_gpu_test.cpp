@@ -6,7 +6,6 @@
 #include "gemmkit/cache.hpp"
 #include "gemmkit/device.hpp"
 #include "gemmkit/gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "support/cli.hpp"
 #include "unit/test_env.hpp"
 #include "verify/device_buffer.hpp"

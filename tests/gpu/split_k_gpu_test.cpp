@@ -9,11 +9,12 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gemmkit/cache.hpp"
 #include "gemmkit/device.hpp"
 #include "gemmkit/gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "support/gpu_test.hpp"
 #include "verify/device_buffer.hpp"
@@ -164,22 +165,22 @@ TEST(GpuSplitK, TheLeanStreamKTwinIsExactInEveryDecomposition) {
   first.fill_sign_split();
   const std::string kernel = kernel_of(plan, first);
   ASSERT_NE(kernel.find("lean"), std::string::npos) << kernel;
+  // Split-K is chosen through its split count; the other decompositions by name.
+  const std::vector<std::pair<gk::Decomposition, int>> settings = {
+      {gk::Decomposition::SplitK, 2},  {gk::Decomposition::SplitK, 3},       {gk::Decomposition::SplitK, 8},
+      {gk::Decomposition::StreamK, 1}, {gk::Decomposition::DataParallel, 1}, {gk::Decomposition::Heuristic, 1}};
   for (const gk::ReductionMode reduction : {gk::ReductionMode::Deterministic, gk::ReductionMode::Nondeterministic}) {
     plan.set_reduction_mode(reduction);
-    for (const gk::Decomposition mode : {gk::Decomposition::SplitK, gk::Decomposition::StreamK,
-                                         gk::Decomposition::DataParallel, gk::Decomposition::Heuristic}) {
-      plan.set_decomposition(mode);
-      for (const int splits : {2, 3, 8}) {
-        plan.set_split_k_slices(splits);
-        const std::string what = std::string(gk::to_string(mode)) + ", " + std::to_string(splits) + " splits, " +
-                                 std::string(gk::to_string(reduction));
-        for (const bool sign_split : {true, false}) {
-          Operands o(cases::kSplitKShape);
-          sign_split ? o.fill_sign_split() : o.fill_integers();
-          EXPECT_EQ(kernel_of(plan, o), kernel) << what;
-          EXPECT_EQ(run_exact_with_bias(plan, o, sign_split ? 1.0 : 2.0).max_abs_error, 0.0) << what;
-        }
-        if (mode != gk::Decomposition::SplitK) break;  // the split count matters only to split-K
+    for (const auto& [mode, splits] : settings) {
+      mode == gk::Decomposition::SplitK ? plan.set_split_k_slices(splits) : plan.set_decomposition(mode);
+      const std::string what = std::string(gk::to_string(mode)) + ", " + std::to_string(splits) + " splits, " +
+                               std::string(gk::to_string(reduction));
+      for (const bool sign_split : {true, false}) {
+        Operands o(cases::kSplitKShape);
+        sign_split ? o.fill_sign_split() : o.fill_integers();
+        EXPECT_EQ(kernel_of(plan, o), kernel) << what;
+        EXPECT_EQ(k_split_of(plan, o), (gk::KSplit{mode, splits})) << what;
+        EXPECT_EQ(run_exact_with_bias(plan, o, sign_split ? 1.0 : 2.0).max_abs_error, 0.0) << what;
       }
     }
   }

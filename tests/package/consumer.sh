@@ -13,7 +13,7 @@ cmake --install "$build" --prefix "$tmp/made" >/dev/null
 [[ ! -e "$tmp/made/gemmkit" ]] || fail "a plain install must not install the Python package layout"
 mv "$tmp/made" "$tmp/prefix"
 prefix=$tmp/prefix
-for f in include/gemmkit/gemm.hpp include/gemmkit/abi.h share/gemmkit/device/include/gemmkit/abi.h \
+for f in include/gemmkit/gemm.hpp include/gemmkit/gemmkit.hpp share/gemmkit/device/include/gemmkit/abi.h \
          share/gemmkit/cutlass/include/cutlass/version.h share/gemmkit/templates/sm90_gemm.cu.in bin/gemmkit \
          lib/cmake/gemmkit/gemmkitConfig.cmake lib/cmake/gemmkit/gemmkitConfigVersion.cmake; do
   [[ -e "$prefix/$f" ]] || fail "$f is not installed"

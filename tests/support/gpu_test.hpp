@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "gemmkit/device.hpp"
-#include "gemmkit/runtime.hpp"
 
 #define REQUIRE_GPU()                                                                \
   do {                                                                               \

@@ -17,7 +17,6 @@
 #include "gemmkit/device.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "support/gpu_cases.hpp"
 #include "verify/host_matrix.hpp"
 

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "gemmkit/device.hpp"
-#include "gemmkit/runtime.hpp"
 #include "support/cli.hpp"
 #include "util/knobs.hpp"
 

@@ -13,7 +13,6 @@
 #include "gemmkit/codegen.hpp"
 #include "gemmkit/device.hpp"
 #include "gemmkit/gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "support/front_door_cases.hpp"
 #include "support/gpu_cases.hpp"
 

@@ -6,8 +6,8 @@
 #include <tuple>
 #include <utility>
 
+#include "gemmkit/device.hpp"
 #include "gemmkit/grouped_gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "messages.hpp"
 
 namespace gk = gemmkit;

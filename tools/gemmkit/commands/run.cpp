@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "commands/commands.hpp"
-#include "gemmkit/runtime.hpp"
+#include "gemmkit/device.hpp"
 #include "plan_options.hpp"
 #include "verify/device_buffer.hpp"
 #include "verify/host_matrix.hpp"

@@ -3,7 +3,6 @@
 
 #include "command.hpp"
 #include "gemmkit/device.hpp"
-#include "gemmkit/runtime.hpp"
 #include "plan_options.hpp"
 #include "verify/conv_reference.hpp"
 #include "verify/device_buffer.hpp"

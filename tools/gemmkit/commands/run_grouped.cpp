@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "command.hpp"
+#include "gemmkit/device.hpp"
 #include "gemmkit/grouped_gemm.hpp"
-#include "gemmkit/runtime.hpp"
 #include "plan_options.hpp"
 #include "verify/device_buffer.hpp"
 #include "verify/host_matrix.hpp"

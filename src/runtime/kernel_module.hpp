@@ -1,4 +1,4 @@
-// include/gemmkit/runtime.hpp: loaded kernel modules (the library's own; plans hide them).
+// src/runtime/kernel_module.hpp: a loaded kernel module, behind the C ABI of abi.h (internal: plans hide it).
 #pragma once
 
 #include <cuda_runtime_api.h>
