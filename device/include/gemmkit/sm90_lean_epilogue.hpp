@@ -96,6 +96,20 @@ CUTLASS_DEVICE void quad_exchange(uint32_t (&items)[4], int quad_lane) {
   }
 }
 
+// Elements `column` and `column + 1` of a vector (a bias, a scale, a row of C) as floats, `outside` for those at or
+// past `size` or for a null vector: one load of both where they are inside and the pair is aligned, else one each.
+template <class T>
+CUTLASS_DEVICE Pair load_pair(T const* vector, int64_t column, int64_t size, float outside) {
+  if (vector == nullptr) return Pair{outside, outside};
+  T const* at = vector + column;
+  using Both = cutlass::AlignedArray<T, 2>;
+  if (column + 1 < size && reinterpret_cast<uintptr_t>(at) % alignof(Both) == 0) {
+    const Both both = *reinterpret_cast<Both const*>(at);
+    return Pair{float(both[0]), float(both[1])};
+  }
+  return Pair{column < size ? float(at[0]) : outside, column + 1 < size ? float(at[1]) : outside};
+}
+
 // A block's eight values through the activation. Not inlined: one copy of every activation's code serves the
 // sixteen-odd blocks of a tile, which keeps the kernel's code (and its instruction-cache footprint) small.
 struct Block {
@@ -231,7 +245,8 @@ class LeanEpilogue {
 
   // The whole tile, one block of four groups at a time (few values live beside the accumulators). kGeneral: scales,
   // bias and C as the launch asks, with rows and columns past the problem neither read nor written, in predicated
-  // loads rather than branches (compact code); else alpha only, on a tile inside the problem.
+  // loads rather than branches (compact code); else alpha only, on a tile inside the problem. A block's column values
+  // (bias, column scale) are loaded once, in pairs, for all of this thread's rows; its row values once per tile.
   template <bool kGeneral, class Accumulators, class Coords>
   CUTLASS_DEVICE void walk(Accumulators const& accumulators, Coords const& coords, Tile const& tile) const {
     using namespace cute;
@@ -240,52 +255,74 @@ class LeanEpilogue {
     constexpr int kTilesN = decltype(size<2>(accumulators))::value;
     const LeanEpilogueParams& p = params_.thread;
     auto const* bias = static_cast<ElementBias const*>(p.bias);
-    const bool column_scaled = p.column_scale != nullptr;
     const bool column_bias = p.bias_mode == GK_BIAS_PER_COLUMN;
     const bool source = p.beta != 0.0f;
     cutlass::NumericArrayConverter<ElementD, float, 2, cutlass::FloatRoundStyle::round_to_nearest> convert;
-    CUTLASS_PRAGMA_UNROLL
-    for (int mn = 0; mn < kTilesM * kTilesN; ++mn) {
-      const int mi = mn % kTilesM, ni = mn / kTilesM;
+    const auto row_of = [&](int half, int mi) {
+      return tile.m + get<0>(coords(make_coord(make_coord(0, half, 0), mi, 0)));
+    };
+    float row_scales[kTilesM][2], row_biases[kTilesM][2];
+    if constexpr (kGeneral) {
       CUTLASS_PRAGMA_UNROLL
-      for (int half = 0; half < 2; ++half) {
-        const int64_t row = tile.m + get<0>(coords(make_coord(make_coord(0, half, 0), mi, ni)));
-        const bool row_in = !kGeneral || row < tile.M;
-        float row_scale = 1.0f;
-        float row_bias = -0.0f;  // alpha * x + -0 is alpha * x, signed zeros included
-        if constexpr (kGeneral) {
-          if (p.row_scale != nullptr && row_in) row_scale = p.row_scale[row];
-          if (p.bias_mode == GK_BIAS_PER_ROW && row_in) row_bias = float(bias[row]);
-        }
+      for (int mi = 0; mi < kTilesM; ++mi) {
         CUTLASS_PRAGMA_UNROLL
-        for (int block = 0; block < kGroups / 4; ++block) {
-          lean::Block values;
+        for (int half = 0; half < 2; ++half) {
+          const int64_t row = row_of(half, mi);
+          const bool row_in = row < tile.M;
+          row_scales[mi][half] = p.row_scale != nullptr && row_in ? p.row_scale[row] : 1.0f;
+          // alpha * x + -0 is alpha * x, signed zeros included
+          row_biases[mi][half] = p.bias_mode == GK_BIAS_PER_ROW && row_in ? float(bias[row]) : -0.0f;
+        }
+      }
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int ni = 0; ni < kTilesN; ++ni) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int block = 0; block < kGroups / 4; ++block) {
+        const auto column_of = [&](int j) {
+          return tile.n + get<1>(coords(make_coord(make_coord(0, 0, 4 * block + j), 0, ni)));
+        };
+        lean::Pair column_scales[4], column_biases[4];
+        if constexpr (kGeneral) {
           CUTLASS_PRAGMA_UNROLL
           for (int j = 0; j < 4; ++j) {
-            const auto at = [&](int c) { return make_coord(make_coord(c, half, 4 * block + j), mi, ni); };
-            const int64_t column = tile.n + get<1>(coords(at(0)));
+            column_scales[j] = lean::load_pair(p.column_scale, column_of(j), tile.N, 1.0f);
+            column_biases[j] = column_bias ? lean::load_pair(bias, column_of(j), tile.N, 0.0f) : lean::Pair{};
+          }
+        }
+        CUTLASS_PRAGMA_UNROLL
+        for (int mi = 0; mi < kTilesM; ++mi) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int half = 0; half < 2; ++half) {
+            const int64_t row = row_of(half, mi);
+            const bool row_in = !kGeneral || row < tile.M;
+            lean::Block values;
             CUTLASS_PRAGMA_UNROLL
-            for (int c = 0; c < 2; ++c) {
-              float x = float(accumulators(at(c)));
+            for (int j = 0; j < 4; ++j) {
+              const auto at = [&](int c) { return make_coord(make_coord(c, half, 4 * block + j), mi, ni); };
+              lean::Pair c_values{};
               if constexpr (kGeneral) {
-                const bool in = row_in && column + c < tile.N;
-                const float column_scale = column_scaled && in ? p.column_scale[column + c] : 1.0f;
-                const float b = column_bias ? (in ? float(bias[column + c]) : 0.0f) : row_bias;
-                const float c_value = source && in ? float(tile.c[row * tile.ldc + column + c]) : 0.0f;
-                // alpha * x + bias as CUTLASS's fusions order it (one fma), then beta * C + that (another).
-                x = fmaf(p.alpha, x * row_scale * column_scale, b);
-                if (source) x = fmaf(p.beta, c_value, x);
-              } else {
-                x = p.alpha * x;
+                if (source && row_in) c_values = lean::load_pair(tile.c + row * tile.ldc, column_of(j), tile.N, 0.0f);
               }
-              values.pairs[j][c] = x;
+              CUTLASS_PRAGMA_UNROLL
+              for (int c = 0; c < 2; ++c) {
+                float x = float(accumulators(at(c)));
+                if constexpr (kGeneral) {
+                  const float b = column_bias ? column_biases[j][c] : row_biases[mi][half];
+                  // alpha * x + bias as CUTLASS's fusions order it (one fma), then beta * C + that (another).
+                  x = fmaf(p.alpha, x * row_scales[mi][half] * column_scales[j][c], b);
+                  if (source) x = fmaf(p.beta, c_values[c], x);
+                } else {
+                  x = p.alpha * x;
+                }
+                values.pairs[j][c] = x;
+              }
             }
+            if (p.activation != GK_ACTIVATION_IDENTITY) {
+              values = lean::activate_block<kApproximate>(values, p.activation, p.activation_parameter);
+            }
+            store_block<kGeneral>(values.pairs, row, column_of(0), convert, tile);
           }
-          if (p.activation != GK_ACTIVATION_IDENTITY) {
-            values = lean::activate_block<kApproximate>(values, p.activation, p.activation_parameter);
-          }
-          const int64_t column = tile.n + get<1>(coords(make_coord(make_coord(0, half, 4 * block), mi, ni)));
-          store_block<kGeneral>(values.pairs, row, column, convert, tile);
         }
       }
     }
