@@ -1,4 +1,4 @@
-// verify/shape_suite.hpp: the benchmark's shape suite (issue 15), by group; shared by gemmkit_bench --only suite and
+// verify/shape_suite.hpp: the benchmark's shape suite, by group; shared by gemmkit_bench --only suite and
 // gemmkit tune --suite.
 #pragma once
 
@@ -16,7 +16,7 @@ struct SuiteShape {
   std::string text() const;  // "MxNxK"
 };
 
-// The group of odd extents (issue 37): packed row-major operands (lda = k, ldb = n, ldd = n) fit no tensor-core
+// The group of odd extents: packed row-major operands (lda = k, ldb = n, ldd = n) fit no tensor-core
 // kernel's vector, so the default plan runs them on the CUTLASS 2.x SIMT kernels.
 inline constexpr std::string_view kOddGroup = "odd";
 

@@ -31,7 +31,7 @@ namespace {
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-// GEMMKIT_TEST_ROUNDS shortens the rounds (issue 9 asks for 1000; a quick pass over a changed tree may take fewer).
+// GEMMKIT_TEST_ROUNDS caps a test's rounds (a quick pass over a changed tree may take fewer than the full count).
 int rounds(int full) {
   const char* text = std::getenv("GEMMKIT_TEST_ROUNDS");
   return text != nullptr ? std::min(full, std::max(1, std::atoi(text))) : full;
