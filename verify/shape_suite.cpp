@@ -1,44 +1,19 @@
-// verify/shape_suite.cpp: the shape suite's groups and shapes.
+// verify/shape_suite.cpp: the shape suite's groups and shapes (the problems themselves: catalog/suite_shapes.hpp).
 #include "verify/shape_suite.hpp"
 
 #include <algorithm>
-#include <array>
 #include <sstream>
 #include <stdexcept>
+
+#include "catalog/suite_shapes.hpp"
 
 namespace gemmkit::verify {
 namespace {
 
-// Llama-3 8B and 70B projections, N x K: attention out/qkv-sized, MLP up/gate and down, 70B's MLP.
-constexpr std::int64_t kProjections[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {28672, 8192}, {8192, 28672}};
-
 std::vector<SuiteShape> group_shapes(const std::string& group) {
   std::vector<SuiteShape> out;
-  if (group == "today") {
-    for (auto [m, n, k] : {std::array<std::int64_t, 3>{2400, 3232, 4096},
-                           {4096, 4096, 4096},
-                           {8192, 8192, 8192},
-                           {16384, 16384, 16384}}) {
-      out.push_back({group, m, n, k});
-    }
-  } else if (group == "square") {
-    for (std::int64_t s : {1024, 2048, 3000, 4096, 6144, 8192, 12288, 16384}) out.push_back({group, s, s, s});
-  } else if (group == "long_k") {
-    for (auto [m, n, k] : {std::array<std::int64_t, 3>{512, 512, 16384}, {1024, 1024, 32768}, {128, 4096, 16384}}) {
-      out.push_back({group, m, n, k});
-    }
-  } else if (group.rfind("llm", 0) == 0) {
-    const std::int64_t m = std::stoll(group.substr(3));
-    for (const auto& nk : kProjections) out.push_back({group, m, nk[0], nk[1]});
-  } else if (group == "skinny") {
-    for (std::int64_t m : {1, 8}) {
-      for (const auto& nk : kProjections) out.push_back({group, m, nk[0], nk[1]});
-    }
-  } else if (group == kOddGroup) {  // the shapes python/bench/odd_shapes.py times against torch.matmul
-    for (auto [m, n, k] :
-         {std::array<std::int64_t, 3>{777, 1999, 3001}, {1001, 1003, 1005}, {4095, 4097, 4099}, {8191, 8193, 1023}}) {
-      out.push_back({group, m, n, k});
-    }
+  for (const catalog::SuiteProblem& p : catalog::suite_problems()) {
+    if (p.group == group) out.push_back({group, p.m, p.n, p.k});
   }
   return out;
 }

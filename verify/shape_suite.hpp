@@ -1,5 +1,5 @@
-// verify/shape_suite.hpp: the benchmark's shape suite, by group; shared by gemmkit_bench --only suite and
-// gemmkit tune --suite.
+// verify/shape_suite.hpp: the benchmark's shape suite, by group (its problems: src/catalog/suite_shapes.hpp); shared
+// by gemmkit_bench --only suite and gemmkit tune --suite.
 #pragma once
 
 #include <cstdint>

@@ -13,7 +13,8 @@ namespace gemmkit {
 // The named packs: "defaults" = for cc 80 and 90, f16, bf16, f32 (SIMT) and tf32 (f32 operands on tensor cores)
 // elements, and A and B each row- or column-major (C row-major), each plan's kernel plus the configurations run() picks
 // for some shapes (Gemm::run_time_kernels). A combination without a kernel takes the nearest one that has one (e.g. an
-// f32 accumulator); one without any is left out.
+// f32 accumulator); one without any is left out. Besides: on SM90, each default's quick twin, and the kernels run()
+// picks for the benchmark's shape suite on row-major f16 and bf16 plans that accumulate in f32.
 std::vector<std::string> pack_names();
 // The kernels of a named pack; a ConfigError lists the names for an unknown one. Needs no GPU.
 std::vector<KernelSpec> pack_specs(const std::string& name);

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "catalog/catalog.hpp"
+#include "catalog/suite_shapes.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "jit/kernel_loader.hpp"
@@ -161,8 +162,13 @@ std::vector<KernelSpec> pack_specs(const std::string& name) {
   if (name != "defaults") {
     throw ConfigError("unknown kernel pack '" + name + "'; the named packs are: defaults (or give a pack file).");
   }
+  const jit::NoBuildAhead internal;  // the pack builds what it lists, not each plan's default
   std::vector<KernelSpec> specs;
   std::set<std::string> seen;
+  auto add = [&](KernelSpec spec) {
+    // Two plans may share a kernel (e.g. SM90 tf32 computes row x row as D^T = B^T A^T).
+    if (seen.insert(spec.canonical()).second) specs.push_back(std::move(spec));
+  };
   for (const int cc : {80, 90}) {
     // f32 operands: exact f32 math on SIMT cores, and tf32 on tensor cores (the plan's default for f32).
     for (const auto& [element, opclass] : {std::pair{DataType::f16, OpClass::TensorOp},
@@ -200,13 +206,24 @@ std::vector<KernelSpec> pack_specs(const std::string& name) {
           std::vector<KernelSpec> kernels = plan->run_time_kernels();
           // The default's quick twin: a first run with any activation, bias or scales runs on it at once.
           if (std::optional<KernelSpec> twin = quick_twin(*plan)) kernels.push_back(std::move(*twin));
-          for (KernelSpec& spec : kernels) {
-            // Two layout combinations may share a kernel (e.g. SM90 tf32 computes row x row as D^T = B^T A^T).
-            if (seen.insert(spec.canonical()).second) specs.push_back(std::move(spec));
-          }
+          for (KernelSpec& spec : kernels) add(std::move(spec));
         }
       }
     }
+  }
+  // The kernels run() picks for gemmkit's representative problems (square, long K, LLM projections from decode to
+  // prefill, odd extents) on SM90 row-major 16-bit plans that accumulate in f32, as torch.matmul does: the shape
+  // suite runs on these with nothing to compile.
+  for (const DataType element : {DataType::f16, DataType::bf16}) {
+    GemmOptions o;
+    o.element = element;
+    o.element_accumulator = DataType::f32;
+    o.layout = Layout::RowMajor;
+    o.cc = 90;
+    Gemm plan(o);
+    add(plan.spec());
+    if (std::optional<KernelSpec> twin = quick_twin(plan)) add(std::move(*twin));
+    for (const catalog::SuiteProblem& p : catalog::suite_problems()) add(plan.spec_for_problem(p.m, p.n, p.k));
   }
   return specs;
 }

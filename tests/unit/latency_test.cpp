@@ -32,6 +32,7 @@
 #include "unit/background_gate.hpp"
 #include "unit/fake_build.hpp"
 #include "unit/test_env.hpp"
+#include "verify/shape_suite.hpp"
 
 namespace fs = std::filesystem;
 
@@ -197,6 +198,26 @@ TEST(Packs, TheDefaultsPackHoldsEachPlansKernelAndItsRunTimeChoices) {
           << to_string(element) << " " << to_string(opclass) << " sm" << cc;
     }
   }
+}
+
+// The shape suite (the benchmark's and the tuner's problems) runs on the defaults pack with nothing to compile: every
+// kernel run() picks for it on an SM90 16-bit row-major plan accumulating in f32, split-K and the odd extents' SIMT
+// kernels included.
+TEST(Packs, TheDefaultsPackHoldsWhatRunPicksForEveryShapeOfTheSuite) {
+  std::set<std::string> names;
+  for (const auto& spec : pack_specs("defaults")) names.insert(spec.canonical());
+  std::set<std::string> kinds;
+  for (const DataType element : {DataType::f16, DataType::bf16}) {
+    GemmOptions o = testing_options(90, element);
+    o.element_accumulator = DataType::f32;
+    Gemm plan(o);
+    for (const verify::SuiteShape& s : verify::shape_suite("", verify::SuiteGroups::WithOdd)) {
+      const KernelSpec spec = plan.spec_for_problem(s.m, s.n, s.k);
+      EXPECT_TRUE(names.count(spec.canonical())) << s.text() << " " << spec.name();
+      kinds.insert(std::string(to_string(spec.split_k_mode)) + "/" + std::string(to_string(spec.opclass)));
+    }
+  }
+  EXPECT_GE(kinds.size(), 3u);  // the suite reaches serial SM90 kernels, parallel split-K and the 2.x SIMT kernels
 }
 
 // ---- interrupts ------------------------------------------------------------------------------------------------
