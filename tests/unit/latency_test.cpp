@@ -32,6 +32,7 @@
 #include "unit/background_gate.hpp"
 #include "unit/fake_build.hpp"
 #include "unit/test_env.hpp"
+#include "util/notes.hpp"
 #include "verify/shape_suite.hpp"
 
 namespace fs = std::filesystem;
@@ -218,6 +219,24 @@ TEST(Packs, TheDefaultsPackHoldsWhatRunPicksForEveryShapeOfTheSuite) {
     }
   }
   EXPECT_GE(kinds.size(), 3u);  // the suite reaches serial SM90 kernels, parallel split-K and the 2.x SIMT kernels
+}
+
+// A note is for a choice made on the user's behalf: listing a pack declares plans the user did not, so it says
+// nothing, and a note dropped in a quiet scope is still said later, outside one.
+TEST(Packs, ListingThePackSaysNothingAndQuietNotesAreNotSpent) {
+  std::vector<std::string> notes;
+  set_note_handler([&](const std::string& message) { notes.push_back(message); });
+  (void)pack_specs("defaults");
+  EXPECT_TRUE(notes.empty()) << notes.front();
+  {
+    const QuietNotes quiet;
+    note_once("a note from a quiet scope");
+  }
+  EXPECT_TRUE(notes.empty());
+  note_once("a note from a quiet scope");
+  note_once("a note from a quiet scope");
+  set_note_handler({});
+  EXPECT_EQ(notes, std::vector<std::string>{"a note from a quiet scope"});
 }
 
 // ---- interrupts ------------------------------------------------------------------------------------------------
