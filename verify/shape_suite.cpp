@@ -8,30 +8,24 @@
 #include "catalog/suite_shapes.hpp"
 
 namespace gemmkit::verify {
-namespace {
-
-std::vector<SuiteShape> group_shapes(const std::string& group) {
-  std::vector<SuiteShape> out;
-  for (const catalog::SuiteProblem& p : catalog::suite_problems()) {
-    if (p.group == group) out.push_back({group, p.m, p.n, p.k});
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string SuiteShape::text() const {
   return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
 }
 
 const std::vector<std::string>& suite_groups(SuiteGroups which) {
-  static const std::vector<std::string> kTensorCore = {"today",  "square",  "long_k",  "llm16",
-                                                       "llm128", "llm1024", "llm8192", "skinny"};
-  static const std::vector<std::string> kWithOdd = [] {
-    std::vector<std::string> groups = kTensorCore;
-    groups.emplace_back(kOddGroup);
+  // The groups in the order the problems list them; TensorCore leaves out the odd extents.
+  const auto groups_of = [](bool with_odd) {
+    std::vector<std::string> groups;
+    for (const catalog::SuiteProblem& p : catalog::suite_problems()) {
+      if ((with_odd || p.group != kOddGroup) && std::find(groups.begin(), groups.end(), p.group) == groups.end()) {
+        groups.push_back(p.group);
+      }
+    }
     return groups;
-  }();
+  };
+  static const std::vector<std::string> kTensorCore = groups_of(false);
+  static const std::vector<std::string> kWithOdd = groups_of(true);
   return which == SuiteGroups::WithOdd ? kWithOdd : kTensorCore;
 }
 
@@ -58,9 +52,8 @@ std::vector<SuiteShape> shape_suite(const std::string& groups, SuiteGroups which
   }
   if (wanted.empty()) wanted = known;
   std::vector<SuiteShape> out;
-  for (const auto& group : known) {  // suite order, each group once
-    if (std::find(wanted.begin(), wanted.end(), group) == wanted.end()) continue;
-    for (auto& s : group_shapes(group)) out.push_back(std::move(s));
+  for (const catalog::SuiteProblem& p : catalog::suite_problems()) {  // suite order, each problem once
+    if (std::find(wanted.begin(), wanted.end(), p.group) != wanted.end()) out.push_back({p.group, p.m, p.n, p.k});
   }
   return out;
 }
