@@ -54,6 +54,9 @@ enum class BiasMode { None, PerRow, PerColumn };
 // f32 scale vectors that multiply the accumulator per output row (length M), per column (length N) or both (SM90
 // kernels; e.g. FP8 dequantization scales): D = act(alpha * (acc * row_scale[i] * column_scale[j]) + beta*C + bias).
 enum class ScaleMode { None, PerRow, PerColumn, RowAndColumn };
+// Scales applied inside an FP8 mainloop, per block of the operands (SM90 kernels), the DeepSeek-V3 format: Blockwise
+// scales A per row and 128-wide K block and B per 128 x 128 block, in f32, while the tensor cores accumulate.
+enum class BlockScaling { None, Blockwise };
 // Order in which SM90 persistent schedulers walk output tiles (a run-time argument).
 enum class RasterOrder { Heuristic, AlongM, AlongN };
 // How an SM90 Stream-K kernel shares out the K extent of its output tiles (a run-time argument, no recompile): Auto =
@@ -254,6 +257,15 @@ struct EnumTable<ScaleMode> {
       {ScaleMode::PerRow, "row", "PerRow", "_scalerow", "per_row"},
       {ScaleMode::PerColumn, "column", "PerColumn", "_scalecolumn", "per_column col"},
       {ScaleMode::RowAndColumn, "row_and_column", "RowAndColumn", "_scalerowcolumn", "rowwise both"},
+  };
+};
+
+template <>
+struct EnumTable<BlockScaling> {
+  static constexpr std::string_view what = "block scaling";
+  static constexpr EnumRow<BlockScaling> rows[] = {
+      {BlockScaling::None, "none", "", ""},
+      {BlockScaling::Blockwise, "blockwise", "", "_blockwise", "1x128_128x128 deepseek"},
   };
 };
 

@@ -39,6 +39,12 @@ class Gemm : public Plan {
   // with the vectors given to run() (RunOptions::row_scale / column_scale). Per-tensor scales go into alpha.
   ScaleMode scale() const;
   void set_scale(ScaleMode scale);
+  // Block scales applied in the FP8 mainloop (SM90 kernels, e4m3 / e5m2 A and B): Blockwise multiplies each 128-deep
+  // K block's products by A's scale of the row and B's scale of the 128 x 128 block (the DeepSeek-V3 format), with
+  // the scales given to run() (RunOptions::scale_a / scale_b). It replaces the scale vectors; alpha, beta, the bias
+  // and the activation still apply. ConfigError on plans whose kernels have no block-scaled mainloop.
+  BlockScaling block_scaling() const;
+  void set_block_scaling(BlockScaling scaling);
   // An epilogue visitor tree (SM90 and CUTLASS 2.x tensor-op kernels): D and every extra output come from the tree,
   // which replaces alpha/beta, the bias, the scales and the activation (they must stay at their defaults). Its
   // tensors and scalars are given to run() by name (RunOptions::visitor_args); tensor types left unset are C's for

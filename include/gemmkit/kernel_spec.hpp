@@ -124,7 +124,10 @@ struct KernelSpec {
   Activation activation = Activation::Identity;
   BiasMode bias = BiasMode::None;
   ScaleMode scale = ScaleMode::None;  // scale vectors (SM90 kernels)
-  std::optional<ConvKernel> conv;     // Conv2d kernels only
+  // FP8 block scales applied in the mainloop (SM90 kernels); the module takes them in gk_gemm_args' row_scale (A's)
+  // and column_scale (B's) fields, device/include/gemmkit/sm90_blockwise.hpp.
+  BlockScaling block_scaling = BlockScaling::None;
+  std::optional<ConvKernel> conv;  // Conv2d kernels only
   // Conv2d kernels: Serial (the kernel writes D; split-K slices, if any, add into it in turn) or Parallel (partial
   // sums in a workspace, then a reduction kernel that applies the epilogue). The slice count is a run-time argument.
   SplitKMode split_k_mode = SplitKMode::Serial;

@@ -55,6 +55,12 @@ struct RunOptions {
   // per-row FP8 dequantization scales), column_scale n (one per output column, e.g. B's per-column scales).
   const TensorView* row_scale = nullptr;
   const TensorView* column_scale = nullptr;
+  // The f32 block scales when the plan has them (set_block_scaling(Blockwise)), laid out as torch._scaled_mm takes
+  // them (KB = ceil(K / 128), NB = ceil(N / 128); a leading batch extent for batched problems):
+  //   scale_a: M x KB, M-major (strides 1, M): one per row of A and 128-wide K block; M a multiple of 4;
+  //   scale_b: NB x KB, row-major (strides KB, 1): one per 128 x 128 block of B^T (N x K).
+  const TensorView* scale_a = nullptr;
+  const TensorView* scale_b = nullptr;
   // A device buffer lent as the kernel's workspace (frameworks with their own allocator); by default each launch
   // takes one from gemmkit's stream-ordered pool. It must not be in use by another launch in flight.
   Workspace workspace = {};

@@ -135,6 +135,14 @@ void Gemm::set_bias(BiasMode bias) {
   change_checked(core_->config.bias, bias);
 }
 
+BlockScaling Gemm::block_scaling() const {
+  return core_->config.block_scaling;
+}
+
+void Gemm::set_block_scaling(BlockScaling scaling) {
+  change_checked(core_->config.block_scaling, scaling);
+}
+
 void Gemm::set_scale(ScaleMode scale) {
   core_->refuse_beside_plain_tree(scale != core_->config.scale, "scale vectors");
   change_checked(core_->config.scale, scale);
@@ -446,6 +454,32 @@ std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOper
           check(options.column_scale, columns, "column_scale", p.n, "column")};
 }
 
+// A's and B's block scales when the plan's mainloop takes them (set_block_scaling), as torch._scaled_mm lays them out.
+std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOperand>> check_block_scale_operands(
+    const selection::PlanConfig& config, const RunOptions& options, const GemmProblem& p) {
+  const bool wanted = config.block_scaling != BlockScaling::None;
+  for (const auto& [tensor, name] : {std::pair{options.scale_a, "scale_a"}, {options.scale_b, "scale_b"}}) {
+    if (tensor != nullptr && !wanted) {
+      throw TensorError(std::string("Tensor ") + name +
+                        ": the plan has no block scaling; call set_block_scaling(BlockScaling::Blockwise) first.");
+    }
+    if (tensor == nullptr && wanted) {
+      throw TensorError(std::string("Tensor ") + name +
+                        ": the plan's FP8 mainloop is block-scaled (Blockwise); pass RunOptions::" + name + ".");
+    }
+  }
+  if (!wanted) return {};
+  if (p.m % 4 != 0) {
+    throw TensorError("Tensor scale_a: the kernel loads A's scales with TMA, in 16-byte runs along M; M = " +
+                      std::to_string(p.m) + " is not a multiple of 4. Pad A, D and scale_a to a multiple of 4 rows.");
+  }
+  const std::int64_t k_blocks = (p.k + 127) / 128, n_blocks = (p.n + 127) / 128;
+  return {detail::check_block_scales(*options.scale_a, "scale_a", p.batch, p.m, k_blocks, 1, p.m, 16,
+                                     "M x ceil(K/128), M-major: strides (1, M)"),
+          detail::check_block_scales(*options.scale_b, "scale_b", p.batch, n_blocks, k_blocks, k_blocks, 1, 4,
+                                     "ceil(N/128) x ceil(K/128), row-major: strides (ceil(K/128), 1)")};
+}
+
 }  // namespace
 
 void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_given, const TensorView& D_given,
@@ -482,6 +516,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   const GemmProblem p = check_gemm_problem(*core_, A, B, C, D, beta_for_check);
   const std::optional<detail::MatrixOperand> bias = check_bias_operand(config, run_options.bias, p);
   const auto [row_scale, column_scale] = check_scale_operands(config, run_options, p);
+  const auto [scale_a, scale_b] = check_block_scale_operands(config, run_options, p);
   const int device = current_device();
   // The message is built only when it is thrown: run() checks every tensor on every call.
   auto on_this_device = [&](const TensorView* tensor, const char* before, std::string_view name, const char* after) {
@@ -497,7 +532,9 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
                                      {C, "C"},
                                      {run_options.bias, "bias"},
                                      {run_options.row_scale, "row_scale"},
-                                     {run_options.column_scale, "column_scale"}}) {
+                                     {run_options.column_scale, "column_scale"},
+                                     {run_options.scale_a, "scale_a"},
+                                     {run_options.scale_b, "scale_b"}}) {
     on_this_device(tensor, "Tensor ", name, "");
   }
   for (const VisitorArgument& a : options.visitor_args) {
@@ -534,6 +571,9 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   if (bias) gemm.bias = operand(*bias, *run_options.bias, types_.c);
   if (row_scale) gemm.row_scale = operand(*row_scale, *run_options.row_scale, DataType::f32);
   if (column_scale) gemm.column_scale = operand(*column_scale, *run_options.column_scale, DataType::f32);
+  // A block-scaled module reads A's and B's scales where the ABI has the scale vectors (sm90_blockwise.hpp).
+  if (scale_a) gemm.row_scale = operand(*scale_a, *run_options.scale_a, DataType::f32);
+  if (scale_b) gemm.column_scale = operand(*scale_b, *run_options.scale_b, DataType::f32);
   gemm.d_has_gaps = p.d.span != p.d.rows * p.d.cols * p.d.batch;
   gemm.m = p.m;
   gemm.n = p.n;

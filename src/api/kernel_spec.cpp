@@ -132,6 +132,7 @@ void to_json(nlohmann::ordered_json& json, const KernelSpec& spec) {
   } else if (spec.split_k_mode == SplitKMode::Parallel) {
     json["split_k_mode"] = to_string(spec.split_k_mode);
   }
+  if (spec.block_scaling != BlockScaling::None) json["block_scaling"] = to_string(spec.block_scaling);
   if (spec.visitor) json["epilogue_visitor"] = spec.visitor->to_string();
 }
 
@@ -155,6 +156,7 @@ std::string KernelSpec::canonical() const {
       << ";swizzle=" << to_string(swizzle) << ";activation=" << to_string(activation) << ";bias=" << to_string(bias);
   // Records (and so cache keys) of kernels without scale vectors or convolutions stay as they were before them.
   if (scale != ScaleMode::None) out << ";scale=" << to_string(scale);
+  if (block_scaling != BlockScaling::None) out << ";block_scaling=" << to_string(block_scaling);
   if (conv) {
     out << ";conv=" << to_string(conv->kind) << ";iterator=" << to_string(conv->iterator_algorithm)
         << ";stride_support=" << to_string(conv->stride_support);

@@ -237,8 +237,9 @@ std::vector<TileDescription> Plan::tile_descriptions() const {
   if (core_->config.math_operation) {
     std::erase_if(out, [&](const TileDescription& td) { return td.math_operation != *core_->config.math_operation; });
   }
-  if (core_->config.visitor && !core_->config.visitor_plain) {
-    // A tree's buffers share the block's shared memory with the mainloop: only the tiles it fits are configurations.
+  if ((core_->config.visitor && !core_->config.visitor_plain) || core_->config.block_scaling != BlockScaling::None) {
+    // A tree's buffers share the block's shared memory with the mainloop, and a block-scaled mainloop takes tiles as
+    // wide as B's scale blocks: only the tiles they fit are configurations.
     const KernelSpec base = spec();
     const auto limits = catalog::limits_for_cc(core_->config.cc);
     std::erase_if(out, [&](const TileDescription& td) {

@@ -133,6 +133,42 @@ MatrixOperand check_vector(const TensorView& t, const char* name, DataType dtype
   return m;
 }
 
+MatrixOperand check_block_scales(const TensorView& t, const char* name, std::int64_t batch, std::int64_t rows,
+                                 std::int64_t cols, std::int64_t row_stride, std::int64_t col_stride, int address_bytes,
+                                 const std::string& layout) {
+  const std::int64_t count = batch * rows * cols;
+  const std::string expected = (batch > 1 ? "(" + std::to_string(batch) + ", " : "(") + std::to_string(rows) + ", " +
+                               std::to_string(cols) + ") f32, " + layout;
+  if (t.data == nullptr && count != 0) reject(name, "data pointer is null.");
+  if (t.dtype != DataType::f32) {
+    reject(name, "has element type " + std::string(to_string(t.dtype)) + "; the plan expects " + expected + ".");
+  }
+  const bool batched = t.rank == 3;
+  if ((t.rank != 2 && !batched) || (batched && t.shape[0] != batch) || (!batched && batch != 1) ||
+      t.shape[t.rank - 2] != rows || t.shape[t.rank - 1] != cols) {
+    reject(name, "has shape " + t.shape_string() + "; the plan expects " + expected + ".");
+  }
+  const std::int64_t wanted[3] = {rows * cols, row_stride, col_stride};
+  for (int i = 0; i < t.rank; ++i) {
+    if (t.shape[i] > 1 && t.strides[i] != wanted[i + 3 - t.rank]) {
+      reject(name, "has strides " + t.strides_string() + "; the plan expects " + expected + ".");
+    }
+  }
+  if (t.on_device() && reinterpret_cast<std::uintptr_t>(t.data) % static_cast<std::uintptr_t>(address_bytes) != 0) {
+    reject(name, "its address is not a multiple of " + std::to_string(address_bytes) +
+                     " bytes, which the kernel's loads of it need; allocate it on its own.");
+  }
+  MatrixOperand m;
+  m.data = t.data;
+  m.rows = rows;
+  m.cols = cols;
+  m.ld = row_stride;
+  m.batch = batch;
+  m.batch_stride = rows * cols;
+  m.span = count;
+  return m;
+}
+
 runtime::LaunchOperand launch_operand(const MatrixOperand& m, const TensorView& tensor, DataType dtype) {
   return runtime::LaunchOperand{m.data, tensor.on_device(), bits_of(dtype) / 8, m.ld, m.batch > 1 ? m.batch_stride : 0,
                                 m.span};

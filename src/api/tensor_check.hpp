@@ -35,6 +35,13 @@ MatrixOperand check_operand(const TensorView& tensor, const char* name, DataType
 MatrixOperand check_vector(const TensorView& tensor, const char* name, DataType dtype, std::int64_t length,
                            const char* per);
 
+// A packed matrix of f32 block scales named `name`: `batch` matrices of rows x cols (rank 2, or rank 3 with the batch
+// first), element (r, c) at r * row_stride + c * col_stride; a device one at an address aligned to `address_bytes`.
+// `layout` says how to make one, for the message.
+MatrixOperand check_block_scales(const TensorView& tensor, const char* name, std::int64_t batch, std::int64_t rows,
+                                 std::int64_t cols, std::int64_t row_stride, std::int64_t col_stride, int address_bytes,
+                                 const std::string& layout);
+
 // Largest alignment (elements) from `candidates` (widest first) the operand's pointer, leading dimension, contiguous
 // extent and batch stride are all divisible by; 0 if none.
 int fitting_alignment(const MatrixOperand& operand, int element_bytes, const int* candidates, int count);

@@ -89,6 +89,52 @@ void check_lean(const KernelSpec& spec) {
   }
 }
 
+bool blockwise(const KernelSpec& spec) {
+  return spec.block_scaling == BlockScaling::Blockwise;
+}
+
+// Where CUTLASS's block-scaled FP8 mainloop applies (dispatch policy MainloopSm90TmaGmmaWarpSpecializedBlockwiseFP8):
+// FP8 A and B on a cooperative or ping-pong TMA kernel whose CTA tile is 128 deep (one scale per K block) and a
+// multiple of 128 wide (one of B's scales per tile column block), under CUTLASS's TMA epilogue. Stream-K, parallel
+// split-K, visitor trees and the lean epilogue have no block-scaled kernel here.
+void check_block_scaling(const KernelSpec& spec) {
+  if (!blockwise(spec)) return;
+  if (!is_fp8(spec.element_a) || !is_fp8(spec.element_b)) {
+    fail("Block scaling scales FP8 operands (e4m3 / e5m2 A and B); A is " + std::string(to_string(spec.element_a)) +
+         ". Quantize A and B to FP8, or use scale vectors (set_scale) or alpha.");
+  }
+  if (spec.scale != ScaleMode::None || spec.visitor) {
+    fail("Block scaling replaces the scale vectors and takes no epilogue visitor tree; set the scale to none.");
+  }
+  if (spec.split_k_mode == SplitKMode::Parallel || uses_stream_k(spec)) {
+    fail(
+        "Block-scaled FP8 kernels run on the Default tile scheduler (no Stream-K, split-K or parallel split-K); use "
+        "the Default tile scheduler and IdentitySwizzle1.");
+  }
+  const KernelSchedule k = spec.tile.kernel_schedule;
+  if (k != KernelSchedule::Auto && k != KernelSchedule::TmaWarpSpecializedCooperative &&
+      k != KernelSchedule::TmaWarpSpecializedPingpong) {
+    fail(
+        "Block-scaled FP8 mainloops are TmaWarpSpecializedCooperative or TmaWarpSpecializedPingpong; got kernel "
+        "schedule " +
+        std::string(to_string(k)) + ".");
+  }
+  const EpilogueSchedule e = spec.tile.epilogue_schedule;
+  if (e == EpilogueSchedule::NoSmemWarpSpecialized || e == EpilogueSchedule::Lean) {
+    fail(
+        "Block-scaled FP8 kernels store D with CUTLASS's TMA epilogue (TmaWarpSpecialized(Cooperative) or auto); "
+        "got epilogue schedule " +
+        std::string(to_string(e)) + ".");
+  }
+  const Shape3 cta = spec.tile.cta_tile();
+  if (cta[2] != 128 || cta[1] % 128 != 0) {
+    fail(
+        "Block scaling takes one scale per 128-deep K block and per 128 columns of B: the CTA tile must be 128 deep "
+        "and a multiple of 128 wide; it is " +
+        shape_text(cta) + ". Use a 128 x 128 or 64 x 128 CTA tile.");
+  }
+}
+
 TileScheduler tile_scheduler_of(const KernelSpec& spec) {
   return uses_stream_k(spec) ? TileScheduler::StreamK : spec.tile.tile_scheduler;
 }
@@ -251,7 +297,7 @@ std::string name_of(const KernelSpec& spec) {
          std::string(row_of(td.epilogue_schedule).in_kernel_name) +
          std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) +
          (lean_epilogue(spec) ? std::string() : epilogue_suffix(spec)) +
-         std::string(row_of(spec.split_k_mode).in_kernel_name);
+         std::string(row_of(spec.split_k_mode).in_kernel_name) + std::string(row_of(spec.block_scaling).in_kernel_name);
 }
 
 // Every SM90 template's: the operands', the mainloop's and the tile scheduler's.
@@ -292,6 +338,35 @@ Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
   return out;
 }
 
+// sm90_gemm.cu.in's own: its glue, the mainloop's operand layouts and the module class. A block-scaled mainloop pairs
+// each operand's layout with its scales' and takes its own schedule and module; its epilogue schedule is explicit
+// (the template resolves Auto only for CUTLASS's own kernel schedules).
+Placeholders sm90_gemm_placeholders(const KernelSpec& spec) {
+  Placeholders out = cutlass_epilogue_placeholders(spec);
+  if (!blockwise(spec)) {
+    out.insert(out.end(), {{"glue_header", "gemmkit/sm90_gemm.hpp"},
+                           {"mainloop_layout_a", "LayoutA"},
+                           {"mainloop_layout_b", "LayoutB"},
+                           {"module", "gemmkit::sm90::Module"}});
+    return out;
+  }
+  const bool cooperative = is_cooperative(spec);
+  for (auto& [key, value] : out) {
+    if (key == "kernel_schedule") {
+      value = cooperative ? "cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8Blockwise"
+                          : "cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8Blockwise";
+    } else if (key == "epilogue_schedule") {
+      value =
+          cooperative ? "cutlass::epilogue::TmaWarpSpecializedCooperative" : "cutlass::epilogue::TmaWarpSpecialized";
+    }
+  }
+  out.insert(out.end(), {{"glue_header", "gemmkit/sm90_blockwise.hpp"},
+                         {"mainloop_layout_a", "cute::tuple<LayoutA, gemmkit::sm90::LayoutSFA>"},
+                         {"mainloop_layout_b", "cute::tuple<LayoutB, gemmkit::sm90::LayoutSFB>"},
+                         {"module", "gemmkit::sm90::BlockwiseModule"}});
+  return out;
+}
+
 class Sm90Collective final : public Family {
  public:
   KernelFamily id() const override { return KernelFamily::Sm90Collective; }
@@ -305,7 +380,8 @@ class Sm90Collective final : public Family {
     return spec.split_k_mode == SplitKMode::Parallel ? "sm90_gemm_parallel.cu.in" : "sm90_gemm.cu.in";
   }
   std::string_view glue_header(const KernelSpec& spec) const override {
-    return lean_epilogue(spec) ? "gemmkit/sm90_lean.hpp" : "gemmkit/sm90_gemm.hpp";
+    if (lean_epilogue(spec)) return "gemmkit/sm90_lean.hpp";
+    return blockwise(spec) ? "gemmkit/sm90_blockwise.hpp" : "gemmkit/sm90_gemm.hpp";
   }
 
   // Tensor cores other than f64 (whose kernels are CUTLASS 2.x ones), and FP8.
@@ -420,6 +496,7 @@ class Sm90Collective final : public Family {
   void validate(const KernelSpec& spec, const DeviceLimits& limits) const override {
     const TileDescription& td = spec.tile;
     check_types(spec);
+    check_block_scaling(spec);  // before the schedule rules: its own message names what block scaling takes
     check_parallel_split_k(spec);
     check_cluster(td);
     check_threadblock_shape(spec);
@@ -460,6 +537,7 @@ class Sm90Collective final : public Family {
     try {
       check_schedules(twin);
       check_lean(twin);
+      check_block_scaling(twin);
     } catch (const ConfigError&) {
       return std::nullopt;
     }
@@ -476,6 +554,7 @@ class Sm90Collective final : public Family {
   bool splittable(const KernelSpec& spec) const override { return spec.split_k_mode != SplitKMode::Parallel; }
 
   Placeholders placeholders(const KernelSpec& spec) const override {
+    if (template_name(spec) == "sm90_gemm.cu.in") return sm90_gemm_placeholders(spec);
     if (!lean_epilogue(spec)) return cutlass_epilogue_placeholders(spec);
     // The lean template takes nothing of the epilogue's settings (they come at launch); its C and D are row-major
     // with 16-byte rows, which validate() checked.

@@ -82,6 +82,7 @@ KernelSpec PlanCore::base_spec(std::optional<int> alignment_a, std::optional<int
   s.activation = config.activation;
   s.bias = config.bias;
   s.scale = config.scale;
+  s.block_scaling = config.block_scaling;
   if (config.visitor && !config.visitor_plain) s.visitor = config.visitor->with_types(t.c, t.d);
   if (family.computes_transposed(opclass, t)) {
     // The kernel sees A' = B^T, B' = A^T, C' = C^T: same memory, flipped layouts; run() swaps the arguments.

@@ -39,6 +39,7 @@ struct PlanConfig {
   double activation_parameter = 0.01;
   BiasMode bias = BiasMode::None;
   ScaleMode scale = ScaleMode::None;
+  BlockScaling block_scaling = BlockScaling::None;
   RasterOrder raster_order = RasterOrder::Heuristic;
   int max_swizzle_size = 0;  // 0: run() chooses
   Decomposition decomposition = Decomposition::Auto;

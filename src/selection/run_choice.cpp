@@ -103,7 +103,8 @@ KSplit PlanCore::k_split(const KernelChoices& choices, std::size_t choice, const
 bool PlanCore::may_split_k_in_parallel(const KernelSpec& base) const {
   return automatic_split() == AutoSplit::Parallel && !config.tile && config.decomposition == Decomposition::Auto &&
          config.swizzle != Swizzle::StreamK && catalog::family_of(base.family).splits_k_in_parallel() &&
-         base.element_accumulator == DataType::f32 && !base.visitor;  // the tree runs in the GEMM's own epilogue
+         base.element_accumulator == DataType::f32 && !base.visitor &&  // the tree runs in the GEMM's own epilogue
+         base.block_scaling == BlockScaling::None;  // the scales apply per K block, inside the mainloop
 }
 
 KernelChoices* PlanCore::parallel_choices(KernelChoices& choices, const ProblemKey& p) {

@@ -211,6 +211,40 @@ TEST(CompileTier, Fp8Sm90KernelWithScaleVectorsBuilds) {
   EXPECT_NE(plan.kernel_name().find("_scalerowcolumn"), std::string::npos) << plan.kernel_name();
 }
 
+// A block-scaled FP8 GEMM (DeepSeek-V3's 1 x 128 / 128 x 128 scales) with a fused ReLU builds on CUTLASS's blockwise
+// mainloop, and its module checks the scales: a launch without both is refused, and A's scales, which load with TMA,
+// need M to be a multiple of 4.
+TEST(CompileTier, Fp8Sm90BlockScaledKernelBuildsAndChecksItsScales) {
+  gk::testenv::TempDir cache_dir;
+  gk::GemmOptions o;
+  o.element_a = o.element_b = gk::DataType::e4m3;
+  o.element_c = o.element_d = gk::DataType::bf16;
+  o.layout_a = gk::Layout::RowMajor;
+  o.layout_b = gk::Layout::ColumnMajor;
+  o.layout_c = gk::Layout::RowMajor;
+  o.cc = 90;
+  gk::Gemm plan(o);
+  plan.set_block_scaling(gk::BlockScaling::Blockwise);
+  plan.set_activation(gk::Activation::ReLU);
+  EXPECT_NE(plan.kernel_name().find("_relu_blockwise"), std::string::npos) << plan.kernel_name();
+  gk::DiskCache cache(cache_dir.str());
+  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(plan.spec()));
+  const auto module = gk::KernelModule::load(entry.module_path, entry.cubin_path);
+  EXPECT_EQ(module->kernel_name(), plan.kernel_name());
+  alignas(256) static char buffer[256];
+  gk_gemm_args args{};
+  args.m = args.n = args.k = 256;
+  args.batch = 1;
+  args.A = args.B = args.D = buffer;
+  args.lda = args.ldb = args.ldc = args.ldd = 256;
+  args.alpha = 1.0;
+  EXPECT_EQ(module->can_implement(args), GK_ERR_ARGS);  // no scales
+  args.row_scale = args.column_scale = buffer;
+  EXPECT_EQ(module->can_implement(args), GK_OK);
+  args.m = 254;
+  EXPECT_EQ(module->can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
+}
+
 // The SM90 split-K kernel of the gpu tier (Stream-K scheduler, fused ReLU) builds; its host code (no GPU) reads the
 // decomposition and split count from the ABI: split-K 4 needs a workspace for the partial tiles, a data-parallel
 // launch of the same kernel none of that size, and CUTLASS refuses a split count with a Stream-K decomposition.

@@ -68,6 +68,22 @@ KernelSpec sm90_f16_lean() {
   return spec;
 }
 
+// An FP8 GEMM on CUTLASS's block-scaled mainloop (DeepSeek-V3 scales) with a fused GELU, on the ping-pong schedule.
+KernelSpec sm90_e4m3_blockwise_gelu() {
+  KernelSpec spec = sm90_f16_auto();
+  spec.element_a = spec.element_b = DataType::e4m3;
+  spec.element_c = spec.element_d = DataType::bf16;
+  spec.layout_b = Layout::ColumnMajor;
+  spec.alignment_a = spec.alignment_b = 16;
+  spec.tile.threadblock_shape = {64, 128, 128};
+  spec.tile.cluster_shape = {1, 1, 1};
+  spec.tile.kernel_schedule = KernelSchedule::TmaWarpSpecializedPingpong;
+  spec.tile.epilogue_schedule = EpilogueSchedule::TmaWarpSpecialized;
+  spec.activation = Activation::GELU;
+  spec.block_scaling = BlockScaling::Blockwise;
+  return spec;
+}
+
 KernelSpec sm80_f16_tensorop() {
   KernelSpec spec;
   spec.cc = 80;
@@ -141,6 +157,10 @@ TEST(Codegen, Sm90F16RowBiasGeluMatchesGolden) {
 
 TEST(Codegen, Sm90F16LeanMatchesGolden) {
   expect_golden("codegen_sm90_f16_lean.cu", sm90_f16_lean());
+}
+
+TEST(Codegen, Sm90E4m3BlockwiseGeluMatchesGolden) {
+  expect_golden("codegen_sm90_e4m3_blockwise_gelu.cu", sm90_e4m3_blockwise_gelu());
 }
 
 TEST(Codegen, Sm80F16ColumnBiasReluMatchesGolden) {
