@@ -11,6 +11,7 @@
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
 #include "support/conv_cases.hpp"
+#include "support/fp8_blockwise_cases.hpp"
 #include "support/front_door_cases.hpp"
 #include "verify/shape_suite.hpp"
 
@@ -531,6 +532,7 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
       Gemm plan = fp8_scale_plan(c, cc);
       out.push_back(spec_for_shape(plan, kMatrixShape));
     }
+    for (const auto& spec : fp8_blockwise_specs(cc)) out.push_back(spec);
   }
   for (int kernel_cc : wanted("evt") ? kernel_generations(cc) : std::vector<int>{}) {
     for (const auto& c : visitor_cases()) {
