@@ -12,6 +12,7 @@ from . import _gemmkit
 from ._gemmkit import (  # noqa: E402
     Activation,
     BiasMode,
+    BlockScaling,
     CacheCounters,
     CompiledKernel,
     CompileError,
@@ -87,7 +88,7 @@ def set_log_level(level: int | str) -> None:
 
 
 __all__ = [
-    "Activation", "BiasMode", "CacheCounters", "CompileError", "CompiledKernel", "ConfigError", "Conv2d", "Conv2dDgrad",
+    "Activation", "BiasMode", "BlockScaling", "CacheCounters", "CompileError", "CompiledKernel", "ConfigError", "Conv2d", "Conv2dDgrad",
     "Conv2dFprop", "Conv2dWgrad", "ConvKind", "CudaError", "DataType", "Decomposition",
     "EpilogueScheduleType", "Error", "Gemm", "GroupedGemm", "IteratorAlgorithm", "KernelFamily", "KernelScheduleType", "KernelSource", "KernelSpec",
     "LayoutType", "MathInstruction", "MathOperation", "OpcodeClass", "RasterOrder", "ReductionMode", "ScaleMode", "SplitKMode", "StrideSupport", "SwizzlingFunctor", "Tensor", "TensorError", "TensorView",

@@ -204,6 +204,15 @@ class ScaleMode(enum.Enum):
 
     row_and_column = 3
 
+class BlockScaling(enum.Enum):
+    """
+    FP8 block scales applied in the SM90 mainloop: blockwise = A per row and 128-wide K block, B per 128 x 128 block (the DeepSeek-V3 format).
+    """
+
+    none = 0
+
+    blockwise = 1
+
 class RasterOrder(enum.Enum):
     """Order in which SM90 persistent schedulers walk output tiles."""
 
@@ -892,6 +901,15 @@ class Gemm(Plan):
     def scale(self, arg: ScaleMode, /) -> None: ...
 
     @property
+    def block_scaling(self) -> BlockScaling:
+        """
+        FP8 block scales applied in the mainloop (SM90): blockwise scales A per row and 128-wide K block and B per 128 x 128 block (run(scale_a=..., scale_b=...), torch._scaled_mm's layouts).
+        """
+
+    @block_scaling.setter
+    def block_scaling(self, arg: BlockScaling, /) -> None: ...
+
+    @property
     def raster_order(self) -> RasterOrder:
         """
         SM90 persistent schedulers: the order output tiles are walked in (run-time only).
@@ -951,9 +969,9 @@ class Gemm(Plan):
         The kernel run() would use for an m x n x k problem on packed device tensors of the plan's types and layouts (nothing runs; no GPU and no tensors needed: e.g. to compile FP8 kernels ahead of time).
         """
 
-    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None, row_scale: object | None = None, column_scale: object | None = None, visitor_args: dict[str, object] | None = None) -> None:
+    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None, row_scale: object | None = None, column_scale: object | None = None, visitor_args: dict[str, object] | None = None, scale_a: object | None = None, scale_b: object | None = None) -> None:
         """
-        D = act(alpha * (A @ B * row_scale * column_scale) + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result on return.
+        D = act(alpha * (A @ B * row_scale * column_scale) + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream); with block scaling, A and B's 128-deep K blocks are scaled by scale_a and scale_b. Host arrays are staged and D holds the result on return.
         """
 
     def tune(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, max_candidates: int = 12, time_budget_s: float = 110.0, store: bool = True, verbose: bool = False, min_gain: float = 0.03) -> object:

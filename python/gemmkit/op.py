@@ -22,6 +22,7 @@ from ._convert import (
 from ._gemmkit import (
     Activation,
     BiasMode,
+    BlockScaling,
     CompiledKernel,
     ConfigError,
     ConvKind,
@@ -284,6 +285,18 @@ class Gemm(_Configuration, _Plan):
         _set(self, "scale", _convert.enum_member(ScaleMode, value, "scale"))
 
     @property
+    def block_scaling(self) -> BlockScaling:
+        """BlockScaling.none or blockwise (SM90 FP8 plans); settable with the enum or its name. blockwise scales
+        each 128-deep K block of A @ B in the mainloop by A's scale of the row and B's scale of the 128 x 128 block
+        (the DeepSeek-V3 format); run() then takes scale_a= (M x ceil(K/128) float32, M-major: strides (1, M)) and
+        scale_b= (ceil(N/128) x ceil(K/128) float32, row-major), the layouts torch._scaled_mm takes."""
+        return super().block_scaling
+
+    @block_scaling.setter
+    def block_scaling(self, value: EnumLike[BlockScaling]) -> None:
+        _set(self, "block_scaling", _convert.enum_member(BlockScaling, value, "block scaling"))
+
+    @property
     def raster_order(self) -> RasterOrder:
         """RasterOrder.Heuristic, AlongM or AlongN (SM90 kernels); settable with the enum or its name."""
         return super().raster_order
@@ -316,13 +329,15 @@ class Gemm(_Configuration, _Plan):
     def run(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,  # type: ignore[override]
             alpha: Optional[float] = None, beta: Optional[float] = None, sync: bool = True,
             print_module: bool = False, stream: StreamLike = None, bias: Tensor = None, row_scale: Tensor = None,
-            column_scale: Tensor = None, visitor_args: Optional[dict[str, Any]] = None) -> None:
+            column_scale: Tensor = None, visitor_args: Optional[dict[str, Any]] = None, scale_a: Tensor = None,
+            scale_b: Tensor = None) -> None:
         """D = act(alpha * A @ B + beta * C + bias). Arguments left as None take the constructor's. Device tensors
         run in place on `stream` (a torch / cupy stream or an int; by default torch's or cupy's current stream, else
         the default stream); sync=False returns once launched. Host arrays (numpy, torch CPU) are staged through the
         GPU and D holds the result on return. bias: the vector a plan with a bias adds (m or n elements of C's
         type). row_scale / column_scale: the float32 vectors of a plan with scale vectors (m / n elements) that
         multiply A @ B per output row / column before alpha (FP8 per-row and per-column dequantization scales).
+        scale_a / scale_b: a block-scaled plan's float32 scales (see block_scaling).
         visitor_args: with an epilogue_visitor, its tensors and scalars by name (numbers for scalars; alpha and beta
         default to the arguments; C and D may be given here instead)."""
         A0, B0, C0, D0, alpha0, beta0 = self._defaults
@@ -346,7 +361,7 @@ class Gemm(_Configuration, _Plan):
         handle = None if stream is None else _convert.stream_handle(stream)  # None: D's framework's stream
         if print_module:
             print(_render(self.spec_for(A, B, C, D, beta)).text)
-        super().run(A, B, C, D, alpha, beta, handle, sync, bias, row_scale, column_scale, visitor_args)
+        super().run(A, B, C, D, alpha, beta, handle, sync, bias, row_scale, column_scale, visitor_args, scale_a, scale_b)
 
     def tune(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,
              alpha: Optional[float] = None, beta: Optional[float] = None, stream: StreamLike = None,

@@ -31,6 +31,9 @@ void bind_enums(nb::module_& m) {
   bind_enum<BiasMode>(m, "BiasMode", "A bias vector added before the activation, per output row or column.");
   bind_enum<ScaleMode>(m, "ScaleMode",
                        "f32 scale vectors multiplying the accumulator per output row, column or both (SM90; FP8).");
+  bind_enum<BlockScaling>(m, "BlockScaling",
+                          "FP8 block scales applied in the SM90 mainloop: blockwise = A per row and 128-wide K block, "
+                          "B per 128 x 128 block (the DeepSeek-V3 format).");
   bind_enum<RasterOrder>(m, "RasterOrder", "Order in which SM90 persistent schedulers walk output tiles.");
   bind_enum<Decomposition>(m, "Decomposition",
                            "How an SM90 Stream-K kernel shares out K: Auto (per shape), Heuristic, DataParallel, "

@@ -297,6 +297,9 @@ void bind_gemm(nb::module_& m) {
       .def_prop_rw("scale", &Gemm::scale, &Gemm::set_scale,
                    "f32 scale vectors multiplying the accumulator per output row and/or column, e.g. FP8 "
                    "dequantization scales (run(row_scale=..., column_scale=...); SM90 kernels).")
+      .def_prop_rw("block_scaling", &Gemm::block_scaling, &Gemm::set_block_scaling,
+                   "FP8 block scales applied in the mainloop (SM90): blockwise scales A per row and 128-wide K block "
+                   "and B per 128 x 128 block (run(scale_a=..., scale_b=...), torch._scaled_mm's layouts).")
       .def_prop_rw("raster_order", &Gemm::raster_order, &Gemm::set_raster_order,
                    "SM90 persistent schedulers: the order output tiles are walked in (run-time only).")
       .def_prop_rw("max_swizzle_size", &Gemm::max_swizzle_size, &Gemm::set_max_swizzle_size,
@@ -337,13 +340,17 @@ void bind_gemm(nb::module_& m) {
           "run",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
              std::optional<std::uintptr_t> stream, bool sync, nb::handle bias, nb::handle row_scale,
-             nb::handle column_scale, std::optional<nb::dict> visitor_args) {
+             nb::handle column_scale, std::optional<nb::dict> visitor_args, nb::handle scale_a, nb::handle scale_b) {
             const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
             const auto c = to_optional_tensor(C, "C", false);
             const auto bias_tensor = to_optional_tensor(bias, "bias", false);
             const auto row_scale_tensor = to_optional_tensor(row_scale, "row_scale", false);
             const auto column_scale_tensor = to_optional_tensor(column_scale, "column_scale", false);
+            const auto scale_a_tensor = to_optional_tensor(scale_a, "scale_a", false);
+            const auto scale_b_tensor = to_optional_tensor(scale_b, "scale_b", false);
             RunOptions options;
+            options.scale_a = scale_a_tensor ? &scale_a_tensor->view : nullptr;
+            options.scale_b = scale_b_tensor ? &scale_b_tensor->view : nullptr;
             options.bias = bias_tensor ? &bias_tensor->view : nullptr;
             options.row_scale = row_scale_tensor ? &row_scale_tensor->view : nullptr;
             options.column_scale = column_scale_tensor ? &column_scale_tensor->view : nullptr;
@@ -370,10 +377,11 @@ void bind_gemm(nb::module_& m) {
           },
           "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0,
           "stream"_a = nb::none(), "sync"_a = true, "bias"_a = nb::none(), "row_scale"_a = nb::none(),
-          "column_scale"_a = nb::none(), "visitor_args"_a = nb::none(),
+          "column_scale"_a = nb::none(), "visitor_args"_a = nb::none(), "scale_a"_a = nb::none(),
+          "scale_b"_a = nb::none(),
           "D = act(alpha * (A @ B * row_scale * column_scale) + beta * C + bias) on a stream handle (None: "
-          "default_stream(D), i.e. torch's or cupy's current stream). Host arrays are staged and D holds the result "
-          "on return.")
+          "default_stream(D), i.e. torch's or cupy's current stream); with block scaling, A and B's 128-deep K "
+          "blocks are scaled by scale_a and scale_b. Host arrays are staged and D holds the result on return.")
       .def(
           "tune",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,

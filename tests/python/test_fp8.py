@@ -1,6 +1,7 @@
 """tests/python/test_fp8.py: FP8 (e4m3, e5m2) from Python. Unit: dtype names and torch dtypes, the SM90 plan and
-its refusals, scale modes, torch FP8 tensors read without copies. gpu: torch FP8 CUDA tensors against a float64
-reference of the dequantized inputs, per-tensor scales in alpha and row / column scale vectors (SM90 only)."""
+its refusals, scale modes and block scaling, torch FP8 tensors read without copies. gpu: torch FP8 CUDA tensors
+against a float64 reference of the dequantized inputs, per-tensor scales in alpha, row / column scale vectors and
+block scales (SM90 only)."""
 import pytest
 
 import gemmkit
@@ -48,6 +49,35 @@ def test_scale_modes():
     assert plan.construct().scale == gemmkit.ScaleMode.row_and_column
     plan.scale = gemmkit.ScaleMode.none
     assert "_scale" not in plan.construct().name()
+
+
+def test_block_scaling_plan_and_refusals():
+    plan = fp8_plan()
+    plan.block_scaling = "blockwise"
+    assert plan.block_scaling == gemmkit.BlockScaling.blockwise
+    name = plan.construct().name()
+    assert name.endswith("_blockwise") and "x128x128_" in name  # 128-deep tiles, 128 wide per CTA
+    assert all(td.threadblock_shape[1] % 128 == 0 for td in plan.tile_descriptions())
+    with pytest.raises(gemmkit.ConfigError, match="replaces the scale vectors"):
+        plan.scale = "row"
+    assert plan.scale == gemmkit.ScaleMode.none
+    with pytest.raises(gemmkit.ConfigError, match="Block scaling scales FP8 operands"):
+        gemmkit.Gemm(element="f16", layout="row", element_accumulator="f32", cc=90).block_scaling = "blockwise"
+
+
+def test_block_scales_are_checked_before_anything_runs():
+    torch = pytest.importorskip("torch")
+    m, n, k = 64, 256, 384
+    a = torch.zeros(m, k, dtype=torch.float8_e4m3fn)
+    w = torch.zeros(n, k, dtype=torch.float8_e4m3fn)
+    d = torch.zeros(m, n, dtype=torch.bfloat16)
+    plan = gemmkit.Gemm(A=a, B=w.t(), C=d, D=d, cc=90)
+    plan.block_scaling = "blockwise"
+    scale_b = torch.ones(2, 3)
+    with pytest.raises(gemmkit.TensorError, match="RunOptions::scale_a"):
+        plan.run(a, w.t(), None, d, scale_b=scale_b)
+    with pytest.raises(gemmkit.TensorError, match=r"scale_a: has strides \(3, 1\)"):
+        plan.run(a, w.t(), None, d, scale_a=torch.ones(m, 3), scale_b=scale_b)  # row-major, not M-major
 
 
 def test_torch_fp8_dtypes_and_tensors():
@@ -112,3 +142,24 @@ def test_row_and_column_scales_exact_on_torch_tensors(sm90_torch):
     assert torch.equal(d.cpu(), expected.to(torch.bfloat16))
     with pytest.raises(gemmkit.TensorError, match="column_scale"):
         plan.run(a, w.t(), None, d, row_scale=row_scale.cuda())
+
+
+@pytest.mark.gpu
+def test_blockwise_scales_exact_on_torch_tensors(sm90_torch):
+    torch = sm90_torch
+    m, n, k = 192, 320, 400  # N and K end in partial 128 blocks
+    kb, nb = (k + 127) // 128, (n + 127) // 128
+    a64, w64 = halves(torch, (m, k), 5), halves(torch, (n, k), 6)
+    powers = torch.tensor([0.25, 0.5, 1.0, 2.0, 4.0], dtype=torch.float32)
+    scale_a = powers[torch.arange(kb * m) % 5].reshape(kb, m).t()  # (M, KB), M-major as torch._scaled_mm takes it
+    scale_b = powers[(torch.arange(nb * kb) * 3) % 5].reshape(nb, kb)  # (NB, KB), row-major
+    a = a64.to(torch.float8_e4m3fn).cuda()
+    w = w64.to(torch.float8_e4m3fn).cuda()
+    d = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+    plan = gemmkit.Gemm(A=a, B=w.t(), C=d, D=d)
+    plan.block_scaling = "blockwise"
+    plan.run(a, w.t(), None, d, 0.5, 0.0, scale_a=scale_a.cuda(), scale_b=scale_b.cuda())
+    per_a = scale_a.double().repeat_interleave(128, dim=1)[:, :k]
+    per_w = scale_b.double().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
+    expected = 0.5 * (a64 * per_a) @ (w64 * per_w).t()
+    assert torch.equal(d.cpu(), expected.to(torch.bfloat16))
