@@ -2,9 +2,12 @@
 
 Shapes: squares 4096 and 8192, the public anchor 8192x8192x4096, and Llama-3 projections (N x K in 4096x4096,
 14336x4096, 4096x14336, 28672x8192, 8192x28672) at M = 128, 1024 and 8192. A is M x K row-major, B is the weight
-W (N x K, row-major) read as K x N column-major (TN, as FP8 tensor cores need), D is bf16. Two scalings:
+W (N x K, row-major) read as K x N column-major (TN, as FP8 tensor cores need), D is bf16. Three scalings:
 - per-tensor: gemmkit folds scale_a * scale_b into alpha; torch._scaled_mm takes the two scalar tensors;
-- row-wise: gemmkit's RowAndColumn scale vectors (m and n float32) against _scaled_mm's (M, 1) and (1, N) scales.
+- row-wise: gemmkit's RowAndColumn scale vectors (m and n float32) against _scaled_mm's (M, 1) and (1, N) scales;
+- blockwise (DeepSeek-V3: A per row and 128-wide K block, B per 128 x 128 block): gemmkit's block-scaled mainloop
+  against _scaled_mm's blockwise mode where this torch has it (else gemmkit alone, checked against a dequantized
+  float32 matmul), and against gemmkit's own per-tensor speed on the shape (vs_per_tensor).
 Each pair is timed with CUDA events after a warm-up, median of interleaved rounds, and each result is checked
 against the other. Every gemmkit kernel is compiled first, in parallel (compile_many). Writes JSON to --out.
 --tile NAME pins every plan to the first listed configuration whose kernel name contains NAME (e.g.
@@ -12,7 +15,8 @@ against the other. Every gemmkit kernel is compiled first, in parallel (compile_
 scalings timed; --max-swizzle N sets the plans' tile scheduler swizzle (1, 2, 4 or 8).
 --prebuild-only --cc 90 compiles the kernels the plans pick for these shapes (Gemm.spec_for_problem) and prints
 each one's cache key and name: no torch and no GPU needed (a build machine fills the cache the GPU machine runs from).
-Usage: python python/bench/fp8.py [--out FILE] [--rounds N] [--quick] [--tile NAME] [--variants per_tensor,rowwise]
+Usage: python python/bench/fp8.py [--out FILE] [--rounds N] [--quick] [--tile NAME]
+                                  [--variants per_tensor,rowwise,blockwise]
                                   [--max-swizzle N]
        python python/bench/fp8.py --prebuild-only --cc 90 [--quick] [--tile NAME] [--variants ...]
 """
@@ -50,10 +54,15 @@ def quantize(x):
     return (x / scale).to(torch.float8_e4m3fn), scale
 
 
-def plan_for(scale, tile=None, max_swizzle=None, cc=None):
+SCALINGS = {"per_tensor": ("none", "none"), "rowwise": ("row_and_column", "none"), "blockwise": ("none", "blockwise")}
+
+
+def plan_for(variant, tile=None, max_swizzle=None, cc=None):
     plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16",
                         layout_A="row", layout_B="col", layout_C="row", element_accumulator="f32", cc=cc)
+    scale, block_scaling = SCALINGS[variant]
     plan.scale = scale
+    plan.block_scaling = block_scaling
     if max_swizzle is not None:
         plan.max_swizzle_size = max_swizzle
     if tile is not None:
@@ -64,7 +73,7 @@ def plan_for(scale, tile=None, max_swizzle=None, cc=None):
                 continue
             if tile in plan.kernel_name():
                 return plan
-        raise SystemExit(f"--tile {tile}: no configuration of the {scale} plan has it in its kernel name")
+        raise SystemExit(f"--tile {tile}: no configuration of the {variant} plan has it in its kernel name")
     return plan
 
 
@@ -76,6 +85,22 @@ def operands(m, n, k):
     row_scale = torch.rand(m, device="cuda") + 0.5
     column_scale = torch.rand(n, device="cuda") + 0.5
     return a, b, sa, sb, row_scale, column_scale
+
+
+def block_scales(m, n, k, sa, sb):
+    """DeepSeek-V3 scales with the per-tensor ones folded in: A's (M, KB) M-major, B's (NB, KB) row-major."""
+    kb, nb = (k + 127) // 128, (n + 127) // 128
+    scale_a = ((torch.rand(kb, m, device="cuda") + 0.5) * sa).t()
+    scale_b = (torch.rand(nb, kb, device="cuda") + 0.5) * sb
+    return scale_a, scale_b
+
+
+def dequantized_matmul(a, b, scale_a, scale_b):
+    """A @ B of the block-scaled operands, in float32 (the check where _scaled_mm has no blockwise mode)."""
+    k, n = b.shape
+    per_a = scale_a.repeat_interleave(128, dim=1)[:, :k]
+    per_b = scale_b.repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k].t()
+    return (a.float() * per_a) @ (b.float() * per_b)
 
 
 def prebuild(plans, cases):
@@ -99,31 +124,48 @@ def measure(plans, group, m, n, k, rounds, fast_accum):
     def scaled_mm(scale_a, scale_b):
         return torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, use_fast_accum=fast_accum)
 
+    bsa, bsb = block_scales(m, n, k, sa, sb) if "blockwise" in plans else (None, None)
+
+    def blockwise_scaled_mm():
+        # _scaled_mm reads B's 128 x 128 scales as those of b.t(): (NB, KB) row-major, handed over transposed.
+        return scaled_mm(bsa, bsb.t())
+
     variants = {
         "per_tensor": (lambda: plans["per_tensor"].run(a, b, None, d, alpha, 0.0, sync=False),
                        lambda: scaled_mm(sa, sb)),
         "rowwise": (lambda: plans["rowwise"].run(a, b, None, d, 1.0, 0.0, sync=False, row_scale=rs, column_scale=cs),
                     lambda: scaled_mm(rs2, cs2)),
+        "blockwise": (lambda: plans["blockwise"].run(a, b, None, d, 1.0, 0.0, sync=False, scale_a=bsa, scale_b=bsb),
+                      blockwise_scaled_mm),
     }
     variants = {name: pair for name, pair in variants.items() if name in plans}
     rows = {}
     for name, (ours, theirs) in variants.items():
         ours()
-        reference = theirs()
+        try:
+            reference = theirs()
+        except RuntimeError as e:  # a torch without _scaled_mm's blockwise mode
+            print(f"  {name}: torch._scaled_mm refused it ({str(e).splitlines()[0][:100]}); gemmkit alone")
+            theirs, reference = None, dequantized_matmul(a, b, bsa, bsb)
         torch.cuda.synchronize()
         err = ((d.float() - reference.float()).abs().max() / reference.float().abs().max()).item()
         ms_ours, ms_theirs = [], []
         for _ in range(rounds):  # interleaved, so clocks and temperature treat both alike
             ms_ours.append(median_ms(ours, 5))
-            ms_theirs.append(median_ms(theirs, 5))
+            if theirs is not None:
+                ms_theirs.append(median_ms(theirs, 5))
         row = {"gemmkit_tflops": flops / statistics.median(ms_ours) / 1e9,
-               "scaled_mm_tflops": flops / statistics.median(ms_theirs) / 1e9,
+               "scaled_mm_tflops": flops / statistics.median(ms_theirs) / 1e9 if ms_theirs else None,
                "max_relative_difference": err,
                "kernel": plans[name].spec_for(a, b, None, d).name()}
-        row["ratio"] = row["gemmkit_tflops"] / row["scaled_mm_tflops"]
+        row["ratio"] = row["gemmkit_tflops"] / row["scaled_mm_tflops"] if ms_theirs else None
+        if name == "blockwise" and "per_tensor" in rows:
+            row["vs_per_tensor"] = row["gemmkit_tflops"] / rows["per_tensor"]["gemmkit_tflops"]
         rows[name] = row
+        against = (f"_scaled_mm {row['scaled_mm_tflops']:7.1f} ({row['ratio']:.2f}x)" if ms_theirs
+                   else "_scaled_mm    n/a")
         print(f"  {group:6s} {m:5d}x{n:5d}x{k:5d} {name:10s}: gemmkit {row['gemmkit_tflops']:7.1f} TFLOP/s, "
-              f"_scaled_mm {row['scaled_mm_tflops']:7.1f} ({row['ratio']:.2f}x), max rel. difference {err:.1e}")
+              f"{against}, max rel. difference {err:.1e}")
     return {"group": group, "m": m, "n": n, "k": k, **rows}
 
 
@@ -139,16 +181,15 @@ def main():
     parser.add_argument("--fast-accum", action="store_true", help="torch._scaled_mm with use_fast_accum=True")
     parser.add_argument("--tile", help="pin the configuration whose kernel name contains this (default: the plan's "
                         "choice per shape)")
-    parser.add_argument("--variants", default="per_tensor,rowwise", help="the scalings to time")
+    parser.add_argument("--variants", default="per_tensor,rowwise,blockwise", help="the scalings to time")
     parser.add_argument("--max-swizzle", type=int, choices=(1, 2, 4, 8), help="the plans' max_swizzle_size")
     parser.add_argument("--prebuild-only", action="store_true", help="compile the kernels and stop (needs --cc)")
     parser.add_argument("--cc", type=int, help="the GPU's compute capability, for --prebuild-only")
     args = parser.parse_args()
-    scales = {"per_tensor": "none", "rowwise": "row_and_column"}
     if args.prebuild_only:
         if args.cc is None:
             raise SystemExit("--prebuild-only needs --cc (e.g. 90)")
-        plans = {name: plan_for(scales[name], args.tile, cc=args.cc) for name in args.variants.split(",")}
+        plans = {name: plan_for(name, args.tile, cc=args.cc) for name in args.variants.split(",")}
         for kernel in prebuild(plans, shapes(args.quick)):  # key and name: tools/dev/carry-cache --keys takes these
             print(f"  {kernel.cache_key} {kernel.kernel_name}")
         return
@@ -159,7 +200,7 @@ def main():
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
                "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "scaled_mm_use_fast_accum": args.fast_accum, "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)"}
-    plans = {name: plan_for(scales[name], args.tile, args.max_swizzle) for name in args.variants.split(",")}
+    plans = {name: plan_for(name, args.tile, args.max_swizzle) for name in args.variants.split(",")}
     results["tile"] = args.tile
     results["max_swizzle_size"] = plans[next(iter(plans))].max_swizzle_size
     cases = shapes(args.quick)
@@ -168,10 +209,14 @@ def main():
     results["shapes"] = rows
     summary = {}
     for variant in plans:
-        for group in ("square", "anchor", "llama"):
-            ratios = [r[variant]["ratio"] for r in rows if r["group"] == group]
-            summary[f"{variant}_{group}_geomean_ratio"] = geomean(ratios)
-        summary[f"{variant}_all_geomean_ratio"] = geomean([r[variant]["ratio"] for r in rows])
+        for key in ("ratio", "vs_per_tensor"):
+            measured = [r for r in rows if r[variant].get(key) is not None]
+            if not measured:
+                continue
+            for group in ("square", "anchor", "llama"):
+                ratios = [r[variant][key] for r in measured if r["group"] == group]
+                summary[f"{variant}_{group}_geomean_{key}"] = geomean(ratios)
+            summary[f"{variant}_all_geomean_{key}"] = geomean([r[variant][key] for r in measured])
     results["summary"] = summary
     for key, value in summary.items():
         print(f"{key:40s} {value:.3f}")

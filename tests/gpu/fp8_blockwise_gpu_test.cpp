@@ -20,9 +20,9 @@ namespace cases = gk::gpu_cases;
 
 namespace {
 
-#define REQUIRE_SM90()                                                                             \
-  do {                                                                                             \
-    REQUIRE_GPU();                                                                                 \
+#define REQUIRE_SM90()                                                                           \
+  do {                                                                                           \
+    REQUIRE_GPU();                                                                               \
     if (device_cc() < 90) GTEST_SKIP() << "block-scaled FP8 GEMMs need an SM90 GPU (H100/H200)"; \
   } while (0)
 
@@ -64,10 +64,10 @@ struct BlockwiseOperands {
                                             {m * k_blocks, 1, m}, device)
                   : gk::TensorView::strided(dScaleA.get(), gk::DataType::f32, {m, k_blocks}, {1, m}, device);
     const gk::TensorView sb =
-        batch > 1 ? gk::TensorView::strided(dScaleB.get(), gk::DataType::f32, {batch, n_blocks, k_blocks},
-                                            {n_blocks * k_blocks, k_blocks, 1}, device)
-                  : gk::TensorView::strided(dScaleB.get(), gk::DataType::f32, {n_blocks, k_blocks}, {k_blocks, 1},
-                                            device);
+        batch > 1
+            ? gk::TensorView::strided(dScaleB.get(), gk::DataType::f32, {batch, n_blocks, k_blocks},
+                                      {n_blocks * k_blocks, k_blocks, 1}, device)
+            : gk::TensorView::strided(dScaleB.get(), gk::DataType::f32, {n_blocks, k_blocks}, {k_blocks, 1}, device);
     gk::RunOptions options;
     options.scale_a = &sa;
     options.scale_b = &sb;
@@ -136,7 +136,8 @@ TEST(Fp8BlockwiseRandom, RandomDataAndScalesWithinOutputPrecision) {
   o.scale_b.fill_uniform(95);
   for (HostMatrix* scales : {&o.scale_a, &o.scale_b})
     for (std::int64_t r = 0; r < scales->rows(); ++r)
-      for (std::int64_t col = 0; col < scales->cols(); ++col) scales->set(0, r, col, 1.0 + 0.5 * scales->get(0, r, col));
+      for (std::int64_t col = 0; col < scales->cols(); ++col)
+        scales->set(0, r, col, 1.0 + 0.5 * scales->get(0, r, col));
   o.dequantize();
   o.run(plan, 2.0, 0.5);
   gk::verify::Epilogue epilogue;

@@ -1,5 +1,5 @@
-// tests/support/fp8_blockwise_cases.hpp: the block-scaled FP8 cases of the gpu tier (tests/gpu/fp8_blockwise_gpu_test.cpp),
-// which gemmkit_gpu_prebuild's "fp8" group builds ahead.
+// tests/support/fp8_blockwise_cases.hpp: the block-scaled FP8 cases of the gpu tier
+// (tests/gpu/fp8_blockwise_gpu_test.cpp), which gemmkit_gpu_prebuild's "fp8" group builds ahead.
 #pragma once
 
 #include <string>
