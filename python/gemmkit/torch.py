@@ -6,6 +6,7 @@
     D = gemmkit.torch.gemm(x, w.mT, bias_matrix, beta=1.0, activation="gelu")
     y = gemmkit.torch.gemm_bias_act(x, w.mT, b, x, "gelu")             # gelu(x @ w.T + b) + x, one kernel
     Ds = gemmkit.torch.grouped_gemm([A0, A1], [B0, B1])                # also torch.ops.gemmkit.grouped_gemm
+    y = gemmkit.torch.scaled_mm(a8, w8.t(), scale_a, scale_b, torch.bfloat16)  # as torch._scaled_mm; SM90 FP8
 
 One gemmkit plan serves each (dtypes, layouts, activation, device); the first call of a plan compiles its kernel
 (or finds it in gemmkit's disk cache). Run one call eagerly before capturing a CUDA graph, as for any lazily
@@ -14,7 +15,8 @@ built kernel. Tensors: float16, bfloat16, float32 (TF32 tensor cores) or float64
 gemm_bias_act fuses a linear layer's epilogue, D = act(A @ B + bias) + residual with bias (N,) and residual of D's
 shape (both optional), as an epilogue visitor tree (float16 and bfloat16; no backward). grouped_gemm takes lists of
 matrices (group g: As[g] M_g x K_g, Bs[g] K_g x N_g, Cs[g] M_g x N_g), runs every group in one launch and returns
-the list of D; it has no backward (differentiate per group with gemm).
+the list of D; it has no backward (differentiate per group with gemm). scaled_mm takes torch._scaled_mm's FP8
+operands and scales (per-tensor, row-wise, or DeepSeek-V3's 1 x 128 / 128 x 128 blocks) on SM90; no backward.
 """
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ from . import _gemmkit
 from ._gemmkit import LayoutType, TensorError
 from .op import Gemm, GroupedGemm
 
-__all__ = ["gemm", "gemm_bias_act", "grouped_gemm", "grouped_gemm_op", "plans", "grouped_plans", "bias_act_plans"]
+__all__ = ["gemm", "gemm_bias_act", "grouped_gemm", "grouped_gemm_op", "scaled_mm", "plans", "grouped_plans",
+           "bias_act_plans", "scaled_mm_plans"]
 
 
 def __dir__() -> list[str]:
@@ -136,6 +139,7 @@ def _matrix(t: torch.Tensor) -> tuple[torch.Tensor, LayoutType]:
 _plans: dict[tuple[Any, ...], Gemm] = {}
 _grouped_plans: dict[tuple[Any, ...], GroupedGemm] = {}
 _bias_act_plans: dict[tuple[Any, ...], Gemm] = {}
+_scaled_mm_plans: dict[tuple[Any, ...], Gemm] = {}
 _plans_lock = threading.Lock()
 
 
@@ -190,6 +194,12 @@ def grouped_plans() -> dict[tuple[Any, ...], GroupedGemm]:
         return dict(_grouped_plans)
 
 
+def scaled_mm_plans() -> dict[tuple[Any, ...], Gemm]:
+    """scaled_mm's plans built so far, by (A's dtype, B's dtype, out_dtype, scaling, device)."""
+    with _plans_lock:
+        return dict(_scaled_mm_plans)
+
+
 def bias_act_plans() -> dict[tuple[Any, ...], Gemm]:
     """gemm_bias_act's plans built so far, by (dtype, layout_A, layout_B, bias given, residual given, activation,
     leaky_relu slope, device)."""
@@ -205,6 +215,7 @@ def _release_plans() -> None:
         _plans.clear()
         _grouped_plans.clear()
         _bias_act_plans.clear()
+        _scaled_mm_plans.clear()
 
 
 # ---- gemm ----------------------------------------------------------------------------------------------------
@@ -504,3 +515,85 @@ def _grouped_gemm_backward(ctx: Any, dDs: list[torch.Tensor]) -> tuple[Any, ...]
 
 grouped_gemm_op.register_autograd(_grouped_gemm_backward)
 
+
+
+# ---- scaled_mm: FP8 with torch._scaled_mm's scales -----------------------------------------------------------------
+
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+_FP8_OUTPUTS = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def _scaling(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+             out_dtype: torch.dtype) -> str:
+    """Which of _scaled_mm's scalings the scales' shapes ask for, after every check that needs no data."""
+    if a.dtype not in _FP8 or b.dtype not in _FP8:
+        raise TensorError(f"scaled_mm takes FP8 a and b (float8_e4m3fn or float8_e5m2); got {a.dtype} and {b.dtype}.")
+    if out_dtype not in _FP8_OUTPUTS:
+        raise TensorError(f"out_dtype is {out_dtype}; scaled_mm writes bfloat16, float16 or float32.")
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise TensorError(f"a is {tuple(a.shape)} and b is {tuple(b.shape)}; expected a (M, K) and b (K, N).")
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if s.dtype != torch.float32:
+            raise TensorError(f"Tensor {name} has dtype {s.dtype}; the scales are float32.")
+    (m, k), n = a.shape, b.shape[1]
+    k_blocks, n_blocks = (k + 127) // 128, (n + 127) // 128
+    if scale_a.numel() == 1 and scale_b.numel() == 1:
+        return "tensor"
+    if tuple(scale_a.shape) == (m, 1) and tuple(scale_b.shape) == (1, n):
+        return "row"
+    if tuple(scale_a.shape) == (m, k_blocks) and tuple(scale_b.shape) == (k_blocks, n_blocks):
+        return "block"
+    raise TensorError(f"scale_a is {tuple(scale_a.shape)} and scale_b {tuple(scale_b.shape)}; scaled_mm takes one "
+                      f"value each (per tensor), ({m}, 1) and (1, {n}) (row-wise), or ({m}, {k_blocks}) and "
+                      f"({k_blocks}, {n_blocks}) (1 x 128 and 128 x 128 blocks), as torch._scaled_mm does.")
+
+
+def _scaled_mm_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, scaling: str) -> Gemm:
+    device = a.device.index
+
+    def make() -> Gemm:
+        plan = Gemm(element_A=a.dtype, element_B=b.dtype, element_C=out_dtype, element_D=out_dtype,
+                    element_accumulator=torch.float32, layout_A=LayoutType.RowMajor, layout_B=LayoutType.ColumnMajor,
+                    layout_C=LayoutType.RowMajor, cc=_gemmkit.device_cc(device))
+        if scaling == "block":
+            plan.block_scaling = "blockwise"
+        else:  # per tensor runs as row-wise with the two scalars broadcast: no host read of a device scale
+            plan.scale = "row_and_column"
+        return plan
+
+    return cast(Gemm, _cached(_scaled_mm_plans, (a.dtype, b.dtype, out_dtype, scaling == "block", device), make))
+
+
+def _scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+               out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """a @ b of FP8 a (M, K, row-major) and b (K, N, column-major: a weight (N, K) transposed) with torch._scaled_mm's
+    scales, by a gemmkit kernel on SM90, written as out_dtype."""
+    scaling = _scaling(a, b, scale_a, scale_b, out_dtype)
+    (m, k), n = a.shape, b.shape[1]
+    D = torch.empty(m, n, dtype=out_dtype, device=a.device)
+    if D.numel() == 0:
+        return D
+    if k == 0:
+        return D.zero_()
+    a = a if a.stride(1) == 1 else a.contiguous()
+    b = b if b.stride(0) == 1 else b.t().contiguous().t()  # column-major, as FP8 tensor cores read it
+    plan = _scaled_mm_plan(a, b, out_dtype, scaling)
+    with torch.cuda.device(a.device):
+        if scaling == "block":
+            # torch's B scales are those of b.t() (N/128 x K/128, row-major), handed over transposed.
+            plan.run(a, b, None, D, 1.0, 0.0, sync=False, scale_a=scale_a, scale_b=scale_b.t())
+        else:
+            rows = scale_a.reshape(-1).expand(m).contiguous()
+            columns = scale_b.reshape(-1).expand(n).contiguous()
+            plan.run(a, b, None, D, 1.0, 0.0, sync=False, row_scale=rows, column_scale=columns)
+    return D
+
+
+scaled_mm = torch.library.custom_op("gemmkit::scaled_mm", _scaled_mm, mutates_args=(), device_types="cuda")
+
+
+@scaled_mm.register_fake
+def _scaled_mm_fake(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+                    out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    _scaling(a, b, scale_a, scale_b, out_dtype)
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
