@@ -969,7 +969,7 @@ class Gemm(Plan):
         The kernel run() would use for an m x n x k problem on packed device tensors of the plan's types and layouts (nothing runs; no GPU and no tensors needed: e.g. to compile FP8 kernels ahead of time).
         """
 
-    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None, row_scale: object | None = None, column_scale: object | None = None, visitor_args: dict[str, object] | None = None, scale_a: object | None = None, scale_b: object | None = None) -> None:
+    def run(self, A: object | None, B: object | None, C: object | None, D: object | None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, bias: object | None = None, row_scale: object | None = None, column_scale: object | None = None, scale_a: object | None = None, scale_b: object | None = None, visitor_args: dict[str, object] | None = None) -> None:
         """
         D = act(alpha * (A @ B * row_scale * column_scale) + beta * C + bias) on a stream handle (None: default_stream(D), i.e. torch's or cupy's current stream); with block scaling, A and B's 128-deep K blocks are scaled by scale_a and scale_b. Host arrays are staged and D holds the result on return.
         """

@@ -361,7 +361,7 @@ class Gemm(_Configuration, _Plan):
         handle = None if stream is None else _convert.stream_handle(stream)  # None: D's framework's stream
         if print_module:
             print(_render(self.spec_for(A, B, C, D, beta)).text)
-        super().run(A, B, C, D, alpha, beta, handle, sync, bias, row_scale, column_scale, visitor_args, scale_a, scale_b)
+        super().run(A, B, C, D, alpha, beta, handle, sync, bias, row_scale, column_scale, scale_a, scale_b, visitor_args)
 
     def tune(self, A: Tensor = None, B: Tensor = None, C: Tensor = None, D: Tensor = None,
              alpha: Optional[float] = None, beta: Optional[float] = None, stream: StreamLike = None,

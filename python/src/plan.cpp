@@ -340,7 +340,7 @@ void bind_gemm(nb::module_& m) {
           "run",
           [](Gemm& plan, nb::handle A, nb::handle B, nb::handle C, nb::handle D, double alpha, double beta,
              std::optional<std::uintptr_t> stream, bool sync, nb::handle bias, nb::handle row_scale,
-             nb::handle column_scale, std::optional<nb::dict> visitor_args, nb::handle scale_a, nb::handle scale_b) {
+             nb::handle column_scale, nb::handle scale_a, nb::handle scale_b, std::optional<nb::dict> visitor_args) {
             const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true);
             const auto c = to_optional_tensor(C, "C", false);
             const auto bias_tensor = to_optional_tensor(bias, "bias", false);
@@ -377,8 +377,8 @@ void bind_gemm(nb::module_& m) {
           },
           "A"_a.none(), "B"_a.none(), "C"_a.none(), "D"_a.none(), "alpha"_a = 1.0, "beta"_a = 0.0,
           "stream"_a = nb::none(), "sync"_a = true, "bias"_a = nb::none(), "row_scale"_a = nb::none(),
-          "column_scale"_a = nb::none(), "visitor_args"_a = nb::none(), "scale_a"_a = nb::none(),
-          "scale_b"_a = nb::none(),
+          "column_scale"_a = nb::none(), "scale_a"_a = nb::none(), "scale_b"_a = nb::none(),
+          "visitor_args"_a = nb::none(),
           "D = act(alpha * (A @ B * row_scale * column_scale) + beta * C + bias) on a stream handle (None: "
           "default_stream(D), i.e. torch's or cupy's current stream); with block scaling, A and B's 128-deep K "
           "blocks are scaled by scale_a and scale_b. Host arrays are staged and D holds the result on return.")
