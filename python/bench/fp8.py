@@ -15,10 +15,13 @@ against the other. Every gemmkit kernel is compiled first, in parallel (compile_
 scalings timed; --max-swizzle N sets the plans' tile scheduler swizzle (1, 2, 4 or 8).
 --prebuild-only --cc 90 compiles the kernels the plans pick for these shapes (Gemm.spec_for_problem) and prints
 each one's cache key and name: no torch and no GPU needed (a build machine fills the cache the GPU machine runs from).
+--plot FILE draws the ratios per shape (one bar per scaling) as a PNG; --plot-only JSON draws them from a saved run
+(no torch, no GPU).
 Usage: python python/bench/fp8.py [--out FILE] [--rounds N] [--quick] [--tile NAME]
                                   [--variants per_tensor,rowwise,blockwise]
                                   [--max-swizzle N]
        python python/bench/fp8.py --prebuild-only --cc 90 [--quick] [--tile NAME] [--variants ...]
+       python python/bench/fp8.py --plot-only fp8.json --plot fp8.png
 """
 import argparse
 import json
@@ -173,6 +176,37 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
+def plot(results, path):
+    """Per shape, one bar per scaling: gemmkit / torch._scaled_mm, or for a blockwise run that torch could not time,
+    gemmkit blockwise / gemmkit per-tensor (hatched); a line at 1."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = results["shapes"]
+    variants = [v for v in SCALINGS if any(v in r for r in rows)]
+    fig, ax = plt.subplots(figsize=(max(8, 0.6 * len(rows) * len(variants) / 2), 4.5))
+    width = 0.8 / len(variants)
+    for i, variant in enumerate(variants):
+        values, hatches = [], []
+        for r in rows:
+            cell = r.get(variant, {})
+            ratio = cell.get("ratio")
+            values.append(ratio if ratio is not None else cell.get("vs_per_tensor") or 0.0)
+            hatches.append("" if ratio is not None else "//")
+        label = variant if "//" not in hatches else f"{variant} (hatched: / gemmkit per-tensor)"
+        bars = ax.bar([x + i * width for x in range(len(rows))], values, width, label=label)
+        for bar, hatch in zip(bars, hatches):
+            bar.set_hatch(hatch)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(rows))], [f"{r['m']}x{r['n']}x{r['k']}" for r in rows],
+                  rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("gemmkit / torch._scaled_mm")
+    ax.set_title(f"FP8 e4m3 -> bf16 on {results.get('device', 'an SM90 GPU')} ({results.get('date', '')})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="fp8-bench.json")
@@ -185,7 +219,13 @@ def main():
     parser.add_argument("--max-swizzle", type=int, choices=(1, 2, 4, 8), help="the plans' max_swizzle_size")
     parser.add_argument("--prebuild-only", action="store_true", help="compile the kernels and stop (needs --cc)")
     parser.add_argument("--cc", type=int, help="the GPU's compute capability, for --prebuild-only")
+    parser.add_argument("--plot", default="", help="a PNG of the ratios per shape")
+    parser.add_argument("--plot-only", default="", help="draw --plot from this saved JSON and stop")
     args = parser.parse_args()
+    if args.plot_only:
+        with open(args.plot_only) as f:
+            plot(json.load(f), args.plot or os.path.splitext(args.plot_only)[0] + ".png")
+        return
     if args.prebuild_only:
         if args.cc is None:
             raise SystemExit("--prebuild-only needs --cc (e.g. 90)")
@@ -222,6 +262,8 @@ def main():
         print(f"{key:40s} {value:.3f}")
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
+    if args.plot:
+        plot(results, args.plot)
 
 
 if __name__ == "__main__":

@@ -611,6 +611,9 @@ class KernelSpec:
     def scale(self) -> ScaleMode: ...
 
     @property
+    def block_scaling(self) -> BlockScaling: ...
+
+    @property
     def epilogue_visitor(self) -> Epilogue | None:
         """
         The kernel's epilogue visitor tree (its types resolved to the plan's), or None.

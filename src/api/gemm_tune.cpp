@@ -46,6 +46,11 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
   if (core_->config.scale != ScaleMode::None) {
     throw ConfigError("tune() does not take scale vectors yet; tune the plan without set_scale (the same tiles).");
   }
+  if (core_->config.block_scaling != BlockScaling::None) {
+    throw ConfigError(
+        "tune() does not take block scales yet; a block-scaled plan runs run()'s choice among its 128-wide tiles, or "
+        "the tile you set (set_tile_description).");
+  }
   const int device = current_device();
   const int sm_count = device_info(device).sm_count;
   if (core_->run_choice(p, sm_count).parallel != nullptr) {

@@ -121,6 +121,9 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
     if (auto text = take("activation")) plan.set_activation(parse_or_throw<Activation>("activation", *text, where));
     if (auto text = take("bias")) plan.set_bias(parse_or_throw<BiasMode>("bias", *text, where));
     if (auto text = take("scale")) plan.set_scale(parse_or_throw<ScaleMode>("scale", *text, where));
+    if (auto text = take("block-scaling")) {
+      plan.set_block_scaling(parse_or_throw<BlockScaling>("block-scaling", *text, where));
+    }
     if (auto text = take("tile")) {
       const auto tiles = plan.tile_descriptions();
       const int index = parse_int("tile", *text, where);
@@ -132,8 +135,8 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
     }
     if (!options.empty()) {
       throw ConfigError("unknown option --" + options.begin()->first +
-                        "; a pack line takes the plan options of gemmkit compile, --run-time-kernels and --m --n --k "
-                        "[--batch].");
+                        "; a pack line takes the plan options of gemmkit compile, --scale, --block-scaling, "
+                        "--run-time-kernels and --m --n --k [--batch].");
     }
     if (sized) return {plan.spec_for_problem(*extents[0], *extents[1], *extents[2], extents[3].value_or(1))};
     return run_time ? plan.run_time_kernels() : std::vector<KernelSpec>{plan.spec()};

@@ -116,6 +116,15 @@ def test_bias_kernels_are_refused_before_writing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_block_scaled_kernels_are_refused_before_writing(tmp_path):
+    plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16", layout_A="row",
+                        layout_B="col", layout_C="row", cc=90)
+    plan.block_scaling = "blockwise"
+    with pytest.raises(gemmkit.ConfigError, match="takes block scales.*gemmkit.torch.scaled_mm"):
+        gemmkit.emit.pytorch(plan.construct(), "blocked", 90, str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
 def test_cc_must_be_the_ops(tmp_path):
     with pytest.raises(gemmkit.ConfigError, match="constructed for cc 90"):
         gemmkit.emit.pytorch(spec(90), "x", 80, str(tmp_path))

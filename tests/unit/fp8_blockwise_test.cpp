@@ -177,6 +177,10 @@ TEST(Fp8Blockwise, RunChecksTheScalesBeforeAnythingRuns) {
   const std::string odd = run_error_of(&scale_a, &scale_b, A_odd, D_odd);
   EXPECT_TRUE(contains(odd, "M = 62 is not a multiple of 4")) << odd;
 
+  // tune() times candidates without scales: it refuses a block-scaled plan instead of failing in a candidate.
+  const std::string tune = error_of<gk::ConfigError>([&] { (void)plan.tune(A, B, nullptr, D); });
+  EXPECT_TRUE(contains(tune, "does not take block scales")) << tune;
+
   gk::Gemm unscaled(fp8_tn());
   gk::RunOptions extra;
   extra.scale_a = &scale_a;

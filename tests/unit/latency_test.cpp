@@ -123,17 +123,22 @@ TEST(Packs, PackLinesAreCompilePlans) {
   EXPECT_EQ(specs[1].tile, plan.tile_descriptions()[1]);
 }
 
-// A line with a problem holds the kernel run() picks for it: here parallel split-K, and FP8's 128 x 192 default.
+// A line with a problem holds the kernel run() picks for it: here parallel split-K, FP8's 128 x 192 default and a
+// block-scaled FP8 kernel.
 TEST(Packs, APackLineWithAProblemHoldsRunsKernelForIt) {
   const auto specs = parse_pack(
       "--cc 90 --element f16 --element-accumulator f32 --m 512 --n 512 --k 16384\n"
-      "cc=90 element=e4m3 element-c=bf16 element-d=bf16 layout-b=col scale=row_and_column m=8192 n=8192 k=4096\n");
-  ASSERT_EQ(specs.size(), 2u);
+      "cc=90 element=e4m3 element-c=bf16 element-d=bf16 layout-b=col scale=row_and_column m=8192 n=8192 k=4096\n"
+      "--cc 90 --element e4m3 --element-c bf16 --element-d bf16 --layout-b col --block-scaling blockwise --m 4096 "
+      "--n 7168 --k 2048\n");
+  ASSERT_EQ(specs.size(), 3u);
   EXPECT_EQ(specs[0].name(), Gemm(testing::f16_row(90)).spec_for_problem(512, 512, 16384).name());
   EXPECT_EQ(specs[0].split_k_mode, SplitKMode::Parallel);
   EXPECT_EQ(
       specs[1].name(),
       "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16_scalerowcolumn");
+  EXPECT_EQ(specs[2].block_scaling, BlockScaling::Blockwise);  // DeepSeek-V3's scales, as the plan takes them
+  EXPECT_TRUE(specs[2].name().ends_with("_blockwise")) << specs[2].name();
 }
 
 TEST(Packs, BadPackLinesNameTheLine) {

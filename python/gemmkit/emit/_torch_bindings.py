@@ -12,8 +12,8 @@ import re
 from typing import Callable, Optional
 
 from .. import _gemmkit
-from .._gemmkit import (Activation, BiasMode, ConfigError, ConvKind, DataType, KernelFamily, KernelSpec, LayoutType,
-                        ScaleMode, SplitKMode, StrideSupport)
+from .._gemmkit import (Activation, BiasMode, BlockScaling, ConfigError, ConvKind, DataType, KernelFamily, KernelSpec,
+                        LayoutType, ScaleMode, SplitKMode, StrideSupport)
 
 # A Python identifier: what the export's name and each of run's parameters must be.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -95,6 +95,8 @@ def _gemm_refusals(spec: KernelSpec) -> tuple[tuple[bool, str], ...]:
          "without a bias (plan.bias = 'none') and add the bias with C (beta=1)."),
         (spec.scale != ScaleMode.none, "takes scale vectors, which the exported run does not take yet; export a plan "
          "without them (plan.scale = 'none')."),
+        (spec.block_scaling != BlockScaling.none, "takes block scales, which the exported run does not take yet; "
+         "use gemmkit.torch.scaled_mm, or export a plan without them (plan.block_scaling = 'none')."),
     )
 
 
