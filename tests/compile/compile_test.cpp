@@ -194,14 +194,8 @@ TEST(CompileTier, VisitorTreeKernelsOfBothFamiliesBuildAndCheckTheirOperands) {
 // visitor tree build, and the module names itself.
 TEST(CompileTier, Fp8Sm90KernelWithScaleVectorsBuilds) {
   gk::testenv::TempDir cache_dir;
-  gk::GemmOptions o;
-  o.element_a = gk::DataType::e4m3;
+  gk::GemmOptions o = gk::testing::fp8_tn(90);
   o.element_b = gk::DataType::e5m2;
-  o.element_c = o.element_d = gk::DataType::bf16;
-  o.layout_a = gk::Layout::RowMajor;
-  o.layout_b = gk::Layout::ColumnMajor;
-  o.layout_c = gk::Layout::RowMajor;
-  o.cc = 90;
   gk::Gemm plan(o);
   plan.set_scale(gk::ScaleMode::RowAndColumn);
   gk::DiskCache cache(cache_dir.str());
@@ -216,14 +210,7 @@ TEST(CompileTier, Fp8Sm90KernelWithScaleVectorsBuilds) {
 // need M to be a multiple of 4.
 TEST(CompileTier, Fp8Sm90BlockScaledKernelBuildsAndChecksItsScales) {
   gk::testenv::TempDir cache_dir;
-  gk::GemmOptions o;
-  o.element_a = o.element_b = gk::DataType::e4m3;
-  o.element_c = o.element_d = gk::DataType::bf16;
-  o.layout_a = gk::Layout::RowMajor;
-  o.layout_b = gk::Layout::ColumnMajor;
-  o.layout_c = gk::Layout::RowMajor;
-  o.cc = 90;
-  gk::Gemm plan(o);
+  gk::Gemm plan(gk::testing::fp8_tn(90));
   plan.set_block_scaling(gk::BlockScaling::Blockwise);
   plan.set_activation(gk::Activation::ReLU);
   EXPECT_NE(plan.kernel_name().find("_relu_blockwise"), std::string::npos) << plan.kernel_name();

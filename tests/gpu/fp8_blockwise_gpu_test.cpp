@@ -20,12 +20,6 @@ namespace cases = gk::gpu_cases;
 
 namespace {
 
-#define REQUIRE_SM90()                                                                           \
-  do {                                                                                           \
-    REQUIRE_GPU();                                                                               \
-    if (device_cc() < 90) GTEST_SKIP() << "block-scaled FP8 GEMMs need an SM90 GPU (H100/H200)"; \
-  } while (0)
-
 // Operands, their scales as the kernel reads them (A's: ceil(K/128) rows of M, i.e. M-major; B's: ceil(N/128) rows of
 // ceil(K/128)) and the dequantized f32 operands the reference multiplies.
 struct BlockwiseOperands {
@@ -77,14 +71,6 @@ struct BlockwiseOperands {
   }
 };
 
-// Halves in [-4, 4], which e4m3 holds exactly.
-void fill_halves(HostMatrix& m, std::uint64_t seed) {
-  m.fill_integers(seed, -8, 8);
-  for (std::int64_t b = 0; b < m.batch(); ++b)
-    for (std::int64_t r = 0; r < m.rows(); ++r)
-      for (std::int64_t c = 0; c < m.cols(); ++c) m.set(b, r, c, m.get(b, r, c) / 2.0);
-}
-
 // Powers of two from 1/4 to 4, varying along both extents.
 void fill_powers_of_two(HostMatrix& m, long offset) {
   const double factors[] = {0.25, 0.5, 1.0, 2.0, 4.0};
@@ -98,7 +84,7 @@ void fill_powers_of_two(HostMatrix& m, long offset) {
 class Fp8Blockwise : public ::testing::TestWithParam<cases::Fp8BlockwiseCase> {};
 
 TEST_P(Fp8Blockwise, ExactOnHalvesWithPowerOfTwoScales) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "block-scaled FP8 GEMMs");
   const cases::Fp8BlockwiseCase& c = GetParam();
   gk::Gemm plan = cases::fp8_blockwise_plan(c, device_cc());
   BlockwiseOperands o(plan, c.batch);
@@ -125,7 +111,7 @@ INSTANTIATE_TEST_SUITE_P(Sm90, Fp8Blockwise, ::testing::ValuesIn(cases::fp8_bloc
 // accumulation inside each 128-deep block and D's rounding (the same bound as the unscaled FP8 tier's random test); a
 // scale read from the wrong row, column or block errs by order 1.
 TEST(Fp8BlockwiseRandom, RandomDataAndScalesWithinOutputPrecision) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "block-scaled FP8 GEMMs");
   const cases::Fp8BlockwiseCase c = cases::fp8_blockwise_cases()[1];  // f32 D
   gk::Gemm plan = cases::fp8_blockwise_plan(c, device_cc());
   BlockwiseOperands o(plan, 1);

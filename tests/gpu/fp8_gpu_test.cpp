@@ -19,12 +19,6 @@ namespace cases = gk::gpu_cases;
 
 namespace {
 
-#define REQUIRE_SM90()                                                              \
-  do {                                                                              \
-    REQUIRE_GPU();                                                                  \
-    if (device_cc() < 90) GTEST_SKIP() << "FP8 GEMMs need an SM90 GPU (H100/H200)"; \
-  } while (0)
-
 struct Fp8Operands {
   HostMatrix A, B, C, D;
   Fp8Operands(const gk::Gemm& plan, const cases::Shape& s)
@@ -33,14 +27,6 @@ struct Fp8Operands {
         C(plan.element_c(), s.m, s.n, plan.layout_c()),
         D(plan.element_d(), s.m, s.n, plan.layout_c()) {}
 };
-
-// Halves in [-4, 4]: e4m3 (3 mantissa bits) and e5m2 (2) hold every one of them exactly, so products and their f32
-// sums are exact too.
-void fill_halves(HostMatrix& m, std::uint64_t seed) {
-  m.fill_integers(seed, -8, 8);
-  for (std::int64_t r = 0; r < m.rows(); ++r)
-    for (std::int64_t c = 0; c < m.cols(); ++c) m.set(0, r, c, m.get(0, r, c) / 2.0);
-}
 
 gk::verify::Comparison run_on_device(gk::Gemm& plan, Fp8Operands& o, double alpha, double beta) {
   DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D);
@@ -54,7 +40,7 @@ gk::verify::Comparison run_on_device(gk::Gemm& plan, Fp8Operands& o, double alph
 class Fp8Types : public ::testing::TestWithParam<cases::Fp8Case> {};
 
 TEST_P(Fp8Types, ExactOnSmallIntegers) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "FP8 GEMMs");
   gk::Gemm plan(cases::fp8_options(GetParam(), device_cc()));
   Fp8Operands o(plan, cases::kMatrixShape);
   o.A.fill_integers(31, -4, 4);
@@ -68,7 +54,7 @@ TEST_P(Fp8Types, ExactOnSmallIntegers) {
 // Per-tensor dequantization scales: D = (scale_a * scale_b) * A@B + beta * C, with powers of two so that the
 // reference stays exact.
 TEST_P(Fp8Types, PerTensorScalesFoldedIntoAlphaAreExact) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "FP8 GEMMs");
   gk::Gemm plan(cases::fp8_options(GetParam(), device_cc()));
   Fp8Operands o(plan, cases::kMatrixShape);
   fill_halves(o.A, 41);
@@ -86,7 +72,7 @@ TEST_P(Fp8Types, PerTensorScalesFoldedIntoAlphaAreExact) {
 // (K = 272 and alpha 2, so |D| is of order 10) for f16 and f32 D alike, ten times f16's own rounding; a wrong
 // scale, operand or layout errs by order 1.
 TEST_P(Fp8Types, RandomDataWithinOutputPrecision) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "FP8 GEMMs");
   gk::Gemm plan(cases::fp8_options(GetParam(), device_cc()));
   Fp8Operands o(plan, cases::kMatrixShape);
   o.A.fill_uniform(51);
@@ -102,7 +88,7 @@ INSTANTIATE_TEST_SUITE_P(Sm90, Fp8Types, ::testing::ValuesIn(cases::fp8_cases())
 
 // Host tensors are staged through the device like any other element type.
 TEST(Fp8Staging, HostTensorsAreStagedExactly) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "FP8 GEMMs");
   gk::Gemm plan(cases::fp8_options(cases::fp8_cases().front(), device_cc()));
   Fp8Operands o(plan, cases::kMatrixShape);
   o.A.fill_integers(61, -4, 4);
@@ -162,7 +148,7 @@ void expect_scale_case_exact(const cases::Fp8ScaleCase& c) {
 class Fp8ScaleVectors : public ::testing::TestWithParam<cases::Fp8ScaleCase> {};
 
 TEST_P(Fp8ScaleVectors, ExactAgainstTheDequantizedReference) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "FP8 GEMMs");
   expect_scale_case_exact(GetParam());
 }
 
@@ -170,7 +156,7 @@ TEST_P(Fp8ScaleVectors, ExactAgainstTheDequantizedReference) {
 // host module must pass the scale vectors, the bias and the activation to the kernel's Params as the one-pass module
 // does. Alone in its process (ctest runs each test apart): a module loaded earlier for the same kernel would be reused.
 TEST(Fp8ScaleVectorsSplitBuild, RowsColumnsBiasReluExactOnTheSplitPath) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "FP8 GEMMs");
   gk::testenv::ScopedEnv split("GEMMKIT_SPLIT_BUILD", "1");
   const cases::Fp8ScaleCase c = cases::fp8_scale_cases().back();
   ASSERT_EQ(c.scale, gk::ScaleMode::RowAndColumn);

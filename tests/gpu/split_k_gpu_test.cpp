@@ -25,12 +25,6 @@ using gk::verify::DeviceBuffer;
 using gk::verify::HostMatrix;
 namespace cases = gk::gpu_cases;
 
-#define REQUIRE_SM90()                                                              \
-  do {                                                                              \
-    REQUIRE_GPU();                                                                  \
-    if (device_cc() < 90) GTEST_SKIP() << "SM90 Stream-K kernels need an SM90 GPU"; \
-  } while (0)
-
 namespace {
 
 struct Operands {
@@ -98,7 +92,7 @@ std::string kernel_of(gk::Gemm& plan, const Operands& o) {
 }  // namespace
 
 TEST(GpuSplitK, EverySplitCountAndReductionModeIsExactWithBetaAndReluAfterTheReduction) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "SM90 Stream-K kernels");
   gk::Gemm plan = cases::split_k_plan(device_cc(), gk::Activation::ReLU);
   for (const gk::ReductionMode reduction : {gk::ReductionMode::Deterministic, gk::ReductionMode::Nondeterministic}) {
     plan.set_reduction_mode(reduction);
@@ -138,7 +132,7 @@ TEST(GpuSplitK, TheReluDataWouldCatchAnActivationBeforeTheReduction) {
 }
 
 TEST(GpuSplitK, ForcedDecompositionsRunTheSameKernelExactly) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "SM90 Stream-K kernels");
   gk::Gemm plan = cases::split_k_plan(device_cc(), gk::Activation::ReLU);
   plan.set_split_k_slices(2);
   Operands first(cases::kSplitKShape);
@@ -159,7 +153,7 @@ TEST(GpuSplitK, ForcedDecompositionsRunTheSameKernelExactly) {
 // The lean epilogue under the Stream-K scheduler (the quick twin that stands in while a split-K kernel builds): the
 // per-column bias and the ReLU after the full reduction, every decomposition and both reduction modes.
 TEST(GpuSplitK, TheLeanStreamKTwinIsExactInEveryDecomposition) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "SM90 Stream-K kernels");
   gk::Gemm plan = cases::lean_split_k_plan(device_cc());
   Operands first(cases::kSplitKShape);
   first.fill_sign_split();
@@ -187,7 +181,7 @@ TEST(GpuSplitK, TheLeanStreamKTwinIsExactInEveryDecomposition) {
 }
 
 TEST(GpuSplitK, AutomaticChoiceForLongKAndDecodeShapes) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "SM90 Stream-K kernels");
   gk::Gemm plan = cases::split_k_plan(device_cc(), gk::Activation::Identity);
   const int sms = gk::device_info(gk::current_device()).sm_count;
   for (const cases::Shape& s : cases::split_k_auto_shapes()) {
@@ -209,7 +203,7 @@ TEST(GpuSplitK, AutomaticChoiceForLongKAndDecodeShapes) {
 // Parallel split-K: the partial sums of every K slice, then one reduction kernel with the whole epilogue. The
 // sign-split data would catch an activation or a bias applied to a partial sum; beta != 0 reads C in the reduction.
 TEST(GpuSplitK, ParallelSplitKIsExactWithTheWholeEpilogueAfterTheReduction) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "SM90 Stream-K kernels");
   for (const gk::Layout layout : {gk::Layout::RowMajor, gk::Layout::ColumnMajor}) {
     for (const gk::Activation activation : cases::parallel_split_k_activations()) {
       gk::Gemm plan = cases::parallel_split_k_plan(device_cc(), activation, layout);
@@ -282,7 +276,7 @@ void replay_captured(gk::Gemm& plan, Operands& o, const HostMatrix* bias = nullp
 }
 
 TEST(GpuSplitK, CapturedIntoAGraphAndReplayed) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "SM90 Stream-K kernels");
   gk::Gemm plan = cases::split_k_plan(device_cc(), gk::Activation::ReLU);
   plan.set_split_k_slices(5);
   Operands o(cases::kSplitKShape);
@@ -291,7 +285,7 @@ TEST(GpuSplitK, CapturedIntoAGraphAndReplayed) {
 }
 
 TEST(GpuSplitK, ParallelSplitKCapturedIntoAGraphAndReplayed) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "SM90 Stream-K kernels");
   gk::Gemm plan = cases::parallel_split_k_plan(device_cc(), gk::Activation::ReLU, gk::Layout::RowMajor);
   Operands o(cases::kParallelSplitKShape);
   o.fill_sign_split();
@@ -305,7 +299,7 @@ TEST(GpuSplitK, ParallelSplitKCapturedIntoAGraphAndReplayed) {
 // the parallel kernel itself (compiled or loaded there), not a serial stand-in while it builds in the background.
 // It tests the knob where the parallel kernel is not in the cache yet (a fresh GEMMKIT_CACHE_DIR, no prebuild).
 TEST(GpuSplitK, WaitForBestKnobRunsTheParallelKernelOnTheFirstRun) {
-  REQUIRE_SM90();
+  REQUIRE_CC(90, "SM90 Stream-K kernels");
   gk::Gemm plan = cases::parallel_split_k_plan(device_cc(), gk::Activation::Identity, gk::Layout::RowMajor);
   Operands o(cases::kParallelSplitKShape);
   o.fill_integers();

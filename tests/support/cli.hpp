@@ -1,4 +1,5 @@
-// tests/support/cli.hpp: running the gemmkit command line from a test, and the plan most tests start from.
+// tests/support/cli.hpp: running the gemmkit command line from a test (and, through plan_options.hpp, the plans
+// most tests start from).
 #pragma once
 
 #include <sstream>
@@ -7,6 +8,7 @@
 
 #include "gemmkit/gemm.hpp"
 #include "jit/process.hpp"
+#include "support/plan_options.hpp"  // f16_row, fp8_tn: the plans the CLI tests declare too
 
 namespace gemmkit::testing {
 
@@ -26,16 +28,6 @@ inline CliResult run_cli(const std::string& arguments, const std::string& cache_
   if (!cache_dir.empty()) options.environment.push_back("GEMMKIT_CACHE_DIR=" + cache_dir);
   const ProcessResult result = run_process(argv, options);
   return {result.exit_code, result.output};
-}
-
-// The reference's basic plan: f16 operands, f32 accumulation, every operand row-major.
-inline GemmOptions f16_row(int cc) {
-  GemmOptions o;
-  o.element = DataType::f16;
-  o.layout = Layout::RowMajor;
-  o.element_accumulator = DataType::f32;
-  o.cc = cc;
-  return o;
 }
 
 }  // namespace gemmkit::testing

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gemmkit/gemm.hpp"
+#include "support/plan_options.hpp"
 
 namespace gemmkit::gpu_cases {
 
@@ -31,14 +32,7 @@ inline std::vector<Fp8BlockwiseCase> fp8_blockwise_cases() {
 }
 
 inline Gemm fp8_blockwise_plan(const Fp8BlockwiseCase& c, int cc) {
-  GemmOptions o;
-  o.element_a = o.element_b = DataType::e4m3;
-  o.element_c = o.element_d = c.d;
-  o.layout_a = Layout::RowMajor;
-  o.layout_b = Layout::ColumnMajor;
-  o.layout_c = Layout::RowMajor;
-  o.cc = cc;
-  Gemm plan(o);
+  Gemm plan(testing::fp8_tn(cc, DataType::e4m3, c.d));
   plan.set_block_scaling(BlockScaling::Blockwise);
   plan.set_activation(c.activation);
   if (c.pingpong) {

@@ -254,14 +254,9 @@ inline std::vector<Fp8Case> fp8_cases() {
 }
 
 inline GemmOptions fp8_options(const Fp8Case& c, int cc) {
-  GemmOptions o;
-  o.element_a = c.a;
+  GemmOptions o = testing::fp8_tn(cc, c.a, c.d);
   o.element_b = c.b;
-  o.element_c = o.element_d = c.d;
-  o.layout_a = Layout::RowMajor;
-  o.layout_b = Layout::ColumnMajor;
   o.layout_c = c.layout_c;
-  o.cc = cc;
   return o;
 }
 

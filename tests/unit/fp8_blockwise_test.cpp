@@ -18,14 +18,7 @@ namespace gk = gemmkit;
 namespace {
 
 gk::GemmOptions fp8_tn() {
-  gk::GemmOptions o;
-  o.element_a = o.element_b = gk::DataType::e4m3;
-  o.element_c = o.element_d = gk::DataType::bf16;
-  o.layout_a = gk::Layout::RowMajor;
-  o.layout_b = gk::Layout::ColumnMajor;
-  o.layout_c = gk::Layout::RowMajor;
-  o.cc = 90;
-  return o;
+  return gk::testing::fp8_tn(90);
 }
 
 gk::Gemm blockwise_plan() {

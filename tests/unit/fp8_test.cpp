@@ -15,16 +15,7 @@ namespace gk = gemmkit;
 
 namespace {
 
-gk::GemmOptions fp8_tn(int cc, gk::DataType ab = gk::DataType::e4m3, gk::DataType d = gk::DataType::bf16) {
-  gk::GemmOptions o;
-  o.element_a = o.element_b = ab;
-  o.element_c = o.element_d = d;
-  o.layout_a = gk::Layout::RowMajor;
-  o.layout_b = gk::Layout::ColumnMajor;
-  o.layout_c = gk::Layout::RowMajor;
-  o.cc = cc;
-  return o;
-}
+using gk::testing::fp8_tn;
 
 template <class Fn>
 std::string config_error_of(Fn&& fn) {
