@@ -212,6 +212,21 @@ TEST(Cli, PlansTakeBiasKernelCcAndRasterOrder) {
   EXPECT_NE(r.out.find("--raster-order AlongN: Raster order applies to SM90"), std::string::npos) << r.out;
 }
 
+TEST(Cli, BlockScaledFp8PlansShowTheirKernelAndRunSaysWhereToRunThem) {
+  const std::string fp8 = "--cc 90 --element e4m3 --element-c bf16 --element-d bf16 --layout-b col";
+  auto r = cli("plan " + fp8 + " --block-scaling blockwise --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string name = nlohmann::ordered_json::parse(r.out).at("kernel_name").get<std::string>();
+  EXPECT_TRUE(name.ends_with("_blockwise")) << name;
+  r = cli("plan --cc 90 --block-scaling blockwise");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("--block-scaling blockwise: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Block scaling scales FP8 operands"), std::string::npos) << r.out;
+  r = cli("run " + fp8 + " --block-scaling blockwise");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("gemmkit run has no block scales"), std::string::npos) << r.out;
+}
+
 // --m --n --k: plan and compile take the kernel run() picks for that GEMM (parallel split-K here); tune takes them
 // as its problem (its --n and --k were once refused as a conv's).
 TEST(Cli, PlanAndCompileTakeTheKernelRunPicksForAProblem) {

@@ -92,6 +92,11 @@ std::vector<OptionRow> plan_table() {
       {"activation", "NAME", one_of<Activation>(), enum_check<Activation>()},
       {"activation-parameter", "X", "the leaky_relu slope (needs --activation; default 0.01)", real_check()},
       {"bias", "MODE", "a bias vector added before the activation, " + one_of<BiasMode>(), enum_check<BiasMode>()},
+      {"block-scaling", "MODE",
+       "SM90 FP8 plans: block scales in the mainloop (blockwise: A per row and 128-wide K block, B per 128x128 "
+       "block), " +
+           one_of<BlockScaling>(),
+       enum_check<BlockScaling>()},
       {"raster-order", "ORDER", "SM90 persistent schedulers, " + one_of<RasterOrder>(), enum_check<RasterOrder>()},
       // The library's rule (Gemm::set_max_swizzle_size), checked here too so that it fails before any GPU query.
       {"max-swizzle-size", "N", "SM90 persistent schedulers: 1, 2, 4 or 8 (default: chosen per problem)",

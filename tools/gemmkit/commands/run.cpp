@@ -42,6 +42,13 @@ int cmd_run(const Values& args, bool check, const Output& output) {
     const auto owned = plan_to_run(args, grouped);
     return run_conv(dynamic_cast<gk::Conv2d&>(*owned), args, check, output);
   }
+  if (auto scaling = args.enumerator<gk::BlockScaling>("block-scaling");
+      scaling && *scaling != gk::BlockScaling::None) {
+    throw gk::ConfigError(
+        "--block-scaling: gemmkit run has no block scales to give the kernel; run a block-scaled plan from C++ "
+        "(RunOptions::scale_a / scale_b) or Python (run(scale_a=..., scale_b=...)), or inspect and build it here with "
+        "plan, tiles and compile.");
+  }
   const Problem r = run_problem(args);
   const auto owned = plan_to_run(args, grouped);
   gk::Gemm& plan = dynamic_cast<gk::Gemm&>(*owned);
