@@ -17,7 +17,7 @@ KB, NB = 4, 3
 
 # ---- unit --------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("scale_a, scale_b, scaling", [((), (), "tensor"), ((M, 1), (1, N), "row"),
+@pytest.mark.parametrize("scale_a, scale_b, scaling", [((1,), (1,), "tensor"), ((M, 1), (1, N), "row"),
                                                        ((M, KB), (KB, NB), "block")])
 def test_scale_shapes_select_the_scaling_and_the_fake_gives_ds_shape(scale_a, scale_b, scaling):
     a, b = meta(M, K, dtype=E4M3), meta(N, K, dtype=E4M3).t()
