@@ -45,7 +45,8 @@ class CUDAEventProfiler:
         launch.pop("print_module", None)
         for _ in range(self.warmup_iterations):
             self.op.run(*self.args, **launch)
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        event: Any = torch.cuda.Event  # typed in some torch releases, not in others (2.15)
+        start, stop = event(enable_timing=True), event(enable_timing=True)
         start.record(stream)
         for _ in range(self.iterations):
             self.op.run(*self.args, **launch)
