@@ -7,6 +7,8 @@
     y = gemmkit.torch.gemm_bias_act(x, w.mT, b, x, "gelu")             # gelu(x @ w.T + b) + x, one kernel
     Ds = gemmkit.torch.grouped_gemm([A0, A1], [B0, B1])                # also torch.ops.gemmkit.grouped_gemm
     y = gemmkit.torch.scaled_mm(a8, w8.t(), scale_a, scale_b, torch.bfloat16)  # as torch._scaled_mm; SM90 FP8
+    a8, sa = gemmkit.torch.quantize_blockwise(x)            # DeepSeek-V3's 1 x 128 blocks, sa (M, K/128) M-major
+    w8, sw = gemmkit.torch.quantize_blockwise(w, rows=128)  # 128 x 128 blocks of a weight (N, K), sw (N/128, K/128)
 
 One gemmkit plan serves each (dtypes, layouts, activation, device); the first call of a plan compiles its kernel
 (or finds it in gemmkit's disk cache). Run one call eagerly before capturing a CUDA graph, as for any lazily
@@ -31,8 +33,8 @@ from . import _gemmkit
 from ._gemmkit import LayoutType, TensorError
 from .op import Gemm, GroupedGemm
 
-__all__ = ["gemm", "gemm_bias_act", "grouped_gemm", "grouped_gemm_op", "scaled_mm", "plans", "grouped_plans",
-           "bias_act_plans", "scaled_mm_plans"]
+__all__ = ["gemm", "gemm_bias_act", "grouped_gemm", "grouped_gemm_op", "scaled_mm", "quantize_blockwise", "plans",
+           "grouped_plans", "bias_act_plans", "scaled_mm_plans"]
 
 
 def __dir__() -> list[str]:
@@ -597,3 +599,32 @@ def _scaled_mm_fake(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, sca
                     out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
     _scaling(a, b, scale_a, scale_b, out_dtype)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
+
+
+def quantize_blockwise(x: torch.Tensor, rows: int = 1,
+                       dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (M, K) in FP8 blocks of `rows` x 128 (1: an activation, DeepSeek-V3's 1 x 128 blocks; 128: a weight (N, K)
+    in 128 x 128 blocks), each block scaled so that its largest magnitude is the FP8 type's largest. Returns the FP8
+    tensor (contiguous) and its float32 dequantization scales, x ~ q * scale per block, laid out as gemmkit's
+    block-scaled plans take them: (M, ceil(K/128)) M-major for rows=1 (run's scale_a, and scaled_mm's), and
+    (ceil(N/128), ceil(K/128)) row-major for rows=128 (run's scale_b; scaled_mm takes its transpose). An all-zero
+    block gets the scale 1. Runs on x's device with torch operations; any floating dtype in."""
+    if x.dim() != 2 or not x.dtype.is_floating_point:
+        raise TensorError(f"quantize_blockwise takes a floating-point matrix (M, K); got {x.dtype} {tuple(x.shape)}.")
+    if rows not in (1, 128):
+        raise _gemmkit.ConfigError(f"rows is {rows}; quantize_blockwise makes 1 x 128 (activation) or 128 x 128 "
+                                   "(weight) blocks.")
+    if dtype not in _FP8:
+        raise TensorError(f"dtype is {dtype}; quantize_blockwise writes float8_e4m3fn or float8_e5m2.")
+    m, k = x.shape
+    row_blocks, k_blocks = (m + rows - 1) // rows, (k + 127) // 128
+    padded = x.new_zeros((row_blocks * rows, k_blocks * 128), dtype=torch.float32)
+    padded[:m, :k] = x
+    blocks = padded.view(row_blocks, rows, k_blocks, 128)
+    largest = blocks.abs().amax(dim=(1, 3))  # (row_blocks, k_blocks)
+    scale = torch.where(largest > 0, largest / torch.finfo(dtype).max, torch.ones_like(largest))
+    q = (blocks / scale[:, None, :, None]).view(row_blocks * rows, k_blocks * 128)[:m, :k]
+    q = q.clamp(-torch.finfo(dtype).max, torch.finfo(dtype).max).to(dtype).contiguous()
+    if rows == 1:
+        return q, scale.t().contiguous().t()  # (M, KB), M-major
+    return q, scale.contiguous()

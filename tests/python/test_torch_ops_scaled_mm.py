@@ -1,7 +1,8 @@
 """tests/python/test_torch_ops_scaled_mm.py: gemmkit.torch.scaled_mm, FP8 with torch._scaled_mm's scales. Unit (no
 GPU, no nvcc): its fake implementation on meta tensors and which scaling each pair of scale shapes selects, with the
 refusals. GPU (SM90): per-tensor, row-wise and 1 x 128 / 128 x 128 block scales against a float64 reference of the
-dequantized operands, exact on halves and power-of-two scales."""
+dequantized operands, exact on halves and power-of-two scales. quantize_blockwise (no GPU): the scales' layouts and the
+round trip."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -47,6 +48,29 @@ def test_refusals_name_the_fix(call, message):
         call()
 
 
+@pytest.mark.parametrize("rows, shape", [(1, (M, K)), (128, (N, K))])
+def test_quantize_blockwise_gives_the_layouts_run_takes_and_dequantizes_within_fp8(rows, shape):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(rows)) * 3
+    x[:, :128] *= 100  # blocks of another magnitude: each block keeps its own scale
+    q, scale = gt.quantize_blockwise(x, rows=rows)
+    blocks = ((shape[0] + rows - 1) // rows, KB)
+    assert q.dtype == E4M3 and q.shape == x.shape and q.is_contiguous()
+    assert scale.dtype == torch.float32 and tuple(scale.shape) == blocks
+    assert scale.stride() == ((1, blocks[0]) if rows == 1 else (KB, 1))  # M-major for A, row-major for a weight
+    per = scale.repeat_interleave(rows, dim=0)[:shape[0]].repeat_interleave(128, dim=1)[:, :K]
+    restored = q.float() * per
+    # e4m3 keeps 3 mantissa bits: each element within 1/16 of itself, or of the block's scale near zero.
+    assert ((restored - x).abs() <= x.abs() / 16 + per / 64).all()
+    assert (q.float().abs().amax() == torch.finfo(E4M3).max)  # each block's largest magnitude maps to e4m3's
+
+
+def test_quantize_blockwise_refusals():
+    with pytest.raises(gemmkit.ConfigError, match="rows is 64"):
+        gt.quantize_blockwise(torch.ones(4, 4), rows=64)
+    with pytest.raises(gemmkit.TensorError, match="floating-point matrix"):
+        gt.quantize_blockwise(torch.ones(4, dtype=torch.float32))
+
+
 # ---- gpu ---------------------------------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -88,3 +112,17 @@ def test_exact_against_the_dequantized_operands(sm90, scaling):
     expected = ((a64 * per_a) @ (w64 * per_w).t()).to(torch.bfloat16)
     torch.testing.assert_close(D.cpu(), expected, rtol=0, atol=0)
     assert (torch.bfloat16 in {key[2] for key in gt.scaled_mm_plans()})
+
+
+@pytest.mark.gpu
+def test_quantized_with_quantize_blockwise_matches_the_dequantized_matmul(sm90):
+    g = torch.Generator().manual_seed(21)
+    x, w = torch.randn(M, K, generator=g), torch.randn(N, K, generator=g)
+    xq, xs = gt.quantize_blockwise(x.cuda())
+    wq, ws = gt.quantize_blockwise(w.cuda(), rows=128)
+    D = gt.scaled_mm(xq, wq.t(), xs, ws.t(), torch.float32)
+    per_x = xs.double().repeat_interleave(128, dim=1)[:, :K]
+    per_w = ws.double().repeat_interleave(128, dim=0)[:N].repeat_interleave(128, dim=1)[:, :K]
+    expected = (xq.double() * per_x) @ (wq.double() * per_w).t()
+    # Only the FP8 tensor cores' accumulation inside each 128-deep block differs from the float64 sum.
+    torch.testing.assert_close(D.double(), expected, rtol=1e-2, atol=1e-2 * expected.abs().max().item())
