@@ -24,14 +24,17 @@ enum class KernelFamily {
   Sm80Conv2d,      // CUTLASS 2.x implicit-GEMM Conv2d (fprop, dgrad, wgrad; NHWC activations, KRSC filters)
   Sm90Conv2d,      // CUTLASS 3.x implicit-GEMM Conv2d (ConvUniversal from the SM90 collective builders, TMA im2col)
 };
-// The tensor-core math of a CUTLASS 2.x kernel. For f32 operands: MultiplyAdd rounds them to tf32, FastF32 is 3xTF32
-// (f32 accuracy from three tf32 MMAs), FastBF16 / FastF16 round them to bf16 / f16. Saturate clamps integer sums.
+// The tensor-core math of a kernel. For f32 operands (CUTLASS 2.x): MultiplyAdd rounds them to tf32, FastF32 is
+// 3xTF32 (f32 accuracy from three tf32 MMAs), FastBF16 / FastF16 round them to bf16 / f16. Saturate clamps integer
+// sums. FastAccum (SM90 FP8): the tensor cores' own accumulation throughout, never promoted into f32 every 128 deep
+// (torch._scaled_mm's use_fast_accum: faster, less accurate over a long K).
 enum class MathOperation {
   MultiplyAdd,
   MultiplyAddFastF32,
   MultiplyAddSaturate,
   MultiplyAddFastBF16,
-  MultiplyAddFastF16
+  MultiplyAddFastF16,
+  MultiplyAddFastAccum
 };
 enum class KernelSchedule {
   Auto,
@@ -155,6 +158,8 @@ struct EnumTable<MathOperation> {
       {MathOperation::MultiplyAddSaturate, "multiply_add_saturate", "cutlass::arch::OpMultiplyAddSaturate", ""},
       {MathOperation::MultiplyAddFastBF16, "multiply_add_fast_bf16", "cutlass::arch::OpMultiplyAddFastBF16", ""},
       {MathOperation::MultiplyAddFastF16, "multiply_add_fast_f16", "cutlass::arch::OpMultiplyAddFastF16", ""},
+      {MathOperation::MultiplyAddFastAccum, "multiply_add_fast_accum", "cutlass::arch::OpMultiplyAddFastAccum",
+       "_fp8_fastaccum", "fast_accum"},
   };
 };
 

@@ -154,6 +154,10 @@ class Plan {
   void change_checked(Field& field, Field value);
 
   std::unique_ptr<selection::PlanCore> core_;
+
+ private:
+  // set_math_operation's choice of kernel generation for `math`, before the plan is validated.
+  void choose_math_operation(std::optional<MathOperation> math);
 };
 
 }  // namespace gemmkit

@@ -60,12 +60,14 @@ def quantize(x):
 SCALINGS = {"per_tensor": ("none", "none"), "rowwise": ("row_and_column", "none"), "blockwise": ("none", "blockwise")}
 
 
-def plan_for(variant, tile=None, max_swizzle=None, cc=None):
+def plan_for(variant, tile=None, max_swizzle=None, cc=None, fast_accum=False):
     plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16",
                         layout_A="row", layout_B="col", layout_C="row", element_accumulator="f32", cc=cc)
     scale, block_scaling = SCALINGS[variant]
     plan.scale = scale
     plan.block_scaling = block_scaling
+    if fast_accum and block_scaling == "none":  # block scales are applied at each promotion: none to skip
+        plan.math_operation = "multiply_add_fast_accum"
     if max_swizzle is not None:
         plan.max_swizzle_size = max_swizzle
     if tile is not None:
@@ -130,8 +132,9 @@ def measure(plans, group, m, n, k, rounds, fast_accum):
     bsa, bsb = block_scales(m, n, k, sa, sb) if "blockwise" in plans else (None, None)
 
     def blockwise_scaled_mm():
-        # _scaled_mm reads B's 128 x 128 scales as those of b.t(): (NB, KB) row-major, handed over transposed.
-        return scaled_mm(bsa, bsb.t())
+        # _scaled_mm reads B's 128 x 128 scales as those of b.t(): (NB, KB) row-major, handed over transposed; block
+        # scales are promoted, never fast-accumulated, on either side.
+        return torch._scaled_mm(a, b, bsa, bsb.t(), out_dtype=torch.bfloat16)
 
     variants = {
         "per_tensor": (lambda: plans["per_tensor"].run(a, b, None, d, alpha, 0.0, sync=False),
@@ -212,7 +215,8 @@ def main():
     parser.add_argument("--out", default="fp8-bench.json")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="M = 1024 only for the Llama shapes")
-    parser.add_argument("--fast-accum", action="store_true", help="torch._scaled_mm with use_fast_accum=True")
+    parser.add_argument("--fast-accum", action="store_true", help="both sides accumulate in the tensor cores: "
+                        "torch._scaled_mm's use_fast_accum=True, gemmkit's multiply_add_fast_accum (not blockwise)")
     parser.add_argument("--tile", help="pin the configuration whose kernel name contains this (default: the plan's "
                         "choice per shape)")
     parser.add_argument("--variants", default="per_tensor,rowwise,blockwise", help="the scalings to time")
@@ -229,7 +233,8 @@ def main():
     if args.prebuild_only:
         if args.cc is None:
             raise SystemExit("--prebuild-only needs --cc (e.g. 90)")
-        plans = {name: plan_for(name, args.tile, cc=args.cc) for name in args.variants.split(",")}
+        plans = {name: plan_for(name, args.tile, cc=args.cc, fast_accum=args.fast_accum)
+                 for name in args.variants.split(",")}
         for kernel in prebuild(plans, shapes(args.quick)):  # key and name: tools/dev/carry-cache --keys takes these
             print(f"  {kernel.cache_key} {kernel.kernel_name}")
         return
@@ -239,8 +244,9 @@ def main():
         raise SystemExit("python/bench/fp8.py needs an SM90 GPU (H100 / H200)")
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
                "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "scaled_mm_use_fast_accum": args.fast_accum, "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)"}
-    plans = {name: plan_for(name, args.tile, args.max_swizzle) for name in args.variants.split(",")}
+               "scaled_mm_use_fast_accum": args.fast_accum, "gemmkit_fast_accum": args.fast_accum, "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)"}
+    plans = {name: plan_for(name, args.tile, args.max_swizzle, fast_accum=args.fast_accum)
+             for name in args.variants.split(",")}
     results["tile"] = args.tile
     results["max_swizzle_size"] = plans[next(iter(plans))].max_swizzle_size
     cases = shapes(args.quick)

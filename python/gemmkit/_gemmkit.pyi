@@ -103,6 +103,8 @@ class MathOperation(enum.Enum):
 
     multiply_add_fast_f16 = 4
 
+    multiply_add_fast_accum = 5
+
 class KernelScheduleType(enum.Enum):
     """SM90 mainloop schedules."""
 

@@ -197,7 +197,7 @@ def grouped_plans() -> dict[tuple[Any, ...], GroupedGemm]:
 
 
 def scaled_mm_plans() -> dict[tuple[Any, ...], Gemm]:
-    """scaled_mm's plans built so far, by (A's dtype, B's dtype, out_dtype, scaling, device)."""
+    """scaled_mm's plans built so far, by (A's dtype, B's dtype, out_dtype, block scales, use_fast_accum, device)."""
     with _plans_lock:
         return dict(_scaled_mm_plans)
 
@@ -526,7 +526,7 @@ _FP8_OUTPUTS = (torch.bfloat16, torch.float16, torch.float32)
 
 
 def _scaling(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
-             out_dtype: torch.dtype) -> str:
+             out_dtype: torch.dtype, use_fast_accum: bool = False) -> str:
     """Which of _scaled_mm's scalings the scales' shapes ask for, after every check that needs no data."""
     if a.dtype not in _FP8 or b.dtype not in _FP8:
         raise TensorError(f"scaled_mm takes FP8 a and b (float8_e4m3fn or float8_e5m2); got {a.dtype} and {b.dtype}.")
@@ -544,13 +544,17 @@ def _scaling(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: t
     if tuple(scale_a.shape) == (m, 1) and tuple(scale_b.shape) == (1, n):
         return "row"
     if tuple(scale_a.shape) == (m, k_blocks) and tuple(scale_b.shape) == (k_blocks, n_blocks):
+        if use_fast_accum:
+            raise TensorError("use_fast_accum with 1 x 128 / 128 x 128 block scales: the block scales are applied "
+                              "where the sums are promoted, which fast accumulation skips; pass use_fast_accum=False.")
         return "block"
     raise TensorError(f"scale_a is {tuple(scale_a.shape)} and scale_b {tuple(scale_b.shape)}; scaled_mm takes one "
                       f"value each (per tensor), ({m}, 1) and (1, {n}) (row-wise), or ({m}, {k_blocks}) and "
                       f"({k_blocks}, {n_blocks}) (1 x 128 and 128 x 128 blocks), as torch._scaled_mm does.")
 
 
-def _scaled_mm_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, scaling: str) -> Gemm:
+def _scaled_mm_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, scaling: str,
+                    use_fast_accum: bool) -> Gemm:
     device = a.device.index
 
     def make() -> Gemm:
@@ -561,16 +565,20 @@ def _scaled_mm_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, sc
             plan.block_scaling = "blockwise"
         else:  # per tensor runs as row-wise with the two scalars broadcast: no host read of a device scale
             plan.scale = "row_and_column"
+        if use_fast_accum:
+            plan.math_operation = "multiply_add_fast_accum"
         return plan
 
-    return cast(Gemm, _cached(_scaled_mm_plans, (a.dtype, b.dtype, out_dtype, scaling == "block", device), make))
+    key = (a.dtype, b.dtype, out_dtype, scaling == "block", use_fast_accum, device)
+    return cast(Gemm, _cached(_scaled_mm_plans, key, make))
 
 
 def _scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
-               out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+               out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False) -> torch.Tensor:
     """a @ b of FP8 a (M, K, row-major) and b (K, N, column-major: a weight (N, K) transposed) with torch._scaled_mm's
-    scales, by a gemmkit kernel on SM90, written as out_dtype."""
-    scaling = _scaling(a, b, scale_a, scale_b, out_dtype)
+    scales, by a gemmkit kernel on SM90, written as out_dtype. use_fast_accum as torch's: the tensor cores accumulate
+    throughout instead of promoting into f32 every 128 deep (not with block scales)."""
+    scaling = _scaling(a, b, scale_a, scale_b, out_dtype, use_fast_accum)
     (m, k), n = a.shape, b.shape[1]
     D = torch.empty(m, n, dtype=out_dtype, device=a.device)
     if D.numel() == 0:
@@ -579,7 +587,7 @@ def _scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b:
         return D.zero_()
     a = a if a.stride(1) == 1 else a.contiguous()
     b = b if b.stride(0) == 1 else b.t().contiguous().t()  # column-major, as FP8 tensor cores read it
-    plan = _scaled_mm_plan(a, b, out_dtype, scaling)
+    plan = _scaled_mm_plan(a, b, out_dtype, scaling, use_fast_accum)
     with torch.cuda.device(a.device):
         if scaling == "block":
             # torch's B scales are those of b.t() (N/128 x K/128, row-major), handed over transposed.
@@ -596,8 +604,8 @@ scaled_mm = torch.library.custom_op("gemmkit::scaled_mm", _scaled_mm, mutates_ar
 
 @scaled_mm.register_fake
 def _scaled_mm_fake(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
-                    out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
-    _scaling(a, b, scale_a, scale_b, out_dtype)
+                    out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False) -> torch.Tensor:
+    _scaling(a, b, scale_a, scale_b, out_dtype, use_fast_accum)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
 
 

@@ -277,6 +277,20 @@ std::vector<MathOperation> Plan::math_operations() const {
 }
 
 void Plan::set_math_operation(std::optional<MathOperation> math) {
+  // The rest of the plan may refuse what the operands offer (FP8 fast accumulation beside block scales): the plan
+  // keeps its former configuration then.
+  const selection::PlanConfig before = core_->config;
+  try {
+    choose_math_operation(math);
+    (void)spec();
+  } catch (const ConfigError&) {
+    core_->config = before;
+    core_->invalidate();
+    throw;
+  }
+}
+
+void Plan::choose_math_operation(std::optional<MathOperation> math) {
   const auto t = core_->config.types;
   const auto limits = catalog::limits_for_cc(core_->config.cc);
   auto offers = [&](const catalog::Target& where) {

@@ -93,6 +93,38 @@ bool blockwise(const KernelSpec& spec) {
   return spec.block_scaling == BlockScaling::Blockwise;
 }
 
+bool fast_accumulation(const KernelSpec& spec) {
+  return spec.tile.math_operation == MathOperation::MultiplyAddFastAccum;
+}
+
+// FP8 fast accumulation (CUTLASS's FP8FastAccum kernel schedules): TMA mainloops on FP8 operands, on CUTLASS's
+// epilogues or the lean one; not with block scales (their promotion is the point) or a visitor tree.
+void check_fast_accumulation(const KernelSpec& spec) {
+  if (!fast_accumulation(spec)) return;
+  if (!is_fp8(spec.element_a)) {
+    fail("Math operation multiply_add_fast_accum is FP8's (e4m3 / e5m2 A and B); A is " +
+         std::string(to_string(spec.element_a)) + ". Leave math_operation unset.");
+  }
+  if (spec.block_scaling != BlockScaling::None || spec.visitor) {
+    fail(
+        "multiply_add_fast_accum takes no block scales and no epilogue visitor tree (block scales are applied at "
+        "each promotion, which fast accumulation skips); leave math_operation unset.");
+  }
+  const KernelSchedule k = spec.tile.kernel_schedule;
+  if (k != KernelSchedule::Auto && !is_tma_schedule(k)) {
+    fail("multiply_add_fast_accum runs on TMA kernel schedules; got " + std::string(to_string(k)) + ".");
+  }
+}
+
+// The CUTLASS kernel schedule of a TMA FP8 mainloop that accumulates in the tensor cores throughout.
+std::string fast_accumulation_schedule(const KernelSpec& spec, bool cooperative) {
+  if (spec.tile.kernel_schedule == KernelSchedule::TmaWarpSpecialized) {
+    return "cutlass::gemm::KernelTmaWarpSpecializedFP8FastAccum";
+  }
+  return cooperative ? "cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum"
+                     : "cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum";
+}
+
 // Where CUTLASS's block-scaled FP8 mainloop applies (dispatch policy MainloopSm90TmaGmmaWarpSpecializedBlockwiseFP8):
 // FP8 A and B on a cooperative or ping-pong TMA kernel whose CTA tile is 128 deep (one scale per K block) and a
 // multiple of 128 wide (one of B's scales per tile column block), under CUTLASS's TMA epilogue. Stream-K, parallel
@@ -294,6 +326,7 @@ std::string name_of(const KernelSpec& spec) {
          shape_text(td.cluster_shape) + "_" + std::to_string(td.stages) + "_" + layout_letter(spec.layout_a) +
          layout_letter(spec.layout_b) + layout_letter(spec.layout_c) + "_align" + std::to_string(spec.alignment_a) +
          std::string(row_of(td.kernel_schedule).in_kernel_name) +
+         std::string(row_of(td.math_operation).in_kernel_name) +
          std::string(row_of(td.epilogue_schedule).in_kernel_name) +
          std::string(row_of(tile_scheduler_of(spec)).in_kernel_name) +
          (lean_epilogue(spec) ? std::string() : epilogue_suffix(spec)) +
@@ -305,14 +338,31 @@ Placeholders mainloop_placeholders(const KernelSpec& spec) {
   Placeholders out = common_placeholders(spec);
   const Placeholders tile = cta_and_cluster_placeholders(spec.tile);
   out.insert(out.end(), tile.begin(), tile.end());
-  out.insert(out.end(), {
-                            {"element_d", std::string(row_of(spec.element_d).cutlass)},
-                            {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
-                            {"kernel_schedule", std::string(row_of(spec.tile.kernel_schedule).cutlass)},
-                            {"tile_scheduler", std::string(row_of(tile_scheduler_of(spec)).cutlass)},
-                            {"stages", std::to_string(spec.tile.stages)},
-                        });
+  out.insert(out.end(),
+             {
+                 {"element_d", std::string(row_of(spec.element_d).cutlass)},
+                 {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
+                 {"kernel_schedule", fast_accumulation(spec) ? fast_accumulation_schedule(spec, is_cooperative(spec))
+                                                             : std::string(row_of(spec.tile.kernel_schedule).cutlass)},
+                 {"tile_scheduler", std::string(row_of(tile_scheduler_of(spec)).cutlass)},
+                 {"stages", std::to_string(spec.tile.stages)},
+             });
   return out;
+}
+
+// The epilogue schedule as the templates take it. The templates resolve Auto by whether CUTLASS's own kernel schedule
+// is cooperative, which they cannot tell of an FP8FastAccum one: its TMA epilogue is named here, where the template
+// would take one (a fused epilogue, or 16-byte rows of every operand: gemmkit::sm90::ResolvedEpilogueSchedule).
+std::string epilogue_schedule_of(const KernelSpec& spec) {
+  const EpilogueSchedule e = spec.tile.epilogue_schedule;
+  if (!fast_accumulation(spec) || e != EpilogueSchedule::Auto) return std::string(row_of(e).cutlass);
+  const bool tma_everywhere =
+      moves_16_byte_rows(spec.alignment_a, spec.element_a) && moves_16_byte_rows(spec.alignment_b, spec.element_b) &&
+      moves_16_byte_rows(spec.alignment_c, element_c_or_d(spec)) &&
+      bits_of(spec.element_d) * output_alignment(spec.element_c, spec.element_d, spec.alignment_c) % 128 == 0;
+  if (!has_fused_epilogue(spec) && !tma_everywhere) return std::string(row_of(e).cutlass);
+  return is_cooperative(spec) ? "cutlass::epilogue::TmaWarpSpecializedCooperative"
+                              : "cutlass::epilogue::TmaWarpSpecialized";
 }
 
 // sm90_gemm.cu.in's and sm90_gemm_visitor.cu.in's: the kernel on one of CUTLASS's epilogues, which compiles the
@@ -325,7 +375,7 @@ Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
                  {"bias", std::string(row_of(spec.bias).cutlass)},
                  {"scale", std::string(row_of(spec.scale).cutlass)},
                  {"activation", activation_functor(spec.activation, spec.element_d)},
-                 {"epilogue_schedule", std::string(row_of(spec.tile.epilogue_schedule).cutlass)},
+                 {"epilogue_schedule", epilogue_schedule_of(spec)},
              });
   if (spec.visitor) {
     // The tree replaces the bias, scale and activation placeholders.
@@ -400,8 +450,23 @@ class Sm90Collective final : public Family {
     return vector_widths(element);
   }
 
-  std::vector<TileDescription> tile_descriptions(OpClass, const OperandTypes& types, const DeviceLimits&,
+  // FP8 lists every configuration twice: with CUTLASS's promotion into f32 every 128 deep (the default), then with
+  // fast accumulation (MultiplyAddFastAccum, which run() takes only for a plan that sets it).
+  std::vector<TileDescription> tile_descriptions(OpClass opclass, const OperandTypes& types, const DeviceLimits& limits,
                                                  int alignment_a, int alignment_b) const override {
+    std::vector<TileDescription> out = promoted_tiles(opclass, types, limits, alignment_a, alignment_b);
+    if (!is_fp8(types.a)) return out;
+    const std::size_t promoted = out.size();
+    for (std::size_t i = 0; i < promoted; ++i) {
+      TileDescription fast = out[i];
+      fast.math_operation = MathOperation::MultiplyAddFastAccum;
+      out.push_back(fast);
+    }
+    return out;
+  }
+
+  std::vector<TileDescription> promoted_tiles(OpClass, const OperandTypes& types, const DeviceLimits&, int alignment_a,
+                                              int alignment_b) const {
     const bool tma = moves_16_byte_rows(alignment_a, types.a) && moves_16_byte_rows(alignment_b, types.b);
     const bool fp8 = is_fp8(types.a);
     std::vector<TileDescription> out;
@@ -496,7 +561,9 @@ class Sm90Collective final : public Family {
   void validate(const KernelSpec& spec, const DeviceLimits& limits) const override {
     const TileDescription& td = spec.tile;
     check_types(spec);
-    check_block_scaling(spec);  // before the schedule rules: its own message names what block scaling takes
+    // Before the schedule rules: their own messages name what fast accumulation and block scaling take.
+    check_fast_accumulation(spec);
+    check_block_scaling(spec);
     check_parallel_split_k(spec);
     check_cluster(td);
     check_threadblock_shape(spec);

@@ -232,6 +232,18 @@ TEST(CompileTier, Fp8Sm90BlockScaledKernelBuildsAndChecksItsScales) {
   EXPECT_EQ(module->can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
 }
 
+// FP8 with fast accumulation (CUTLASS's FP8FastAccum schedule, its TMA epilogue named by gemmkit) builds and names
+// itself.
+TEST(CompileTier, Fp8Sm90FastAccumulationKernelBuilds) {
+  gk::testenv::TempDir cache_dir;
+  gk::Gemm plan(gk::testing::fp8_tn(90));
+  plan.set_math_operation(gk::MathOperation::MultiplyAddFastAccum);
+  EXPECT_TRUE(plan.kernel_name().ends_with("_fp8_fastaccum")) << plan.kernel_name();
+  gk::DiskCache cache(cache_dir.str());
+  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(plan.spec()));
+  EXPECT_EQ(gk::KernelModule::load(entry.module_path, entry.cubin_path)->kernel_name(), plan.kernel_name());
+}
+
 // The SM90 split-K kernel of the gpu tier (Stream-K scheduler, fused ReLU) builds; its host code (no GPU) reads the
 // decomposition and split count from the ABI: split-K 4 needs a workspace for the partial tiles, a data-parallel
 // launch of the same kernel none of that size, and CUTLASS refuses a split count with a Stream-K decomposition.

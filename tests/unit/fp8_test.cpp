@@ -2,6 +2,7 @@
 // and the typed errors for what FP8 cannot do (SM80, SIMT, layouts other than TN, narrow alignments, grouped).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "gemmkit/codegen.hpp"
@@ -250,4 +251,45 @@ TEST(Fp8Scales, RunChecksTheVectorsBeforeAnythingRuns) {
   extra.row_scale = &rows;
   extra.column_scale = &columns;
   EXPECT_TRUE(contains(tensor_error_of(extra), "does not take it")) << tensor_error_of(extra);
+}
+
+// Fast accumulation (torch._scaled_mm's use_fast_accum): every FP8 configuration listed a second time with it, taken
+// only by a plan that sets it, on CUTLASS's FP8FastAccum schedules with the epilogue schedule they match named.
+TEST(Fp8FastAccum, APlanThatSetsItRunsTheFastAccumulationSchedules) {
+  gk::Gemm plan(fp8_tn(90));
+  const std::string promoted = plan.kernel_name();
+  const auto ops = plan.math_operations();
+  EXPECT_NE(std::find(ops.begin(), ops.end(), gk::MathOperation::MultiplyAddFastAccum), ops.end());
+  EXPECT_EQ(gk::parse_enum<gk::MathOperation>("fast_accum"), gk::MathOperation::MultiplyAddFastAccum);
+  plan.set_math_operation(gk::MathOperation::MultiplyAddFastAccum);
+  EXPECT_EQ(plan.kernel_name(), promoted.substr(0, promoted.size()) + "_fp8_fastaccum");  // the same tile
+  EXPECT_TRUE(contains(plan.spec().canonical(), ";math=multiply_add_fast_accum"));
+  const std::string text = gk::render(plan.spec()).text;
+  EXPECT_TRUE(contains(text, "using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum;"))
+      << text;
+  EXPECT_TRUE(contains(text, "ResolvedEpilogueSchedule<cutlass::epilogue::TmaWarpSpecializedCooperative,")) << text;
+  for (const gk::TileDescription& td : plan.tile_descriptions()) {
+    EXPECT_EQ(td.math_operation, gk::MathOperation::MultiplyAddFastAccum);
+    plan.set_tile_description(td);
+    EXPECT_TRUE(contains(gk::render(plan.spec()).text, "FP8FastAccum")) << plan.kernel_name();
+  }
+  // run()'s other kernels keep it: parallel split-K for a long K, the lean quick twin.
+  gk::Gemm fast(fp8_tn(90));
+  fast.set_math_operation(gk::MathOperation::MultiplyAddFastAccum);
+  const gk::KernelSpec split = fast.spec_for_problem(128, 4096, 7168);
+  EXPECT_EQ(split.split_k_mode, gk::SplitKMode::Parallel) << split.name();
+  EXPECT_TRUE(contains(gk::render(split).text, "FP8FastAccum")) << split.name();
+  gk::Gemm promoted_plan(fp8_tn(90));
+  EXPECT_EQ(promoted_plan.spec_for_problem(8192, 8192, 8192).tile.math_operation, gk::MathOperation::MultiplyAdd);
+}
+
+TEST(Fp8FastAccum, OtherOperandsAndBlockScalesRefuseIt) {
+  gk::Gemm f16(gk::testing::f16_row(90));
+  const std::string refused = config_error_of([&] { f16.set_math_operation(gk::MathOperation::MultiplyAddFastAccum); });
+  EXPECT_TRUE(contains(refused, "multiply_add_fast_accum")) << refused;
+  gk::Gemm blocked(fp8_tn(90));
+  blocked.set_block_scaling(gk::BlockScaling::Blockwise);
+  const std::string with_blocks =
+      config_error_of([&] { blocked.set_math_operation(gk::MathOperation::MultiplyAddFastAccum); });
+  EXPECT_TRUE(contains(with_blocks, "no block scales")) << with_blocks;
 }
