@@ -150,6 +150,17 @@ def fp8_specs(cc=None):
                            layout_B="col", layout_C="row", cc=cc)
     rowwise.scale = "row_and_column"
     out.append(rowwise.construct())
+    # The block-scaled and fast-accumulating kernels of test_fp8.py and test_torch_ops_scaled_mm.py (192 x 320 x 400).
+    for d, block, fast in [("bf16", True, False), ("f32", True, False), ("bf16", False, False), ("bf16", False, True)]:
+        plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C=d, element_D=d, layout_A="row",
+                            layout_B="col", layout_C="row", element_accumulator="f32", cc=cc)
+        if block:
+            plan.block_scaling = "blockwise"
+        else:
+            plan.scale = "row_and_column"
+        if fast:
+            plan.math_operation = "multiply_add_fast_accum"
+        out.append(plan.spec_for_problem(192, 320, 400))
     return out
 
 
