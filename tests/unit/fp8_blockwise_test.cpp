@@ -11,7 +11,8 @@
 #include "gemmkit/epilogue.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
-#include "support/cli.hpp"
+#include "support/plan_options.hpp"
+#include "unit/test_env.hpp"
 
 namespace gk = gemmkit;
 
@@ -27,15 +28,7 @@ gk::Gemm blockwise_plan() {
   return plan;
 }
 
-template <class Error, class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using gk::testenv::error_of;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

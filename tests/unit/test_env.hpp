@@ -68,12 +68,12 @@ inline std::string read(const std::filesystem::path& path) {
   return text.str();
 }
 
-// What f throws as a gemmkit::Error, or "no error".
-template <class F>
+// What f throws as a gemmkit::Error (or the kind of it asked for: error_of<ConfigError>(f)), or "no error".
+template <class Kind = Error, class F>
 std::string error_of(F&& f) {
   try {
     f();
-  } catch (const Error& e) {
+  } catch (const Kind& e) {
     return e.what();
   }
   return "no error";
