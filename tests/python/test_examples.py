@@ -17,7 +17,7 @@ def example(root, name, *arguments, timeout=60):
                           capture_output=True, text=True, timeout=timeout, cwd=root)
 
 
-@pytest.mark.parametrize("name", ["basic_gemm.py", "epilogue.py", "grouped_gemm.py"])
+@pytest.mark.parametrize("name", ["basic_gemm.py", "epilogue.py", "grouped_gemm.py", "fp8.py"])
 def test_examples_take_cc_and_torch(root, name):
     result = example(root, name, "--help")
     assert result.returncode == 0, result.stderr

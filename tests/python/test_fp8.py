@@ -163,3 +163,12 @@ def test_blockwise_scales_exact_on_torch_tensors(sm90_torch):
     per_w = scale_b.double().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
     expected = 0.5 * (a64 * per_a) @ (w64 * per_w).t()
     assert torch.equal(d.cpu(), expected.to(torch.bfloat16))
+
+
+@pytest.mark.gpu
+def test_the_fp8_walkthrough_matches_float64(sm90_torch, root):
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, str(root / "examples" / "python" / "fp8.py")], capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0 and "all match" in result.stdout, result.stdout[-4000:] + result.stderr[-4000:]
