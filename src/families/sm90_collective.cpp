@@ -116,15 +116,6 @@ void check_fast_accumulation(const KernelSpec& spec) {
   }
 }
 
-// The CUTLASS kernel schedule of a TMA FP8 mainloop that accumulates in the tensor cores throughout.
-std::string fast_accumulation_schedule(const KernelSpec& spec, bool cooperative) {
-  if (spec.tile.kernel_schedule == KernelSchedule::TmaWarpSpecialized) {
-    return "cutlass::gemm::KernelTmaWarpSpecializedFP8FastAccum";
-  }
-  return cooperative ? "cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum"
-                     : "cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum";
-}
-
 // Where CUTLASS's block-scaled FP8 mainloop applies (dispatch policy MainloopSm90TmaGmmaWarpSpecializedBlockwiseFP8):
 // FP8 A and B on a cooperative or ping-pong TMA kernel whose CTA tile is 128 deep (one scale per K block) and a
 // multiple of 128 wide (one of B's scales per tile column block), under CUTLASS's TMA epilogue. Stream-K, parallel
@@ -157,6 +148,12 @@ void check_block_scaling(const KernelSpec& spec) {
         "Block-scaled FP8 kernels store D with CUTLASS's TMA epilogue (TmaWarpSpecialized(Cooperative) or auto); "
         "got epilogue schedule " +
         std::string(to_string(e)) + ".");
+  }
+  if (!moves_16_byte_rows(spec.alignment_c, element_c_or_d(spec))) {
+    fail(
+        "Block-scaled FP8 kernels store D with CUTLASS's TMA epilogue, which needs 16-byte rows of C and D; their "
+        "alignment is " +
+        std::to_string(spec.alignment_c) + ". Pad the leading dimension.");
   }
   const Shape3 cta = spec.tile.cta_tile();
   if (cta[2] != 128 || cta[1] % 128 != 0) {
@@ -333,29 +330,45 @@ std::string name_of(const KernelSpec& spec) {
          std::string(row_of(spec.split_k_mode).in_kernel_name) + std::string(row_of(spec.block_scaling).in_kernel_name);
 }
 
+// An FP8 mainloop of CUTLASS's other than the builder's default (block scales, fast accumulation): its kernel
+// schedule types derive from the cooperative and ping-pong ones, which the templates cannot tell apart.
+bool fp8_mainloop_variant(const KernelSpec& spec) {
+  return blockwise(spec) || fast_accumulation(spec);
+}
+
+// The CUTLASS kernel schedule: the tile's, or the FP8 variant's cooperative / ping-pong (or, for fast accumulation,
+// plain warp-specialized) schedule, as gemmkit resolves Auto.
+std::string kernel_schedule_type(const KernelSpec& spec) {
+  if (!fp8_mainloop_variant(spec)) return std::string(row_of(spec.tile.kernel_schedule).cutlass);
+  const std::string variant = blockwise(spec) ? "FP8Blockwise" : "FP8FastAccum";
+  if (spec.tile.kernel_schedule == KernelSchedule::TmaWarpSpecialized) {
+    return "cutlass::gemm::KernelTmaWarpSpecialized" + variant;
+  }
+  return std::string("cutlass::gemm::KernelTmaWarpSpecialized") + (is_cooperative(spec) ? "Cooperative" : "Pingpong") +
+         variant;
+}
+
 // Every SM90 template's: the operands', the mainloop's and the tile scheduler's.
 Placeholders mainloop_placeholders(const KernelSpec& spec) {
   Placeholders out = common_placeholders(spec);
   const Placeholders tile = cta_and_cluster_placeholders(spec.tile);
   out.insert(out.end(), tile.begin(), tile.end());
-  out.insert(out.end(),
-             {
-                 {"element_d", std::string(row_of(spec.element_d).cutlass)},
-                 {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
-                 {"kernel_schedule", fast_accumulation(spec) ? fast_accumulation_schedule(spec, is_cooperative(spec))
-                                                             : std::string(row_of(spec.tile.kernel_schedule).cutlass)},
-                 {"tile_scheduler", std::string(row_of(tile_scheduler_of(spec)).cutlass)},
-                 {"stages", std::to_string(spec.tile.stages)},
-             });
+  out.insert(out.end(), {
+                            {"element_d", std::string(row_of(spec.element_d).cutlass)},
+                            {"element_bias", std::string(row_of(element_c_or_d(spec)).cutlass)},
+                            {"kernel_schedule", kernel_schedule_type(spec)},
+                            {"tile_scheduler", std::string(row_of(tile_scheduler_of(spec)).cutlass)},
+                            {"stages", std::to_string(spec.tile.stages)},
+                        });
   return out;
 }
 
 // The epilogue schedule as the templates take it. The templates resolve Auto by whether CUTLASS's own kernel schedule
-// is cooperative, which they cannot tell of an FP8FastAccum one: its TMA epilogue is named here, where the template
+// is cooperative, which they cannot tell of an FP8 variant's: its TMA epilogue is named here, where the template
 // would take one (a fused epilogue, or 16-byte rows of every operand: gemmkit::sm90::ResolvedEpilogueSchedule).
 std::string epilogue_schedule_of(const KernelSpec& spec) {
   const EpilogueSchedule e = spec.tile.epilogue_schedule;
-  if (!fast_accumulation(spec) || e != EpilogueSchedule::Auto) return std::string(row_of(e).cutlass);
+  if (!fp8_mainloop_variant(spec) || e != EpilogueSchedule::Auto) return std::string(row_of(e).cutlass);
   const bool tma_everywhere =
       moves_16_byte_rows(spec.alignment_a, spec.element_a) && moves_16_byte_rows(spec.alignment_b, spec.element_b) &&
       moves_16_byte_rows(spec.alignment_c, element_c_or_d(spec)) &&
@@ -389,8 +402,7 @@ Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
 }
 
 // sm90_gemm.cu.in's own: its glue, the mainloop's operand layouts and the module class. A block-scaled mainloop pairs
-// each operand's layout with its scales' and takes its own schedule and module; its epilogue schedule is explicit
-// (the template resolves Auto only for CUTLASS's own kernel schedules).
+// each operand's layout with its scales' and takes its own module.
 Placeholders sm90_gemm_placeholders(const KernelSpec& spec) {
   Placeholders out = cutlass_epilogue_placeholders(spec);
   if (!blockwise(spec)) {
@@ -399,16 +411,6 @@ Placeholders sm90_gemm_placeholders(const KernelSpec& spec) {
                            {"mainloop_layout_b", "LayoutB"},
                            {"module", "gemmkit::sm90::Module"}});
     return out;
-  }
-  const bool cooperative = is_cooperative(spec);
-  for (auto& [key, value] : out) {
-    if (key == "kernel_schedule") {
-      value = cooperative ? "cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8Blockwise"
-                          : "cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8Blockwise";
-    } else if (key == "epilogue_schedule") {
-      value =
-          cooperative ? "cutlass::epilogue::TmaWarpSpecializedCooperative" : "cutlass::epilogue::TmaWarpSpecialized";
-    }
   }
   out.insert(out.end(), {{"glue_header", "gemmkit/sm90_blockwise.hpp"},
                          {"mainloop_layout_a", "cute::tuple<LayoutA, gemmkit::sm90::LayoutSFA>"},

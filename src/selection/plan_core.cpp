@@ -32,10 +32,11 @@ void PlanCore::invalidate() {
   cache->alignments_a = catalog::operand_alignments(where, config.opclass, t.a, t);
   cache->alignments_b = catalog::operand_alignments(where, config.opclass, t.b, t);
   cache->alignments_c = catalog::operand_alignments(where, config.opclass, t.c, t);
-  if (family.kernel_cc() >= 90 && (config.activation != Activation::Identity || config.bias != BiasMode::None ||
-                                   config.scale != ScaleMode::None || config.visitor)) {
-    // SM90 kernels fuse an activation, bias, scale vectors or a visitor tree in a TMA epilogue, which moves C and D in
-    // 16-byte vectors only.
+  if (family.kernel_cc() >= 90 &&
+      (config.activation != Activation::Identity || config.bias != BiasMode::None || config.scale != ScaleMode::None ||
+       config.visitor || config.block_scaling != BlockScaling::None)) {
+    // SM90 kernels fuse an activation, bias, scale vectors or a visitor tree in a TMA epilogue, and block-scaled ones
+    // store D with it too: it moves C and D in 16-byte vectors only.
     std::erase_if(cache->alignments_c, [&](int a) { return a * bits_of(t.c) % 128 != 0; });
   }
   cache->transposed = family.computes_transposed(config.opclass, t);

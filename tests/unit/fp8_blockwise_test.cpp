@@ -117,6 +117,21 @@ TEST(Fp8Blockwise, PlansWithoutABlockScaledMainloopAreRefusedAndKeepTheirSetting
   EXPECT_FALSE(gk::catalog::family_of(spec.family).quick_twin(spec).has_value());
 }
 
+// The block-scaled kernels store D with the TMA epilogue: a D whose rows are not 16-byte multiples fits none of them.
+TEST(Fp8Blockwise, NarrowRowsOfDAreRefusedBeforeAnyKernelIsChosen) {
+  gk::Gemm plan = blockwise_plan();
+  alignas(256) static unsigned char bytes[256 * 256 * 4];
+  const auto A = gk::TensorView::on_gpu(bytes, gk::DataType::e4m3, {64, 256}, gk::Layout::RowMajor, 0);
+  const auto B = gk::TensorView::on_gpu(bytes, gk::DataType::e4m3, {256, 100}, gk::Layout::ColumnMajor, 0);
+  const auto D = gk::TensorView::on_gpu(bytes, gk::DataType::bf16, {64, 100}, gk::Layout::RowMajor, 0);
+  const std::string narrow = error_of<gk::TensorError>([&] { (void)plan.spec_for(A, B, nullptr, D); });
+  EXPECT_TRUE(contains(narrow, "Tensor D")) << narrow;
+  gk::KernelSpec spec = plan.spec();
+  spec.alignment_c = 4;
+  const std::string explicit_spec = error_of<gk::ConfigError>([&] { (void)gk::render(spec); });
+  EXPECT_TRUE(contains(explicit_spec, "needs 16-byte rows of C and D")) << explicit_spec;
+}
+
 TEST(Fp8Blockwise, AnEpilogueStillAppliesButAVisitorTreeIsRefused) {
   gk::Gemm plan = blockwise_plan();
   plan.set_activation(gk::Activation::GELU);
