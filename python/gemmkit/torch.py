@@ -224,10 +224,13 @@ def _release_plans() -> None:
 
 
 def _launch(plan: Gemm, A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor], D: torch.Tensor, alpha: float,
-            beta: float) -> None:
-    """The plan's kernel on A's device and torch's current stream (gemmkit's run reads it), without a sync."""
+            beta: float, row_scale: Optional[torch.Tensor] = None, column_scale: Optional[torch.Tensor] = None,
+            scale_a: Optional[torch.Tensor] = None, scale_b: Optional[torch.Tensor] = None) -> None:
+    """The plan's kernel on A's device and torch's current stream (gemmkit's run reads it), without a sync; with the
+    scale vectors or block scales of a plan that takes them."""
     with torch.cuda.device(A.device):
-        plan.run(A, B, C, D, alpha, beta, sync=False)
+        plan.run(A, B, C, D, alpha, beta, sync=False, row_scale=row_scale, column_scale=column_scale, scale_a=scale_a,
+                 scale_b=scale_b)
 
 
 def _gemm(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 0.0,
@@ -588,14 +591,13 @@ def _scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b:
     a = a if a.stride(1) == 1 else a.contiguous()
     b = b if b.stride(0) == 1 else b.t().contiguous().t()  # column-major, as FP8 tensor cores read it
     plan = _scaled_mm_plan(a, b, out_dtype, scaling, use_fast_accum)
-    with torch.cuda.device(a.device):
-        if scaling == "block":
-            # torch's B scales are those of b.t() (N/128 x K/128, row-major), handed over transposed.
-            plan.run(a, b, None, D, 1.0, 0.0, sync=False, scale_a=scale_a, scale_b=scale_b.t())
-        else:
-            rows = scale_a.reshape(-1).expand(m).contiguous()
-            columns = scale_b.reshape(-1).expand(n).contiguous()
-            plan.run(a, b, None, D, 1.0, 0.0, sync=False, row_scale=rows, column_scale=columns)
+    if scaling == "block":
+        # torch's B scales are those of b.t() (N/128 x K/128, row-major), handed over transposed.
+        _launch(plan, a, b, None, D, 1.0, 0.0, scale_a=scale_a, scale_b=scale_b.t())
+    else:
+        rows = scale_a.reshape(-1).expand(m).contiguous()
+        columns = scale_b.reshape(-1).expand(n).contiguous()
+        _launch(plan, a, b, None, D, 1.0, 0.0, row_scale=rows, column_scale=columns)
     return D
 
 
