@@ -36,10 +36,18 @@ class GroupedGemm : public Plan {
   void run(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
            std::span<const TensorView> D, double alpha = 1.0, double beta = 0.0, const RunOptions& options = {});
 
+  // FP8 block scales applied in the mainloop (SM90, FP8 A and B; the MoE form only): Blockwise takes one f32 scale
+  // per row of A and 128-deep K block, and one per 128 x 128 block of each group's B^T (DeepSeek-V3's format).
+  BlockScaling block_scaling() const;
+  void set_block_scaling(BlockScaling scaling);
+
   // The MoE form (as torch._grouped_mm): A is [total_m, k] with the groups stacked along M, B is [G, k, n] (row-major
   // B) or [G, n, k] (column-major B: transposed weights), C (optional) and D are [total_m, n]; offsets is a device
   // int32 tensor [G] of cumulative row ends. The GPU reads the group sizes: no host synchronisation, capturable in
   // a CUDA graph. Device tensors only; A, C and D row-major.
+  // A block-scaled plan takes RunOptions::scale_a [total_m, KB] row-major (a group's scales are the rows of its own
+  // tokens, as a per-token quantizer writes them) and scale_b [G, NB, KB] row-major, KB = ceil(k / 128) and
+  // NB = ceil(n / 128); f32 device tensors.
   void run_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                       const TensorView& offsets, double alpha = 1.0, double beta = 0.0, const RunOptions& options = {});
 

@@ -1001,10 +1001,19 @@ class GroupedGemm(Plan):
         D[g] = act(alpha * A[g] @ B[g] + beta * C[g]) for every group, in one launch (lists of 2-D tensors; C may be None when beta is 0).
         """
 
-    def run_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True) -> None:
+    def run_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, scale_a: object | None = None, scale_b: object | None = None) -> None:
         """
-        The MoE form: A [total_M, K], B [G, K, N] (a [G, N, K] weight transposed also works), D [total_M, N], offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable).
+        The MoE form: A [total_M, K], B [G, K, N] (a [G, N, K] weight transposed also works), D [total_M, N], offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable). A block-scaled plan takes scale_a [total_M, ceil(K/128)] and scale_b [G, ceil(N/128), ceil(K/128)], float32, row-major.
         """
+
+    @property
+    def block_scaling(self) -> BlockScaling:
+        """
+        FP8 block scales applied in the mainloop (SM90, the MoE form): blockwise scales A per row and 128-wide K block and each group's B per 128 x 128 block (run_contiguous(scale_a=..., scale_b=...)).
+        """
+
+    @block_scaling.setter
+    def block_scaling(self, arg: BlockScaling, /) -> None: ...
 
 class Conv2d(Plan):
     """

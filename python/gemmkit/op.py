@@ -408,14 +408,28 @@ class GroupedGemm(_Configuration, _GroupedPlan):
             print(_render(self.spec_for(A, B, C, D, beta)).text)
         super().run(A, B, C, D, alpha, beta, handle, sync)
 
+    @property
+    def block_scaling(self) -> BlockScaling:
+        """BlockScaling.none or blockwise (SM90 FP8 plans, the MoE form); settable with the enum or its name.
+        blockwise scales each 128-deep K block of A @ B in the mainloop by A's scale of the row and B's scale of the
+        group's 128 x 128 block (the DeepSeek-V3 format); run_contiguous() then takes scale_a= ([total_M,
+        ceil(K/128)] float32, row-major: a group's scales are the rows of its own tokens) and scale_b= ([G,
+        ceil(N/128), ceil(K/128)] float32, row-major)."""
+        return super().block_scaling
+
+    @block_scaling.setter
+    def block_scaling(self, value: EnumLike[BlockScaling]) -> None:
+        _set(self, "block_scaling", _convert.enum_member(BlockScaling, value, "block scaling"))
+
     def run_contiguous(self, A: Tensor, B: Tensor, D: Tensor, offsets: Tensor,  # type: ignore[override]
                        C: Tensor = None, alpha: float = 1.0, beta: float = 0.0, sync: bool = True,
-                       stream: StreamLike = None) -> None:
+                       stream: StreamLike = None, scale_a: Tensor = None, scale_b: Tensor = None) -> None:
         """The MoE form (as torch._grouped_mm): A [total_M, K] with the groups stacked along M, B [G, K, N] (a
         [G, N, K] weight tensor transposed, i.e. column-major, also works), D [total_M, N], offsets a device int32
-        [G] of cumulative row ends. The GPU reads the group sizes: no host sync, capturable in a CUDA graph."""
+        [G] of cumulative row ends. The GPU reads the group sizes: no host sync, capturable in a CUDA graph.
+        scale_a / scale_b: a block-scaled plan's float32 scales (see block_scaling)."""
         handle = None if stream is None else _convert.stream_handle(stream)
-        super().run_contiguous(A, B, D, offsets, C, alpha, beta, handle, sync)
+        super().run_contiguous(A, B, D, offsets, C, alpha, beta, handle, sync, scale_a, scale_b)
 
 
 Pair = Any  # an int, or a pair (h, w) of ints

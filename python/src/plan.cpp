@@ -111,20 +111,31 @@ void bind_grouped_gemm(nb::module_& m) {
       .def(
           "run_contiguous",
           [](GroupedGemm& plan, nb::handle A, nb::handle B, nb::handle D, nb::handle offsets, nb::handle C,
-             double alpha, double beta, std::optional<std::uintptr_t> stream, bool sync) {
+             double alpha, double beta, std::optional<std::uintptr_t> stream, bool sync, nb::handle scale_a,
+             nb::handle scale_b) {
             const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true),
                        o = to_tensor(offsets, "offsets", false);
             const auto c = to_optional_tensor(C, "C", false);
+            const auto scale_a_tensor = to_optional_tensor(scale_a, "scale_a", false);
+            const auto scale_b_tensor = to_optional_tensor(scale_b, "scale_b", false);
             RunOptions options;
+            options.scale_a = scale_a_tensor ? &scale_a_tensor->view : nullptr;
+            options.scale_b = scale_b_tensor ? &scale_b_tensor->view : nullptr;
             options.stream = reinterpret_cast<cudaStream_t>(stream ? *stream : framework_stream(D, d.view.device));
             options.sync = sync;
             nb::gil_scoped_release release;
             plan.run_contiguous(a.view, b.view, c ? &c->view : nullptr, d.view, o.view, alpha, beta, options);
           },
           "A"_a, "B"_a, "D"_a, "offsets"_a, "C"_a = nb::none(), "alpha"_a = 1.0, "beta"_a = 0.0,
-          "stream"_a = nb::none(), "sync"_a = true,
+          "stream"_a = nb::none(), "sync"_a = true, "scale_a"_a = nb::none(), "scale_b"_a = nb::none(),
           "The MoE form: A [total_M, K], B [G, K, N] (a [G, N, K] weight transposed also works), D [total_M, N], "
-          "offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable).");
+          "offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable). A "
+          "block-scaled plan takes scale_a [total_M, ceil(K/128)] and scale_b [G, ceil(N/128), ceil(K/128)], "
+          "float32, row-major.")
+      .def_prop_rw("block_scaling", &GroupedGemm::block_scaling, &GroupedGemm::set_block_scaling,
+                   "FP8 block scales applied in the mainloop (SM90, the MoE form): blockwise scales A per row and "
+                   "128-wide K block and each group's B per 128 x 128 block (run_contiguous(scale_a=..., "
+                   "scale_b=...)).");
 }
 
 using Pair = std::array<int, 2>;

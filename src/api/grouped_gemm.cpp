@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "api/plan_internal.hpp"
 #include "api/tensor_check.hpp"
@@ -51,6 +53,29 @@ std::size_t fitting_index(const detail::MatrixOperand& x, DataType type, const s
                     "plan's grouped kernels take. Pad the leading dimension" + hint + ".");
 }
 
+// The contiguous form's block scales, or none when the plan has no block scaling: given exactly when it has.
+std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOperand>> check_contiguous_scales(
+    BlockScaling scaling, const RunOptions& options, std::int64_t total_m, std::int64_t n, std::int64_t k,
+    std::int64_t groups) {
+  const bool wanted = scaling != BlockScaling::None;
+  for (const auto& [tensor, name] : {std::pair{options.scale_a, "scale_a"}, {options.scale_b, "scale_b"}}) {
+    if (tensor != nullptr && !wanted) {
+      throw TensorError(std::string("Tensor ") + name +
+                        ": the plan has no block scaling; call set_block_scaling(BlockScaling::Blockwise) first.");
+    }
+    if (tensor == nullptr && wanted) {
+      throw TensorError(std::string("Tensor ") + name +
+                        ": the plan's FP8 mainloop is block-scaled (Blockwise); pass RunOptions::" + name + ".");
+    }
+  }
+  if (!wanted) return {};
+  const std::int64_t k_blocks = (k + 127) / 128, n_blocks = (n + 127) / 128;
+  return {detail::check_block_scales(*options.scale_a, "scale_a", 1, total_m, k_blocks, k_blocks, 1, 4,
+                                     "total_M x ceil(K/128), row-major: strides (ceil(K/128), 1)"),
+          detail::check_block_scales(*options.scale_b, "scale_b", groups, n_blocks, k_blocks, k_blocks, 1, 4,
+                                     "G x ceil(N/128) x ceil(K/128), row-major")};
+}
+
 }  // namespace
 
 // The checked groups and the widest vector width every non-empty group allows, per operand.
@@ -64,6 +89,14 @@ GroupedGemm::GroupedGemm(const GemmOptions& options)
     : Plan(options, catalog::Operation::GroupedGemm), metadata_(std::make_unique<runtime::PinnedMetadata>()) {}
 
 GroupedGemm::~GroupedGemm() = default;
+
+BlockScaling GroupedGemm::block_scaling() const {
+  return core_->config.block_scaling;
+}
+
+void GroupedGemm::set_block_scaling(BlockScaling scaling) {
+  change_checked(core_->config.block_scaling, scaling);
+}
 GroupedGemm::GroupedGemm(GroupedGemm&&) noexcept = default;
 GroupedGemm& GroupedGemm::operator=(GroupedGemm&&) noexcept = default;
 
@@ -175,6 +208,11 @@ KernelSpec GroupedGemm::spec_for(std::span<const TensorView> A, std::span<const 
 
 void GroupedGemm::run(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
                       std::span<const TensorView> D, double alpha, double beta, const RunOptions& options) {
+  if (core_->config.block_scaling != BlockScaling::None || options.scale_a != nullptr || options.scale_b != nullptr) {
+    throw ConfigError(
+        "Block-scaled grouped GEMMs run in the MoE form, whose scales stack like A's rows: call run_contiguous with "
+        "RunOptions::scale_a and scale_b (or set_block_scaling(BlockScaling::None) for the list form).");
+  }
   const Groups groups = check_groups(A, B, C, D, beta);
   const int device = current_device();
   for (std::span<const TensorView> list : {A, B, C, D}) {
@@ -240,8 +278,16 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
                       " of shape " + offsets.shape_string() + ".");
   }
   require_extent(std::max({a.rows, a.cols, b.cols, groups}), "A, B and D");
+  const auto [scale_a, scale_b] =
+      check_contiguous_scales(core_->config.block_scaling, options, a.rows, b.cols, a.cols, groups);
   const int device = current_device();
-  for (const auto& [tensor, name] : {std::pair{&A, "A"}, {&B, "B"}, {&D, "D"}, {C, "C"}, {&offsets, "offsets"}}) {
+  for (const auto& [tensor, name] : {std::pair{&A, "A"},
+                                     {&B, "B"},
+                                     {&D, "D"},
+                                     {C, "C"},
+                                     {&offsets, "offsets"},
+                                     {options.scale_a, "scale_a"},
+                                     {options.scale_b, "scale_b"}}) {
     if (tensor == nullptr) continue;
     if (!tensor->on_device() || tensor->device != device) {
       throw TensorError(std::string("Tensor ") + name + ": run_contiguous takes tensors on the current CUDA device (" +
@@ -269,6 +315,8 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   problem.ldc = c ? c->ld : d.ld;
   problem.ldd = d.ld;
   problem.batch_stride_b = groups > 1 ? b.batch_stride : 0;
+  problem.scale_a = scale_a ? static_cast<const float*>(scale_a->data) : nullptr;
+  problem.scale_b = scale_b ? static_cast<const float*>(scale_b->data) : nullptr;
   const runtime::GroupedCall call{alpha, beta, core_->config.activation_parameter, device,
                                   device_info(device).sm_count};
   runtime::launch_grouped_contiguous(module, problem, static_cast<int>(groups), call, options.stream, options.sync);

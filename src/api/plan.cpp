@@ -87,8 +87,8 @@ std::vector<ConfigError::Setting> nearest_settings(const families::OperandTypes&
 // Throws the FP8 rule that `types` break with `opclass` on `target` (families::fp8_rule_violation), if any.
 void throw_fp8_rule(const catalog::Target& target, const families::OperandTypes& types, OpClass opclass) {
   std::string why = families::fp8_rule_violation(target.cc, target.kernel_cc.value_or(target.cc), opclass, types);
-  if (why.empty() && is_fp8(types.a) && target.operation != catalog::Operation::Gemm) {
-    why = "FP8 operands (e4m3, e5m2) are supported by Gemm only, not by grouped GEMM or Conv2d plans.";
+  if (why.empty() && is_fp8(types.a) && target.operation == catalog::Operation::Conv2d) {
+    why = "FP8 operands (e4m3, e5m2) are supported by Gemm and GroupedGemm plans (SM90), not by Conv2d plans.";
   }
   if (!why.empty()) throw ConfigError(why);
 }

@@ -227,10 +227,14 @@ void validate(const KernelSpec& spec, const DeviceLimits& limits) {
         "(kernel_cc 90 tensor-op kernels); this spec's family is " +
         std::string(to_string(spec.family)) + ": take serial.");
   }
-  if (spec.block_scaling != BlockScaling::None && spec.family != KernelFamily::Sm90Collective) {
+  if (spec.block_scaling != BlockScaling::None && spec.family != KernelFamily::Sm90Collective &&
+      spec.family != KernelFamily::Sm90Grouped) {
     throw ConfigError("Block scaling (" + std::string(to_string(spec.block_scaling)) +
-                      ") is a mainloop of SM90 GEMM kernels (cc=90, kernel_cc 90, Gemm); this spec's family is " +
-                      std::string(to_string(spec.family)) + ". Use Gemm on SM90, or per-row scale vectors.");
+                      ") is a mainloop of SM90 GEMM and grouped GEMM kernels (cc=90, kernel_cc 90); this spec's "
+                      "family is " +
+                      std::string(to_string(spec.family)) +
+                      ". Use Gemm or GroupedGemm on SM90, or per-row scale "
+                      "vectors.");
   }
   family_of(spec.family).validate(spec, limits);
 }

@@ -56,6 +56,11 @@ bool fp8_output(DataType t) {
 
 }  // namespace
 
+bool fp8_accumulators_fit(int cta_m, int cta_n, bool cooperative) {
+  const int warp_group_rows = cooperative ? cta_m / 2 : cta_m;
+  return warp_group_rows * cta_n <= 64 * 192;
+}
+
 std::string fp8_rule_violation(int cc, int kernel_cc, OpClass opclass, const OperandTypes& t) {
   if (!is_fp8(t.a) && !is_fp8(t.b)) return "";
   const std::string types = "(A " + std::string(to_string(t.a)) + ", B " + std::string(to_string(t.b)) + ")";

@@ -29,6 +29,11 @@ bool fp8_types(const OperandTypes& types);
 // Why a plan with FP8 operands has no kernel (on SM `cc`, kernel generation `kernel_cc`, opcode class `opclass`),
 // naming the fix; "" when it has FP8 operands that fit or none at all. The only copy of the FP8 rules.
 std::string fp8_rule_violation(int cc, int kernel_cc, OpClass opclass, const OperandTypes& types);
+// FP8 mainloops (without fast accumulation) add each few k-blocks' tensor-core sums into a second set of f32
+// accumulators, so a consumer warp group holds its tile twice: up to 64 x 192 fits in registers. The 128 x 256
+// cooperative tile (64 x 256 per warp group) spills its accumulators (ptxas -v), which costs far more than the wider
+// tile saves; 128 x 192 and 128 x 128 compile without spills (bench/results/dev-machine/fp8-tile-spills.md).
+bool fp8_accumulators_fit(int cta_m, int cta_n, bool cooperative);
 // A spec's operand types and layouts (C's element D's when C is void).
 OperandTypes operand_types_of(const KernelSpec& spec);
 // CUDA-core math exists for these operand and accumulator types.

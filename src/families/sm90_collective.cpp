@@ -298,15 +298,12 @@ void check_tma_alignments(const KernelSpec& spec) {
   }
 }
 
-// FP8 mainloops (without fast accumulation) add each few k-blocks' tensor-core sums into a second set of f32
-// accumulators, so a consumer warp group holds its tile twice: up to 64 x 192 fits in registers. The 128 x 256
-// cooperative tile (64 x 256 per warp group) spills its accumulators (ptxas -v), which costs far more than the wider
-// tile saves; 128 x 192 and 128 x 128 compile without spills (bench/results/dev-machine/fp8-tile-spills.md).
+// Whether an FP8 tile's promoted accumulators fit in registers (rules.hpp), with Auto resolved as CUTLASS's builder
+// does.
 bool fp8_promotion_fits(const Cta& cta, KernelSchedule schedule) {
-  const bool cooperative = schedule == KernelSchedule::TmaWarpSpecializedCooperative ||
-                           (schedule == KernelSchedule::Auto && cta.m >= 128);  // as CUTLASS's builder resolves Auto
-  const int warp_group_rows = cooperative ? cta.m / 2 : cta.m;
-  return warp_group_rows * cta.n <= 64 * 192;
+  const bool cooperative =
+      schedule == KernelSchedule::TmaWarpSpecializedCooperative || (schedule == KernelSchedule::Auto && cta.m >= 128);
+  return fp8_accumulators_fit(cta.m, cta.n, cooperative);
 }
 
 // The kernel's name; a lean kernel's carries nothing of the epilogue it takes at launch.

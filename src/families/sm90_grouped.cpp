@@ -22,14 +22,28 @@ bool is_cooperative(const TileDescription& td) {
          (td.kernel_schedule == KernelSchedule::Auto && td.cta_tile()[0] >= 128);
 }
 
-// The ptr-array spellings of the schedules the tile description names by their dense kernels' names.
-std::string kernel_schedule_type(KernelSchedule schedule) {
-  switch (schedule) {
-    case KernelSchedule::TmaWarpSpecializedCooperative:
-      return "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative";
-    case KernelSchedule::TmaWarpSpecializedPingpong: return "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong";
-    default: return std::string(row_of(KernelSchedule::Auto).cutlass);
-  }
+bool blockwise(const KernelSpec& spec) {
+  return spec.block_scaling == BlockScaling::Blockwise;
+}
+
+// The ptr-array spellings of the schedules the tile description names by their dense kernels' names. CUTLASS's FP8
+// mainloop variants (block scales, fast accumulation) have schedule types of their own, named with Auto resolved.
+std::string kernel_schedule_type(const KernelSpec& spec) {
+  const KernelSchedule k = spec.tile.kernel_schedule;
+  const char* variant = blockwise(spec)                                                   ? "FP8Blockwise"
+                        : spec.tile.math_operation == MathOperation::MultiplyAddFastAccum ? "FP8FastAccum"
+                                                                                          : "";
+  if (k == KernelSchedule::Auto && *variant == '\0') return std::string(row_of(KernelSchedule::Auto).cutlass);
+  return std::string("cutlass::gemm::KernelPtrArrayTmaWarpSpecialized") +
+         (is_cooperative(spec.tile) ? "Cooperative" : "Pingpong") + variant;
+}
+
+// The mainloop's operand layouts: pointer tags (one stride per group), each paired with its block scales' layout in a
+// block-scaled kernel.
+Placeholders mainloop_layouts(const KernelSpec& spec) {
+  if (!blockwise(spec)) return {{"mainloop_layout_a", "LayoutA*"}, {"mainloop_layout_b", "LayoutB*"}};
+  return {{"mainloop_layout_a", "cute::tuple<LayoutA*, gemmkit::sm90_grouped::LayoutSFA*>"},
+          {"mainloop_layout_b", "cute::tuple<LayoutB*, gemmkit::sm90_grouped::LayoutSFB*>"}};
 }
 std::string epilogue_schedule_type(EpilogueSchedule schedule) {
   switch (schedule) {
@@ -89,10 +103,10 @@ class Sm90Grouped final : public Family {
   // A cubin and a host module built side by side (split_entry.hpp), as the SM90 GEMMs.
   bool splittable(const KernelSpec&) const override { return true; }
 
-  // f16, bf16 and f32 (tf32) tensor cores; tf32 with row-major A and B has no wgmma form (the dense family computes
-  // it transposed; groups go to the SM80 grouped family instead).
+  // f16, bf16, f32 (tf32) and FP8 tensor cores; tf32 with row-major A and B has no wgmma form (the dense family
+  // computes it transposed; groups go to the SM80 grouped family instead).
   bool supports(OpClass opclass, const OperandTypes& types) const override {
-    const bool floating = is_half(types.a) || types.a == DataType::f32;
+    const bool floating = is_half(types.a) || types.a == DataType::f32 || fp8_types(types);
     return opclass == OpClass::TensorOp && floating && !is_integer(types.c) && !is_integer(types.d) &&
            dense().supports(opclass, types) && !dense().computes_transposed(opclass, types);
   }
@@ -100,8 +114,11 @@ class Sm90Grouped final : public Family {
   std::vector<int> operand_alignments(OpClass, DataType element, const OperandTypes&) const override {
     return {128 / bits_of(element)};
   }
+  // FP8 lists the tiles whose promoted accumulators fit in registers, then each of them again with fast accumulation
+  // (MultiplyAddFastAccum), as the dense family does.
   std::vector<TileDescription> tile_descriptions(OpClass, const OperandTypes& types, const DeviceLimits&, int,
                                                  int) const override {
+    const bool fp8 = is_fp8(types.a);
     std::vector<TileDescription> out;
     for (const auto& cta : kCtas) {
       for (const auto& cluster : kClusters) {
@@ -113,6 +130,7 @@ class Sm90Grouped final : public Family {
         auto add = [&](KernelSchedule k, EpilogueSchedule e) {
           td.kernel_schedule = k;
           td.epilogue_schedule = e;
+          if (fp8 && !fp8_accumulators_fit(cta.m, cta.n, is_cooperative(td))) return;
           out.push_back(td);
         };
         add(KernelSchedule::Auto, EpilogueSchedule::Auto);
@@ -123,6 +141,13 @@ class Sm90Grouped final : public Family {
           add(KernelSchedule::TmaWarpSpecializedPingpong, EpilogueSchedule::TmaWarpSpecialized);
         }
       }
+    }
+    if (!fp8) return out;
+    const std::size_t promoted = out.size();
+    for (std::size_t i = 0; i < promoted; ++i) {
+      TileDescription fast = out[i];
+      fast.math_operation = MathOperation::MultiplyAddFastAccum;
+      out.push_back(fast);
     }
     return out;
   }
@@ -146,9 +171,11 @@ class Sm90Grouped final : public Family {
                                                   "mainloop_layout_a", "mainloop_layout_b", "module"},
                                                  spec.name());
     for (auto& [key, value] : out) {
-      if (key == "kernel_schedule") value = kernel_schedule_type(spec.tile.kernel_schedule);
+      if (key == "kernel_schedule") value = kernel_schedule_type(spec);
       if (key == "epilogue_schedule") value = epilogue_schedule_type(spec.tile.epilogue_schedule);
     }
+    const Placeholders layouts = mainloop_layouts(spec);
+    out.insert(out.end(), layouts.begin(), layouts.end());
     out.push_back({"activation_name", std::string(to_string(spec.activation))});
     return out;
   }

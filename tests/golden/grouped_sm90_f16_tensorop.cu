@@ -36,8 +36,8 @@ using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBui
     ElementC, LayoutC*, AlignmentC, ElementD, LayoutC*, AlignmentD, EpilogueSchedule, Fusion>::CollectiveOp;
 
 using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA*, AlignmentA, ElementB, LayoutB*,
-    AlignmentB, ElementAccumulator, CtaTile, ClusterShape,
+    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA*, AlignmentA, ElementB,
+    LayoutB*, AlignmentB, ElementAccumulator, CtaTile, ClusterShape,
     gemmkit::sm90::StageCount<0, CollectiveEpilogue>, KernelSchedule>::CollectiveOp;
 
 using GemmKernel = cutlass::gemm::kernel::GemmUniversal<gemmkit::sm90_grouped::ProblemShape, CollectiveMainloop,

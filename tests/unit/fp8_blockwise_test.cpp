@@ -92,7 +92,7 @@ TEST(Fp8Blockwise, PlansWithoutABlockScaledMainloopAreRefusedAndKeepTheirSetting
 
   gk::Gemm sm80(gk::testing::f16_row(80));
   const std::string old = error_of<gk::ConfigError>([&] { sm80.set_block_scaling(gk::BlockScaling::Blockwise); });
-  EXPECT_TRUE(contains(old, "mainloop of SM90 GEMM kernels")) << old;
+  EXPECT_TRUE(contains(old, "mainloop of SM90 GEMM and grouped GEMM kernels")) << old;
 
   gk::Gemm scaled(fp8_tn());
   scaled.set_scale(gk::ScaleMode::RowAndColumn);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gemmkit/codegen.hpp"
+#include "gemmkit/conv2d.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
@@ -158,12 +159,18 @@ TEST(Fp8Errors, AccumulatorOutputsAndMixedOperandsAreRefused) {
   EXPECT_TRUE(contains(config_error_of([&] { gk::Gemm plan(half_b); }), "both in e4m3 or e5m2"));
 }
 
-TEST(Fp8Errors, NarrowAlignmentsAndGroupedPlansAreRefused) {
+TEST(Fp8Errors, NarrowAlignmentsAndConvPlansAreRefused) {
   gk::Gemm plan(fp8_tn(90));
   const std::string narrow = config_error_of([&] { plan.construct(std::nullopt, 8, 16); });
   EXPECT_TRUE(contains(narrow, "alignment 16")) << narrow;
-  const std::string grouped = config_error_of([] { gk::GroupedGemm plan(fp8_tn(90)); });
-  EXPECT_TRUE(contains(grouped, "Gemm only")) << grouped;
+  // Grouped GEMMs take FP8 on SM90 (grouped_fp8_test.cpp); convolutions do not.
+  EXPECT_EQ(gk::GroupedGemm(fp8_tn(90)).spec().family, gk::KernelFamily::Sm90Grouped);
+  gk::Conv2dOptions conv;
+  conv.element = gk::DataType::e4m3;
+  conv.element_c = conv.element_d = gk::DataType::bf16;
+  conv.cc = 90;
+  const std::string conv_error = config_error_of([&] { gk::Conv2d conv_plan(conv); });
+  EXPECT_TRUE(contains(conv_error, "FP8")) << conv_error;
 }
 
 TEST(Fp8Tensors, AnFp8TensorOfTheWrongTypeIsATensorError) {

@@ -13,6 +13,7 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "gemmkit/grouped_gemm.hpp"
+#include "support/plan_options.hpp"
 #include "unit/test_env.hpp"
 
 namespace gemmkit {
@@ -152,6 +153,9 @@ TEST(GroupedPlan, RenderedSourcesMatchGoldens) {
   GroupedGemm relu(f16_options(90, 80));
   relu.set_activation(Activation::ReLU);
   expect_golden("grouped_sm80_f16_relu.cu", relu);
+  GroupedGemm blockwise(testing::fp8_tn(90));
+  blockwise.set_block_scaling(BlockScaling::Blockwise);
+  expect_golden("grouped_sm90_e4m3_blockwise.cu", blockwise);
 }
 
 TEST(GroupedLists, MixedShapesWithEmptyGroupsKeepTheWidestVectors) {

@@ -93,8 +93,8 @@ std::vector<OptionRow> plan_table() {
       {"activation-parameter", "X", "the leaky_relu slope (needs --activation; default 0.01)", real_check()},
       {"bias", "MODE", "a bias vector added before the activation, " + one_of<BiasMode>(), enum_check<BiasMode>()},
       {"block-scaling", "MODE",
-       "SM90 FP8 plans: block scales in the mainloop (blockwise: A per row and 128-wide K block, B per 128x128 "
-       "block), " +
+       "SM90 FP8 plans (GEMM or --grouped): block scales in the mainloop (blockwise: A per row and 128-wide K "
+       "block, B per 128x128 block), " +
            one_of<BlockScaling>(),
        enum_check<BlockScaling>()},
       {"raster-order", "ORDER", "SM90 persistent schedulers, " + one_of<RasterOrder>(), enum_check<RasterOrder>()},

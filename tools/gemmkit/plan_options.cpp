@@ -120,7 +120,11 @@ std::unique_ptr<gk::Plan> make_plan(const Values& args, bool grouped,
   if (auto bias = args.enumerator<gk::BiasMode>("bias"))
     apply(args, "bias", [&] { gemm_only("bias").set_bias(*bias); });
   if (auto scaling = args.enumerator<gk::BlockScaling>("block-scaling")) {
-    apply(args, "block-scaling", [&] { gemm_only("block-scaling").set_block_scaling(*scaling); });
+    // GEMM and grouped plans take block scales; a conv plan has none.
+    auto* grouped_plan = dynamic_cast<gk::GroupedGemm*>(owned.get());
+    apply(args, "block-scaling", [&] {
+      grouped_plan ? grouped_plan->set_block_scaling(*scaling) : gemm_only("block-scaling").set_block_scaling(*scaling);
+    });
   }
   if (auto order = args.enumerator<gk::RasterOrder>("raster-order")) {
     apply(args, "raster-order", [&] { gemm_only("raster-order").set_raster_order(*order); });

@@ -10,7 +10,7 @@ extern "C" {
 #endif
 
 /* Bump whenever a struct below or an entry point changes shape; modules built for another version are rebuilt. */
-#define GK_ABI_VERSION 4
+#define GK_ABI_VERSION 5
 
 typedef enum gk_status {
   GK_OK = 0,
@@ -131,7 +131,8 @@ typedef struct gk_grouped_info {
   int32_t contiguous;      /* 1 when gk_grouped_run_contiguous() can run (A and C row-major) */
   int32_t aligned_extents; /* 1 when each operand's row (row-major) / column (column-major) length must be a
                               multiple of its alignment too (2.x vector accesses); 0 for TMA kernels (any extent) */
-  int32_t reserved;
+  int32_t block_scaled;    /* 1 when the FP8 mainloop takes block scales: every non-empty group needs scale_a and
+                              scale_b (below) */
   const char* activation; /* as in kernel names: "identity", "relu", "silu", ... */
 } gk_grouped_info;
 
@@ -148,7 +149,10 @@ typedef struct gk_grouped_args {
 } gk_grouped_args;
 
 /* One group of the LIST form: A is m x k, B is k x n, C and D are m x n (logical shapes); leading dimensions in
-   elements. C may be null when beta == 0. Pointers of an empty group are never read. */
+   elements. C may be null when beta == 0. Pointers of an empty group are never read.
+   A block-scaled module (gk_grouped_info.block_scaled) also reads f32 block scales, with KB = ceil(k / 128) and
+   NB = ceil(n / 128): scale_a m x KB row-major (one per row of A and 128-deep K block), scale_b NB x KB row-major
+   (one per 128 x 128 block of B^T); other modules ignore both. */
 typedef struct gk_grouped_problem {
   int32_t m, n, k;
   int32_t reserved;
@@ -157,13 +161,17 @@ typedef struct gk_grouped_problem {
   const void* C;
   void* D;
   int64_t lda, ldb, ldc, ldd;
+  const float* scale_a;
+  const float* scale_b;
 } gk_grouped_problem;
 
 /* The CONTIGUOUS (MoE) form, as torch._grouped_mm: A is [total_m, k] row-major with the groups stacked along M;
    B holds G matrices k x n, batch_stride_b elements apart ([G, k, n] with a row-major B, [G, n, k] with a
    column-major B: transposed weights); C (optional) and D are [total_m, n] row-major. Group g owns the rows
    [offsets[g-1], offsets[g]) (offsets[-1] = 0); offsets is a device array of G int32, read only by the GPU. Rows
-   past offsets[G-1] are not written; offsets are clamped to [0, total_m] and a decreasing one gives an empty group. */
+   past offsets[G-1] are not written; offsets are clamped to [0, total_m] and a decreasing one gives an empty group.
+   A block-scaled module's f32 scales, KB = ceil(k / 128) and NB = ceil(n / 128): scale_a [total_m, KB] row-major, so
+   that group g's are the rows of its own tokens; scale_b [G, NB, KB] row-major, one NB x KB block per group. */
 typedef struct gk_grouped_contiguous {
   int32_t total_m, n, k;
   int32_t reserved;
@@ -174,6 +182,8 @@ typedef struct gk_grouped_contiguous {
   const int32_t* offsets;
   int64_t lda, ldb, ldc, ldd;
   int64_t batch_stride_b;
+  const float* scale_a; /* block-scaled modules only */
+  const float* scale_b;
 } gk_grouped_contiguous;
 
 typedef int (*gk_module_kind_fn)(void);

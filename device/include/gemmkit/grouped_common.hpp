@@ -6,6 +6,7 @@
 //   PtrA, PtrB, PtrC, PtrD                           (what a pointer-array entry is)
 //   StrideA..StrideD, static StrideX stride_x(int64_t ld)  (host only)
 //   kAlignedExtents  (whether row / column lengths must be multiples of the alignment too)
+//   kBlockScaled     (whether the mainloop reads A's and B's f32 block scales: abi.h's scale_a / scale_b)
 #pragma once
 
 #include <algorithm>
@@ -29,8 +30,15 @@ namespace gemmkit::grouped {
 
 // The caller's arguments are compared byte for byte by the launch cache.
 static_assert(sizeof(gk_grouped_args) == 6 * 4 + 4 * 8, "gk_grouped_args has padding");
-static_assert(sizeof(gk_grouped_problem) == 4 * 4 + 4 * 8 + 4 * 8, "gk_grouped_problem has padding");
-static_assert(sizeof(gk_grouped_contiguous) == 4 * 4 + 5 * 8 + 5 * 8, "gk_grouped_contiguous has padding");
+static_assert(sizeof(gk_grouped_problem) == 4 * 4 + 4 * 8 + 4 * 8 + 2 * 8, "gk_grouped_problem has padding");
+static_assert(sizeof(gk_grouped_contiguous) == 4 * 4 + 5 * 8 + 5 * 8 + 2 * 8, "gk_grouped_contiguous has padding");
+
+// Block scales: one f32 per 128 deep K block (and per 128 columns of B).
+constexpr int kScaleBlock = 128;
+inline int64_t scale_blocks(int64_t extent) {
+  return (extent + kScaleBlock - 1) / kScaleBlock;
+}
+using ScalePtr = const float*;
 
 // One operand as compiled: element type, layout and alignment (in elements).
 template <class Element_, class Layout_, int Alignment_>
@@ -69,9 +77,10 @@ constexpr bool kContiguous = std::conjunction_v<std::bool_constant<kRowMajor<typ
 // the same whatever the family stores).
 constexpr std::size_t kArrayAlignment = 16;
 
-// Typed views of the nine metadata arrays of `groups` groups at `base`: problem shapes, the A/B/C/D pointer
-// arrays, then the A/B/C/D stride arrays. The blob holds no pointer into itself, so it is position independent:
-// packed on the host, copied anywhere on the device.
+// Typed views of the eleven metadata arrays of `groups` groups at `base`: problem shapes, the A/B/C/D pointer
+// arrays, the A/B/C/D stride arrays, then A's and B's block-scale pointers (null for kernels without block scales).
+// The blob holds no pointer into itself, so it is position independent: packed on the host, copied anywhere on the
+// device.
 template <class Traits>
 struct Metadata {
   typename Traits::Shape* shapes;
@@ -83,6 +92,8 @@ struct Metadata {
   typename Traits::StrideB* dB;
   typename Traits::StrideC* dC;
   typename Traits::StrideD* dD;
+  ScalePtr* SFA;
+  ScalePtr* SFB;
   std::size_t bytes;  // of the whole blob
 
   static Metadata at(const void* base, int32_t groups) {
@@ -104,6 +115,8 @@ struct Metadata {
     carve(out.dB);
     carve(out.dC);
     carve(out.dD);
+    carve(out.SFA);
+    carve(out.SFB);
     out.bytes = offset;
     return out;
   }
@@ -141,6 +154,15 @@ int check_operand(const void* pointer, int64_t ld, int64_t rows, int64_t cols) {
   return GK_OK;
 }
 
+// A block-scaled kernel's scales: GK_ERR_ARGS when one is missing, GK_ERR_CANNOT_IMPLEMENT when one is not f32
+// aligned. Kernels without block scales ignore them.
+template <class Traits>
+int check_scales(const float* scale_a, const float* scale_b) {
+  if (!Traits::kBlockScaled) return GK_OK;
+  if (scale_a == nullptr || scale_b == nullptr) return GK_ERR_ARGS;
+  return aligned(scale_a, sizeof(float)) && aligned(scale_b, sizeof(float)) ? GK_OK : GK_ERR_CANNOT_IMPLEMENT;
+}
+
 // C: absent (D is named in its place and never read, since beta is 0) or checked like the other operands.
 template <class Traits>
 int check_source(const void* pointer, int64_t ld, int64_t rows, int64_t cols, double beta) {
@@ -160,6 +182,7 @@ int check_problem(const gk_grouped_problem& p, double beta) {
   if (int status = check_operand<Traits, typename Traits::A>(p.A, p.lda, p.m, p.k); status != GK_OK) return status;
   if (int status = check_operand<Traits, typename Traits::B>(p.B, p.ldb, p.k, p.n); status != GK_OK) return status;
   if (int status = check_operand<Traits, typename Traits::D>(p.D, p.ldd, p.m, p.n); status != GK_OK) return status;
+  if (int status = check_scales<Traits>(p.scale_a, p.scale_b); status != GK_OK) return status;
   return check_source<Traits>(p.C, p.ldc, p.m, p.n, beta);
 }
 
@@ -181,6 +204,7 @@ int check_contiguous(const gk_grouped_args& args, const gk_grouped_contiguous* c
   if (int status = check_operand<Traits, typename Traits::A>(c->A, c->lda, m, c->k); status != GK_OK) return status;
   if (int status = check_operand<Traits, typename Traits::B>(c->B, c->ldb, c->k, c->n); status != GK_OK) return status;
   if (int status = check_operand<Traits, typename Traits::D>(c->D, c->ldd, m, c->n); status != GK_OK) return status;
+  if (int status = check_scales<Traits>(c->scale_a, c->scale_b); status != GK_OK) return status;
   return check_source<Traits>(c->C, c->ldc, m, c->n, args.beta);
 }
 
@@ -225,6 +249,8 @@ int pack(const gk_grouped_args& args, const gk_grouped_problem* problems, void* 
     out.dB[g] = Traits::stride_b(p.ldb);
     out.dC[g] = Traits::stride_c(p.C != nullptr ? p.ldc : p.ldd);
     out.dD[g] = Traits::stride_d(p.ldd);
+    out.SFA[g] = Traits::kBlockScaled ? p.scale_a : nullptr;
+    out.SFB[g] = Traits::kBlockScaled ? p.scale_b : nullptr;
   }
   return GK_OK;
 }
@@ -242,6 +268,9 @@ struct ContiguousPlan {
   const typename Traits::ElementC* C;  // D when the call has no C
   typename Traits::ElementD* D;
   int64_t lda, ldc, ldd, batch_stride_b;
+  ScalePtr scale_a;  // null unless Traits::kBlockScaled
+  ScalePtr scale_b;
+  int64_t k_blocks, n_blocks;
   typename Traits::StrideA dA;
   typename Traits::StrideB dB;
   typename Traits::StrideC dC;
@@ -266,6 +295,9 @@ __device__ void derive_group(const ContiguousPlan<Traits>& plan, int32_t g) {
   plan.out.dB[g] = plan.dB;
   plan.out.dC[g] = plan.dC;
   plan.out.dD[g] = plan.dD;
+  // A's scales are row-major, so a group's are the rows of its own tokens; B's are one block per group.
+  plan.out.SFA[g] = plan.scale_a == nullptr ? nullptr : plan.scale_a + start * plan.k_blocks;
+  plan.out.SFB[g] = plan.scale_b == nullptr ? nullptr : plan.scale_b + g * plan.n_blocks * plan.k_blocks;
 }
 
 constexpr int kDeriveThreads = 128;
@@ -295,6 +327,10 @@ ContiguousPlan<Traits> contiguous_plan(const gk_grouped_args& args, const gk_gro
   plan.ldc = has_c ? c.ldc : c.ldd;
   plan.ldd = c.ldd;
   plan.batch_stride_b = c.batch_stride_b;
+  plan.scale_a = Traits::kBlockScaled ? c.scale_a : nullptr;
+  plan.scale_b = Traits::kBlockScaled ? c.scale_b : nullptr;
+  plan.k_blocks = scale_blocks(c.k);
+  plan.n_blocks = scale_blocks(c.n);
   plan.dA = Traits::stride_a(c.lda);
   plan.dB = Traits::stride_b(c.ldb);
   plan.dC = Traits::stride_c(plan.ldc);
@@ -408,7 +444,7 @@ constexpr gk_grouped_info describe(const char* activation) {
                          D::kAlignment,
                          kContiguous<Traits> ? 1 : 0,
                          Traits::kAlignedExtents ? 1 : 0,
-                         0,
+                         Traits::kBlockScaled ? 1 : 0,
                          activation};
 }
 

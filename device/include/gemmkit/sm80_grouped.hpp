@@ -35,6 +35,7 @@ struct Traits
   using StrideC = typename Gemm::LayoutC::Stride::LongIndex;
   using StrideD = typename Gemm::LayoutC::Stride::LongIndex;
   static constexpr bool kAlignedExtents = true;  // vector accesses: see grouped::check_operand
+  static constexpr bool kBlockScaled = false;
 
   CUTLASS_HOST_DEVICE static Shape shape(int m, int n, int k) { return Shape(m, n, k); }
   static StrideA stride_a(int64_t ld) { return ld; }

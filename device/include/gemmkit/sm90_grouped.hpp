@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
+#include "cutlass/detail/blockwise_scale_layout.hpp"
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/epilogue/dispatch_policy.hpp"
 #include "cutlass/gemm/collective/collective_builder.hpp"
@@ -55,6 +57,20 @@ struct ResolveEpilogueSchedule<cutlass::epilogue::collective::EpilogueScheduleAu
 template <class EpilogueSchedule, class KernelSchedule>
 using ResolvedEpilogueSchedule = typename ResolveEpilogueSchedule<EpilogueSchedule, KernelSchedule>::type;
 
+// Block-scaled FP8 kernels (KernelPtrArrayTmaWarpSpecialized*FP8Blockwise): one scale per row of A and 128-deep K
+// block, one per 128 x 128 block of B^T, both K-major. CUTLASS derives each group's scale layout from the group's own
+// extents, so A's scales of the contiguous form must be row-major: then a group's scales are the rows of its tokens.
+using BlockScales = cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128, cute::GMMA::Major::K, cute::GMMA::Major::K>;
+using LayoutSFA = decltype(BlockScales::deduce_layoutSFA());
+using LayoutSFB = decltype(BlockScales::deduce_layoutSFB());
+
+// Whether a mainloop's arguments take block scales (ptr_SFA / ptr_SFB).
+template <class Mainloop, class = void>
+struct TakesBlockScales : std::false_type {};
+template <class Mainloop>
+struct TakesBlockScales<Mainloop, std::void_t<decltype(std::declval<typename Mainloop::Arguments&>().ptr_SFA)>>
+    : std::true_type {};
+
 // What the metadata arrays hold for a GemmUniversal ptr-array kernel: CuTe (M, N, K) shapes, the pointer types of
 // its mainloop and epilogue arguments, and its per-group (internal) CuTe strides.
 template <class Kernel, class CompiledOperands>
@@ -69,6 +85,7 @@ struct Traits : CompiledOperands {
   using StrideC = typename Kernel::InternalStrideC;
   using StrideD = typename Kernel::InternalStrideD;
   static constexpr bool kAlignedExtents = false;  // TMA clips at any extent
+  static constexpr bool kBlockScaled = TakesBlockScales<typename Kernel::CollectiveMainloop>::value;
   static_assert(std::is_same_v<typename Kernel::ElementA, typename CompiledOperands::ElementA> &&
                     std::is_same_v<typename Kernel::ElementB, typename CompiledOperands::ElementB> &&
                     std::is_same_v<typename Kernel::ElementC, typename CompiledOperands::ElementC> &&
@@ -120,6 +137,13 @@ class Module {
     out.mainloop.dA = arrays.dA;
     out.mainloop.ptr_B = arrays.B;
     out.mainloop.dB = arrays.dB;
+    if constexpr (Traits::kBlockScaled) {
+      out.mainloop.ptr_SFA = arrays.SFA;
+      out.mainloop.ptr_SFB = arrays.SFB;
+      // No per-group layouts: the kernel derives each group's from its extents (load_init).
+      out.mainloop.layout_SFA = nullptr;
+      out.mainloop.layout_SFB = nullptr;
+    }
 
     using Scalar = decltype(out.epilogue.thread.alpha);
     out.epilogue.thread.alpha = Scalar(args.alpha);
