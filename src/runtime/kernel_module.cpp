@@ -76,6 +76,7 @@ std::shared_ptr<KernelModule> KernelModule::load(const std::string& path, const 
   if (kind != nullptr && kind() == GK_MODULE_GROUPED) {
     module->grouped_describe_ = resolve<gk_grouped_describe_fn>(handle, "gk_grouped_describe", path);
     module->grouped_metadata_bytes_ = resolve<gk_grouped_metadata_bytes_fn>(handle, "gk_grouped_metadata_bytes", path);
+    module->grouped_can_implement_ = resolve<gk_grouped_can_implement_fn>(handle, "gk_grouped_can_implement", path);
     module->grouped_workspace_size_ = resolve<gk_grouped_workspace_size_fn>(handle, "gk_grouped_workspace_size", path);
     module->grouped_pack_ = resolve<gk_grouped_pack_fn>(handle, "gk_grouped_pack", path);
     module->grouped_run_ = resolve<gk_grouped_run_fn>(handle, "gk_grouped_run", path);

@@ -43,6 +43,10 @@ class KernelModule {
   bool grouped() const { return grouped_run_ != nullptr; }
   const gk_grouped_info& grouped_info() const { return *grouped_describe_(); }
   std::size_t grouped_metadata_bytes(int groups) const { return grouped_metadata_bytes_(groups); }
+  // GK_OK or the gk_status the module gives the call-wide arguments and, when given, a contiguous problem.
+  int grouped_can_implement(const gk_grouped_args& args, const gk_grouped_contiguous* contiguous) const {
+    return grouped_can_implement_(&args, contiguous);
+  }
   // Writes the metadata of args.groups problems into `host_metadata`; throws TensorError naming the first group the
   // kernel cannot take (the plan's own checks are meant to catch it first).
   void grouped_pack(const gk_grouped_args& args, const gk_grouped_problem* problems, void* host_metadata,
@@ -74,6 +78,7 @@ class KernelModule {
   gk_last_cuda_error_fn last_cuda_error_ = nullptr;
   gk_grouped_describe_fn grouped_describe_ = nullptr;
   gk_grouped_metadata_bytes_fn grouped_metadata_bytes_ = nullptr;
+  gk_grouped_can_implement_fn grouped_can_implement_ = nullptr;
   gk_grouped_workspace_size_fn grouped_workspace_size_ = nullptr;
   gk_grouped_pack_fn grouped_pack_ = nullptr;
   gk_grouped_run_fn grouped_run_ = nullptr;

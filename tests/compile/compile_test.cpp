@@ -310,6 +310,40 @@ TEST(CompileTier, GroupedKernelsOfBothFamiliesBuildAndDescribeThemselves) {
   }
 }
 
+// The MoE form's block-scaled FP8 kernel (CUTLASS's ptr-array blockwise mainloop) builds on the split path, says it
+// needs block scales, and its host code (no GPU) refuses a contiguous problem without them or with a misaligned one.
+TEST(CompileTier, GroupedFp8BlockScaledKernelBuildsAndChecksItsScales) {
+  gk::testenv::TempDir cache_dir;
+  gk::GroupedGemm plan(gk::testing::fp8_tn(90));
+  plan.set_block_scaling(gk::BlockScaling::Blockwise);
+  gk::DiskCache cache(cache_dir.str());
+  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(plan.spec()));
+  const auto module = gk::KernelModule::load(entry.module_path, entry.cubin_path);
+  ASSERT_TRUE(module->grouped());
+  EXPECT_EQ(module->kernel_name(), plan.kernel_name());
+  const gk_grouped_info& info = module->grouped_info();
+  EXPECT_EQ(info.element_a, GK_DTYPE_E4M3);
+  EXPECT_EQ(info.element_d, GK_DTYPE_BF16);
+  EXPECT_EQ(info.block_scaled, 1);
+  EXPECT_EQ(info.contiguous, 1);
+  alignas(256) static char buffer[256];
+  gk_grouped_args args{};
+  args.groups = 4;
+  args.alpha = 1.0;
+  gk_grouped_contiguous problem{};
+  problem.total_m = 512;
+  problem.n = problem.k = 256;
+  problem.A = problem.B = problem.D = buffer;
+  problem.offsets = reinterpret_cast<const std::int32_t*>(buffer);
+  problem.lda = problem.ldb = problem.ldd = 256;
+  problem.batch_stride_b = 256 * 256;
+  EXPECT_EQ(module->grouped_can_implement(args, &problem), GK_ERR_ARGS);  // no scales
+  problem.scale_a = problem.scale_b = reinterpret_cast<const float*>(buffer);
+  EXPECT_EQ(module->grouped_can_implement(args, &problem), GK_OK);
+  problem.scale_b = reinterpret_cast<const float*>(buffer + 2);
+  EXPECT_EQ(module->grouped_can_implement(args, &problem), GK_ERR_CANNOT_IMPLEMENT);
+}
+
 // A convolution of n x hw x hw x c by k filters of r x r (r odd), padded to keep the size, at fake addresses (only
 // host code reads them).
 gk_conv2d_args same_size_conv_args(int n, int hw, int c, int k, int r) {

@@ -119,7 +119,9 @@ typedef enum gk_dtype {
   GK_DTYPE_F64 = 5,
   GK_DTYPE_S8 = 6,
   GK_DTYPE_U8 = 7,
-  GK_DTYPE_S32 = 8
+  GK_DTYPE_S32 = 8,
+  GK_DTYPE_E4M3 = 9,
+  GK_DTYPE_E5M2 = 10
 } gk_dtype;
 typedef enum gk_layout { GK_ROW_MAJOR = 0, GK_COLUMN_MAJOR = 1 } gk_layout;
 

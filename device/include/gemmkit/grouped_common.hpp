@@ -19,6 +19,7 @@
 
 #include "cutlass/bfloat16.h"
 #include "cutlass/cutlass.h"
+#include "cutlass/float8.h"
 #include "cutlass/half.h"
 #include "cutlass/layout/matrix.h"
 #include "cutlass/numeric_size.h"
@@ -417,6 +418,8 @@ constexpr int32_t dtype_of() {
   if constexpr (std::is_same_v<Element, int8_t>) return GK_DTYPE_S8;
   if constexpr (std::is_same_v<Element, uint8_t>) return GK_DTYPE_U8;
   if constexpr (std::is_same_v<Element, int32_t>) return GK_DTYPE_S32;
+  if constexpr (std::is_same_v<Element, cutlass::float_e4m3_t>) return GK_DTYPE_E4M3;
+  if constexpr (std::is_same_v<Element, cutlass::float_e5m2_t>) return GK_DTYPE_E5M2;
   return 0;
 }
 
