@@ -74,9 +74,11 @@ def _plan_arguments(element_accumulator: DataTypeLike, element: DataTypeLike, la
 
 
 def _set(plan: _Base, name: str, value: object) -> None:
-    """Sets the C++ plan's property `name` (the Python properties below widen what their setters take): one every
-    plan has, else one of the C++ Gemm's."""
-    getattr(_Base if hasattr(_Base, name) else _Plan, name).__set__(plan, value)
+    """Sets the C++ plan's property `name` (the Python properties below widen what their setters take): the one of
+    the nearest C++ class of the plan that has it (a property every plan has lives on the C++ Plan)."""
+    native = (_Plan, _GroupedPlan, _ConvPlan, _Base)
+    owner = next(c for c in type(plan).__mro__ if c in native and name in c.__dict__)
+    getattr(owner, name).__set__(plan, value)
 
 
 def _operand_fields(name: str, operands: str, values: Sequence[enum.Enum]) -> list[str]:

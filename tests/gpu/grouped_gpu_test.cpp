@@ -1,9 +1,11 @@
 // tests/gpu/grouped_gpu_test.cpp: GroupedGemm on a CUDA device, exact on small integers against a float64 host
 // reference: 1, 2, 50 and 1000 groups of mixed shapes with odd and empty ones, all layouts, bf16 and tf32, every
-// activation, both families, host-staged lists, CUDA graphs; the MoE form with skewed and empty experts in a graph.
+// activation, both families, host-staged lists, CUDA graphs; the MoE form with skewed and empty experts in a graph,
+// in bf16 and FP8, and with DeepSeek-V3 block scales.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
@@ -271,7 +273,8 @@ TEST_P(ContiguousPlans, SkewedAndEmptyExpertsInsideACudaGraph) {
   REQUIRE_GPU();
   gk::GroupedGemm plan = cases::grouped_plan(GetParam());
   if (plan.kernel_cc() > device_cc()) GTEST_SKIP() << "needs an SM" << plan.kernel_cc() << " GPU";
-  Experts experts(plan, {0, 5, 300, 0, 17, 128, 1, 61}, 136, 264);
+  // K = 272: 16-byte rows of A for every element type the cases take (FP8's too), a partial K tile.
+  Experts experts(plan, {0, 5, 300, 0, 17, 128, 1, 61}, 136, 272);
   experts.run(plan);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(experts.wrong_rows(), 0) << plan.kernel_name() << " eagerly";
@@ -303,5 +306,54 @@ TEST_P(ContiguousPlans, SkewedAndEmptyExpertsInsideACudaGraph) {
 
 INSTANTIATE_TEST_SUITE_P(Gpu, ContiguousPlans, ::testing::ValuesIn(cases::contiguous_cases(90)),
                          [](const auto& info) { return info.param.label; });
+
+// Block-scaled FP8 experts: small integers times power-of-two scales (1/4 to 4) of A per row and 128-deep K block and
+// of each expert's B per 128 x 128 block. Every product and partial sum is a short binary fraction, so D is exact
+// after its bf16 rounding. N = 136 and K = 272 end in partial scale blocks; the groups are skewed, empty and one row.
+TEST(GpuGroupedFp8, BlockScaledExpertsExactWithPowerOfTwoScales) {
+  REQUIRE_CC(90, "block-scaled FP8 grouped GEMMs");
+  const std::vector<int> rows = {0, 5, 300, 0, 17, 128, 1, 61};
+  const long n = 136, k = 272, k_blocks = 3, n_blocks = 2, groups = static_cast<long>(rows.size());
+  for (gk::GroupedGemm& plan : cases::blockwise_moe_plans(device_cc())) {
+    Experts experts(plan, rows, n, k);
+    const long total = Experts::total(rows);
+    HostMatrix scale_a(gk::DataType::f32, total, k_blocks, gk::Layout::RowMajor);
+    HostMatrix scale_b(gk::DataType::f32, n_blocks, k_blocks, gk::Layout::RowMajor, groups);
+    const double factors[] = {0.25, 0.5, 1.0, 2.0, 4.0};
+    for (long r = 0; r < total; ++r)
+      for (long b = 0; b < k_blocks; ++b) scale_a.set(0, r, b, factors[(r * 3 + b) % 5]);
+    for (long g = 0; g < groups; ++g)
+      for (long nb = 0; nb < n_blocks; ++nb)
+        for (long b = 0; b < k_blocks; ++b) scale_b.set(g, nb, b, factors[(g + 2 * nb + b + 1) % 5]);
+    DeviceBuffer d_scale_a(scale_a), d_scale_b(scale_b);
+    const int device = gk::current_device();
+    const gk::TensorView sa =
+        gk::TensorView::strided(d_scale_a.get(), gk::DataType::f32, {total, k_blocks}, {k_blocks, 1}, device);
+    const gk::TensorView sb = gk::TensorView::strided(d_scale_b.get(), gk::DataType::f32, {groups, n_blocks, k_blocks},
+                                                      {n_blocks * k_blocks, k_blocks, 1}, device);
+    gk::RunOptions options;
+    options.scale_a = &sa;
+    options.scale_b = &sb;
+    experts.run(plan, options);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    experts.dD->copy_to(experts.D);
+    long wrong = 0, begin = 0;
+    for (long g = 0; g < groups; ++g) {
+      for (long r = begin; r < experts.ends[static_cast<std::size_t>(g)]; ++r) {
+        for (long c = 0; c < n; ++c) {
+          double sum = 0;
+          for (long kk = 0; kk < k; ++kk) {
+            sum += experts.A.get(0, r, kk) * experts.B.get(g, kk, c) * scale_a.get(0, r, kk / 128) *
+                   scale_b.get(g, c / 128, kk / 128);
+          }
+          wrong += experts.D.get(0, r, c) != gk::verify::round_to(experts.D.dtype(), sum) ? 1 : 0;
+        }
+      }
+      begin = std::max(begin, static_cast<long>(experts.ends[static_cast<std::size_t>(g)]));
+    }
+    for (long r = begin; r < total; ++r) wrong += experts.D.get(0, r, 0) != 7.0 ? 1 : 0;
+    EXPECT_EQ(wrong, 0) << plan.kernel_name();
+  }
+}
 
 }  // namespace

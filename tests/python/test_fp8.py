@@ -1,7 +1,7 @@
 """tests/python/test_fp8.py: FP8 (e4m3, e5m2) from Python. Unit: dtype names and torch dtypes, the SM90 plan and
 its refusals, scale modes and block scaling, torch FP8 tensors read without copies. gpu: torch FP8 CUDA tensors
 against a float64 reference of the dequantized inputs, per-tensor scales in alpha, row / column scale vectors and
-block scales (SM90 only)."""
+block scales (SM90 only), and the MoE form's FP8 and block-scaled experts."""
 import pytest
 
 import gemmkit
@@ -63,6 +63,20 @@ def test_block_scaling_plan_and_refusals():
     assert plan.scale == gemmkit.ScaleMode.none
     with pytest.raises(gemmkit.ConfigError, match="Block scaling scales FP8 operands"):
         gemmkit.Gemm(element="f16", layout="row", element_accumulator="f32", cc=90).block_scaling = "blockwise"
+
+
+def test_grouped_fp8_plans_and_block_scaling():
+    plan = gemmkit.GroupedGemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16",
+                               layout_A="row", layout_B="col", layout_C="row", cc=90)
+    assert plan.construct().name().startswith("cutlass3x_sm90_tensorop_s0x0x0gemm_grouped_e4m3_e4m3_f32_bf16_bf16_")
+    assert any(td.math_operation == gemmkit.MathOperation.multiply_add_fast_accum for td in plan.tile_descriptions())
+    plan.block_scaling = "blockwise"
+    assert plan.block_scaling == gemmkit.BlockScaling.blockwise
+    assert plan.construct().name().endswith("_blockwise")
+    assert "KernelPtrArrayTmaWarpSpecializedCooperativeFP8Blockwise" in gemmkit.render(plan.construct()).text
+    sm80 = gemmkit.GroupedGemm(element="f16", layout="row", element_accumulator="f32", cc=90, kernel_cc=80)
+    with pytest.raises(gemmkit.ConfigError, match="Block scaling"):
+        sm80.block_scaling = "blockwise"
 
 
 def test_block_scales_are_checked_before_anything_runs():
@@ -172,3 +186,30 @@ def test_the_fp8_walkthrough_matches_float64(sm90_torch, root):
     result = subprocess.run([sys.executable, str(root / "examples" / "python" / "fp8.py")], capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0 and "all match" in result.stdout, result.stdout[-4000:] + result.stderr[-4000:]
+
+
+@pytest.mark.gpu
+def test_block_scaled_experts_exact_on_torch_tensors(sm90_torch):
+    torch = sm90_torch
+    rows, n, k = [0, 5, 300, 17, 1, 61], 136, 272  # skewed and empty experts; N and K end in partial blocks
+    g, total, kb, nb = len(rows), sum(rows), (k + 127) // 128, (n + 127) // 128
+    a64, w64 = halves(torch, (total, k), 7), halves(torch, (g, n, k), 8)
+    powers = torch.tensor([0.25, 0.5, 1.0, 2.0, 4.0], dtype=torch.float32)
+    scale_a = powers[torch.arange(total * kb) % 5].reshape(total, kb)  # row-major: an expert's are its tokens' rows
+    scale_b = powers[(torch.arange(g * nb * kb) * 3) % 5].reshape(g, nb, kb)
+    a = a64.to(torch.float8_e4m3fn).cuda()
+    w = w64.to(torch.float8_e4m3fn).cuda()
+    d = torch.full((total, n), 7.0, dtype=torch.bfloat16, device="cuda")
+    offsets = torch.tensor(rows, dtype=torch.int32).cumsum(0).to(torch.int32).cuda()
+    plan = gemmkit.GroupedGemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16",
+                               layout_A="row", layout_B="col", layout_C="row")
+    plan.block_scaling = "blockwise"
+    plan.run_contiguous(a, w.transpose(1, 2), d, offsets, scale_a=scale_a.cuda(), scale_b=scale_b.cuda())
+    expected = torch.empty(total, n, dtype=torch.float64)
+    start = 0
+    for e, m in enumerate(rows):
+        per_a = scale_a[start:start + m].double().repeat_interleave(128, dim=1)[:, :k]
+        per_w = scale_b[e].double().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
+        expected[start:start + m] = (a64[start:start + m] * per_a) @ (w64[e] * per_w).t()
+        start += m
+    assert torch.equal(d.cpu(), expected.to(torch.bfloat16))

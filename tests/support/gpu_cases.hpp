@@ -5,6 +5,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catalog/catalog.hpp"
@@ -226,7 +227,8 @@ inline std::vector<GroupedCase> grouped_cases(int cc) {
   return out;
 }
 
-// The MoE form's plans: bf16 with transposed ([G, N, K]) weights on each family, and row-major weights.
+// The MoE form's plans: bf16 with transposed ([G, N, K]) weights on each family, and row-major weights; on SM90 also
+// e4m3 activations and weights (FP8 reads B transposed only) into bf16.
 inline std::vector<GroupedCase> contiguous_cases(int cc) {
   std::vector<GroupedCase> out;
   for (int kernel_cc : kernel_generations(cc)) {
@@ -235,6 +237,26 @@ inline std::vector<GroupedCase> contiguous_cases(int cc) {
     out.push_back({"bf16_weights_nk_sm" + std::to_string(kernel_cc), o});
   }
   out.push_back({"bf16_weights_kn", epilogue_options(DataType::bf16, cc, cc >= 90 ? 90 : 80)});
+  if (cc >= 90 && cc < 100) out.push_back({"e4m3_weights_nk_sm90", testing::fp8_tn(cc)});
+  return out;
+}
+
+// The MoE form with block-scaled FP8 (tests/gpu/grouped_gpu_test.cpp): the default cooperative tile, and the 64 x 128
+// ping-pong one.
+inline std::vector<GroupedGemm> blockwise_moe_plans(int cc) {
+  std::vector<GroupedGemm> out;
+  for (bool pingpong : {false, true}) {
+    GroupedGemm plan(testing::fp8_tn(cc));
+    plan.set_block_scaling(BlockScaling::Blockwise);
+    for (const TileDescription& td : plan.tile_descriptions()) {
+      if (pingpong && td.kernel_schedule == KernelSchedule::TmaWarpSpecializedPingpong &&
+          td.cluster_shape == Shape3{1, 1, 1}) {
+        plan.set_tile_description(td);
+        break;
+      }
+    }
+    out.push_back(std::move(plan));
+  }
   return out;
 }
 
@@ -513,6 +535,9 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
   if (wanted("grouped")) {
     for (const auto& cases : {grouped_cases(cc), contiguous_cases(cc)}) {
       for (const auto& c : cases) out.push_back(grouped_plan(c).spec());
+    }
+    if (cc >= 90 && cc < 100) {
+      for (const GroupedGemm& plan : blockwise_moe_plans(cc)) out.push_back(plan.spec());
     }
   }
   if (wanted("conv")) {

@@ -135,7 +135,7 @@ typedef struct gk_grouped_info {
                               multiple of its alignment too (2.x vector accesses); 0 for TMA kernels (any extent) */
   int32_t block_scaled;    /* 1 when the FP8 mainloop takes block scales: every non-empty group needs scale_a and
                               scale_b (below) */
-  const char* activation; /* as in kernel names: "identity", "relu", "silu", ... */
+  const char* activation;  /* as in kernel names: "identity", "relu", "silu", ... */
 } gk_grouped_info;
 
 /* What is common to every group of one call. */
