@@ -6,9 +6,7 @@
 
 #include "gemmkit/grouped_common.hpp"
 
-#if defined(GEMMKIT_SPLIT_DEVICE) || defined(GEMMKIT_SPLIT_HOST)
-#include "gemmkit/split_entry.hpp"  // the split path (SM90 kernels): a cubin and a host module from this one source
-#endif
+#include "gemmkit/launch_glue.hpp"
 
 #if defined(GEMMKIT_SPLIT_DEVICE)
 // The contiguous form's derivation, in the cubin beside the GEMM kernel: the split path's host module compiles no
@@ -21,13 +19,7 @@ extern "C" __global__ void gk_derive_contiguous(gemmkit::grouped::ContiguousPlan
 #if !defined(GEMMKIT_SPLIT_DEVICE)
 
 namespace gemmkit_kernel {
-// What gk_grouped_run prepares and launches: the family's glue, or on the split path the same glue launching the
-// cubin.
-#if defined(GEMMKIT_SPLIT_HOST)
-using LaunchGlue = gemmkit::split::GroupedGlue<Module>;
-#else
-using LaunchGlue = Module;
-#endif
+using LaunchGlue = gemmkit::GroupedLaunchGlue<Module>;  // what gk_grouped_run prepares and launches
 }  // namespace gemmkit_kernel
 
 namespace {
@@ -69,15 +61,10 @@ int enqueue_contiguous_metadata(const gk_grouped_args& args, const gk_grouped_co
   const CUfunction fn = derive_function();
   if (fn == nullptr) return GK_ERR_LAUNCH;
   gemmkit::grouped::ContiguousPlan<Traits> plan = gemmkit::grouped::contiguous_plan<Traits>(args, c, metadata);
-  CUlaunchConfig config{};
-  config.gridDimX = static_cast<unsigned>(gemmkit::grouped::derive_blocks(args.groups));
-  config.gridDimY = config.gridDimZ = config.blockDimY = config.blockDimZ = 1;
-  config.blockDimX = gemmkit::grouped::kDeriveThreads;
-  config.hStream = reinterpret_cast<CUstream>(stream);
   void* params[] = {&plan};
-  return gemmkit::split::record_driver_error(gemmkit::split::driver().launch_kernel_ex(&config, fn, params, nullptr))
-             ? GK_ERR_LAUNCH
-             : GK_OK;
+  const dim3 grid(static_cast<unsigned>(gemmkit::grouped::derive_blocks(args.groups)));
+  return gemmkit::split::launch(fn, grid, dim3(gemmkit::grouped::kDeriveThreads), 0, stream, params) ? GK_OK
+                                                                                                     : GK_ERR_LAUNCH;
 #else
   return gemmkit::grouped::launch_derive_contiguous<Traits>(args, c, metadata, stream);
 #endif

@@ -5,19 +5,12 @@
 
 #include "gemmkit/module_common.hpp"
 
-#if defined(GEMMKIT_SPLIT_DEVICE) || defined(GEMMKIT_SPLIT_HOST)
-#include "gemmkit/split_entry.hpp"  // the split path: a cubin and a host module built from this one source
-#endif
+#include "gemmkit/launch_glue.hpp"
 
 #if !defined(GEMMKIT_SPLIT_DEVICE)
 
 namespace gemmkit_kernel {
-// What gk_run prepares and launches: the family's glue, or on the split path the same glue launching the cubin.
-#if defined(GEMMKIT_SPLIT_HOST)
-using LaunchGlue = gemmkit::split::Glue<Module>;
-#else
-using LaunchGlue = Module;
-#endif
+using LaunchGlue = gemmkit::LaunchGlue<Module>;  // what gk_run prepares and launches
 }  // namespace gemmkit_kernel
 
 namespace {

@@ -142,19 +142,10 @@ inline CUfunction current_function() {
   return fn;
 }
 
-// What GemmUniversalAdapter::run (or ConvUniversalAdapter::run) does, on the cubin through the driver API: a cluster
-// launch unless the cluster is 1x1x1.
-inline cutlass::Status launch_params(typename Kernel::Params& params, cudaStream_t stream) {
-  const CUfunction fn = current_function();
-  if (fn == nullptr) return cutlass::Status::kErrorInternal;
-  const dim3 grid = Kernel::get_grid_shape(params);
-  const dim3 block = Kernel::get_block_shape();
-  using ClusterShape = typename Kernel::DispatchPolicy::ClusterShape;
-  CUlaunchAttribute cluster{};
-  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  cluster.value.clusterDim.x = cute::size<0>(ClusterShape{});
-  cluster.value.clusterDim.y = cute::size<1>(ClusterShape{});
-  cluster.value.clusterDim.z = cute::size<2>(ClusterShape{});
+// Launches `fn` on the stream through the driver API, in clusters of `cluster` CTAs (none given: no cluster launch);
+// false after a driver error, which is recorded.
+inline bool launch(CUfunction fn, dim3 grid, dim3 block, unsigned shared_bytes, cudaStream_t stream, void** args,
+                   const CUlaunchAttribute* cluster = nullptr) {
   CUlaunchConfig config{};
   config.gridDimX = grid.x;
   config.gridDimY = grid.y;
@@ -162,15 +153,28 @@ inline cutlass::Status launch_params(typename Kernel::Params& params, cudaStream
   config.blockDimX = block.x;
   config.blockDimY = block.y;
   config.blockDimZ = block.z;
-  config.sharedMemBytes = Kernel::SharedStorageSize;
+  config.sharedMemBytes = shared_bytes;
   config.hStream = reinterpret_cast<CUstream>(stream);
-  config.attrs = &cluster;
-  config.numAttrs = cute::size(ClusterShape{}) == 1 ? 0 : 1;
+  config.attrs = const_cast<CUlaunchAttribute*>(cluster);
+  config.numAttrs = cluster == nullptr ? 0 : 1;
+  return !record_driver_error(driver().launch_kernel_ex(&config, fn, args, nullptr));
+}
+
+// What GemmUniversalAdapter::run (or ConvUniversalAdapter::run) does, on the cubin through the driver API: a cluster
+// launch unless the cluster is 1x1x1.
+inline cutlass::Status launch_params(typename Kernel::Params& params, cudaStream_t stream) {
+  const CUfunction fn = current_function();
+  if (fn == nullptr) return cutlass::Status::kErrorInternal;
+  using ClusterShape = typename Kernel::DispatchPolicy::ClusterShape;
+  CUlaunchAttribute cluster{};
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = cute::size<0>(ClusterShape{});
+  cluster.value.clusterDim.y = cute::size<1>(ClusterShape{});
+  cluster.value.clusterDim.z = cute::size<2>(ClusterShape{});
   void* args[] = {&params};
-  if (record_driver_error(driver().launch_kernel_ex(&config, fn, args, nullptr))) {
-    return cutlass::Status::kErrorInternal;
-  }
-  return cutlass::Status::kSuccess;
+  const bool launched = launch(fn, Kernel::get_grid_shape(params), Kernel::get_block_shape(), Kernel::SharedStorageSize,
+                               stream, args, cute::size(ClusterShape{}) == 1 ? nullptr : &cluster);
+  return launched ? cutlass::Status::kSuccess : cutlass::Status::kErrorInternal;
 }
 
 // What the adapters' initialize does, without their cudaFuncSetAttribute on device_kernel (which would instantiate
