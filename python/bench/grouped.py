@@ -6,8 +6,12 @@
 2. The MoE suite, bf16, transposed expert weights [G, N, K]: 8 to 256 experts (MOE_CASES: routed rows, K, N), each
    with the rows split evenly, skewed (Pareto), and with a quarter of the experts empty: gemmkit's run_contiguous
    against torch._grouped_mm, CUDA events, median of interleaved rounds, each result checked against the other.
+3. With --fp8, the FP8 MoE suite on the same cases and splits: e4m3 tokens and weights into bf16, gemmkit's
+   run_contiguous per tensor (scales in alpha) and with DeepSeek-V3 block scales (1 x 128 per token, 128 x 128 per
+   expert weight), against torch._scaled_grouped_mm with row-wise scales where this torch has it, and against
+   gemmkit's bf16 run on the same case; blockwise is checked against a float32 GEMM of the dequantized operands.
 Writes JSON to --out (and with --plot FILE, a bar chart of the MoE ratios). Usage:
-python python/bench/grouped.py [--out FILE] [--rounds N] [--skip-moe] [--experts 8,64] [--plot FILE]
+python python/bench/grouped.py [--out FILE] [--rounds N] [--skip-moe] [--experts 8,64] [--plot FILE] [--fp8]
 """
 import argparse
 import json
@@ -150,6 +154,91 @@ def moe(results, rounds, experts):
     results["moe"] = out
 
 
+def fp8_moe(results, rounds, experts):
+    """The FP8 MoE suite (item 3 of the module's docstring)."""
+    from gemmkit.torch import quantize_blockwise
+
+    def fp8_plan(block_scaling):
+        plan = gemmkit.GroupedGemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16",
+                                   layout_A="row", layout_B="col", layout_C="row")
+        plan.block_scaling = block_scaling
+        return plan
+
+    per_tensor, blockwise = fp8_plan("none"), fp8_plan("blockwise")
+    bf16 = gemmkit.GroupedGemm(element=torch.bfloat16, layout="row", layout_B="col", element_accumulator=torch.float32)
+    scaled_grouped_mm = getattr(torch, "_scaled_grouped_mm", None)
+    print(f"FP8 MoE (run_contiguous), e4m3 -> bf16, kernels {per_tensor.kernel_name()} and {blockwise.kernel_name()}")
+    out = []
+    for groups, total, k, n in MOE_CASES:
+        if experts and groups not in experts:
+            continue
+        x = torch.randn(total, k, device="cuda")
+        w = torch.randn(groups, n, k, device="cuda")
+        a, a_scales = quantize_blockwise(x)  # 1 x 128 per token
+        a_scales = a_scales.contiguous()  # [total, KB] row-major: the grouped form's layout
+        quantized = [quantize_blockwise(w[e], rows=128) for e in range(groups)]
+        wq = torch.stack([q for q, _ in quantized])  # [G, N, K]
+        w_scales = torch.stack([sc for _, sc in quantized])  # [G, NB, KB]
+        B = wq.transpose(1, 2)
+        a_bf16, B_bf16 = x.bfloat16(), w.bfloat16().transpose(1, 2)
+        row_a = torch.ones(total, device="cuda")
+        row_b = torch.ones(groups, n, device="cuda")
+        D = torch.empty(total, n, device="cuda", dtype=torch.bfloat16)
+        flops = 2.0 * total * n * k
+        for kind in SPLITS:
+            rows = splits(total, groups, kind)
+            offsets = torch.tensor(np.cumsum(rows), device="cuda", dtype=torch.int32)
+            timed = {
+                "gemmkit_fp8_per_tensor": lambda: per_tensor.run_contiguous(a, B, D, offsets, sync=False),
+                "gemmkit_fp8_blockwise": lambda: blockwise.run_contiguous(a, B, D, offsets, sync=False,
+                                                                         scale_a=a_scales, scale_b=w_scales),
+                "gemmkit_bf16": lambda: bf16.run_contiguous(a_bf16, B_bf16, D, offsets, sync=False),
+            }
+            if scaled_grouped_mm is not None:
+                timed["torch_scaled_grouped_mm_rowwise"] = lambda: scaled_grouped_mm(
+                    a, B, row_a, row_b, offs=offsets, out_dtype=torch.bfloat16)
+            if "torch_scaled_grouped_mm_rowwise" in timed:
+                try:
+                    timed["torch_scaled_grouped_mm_rowwise"]()
+                except RuntimeError as e:  # a torch without an SM90 row-wise grouped kernel for this case
+                    print(f"  torch._scaled_grouped_mm: {str(e).splitlines()[0]}")
+                    del timed["torch_scaled_grouped_mm_rowwise"]
+            timed["gemmkit_fp8_blockwise"]()
+            torch.cuda.synchronize()
+            err = float("nan")
+            if groups * n * k <= 1 << 31:  # the float reference of the largest cases would not fit beside them
+                per_a = a_scales.repeat_interleave(128, dim=1)[:, :k]
+                per_w = w_scales.repeat_interleave(128, dim=1).repeat_interleave(128, dim=2)[:, :n, :k]
+                reference = torch._grouped_mm((a.float() * per_a).bfloat16(),
+                                              (wq.float() * per_w).bfloat16().transpose(1, 2), offs=offsets)
+                err = ((D.float() - reference.float()).abs().max() / reference.float().abs().max()).item()
+                del per_a, per_w, reference
+            samples = {name: [] for name in timed}
+            for _ in range(rounds):
+                for name, fn in timed.items():
+                    samples[name].append(median_ms(fn, 5))
+            row = {"groups": groups, "n": n, "k": k, "total_m": total, "split": kind,
+                   "max_relative_difference_blockwise": err}
+            for name, ms in samples.items():
+                row[name + "_tflops"] = flops / statistics.median(ms) / 1e9
+            row["blockwise_vs_per_tensor"] = row["gemmkit_fp8_blockwise_tflops"] / row["gemmkit_fp8_per_tensor_tflops"]
+            row["fp8_vs_bf16"] = row["gemmkit_fp8_per_tensor_tflops"] / row["gemmkit_bf16_tflops"]
+            if "torch_scaled_grouped_mm_rowwise" in timed:
+                row["ratio"] = row["gemmkit_fp8_per_tensor_tflops"] / row["torch_scaled_grouped_mm_rowwise_tflops"]
+            out.append(row)
+            print(f"  G={groups:3d} M={total:6d} K={k:5d} N={n:5d} {kind:7s}: per tensor "
+                  f"{row['gemmkit_fp8_per_tensor_tflops']:6.1f}, blockwise {row['gemmkit_fp8_blockwise_tflops']:6.1f} "
+                  f"({row['blockwise_vs_per_tensor']:.2f}x), bf16 {row['gemmkit_bf16_tflops']:6.1f} TFLOP/s"
+                  + (f", torch row-wise {row['torch_scaled_grouped_mm_rowwise_tflops']:6.1f} ({row['ratio']:.2f}x)"
+                     if "ratio" in row else "") + f"; blockwise max rel. difference {err:.1e}", flush=True)
+        del x, w, a, wq, B, a_bf16, B_bf16, D
+    if out:
+        ratios = [r["blockwise_vs_per_tensor"] for r in out]
+        print(f"  blockwise / per tensor: geometric mean {float(np.exp(np.mean(np.log(ratios)))):.3f}, lowest "
+              f"{min(ratios):.3f}")
+    results["moe_fp8"] = out
+
+
 def plot(rows, path):
     """One bar per case: gemmkit / torch._grouped_mm, a line at 1."""
     import matplotlib
@@ -173,6 +262,7 @@ def main():
     parser.add_argument("--skip-moe", action="store_true")
     parser.add_argument("--experts", default="", help="only the MoE cases of these expert counts, e.g. 8,64")
     parser.add_argument("--plot", default="", help="a PNG of the MoE ratios")
+    parser.add_argument("--fp8", action="store_true", help="also the FP8 MoE suite (per tensor and blockwise)")
     args = parser.parse_args()
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
                "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -181,6 +271,8 @@ def main():
         moe(results, args.rounds, {int(e) for e in args.experts.split(",") if e})
         if args.plot and results["moe"]:
             plot(results["moe"], args.plot)
+        if args.fp8:
+            fp8_moe(results, args.rounds, {int(e) for e in args.experts.split(",") if e})
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
 

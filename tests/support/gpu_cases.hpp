@@ -553,6 +553,11 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
       out.push_back(spec_for_shape(plan, kMatrixShape));
     }
     for (const auto& spec : fp8_blockwise_specs(cc)) out.push_back(spec);
+    // The MoE form's FP8 experts (tests/gpu/grouped_gpu_test.cpp), which the grouped group lists too.
+    if (cc < 100) {
+      out.push_back(GroupedGemm(testing::fp8_tn(cc)).spec());
+      for (const GroupedGemm& plan : blockwise_moe_plans(cc)) out.push_back(plan.spec());
+    }
   }
   for (int kernel_cc : wanted("evt") ? kernel_generations(cc) : std::vector<int>{}) {
     for (const auto& c : visitor_cases()) {
