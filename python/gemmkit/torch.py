@@ -6,6 +6,8 @@
     D = gemmkit.torch.gemm(x, w.mT, bias_matrix, beta=1.0, activation="gelu")
     y = gemmkit.torch.gemm_bias_act(x, w.mT, b, x, "gelu")             # gelu(x @ w.T + b) + x, one kernel
     Ds = gemmkit.torch.grouped_gemm([A0, A1], [B0, B1])                # also torch.ops.gemmkit.grouped_gemm
+    y = gemmkit.torch.grouped_mm(tokens, w.transpose(1, 2), offs)      # MoE experts, as torch._grouped_mm
+    y = gemmkit.torch.scaled_grouped_mm(t8, w8.transpose(1, 2), st, sw.transpose(1, 2), offs)  # FP8 blocks
     y = gemmkit.torch.scaled_mm(a8, w8.t(), scale_a, scale_b, torch.bfloat16)  # as torch._scaled_mm; SM90 FP8
     a8, sa = gemmkit.torch.quantize_blockwise(x)            # DeepSeek-V3's 1 x 128 blocks, sa (M, K/128) M-major
     w8, sw = gemmkit.torch.quantize_blockwise(w, rows=128)  # 128 x 128 blocks of a weight (N, K), sw (N/128, K/128)
@@ -17,8 +19,12 @@ built kernel. Tensors: float16, bfloat16, float32 (TF32 tensor cores) or float64
 gemm_bias_act fuses a linear layer's epilogue, D = act(A @ B + bias) + residual with bias (N,) and residual of D's
 shape (both optional), as an epilogue visitor tree (float16 and bfloat16; no backward). grouped_gemm takes lists of
 matrices (group g: As[g] M_g x K_g, Bs[g] K_g x N_g, Cs[g] M_g x N_g), runs every group in one launch and returns
-the list of D; it has no backward (differentiate per group with gemm). scaled_mm takes torch._scaled_mm's FP8
-operands and scales (per-tensor, row-wise, or DeepSeek-V3's 1 x 128 / 128 x 128 blocks) on SM90; no backward.
+the list of D; it has no backward (differentiate per group with gemm). grouped_mm is the MoE form of
+torch._grouped_mm: the tokens of every expert stacked in a (total_M, K), the experts' weights (G, K, N) and the
+int32 row offsets on the GPU, in one launch that reads no group size on the host (CUDA graphs capture it);
+scaled_grouped_mm is its FP8 form with DeepSeek-V3's block scales (SM90). scaled_mm takes torch._scaled_mm's FP8
+operands and scales (per-tensor, row-wise, or DeepSeek-V3's 1 x 128 / 128 x 128 blocks) on SM90. None of these four
+has a backward.
 """
 from __future__ import annotations
 
@@ -33,8 +39,8 @@ from . import _gemmkit
 from ._gemmkit import LayoutType, TensorError
 from .op import Gemm, GroupedGemm
 
-__all__ = ["gemm", "gemm_bias_act", "grouped_gemm", "grouped_gemm_op", "scaled_mm", "quantize_blockwise", "plans",
-           "grouped_plans", "bias_act_plans", "scaled_mm_plans"]
+__all__ = ["gemm", "gemm_bias_act", "grouped_gemm", "grouped_gemm_op", "grouped_mm", "scaled_grouped_mm", "scaled_mm",
+           "quantize_blockwise", "plans", "grouped_plans", "bias_act_plans", "scaled_mm_plans", "moe_plans"]
 
 
 def __dir__() -> list[str]:
@@ -142,6 +148,7 @@ _plans: dict[tuple[Any, ...], Gemm] = {}
 _grouped_plans: dict[tuple[Any, ...], GroupedGemm] = {}
 _bias_act_plans: dict[tuple[Any, ...], Gemm] = {}
 _scaled_mm_plans: dict[tuple[Any, ...], Gemm] = {}
+_moe_plans: dict[tuple[Any, ...], GroupedGemm] = {}
 _plans_lock = threading.Lock()
 
 
@@ -202,6 +209,13 @@ def scaled_mm_plans() -> dict[tuple[Any, ...], Gemm]:
         return dict(_scaled_mm_plans)
 
 
+def moe_plans() -> dict[tuple[Any, ...], GroupedGemm]:
+    """grouped_mm's and scaled_grouped_mm's plans built so far, by (A's dtype, B's dtype, B's layout, out dtype, block
+    scales, device)."""
+    with _plans_lock:
+        return dict(_moe_plans)
+
+
 def bias_act_plans() -> dict[tuple[Any, ...], Gemm]:
     """gemm_bias_act's plans built so far, by (dtype, layout_A, layout_B, bias given, residual given, activation,
     leaky_relu slope, device)."""
@@ -218,6 +232,7 @@ def _release_plans() -> None:
         _grouped_plans.clear()
         _bias_act_plans.clear()
         _scaled_mm_plans.clear()
+        _moe_plans.clear()
 
 
 # ---- gemm ----------------------------------------------------------------------------------------------------
@@ -638,3 +653,146 @@ def quantize_blockwise(x: torch.Tensor, rows: int = 1,
     if rows == 1:
         return q, scale.t().contiguous().t()  # (M, KB), M-major
     return q, scale.contiguous()
+
+
+# ---- grouped_mm / scaled_grouped_mm: the MoE form, as torch._grouped_mm --------------------------------------------
+
+_MOE_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def _moe_shape(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, op: str) -> list[int]:
+    """D's shape (total_M, N), after every check that needs no data."""
+    if a.dim() != 2 or b.dim() != 3 or a.shape[1] != b.shape[1]:
+        raise TensorError(f"{op}: a is {tuple(a.shape)} and b is {tuple(b.shape)}; expected a (total_M, K), the "
+                          "stacked tokens, and b (G, K, N), one matrix per expert (a weight (G, N, K) transposed).")
+    if offs.dtype != torch.int32 or offs.dim() != 1 or offs.shape[0] != b.shape[0]:
+        raise TensorError(f"{op}: offs is {offs.dtype} {tuple(offs.shape)}; expected int32 ({b.shape[0]},), each "
+                          "expert's cumulative row end in a.")
+    for name, t in (("b", b), ("offs", offs)):
+        if t.device != a.device:
+            raise TensorError(f"{op}: {name} is on {t.device} but a is on {a.device}; put every operand on one device.")
+    return [a.shape[0], b.shape[2]]
+
+
+def _grouped_mm_shape(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor,
+                      out_dtype: Optional[torch.dtype]) -> list[int]:
+    """grouped_mm's D shape, after its checks that need no data (the fake implementation's too)."""
+    shape = _moe_shape(a, b, offs, "grouped_mm")
+    if a.dtype not in _MOE_DTYPES or b.dtype != a.dtype:
+        raise TensorError(f"grouped_mm takes float16 or bfloat16 a and b of one dtype; got {a.dtype} and {b.dtype}.")
+    if out_dtype not in (None, a.dtype):
+        raise TensorError(f"out_dtype is {out_dtype}; grouped_mm writes a's dtype ({a.dtype}).")
+    return shape
+
+
+def _weight_layout(b: torch.Tensor) -> tuple[torch.Tensor, LayoutType]:
+    """b (G, K, N) as the plan reads it: transposed weights (each expert column-major) as they are, else row-major."""
+    if b.stride(1) == 1 and b.stride(2) >= max(1, b.shape[1]) and b.stride(0) >= b.shape[1] * b.shape[2]:
+        return b, LayoutType.ColumnMajor
+    return b.contiguous(), LayoutType.RowMajor
+
+
+def _moe_plan(a: torch.Tensor, b: torch.Tensor, layout_b: LayoutType, out_dtype: torch.dtype,
+              blockwise: bool) -> GroupedGemm:
+    device = a.device.index
+
+    def make() -> GroupedGemm:
+        plan = GroupedGemm(element_A=a.dtype, element_B=b.dtype, element_C=out_dtype, element_D=out_dtype,
+                           element_accumulator=torch.float32, layout_A=LayoutType.RowMajor, layout_B=layout_b,
+                           layout_C=LayoutType.RowMajor, cc=_gemmkit.device_cc(device))
+        if blockwise:
+            plan.block_scaling = "blockwise"
+        return plan
+
+    return cast(GroupedGemm, _cached(_moe_plans, (a.dtype, b.dtype, layout_b, out_dtype, blockwise, device), make))
+
+
+def _moe_launch(plan: GroupedGemm, a: torch.Tensor, b: torch.Tensor, D: torch.Tensor, offs: torch.Tensor,
+                scale_a: Optional[torch.Tensor] = None, scale_b: Optional[torch.Tensor] = None) -> None:
+    """One launch on a's device and torch's current stream: the GPU derives each expert's rows from offs."""
+    with torch.cuda.device(a.device):
+        plan.run_contiguous(a, b, D, offs, sync=False, scale_a=scale_a, scale_b=scale_b)
+
+
+def _grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor,
+                out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """D[rows of expert g] = a[rows of expert g] @ b[g] for every expert, by one gemmkit launch. a (total_M, K) holds
+    the experts' tokens back to back, expert g owning rows offs[g-1]..offs[g] (offs int32 on the GPU; an expert may
+    own none); b (G, K, N), each expert's matrix row-major or, as a weight (G, N, K) transposed, column-major. Rows
+    past offs[-1] are not written, as in torch._grouped_mm. float16 or bfloat16, f32 accumulation."""
+    shape = _grouped_mm_shape(a, b, offs, out_dtype)
+    D = torch.empty(shape, dtype=a.dtype, device=a.device)
+    if D.numel() == 0:
+        return D
+    if a.shape[1] == 0:
+        return D.zero_()
+    b, layout_b = _weight_layout(b)
+    _moe_launch(_moe_plan(a, b, layout_b, a.dtype, False), a.contiguous(), b, D, offs)
+    return D
+
+
+grouped_mm = torch.library.custom_op("gemmkit::grouped_mm", _grouped_mm, mutates_args=(), device_types="cuda")
+
+
+@grouped_mm.register_fake
+def _grouped_mm_fake(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor,
+                     out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return a.new_empty(_grouped_mm_shape(a, b, offs, out_dtype))
+
+
+def _block_scales(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+                  out_dtype: torch.dtype) -> None:
+    """scaled_grouped_mm's checks that need no data, besides _moe_shape's."""
+    if a.dtype not in _FP8 or b.dtype not in _FP8:
+        raise TensorError(f"scaled_grouped_mm takes FP8 a and b (float8_e4m3fn or float8_e5m2); got {a.dtype} and "
+                          f"{b.dtype}.")
+    if out_dtype not in _FP8_OUTPUTS:
+        raise TensorError(f"out_dtype is {out_dtype}; scaled_grouped_mm writes bfloat16, float16 or float32.")
+    total, k = a.shape
+    groups, n = b.shape[0], b.shape[2]
+    k_blocks, n_blocks = (k + 127) // 128, (n + 127) // 128
+    for name, s, shape in (("scale_a", scale_a, (total, k_blocks)), ("scale_b", scale_b, (groups, k_blocks, n_blocks))):
+        if s.dtype != torch.float32 or tuple(s.shape) != shape:
+            raise TensorError(f"Tensor {name} is {s.dtype} {tuple(s.shape)}; expected float32 {shape}: 1 x 128 "
+                              "blocks of a's rows (scale_a) and 128 x 128 blocks of each expert's b (scale_b).")
+
+
+def _scaled_grouped_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+                       offs: torch.Tensor, out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """grouped_mm of FP8 a (total_M, K) and b (G, K, N) (a weight (G, N, K) transposed: FP8 tensor cores read it
+    column-major) with DeepSeek-V3's block scales, by one gemmkit launch on SM90: scale_a (total_M, ceil(K/128))
+    scales each token's 128-deep K blocks, scale_b (G, ceil(K/128), ceil(N/128)) each expert's 128 x 128 blocks of b
+    (a weight's (G, N/128, K/128) scales transposed, as scaled_mm takes them), float32. Written as out_dtype."""
+    shape = _moe_shape(a, b, offs, "scaled_grouped_mm")
+    _block_scales(a, b, scale_a, scale_b, out_dtype)
+    D = torch.empty(shape, dtype=out_dtype, device=a.device)
+    if D.numel() == 0:
+        return D
+    if a.shape[1] == 0:
+        return D.zero_()
+    b = b if b.stride(1) == 1 else b.transpose(1, 2).contiguous().transpose(1, 2)  # column-major per expert
+    plan = _moe_plan(a, b, LayoutType.ColumnMajor, out_dtype, True)
+    # The kernel takes A's scales row-major (an expert's are its tokens' rows) and the weights' (G, N/128, K/128).
+    _moe_launch(plan, a.contiguous(), b, D, offs, scale_a.contiguous(), scale_b.transpose(1, 2).contiguous())
+    return D
+
+
+scaled_grouped_mm = torch.library.custom_op("gemmkit::scaled_grouped_mm", _scaled_grouped_mm, mutates_args=(),
+                                            device_types="cuda")
+
+
+@scaled_grouped_mm.register_fake
+def _scaled_grouped_mm_fake(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+                            offs: torch.Tensor, out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    shape = _moe_shape(a, b, offs, "scaled_grouped_mm")
+    _block_scales(a, b, scale_a, scale_b, out_dtype)
+    return a.new_empty(shape, dtype=out_dtype)
+
+
+def _moe_backward(ctx: Any, dD: torch.Tensor) -> tuple[Any, ...]:
+    raise NotImplementedError("gemmkit.torch.grouped_mm and scaled_grouped_mm have no backward; detach the inputs, or "
+                              "differentiate per expert with gemmkit.torch.gemm.")
+
+
+grouped_mm.register_autograd(_moe_backward)
+scaled_grouped_mm.register_autograd(_moe_backward)

@@ -65,6 +65,10 @@ def torch_specs(cc=None):
                                    element_accumulator=np.float32, cc=cc)
         plan.activation = activation
         out.append(plan.construct())
+    # gemmkit.torch.grouped_mm's (test_torch_ops_moe.py): bf16 experts, transposed and row-major weights.
+    for layout_B in ("col", "row"):
+        out.append(gemmkit.GroupedGemm(element="bf16", layout_A="row", layout_B=layout_B, layout_C="row",
+                                       element_accumulator=np.float32, cc=cc).construct())
     return out
 
 
@@ -167,6 +171,11 @@ def fp8_specs(cc=None):
                             layout_B="col", layout_C="row", element_accumulator="f32", cc=cc)
         plan.scale, plan.block_scaling = scale, block
         out.append(plan.spec_for_problem(512, 768, 1024))
+    # The MoE form's block-scaled experts (test_fp8.py, and gemmkit.torch.scaled_grouped_mm in test_torch_ops_moe.py).
+    moe = gemmkit.GroupedGemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16",
+                              layout_A="row", layout_B="col", layout_C="row", element_accumulator="f32", cc=cc)
+    moe.block_scaling = "blockwise"
+    out.append(moe.construct())
     return out
 
 
