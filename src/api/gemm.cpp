@@ -457,18 +457,9 @@ std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOper
 // A's and B's block scales when the plan's mainloop takes them (set_block_scaling), as torch._scaled_mm lays them out.
 std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOperand>> check_block_scale_operands(
     const selection::PlanConfig& config, const RunOptions& options, const GemmProblem& p) {
-  const bool wanted = config.block_scaling != BlockScaling::None;
-  for (const auto& [tensor, name] : {std::pair{options.scale_a, "scale_a"}, {options.scale_b, "scale_b"}}) {
-    if (tensor != nullptr && !wanted) {
-      throw TensorError(std::string("Tensor ") + name +
-                        ": the plan has no block scaling; call set_block_scaling(BlockScaling::Blockwise) first.");
-    }
-    if (tensor == nullptr && wanted) {
-      throw TensorError(std::string("Tensor ") + name +
-                        ": the plan's FP8 mainloop is block-scaled (Blockwise); pass RunOptions::" + name + ".");
-    }
+  if (!detail::require_block_scales(config.block_scaling != BlockScaling::None, options.scale_a, options.scale_b)) {
+    return {};
   }
-  if (!wanted) return {};
   if (p.m % 4 != 0) {
     throw TensorError("Tensor scale_a: the kernel loads A's scales with TMA, in 16-byte runs along M; M = " +
                       std::to_string(p.m) + " is not a multiple of 4. Pad A, D and scale_a to a multiple of 4 rows.");

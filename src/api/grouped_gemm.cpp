@@ -57,18 +57,7 @@ std::size_t fitting_index(const detail::MatrixOperand& x, DataType type, const s
 std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOperand>> check_contiguous_scales(
     BlockScaling scaling, const RunOptions& options, std::int64_t total_m, std::int64_t n, std::int64_t k,
     std::int64_t groups) {
-  const bool wanted = scaling != BlockScaling::None;
-  for (const auto& [tensor, name] : {std::pair{options.scale_a, "scale_a"}, {options.scale_b, "scale_b"}}) {
-    if (tensor != nullptr && !wanted) {
-      throw TensorError(std::string("Tensor ") + name +
-                        ": the plan has no block scaling; call set_block_scaling(BlockScaling::Blockwise) first.");
-    }
-    if (tensor == nullptr && wanted) {
-      throw TensorError(std::string("Tensor ") + name +
-                        ": the plan's FP8 mainloop is block-scaled (Blockwise); pass RunOptions::" + name + ".");
-    }
-  }
-  if (!wanted) return {};
+  if (!detail::require_block_scales(scaling != BlockScaling::None, options.scale_a, options.scale_b)) return {};
   const std::int64_t k_blocks = (k + 127) / 128, n_blocks = (n + 127) / 128;
   return {detail::check_block_scales(*options.scale_a, "scale_a", 1, total_m, k_blocks, k_blocks, 1, 4,
                                      "total_M x ceil(K/128), row-major: strides (ceil(K/128), 1)"),

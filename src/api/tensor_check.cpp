@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include "gemmkit/errors.hpp"
 
@@ -131,6 +133,20 @@ MatrixOperand check_vector(const TensorView& t, const char* name, DataType dtype
   m.ld = length;
   m.span = length;
   return m;
+}
+
+bool require_block_scales(bool wanted, const TensorView* scale_a, const TensorView* scale_b) {
+  for (const auto& [tensor, name] : {std::pair{scale_a, "scale_a"}, {scale_b, "scale_b"}}) {
+    if (tensor != nullptr && !wanted) {
+      throw TensorError(std::string("Tensor ") + name +
+                        ": the plan has no block scaling; call set_block_scaling(BlockScaling::Blockwise) first.");
+    }
+    if (tensor == nullptr && wanted) {
+      throw TensorError(std::string("Tensor ") + name +
+                        ": the plan's FP8 mainloop is block-scaled (Blockwise); pass RunOptions::" + name + ".");
+    }
+  }
+  return wanted;
 }
 
 MatrixOperand check_block_scales(const TensorView& t, const char* name, std::int64_t batch, std::int64_t rows,

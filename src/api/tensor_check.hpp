@@ -42,6 +42,10 @@ MatrixOperand check_block_scales(const TensorView& tensor, const char* name, std
                                  std::int64_t cols, std::int64_t row_stride, std::int64_t col_stride, int address_bytes,
                                  const std::string& layout);
 
+// Whether a run takes block scales (`wanted`: the plan has block scaling): a TensorError names scale_a or scale_b
+// when one is given without block scaling or missing with it.
+bool require_block_scales(bool wanted, const TensorView* scale_a, const TensorView* scale_b);
+
 // Largest alignment (elements) from `candidates` (widest first) the operand's pointer, leading dimension, contiguous
 // extent and batch stride are all divisible by; 0 if none.
 int fitting_alignment(const MatrixOperand& operand, int element_bytes, const int* candidates, int count);
