@@ -92,13 +92,16 @@ thread_local bool t_background = false;
 
 void on_signal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
+  // Read before the children stop: their waiters then unwind and leave, and a late read would take a compile that
+  // was waited on for one nobody waits on, and end the process.
+  const bool waited_on = g_foreground.load() != 0;
   interrupt_children(sig, false);
   const struct sigaction& previous = g_previous[sig == SIGINT ? 0 : 1];
   if ((previous.sa_flags & SA_SIGINFO) != 0) {
     if (previous.sa_sigaction != nullptr) previous.sa_sigaction(sig, info, context);  // e.g. Python's own handler
   } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
     previous.sa_handler(sig);
-  } else if (previous.sa_handler == SIG_DFL && g_foreground.load() == 0) {
+  } else if (previous.sa_handler == SIG_DFL && !waited_on) {
     // Only compiles nobody waits on were running: the process ends as it would have without them.
     ::signal(sig, SIG_DFL);
     ::raise(sig);  // delivered when this handler returns

@@ -309,8 +309,8 @@ TEST_P(InterruptTest, StopsNvccsGroupRemovesTheBuildFolderAndSaysInterrupted) {
   const auto [nvcc_pid, child_pid] = nvcc.wait_running();
   ASSERT_GT(nvcc_pid, 0);
   ASSERT_GT(child_pid, 0);
-  // The compile installs its handler before nvcc starts; see it here before signalling (a CI run under load once
-  // died of this very signal, never reproduced since: the check turns such a death into a readable failure).
+  // The compile installs its handler before nvcc starts; see it here before signalling, so that a missing handler is
+  // a failure to read rather than the test process's death.
   struct sigaction installed {};
   for (int i = 0; i < 500 && (sigaction(sig, nullptr, &installed), (installed.sa_flags & SA_SIGINFO) == 0); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
