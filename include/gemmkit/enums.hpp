@@ -44,6 +44,9 @@ enum class KernelSchedule {
   CpAsyncWarpSpecialized,
   CpAsyncWarpSpecializedPingpong,
   CpAsyncWarpSpecializedCooperative,
+  // CUTLASS's TMA cooperative kernel with its two consumer warp groups splitting the CTA tile along N instead of M:
+  // 192-row tiles (gemmkit's own collective assembly, device/include/gemmkit/sm90_split_n.hpp).
+  TmaWarpSpecializedCooperativeSplitN,
 };
 // Lean: gemmkit's own SM90 epilogue, which takes the activation, bias and scale vectors at launch (one kernel serves
 // every plain epilogue of a plan) and builds in about half the time of CUTLASS's TMA epilogue.
@@ -180,6 +183,8 @@ struct EnumTable<KernelSchedule> {
        "cutlass::gemm::KernelCpAsyncWarpSpecializedPingpong", "_cpasync_warpspecialized_pingpong"},
       {KernelSchedule::CpAsyncWarpSpecializedCooperative, "CpAsyncWarpSpecializedCooperative",
        "cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative", "_cpasync_warpspecialized_cooperative"},
+      {KernelSchedule::TmaWarpSpecializedCooperativeSplitN, "TmaWarpSpecializedCooperativeSplitN",
+       "cutlass::gemm::KernelTmaWarpSpecializedCooperative", "_warpspecialized_cooperative_splitn"},
   };
 };
 

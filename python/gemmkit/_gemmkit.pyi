@@ -122,6 +122,8 @@ class KernelScheduleType(enum.Enum):
 
     CpAsyncWarpSpecializedCooperative = 6
 
+    TmaWarpSpecializedCooperativeSplitN = 7
+
 class EpilogueScheduleType(enum.Enum):
     """SM90 epilogue schedules."""
 

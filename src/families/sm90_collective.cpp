@@ -35,6 +35,7 @@ int tile_k(DataType a) {
 bool is_cooperative(const KernelSpec& spec) {
   switch (spec.tile.kernel_schedule) {
     case KernelSchedule::TmaWarpSpecializedCooperative:
+    case KernelSchedule::TmaWarpSpecializedCooperativeSplitN:
     case KernelSchedule::CpAsyncWarpSpecializedCooperative: return true;
     case KernelSchedule::Auto:
       return moves_16_byte_rows(spec.alignment_a, spec.element_a) &&
@@ -45,8 +46,17 @@ bool is_cooperative(const KernelSpec& spec) {
 
 bool is_tma_schedule(KernelSchedule k) {
   return k == KernelSchedule::TmaWarpSpecialized || k == KernelSchedule::TmaWarpSpecializedPingpong ||
-         k == KernelSchedule::TmaWarpSpecializedCooperative;
+         k == KernelSchedule::TmaWarpSpecializedCooperative || k == KernelSchedule::TmaWarpSpecializedCooperativeSplitN;
 }
+
+// Whether the cooperative kernel's warp groups split the tile along N (sm90_split_n.hpp).
+bool splits_n(const KernelSpec& spec) {
+  return spec.tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedCooperativeSplitN;
+}
+
+// CTA tiles of the N-split kernels: 192 rows, and each warp group's half of the columns one GMMA atom wide.
+constexpr int kSplitNRows = 192;
+const std::vector<int> kSplitNColumns = {128, 160, 192};
 
 bool has_fused_epilogue(const KernelSpec& spec) {
   return spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.scale != ScaleMode::None;
@@ -86,6 +96,38 @@ void check_lean(const KernelSpec& spec) {
   if (spec.tile.cta_tile()[1] % 32 != 0) {
     fail("the Lean epilogue schedule needs a CTA tile N that is a multiple of 32; it is " +
          shape_text(spec.tile.cta_tile()) + ".");
+  }
+}
+
+// Where the N-split cooperative kernel is assembled: 16-bit A and B on TMA with f32 accumulation, a CTA tile of 192 x
+// {128, 160, 192} x 64 in a 1x1x1 cluster on the Default tile scheduler, and CUTLASS's TMA epilogue storing a row-major
+// 16-bit D (and C of D's type). Stream-K, split-K, the lean epilogue, visitor trees and clusters have no such kernel
+// here; the layout algebra of its epilogue was checked on the host for these tiles only.
+void check_split_n(const KernelSpec& spec) {
+  if (!splits_n(spec)) return;
+  const auto refuse = [&](const std::string& why) {
+    fail("Kernel schedule TmaWarpSpecializedCooperativeSplitN " + why);
+  };
+  if (!is_half(spec.element_a) || spec.element_b != spec.element_a || spec.element_accumulator != DataType::f32) {
+    refuse("takes f16 or bf16 A and B with an f32 accumulator.");
+  }
+  if (bits_of(spec.element_d) != 16 || (spec.element_c != DataType::void_t && spec.element_c != spec.element_d) ||
+      spec.layout_c != Layout::RowMajor) {
+    refuse("stores a row-major 16-bit D (and reads C of D's type).");
+  }
+  const Shape3 cta = spec.tile.cta_tile();
+  if (cta[0] != kSplitNRows || cta[2] != 64 ||
+      std::find(kSplitNColumns.begin(), kSplitNColumns.end(), cta[1]) == kSplitNColumns.end()) {
+    refuse("has CTA tiles of 192 x 128, 192 x 160 or 192 x 192 x 64; the tile is " + shape_text(cta) + ".");
+  }
+  if (spec.tile.cluster_shape != Shape3{1, 1, 1}) refuse("runs in 1x1x1 clusters.");
+  if (uses_stream_k(spec) || spec.split_k_mode == SplitKMode::Parallel) {
+    refuse("runs on the Default tile scheduler (no Stream-K or split-K).");
+  }
+  if (spec.visitor) refuse("takes no epilogue visitor tree.");
+  const EpilogueSchedule e = spec.tile.epilogue_schedule;
+  if (e != EpilogueSchedule::TmaWarpSpecializedCooperative) {
+    refuse("stores D with the TmaWarpSpecializedCooperative epilogue; got " + std::string(to_string(e)) + ".");
   }
 }
 
@@ -237,6 +279,13 @@ void check_schedules(const KernelSpec& spec) {
   if (is_cooperative(spec) && td.cta_tile()[0] < 128) {
     fail("Cooperative kernel schedules need a CTA tile M of at least 128; the CTA tile is " +
          shape_text(td.cta_tile()) + ". Use a Pingpong schedule or a larger tile.");
+  }
+  // The builders' cooperative kernels split M between two warp groups of 64-row GMMA atoms.
+  if (is_cooperative(spec) && !splits_n(spec) && td.cta_tile()[0] % 128 != 0) {
+    fail(
+        "Cooperative kernel schedules split the CTA tile's M between two warp groups of 64 rows each: M must be a "
+        "multiple of 128; the CTA tile is " +
+        shape_text(td.cta_tile()) + ". For 192 rows use TmaWarpSpecializedCooperativeSplitN.");
   }
   if (td.epilogue_schedule == EpilogueSchedule::Lean && !is_tma_schedule(td.kernel_schedule)) {
     fail(
@@ -426,10 +475,12 @@ class Sm90Collective final : public Family {
   std::string_view template_name(const KernelSpec& spec) const override {
     if (spec.visitor) return "sm90_gemm_visitor.cu.in";
     if (lean_epilogue(spec)) return "sm90_gemm_lean.cu.in";
+    if (splits_n(spec)) return "sm90_gemm_split_n.cu.in";
     return spec.split_k_mode == SplitKMode::Parallel ? "sm90_gemm_parallel.cu.in" : "sm90_gemm.cu.in";
   }
   std::string_view glue_header(const KernelSpec& spec) const override {
     if (lean_epilogue(spec)) return "gemmkit/sm90_lean.hpp";
+    if (splits_n(spec)) return "gemmkit/sm90_split_n.hpp";
     return blockwise(spec) ? "gemmkit/sm90_blockwise.hpp" : "gemmkit/sm90_gemm.hpp";
   }
 
@@ -541,6 +592,19 @@ class Sm90Collective final : public Family {
         }
       }
     }
+    // Last, for the tuner and for plans that set them (the heuristics weigh auto-scheduled entries only): 192-row
+    // tiles on the N-split cooperative kernel (check_split_n).
+    if (is_half(types.a) && types.b == types.a && types.accumulator == DataType::f32 && d_bits == 16 &&
+        (types.c == DataType::void_t || types.c == types.d)) {
+      for (int n : kSplitNColumns) {
+        TileDescription td;
+        td.threadblock_shape = {kSplitNRows, n, 64};
+        td.warp_count = {4, 1, 1};
+        td.kernel_schedule = KernelSchedule::TmaWarpSpecializedCooperativeSplitN;
+        td.epilogue_schedule = EpilogueSchedule::TmaWarpSpecializedCooperative;
+        out.push_back(td);
+      }
+    }
     return out;
   }
 
@@ -570,6 +634,7 @@ class Sm90Collective final : public Family {
     check_operand_alignments(spec);
     check_tma_alignments(spec);
     check_lean(spec);
+    check_split_n(spec);
     check_sm90_stages(td);
     check_shared_memory(spec, limits);
     if (spec.visitor) {
@@ -594,7 +659,7 @@ class Sm90Collective final : public Family {
     const bool tma_epilogue = td.epilogue_schedule == EpilogueSchedule::Auto ||
                               td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecialized ||
                               td.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative;
-    if (!tma_epilogue) return std::nullopt;
+    if (!tma_epilogue || splits_n(spec)) return std::nullopt;  // the lean epilogue has no N-split kernel
     KernelSpec twin = spec;
     twin.tile.kernel_schedule = is_cooperative(spec) ? KernelSchedule::TmaWarpSpecializedCooperative
                                                      : KernelSchedule::TmaWarpSpecializedPingpong;
@@ -621,6 +686,14 @@ class Sm90Collective final : public Family {
 
   Placeholders placeholders(const KernelSpec& spec) const override {
     if (template_name(spec) == "sm90_gemm.cu.in") return sm90_gemm_placeholders(spec);
+    if (splits_n(spec)) {
+      // Its collectives name the schedules and the Default tile scheduler themselves.
+      Placeholders out = cutlass_epilogue_placeholders(spec);
+      std::erase_if(out, [](const auto& kv) {
+        return kv.first == "kernel_schedule" || kv.first == "epilogue_schedule" || kv.first == "tile_scheduler";
+      });
+      return out;
+    }
     if (!lean_epilogue(spec)) return cutlass_epilogue_placeholders(spec);
     // The lean template takes nothing of the epilogue's settings (they come at launch); its C and D are row-major
     // with 16-byte rows, which validate() checked.

@@ -205,6 +205,38 @@ TEST(CompileTier, Fp8Sm90KernelWithScaleVectorsBuilds) {
   EXPECT_NE(plan.kernel_name().find("_scalerowcolumn"), std::string::npos) << plan.kernel_name();
 }
 
+// The N-split cooperative kernel (192 x 160 tiles, the warp groups splitting N, an N-major B) with a fused ReLU and
+// column bias builds from gemmkit's own collective assembly, loads, and takes a problem of ragged extents.
+TEST(CompileTier, SplitNCooperativeKernelBuildsAndTakesAProblem) {
+  gk::testenv::TempDir cache_dir;
+  gk::Gemm plan(f16_row(90));
+  plan.set_activation(gk::Activation::ReLU);
+  plan.set_bias(gk::BiasMode::PerColumn);
+  for (const gk::TileDescription& td : plan.tile_descriptions()) {
+    if (td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeSplitN && td.cta_tile()[1] == 160) {
+      plan.set_tile_description(td);
+    }
+  }
+  ASSERT_NE(plan.kernel_name().find("192x160x64_1x1x1_0_ttt_align8_warpspecialized_cooperative_splitn"),
+            std::string::npos)
+      << plan.kernel_name();
+  gk::DiskCache cache(cache_dir.str());
+  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(plan.spec()));
+  const auto module = gk::KernelModule::load(entry.module_path, entry.cubin_path);
+  EXPECT_EQ(module->kernel_name(), plan.kernel_name());
+  alignas(256) static char buffer[256];
+  gk_gemm_args args{};
+  args.m = 2400;
+  args.n = 3232;
+  args.k = 4096;
+  args.batch = 1;
+  args.A = args.B = args.bias = args.D = buffer;
+  args.lda = 4096;
+  args.ldb = args.ldc = args.ldd = 3232;
+  args.alpha = 1.0;
+  EXPECT_EQ(module->can_implement(args), GK_OK);
+}
+
 // A block-scaled FP8 GEMM (DeepSeek-V3's 1 x 128 / 128 x 128 scales) with a fused ReLU builds on CUTLASS's blockwise
 // mainloop, and its module checks the scales: a launch without both is refused, and A's scales, which load with TMA,
 // need M to be a multiple of 4.

@@ -41,7 +41,7 @@ TEST(Catalog, EnumerationCountsPerArchitectureAndType) {
   const auto f16 = types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32);
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, f16, sm80).size(), 22u);
   EXPECT_EQ(cat::tile_descriptions(90, gk::OpClass::TensorOp, f16, sm90).size(),
-            147u);  // 36 on the lean epilogue, 12 of them Stream-K
+            150u);  // 36 on the lean epilogue, 12 of them Stream-K; 3 on the N-split kernel
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::Simt, f16, sm80).size(), 1u);  // one generic SIMT tile
   const auto f32 = types(gk::DataType::f32, gk::DataType::f32, gk::DataType::f32);
   // tf32, 3xTF32, fast_bf16 and fast_f16 each (18 tiles)
