@@ -28,6 +28,20 @@ namespace gk = gemmkit;
 
 using gk::testing::f16_row;
 
+// A row-major m x n x k problem over one buffer (only host code reads the addresses), alpha 1.
+gk_gemm_args packed_args(int m, int n, int k, void* buffer) {
+  gk_gemm_args args{};
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.batch = 1;
+  args.A = args.B = args.D = buffer;
+  args.lda = k;
+  args.ldb = args.ldc = args.ldd = n;
+  args.alpha = 1.0;
+  return args;
+}
+
 std::string run_cli(const std::string& cache_dir, const std::string& arguments) {
   return gk::testing::run_cli(arguments, cache_dir).out;
 }
@@ -146,12 +160,7 @@ TEST(CompileTier, LeanEpilogueKernelBuildsAndChecksItsLaunchEpilogue) {
   const auto module = gk::KernelModule::load(entry.module_path, entry.cubin_path);
   EXPECT_EQ(module->kernel_name(), plain);
   alignas(256) static char buffer[256];
-  gk_gemm_args args{};
-  args.m = args.n = args.k = 64;
-  args.batch = 1;
-  args.A = args.B = args.D = buffer;
-  args.lda = args.ldb = args.ldc = args.ldd = 64;
-  args.alpha = 1.0;
+  gk_gemm_args args = packed_args(64, 64, 64, buffer);
   args.activation = GK_ACTIVATION_GELU;
   args.bias_mode = GK_BIAS_PER_ROW;
   EXPECT_EQ(module->can_implement(args), GK_ERR_ARGS);  // a bias mode needs its vector
@@ -225,15 +234,8 @@ TEST(CompileTier, SplitNCooperativeKernelBuildsAndTakesAProblem) {
   const auto module = gk::KernelModule::load(entry.module_path, entry.cubin_path);
   EXPECT_EQ(module->kernel_name(), plan.kernel_name());
   alignas(256) static char buffer[256];
-  gk_gemm_args args{};
-  args.m = 2400;
-  args.n = 3232;
-  args.k = 4096;
-  args.batch = 1;
-  args.A = args.B = args.bias = args.D = buffer;
-  args.lda = 4096;
-  args.ldb = args.ldc = args.ldd = 3232;
-  args.alpha = 1.0;
+  gk_gemm_args args = packed_args(2400, 3232, 4096, buffer);
+  args.bias = buffer;
   EXPECT_EQ(module->can_implement(args), GK_OK);
 }
 
@@ -251,12 +253,7 @@ TEST(CompileTier, Fp8Sm90BlockScaledKernelBuildsAndChecksItsScales) {
   const auto module = gk::KernelModule::load(entry.module_path, entry.cubin_path);
   EXPECT_EQ(module->kernel_name(), plan.kernel_name());
   alignas(256) static char buffer[256];
-  gk_gemm_args args{};
-  args.m = args.n = args.k = 256;
-  args.batch = 1;
-  args.A = args.B = args.D = buffer;
-  args.lda = args.ldb = args.ldc = args.ldd = 256;
-  args.alpha = 1.0;
+  gk_gemm_args args = packed_args(256, 256, 256, buffer);
   EXPECT_EQ(module->can_implement(args), GK_ERR_ARGS);  // no scales
   args.row_scale = args.column_scale = buffer;
   EXPECT_EQ(module->can_implement(args), GK_OK);
@@ -295,15 +292,9 @@ TEST(CompileTier, Sm90SplitKKernelBuildsAndReadsItsDecompositionAtRunTime) {
   const auto entries = cache.get_or_build_many(gk::Toolchain::discover(), {gk::render(spec)});
   ASSERT_EQ(entries.size(), 1u);
   const auto module = gk::KernelModule::load(entries[0].module_path);
-  gk_gemm_args args{};
-  args.m = m;
-  args.n = n;
-  args.k = k;
-  args.batch = 1;
-  args.A = args.B = args.C = args.D = base;
-  args.lda = k;
-  args.ldb = args.ldc = args.ldd = n;
-  args.alpha = args.beta = 1.0;
+  gk_gemm_args args = packed_args(m, n, k, base);
+  args.C = base;
+  args.beta = 1.0;
   args.sm_count = 132;
   args.splits = 4;
   args.decomposition = 2;  // split-K
