@@ -78,6 +78,8 @@ GroupedGemm::GroupedGemm(const GemmOptions& options)
     : Plan(options, catalog::Operation::GroupedGemm), metadata_(std::make_unique<runtime::PinnedMetadata>()) {}
 
 GroupedGemm::~GroupedGemm() = default;
+GroupedGemm::GroupedGemm(GroupedGemm&&) noexcept = default;
+GroupedGemm& GroupedGemm::operator=(GroupedGemm&&) noexcept = default;
 
 BlockScaling GroupedGemm::block_scaling() const {
   return core_->config.block_scaling;
@@ -86,8 +88,6 @@ BlockScaling GroupedGemm::block_scaling() const {
 void GroupedGemm::set_block_scaling(BlockScaling scaling) {
   change_checked(core_->config.block_scaling, scaling);
 }
-GroupedGemm::GroupedGemm(GroupedGemm&&) noexcept = default;
-GroupedGemm& GroupedGemm::operator=(GroupedGemm&&) noexcept = default;
 
 GroupedGemm::Groups GroupedGemm::check_groups(std::span<const TensorView> A, std::span<const TensorView> B,
                                               std::span<const TensorView> C, std::span<const TensorView> D,
