@@ -10,8 +10,11 @@
    run_contiguous per tensor (scales in alpha) and with DeepSeek-V3 block scales (1 x 128 per token, 128 x 128 per
    expert weight), against torch._scaled_grouped_mm with row-wise scales where this torch has it, and against
    gemmkit's bf16 run on the same case; blockwise is checked against a float32 GEMM of the dequantized operands.
+4. With --moe-tiles, every configuration of the bf16 MoE plan on the chosen cases (even split), each against
+   torch._grouped_mm: where the per-expert cost of many small experts goes (the kernels built first, in parallel).
 Writes JSON to --out (and with --plot FILE, a bar chart of the MoE ratios). Usage:
 python python/bench/grouped.py [--out FILE] [--rounds N] [--skip-moe] [--experts 8,64] [--plot FILE] [--fp8]
+                               [--moe-tiles]
 """
 import argparse
 import json
@@ -239,6 +242,44 @@ def fp8_moe(results, rounds, experts):
     results["moe_fp8"] = out
 
 
+def moe_tiles(results, rounds, experts):
+    """Item 4 of the module's docstring."""
+    plan = gemmkit.GroupedGemm(element=torch.bfloat16, layout="row", layout_B="col", element_accumulator=torch.float32)
+    tiles = plan.tile_descriptions()
+    start = time.time()
+    gemmkit.compile_many([plan.construct(td) for td in tiles])
+    print(f"MoE tiles: {len(tiles)} configurations of {plan.kernel_name()}'s plan built in {time.time() - start:.0f} s")
+    out = []
+    for groups, total, k, n in MOE_CASES:
+        if experts and groups not in experts:
+            continue
+        A = torch.randn(total, k, device="cuda", dtype=torch.bfloat16)
+        B = torch.randn(groups, n, k, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+        D = torch.empty(total, n, device="cuda", dtype=torch.bfloat16)
+        offsets = torch.tensor(np.cumsum(splits(total, groups, "uniform")), device="cuda", dtype=torch.int32)
+        flops = 2.0 * total * n * k
+        theirs_ms = statistics.median(median_ms(lambda: torch._grouped_mm(A, B, offs=offsets), 5)
+                                      for _ in range(rounds))
+        rows = []
+        for td in tiles:
+            plan.tile_description = td
+
+            def ours():
+                plan.run_contiguous(A, B, D, offsets, sync=False)
+
+            ms = statistics.median(median_ms(ours, 5) for _ in range(rounds))
+            rows.append({"groups": groups, "n": n, "k": k, "total_m": total, "tile": plan.kernel_name(),
+                         "gemmkit_tflops": flops / ms / 1e9, "ratio": theirs_ms / ms})
+        rows.sort(key=lambda r: -r["ratio"])
+        print(f"  G={groups:3d} M={total:6d} K={k:5d} N={n:5d}: torch._grouped_mm {flops / theirs_ms / 1e9:6.1f} TFLOP/s; "
+              "fastest gemmkit configurations:")
+        for r in rows[:5]:
+            print(f"    {r['ratio']:.3f}x  {r['gemmkit_tflops']:6.1f} TFLOP/s  {r['tile']}")
+        out += rows
+        del A, B, D
+    results["moe_tiles"] = out
+
+
 def plot(rows, path):
     """One bar per case: gemmkit / torch._grouped_mm, a line at 1."""
     import matplotlib
@@ -263,6 +304,7 @@ def main():
     parser.add_argument("--experts", default="", help="only the MoE cases of these expert counts, e.g. 8,64")
     parser.add_argument("--plot", default="", help="a PNG of the MoE ratios")
     parser.add_argument("--fp8", action="store_true", help="also the FP8 MoE suite (per tensor and blockwise)")
+    parser.add_argument("--moe-tiles", action="store_true", help="also every bf16 MoE configuration on each case")
     args = parser.parse_args()
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
                "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -273,6 +315,8 @@ def main():
             plot(results["moe"], args.plot)
         if args.fp8:
             fp8_moe(results, args.rounds, {int(e) for e in args.experts.split(",") if e})
+        if args.moe_tiles:
+            moe_tiles(results, args.rounds, {int(e) for e in args.experts.split(",") if e})
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
 
