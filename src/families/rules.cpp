@@ -61,6 +61,20 @@ bool fp8_accumulators_fit(int cta_m, int cta_n, bool cooperative) {
   return warp_group_rows * cta_n <= 64 * 192;
 }
 
+std::string_view fp8_schedule_variant(const KernelSpec& spec) {
+  if (spec.block_scaling == BlockScaling::Blockwise) return "FP8Blockwise";
+  return spec.tile.math_operation == MathOperation::MultiplyAddFastAccum ? "FP8FastAccum" : "";
+}
+
+void add_fast_accumulation_twins(std::vector<TileDescription>& tiles) {
+  const std::size_t promoted = tiles.size();
+  for (std::size_t i = 0; i < promoted; ++i) {
+    TileDescription fast = tiles[i];
+    fast.math_operation = MathOperation::MultiplyAddFastAccum;
+    tiles.push_back(fast);
+  }
+}
+
 std::string fp8_rule_violation(int cc, int kernel_cc, OpClass opclass, const OperandTypes& t) {
   if (!is_fp8(t.a) && !is_fp8(t.b)) return "";
   const std::string types = "(A " + std::string(to_string(t.a)) + ", B " + std::string(to_string(t.b)) + ")";

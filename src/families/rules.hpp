@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "families/family.hpp"
@@ -34,6 +35,12 @@ std::string fp8_rule_violation(int cc, int kernel_cc, OpClass opclass, const Ope
 // cooperative tile (64 x 256 per warp group) spills its accumulators (ptxas -v), which costs far more than the wider
 // tile saves; 128 x 192 and 128 x 128 compile without spills (bench/results/dev-machine/fp8-tile-spills.md).
 bool fp8_accumulators_fit(int cta_m, int cta_n, bool cooperative);
+// The suffix CUTLASS's kernel-schedule types give the spec's FP8 mainloop variant: "FP8Blockwise" (block scales),
+// "FP8FastAccum" (fast accumulation), or "" (the default promotion every 128 deep).
+std::string_view fp8_schedule_variant(const KernelSpec& spec);
+// FP8 lists every configuration twice: as given (promoted), then each again with fast accumulation
+// (MultiplyAddFastAccum), which run() takes only for a plan that sets it.
+void add_fast_accumulation_twins(std::vector<TileDescription>& tiles);
 // A spec's operand types and layouts (C's element D's when C is void).
 OperandTypes operand_types_of(const KernelSpec& spec);
 // CUDA-core math exists for these operand and accumulator types.

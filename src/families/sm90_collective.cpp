@@ -379,14 +379,14 @@ std::string name_of(const KernelSpec& spec) {
 // An FP8 mainloop of CUTLASS's other than the builder's default (block scales, fast accumulation): its kernel
 // schedule types derive from the cooperative and ping-pong ones, which the templates cannot tell apart.
 bool fp8_mainloop_variant(const KernelSpec& spec) {
-  return blockwise(spec) || fast_accumulation(spec);
+  return !fp8_schedule_variant(spec).empty();
 }
 
 // The CUTLASS kernel schedule: the tile's, or the FP8 variant's cooperative / ping-pong (or, for fast accumulation,
 // plain warp-specialized) schedule, as gemmkit resolves Auto.
 std::string kernel_schedule_type(const KernelSpec& spec) {
   if (!fp8_mainloop_variant(spec)) return std::string(row_of(spec.tile.kernel_schedule).cutlass);
-  const std::string variant = blockwise(spec) ? "FP8Blockwise" : "FP8FastAccum";
+  const std::string variant(fp8_schedule_variant(spec));
   if (spec.tile.kernel_schedule == KernelSchedule::TmaWarpSpecialized) {
     return "cutlass::gemm::KernelTmaWarpSpecialized" + variant;
   }
@@ -501,17 +501,11 @@ class Sm90Collective final : public Family {
   }
 
   // FP8 lists every configuration twice: with CUTLASS's promotion into f32 every 128 deep (the default), then with
-  // fast accumulation (MultiplyAddFastAccum, which run() takes only for a plan that sets it).
+  // fast accumulation.
   std::vector<TileDescription> tile_descriptions(OpClass opclass, const OperandTypes& types, const DeviceLimits& limits,
                                                  int alignment_a, int alignment_b) const override {
     std::vector<TileDescription> out = promoted_tiles(opclass, types, limits, alignment_a, alignment_b);
-    if (!is_fp8(types.a)) return out;
-    const std::size_t promoted = out.size();
-    for (std::size_t i = 0; i < promoted; ++i) {
-      TileDescription fast = out[i];
-      fast.math_operation = MathOperation::MultiplyAddFastAccum;
-      out.push_back(fast);
-    }
+    if (is_fp8(types.a)) add_fast_accumulation_twins(out);
     return out;
   }
 

@@ -29,13 +29,12 @@ bool blockwise(const KernelSpec& spec) {
 // The ptr-array spellings of the schedules the tile description names by their dense kernels' names. CUTLASS's FP8
 // mainloop variants (block scales, fast accumulation) have schedule types of their own, named with Auto resolved.
 std::string kernel_schedule_type(const KernelSpec& spec) {
-  const KernelSchedule k = spec.tile.kernel_schedule;
-  const char* variant = blockwise(spec)                                                   ? "FP8Blockwise"
-                        : spec.tile.math_operation == MathOperation::MultiplyAddFastAccum ? "FP8FastAccum"
-                                                                                          : "";
-  if (k == KernelSchedule::Auto && *variant == '\0') return std::string(row_of(KernelSchedule::Auto).cutlass);
+  const std::string_view variant = fp8_schedule_variant(spec);
+  if (spec.tile.kernel_schedule == KernelSchedule::Auto && variant.empty()) {
+    return std::string(row_of(KernelSchedule::Auto).cutlass);
+  }
   return std::string("cutlass::gemm::KernelPtrArrayTmaWarpSpecialized") +
-         (is_cooperative(spec.tile) ? "Cooperative" : "Pingpong") + variant;
+         (is_cooperative(spec.tile) ? "Cooperative" : "Pingpong") + std::string(variant);
 }
 
 // The mainloop's operand layouts: pointer tags (one stride per group), each paired with its block scales' layout in a
@@ -142,13 +141,7 @@ class Sm90Grouped final : public Family {
         }
       }
     }
-    if (!fp8) return out;
-    const std::size_t promoted = out.size();
-    for (std::size_t i = 0; i < promoted; ++i) {
-      TileDescription fast = out[i];
-      fast.math_operation = MathOperation::MultiplyAddFastAccum;
-      out.push_back(fast);
-    }
+    if (fp8) add_fast_accumulation_twins(out);
     return out;
   }
   std::vector<Swizzle> swizzles(OpClass) const override { return {Swizzle::Identity1}; }
