@@ -740,9 +740,10 @@ def _grouped_mm_fake(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor,
     return a.new_empty(_grouped_mm_shape(a, b, offs, out_dtype))
 
 
-def _block_scales(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
-                  out_dtype: torch.dtype) -> None:
-    """scaled_grouped_mm's checks that need no data, besides _moe_shape's."""
+def _scaled_grouped_mm_shape(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+                             offs: torch.Tensor, out_dtype: torch.dtype) -> list[int]:
+    """scaled_grouped_mm's D shape, after its checks that need no data (the fake implementation's too)."""
+    shape = _moe_shape(a, b, offs, "scaled_grouped_mm")
     if a.dtype not in _FP8 or b.dtype not in _FP8:
         raise TensorError(f"scaled_grouped_mm takes FP8 a and b (float8_e4m3fn or float8_e5m2); got {a.dtype} and "
                           f"{b.dtype}.")
@@ -751,10 +752,12 @@ def _block_scales(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale
     total, k = a.shape
     groups, n = b.shape[0], b.shape[2]
     k_blocks, n_blocks = (k + 127) // 128, (n + 127) // 128
-    for name, s, shape in (("scale_a", scale_a, (total, k_blocks)), ("scale_b", scale_b, (groups, k_blocks, n_blocks))):
-        if s.dtype != torch.float32 or tuple(s.shape) != shape:
-            raise TensorError(f"Tensor {name} is {s.dtype} {tuple(s.shape)}; expected float32 {shape}: 1 x 128 "
+    for name, s, expected in (("scale_a", scale_a, (total, k_blocks)),
+                              ("scale_b", scale_b, (groups, k_blocks, n_blocks))):
+        if s.dtype != torch.float32 or tuple(s.shape) != expected:
+            raise TensorError(f"Tensor {name} is {s.dtype} {tuple(s.shape)}; expected float32 {expected}: 1 x 128 "
                               "blocks of a's rows (scale_a) and 128 x 128 blocks of each expert's b (scale_b).")
+    return shape
 
 
 def _scaled_grouped_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
@@ -763,9 +766,8 @@ def _scaled_grouped_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, 
     column-major) with DeepSeek-V3's block scales, by one gemmkit launch on SM90: scale_a (total_M, ceil(K/128))
     scales each token's 128-deep K blocks, scale_b (G, ceil(K/128), ceil(N/128)) each expert's 128 x 128 blocks of b
     (a weight's (G, N/128, K/128) scales transposed, as scaled_mm takes them), float32. Written as out_dtype."""
-    shape = _moe_shape(a, b, offs, "scaled_grouped_mm")
-    _block_scales(a, b, scale_a, scale_b, out_dtype)
-    D = torch.empty(shape, dtype=out_dtype, device=a.device)
+    D = torch.empty(_scaled_grouped_mm_shape(a, b, scale_a, scale_b, offs, out_dtype), dtype=out_dtype,
+                    device=a.device)
     if D.numel() == 0:
         return D
     if a.shape[1] == 0:
@@ -784,9 +786,7 @@ scaled_grouped_mm = torch.library.custom_op("gemmkit::scaled_grouped_mm", _scale
 @scaled_grouped_mm.register_fake
 def _scaled_grouped_mm_fake(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
                             offs: torch.Tensor, out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
-    shape = _moe_shape(a, b, offs, "scaled_grouped_mm")
-    _block_scales(a, b, scale_a, scale_b, out_dtype)
-    return a.new_empty(shape, dtype=out_dtype)
+    return a.new_empty(_scaled_grouped_mm_shape(a, b, scale_a, scale_b, offs, out_dtype), dtype=out_dtype)
 
 
 def _moe_backward(ctx: Any, dD: torch.Tensor) -> tuple[Any, ...]:
