@@ -234,7 +234,7 @@ def fp8_moe(results, rounds, experts):
                   f"({row['blockwise_vs_per_tensor']:.2f}x), bf16 {row['gemmkit_bf16_tflops']:6.1f} TFLOP/s"
                   + (f", torch row-wise {row['torch_scaled_grouped_mm_rowwise_tflops']:6.1f} ({row['ratio']:.2f}x)"
                      if "ratio" in row else "") + "; blockwise "
-                  + (f"max rel. difference {err:.1e}" if err == err else "not checked (no room for the reference)"),
+                  + ("not checked (no room for the reference)" if np.isnan(err) else f"max rel. difference {err:.1e}"),
                   flush=True)
         del x, w, a, wq, B, a_bf16, B_bf16, D
     if out:
