@@ -274,8 +274,8 @@ def moe_tiles(results, rounds, experts):
             rows.append({"groups": groups, "n": n, "k": k, "total_m": total, "tile": plan.kernel_name(),
                          "gemmkit_tflops": flops / ms / 1e9, "ratio": theirs_ms / ms})
         rows.sort(key=lambda r: -r["ratio"])
-        print(f"  G={groups:3d} M={total:6d} K={k:5d} N={n:5d}: torch._grouped_mm {flops / theirs_ms / 1e9:6.1f} TFLOP/s; "
-              "fastest gemmkit configurations:")
+        print(f"  G={groups:3d} M={total:6d} K={k:5d} N={n:5d}: torch._grouped_mm "
+              f"{flops / theirs_ms / 1e9:6.1f} TFLOP/s; fastest gemmkit configurations:")
         for r in rows[:5]:
             print(f"    {r['ratio']:.3f}x  {r['gemmkit_tflops']:6.1f} TFLOP/s  {r['tile']}")
         out += rows
