@@ -42,6 +42,13 @@ gk_gemm_args packed_args(int m, int n, int k, void* buffer) {
   return args;
 }
 
+// Builds `spec` into the cache at `cache_dir` and loads its module (with its cubin, where the build was split).
+std::shared_ptr<gk::KernelModule> build_and_load(const std::string& cache_dir, const gk::KernelSpec& spec) {
+  gk::DiskCache cache(cache_dir);
+  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(spec));
+  return gk::KernelModule::load(entry.module_path, entry.cubin_path);
+}
+
 std::string run_cli(const std::string& cache_dir, const std::string& arguments) {
   return gk::testing::run_cli(arguments, cache_dir).out;
 }
@@ -207,9 +214,7 @@ TEST(CompileTier, Fp8Sm90KernelWithScaleVectorsBuilds) {
   o.element_b = gk::DataType::e5m2;
   gk::Gemm plan(o);
   plan.set_scale(gk::ScaleMode::RowAndColumn);
-  gk::DiskCache cache(cache_dir.str());
-  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(plan.spec()));
-  EXPECT_EQ(gk::KernelModule::load(entry.module_path)->kernel_name(), plan.kernel_name());
+  EXPECT_EQ(build_and_load(cache_dir.str(), plan.spec())->kernel_name(), plan.kernel_name());
   EXPECT_NE(plan.kernel_name().find("_e4m3_e5m2_f32_bf16_bf16_"), std::string::npos) << plan.kernel_name();
   EXPECT_NE(plan.kernel_name().find("_scalerowcolumn"), std::string::npos) << plan.kernel_name();
 }
@@ -229,9 +234,7 @@ TEST(CompileTier, SplitNCooperativeKernelBuildsAndTakesAProblem) {
   ASSERT_NE(plan.kernel_name().find("192x160x64_1x1x1_0_ttt_align8_warpspecialized_cooperative_splitn"),
             std::string::npos)
       << plan.kernel_name();
-  gk::DiskCache cache(cache_dir.str());
-  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(plan.spec()));
-  const auto module = gk::KernelModule::load(entry.module_path, entry.cubin_path);
+  const auto module = build_and_load(cache_dir.str(), plan.spec());
   EXPECT_EQ(module->kernel_name(), plan.kernel_name());
   alignas(256) static char buffer[256];
   gk_gemm_args args = packed_args(2400, 3232, 4096, buffer);
@@ -248,9 +251,7 @@ TEST(CompileTier, Fp8Sm90BlockScaledKernelBuildsAndChecksItsScales) {
   plan.set_block_scaling(gk::BlockScaling::Blockwise);
   plan.set_activation(gk::Activation::ReLU);
   EXPECT_NE(plan.kernel_name().find("_relu_blockwise"), std::string::npos) << plan.kernel_name();
-  gk::DiskCache cache(cache_dir.str());
-  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(plan.spec()));
-  const auto module = gk::KernelModule::load(entry.module_path, entry.cubin_path);
+  const auto module = build_and_load(cache_dir.str(), plan.spec());
   EXPECT_EQ(module->kernel_name(), plan.kernel_name());
   alignas(256) static char buffer[256];
   gk_gemm_args args = packed_args(256, 256, 256, buffer);
@@ -268,9 +269,7 @@ TEST(CompileTier, Fp8Sm90FastAccumulationKernelBuilds) {
   gk::Gemm plan(gk::testing::fp8_tn(90));
   plan.set_math_operation(gk::MathOperation::MultiplyAddFastAccum);
   EXPECT_TRUE(plan.kernel_name().ends_with("_fp8_fastaccum")) << plan.kernel_name();
-  gk::DiskCache cache(cache_dir.str());
-  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(plan.spec()));
-  EXPECT_EQ(gk::KernelModule::load(entry.module_path, entry.cubin_path)->kernel_name(), plan.kernel_name());
+  EXPECT_EQ(build_and_load(cache_dir.str(), plan.spec())->kernel_name(), plan.kernel_name());
 }
 
 // The SM90 split-K kernel of the gpu tier (Stream-K scheduler, fused ReLU) builds; its host code (no GPU) reads the
@@ -339,9 +338,7 @@ TEST(CompileTier, GroupedFp8BlockScaledKernelBuildsAndChecksItsScales) {
   gk::testenv::TempDir cache_dir;
   gk::GroupedGemm plan(gk::testing::fp8_tn(90));
   plan.set_block_scaling(gk::BlockScaling::Blockwise);
-  gk::DiskCache cache(cache_dir.str());
-  const auto entry = cache.get_or_build(gk::Toolchain::discover(), gk::render(plan.spec()));
-  const auto module = gk::KernelModule::load(entry.module_path, entry.cubin_path);
+  const auto module = build_and_load(cache_dir.str(), plan.spec());
   ASSERT_TRUE(module->grouped());
   EXPECT_EQ(module->kernel_name(), plan.kernel_name());
   const gk_grouped_info& info = module->grouped_info();
