@@ -58,6 +58,15 @@ bool splits_n(const KernelSpec& spec) {
 constexpr int kSplitNRows = 192;
 const std::vector<int> kSplitNColumns = {128, 160, 192};
 
+// The N-split kernel's operands, one rule for its listing and its validation: 16-bit A and B with an f32
+// accumulator, and a row-major 16-bit D with C of D's type (or none).
+bool split_n_inputs(const OperandTypes& t) {
+  return is_half(t.a) && t.b == t.a && t.accumulator == DataType::f32;
+}
+bool split_n_output(const OperandTypes& t) {
+  return bits_of(t.d) == 16 && (t.c == DataType::void_t || t.c == t.d) && t.layout_c == Layout::RowMajor;
+}
+
 bool has_fused_epilogue(const KernelSpec& spec) {
   return spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.scale != ScaleMode::None;
 }
@@ -108,13 +117,9 @@ void check_split_n(const KernelSpec& spec) {
   const auto refuse = [&](const std::string& why) {
     fail("Kernel schedule TmaWarpSpecializedCooperativeSplitN " + why);
   };
-  if (!is_half(spec.element_a) || spec.element_b != spec.element_a || spec.element_accumulator != DataType::f32) {
-    refuse("takes f16 or bf16 A and B with an f32 accumulator.");
-  }
-  if (bits_of(spec.element_d) != 16 || (spec.element_c != DataType::void_t && spec.element_c != spec.element_d) ||
-      spec.layout_c != Layout::RowMajor) {
-    refuse("stores a row-major 16-bit D (and reads C of D's type).");
-  }
+  const OperandTypes types = operand_types_of(spec);
+  if (!split_n_inputs(types)) refuse("takes f16 or bf16 A and B with an f32 accumulator.");
+  if (!split_n_output(types)) refuse("stores a row-major 16-bit D (and reads C of D's type).");
   const Shape3 cta = spec.tile.cta_tile();
   if (cta[0] != kSplitNRows || cta[2] != 64 ||
       std::find(kSplitNColumns.begin(), kSplitNColumns.end(), cta[1]) == kSplitNColumns.end()) {
@@ -588,8 +593,7 @@ class Sm90Collective final : public Family {
     }
     // Last, for the tuner and for plans that set them (the heuristics weigh auto-scheduled entries only): 192-row
     // tiles on the N-split cooperative kernel (check_split_n).
-    if (is_half(types.a) && types.b == types.a && types.accumulator == DataType::f32 && d_bits == 16 &&
-        (types.c == DataType::void_t || types.c == types.d)) {
+    if (split_n_inputs(types) && split_n_output(types)) {
       for (int n : kSplitNColumns) {
         TileDescription td;
         td.threadblock_shape = {kSplitNRows, n, 64};
