@@ -35,6 +35,13 @@ class Gemm : public Plan {
   BiasMode bias() const;
   void set_bias(BiasMode bias);
 
+  // Whether the plan's SM90 kernels on CUTLASS's epilogues take a fused activation at launch: one kernel then serves
+  // every activation (set_activation builds nothing new), the activation computed as a kernel that compiles it in
+  // computes it. The default is GEMMKIT_ACTIVATION_AT_LAUNCH's (off). Elsewhere (SM80 kernels, visitor trees, the
+  // identity's plain linear combination, parallel split-K) the activation stays compiled in; KernelSpec says which.
+  bool activation_at_launch() const;
+  void set_activation_at_launch(bool at_launch);
+
   // Scale vectors (SM90 kernels; f32): D = act(alpha * (acc * row_scale[i] * column_scale[j]) + beta * C + bias),
   // with the vectors given to run() (RunOptions::row_scale / column_scale). Per-tensor scales go into alpha.
   ScaleMode scale() const;

@@ -122,6 +122,9 @@ struct KernelSpec {
   TileDescription tile;
   Swizzle swizzle = Swizzle::Identity1;
   Activation activation = Activation::Identity;
+  // The kernel takes its activation at launch (gk_gemm_args.activation) instead of compiling it in: one kernel serves
+  // every activation of an otherwise equal spec (SM90 GEMM kernels on CUTLASS's epilogues).
+  bool activation_at_launch = false;
   BiasMode bias = BiasMode::None;
   ScaleMode scale = ScaleMode::None;  // scale vectors (SM90 kernels)
   // FP8 block scales applied in the mainloop (SM90 kernels); the module takes them in gk_gemm_args' row_scale (A's)

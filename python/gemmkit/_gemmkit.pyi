@@ -618,6 +618,10 @@ class KernelSpec:
     def block_scaling(self) -> BlockScaling: ...
 
     @property
+    def activation_at_launch(self) -> bool:
+        """Whether the kernel takes its activation at launch (one kernel for every activation)"""
+
+    @property
     def epilogue_visitor(self) -> Epilogue | None:
         """
         The kernel's epilogue visitor tree (its types resolved to the plan's), or None.
@@ -915,6 +919,15 @@ class Gemm(Plan):
 
     @block_scaling.setter
     def block_scaling(self, arg: BlockScaling, /) -> None: ...
+
+    @property
+    def activation_at_launch(self) -> bool:
+        """
+        SM90 kernels on CUTLASS's epilogues take a fused activation at launch: one kernel for every activation (default: GEMMKIT_ACTIVATION_AT_LAUNCH, off).
+        """
+
+    @activation_at_launch.setter
+    def activation_at_launch(self, arg: bool, /) -> None: ...
 
     @property
     def raster_order(self) -> RasterOrder:

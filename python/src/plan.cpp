@@ -311,6 +311,9 @@ void bind_gemm(nb::module_& m) {
       .def_prop_rw("block_scaling", &Gemm::block_scaling, &Gemm::set_block_scaling,
                    "FP8 block scales applied in the mainloop (SM90): blockwise scales A per row and 128-wide K block "
                    "and B per 128 x 128 block (run(scale_a=..., scale_b=...), torch._scaled_mm's layouts).")
+      .def_prop_rw("activation_at_launch", &Gemm::activation_at_launch, &Gemm::set_activation_at_launch,
+                   "SM90 kernels on CUTLASS's epilogues take a fused activation at launch: one kernel for every "
+                   "activation (default: GEMMKIT_ACTIVATION_AT_LAUNCH, off).")
       .def_prop_rw("raster_order", &Gemm::raster_order, &Gemm::set_raster_order,
                    "SM90 persistent schedulers: the order output tiles are walked in (run-time only).")
       .def_prop_rw("max_swizzle_size", &Gemm::max_swizzle_size, &Gemm::set_max_swizzle_size,

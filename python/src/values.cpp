@@ -130,6 +130,8 @@ void bind_values(nb::module_& m) {
       .def_ro("bias", &KernelSpec::bias)
       .def_ro("scale", &KernelSpec::scale)
       .def_ro("block_scaling", &KernelSpec::block_scaling)
+      .def_ro("activation_at_launch", &KernelSpec::activation_at_launch,
+              "Whether the kernel takes its activation at launch (one kernel for every activation)")
       .def_ro("epilogue_visitor", &KernelSpec::visitor,
               "The kernel's epilogue visitor tree (its types resolved to the plan's), or None.")
       .def_prop_ro(

@@ -135,6 +135,14 @@ void Gemm::set_bias(BiasMode bias) {
   change_checked(core_->config.bias, bias);
 }
 
+bool Gemm::activation_at_launch() const {
+  return core_->config.takes_activation_at_launch();
+}
+
+void Gemm::set_activation_at_launch(bool at_launch) {
+  change_checked(core_->config.activation_at_launch, std::optional<bool>(at_launch));
+}
+
 BlockScaling Gemm::block_scaling() const {
   return core_->config.block_scaling;
 }

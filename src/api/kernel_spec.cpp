@@ -133,6 +133,7 @@ void to_json(nlohmann::ordered_json& json, const KernelSpec& spec) {
     json["split_k_mode"] = to_string(spec.split_k_mode);
   }
   if (spec.block_scaling != BlockScaling::None) json["block_scaling"] = to_string(spec.block_scaling);
+  if (spec.activation_at_launch) json["activation_at_launch"] = true;
   if (spec.visitor) json["epilogue_visitor"] = spec.visitor->to_string();
 }
 
@@ -153,7 +154,9 @@ std::string KernelSpec::canonical() const {
       << ";cluster=" << shape_text(tile.cluster_shape) << ";kernel_schedule=" << to_string(tile.kernel_schedule)
       << ";epilogue_schedule=" << to_string(tile.epilogue_schedule)
       << ";tile_scheduler=" << to_string(tile.tile_scheduler) << ";math=" << to_string(tile.math_operation)
-      << ";swizzle=" << to_string(swizzle) << ";activation=" << to_string(activation) << ";bias=" << to_string(bias);
+      << ";swizzle=" << to_string(swizzle)
+      << ";activation=" << (activation_at_launch && !at_launch ? std::string_view("at_launch") : to_string(activation))
+      << ";bias=" << to_string(bias);
   // Records (and so cache keys) of kernels without scale vectors or convolutions stay as they were before them.
   if (scale != ScaleMode::None) out << ";scale=" << to_string(scale);
   if (block_scaling != BlockScaling::None) out << ";block_scaling=" << to_string(block_scaling);

@@ -215,14 +215,26 @@ std::string extended_name(const KernelSpec& spec, const std::string& core) {
 }
 
 std::string epilogue_suffix(const KernelSpec& spec) {
-  return std::string(row_of(spec.activation).in_kernel_name) + std::string(row_of(spec.bias).in_kernel_name) +
-         std::string(row_of(spec.scale).in_kernel_name) + (spec.visitor ? "_evt" + spec.visitor->digest() : "");
+  const std::string activation(spec.activation_at_launch ? "_act_at_launch" : row_of(spec.activation).in_kernel_name);
+  return activation + std::string(row_of(spec.bias).in_kernel_name) + std::string(row_of(spec.scale).in_kernel_name) +
+         (spec.visitor ? "_evt" + spec.visitor->digest() : "");
 }
 
-std::string activation_functor(Activation activation, DataType element_d) {
-  const ActivationRow& row = row_of(activation);
+void check_activation_compiled_in(const KernelSpec& spec) {
+  if (!spec.activation_at_launch) return;
+  fail(
+      "an activation taken at launch (activation_at_launch) is an SM90 GEMM option (family Sm90Collective); this "
+      "spec's family is " +
+      std::string(to_string(spec.family)) + ": compile the activation in.");
+}
+
+std::string activation_functor(const KernelSpec& spec) {
   // A 16-bit output cannot show the error of the hardware's exp / reciprocal approximations; they are much cheaper.
-  const bool approximate = element_d == DataType::f16 || element_d == DataType::bf16;
+  const bool approximate = spec.element_d == DataType::f16 || spec.element_d == DataType::bf16;
+  if (spec.activation_at_launch) {
+    return approximate ? "gemmkit::activation::AtLaunchFor16BitD" : "gemmkit::activation::AtLaunch";
+  }
+  const ActivationRow& row = row_of(spec.activation);
   return std::string(approximate && !row.cutlass_for_16bit_d.empty() ? row.cutlass_for_16bit_d : row.cutlass);
 }
 
@@ -269,6 +281,7 @@ std::string grouped_name(const std::string& dense_name) {
 }
 
 void check_grouped_rules(const KernelSpec& spec) {
+  check_activation_compiled_in(spec);
   if (spec.swizzle != Swizzle::Identity1 || spec.tile.tile_scheduler != TileScheduler::Default) {
     fail(
         "Grouped GEMM does not currently support different swizzling functors: its kernels walk the groups' tiles "

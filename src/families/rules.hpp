@@ -77,9 +77,12 @@ std::string extended_name(const KernelSpec& spec, const std::string& core);
 // name.
 std::string epilogue_suffix(const KernelSpec& spec);
 
+// Families that compile the activation in (all but Sm90Collective) refuse a spec that asks to take it at launch.
+void check_activation_compiled_in(const KernelSpec& spec);
+
 // The elementwise functor, e.g. cutlass::epilogue::thread::ReLu; sigmoid, SiLU and GELU of a 16-bit D use
-// gemmkit/activations.hpp (hardware exp / reciprocal approximations).
-std::string activation_functor(Activation activation, DataType element_d);
+// gemmkit/activations.hpp (hardware exp / reciprocal approximations), as does an activation taken at launch.
+std::string activation_functor(const KernelSpec& spec);
 // The placeholders every template has: kernel name, A/B/C element, layout and alignment, accumulator and compute
 // types.
 Placeholders common_placeholders(const KernelSpec& spec);

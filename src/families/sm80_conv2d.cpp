@@ -51,6 +51,7 @@ class Sm80Conv2d final : public Family {
 
   void validate(const KernelSpec& spec, const DeviceLimits& limits) const override {
     if (!spec.conv) fail("The Sm80Conv2d family builds convolutions; this spec has no conv kind.");
+    check_activation_compiled_in(spec);
     if (spec.bias != BiasMode::None) {
       fail("Conv2d kernels have no bias epilogue; pass the bias as C (broadcast to the output) with beta = 1.");
     }

@@ -199,6 +199,7 @@ class Sm80Universal final : public Family {
   void validate(const KernelSpec& spec, const DeviceLimits& limits) const override {
     const TileDescription& td = spec.tile;
     const std::string arch = "SM" + std::to_string(spec.cc) + " " + std::string(to_string(spec.opclass));
+    check_activation_compiled_in(spec);
     if (spec.visitor) {
       if (spec.activation != Activation::Identity || spec.bias != BiasMode::None ||
           spec.split_k_mode != SplitKMode::Serial) {
@@ -284,7 +285,7 @@ class Sm80Universal final : public Family {
                    {"swizzle", std::string(row_of(spec.swizzle).cutlass)},
                    {"math_operation", std::string(row_of(tile.math_operation).cutlass)},
                    {"bias", std::string(row_of(spec.bias).cutlass)},
-                   {"activation", activation_functor(spec.activation, spec.element_d)},
+                   {"activation", activation_functor(spec)},
                    {"device_gemm", spec.bias == BiasMode::None ? "GemmUniversal" : "GemmUniversalWithBroadcast"},
                    {"opclass", std::string(row_of(spec.opclass).cutlass)},
                    {"arch", "cutlass::arch::Sm80"},

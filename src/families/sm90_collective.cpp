@@ -68,7 +68,8 @@ bool split_n_output(const OperandTypes& t) {
 }
 
 bool has_fused_epilogue(const KernelSpec& spec) {
-  return spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.scale != ScaleMode::None;
+  return spec.activation != Activation::Identity || spec.activation_at_launch || spec.bias != BiasMode::None ||
+         spec.scale != ScaleMode::None;
 }
 
 // C's element, or D's when there is no C: what the TMA epilogue moves, and the bias vector's element.
@@ -105,6 +106,15 @@ void check_lean(const KernelSpec& spec) {
   if (spec.tile.cta_tile()[1] % 32 != 0) {
     fail("the Lean epilogue schedule needs a CTA tile N that is a multiple of 32; it is " +
          shape_text(spec.tile.cta_tile()) + ".");
+  }
+}
+
+// Where an activation taken at launch applies: CUTLASS's fusions (and the lean epilogue, which takes every activation
+// at launch anyway); a parallel split-K kernel applies its activation in its reduction, which compiles it in.
+void check_activation_at_launch(const KernelSpec& spec) {
+  if (!spec.activation_at_launch) return;
+  if (spec.split_k_mode == SplitKMode::Parallel) {
+    fail("a parallel split-K kernel compiles its activation into its reduction; take activation_at_launch off.");
   }
 }
 
@@ -438,7 +448,7 @@ Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
                  {"alignment_d", std::to_string(output_alignment(spec.element_c, spec.element_d, spec.alignment_c))},
                  {"bias", std::string(row_of(spec.bias).cutlass)},
                  {"scale", std::string(row_of(spec.scale).cutlass)},
-                 {"activation", activation_functor(spec.activation, spec.element_d)},
+                 {"activation", activation_functor(spec)},
                  {"epilogue_schedule", epilogue_schedule_of(spec)},
              });
   if (spec.visitor) {
@@ -632,12 +642,12 @@ class Sm90Collective final : public Family {
     check_operand_alignments(spec);
     check_tma_alignments(spec);
     check_lean(spec);
+    check_activation_at_launch(spec);
     check_split_n(spec);
     check_sm90_stages(td);
     check_shared_memory(spec, limits);
     if (spec.visitor) {
-      if (spec.activation != Activation::Identity || spec.bias != BiasMode::None || spec.scale != ScaleMode::None ||
-          spec.split_k_mode != SplitKMode::Serial) {
+      if (has_fused_epilogue(spec) || spec.split_k_mode != SplitKMode::Serial) {
         fail(
             "an epilogue visitor tree replaces the activation, bias, scale vectors and parallel split-K; put the "
             "activation or bias into the tree instead.");

@@ -166,6 +166,7 @@ class Sm90Conv2d final : public Family {
     check_types(spec);
     check_alignments(spec);
     check_tile(spec);
+    check_activation_compiled_in(spec);
     check_shared_memory(spec, limits);
   }
 
@@ -205,7 +206,7 @@ class Sm90Conv2d final : public Family {
                               {"alignment_d", text(output_alignment(spec.element_c, spec.element_d, spec.alignment_c))},
                               {"element_accumulator", cutlass(spec.element_accumulator)},
                               {"element_compute", cutlass(spec.element_compute())},
-                              {"activation", activation_functor(spec.activation, spec.element_d)},
+                              {"activation", activation_functor(spec)},
                               {"epilogue_schedule", cutlass(tile.epilogue_schedule)},
                               {"stages", text(tile.stages)},
                               {"kernel_schedule", "cutlass::conv::KernelImplicitTmaWarpSpecializedSm90"},

@@ -13,6 +13,10 @@
 
 namespace gemmkit::selection {
 
+bool PlanConfig::takes_activation_at_launch() const {
+  return activation_at_launch.value_or(knobs::flag("GEMMKIT_ACTIVATION_AT_LAUNCH"));
+}
+
 PlanCore::PlanCore(const PlanConfig& c, TunedLookup tuned_lookup)
     : config(c), tuned_lookup_(std::move(tuned_lookup)), cache_(std::make_unique<RunCache>()) {}
 
@@ -81,6 +85,10 @@ KernelSpec PlanCore::base_spec(std::optional<int> alignment_a, std::optional<int
   s.alignment_c = alignment_c.value_or(catalog::operand_alignments(where, opclass, t.c, t).front());
   s.swizzle = config.swizzle;
   s.activation = config.activation;
+  // One kernel for every activation of the plan, where asked for: CUTLASS's epilogues on SM90 (not a visitor tree,
+  // which holds its own activation).
+  s.activation_at_launch = config.activation != Activation::Identity && !config.visitor &&
+                           s.family == KernelFamily::Sm90Collective && config.takes_activation_at_launch();
   s.bias = config.bias;
   s.scale = config.scale;
   s.block_scaling = config.block_scaling;

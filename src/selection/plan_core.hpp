@@ -38,6 +38,7 @@ struct PlanConfig {
   Activation activation = Activation::Identity;
   double activation_parameter = 0.01;
   BiasMode bias = BiasMode::None;
+  std::optional<bool> activation_at_launch;  // nullopt: GEMMKIT_ACTIVATION_AT_LAUNCH says
   ScaleMode scale = ScaleMode::None;
   BlockScaling block_scaling = BlockScaling::None;
   RasterOrder raster_order = RasterOrder::Heuristic;
@@ -53,6 +54,8 @@ struct PlanConfig {
 
   // The GPU and the requested kernel generation, as the catalog takes them.
   catalog::Target target() const { return {cc, kernel_cc, operation}; }
+  // Whether kernels that can take the activation at launch should (the plan's choice, else the variable's).
+  bool takes_activation_at_launch() const;
 };
 
 // A problem as selection sees it: its extents and the widest vectors its operands fit.

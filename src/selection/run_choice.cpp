@@ -107,12 +107,22 @@ bool PlanCore::may_split_k_in_parallel(const KernelSpec& base) const {
          base.block_scaling == BlockScaling::None;  // the scales apply per K block, inside the mainloop
 }
 
+namespace {
+
+// The parallel split-K kernel of a base spec: its reduction applies the epilogue, with the activation compiled in.
+KernelSpec parallel_split_k(KernelSpec base) {
+  base.split_k_mode = SplitKMode::Parallel;
+  base.activation_at_launch = false;
+  return base;
+}
+
+}  // namespace
+
 KernelChoices* PlanCore::parallel_choices(KernelChoices& choices, const ProblemKey& p) {
   if (p.batch != 1 || !may_split_k_in_parallel(choices.base)) return nullptr;
   std::lock_guard<std::mutex> lock(cache_->mutex);
   if (!choices.parallel) {
-    KernelSpec base = choices.base;
-    base.split_k_mode = SplitKMode::Parallel;
+    const KernelSpec base = parallel_split_k(choices.base);
     std::vector<TileDescription> tiles = valid_tiles(base);
     choices.parallel = std::make_unique<KernelChoices>(KernelChoices{choices.a, choices.b, choices.c, base, tiles, {}});
     choices.parallel->slots.resize(tiles.size());
@@ -255,8 +265,7 @@ std::vector<KernelSpec> PlanCore::run_time_kernels() const {
   std::vector<std::size_t> chosen = {0};
   // The parallel split-K kernels run() picks where it splits K (SM90; see run_choice).
   const bool parallel = may_split_k_in_parallel(base);
-  KernelSpec parallel_base = base;
-  parallel_base.split_k_mode = SplitKMode::Parallel;
+  const KernelSpec parallel_base = parallel_split_k(base);
   const std::vector<TileDescription> parallel_tiles =
       parallel ? valid_tiles(parallel_base) : std::vector<TileDescription>{};
   std::vector<std::size_t> parallel_chosen;

@@ -52,6 +52,9 @@ const std::vector<Knob>& all() {
       {"GEMMKIT_WAIT_FOR_BEST", Type::Flag, "off",
        "1 makes run() compile and wait for the kernel a new shape asks for, instead of compiling it in the background "
        "(and a plan's first run builds its chosen kernel, not the quicker lean twin)"},
+      {"GEMMKIT_ACTIVATION_AT_LAUNCH", Type::Flag, "off",
+       "1: an SM90 GEMM plan with a fused activation builds one kernel on CUTLASS's epilogue that takes the "
+       "activation at launch and serves every activation, instead of one kernel per activation"},
       {"GEMMKIT_PROGRESS", Type::OptOut, "on",
        "0 prints nothing while a kernel compiles (else, for each build a caller waits for: a line refreshed every "
        "second "

@@ -224,6 +224,45 @@ TEST(GpuEpilogue, LeanEpilogueTakesEveryActivationBiasAndCAtLaunch) {
   }
 }
 
+// With activation_at_launch an SM90 plan's kernel on CUTLASS's TMA epilogue takes its activation at launch:
+// one kernel per element type and bias mode serves every activation, exact on small integers for the
+// piecewise-linear ones and within the tier's tolerance for the others; changing the activation builds nothing.
+TEST(GpuEpilogue, OneKernelOnCutlassEpilogueTakesEveryActivationAtLaunch) {
+  if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  if (device_cc() < 90) GTEST_SKIP() << "activations taken at launch are an SM90 kernel's";
+  for (gk::DataType type : cases::lean_types()) {
+    for (gk::BiasMode bias : {gk::BiasMode::None, gk::BiasMode::PerRow, gk::BiasMode::PerColumn}) {
+      gk::Gemm plan(cases::epilogue_options(type, device_cc(), 90));
+      plan.set_activation_at_launch(true);
+      plan.set_bias(bias);
+      std::string kernel;
+      int builds = -1;  // after the first run
+      for (gk::Activation activation : cases::all_activations()) {
+        if (activation == gk::Activation::Identity && bias == gk::BiasMode::None) continue;  // the plain kernel's
+        const bool piecewise_linear = activation == gk::Activation::Identity || activation == gk::Activation::ReLU ||
+                                      activation == gk::Activation::LeakyReLU;
+        plan.set_activation(activation, 0.5);  // x * 0.5 stays exact on integers
+        if (kernel.empty()) kernel = plan.kernel_name();
+        EXPECT_EQ(plan.kernel_name(), kernel);
+        for (double beta : {0.0, 1.0}) {
+          Problem p(type);
+          piecewise_linear ? p.fill_integers() : p.fill_uniform();
+          const auto cmp = run_checked(plan, p, piecewise_linear ? 1.0 : 1.25, beta, bias);
+          const std::string what = std::string(gk::to_string(activation)) + " beta " + std::to_string(beta);
+          if (piecewise_linear) {
+            EXPECT_EQ(cmp.max_abs_error, 0.0) << kernel << " " << what;
+          } else {
+            EXPECT_LE(cmp.max_rel_error, tolerance(type)) << kernel << " " << what;
+          }
+          if (builds < 0) builds = gk::cache_counters().builds;
+        }
+      }
+      EXPECT_NE(kernel.find("_act_at_launch"), std::string::npos) << kernel;
+      EXPECT_EQ(gk::cache_counters().builds, builds) << kernel << " was built again";
+    }
+  }
+}
+
 // A plan's first run with nothing built compiles the chosen configuration's quick twin (the same tile on the lean
 // epilogue), runs it, and builds the chosen kernel in the background; once built, runs take that one. Both exact.
 TEST(GpuEpilogue, FirstRunBuildsTheQuickTwinThenTheChosenKernelInTheBackground) {

@@ -160,6 +160,27 @@ def test_activations():
         plan.activation = "swish"
 
 
+def test_activation_taken_at_launch_shares_one_kernel(monkeypatch):
+    monkeypatch.delenv("GEMMKIT_ACTIVATION_AT_LAUNCH", raising=False)
+    plan = fp16_plan(90)
+    assert plan.activation_at_launch is False
+    plan.activation_at_launch = True
+    plan.activation = gemmkit.epilogue.relu
+    relu = plan.construct()
+    assert relu.activation_at_launch and relu.name() == SM90_DEFAULT + "_act_at_launch"
+    plan.activation = ("leaky_relu", 0.5)
+    assert plan.construct().name() == relu.name()
+    assert plan.construct().activation == gemmkit.Activation.leaky_relu
+    plan.activation = gemmkit.epilogue.identity  # the plain linear combination's kernel
+    assert plan.kernel_name() == SM90_DEFAULT and not plan.construct().activation_at_launch
+    plan80 = fp16_plan(80)
+    plan80.activation_at_launch = True
+    plan80.activation = gemmkit.epilogue.relu
+    assert plan80.kernel_name() == SM80_DEFAULT + "_relu" and not plan80.construct().activation_at_launch
+    monkeypatch.setenv("GEMMKIT_ACTIVATION_AT_LAUNCH", "1")
+    assert fp16_plan(90).activation_at_launch is True
+
+
 def test_swizzling_functors():
     plan = fp16_plan(90)
     assert plan.swizzling_functor == gemmkit.swizzle.IdentitySwizzle1

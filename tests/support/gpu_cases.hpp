@@ -125,6 +125,16 @@ inline const std::vector<DataType>& lean_types() {
   return kTypes;
 }
 
+// The SM90 kernel that takes its activation at launch, for one bias mode: the one tests/gpu/epilogue_gpu_test.cpp
+// runs every activation on.
+inline KernelSpec activation_at_launch_spec(DataType type, BiasMode bias, int cc) {
+  Gemm plan(epilogue_options(type, cc, 90));
+  plan.set_activation_at_launch(true);
+  plan.set_activation(Activation::ReLU);
+  plan.set_bias(bias);
+  return spec_for_shape(plan, kMatrixShape);
+}
+
 inline std::vector<int> kernel_generations(int cc) {
   return cc >= 90 ? std::vector<int>{90, 80} : std::vector<int>{80};
 }
@@ -496,6 +506,11 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
     use_lean_epilogue(plan);
     out.push_back(spec_for_shape(plan, kMatrixShape));
     out.push_back(spec_for_shape(plan, kWholeTilesShape));
+  }
+  for (DataType type : wanted("epilogue") && cc >= 90 ? lean_types() : std::vector<DataType>{}) {
+    for (BiasMode bias : {BiasMode::None, BiasMode::PerRow, BiasMode::PerColumn}) {
+      out.push_back(activation_at_launch_spec(type, bias, cc));
+    }
   }
   for (int kernel_cc : wanted("epilogue") ? kernel_generations(cc) : std::vector<int>{}) {
     for (DataType type : epilogue_types()) {

@@ -68,6 +68,13 @@ KernelSpec sm90_f16_lean() {
   return spec;
 }
 
+// The row-bias GELU kernel taking its activation at launch: the same CUTLASS epilogue, one kernel for every activation.
+KernelSpec sm90_f16_row_bias_at_launch() {
+  KernelSpec spec = sm90_f16_row_bias_gelu();
+  spec.activation_at_launch = true;
+  return spec;
+}
+
 // An FP8 GEMM on CUTLASS's block-scaled mainloop (DeepSeek-V3 scales) with a fused GELU, on the ping-pong schedule.
 KernelSpec sm90_e4m3_blockwise_gelu() {
   KernelSpec spec = sm90_f16_auto();
@@ -159,6 +166,10 @@ TEST(Codegen, Sm90F16LeanMatchesGolden) {
   expect_golden("codegen_sm90_f16_lean.cu", sm90_f16_lean());
 }
 
+TEST(Codegen, Sm90F16RowBiasActivationAtLaunchMatchesGolden) {
+  expect_golden("codegen_sm90_f16_row_bias_at_launch.cu", sm90_f16_row_bias_at_launch());
+}
+
 TEST(Codegen, Sm90E4m3BlockwiseGeluMatchesGolden) {
   expect_golden("codegen_sm90_e4m3_blockwise_gelu.cu", sm90_e4m3_blockwise_gelu());
 }
@@ -216,6 +227,37 @@ TEST(Codegen, LeanEpilogueKernelIsSharedByEveryPlainEpilogue) {
   relu.activation = Activation::ReLU;
   EXPECT_NE(render(relu).text.find("cutlass::epilogue::thread::ReLu"), std::string::npos);
   EXPECT_NE(relu.canonical(), sm90_f16_auto().canonical());
+}
+
+// A kernel that takes its activation at launch is one kernel (source, name, cache record) for every activation of
+// an otherwise equal spec, and not the kernel that compiles one in; the bias and the tile still make other kernels.
+TEST(Codegen, ActivationAtLaunchKernelIsSharedByEveryActivation) {
+  const KernelSpec gelu = sm90_f16_row_bias_at_launch();
+  const KernelSource source = render(gelu);
+  EXPECT_NE(source.text.find("gemmkit::activation::AtLaunchFor16BitD"), std::string::npos);
+  EXPECT_NE(gelu.name().find("_act_at_launch"), std::string::npos) << gelu.name();
+  for (const Activation activation :
+       {Activation::Identity, Activation::ReLU, Activation::LeakyReLU, Activation::SiLU}) {
+    KernelSpec spec = gelu;
+    spec.activation = activation;
+    EXPECT_EQ(render(spec).text, source.text);
+    EXPECT_EQ(spec.name(), gelu.name());
+    EXPECT_EQ(spec.canonical(), gelu.canonical());
+  }
+  EXPECT_NE(gelu.canonical(), sm90_f16_row_bias_gelu().canonical());
+  KernelSpec column_bias = gelu;
+  column_bias.bias = BiasMode::PerColumn;
+  EXPECT_NE(column_bias.canonical(), gelu.canonical());
+  // A 32-bit D keeps CUTLASS's exact functors, as the kernels that compile one in do.
+  KernelSpec f32_d = gelu;
+  f32_d.element_c = f32_d.element_d = DataType::f32;
+  f32_d.alignment_c = 4;
+  EXPECT_NE(render(f32_d).text.find("gemmkit::activation::AtLaunch,"), std::string::npos);
+  // On the lean epilogue, which takes every activation at launch anyway, the flag changes nothing.
+  KernelSpec lean = sm90_f16_lean();
+  lean.activation_at_launch = true;
+  EXPECT_EQ(lean.canonical(), sm90_f16_lean().canonical());
+  EXPECT_EQ(render(lean).text, render(sm90_f16_lean()).text);
 }
 
 // run()'s first build of a plan with nothing built is the default configuration's quick twin: the same tile on the
@@ -385,6 +427,16 @@ TEST(Codegen, LeanEpilogueRefusesWhatItCannotStore) {
   KernelSpec s8 = sm90_f16_lean();
   s8.element_d = DataType::s8;
   EXPECT_THROW(render(s8), ConfigError);
+}
+
+TEST(Codegen, ActivationAtLaunchIsRefusedWhereTheActivationIsCompiledIn) {
+  KernelSpec sm80 = sm80_f16_tensorop();
+  sm80.activation = Activation::ReLU;
+  sm80.activation_at_launch = true;
+  expect_refused(sm80, "SM90 GEMM option");
+  KernelSpec parallel = sm90_f16_row_bias_at_launch();
+  parallel.split_k_mode = SplitKMode::Parallel;
+  expect_refused(parallel, "reduction");
 }
 
 TEST(Codegen, RenderRejectsMismatchedPlaceholders) {

@@ -1,6 +1,7 @@
 // tests/unit/plan_test.cpp: Gemm planning without a GPU: operand inference, names, opclass, configuration.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -9,6 +10,7 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "support/cli.hpp"
+#include "unit/test_env.hpp"
 
 namespace gk = gemmkit;
 
@@ -329,4 +331,47 @@ TEST(PlanActivation, ListsTheReferenceActivationsAndNamesTheEpilogue) {
   plan.set_activation(gk::Activation::ReLU);
   EXPECT_EQ(plan.spec().family, gk::KernelFamily::Sm90Collective);  // no fallback to SM80 kernels
   EXPECT_NE(plan.kernel_name().find("_relu"), std::string::npos);
+}
+
+// GEMMKIT_ACTIVATION_AT_LAUNCH=1: an SM90 plan with a fused activation takes it at launch, so changing the activation
+// keeps the plan's kernel; identity keeps the linear combination's kernel, and SM80 kernels compile theirs in.
+TEST(PlanActivation, TakenAtLaunchWhereAskedOneKernelServesEveryActivation) {
+  const gk::testenv::ScopedEnv at_launch("GEMMKIT_ACTIVATION_AT_LAUNCH", "1");
+  gk::Gemm plan(f16_row(90));
+  EXPECT_FALSE(plan.spec().activation_at_launch);
+  plan.set_activation(gk::Activation::ReLU);
+  const gk::KernelSpec relu = plan.spec();
+  EXPECT_TRUE(relu.activation_at_launch);
+  EXPECT_NE(relu.name().find("_act_at_launch"), std::string::npos) << relu.name();
+  plan.set_activation(gk::Activation::LeakyReLU, 0.3);
+  EXPECT_EQ(plan.spec().canonical(), relu.canonical());
+  EXPECT_EQ(plan.spec().activation, gk::Activation::LeakyReLU);  // what the launch passes
+  plan.set_bias(gk::BiasMode::PerColumn);
+  EXPECT_TRUE(plan.spec().activation_at_launch);
+  EXPECT_NE(plan.spec().canonical(), relu.canonical());
+
+  gk::GemmOptions sm80 = f16_row(80);
+  gk::Gemm old_plan(sm80);
+  old_plan.set_activation(gk::Activation::ReLU);
+  EXPECT_FALSE(old_plan.spec().activation_at_launch);
+  EXPECT_NE(old_plan.kernel_name().find("_relu"), std::string::npos);
+}
+
+// Compiled in by default; a plan's own choice wins over the variable either way.
+TEST(PlanActivation, CompiledInUnlessAsked) {
+  std::optional<gk::testenv::ScopedEnv> unset(std::in_place, "GEMMKIT_ACTIVATION_AT_LAUNCH", std::nullopt);
+  gk::Gemm plan(f16_row(90));
+  plan.set_activation(gk::Activation::GELU);
+  EXPECT_FALSE(plan.activation_at_launch());
+  EXPECT_FALSE(plan.spec().activation_at_launch);
+  EXPECT_NE(plan.kernel_name().find("_gelu"), std::string::npos);
+  plan.set_activation_at_launch(true);
+  EXPECT_TRUE(plan.activation_at_launch());
+  EXPECT_TRUE(plan.spec().activation_at_launch);
+  unset.reset();
+  const gk::testenv::ScopedEnv at_launch("GEMMKIT_ACTIVATION_AT_LAUNCH", "1");
+  gk::Gemm other(f16_row(90));
+  other.set_activation(gk::Activation::GELU);
+  other.set_activation_at_launch(false);
+  EXPECT_FALSE(other.spec().activation_at_launch);
 }

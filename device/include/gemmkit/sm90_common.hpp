@@ -12,7 +12,7 @@
 #include "cutlass/epilogue/thread/activation.h"
 #include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/kernel_hardware_info.hpp"
-#include "gemmkit/activations.hpp"
+#include "gemmkit/activation_at_launch.hpp"
 #include "gemmkit/module_common.hpp"
 #include "gemmkit/sm90_launch.hpp"
 

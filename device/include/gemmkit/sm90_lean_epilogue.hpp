@@ -18,7 +18,7 @@
 #include "cutlass/epilogue/thread/activation.h"
 #include "cutlass/numeric_conversion.h"
 #include "gemmkit/abi.h"
-#include "gemmkit/activations.hpp"
+#include "gemmkit/activation_at_launch.hpp"
 
 namespace gemmkit::sm90 {
 
@@ -35,48 +35,7 @@ struct LeanEpilogueParams {
 
 namespace lean {
 
-// The activations as CUTLASS's epilogues apply them (on Arrays of the compute type), with gemmkit's approximations
-// where D is 16-bit: the fused kernels' functors.
-template <bool Approximate>
-struct Activations {
-  template <class T>
-  using GELU = cutlass::epilogue::thread::GELU<T>;
-  template <class T>
-  using Sigmoid = cutlass::epilogue::thread::Sigmoid<T>;
-  template <class T>
-  using SiLu = cutlass::epilogue::thread::SiLu<T>;
-};
-template <>
-struct Activations<true> {
-  template <class T>
-  using GELU = gemmkit::activation::GELU<T>;
-  template <class T>
-  using Sigmoid = gemmkit::activation::Sigmoid<T>;
-  template <class T>
-  using SiLu = gemmkit::activation::SiLu<T>;
-};
-
 using Pair = cutlass::Array<float, 2>;
-
-// The activation (gk_activation) on a pair, as the fused epilogues apply it to their Arrays.
-template <bool Approximate>
-CUTLASS_DEVICE void apply_activation(Pair& x, int32_t activation, float parameter) {
-  namespace th = cutlass::epilogue::thread;
-  using A = Activations<Approximate>;
-  switch (activation) {
-    case GK_ACTIVATION_GELU: x = typename A::template GELU<Pair>{}(x); break;
-    case GK_ACTIVATION_HARDSWISH: x = th::HardSwish<Pair>{}(x); break;
-    case GK_ACTIVATION_LEAKY_RELU:
-      x = th::LeakyReLU<Pair>{}(x, typename th::LeakyReLU<Pair>::Arguments{parameter});
-      break;
-    case GK_ACTIVATION_RELU: x = th::ReLu<Pair>{}(x); break;
-    case GK_ACTIVATION_SIGMOID: x = typename A::template Sigmoid<Pair>{}(x); break;
-    case GK_ACTIVATION_SILU: x = typename A::template SiLu<Pair>{}(x); break;
-    case GK_ACTIVATION_TANH: x = th::Tanh<Pair>{}(x); break;
-    case GK_ACTIVATION_GELU_TANH: x = th::GELU_taylor<Pair>{}(x); break;
-    default: break;  // identity
-  }
-}
 
 // Swaps bit `Bit` of the lane within its quad with bit `Bit` of the item index of four 32-bit items: two such
 // stages (Bit 2, then 1) transpose a 4 x 4 block held one row per lane.
@@ -118,7 +77,8 @@ struct Block {
 template <bool Approximate>
 __noinline__ __device__ Block activate_block(Block block, int32_t activation, float parameter) {
   CUTLASS_PRAGMA_UNROLL
-  for (int j = 0; j < 4; ++j) apply_activation<Approximate>(block.pairs[j], activation, parameter);
+  for (int j = 0; j < 4; ++j)
+    block.pairs[j] = gemmkit::activation::apply<Approximate>(block.pairs[j], activation, parameter);
   return block;
 }
 
