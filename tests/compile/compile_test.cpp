@@ -146,6 +146,30 @@ TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   EXPECT_NE(sm80.kernel_name().find("_leaky_relu_biascolumn"), std::string::npos) << sm80.kernel_name();
 }
 
+// A kernel on CUTLASS's TMA epilogue that takes its activation at launch builds (split), and a plan of another
+// activation finds it in the cache instead of building one of its own.
+TEST(CompileTier, ActivationAtLaunchKernelBuildsOnceForEveryActivation) {
+  gk::testenv::TempDir cache_dir;
+  gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
+  gk::Gemm plan(f16_row(90));
+  plan.set_activation_at_launch(true);
+  plan.set_activation(gk::Activation::SiLU);
+  plan.set_bias(gk::BiasMode::PerColumn);
+  EXPECT_NE(plan.kernel_name().find("_act_at_launch_biascolumn"), std::string::npos) << plan.kernel_name();
+  const gk::CompiledKernel kernel = plan.compile();
+  EXPECT_FALSE(kernel.cache_hit);
+  EXPECT_EQ(gk::KernelModule::load(kernel.module_path, kernel.cubin_path)->kernel_name(), plan.kernel_name());
+  const int builds = gk::cache_counters().builds;
+  gk::Gemm other(f16_row(90));
+  other.set_activation_at_launch(true);
+  other.set_activation(gk::Activation::LeakyReLU, 0.2);
+  other.set_bias(gk::BiasMode::PerColumn);
+  const gk::CompiledKernel again = other.compile();
+  EXPECT_TRUE(again.cache_hit);
+  EXPECT_EQ(again.module_path, kernel.module_path);
+  EXPECT_EQ(gk::cache_counters().builds, builds);
+}
+
 // gemmkit's lean epilogue builds (split: cubin and host module); its kernel takes the activation and bias at launch (a
 // plan without them names the same kernel) and refuses, before anything runs, a bias mode without a bias and a D whose
 // rows are not 16-byte aligned.
