@@ -2,7 +2,10 @@
 // cp.async mainloops, warp-specialized), rendered from templates/sm90_gemm.cu.in with the glue of
 // device/include/gemmkit/sm90_gemm.hpp.
 #include <algorithm>
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "families/rules.hpp"
 #include "families/visitor_render.hpp"
@@ -462,42 +465,87 @@ Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
   return out;
 }
 
-// sm90_gemm.cu.in's own: its glue, the mainloop's operand layouts and the module class. A block-scaled mainloop pairs
-// each operand's layout with its scales' and takes its own module.
-Placeholders sm90_gemm_placeholders(const KernelSpec& spec) {
-  Placeholders out = cutlass_epilogue_placeholders(spec);
-  if (!blockwise(spec)) {
-    out.insert(out.end(), {{"glue_header", "gemmkit/sm90_gemm.hpp"},
-                           {"mainloop_layout_a", "LayoutA"},
-                           {"mainloop_layout_b", "LayoutB"},
-                           {"module", "gemmkit::sm90::Module"}});
-    return out;
-  }
-  out.insert(out.end(), {{"glue_header", "gemmkit/sm90_blockwise.hpp"},
-                         {"mainloop_layout_a", "cute::tuple<LayoutA, gemmkit::sm90::LayoutSFA>"},
-                         {"mainloop_layout_b", "cute::tuple<LayoutB, gemmkit::sm90::LayoutSFB>"},
-                         {"module", "gemmkit::sm90::BlockwiseModule"}});
+// The kernels the family renders, each from a template and glue header of its own.
+enum class Kind { Default, Blockwise, ParallelSplitK, Visitor, Lean, SplitN };
+
+Kind kind_of(const KernelSpec& spec) {
+  if (spec.visitor) return Kind::Visitor;  // its fusion replaces bias, scales and activation
+  if (lean_epilogue(spec)) return Kind::Lean;
+  if (splits_n(spec)) return Kind::SplitN;
+  if (spec.split_k_mode == SplitKMode::Parallel) return Kind::ParallelSplitK;  // partial sums, then a reduction
+  return blockwise(spec) ? Kind::Blockwise : Kind::Default;
+}
+
+// The placeholders of sm90_gemm.cu.in, which serves both mainloops: its glue, the mainloop's operand layouts and the
+// module class. A block-scaled mainloop pairs each operand's layout with its scales' and takes its own module.
+Placeholders with_mainloop(Placeholders out, std::string_view glue, std::string layout_a, std::string layout_b,
+                           std::string module) {
+  out.insert(out.end(), {{"glue_header", std::string(glue)},
+                         {"mainloop_layout_a", std::move(layout_a)},
+                         {"mainloop_layout_b", std::move(layout_b)},
+                         {"module", std::move(module)}});
   return out;
+}
+
+// Every placeholder but those named.
+Placeholders without(Placeholders out, std::initializer_list<std::string_view> names) {
+  std::erase_if(out, [&](const auto& kv) { return std::find(names.begin(), names.end(), kv.first) != names.end(); });
+  return out;
+}
+
+struct KindRow;
+Placeholders cutlass_epilogue_only(const KernelSpec& spec, const KindRow&) {
+  return cutlass_epilogue_placeholders(spec);
+}
+
+struct KindRow {
+  Kind kind;
+  std::string_view template_name, glue_header;
+  Placeholders (*placeholders)(const KernelSpec&, const KindRow&);
+};
+
+const KindRow& kind_row(Kind kind) {
+  static const KindRow kRows[] = {
+      {Kind::Default, "sm90_gemm.cu.in", "gemmkit/sm90_gemm.hpp",
+       [](const KernelSpec& spec, const KindRow& row) {
+         return with_mainloop(cutlass_epilogue_placeholders(spec), row.glue_header, "LayoutA", "LayoutB",
+                              "gemmkit::sm90::Module");
+       }},
+      {Kind::Blockwise, "sm90_gemm.cu.in", "gemmkit/sm90_blockwise.hpp",
+       [](const KernelSpec& spec, const KindRow& row) {
+         return with_mainloop(cutlass_epilogue_placeholders(spec), row.glue_header,
+                              "cute::tuple<LayoutA, gemmkit::sm90::LayoutSFA>",
+                              "cute::tuple<LayoutB, gemmkit::sm90::LayoutSFB>", "gemmkit::sm90::BlockwiseModule");
+       }},
+      {Kind::ParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_gemm.hpp", cutlass_epilogue_only},
+      {Kind::Visitor, "sm90_gemm_visitor.cu.in", "gemmkit/sm90_gemm.hpp", cutlass_epilogue_only},
+      // The lean template takes nothing of the epilogue's settings (they come at launch); its C and D are row-major
+      // with 16-byte rows, which validate() checked.
+      {Kind::Lean, "sm90_gemm_lean.cu.in", "gemmkit/sm90_lean.hpp",
+       [](const KernelSpec& spec, const KindRow&) {
+         return without(mainloop_placeholders(spec), {"layout_c", "alignment_c", "element_compute"});
+       }},
+      // Its collectives name the schedules and the Default tile scheduler themselves.
+      {Kind::SplitN, "sm90_gemm_split_n.cu.in", "gemmkit/sm90_split_n.hpp",
+       [](const KernelSpec& spec, const KindRow&) {
+         return without(cutlass_epilogue_placeholders(spec),
+                        {"kernel_schedule", "epilogue_schedule", "tile_scheduler"});
+       }},
+  };
+  for (const KindRow& row : kRows) {
+    if (row.kind == kind) return row;
+  }
+  throw Error("internal error: a kernel kind of Sm90Collective has no row");
 }
 
 class Sm90Collective final : public Family {
  public:
   KernelFamily id() const override { return KernelFamily::Sm90Collective; }
   int kernel_cc() const override { return 90; }
-  // Parallel split-K kernels: partial sums and a reduction kernel with the epilogue (their module class is in the
-  // template).
-  // A visitor tree has a template of its own (its fusion replaces bias, scales and activation).
   std::string_view template_name(const KernelSpec& spec) const override {
-    if (spec.visitor) return "sm90_gemm_visitor.cu.in";
-    if (lean_epilogue(spec)) return "sm90_gemm_lean.cu.in";
-    if (splits_n(spec)) return "sm90_gemm_split_n.cu.in";
-    return spec.split_k_mode == SplitKMode::Parallel ? "sm90_gemm_parallel.cu.in" : "sm90_gemm.cu.in";
+    return kind_row(kind_of(spec)).template_name;
   }
-  std::string_view glue_header(const KernelSpec& spec) const override {
-    if (lean_epilogue(spec)) return "gemmkit/sm90_lean.hpp";
-    if (splits_n(spec)) return "gemmkit/sm90_split_n.hpp";
-    return blockwise(spec) ? "gemmkit/sm90_blockwise.hpp" : "gemmkit/sm90_gemm.hpp";
-  }
+  std::string_view glue_header(const KernelSpec& spec) const override { return kind_row(kind_of(spec)).glue_header; }
 
   // Tensor cores other than f64 (whose kernels are CUTLASS 2.x ones), and FP8.
   bool supports(OpClass opclass, const OperandTypes& types) const override {
@@ -693,23 +741,8 @@ class Sm90Collective final : public Family {
   bool splittable(const KernelSpec& spec) const override { return spec.split_k_mode != SplitKMode::Parallel; }
 
   Placeholders placeholders(const KernelSpec& spec) const override {
-    if (template_name(spec) == "sm90_gemm.cu.in") return sm90_gemm_placeholders(spec);
-    if (splits_n(spec)) {
-      // Its collectives name the schedules and the Default tile scheduler themselves.
-      Placeholders out = cutlass_epilogue_placeholders(spec);
-      std::erase_if(out, [](const auto& kv) {
-        return kv.first == "kernel_schedule" || kv.first == "epilogue_schedule" || kv.first == "tile_scheduler";
-      });
-      return out;
-    }
-    if (!lean_epilogue(spec)) return cutlass_epilogue_placeholders(spec);
-    // The lean template takes nothing of the epilogue's settings (they come at launch); its C and D are row-major
-    // with 16-byte rows, which validate() checked.
-    Placeholders out = mainloop_placeholders(spec);
-    std::erase_if(out, [](const auto& kv) {
-      return kv.first == "layout_c" || kv.first == "alignment_c" || kv.first == "element_compute";
-    });
-    return out;
+    const KindRow& row = kind_row(kind_of(spec));
+    return row.placeholders(spec, row);
   }
 };
 
