@@ -53,7 +53,7 @@ CUTLASS_HOST_DEVICE T apply(T const& x, int32_t kind, float parameter) {
 }
 
 // What an activation taken at launch reads: the kind (gk_gemm_args.activation) and the leaky_relu slope, under the
-// name CUTLASS's LeakyReLU gives it, so that module::set_activation_params fills both.
+// name CUTLASS's LeakyReLU gives it, so that module::set_activation_params fills the slope as it does LeakyReLU's.
 struct AtLaunchArguments {
   int32_t kind = GK_ACTIVATION_IDENTITY;
   float leaky_alpha = 0.0f;
@@ -69,6 +69,15 @@ struct AtLaunchFunctor {
     return apply<Approximate>(x, arguments.kind, arguments.leaky_alpha);
   }
 };
+// The kind of an activation taken at launch, from arguments that carry one (gk_gemm_args.activation); CUTLASS's own
+// activations' arguments have no kind.
+template <class Target, class Args>
+auto set_kind(Target& target, const Args& args, int) -> decltype(target.kind = args.activation, void()) {
+  target.kind = args.activation;
+}
+template <class Target, class Args>
+void set_kind(Target&, const Args&, long) {}
+
 template <class T>
 using AtLaunch = AtLaunchFunctor<T, false>;
 template <class T>

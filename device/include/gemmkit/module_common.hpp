@@ -81,8 +81,8 @@ inline Source source_of(const gk_gemm_args& args) {
   return {args.D, args.ldd, args.batch_stride_D};
 }
 
-// Sets the activation's hyperparameters (LeakyReLU's slope; the kind, for an activation taken at launch) on a CUTLASS
-// argument struct that may or may not carry them; activations without parameters ignore args.activation_params.
+// Sets the activation's hyperparameters (today only LeakyReLU's slope) on a CUTLASS argument struct that
+// may or may not carry them; activations without parameters ignore args.activation_params.
 template <class T>
 auto set_leaky_alpha(T& target, double slope, int) -> decltype(target.leaky_alpha = slope, void()) {
   using Element = std::remove_reference_t<decltype(target.leaky_alpha)>;
@@ -91,18 +91,9 @@ auto set_leaky_alpha(T& target, double slope, int) -> decltype(target.leaky_alph
 template <class T>
 void set_leaky_alpha(T&, double, long) {}
 
-// The kind of an activation taken at launch (gemmkit::activation::AtLaunchArguments), from arguments that carry one.
-template <class T, class Args>
-auto set_activation_kind(T& target, const Args& args, int) -> decltype(target.kind = args.activation, void()) {
-  target.kind = args.activation;
-}
-template <class T, class Args>
-void set_activation_kind(T&, const Args&, long) {}
-
 template <class T, class Args>  // gk_gemm_args or gk_conv2d_args
 void set_activation_params(T& target, const Args& args) {
   set_leaky_alpha(target, args.activation_params[0], 0);
-  set_activation_kind(target, args, 0);
 }
 
 // What a launch keeps between calls: CUTLASS's arguments, the family's prepared state (a CUTLASS operator or its

@@ -46,10 +46,17 @@ template <module::Bias BiasMode, template <class> class Act, class ElementD, cla
           class ElementBias>
 using Fusion = typename FusionSelector<BiasMode, Act, ElementD, ElementCompute, ElementC, ElementBias>::type;
 
+// An activation node's arguments: LeakyReLU's slope, and the kind of an activation taken at launch.
+template <class Arguments, class Args>
+void set_activation_arguments(Arguments& arguments, const Args& args) {
+  module::set_activation_params(arguments, args);
+  activation::set_kind(arguments, args, 0);
+}
+
 // The fused activation's arguments, when the fusion has any (LinCombEltAct has `activation`).
 template <class Thread, class Args>
 auto set_fusion_activation(Thread& thread, const Args& args, int) -> decltype(thread.activation, void()) {
-  module::set_activation_params(thread.activation, args);
+  set_activation_arguments(thread.activation, args);
 }
 template <class Thread, class Args>
 void set_fusion_activation(Thread&, const Args&, long) {}

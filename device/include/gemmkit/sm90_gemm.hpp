@@ -141,7 +141,7 @@ void set_scaled_fusion(FusionArguments& fusion, const gk_gemm_args& args) {
   column_scale.ptr_row = static_cast<const float*>(args.column_scale);
   column_scale.null_default = 1.0f;
   set_bias_leaf(inner.op_2, args, 0);
-  module::set_activation_params(fusion.op_1, args);
+  set_activation_arguments(fusion.op_1, args);
 }
 
 // The module glue for one GemmUniversalAdapter: ABI arguments -> CUTLASS arguments, and how a launch is prepared
