@@ -120,6 +120,11 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
     if (auto text = take("swizzle")) plan.set_swizzling_functor(parse_or_throw<Swizzle>("swizzle", *text, where));
     if (auto text = take("activation")) plan.set_activation(parse_or_throw<Activation>("activation", *text, where));
     if (auto text = take("bias")) plan.set_bias(parse_or_throw<BiasMode>("bias", *text, where));
+    if (auto text = take("activation-at-launch")) {
+      const int at_launch = parse_int("activation-at-launch", *text, where);
+      if (at_launch > 1) throw ConfigError(where + ": --activation-at-launch takes 0 or 1, not " + *text + ".");
+      plan.set_activation_at_launch(at_launch == 1);
+    }
     if (auto text = take("scale")) plan.set_scale(parse_or_throw<ScaleMode>("scale", *text, where));
     if (auto text = take("block-scaling")) {
       plan.set_block_scaling(parse_or_throw<BlockScaling>("block-scaling", *text, where));

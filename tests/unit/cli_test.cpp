@@ -212,6 +212,22 @@ TEST(Cli, PlansTakeBiasKernelCcAndRasterOrder) {
   EXPECT_NE(r.out.find("--raster-order AlongN: Raster order applies to SM90"), std::string::npos) << r.out;
 }
 
+// --activation-at-launch 1 names the kernel that serves every activation; a grouped plan has no such kernel.
+TEST(Cli, ActivationAtLaunchNamesTheSharedKernel) {
+  auto r = cli("plan --cc 90 --element-accumulator f32 --activation gelu --activation-at-launch 1 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto json = nlohmann::ordered_json::parse(r.out);
+  EXPECT_TRUE(json.at("activation_at_launch").get<bool>());
+  const std::string name = json.at("kernel_name").get<std::string>();
+  EXPECT_TRUE(name.ends_with("_act_at_launch")) << name;
+  r = cli("plan --cc 90 --element-accumulator f32 --activation silu --activation-at-launch 1 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(nlohmann::ordered_json::parse(r.out).at("kernel_name").get<std::string>(), name);
+  r = cli("plan --cc 90 --grouped --activation relu --activation-at-launch 1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("--activation-at-launch applies to a GEMM plan"), std::string::npos) << r.out;
+}
+
 TEST(Cli, BlockScaledFp8PlansShowTheirKernelAndRunSaysWhereToRunThem) {
   const std::string fp8 = "--cc 90 --element e4m3 --element-c bf16 --element-d bf16 --layout-b col";
   auto r = cli("plan " + fp8 + " --block-scaling blockwise --json");

@@ -141,6 +141,20 @@ TEST(Packs, APackLineWithAProblemHoldsRunsKernelForIt) {
   EXPECT_TRUE(specs[2].name().ends_with("_blockwise")) << specs[2].name();
 }
 
+// A pack line may ask for the kernel that takes its activation at launch: one entry for every activation.
+TEST(Packs, APackLineTakesTheActivationAtLaunch) {
+  const auto specs = parse_pack(
+      "--cc 90 --element f16 --element-accumulator f32 --activation relu --activation-at-launch 1\n"
+      "--cc 90 --element f16 --element-accumulator f32 --activation gelu --activation-at-launch 1\n"
+      "--cc 90 --element f16 --element-accumulator f32 --activation gelu --activation-at-launch 0\n");
+  ASSERT_EQ(specs.size(), 3u);
+  EXPECT_TRUE(specs[0].activation_at_launch);
+  EXPECT_EQ(specs[0].canonical(), specs[1].canonical());
+  EXPECT_FALSE(specs[2].activation_at_launch);
+  EXPECT_TRUE(specs[2].name().ends_with("_gelu")) << specs[2].name();
+  EXPECT_THROW(parse_pack("--cc 90 --activation relu --activation-at-launch 2\n"), ConfigError);
+}
+
 TEST(Packs, BadPackLinesNameTheLine) {
   auto message = [](const std::string& text) {
     try {

@@ -119,6 +119,10 @@ std::unique_ptr<gk::Plan> make_plan(const Values& args, bool grouped,
   }
   if (auto bias = args.enumerator<gk::BiasMode>("bias"))
     apply(args, "bias", [&] { gemm_only("bias").set_bias(*bias); });
+  if (auto at_launch = args.integer("activation-at-launch")) {
+    apply(args, "activation-at-launch",
+          [&] { gemm_only("activation-at-launch").set_activation_at_launch(*at_launch == 1); });
+  }
   if (auto scaling = args.enumerator<gk::BlockScaling>("block-scaling")) {
     // GEMM and grouped plans take block scales; a conv plan has none.
     auto* grouped_plan = dynamic_cast<gk::GroupedGemm*>(owned.get());
