@@ -69,6 +69,11 @@ struct AtLaunchFunctor {
     return apply<Approximate>(x, arguments.kind, arguments.leaky_alpha);
   }
 };
+template <class T>
+using AtLaunch = AtLaunchFunctor<T, false>;
+template <class T>
+using AtLaunchFor16BitD = AtLaunchFunctor<T, true>;
+
 // The kind of an activation taken at launch, from arguments that carry one (gk_gemm_args.activation); CUTLASS's own
 // activations' arguments have no kind.
 template <class Target, class Args>
@@ -77,10 +82,5 @@ auto set_kind(Target& target, const Args& args, int) -> decltype(target.kind = a
 }
 template <class Target, class Args>
 void set_kind(Target&, const Args&, long) {}
-
-template <class T>
-using AtLaunch = AtLaunchFunctor<T, false>;
-template <class T>
-using AtLaunchFor16BitD = AtLaunchFunctor<T, true>;
 
 }  // namespace gemmkit::activation
