@@ -27,13 +27,30 @@ int main(int argc, char** argv) {
   // shape suite
   std::string groups;
   std::string match = ".";  // only kernels whose name this regular expression finds
+  constexpr const char* kUsage =
+      "usage: gemmkit_gpu_prebuild [--cc N] [--only GROUPS] [--match REGEX] [--list] [--keys] [--missing]\n"
+      "  GROUPS: comma-separated config,epilogue,concurrency,types,fuzz,grouped,conv,conv90,fp8,splitk,tuning,evt\n"
+      "          (default: all of these) or suite\n";
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--cc") == 0 && i + 1 < argc) cc = std::atoi(argv[++i]);
-    if (std::strcmp(argv[i], "--list") == 0) list_only = true;
-    if (std::strcmp(argv[i], "--keys") == 0) list_only = keys_only = true;
-    if (std::strcmp(argv[i], "--missing") == 0) missing_only = true;
-    if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) groups = argv[++i];
-    if (std::strcmp(argv[i], "--match") == 0 && i + 1 < argc) match = argv[++i];
+    const bool has_value = i + 1 < argc;
+    if (std::strcmp(argv[i], "--cc") == 0 && has_value) {
+      cc = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--list") == 0) {
+      list_only = true;
+    } else if (std::strcmp(argv[i], "--keys") == 0) {
+      list_only = keys_only = true;
+    } else if (std::strcmp(argv[i], "--missing") == 0) {
+      missing_only = true;
+    } else if (std::strcmp(argv[i], "--only") == 0 && has_value) {
+      groups = argv[++i];
+    } else if (std::strcmp(argv[i], "--match") == 0 && has_value) {
+      match = argv[++i];
+    } else {
+      // Anything else (--help too) stops here: a mistyped option must not start hundreds of builds.
+      const bool help = std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0;
+      (help ? std::cout : std::cerr) << (help ? "" : "unknown option " + std::string(argv[i]) + "\n") << kUsage;
+      return help ? 0 : 2;
+    }
   }
   try {
     const gemmkit::DiskCache cache;
