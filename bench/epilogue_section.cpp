@@ -1,9 +1,8 @@
 // bench/epilogue_section.cpp: the cost of fused epilogues on SM90 kernels: each activation and bias+gelu against
 // the identity epilogue of the same plan, and the default kernels (CUTLASS's TMA epilogue, the epilogue compiled in)
 // against the same epilogue taking the activation at launch and against gemmkit's lean epilogue (one kernel for all
-// of them), in the same run. All variants of a shape are timed in
-// interleaved rounds, so that none gets the cool GPU's boost clocks (timed one after another, the first one read 5-10 %
-// fast).
+// of them), in the same run. All variants of a shape are timed in interleaved rounds, so that none gets the cool
+// GPU's boost clocks (timed one after another, the first one read 5-10 % fast).
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -153,16 +152,18 @@ SectionResult epilogue_section(Context& ctx) {
       std::string lean_tf = "-", lean_ratio = "-", at_launch_ratio = "-";
       if (lean_call[i] >= 0) {
         const double ltf = tflops(s, median(ms[static_cast<std::size_t>(lean_call[i])]));
+        const double lean_vs_default = vs_default(lean_call[i]);
         row["lean_tflops"] = ltf;
-        row["lean_vs_default"] = vs_default(lean_call[i]);
+        row["lean_vs_default"] = lean_vs_default;
         row["lean_kernel_name"] = planned_spec(*lean[i], s).name();
         lean_tf = fixed(ltf, 1);
-        lean_ratio = fixed(vs_default(lean_call[i]), 3);
+        lean_ratio = fixed(lean_vs_default, 3);
       }
       if (at_launch_call[i] >= 0) {
-        row["at_launch_vs_default"] = vs_default(at_launch_call[i]);
+        const double at_launch_vs_default = vs_default(at_launch_call[i]);
+        row["at_launch_vs_default"] = at_launch_vs_default;
         row["at_launch_kernel_name"] = planned_spec(*at_launch[i], s).name();
-        at_launch_ratio = fixed(vs_default(at_launch_call[i]), 3);
+        at_launch_ratio = fixed(at_launch_vs_default, 3);
       }
       rows.push_back(row);
       table.rows.push_back({s.text(), variants[i].label, fixed(tf, 1), fixed(ratio, 3),
