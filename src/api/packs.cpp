@@ -15,6 +15,7 @@
 #include "catalog/suite_shapes.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "gemmkit/grouped_gemm.hpp"
 #include "jit/kernel_loader.hpp"
 #include "util/notes.hpp"
 
@@ -56,7 +57,7 @@ std::map<std::string, std::string> options_of(const std::string& line, const std
     std::string name = word.substr(0, eq), value;
     if (eq != std::string::npos) {
       value = word.substr(eq + 1);
-    } else if (name == "run-time-kernels") {
+    } else if (name == "run-time-kernels" || name == "grouped") {
       value = "";
     } else if (dashed && i + 1 < list.size()) {
       value = list[++i];
@@ -66,6 +67,37 @@ std::map<std::string, std::string> options_of(const std::string& line, const std
     if (!out.emplace(name, value).second) throw ConfigError(where + ": --" + name + " is given twice.");
   }
   return out;
+}
+
+// A --grouped line's kernel: a GroupedGemm plan with the options grouped plans take.
+template <class Take>
+KernelSpec grouped_line_spec(const GemmOptions& o, Take& take, const std::map<std::string, std::string>& options,
+                             const std::string& where) {
+  try {
+    GroupedGemm plan(o);
+    if (auto text = take("activation")) plan.set_activation(parse_or_throw<Activation>("activation", *text, where));
+    if (auto text = take("block-scaling")) {
+      plan.set_block_scaling(parse_or_throw<BlockScaling>("block-scaling", *text, where));
+    }
+    if (auto text = take("tile")) {
+      const auto tiles = plan.tile_descriptions();
+      const int index = parse_int("tile", *text, where);
+      if (index >= static_cast<int>(tiles.size())) {
+        throw ConfigError("--tile " + *text + " is out of range: the grouped plan has " + std::to_string(tiles.size()) +
+                          " configurations (see gemmkit tiles --grouped).");
+      }
+      plan.set_tile_description(tiles[static_cast<std::size_t>(index)]);
+    }
+    if (!options.empty()) {
+      throw ConfigError("--" + options.begin()->first +
+                        " does not apply to a --grouped line, which takes the element and layout options, --cc, "
+                        "--kernel-cc, --activation, --block-scaling and --tile.");
+    }
+    return plan.spec();
+  } catch (const ConfigError& e) {
+    if (std::string(e.what()).rfind(where, 0) == 0) throw;
+    throw ConfigError(where + ": " + e.what(), e.nearest);
+  }
 }
 
 std::vector<KernelSpec> line_specs(const std::string& line, const std::string& where) {
@@ -113,6 +145,10 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
     throw ConfigError(where + ": --m, --n and --k go together (the problem whose kernel run() picks).");
   }
   if (sized && run_time) throw ConfigError(where + ": give --run-time-kernels or a problem (--m --n --k), not both.");
+  if (take("grouped")) {
+    if (sized || run_time) throw ConfigError(where + ": a --grouped line names one kernel; drop --m/--n/--k.");
+    return {grouped_line_spec(o, take, options, where)};
+  }
   try {
     const jit::NoBuildAhead internal;  // the pack builds what it lists, not each plan's default
     Gemm plan(o);
@@ -149,6 +185,17 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
     if (std::string(e.what()).rfind(where, 0) == 0) throw;
     throw ConfigError(where + ": " + e.what(), e.nearest);
   }
+}
+
+// A plan of `element` operands accumulating in `accumulator`, A, C and D row-major, B as given.
+GemmOptions row_major_options(DataType element, DataType accumulator, Layout b, int cc) {
+  GemmOptions o;
+  o.element = element;
+  o.element_accumulator = accumulator;
+  o.layout = Layout::RowMajor;
+  o.layout_b = b;
+  o.cc = cc;
+  return o;
 }
 
 // The plan's default kernel's quick twin (as the plan lists it), where it has one.
@@ -225,16 +272,33 @@ std::vector<KernelSpec> pack_specs(const std::string& name) {
   // prefill, odd extents) on SM90 row-major 16-bit plans that accumulate in f32, as torch.matmul does: the shape
   // suite runs on these with nothing to compile.
   for (const DataType element : {DataType::f16, DataType::bf16}) {
-    GemmOptions o;
-    o.element = element;
-    o.element_accumulator = DataType::f32;
-    o.layout = Layout::RowMajor;
-    o.cc = 90;
-    Gemm plan(o);
+    Gemm plan(row_major_options(element, DataType::f32, Layout::RowMajor, 90));
     add(plan.spec());
     if (std::optional<KernelSpec> twin = quick_twin(plan)) add(std::move(*twin));
     for (const catalog::SuiteProblem& p : catalog::suite_problems()) add(plan.spec_for_problem(p.m, p.n, p.k));
   }
+  // The walk-throughs and the reference's notebooks, so that they compile nothing: every activation of the row-major
+  // f16 plan (f16 accumulation as the notebooks declare it, f32 as the C++ epilogue walk-through does), and the
+  // grouped plans of the grouped walk-through and of the MoE form (B row-major, or column-major: transposed expert
+  // weights), on both generations; on SM90 also the CUTLASS 2.x grouped kernel the walk-through runs beside the 3.x
+  // one.
+  for (const int cc : {80, 90}) {
+    for (const DataType accumulator : {DataType::f16, DataType::f32}) {
+      Gemm plan(row_major_options(DataType::f16, accumulator, Layout::RowMajor, cc));
+      for (const Activation activation : Gemm::activations()) {
+        plan.set_activation(activation);
+        add(plan.spec());
+      }
+    }
+    for (const DataType element : {DataType::f16, DataType::bf16}) {
+      for (const Layout b : {Layout::RowMajor, Layout::ColumnMajor}) {
+        add(GroupedGemm(row_major_options(element, DataType::f32, b, cc)).spec());
+      }
+    }
+  }
+  GemmOptions sm80_grouped = row_major_options(DataType::f16, DataType::f32, Layout::RowMajor, 90);
+  sm80_grouped.kernel_cc = 80;
+  add(GroupedGemm(sm80_grouped).spec());
   return specs;
 }
 

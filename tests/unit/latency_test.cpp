@@ -26,6 +26,7 @@
 #include "gemmkit/compiler.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/packs.hpp"
 #include "jit/background.hpp"
 #include "support/cli.hpp"
@@ -155,6 +156,28 @@ TEST(Packs, APackLineTakesTheActivationAtLaunch) {
   EXPECT_THROW(parse_pack("--cc 90 --activation relu --activation-at-launch 2\n"), ConfigError);
 }
 
+// A --grouped line names a GroupedGemm plan's kernel; options only dense plans take are refused by name.
+TEST(Packs, APackLineMayNameAGroupedKernel) {
+  const auto specs = parse_pack(
+      "--cc 90 --grouped --element bf16 --element-accumulator f32 --layout-b col --tile 3\n"
+      "--cc 90 --grouped --kernel-cc 80 --element f16 --element-accumulator f32\n");
+  ASSERT_EQ(specs.size(), 2u);
+  GemmOptions moe = testing_options(90, DataType::bf16);
+  moe.element_accumulator = DataType::f32;
+  moe.layout_b = Layout::ColumnMajor;
+  EXPECT_EQ(specs[0].family, KernelFamily::Sm90Grouped);
+  EXPECT_EQ(specs[0].tile, GroupedGemm(moe).tile_descriptions()[3]);
+  EXPECT_EQ(specs[1].family, KernelFamily::Sm80Grouped);
+  try {
+    parse_pack("--cc 90 --grouped --bias row\n", "p.txt");
+    ADD_FAILURE() << "a grouped line with a bias was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.txt line 1: --bias does not apply to a --grouped line"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(parse_pack("--cc 90 --grouped --m 64 --n 64 --k 64\n"), ConfigError);
+}
+
 TEST(Packs, BadPackLinesNameTheLine) {
   auto message = [](const std::string& text) {
     try {
@@ -218,6 +241,40 @@ TEST(Packs, TheDefaultsPackHoldsEachPlansKernelAndItsRunTimeChoices) {
           << to_string(element) << " " << to_string(opclass) << " sm" << cc;
     }
   }
+}
+
+// The walk-throughs (basic, epilogue, grouped) and the reference's 01_epilogue notebook compile nothing where the
+// defaults pack is installed: every activation of the row-major f16 plan at their 256^3 problem, with the f16
+// accumulator the notebook declares and the f32 one of the C++ walk-through, and the grouped plans (the MoE form's
+// column-major B too), on both generations.
+TEST(Packs, TheDefaultsPackHoldsWhatTheWalkThroughsRun) {
+  std::set<std::string> names;
+  for (const auto& spec : pack_specs("defaults")) names.insert(spec.canonical());
+  for (const int cc : {80, 90}) {
+    for (const DataType accumulator : {DataType::f16, DataType::f32}) {
+      GemmOptions o = testing_options(cc);
+      o.element_accumulator = accumulator;
+      Gemm plan(o);
+      for (const Activation activation : Gemm::activations()) {
+        plan.set_activation(activation);
+        const KernelSpec spec = plan.spec_for_problem(256, 256, 256);
+        EXPECT_TRUE(names.count(spec.canonical())) << spec.name();
+      }
+    }
+    for (const DataType element : {DataType::f16, DataType::bf16}) {
+      for (const Layout b : {Layout::RowMajor, Layout::ColumnMajor}) {
+        GemmOptions o = testing_options(cc, element);
+        o.element_accumulator = DataType::f32;
+        o.layout_b = b;
+        const KernelSpec spec = GroupedGemm(o).spec();
+        EXPECT_TRUE(names.count(spec.canonical())) << spec.name();
+      }
+    }
+  }
+  GemmOptions sm80_kernels = testing_options(90);
+  sm80_kernels.element_accumulator = DataType::f32;
+  sm80_kernels.kernel_cc = 80;
+  EXPECT_TRUE(names.count(GroupedGemm(sm80_kernels).spec().canonical()));
 }
 
 // The shape suite (the benchmark's and the tuner's problems) runs on the defaults pack with nothing to compile: every
