@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <span>
+#include <utility>
 
 #include "gemmkit/errors.hpp"
 #include "gemmkit/plan.hpp"
@@ -15,6 +16,9 @@ struct MatrixOperand;
 }
 namespace runtime {
 class PinnedMetadata;
+}
+namespace selection {
+struct KernelChoices;
 }
 
 // A grouped GEMM plan: D_g = act(alpha * A_g @ B_g + beta * C_g) for every group g, in one launch. It is declared and
@@ -54,9 +58,18 @@ class GroupedGemm : public Plan {
   // The kernel run() would use for these lists (the same checks; nothing runs; no GPU needed).
   KernelSpec spec_for(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
                       std::span<const TensorView> D, double beta = 0.0);
+  // The kernel run_contiguous() runs for these tensors (the same checks but where they live and the block scales;
+  // nothing runs; no GPU needed).
+  KernelSpec spec_for_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                                 const TensorView& offsets, double beta = 0.0);
 
  private:
   struct Groups;
+  struct Contiguous;
+  Contiguous check_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                              const TensorView& offsets, double beta) const;
+  // The kernel choices of the tensors' alignments and the configuration among them for the problem.
+  std::pair<selection::KernelChoices*, std::size_t> contiguous_choice(const Contiguous& x);
   Groups check_groups(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
                       std::span<const TensorView> D, double beta);
   KernelModule& module_for_alignments(int alignment_a, int alignment_b, int alignment_c);

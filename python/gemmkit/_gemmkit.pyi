@@ -619,7 +619,9 @@ class KernelSpec:
 
     @property
     def activation_at_launch(self) -> bool:
-        """Whether the kernel takes its activation at launch (one kernel for every activation)"""
+        """
+        Whether the kernel takes its activation at launch (one kernel for every activation)
+        """
 
     @property
     def epilogue_visitor(self) -> Epilogue | None:
@@ -1019,6 +1021,11 @@ class GroupedGemm(Plan):
     def run_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, alpha: float = 1.0, beta: float = 0.0, stream: int | None = None, sync: bool = True, scale_a: object | None = None, scale_b: object | None = None) -> None:
         """
         The MoE form: A [total_M, K], B [G, K, N] (a [G, N, K] weight transposed also works), D [total_M, N], offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable). A block-scaled plan takes scale_a [total_M, ceil(K/128)] and scale_b [G, ceil(N/128), ceil(K/128)], float32, row-major.
+        """
+
+    def spec_for_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, beta: float = 0.0) -> KernelSpec:
+        """
+        The kernel run_contiguous() runs for these tensors (same checks but where they live and the block scales; nothing runs; no GPU needed).
         """
 
     @property

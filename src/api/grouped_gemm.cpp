@@ -226,8 +226,16 @@ void GroupedGemm::run(std::span<const TensorView> A, std::span<const TensorView>
   runtime::launch_grouped(module, groups.operands, call, *metadata_, options.stream, options.sync);
 }
 
-void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
-                                 const TensorView& offsets, double alpha, double beta, const RunOptions& options) {
+// The MoE form's operands, checked against the plan (device residency and block scales apart).
+struct GroupedGemm::Contiguous {
+  detail::MatrixOperand a, b, d;
+  std::optional<detail::MatrixOperand> c;
+  std::int64_t groups = 0;
+};
+
+GroupedGemm::Contiguous GroupedGemm::check_contiguous(const TensorView& A, const TensorView& B, const TensorView* C,
+                                                      const TensorView& D, const TensorView& offsets,
+                                                      double beta) const {
   if (core_->config.types.layout_a != Layout::RowMajor || core_->config.types.layout_c != Layout::RowMajor) {
     throw ConfigError(
         "run_contiguous stacks the groups' rows in A, C and D: the plan needs layout_A and layout_C "
@@ -236,9 +244,11 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   if (C == nullptr && beta != 0.0) {
     throw TensorError("Tensor C: beta is " + std::to_string(beta) + " but no C was given; pass C or set beta = 0.");
   }
-  const detail::MatrixOperand a = detail::check_operand(A, "A", core_->config.types.a, core_->config.types.layout_a);
-  const detail::MatrixOperand b = detail::check_operand(B, "B", core_->config.types.b, core_->config.types.layout_b);
-  const detail::MatrixOperand d = detail::check_operand(D, "D", core_->config.types.d, core_->config.types.layout_c);
+  Contiguous out;
+  out.a = detail::check_operand(A, "A", core_->config.types.a, core_->config.types.layout_a);
+  out.b = detail::check_operand(B, "B", core_->config.types.b, core_->config.types.layout_b);
+  out.d = detail::check_operand(D, "D", core_->config.types.d, core_->config.types.layout_c);
+  const detail::MatrixOperand &a = out.a, &b = out.b, &d = out.d;
   require_matrix(a, "A");
   require_matrix(d, "D");
   if (B.rank != 3) {
@@ -247,28 +257,51 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
         "weight viewed as [G, K, N]); received shape " +
         B.shape_string() + ".");
   }
-  const std::int64_t groups = b.batch;
+  out.groups = b.batch;
   if (a.cols != b.rows || d.rows != a.rows || d.cols != b.cols) {
     throw TensorError("Tensors A, B and D: A is " + dims(a) + " (total M x K), each group of B is " + dims(b) +
                       " (K x N) and D is " + dims(d) + "; they must be [total_M, K], [G, K, N] and [total_M, N].");
   }
-  std::optional<detail::MatrixOperand> c;
   if (C != nullptr) {
-    c = detail::check_operand(*C, "C", core_->config.types.c, core_->config.types.layout_c);
-    require_matrix(*c, "C");
-    if (c->rows != d.rows || c->cols != d.cols) {
-      throw TensorError("Tensor C is " + dims(*c) + " but D is " + dims(d) + "; C and D have the same shape.");
+    out.c = detail::check_operand(*C, "C", core_->config.types.c, core_->config.types.layout_c);
+    require_matrix(*out.c, "C");
+    if (out.c->rows != d.rows || out.c->cols != d.cols) {
+      throw TensorError("Tensor C is " + dims(*out.c) + " but D is " + dims(d) + "; C and D have the same shape.");
     }
   }
-  if (offsets.dtype != DataType::s32 || offsets.rank != 1 || offsets.shape[0] != groups ||
-      (groups > 1 && offsets.strides[0] != 1)) {
-    throw TensorError("Tensor offsets: expected a contiguous int32 vector of " + std::to_string(groups) +
+  if (offsets.dtype != DataType::s32 || offsets.rank != 1 || offsets.shape[0] != out.groups ||
+      (out.groups > 1 && offsets.strides[0] != 1)) {
+    throw TensorError("Tensor offsets: expected a contiguous int32 vector of " + std::to_string(out.groups) +
                       " cumulative row ends (one per group of B); received " + std::string(to_string(offsets.dtype)) +
                       " of shape " + offsets.shape_string() + ".");
   }
-  require_extent(std::max({a.rows, a.cols, b.cols, groups}), "A, B and D");
+  require_extent(std::max({a.rows, a.cols, b.cols, out.groups}), "A, B and D");
+  return out;
+}
+
+std::pair<selection::KernelChoices*, std::size_t> GroupedGemm::contiguous_choice(const Contiguous& x) {
+  const selection::RunCache& cache = core_->cache();
+  selection::ProblemKey p;
+  p.alignment_a =
+      cache.alignments_a[fitting_index(x.a, core_->config.types.a, cache.alignments_a, "A", alignment_hint())];
+  p.alignment_b =
+      cache.alignments_b[fitting_index(x.b, core_->config.types.b, cache.alignments_b, "B", alignment_hint())];
+  p.alignment_c = cache.alignments_c[output_alignment_index(x.d, x.c ? &*x.c : nullptr, "D", "C")];
+  return {&core_->choices_for(p), 0};  // the set tile, else the family's default
+}
+
+KernelSpec GroupedGemm::spec_for_contiguous(const TensorView& A, const TensorView& B, const TensorView* C,
+                                            const TensorView& D, const TensorView& offsets, double beta) {
+  const auto [choices, choice] = contiguous_choice(check_contiguous(A, B, C, D, offsets, beta));
+  return choices->spec(choice);
+}
+
+void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
+                                 const TensorView& offsets, double alpha, double beta, const RunOptions& options) {
+  const Contiguous x = check_contiguous(A, B, C, D, offsets, beta);
+  const detail::MatrixOperand &a = x.a, &b = x.b, &d = x.d;
   const auto [scale_a, scale_b] =
-      check_contiguous_scales(core_->config.block_scaling, options, a.rows, b.cols, a.cols, groups);
+      check_contiguous_scales(core_->config.block_scaling, options, a.rows, b.cols, a.cols, x.groups);
   const int device = current_device();
   for (const auto& [tensor, name] : {std::pair{&A, "A"},
                                      {&B, "B"},
@@ -283,32 +316,30 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
                         std::to_string(device) + "), where the GPU reads the group sizes; move it there.");
     }
   }
-  if (a.rows == 0 || b.cols == 0 || a.cols == 0 || groups == 0) return;  // nothing to compute, nothing to write
+  if (a.rows == 0 || b.cols == 0 || a.cols == 0 || x.groups == 0) return;  // nothing to compute, nothing to write
 
-  const selection::RunCache& cache = core_->cache();
-  KernelModule& module = module_for_alignments(
-      cache.alignments_a[fitting_index(a, core_->config.types.a, cache.alignments_a, "A", alignment_hint())],
-      cache.alignments_b[fitting_index(b, core_->config.types.b, cache.alignments_b, "B", alignment_hint())],
-      cache.alignments_c[output_alignment_index(d, c ? &*c : nullptr, "D", "C")]);
+  const auto [choices, choice] = contiguous_choice(x);
+  KernelModule& module = core_->module_for(*choices, choice, /*wait=*/true);
+  if (options.print_module) std::fputs(render(choices->spec(choice)).text.c_str(), stdout);
   gk_grouped_contiguous problem{};
   problem.total_m = static_cast<std::int32_t>(a.rows);
   problem.n = static_cast<std::int32_t>(b.cols);
   problem.k = static_cast<std::int32_t>(a.cols);
   problem.A = a.data;
   problem.B = b.data;
-  problem.C = c ? c->data : nullptr;
+  problem.C = x.c ? x.c->data : nullptr;
   problem.D = d.data;
   problem.offsets = static_cast<const std::int32_t*>(offsets.data);
   problem.lda = a.ld;
   problem.ldb = b.ld;
-  problem.ldc = c ? c->ld : d.ld;
+  problem.ldc = x.c ? x.c->ld : d.ld;
   problem.ldd = d.ld;
-  problem.batch_stride_b = groups > 1 ? b.batch_stride : 0;
+  problem.batch_stride_b = x.groups > 1 ? b.batch_stride : 0;
   problem.scale_a = scale_a ? static_cast<const float*>(scale_a->data) : nullptr;
   problem.scale_b = scale_b ? static_cast<const float*>(scale_b->data) : nullptr;
   const runtime::GroupedCall call{alpha, beta, core_->config.activation_parameter, device,
                                   device_info(device).sm_count};
-  runtime::launch_grouped_contiguous(module, problem, static_cast<int>(groups), call, options.stream, options.sync);
+  runtime::launch_grouped_contiguous(module, problem, static_cast<int>(x.groups), call, options.stream, options.sync);
 }
 
 }  // namespace gemmkit
