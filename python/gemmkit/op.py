@@ -425,12 +425,16 @@ class GroupedGemm(_Configuration, _GroupedPlan):
 
     def run_contiguous(self, A: Tensor, B: Tensor, D: Tensor, offsets: Tensor,  # type: ignore[override]
                        C: Tensor = None, alpha: float = 1.0, beta: float = 0.0, sync: bool = True,
-                       stream: StreamLike = None, scale_a: Tensor = None, scale_b: Tensor = None) -> None:
+                       stream: StreamLike = None, scale_a: Tensor = None, scale_b: Tensor = None,
+                       print_module: bool = False) -> None:
         """The MoE form (as torch._grouped_mm): A [total_M, K] with the groups stacked along M, B [G, K, N] (a
         [G, N, K] weight tensor transposed, i.e. column-major, also works), D [total_M, N], offsets a device int32
         [G] of cumulative row ends. The GPU reads the group sizes: no host sync, capturable in a CUDA graph.
-        scale_a / scale_b: a block-scaled plan's float32 scales (see block_scaling)."""
+        scale_a / scale_b: a block-scaled plan's float32 scales (see block_scaling). print_module: print the
+        kernel's generated source first, as run() does."""
         handle = None if stream is None else _convert.stream_handle(stream)
+        if print_module:
+            print(_render(self.spec_for_contiguous(A, B, D, offsets, C, beta)).text)
         super().run_contiguous(A, B, D, offsets, C, alpha, beta, handle, sync, scale_a, scale_b)
 
 

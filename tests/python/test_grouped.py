@@ -52,15 +52,19 @@ def test_a_tile_description_is_validated_and_kept():
     assert "gemm_grouped" in p.kernel_name()
 
 
-def test_spec_for_contiguous_checks_the_moe_operands_and_names_the_kernel():
+def test_spec_for_contiguous_checks_the_moe_operands_and_names_the_kernel(capsys):
     p = plan(cc=90, layout_B="col")
     A = np.zeros((512, 64), np.float16)
     B = np.zeros((4, 128, 64), np.float16).transpose(0, 2, 1)  # [G, N, K] weights viewed as [G, K, N]
     D = np.zeros((512, 128), np.float16)
     offsets = np.array([128, 256, 384, 512], np.int32)
     assert p.spec_for_contiguous(A, B, D, offsets).name() == p.kernel_name()
+    assert p.spec_for_contiguous(A, B, D, offsets, C=D, beta=1.0).name() == p.kernel_name()
     with pytest.raises(gemmkit.TensorError, match="^Tensor offsets"):
         p.spec_for_contiguous(A, B, D, offsets[:3])
+    with pytest.raises((gemmkit.TensorError, gemmkit.CudaError)):  # host arrays, or no GPU: printed, then refused
+        p.run_contiguous(A, B, D, offsets, print_module=True)
+    assert p.kernel_name() in capsys.readouterr().out
     with pytest.raises(gemmkit.TensorError, match="^Tensors A, B and D"):
         p.spec_for_contiguous(A, B, D[:, :64], offsets)
 
