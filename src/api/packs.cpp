@@ -69,6 +69,17 @@ std::map<std::string, std::string> options_of(const std::string& line, const std
   return out;
 }
 
+// --tile N: the plan's N-th configuration, as `listing` numbers them.
+void set_listed_tile(Plan& plan, const std::string& text, const char* listing, const std::string& where) {
+  const auto tiles = plan.tile_descriptions();
+  const int index = parse_int("tile", text, where);
+  if (index >= static_cast<int>(tiles.size())) {
+    throw ConfigError("--tile " + text + " is out of range: the plan has " + std::to_string(tiles.size()) +
+                      " configurations (see " + listing + ").");
+  }
+  plan.set_tile_description(tiles[static_cast<std::size_t>(index)]);
+}
+
 // A --grouped line's kernel: a GroupedGemm plan with the options grouped plans take.
 template <class Take>
 KernelSpec grouped_line_spec(const GemmOptions& o, Take& take, const std::map<std::string, std::string>& options,
@@ -79,15 +90,7 @@ KernelSpec grouped_line_spec(const GemmOptions& o, Take& take, const std::map<st
     if (auto text = take("block-scaling")) {
       plan.set_block_scaling(parse_or_throw<BlockScaling>("block-scaling", *text, where));
     }
-    if (auto text = take("tile")) {
-      const auto tiles = plan.tile_descriptions();
-      const int index = parse_int("tile", *text, where);
-      if (index >= static_cast<int>(tiles.size())) {
-        throw ConfigError("--tile " + *text + " is out of range: the grouped plan has " + std::to_string(tiles.size()) +
-                          " configurations (see gemmkit tiles --grouped).");
-      }
-      plan.set_tile_description(tiles[static_cast<std::size_t>(index)]);
-    }
+    if (auto text = take("tile")) set_listed_tile(plan, *text, "gemmkit tiles --grouped", where);
     if (!options.empty()) {
       throw ConfigError("--" + options.begin()->first +
                         " does not apply to a --grouped line, which takes the element and layout options, --cc, "
@@ -165,15 +168,7 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
     if (auto text = take("block-scaling")) {
       plan.set_block_scaling(parse_or_throw<BlockScaling>("block-scaling", *text, where));
     }
-    if (auto text = take("tile")) {
-      const auto tiles = plan.tile_descriptions();
-      const int index = parse_int("tile", *text, where);
-      if (index >= static_cast<int>(tiles.size())) {
-        throw ConfigError("--tile " + *text + " is out of range: the plan has " + std::to_string(tiles.size()) +
-                          " configurations (see gemmkit tiles).");
-      }
-      plan.set_tile_description(tiles[static_cast<std::size_t>(index)]);
-    }
+    if (auto text = take("tile")) set_listed_tile(plan, *text, "gemmkit tiles", where);
     if (!options.empty()) {
       throw ConfigError("unknown option --" + options.begin()->first +
                         "; a pack line takes the plan options of gemmkit compile, --scale, --block-scaling, "

@@ -267,19 +267,10 @@ TEST(GroupedContiguous, ChecksShapesAndOffsetsBeforeTouchingTheDevice) {
   GroupedGemm transposed(column_a);
   EXPECT_NE(error_of([&] { transposed.run_contiguous(A, B, nullptr, D, offsets); }).find("layout_A and layout_C"),
             std::string::npos);
-}
-
-TEST(GroupedContiguous, SpecForContiguousChecksLikeRunAndKeepsASetTile) {
-  GroupedGemm plan(f16_options(90));
-  alignas(256) static char base[256];
-  const TensorView A = TensorView::on_gpu(base, DataType::f16, {4096, 1024});
-  const TensorView B = TensorView::on_gpu(base, DataType::f16, {8, 1024, 2048});
-  const TensorView D = TensorView::on_gpu(base, DataType::f16, {4096, 2048});
-  const TensorView offsets = TensorView::on_gpu(base, DataType::s32, {8});
-  const TensorView wrong_d = TensorView::on_gpu(base, DataType::f16, {4096, 1024});
+  // spec_for_contiguous checks as run_contiguous does and names its kernel: the plan's, a set tile kept.
   EXPECT_EQ(error_of([&] { plan.spec_for_contiguous(A, B, nullptr, wrong_d, offsets); }).rfind("Tensors A, B and D", 0),
             0u);
-  EXPECT_EQ(plan.spec_for_contiguous(A, B, nullptr, D, offsets).family, KernelFamily::Sm90Grouped);
+  EXPECT_EQ(plan.spec_for_contiguous(A, B, nullptr, D, offsets).name(), plan.kernel_name());
   const std::vector<TileDescription> tiles = plan.tile_descriptions();
   plan.set_tile_description(tiles.back());
   EXPECT_EQ(plan.spec_for_contiguous(A, B, nullptr, D, offsets).tile, tiles.back());
