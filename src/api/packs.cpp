@@ -80,27 +80,23 @@ void set_listed_tile(Plan& plan, const std::string& text, const char* listing, c
   plan.set_tile_description(tiles[static_cast<std::size_t>(index)]);
 }
 
-// A --grouped line's kernel: a GroupedGemm plan with the options grouped plans take.
+// A --grouped line's kernel: a GroupedGemm plan with the options grouped plans take (line_specs adds the line to
+// its errors).
 template <class Take>
 KernelSpec grouped_line_spec(const GemmOptions& o, Take& take, const std::map<std::string, std::string>& options,
                              const std::string& where) {
-  try {
-    GroupedGemm plan(o);
-    if (auto text = take("activation")) plan.set_activation(parse_or_throw<Activation>("activation", *text, where));
-    if (auto text = take("block-scaling")) {
-      plan.set_block_scaling(parse_or_throw<BlockScaling>("block-scaling", *text, where));
-    }
-    if (auto text = take("tile")) set_listed_tile(plan, *text, "gemmkit tiles --grouped", where);
-    if (!options.empty()) {
-      throw ConfigError("--" + options.begin()->first +
-                        " does not apply to a --grouped line, which takes the element and layout options, --cc, "
-                        "--kernel-cc, --activation, --block-scaling and --tile.");
-    }
-    return plan.spec();
-  } catch (const ConfigError& e) {
-    if (std::string(e.what()).rfind(where, 0) == 0) throw;
-    throw ConfigError(where + ": " + e.what(), e.nearest);
+  GroupedGemm plan(o);
+  if (auto text = take("activation")) plan.set_activation(parse_or_throw<Activation>("activation", *text, where));
+  if (auto text = take("block-scaling")) {
+    plan.set_block_scaling(parse_or_throw<BlockScaling>("block-scaling", *text, where));
   }
+  if (auto text = take("tile")) set_listed_tile(plan, *text, "gemmkit tiles --grouped", where);
+  if (!options.empty()) {
+    throw ConfigError("--" + options.begin()->first +
+                      " does not apply to a --grouped line, which takes the element and layout options, --cc, "
+                      "--kernel-cc, --activation, --block-scaling and --tile.");
+  }
+  return plan.spec();
 }
 
 std::vector<KernelSpec> line_specs(const std::string& line, const std::string& where) {
@@ -148,12 +144,13 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
     throw ConfigError(where + ": --m, --n and --k go together (the problem whose kernel run() picks).");
   }
   if (sized && run_time) throw ConfigError(where + ": give --run-time-kernels or a problem (--m --n --k), not both.");
-  if (take("grouped")) {
-    if (sized || run_time) throw ConfigError(where + ": a --grouped line names one kernel; drop --m/--n/--k.");
-    return {grouped_line_spec(o, take, options, where)};
+  const bool grouped = take("grouped").has_value();
+  if (grouped && (sized || run_time)) {
+    throw ConfigError(where + ": a --grouped line names one kernel; drop --m/--n/--k.");
   }
   try {
     const jit::NoBuildAhead internal;  // the pack builds what it lists, not each plan's default
+    if (grouped) return {grouped_line_spec(o, take, options, where)};
     Gemm plan(o);
     if (auto text = take("opclass")) plan.set_opclass(parse_or_throw<OpClass>("opclass", *text, where));
     if (auto text = take("swizzle")) plan.set_swizzling_functor(parse_or_throw<Swizzle>("swizzle", *text, where));
