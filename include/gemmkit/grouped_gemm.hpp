@@ -3,7 +3,6 @@
 
 #include <memory>
 #include <span>
-#include <utility>
 
 #include "gemmkit/errors.hpp"
 #include "gemmkit/plan.hpp"
@@ -68,11 +67,11 @@ class GroupedGemm : public Plan {
   struct Contiguous;
   Contiguous check_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                               const TensorView& offsets, double beta) const;
-  // The kernel choices of the tensors' alignments and the configuration among them for the problem.
-  std::pair<selection::KernelChoices*, std::size_t> contiguous_choice(const Contiguous& x);
   Groups check_groups(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
                       std::span<const TensorView> D, double beta);
+  selection::KernelChoices& choices_for_alignments(int alignment_a, int alignment_b, int alignment_c);
   KernelModule& module_for_alignments(int alignment_a, int alignment_b, int alignment_c);
+  KernelSpec spec_for_alignments(int alignment_a, int alignment_b, int alignment_c);
   // The index (into the plan's C alignments) of the widest vector both D and C (when given) fit.
   std::size_t output_alignment_index(const detail::MatrixOperand& d, const detail::MatrixOperand* c,
                                      const std::string& d_name, const std::string& c_name) const;

@@ -176,23 +176,27 @@ std::size_t GroupedGemm::output_alignment_index(const detail::MatrixOperand& d, 
   return index;
 }
 
-KernelModule& GroupedGemm::module_for_alignments(int alignment_a, int alignment_b, int alignment_c) {
+selection::KernelChoices& GroupedGemm::choices_for_alignments(int alignment_a, int alignment_b, int alignment_c) {
   selection::ProblemKey p;
   p.alignment_a = alignment_a;
   p.alignment_b = alignment_b;
   p.alignment_c = alignment_c;
-  return core_->module_for(core_->choices_for(p), 0,
-                           /*wait=*/true);  // the set tile, else the family's default: no per-shape choice
+  return core_->choices_for(p);
+}
+
+// Configuration 0 of the alignments' choices: the set tile, else the family's default (no per-shape choice).
+KernelModule& GroupedGemm::module_for_alignments(int alignment_a, int alignment_b, int alignment_c) {
+  return core_->module_for(choices_for_alignments(alignment_a, alignment_b, alignment_c), 0, /*wait=*/true);
+}
+
+KernelSpec GroupedGemm::spec_for_alignments(int alignment_a, int alignment_b, int alignment_c) {
+  return choices_for_alignments(alignment_a, alignment_b, alignment_c).spec(0);
 }
 
 KernelSpec GroupedGemm::spec_for(std::span<const TensorView> A, std::span<const TensorView> B,
                                  std::span<const TensorView> C, std::span<const TensorView> D, double beta) {
   const Groups groups = check_groups(A, B, C, D, beta);
-  selection::ProblemKey p;
-  p.alignment_a = groups.alignment_a;
-  p.alignment_b = groups.alignment_b;
-  p.alignment_c = groups.alignment_c;
-  return core_->choices_for(p).spec(0);
+  return spec_for_alignments(groups.alignment_a, groups.alignment_b, groups.alignment_c);
 }
 
 void GroupedGemm::run(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
@@ -220,17 +224,22 @@ void GroupedGemm::run(std::span<const TensorView> A, std::span<const TensorView>
   }
   if (!groups.any_work) return;  // every group is empty: nothing to compute, nothing to write
   KernelModule& module = module_for_alignments(groups.alignment_a, groups.alignment_b, groups.alignment_c);
-  if (options.print_module) std::fputs(render(spec_for(A, B, C, D, beta)).text.c_str(), stdout);
+  if (options.print_module) {
+    std::fputs(render(spec_for_alignments(groups.alignment_a, groups.alignment_b, groups.alignment_c)).text.c_str(),
+               stdout);
+  }
   const runtime::GroupedCall call{alpha, beta, core_->config.activation_parameter, device,
                                   device_info(device).sm_count};
   runtime::launch_grouped(module, groups.operands, call, *metadata_, options.stream, options.sync);
 }
 
-// The MoE form's operands, checked against the plan (device residency and block scales apart).
+// The MoE form's operands, checked against the plan (device residency and block scales apart), and the widest
+// vector each allows.
 struct GroupedGemm::Contiguous {
   detail::MatrixOperand a, b, d;
   std::optional<detail::MatrixOperand> c;
   std::int64_t groups = 0;
+  int alignment_a = 0, alignment_b = 0, alignment_c = 0;
 };
 
 GroupedGemm::Contiguous GroupedGemm::check_contiguous(const TensorView& A, const TensorView& B, const TensorView* C,
@@ -276,24 +285,19 @@ GroupedGemm::Contiguous GroupedGemm::check_contiguous(const TensorView& A, const
                       " of shape " + offsets.shape_string() + ".");
   }
   require_extent(std::max({a.rows, a.cols, b.cols, out.groups}), "A, B and D");
-  return out;
-}
-
-std::pair<selection::KernelChoices*, std::size_t> GroupedGemm::contiguous_choice(const Contiguous& x) {
   const selection::RunCache& cache = core_->cache();
-  selection::ProblemKey p;
-  p.alignment_a =
-      cache.alignments_a[fitting_index(x.a, core_->config.types.a, cache.alignments_a, "A", alignment_hint())];
-  p.alignment_b =
-      cache.alignments_b[fitting_index(x.b, core_->config.types.b, cache.alignments_b, "B", alignment_hint())];
-  p.alignment_c = cache.alignments_c[output_alignment_index(x.d, x.c ? &*x.c : nullptr, "D", "C")];
-  return {&core_->choices_for(p), 0};  // the set tile, else the family's default
+  out.alignment_a =
+      cache.alignments_a[fitting_index(a, core_->config.types.a, cache.alignments_a, "A", alignment_hint())];
+  out.alignment_b =
+      cache.alignments_b[fitting_index(b, core_->config.types.b, cache.alignments_b, "B", alignment_hint())];
+  out.alignment_c = cache.alignments_c[output_alignment_index(d, out.c ? &*out.c : nullptr, "D", "C")];
+  return out;
 }
 
 KernelSpec GroupedGemm::spec_for_contiguous(const TensorView& A, const TensorView& B, const TensorView* C,
                                             const TensorView& D, const TensorView& offsets, double beta) {
-  const auto [choices, choice] = contiguous_choice(check_contiguous(A, B, C, D, offsets, beta));
-  return choices->spec(choice);
+  const Contiguous x = check_contiguous(A, B, C, D, offsets, beta);
+  return spec_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
 }
 
 void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
@@ -318,9 +322,10 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   }
   if (a.rows == 0 || b.cols == 0 || a.cols == 0 || x.groups == 0) return;  // nothing to compute, nothing to write
 
-  const auto [choices, choice] = contiguous_choice(x);
-  KernelModule& module = core_->module_for(*choices, choice, /*wait=*/true);
-  if (options.print_module) std::fputs(render(choices->spec(choice)).text.c_str(), stdout);
+  KernelModule& module = module_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
+  if (options.print_module) {
+    std::fputs(render(spec_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c)).text.c_str(), stdout);
+  }
   gk_grouped_contiguous problem{};
   problem.total_m = static_cast<std::int32_t>(a.rows);
   problem.n = static_cast<std::int32_t>(b.cols);
