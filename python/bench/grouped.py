@@ -113,13 +113,18 @@ def splits(total, groups, kind):
     return rows.tolist()
 
 
+def bf16_moe_plan():
+    """The MoE suite's plan: bf16 tokens, transposed expert weights ([G, N, K], column-major B), f32 accumulation."""
+    return gemmkit.GroupedGemm(element=torch.bfloat16, layout="row", layout_B="col", element_accumulator=torch.float32)
+
+
 def tile_of(kernel_name):
     """The configuration part of a grouped kernel's name (what follows the element types)."""
     return kernel_name.split("_bf16_bf16_f32_bf16_bf16_")[-1]
 
 
 def moe(results, rounds, experts):
-    plan = gemmkit.GroupedGemm(element=torch.bfloat16, layout="row", layout_B="col", element_accumulator=torch.float32)
+    plan = bf16_moe_plan()
     out = []
     print("MoE (run_contiguous vs torch._grouped_mm), bf16; the kernel each case runs is its tile after the ratio")
     for groups, total, k, n in MOE_CASES:
@@ -176,7 +181,7 @@ def fp8_moe(results, rounds, experts):
         return plan
 
     per_tensor, blockwise = fp8_plan("none"), fp8_plan("blockwise")
-    bf16 = gemmkit.GroupedGemm(element=torch.bfloat16, layout="row", layout_B="col", element_accumulator=torch.float32)
+    bf16 = bf16_moe_plan()
     scaled_grouped_mm = getattr(torch, "_scaled_grouped_mm", None)
     print(f"FP8 MoE (run_contiguous), e4m3 -> bf16, kernels {per_tensor.kernel_name()} and {blockwise.kernel_name()}")
     out = []
@@ -254,9 +259,8 @@ def fp8_moe(results, rounds, experts):
 
 def moe_tiles(results, rounds, experts):
     """Item 4 of the module's docstring."""
-    plan = gemmkit.GroupedGemm(element=torch.bfloat16, layout="row", layout_B="col", element_accumulator=torch.float32)
-    heuristic = gemmkit.GroupedGemm(element=torch.bfloat16, layout="row", layout_B="col",
-                                    element_accumulator=torch.float32)
+    plan = bf16_moe_plan()
+    heuristic = bf16_moe_plan()
     tiles = plan.tile_descriptions()
     default_kernel = plan.kernel_name()
     start = time.time()
