@@ -10,6 +10,7 @@
 #include "families/rules.hpp"
 #include "families/visitor_render.hpp"
 #include "gemmkit/errors.hpp"
+#include "util/knobs.hpp"
 
 namespace gemmkit::families {
 namespace {
@@ -520,10 +521,13 @@ const KindRow& kind_row(Kind kind) {
       {Kind::ParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_gemm.hpp", cutlass_epilogue_only},
       {Kind::Visitor, "sm90_gemm_visitor.cu.in", "gemmkit/sm90_gemm.hpp", cutlass_epilogue_only},
       // The lean template takes nothing of the epilogue's settings (they come at launch); its C and D are row-major
-      // with 16-byte rows, which validate() checked.
+      // with 16-byte rows, which validate() checked. How D leaves is GEMMKIT_LEAN_TMA_STORE's: the source differs,
+      // so the cache keys do.
       {Kind::Lean, "sm90_gemm_lean.cu.in", "gemmkit/sm90_lean.hpp",
        [](const KernelSpec& spec, const KindRow&) {
-         return without(mainloop_placeholders(spec), {"layout_c", "alignment_c", "element_compute"});
+         Placeholders out = without(mainloop_placeholders(spec), {"layout_c", "alignment_c", "element_compute"});
+         out.emplace_back("tma_store", knobs::flag("GEMMKIT_LEAN_TMA_STORE") ? "true" : "false");
+         return out;
        }},
       // Its collectives name the schedules and the Default tile scheduler themselves.
       {Kind::SplitN, "sm90_gemm_split_n.cu.in", "gemmkit/sm90_split_n.hpp",

@@ -55,6 +55,9 @@ const std::vector<Knob>& all() {
       {"GEMMKIT_ACTIVATION_AT_LAUNCH", Type::Flag, "off",
        "1: an SM90 GEMM plan with a fused activation builds one kernel on CUTLASS's epilogue that takes the "
        "activation at launch and serves every activation, instead of one kernel per activation"},
+      {"GEMMKIT_LEAN_TMA_STORE", Type::Flag, "off",
+       "1: SM90 kernels on gemmkit's lean epilogue stage a 16-bit D in shared memory and store it with TMA "
+       "(stmatrix, one asynchronous store per chunk) instead of storing it from registers"},
       {"GEMMKIT_PROGRESS", Type::OptOut, "on",
        "0 prints nothing while a kernel compiles (else, for each build a caller waits for: a line refreshed every "
        "second "

@@ -23,10 +23,17 @@ using ClusterShape = cute::Shape<cute::Int<2>, cute::Int<1>, cute::Int<1>>;
 using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
 using TileScheduler = void;
 
+// With TMA stores of D: the rows of the kernel's MMA tile, two warp groups' (cooperative) or one's (ping-pong), as
+// D's staged chunks; 0 stores D from registers.
+constexpr bool TmaStore = false;
+constexpr int StagingRows =
+    !TmaStore ? 0
+              : gemmkit::sm90::is_cooperative<KernelSchedule, CtaTile, ElementA, AlignmentA, ElementB, AlignmentB>() ? 128
+                                                                                                                  : 64;
 using CollectiveEpilogue =
     gemmkit::sm90::LeanCollectiveEpilogue<ElementC, cutlass::detail::TagToStrideC_t<cutlass::layout::RowMajor>,
                                           ElementD, cutlass::detail::TagToStrideC_t<cutlass::layout::RowMajor>,
-                                          ElementBias>;
+                                          ElementBias, StagingRows>;
 
 using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, AlignmentA, ElementB, LayoutB, AlignmentB,

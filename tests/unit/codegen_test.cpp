@@ -17,6 +17,7 @@
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 #include "support/cli.hpp"
+#include "unit/test_env.hpp"
 
 namespace gemmkit {
 namespace {
@@ -199,6 +200,21 @@ TEST(Codegen, SourceCarriesNameArchAndGlue) {
     const std::string glue = "#include \"" + std::string(family.glue_header(each)) + "\"";
     EXPECT_NE(render(each).text.find(glue), std::string::npos) << glue;
   }
+}
+
+// GEMMKIT_LEAN_TMA_STORE switches the lean epilogue's way out for D (staged in shared memory and stored with TMA, or
+// from registers) in the rendered source, so the two builds are two cache entries under one kernel name.
+TEST(Codegen, LeanTmaStoreKnobRendersAnotherSource) {
+  const KernelSpec spec = sm90_f16_lean();
+  const std::string from_registers = render(spec).text;
+  std::string staged;
+  {
+    const testenv::ScopedEnv knob("GEMMKIT_LEAN_TMA_STORE", "1");
+    staged = render(spec).text;
+  }
+  EXPECT_NE(from_registers.find("constexpr bool TmaStore = false;"), std::string::npos);
+  EXPECT_NE(staged.find("constexpr bool TmaStore = true;"), std::string::npos);
+  EXPECT_EQ(render(spec).text, from_registers);  // the knob is read at each render, not once per process
 }
 
 // On the Lean epilogue schedule every activation, bias and scale mode renders the same source, so one kernel (one

@@ -3,14 +3,20 @@
 // column) and the scale vectors chosen at launch, so that one kernel serves every plain epilogue. It runs in the
 // consumer warps straight from the accumulator registers: no shared memory, no pipeline, no barrier. CUTLASS's TMA
 // epilogue spends more than half of a kernel's front-end compile time in its store; this one instantiates a few
-// unrolled loops. D leaves in 16-byte row vectors: the four threads of a quad, which hold pairs of neighbouring
+// unrolled loops. A 16-bit D leaves through shared memory: stmatrix writes 32-column chunks of the accumulator
+// layout, one TMA store per chunk takes them out (asynchronously, clipped at the problem's edges), two chunks in
+// flight. A 32-bit D leaves in 16-byte row vectors: the four threads of a quad, which hold pairs of neighbouring
 // columns, trade their pairs through shuffles until each holds eight consecutive columns.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
+#include "cute/arch/copy_sm90.hpp"
+#include "cute/arch/copy_sm90_desc.hpp"
+#include "cute/arch/copy_sm90_tma.hpp"
 #include "cute/tensor.hpp"
+#include "cutlass/arch/barrier.h"
 #include "cutlass/array.h"
 #include "cutlass/cuda_host_adapter.hpp"
 #include "cutlass/cutlass.h"
@@ -82,11 +88,47 @@ __noinline__ __device__ Block activate_block(Block block, int32_t activation, fl
   return block;
 }
 
+// A 16-bit D's way out: two buffers of `Rows` x 32 columns (64-byte rows, the span of TMA's 64-byte swizzle), so
+// that the threads write one chunk while a TMA store reads the other.
+constexpr int kChunkColumns = 32;
+template <int Rows>
+struct Staging {
+  alignas(1024) cute::uint128_t chunks[2][Rows * kChunkColumns * 2 / 16];
+};
+struct NoStaging {};
+
+// The shared-memory address of 16-byte granule `granule` of row `row` in a chunk at `base`, where TMA's 64-byte
+// swizzle puts it: the granule's index XOR bits 7-8 of its address.
+CUTLASS_DEVICE uint32_t swizzled_granule(uint32_t base, int row, int granule) {
+  const uint32_t at = base + uint32_t(row * 64 + granule * 16);
+  return at ^ (((at >> 7) & 3u) << 4);
+}
+
+// One stmatrix of four 8 x 8 matrices of 16-bit values, the lane's row address given.
+CUTLASS_DEVICE void store_matrices(uint32_t const (&words)[4], uint32_t address) {
+#if defined(CUTE_ARCH_STSM_SM90_ENABLED)
+  asm volatile("stmatrix.sync.aligned.x4.m8n8.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(words[0]),
+               "r"(words[1]), "r"(words[2]), "r"(words[3]));
+#endif
+}
+
+// A TMA store of the chunk at shared address `chunk` to D's box at (column, row, batch), in the thread's bulk group.
+CUTLASS_DEVICE void tma_store(cute::TmaDescriptor const* descriptor, uint32_t chunk, int column, int row, int batch) {
+#if defined(CUTE_ARCH_TMA_SM90_ENABLED)
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(descriptor)),
+               "r"(chunk), "r"(column), "r"(row), "r"(batch)
+               : "memory");
+#endif
+}
+
 }  // namespace lean
 
 // A CUTLASS operator-style epilogue (DefaultEpilogue's interface), run in SM90 warp-specialized kernels through
-// CUTLASS's Sm90TmaWarpSpecializedAdapter. Row-major C and D with 16-byte aligned rows; D of 16 or 32 bits.
-template <class ElementC_, class StrideC_, class ElementD_, class StrideD_, class ElementBias_>
+// LeanAdapter below. Row-major C and D with 16-byte aligned rows; D of 16 or 32 bits. StagingRows: the rows of the
+// kernel's MMA tile (128 cooperative, 64 ping-pong), the height of a 16-bit D's staged chunks; 0 stores every D
+// straight from registers.
+template <class ElementC_, class StrideC_, class ElementD_, class StrideD_, class ElementBias_, int StagingRows = 0>
 class LeanEpilogue {
  public:
   using ElementC = ElementC_;
@@ -108,8 +150,12 @@ class LeanEpilogue {
       std::is_same_v<ElementD, cutlass::half_t> || std::is_same_v<ElementD, cutlass::bfloat16_t>;
   // 32-bit words of a pair of D's elements.
   static constexpr int kPairWords = 2 * cutlass::sizeof_bits<ElementD>::value / 32;
+  // A 16-bit D through shared memory and TMA stores (stmatrix moves 16-bit values only).
+  static constexpr bool kStaged = StagingRows > 0 && cutlass::sizeof_bits<ElementD>::value == 16;
+  static constexpr int kChunkBytes = (StagingRows > 0 ? StagingRows : 1) * lean::kChunkColumns * 2;
 
-  struct SharedStorage {};
+  using SharedStorage =
+      std::conditional_t<kStaged, lean::Staging<(StagingRows > 0 ? StagingRows : 1)>, lean::NoStaging>;
   using TensorStorage = SharedStorage;
 
   struct Arguments {
@@ -119,11 +165,17 @@ class LeanEpilogue {
     ElementD* ptr_D = nullptr;
     StrideD dD{};
   };
-  using Params = Arguments;
+  // The arguments and, for the staged stores, D's TMA descriptor (read where the kernel's parameters live).
+  struct Params : Arguments {
+    cute::TmaDescriptor tma_d{};
+  };
 
   template <class ProblemShape>
-  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) {
-    return args;
+  static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void*) {
+    Params params;
+    static_cast<Arguments&>(params) = args;
+    encode_d(params.tma_d, problem_shape, args);
+    return params;
   }
   template <class ProblemShape>
   static size_t get_workspace_size(ProblemShape const&, Arguments const&) {
@@ -133,6 +185,30 @@ class LeanEpilogue {
   static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t,
                                               cutlass::CudaHostAdapter* = nullptr) {
     return cutlass::Status::kSuccess;
+  }
+
+  // D as the staged stores see it: a 16-bit (N, M, L) tensor in boxes of 32 columns x StagingRows rows, 64-byte
+  // swizzle. An empty problem runs no tile and needs none. What the driver checks (16-byte address and strides,
+  // strides under 2^40 bytes) can_implement has checked.
+  template <class ProblemShape>
+  static bool encode_d(cute::TmaDescriptor& map, ProblemShape const& problem_shape, Arguments const& args) {
+    if constexpr (kStaged) {
+      const int64_t M = cute::get<0>(problem_shape), N = cute::get<1>(problem_shape), L = cute::get<3>(problem_shape);
+      if (M <= 0 || N <= 0 || L <= 0 || args.ptr_D == nullptr) return true;
+      const int64_t ldd = cute::get<0>(args.dD);
+      const int64_t batch = L > 1 ? int64_t(cute::get<2>(args.dD)) : M * ldd;
+      cuuint64_t dims[3] = {cuuint64_t(N), cuuint64_t(M), cuuint64_t(L)};
+      cuuint64_t strides[2] = {cuuint64_t(ldd) * 2, cuuint64_t(batch) * 2};
+      cuuint32_t box[3] = {lean::kChunkColumns, StagingRows, 1};
+      cuuint32_t element_strides[3] = {1, 1, 1};
+      return CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
+                 &map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, args.ptr_D, dims, strides, box, element_strides,
+                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    } else {
+      (void)map, (void)problem_shape, (void)args;
+      return true;
+    }
   }
   // 16-byte rows and addresses of C and D (the vector stores), a bias where one is asked for.
   template <class ProblemShape>
@@ -145,10 +221,24 @@ class LeanEpilogue {
     const bool addresses = reinterpret_cast<uintptr_t>(args.ptr_D) % 16 == 0 &&
                            (args.thread.beta == 0.0f || reinterpret_cast<uintptr_t>(args.ptr_C) % 16 == 0);
     const bool bias = args.thread.bias_mode == GK_BIAS_NONE || args.thread.bias != nullptr;
-    return rows && batches && addresses && bias;
+    // TMA's limit on a tensor's strides, for the staged stores' descriptor of D
+    const bool tma =
+        !kStaged || (cute::get<0>(args.dD) < (int64_t(1) << 39) && cute::get<2>(args.dD) < (int64_t(1) << 39));
+    return rows && batches && addresses && bias && tma;
   }
 
-  CUTLASS_HOST_DEVICE LeanEpilogue(Params const& params, SharedStorage const& = SharedStorage()) : params_(params) {}
+  // `params` is the kernel's parameter, where the TMA descriptor must stay (not a copy in registers or local memory).
+  CUTLASS_HOST_DEVICE LeanEpilogue(Params const& params, SharedStorage const& = SharedStorage())
+      : params_(params), tma_d_(&params.tma_d) {}
+
+  CUTLASS_DEVICE static void prefetch(Params const& params) {
+    if constexpr (kStaged) cute::prefetch_tma_descriptor(&params.tma_d);
+  }
+  // Every TMA store this thread issued has read its chunk: before the CTA's shared memory is left to others (the
+  // kernel's end; after each tile in ping-pong kernels, whose other warp group writes the same chunks next).
+  CUTLASS_DEVICE static void drain() {
+    if constexpr (kStaged) cute::tma_store_wait<0>();
+  }
 
   CUTLASS_DEVICE bool is_source_needed() const { return params_.thread.beta != 0.0f; }
 
@@ -156,7 +246,7 @@ class LeanEpilogue {
             class TiledMma, class ResidueMNK>
   CUTLASS_DEVICE void operator()(ProblemShapeMNKL problem_shape_mnkl, BlockShapeMNK, BlockCoordMNKL blk_coord_mnkl,
                                  cute::Tensor<FrgEngine, FrgLayout> const& accumulators, TiledMma tiled_mma, ResidueMNK,
-                                 int thread_idx, char*) {
+                                 int thread_idx, char* shared) {
     using namespace cute;
     // The GMMA accumulator layout: per thread ((2 columns, 2 rows 8 apart, G groups 8 columns apart), M, N), the
     // four threads of a quad at columns 0, 2, 4, 6 of each group.
@@ -176,21 +266,30 @@ class LeanEpilogue {
     tile.ldd = get<0>(params_.dD);
     tile.c = params_.ptr_C + int64_t(l_coord) * int64_t(get<2>(params_.dC));
     tile.d = params_.ptr_D + int64_t(l_coord) * int64_t(get<2>(params_.dD));
+    tile.l = int(l_coord);
     tile.quad_lane = thread_idx % 4;
+    tile.thread_idx = thread_idx;
+    if constexpr (kStaged) {
+      static_assert(kBlockM % StagingRows == 0 && size<1>(FrgLayout{}) == kBlockM / StagingRows,
+                    "the staged chunks are as high as the kernel's MMA tile");
+      tile.staging = cute::cast_smem_ptr_to_uint(reinterpret_cast<SharedStorage*>(shared)->chunks);
+    }
     // Each accumulator's (row, column) in the CTA tile.
     auto coords = tiled_mma.get_thread_slice(thread_idx)
                       .partition_C(make_identity_tensor(make_shape(Int<kBlockM>{}, Int<kBlockN>{})));
 
     // Two copies of the unrolled tile walk, each a short stretch of straight code (a kernel whose code outgrows the
-    // instruction cache runs at half speed): alpha alone on a tile inside the problem, and the general case.
+    // instruction cache runs at half speed): alpha alone, and the general case. Staged stores are clipped at the
+    // problem's edges by TMA, so alpha alone serves edge tiles too; direct stores take the general walk there.
     const LeanEpilogueParams& p = params_.thread;
     const bool plain =
         p.row_scale == nullptr && p.column_scale == nullptr && p.bias_mode == GK_BIAS_NONE && p.beta == 0.0f;
-    const bool inside = tile.m + kBlockM <= tile.M && tile.n + kBlockN <= tile.N;
+    const bool inside = kStaged || (tile.m + kBlockM <= tile.M && tile.n + kBlockN <= tile.N);
+    constexpr int kThreads = decltype(size(tiled_mma))::value;
     if (plain && inside) {
-      walk<false>(accumulators, coords, tile);
+      walk<false, kThreads>(accumulators, coords, tile);
     } else {
-      walk<true>(accumulators, coords, tile);
+      walk<true, kThreads>(accumulators, coords, tile);
     }
   }
 
@@ -200,15 +299,18 @@ class LeanEpilogue {
     int64_t M = 0, N = 0, m = 0, n = 0, ldc = 0, ldd = 0;
     GmemElementC const* c = nullptr;
     ElementD* d = nullptr;
+    int l = 0;
     int quad_lane = 0;
+    int thread_idx = 0;
+    uint32_t staging = 0;  // shared-memory address of the staged chunks
   };
 
   // The whole tile, one block of four groups at a time (few values live beside the accumulators). kGeneral: scales,
   // bias and C as the launch asks, with rows and columns past the problem neither read nor written, in predicated
   // loads rather than branches (compact code); else alpha only, on a tile inside the problem. A block's column values
   // (bias, column scale) are loaded once, in pairs, for all of this thread's rows; its row values once per tile.
-  template <bool kGeneral, class Accumulators, class Coords>
-  CUTLASS_DEVICE void walk(Accumulators const& accumulators, Coords const& coords, Tile const& tile) const {
+  template <bool kGeneral, int kThreads, class Accumulators, class Coords>
+  CUTLASS_DEVICE void walk(Accumulators const& accumulators, Coords const& coords, Tile const& tile) {
     using namespace cute;
     constexpr int kGroups = decltype(size<0, 2>(accumulators))::value;
     constexpr int kTilesM = decltype(size<1>(accumulators))::value;
@@ -252,6 +354,7 @@ class LeanEpilogue {
         }
         CUTLASS_PRAGMA_UNROLL
         for (int mi = 0; mi < kTilesM; ++mi) {
+          uint32_t words[2][4];  // staged: the block's values as D, [half][group], two per word
           CUTLASS_PRAGMA_UNROLL
           for (int half = 0; half < 2; ++half) {
             const int64_t row = row_of(half, mi);
@@ -281,10 +384,51 @@ class LeanEpilogue {
             if (p.activation != GK_ACTIVATION_IDENTITY) {
               values = lean::activate_block<kApproximate>(values, p.activation, p.activation_parameter);
             }
-            store_block<kGeneral>(values.pairs, row, column_of(0), convert, tile);
+            if constexpr (kStaged) {
+              CUTLASS_PRAGMA_UNROLL
+              for (int j = 0; j < 4; ++j) {
+                const cutlass::Array<ElementD, 2> out = convert(values.pairs[j]);
+                words[half][j] = *reinterpret_cast<uint32_t const*>(&out);
+              }
+            } else {
+              store_block<kGeneral>(values.pairs, row, column_of(0), convert, tile);
+            }
+          }
+          if constexpr (kStaged) {
+            // The chunk's first row and column in the problem, and this warp's first row in the chunk.
+            const int64_t chunk_row = tile.m + int64_t(mi) * StagingRows;
+            const int warp_row = int(row_of(0, mi) - chunk_row) - (tile.thread_idx % 32) / 4;
+            stage_chunk<kThreads>(words, chunk_row, column_of(0) - 2 * tile.quad_lane, warp_row, tile);
           }
         }
       }
+    }
+  }
+
+  // A chunk (rows x 32 columns of a 16-bit D) out through shared memory: each warp's stmatrix writes its 16 rows,
+  // then one thread's TMA store takes the chunk to global memory, clipped at the problem's edges. The buffers
+  // alternate; before the barrier that lets the threads on to the next chunk, the issuing thread waits until the
+  // store that last read the next chunk's buffer is done reading it.
+  template <int kThreads>
+  CUTLASS_DEVICE void stage_chunk(uint32_t const (&words)[2][4], int64_t chunk_row, int64_t first_column, int warp_row,
+                                  Tile const& tile) {
+    if (chunk_row >= tile.M || first_column >= tile.N) return;  // the same for every thread of the tile
+    const uint32_t base = tile.staging + uint32_t((chunk_++ & 1) * kChunkBytes);
+    // stmatrix: lane L gives the address of row L % 8 of matrix L / 8; matrices (rows 0-7 | 8-15) x (group 2p | 2p+1)
+    const int lane = tile.thread_idx % 32;
+    const int row = warp_row + ((lane / 8) & 1) * 8 + lane % 8;
+    CUTLASS_PRAGMA_UNROLL
+    for (int pair = 0; pair < 2; ++pair) {
+      const uint32_t matrices[4] = {words[0][2 * pair], words[1][2 * pair], words[0][2 * pair + 1],
+                                    words[1][2 * pair + 1]};
+      lean::store_matrices(matrices, lean::swizzled_granule(base, row, 2 * pair + lane / 16));
+    }
+    cute::tma_store_fence();
+    if (tile.thread_idx == 0) cute::tma_store_wait<0>();
+    cutlass::arch::NamedBarrier::sync(kThreads, cutlass::arch::ReservedNamedBarriers::EpilogueBarrier);
+    if (tile.thread_idx == 0) {
+      lean::tma_store(tma_d_, base, int(first_column), int(chunk_row), tile.l);
+      cute::tma_store_arrive();
     }
   }
 
@@ -331,12 +475,34 @@ class LeanEpilogue {
     }
   }
 
-  Params params_;
+  Arguments params_;
+  cute::TmaDescriptor const* tma_d_;
+  int chunk_ = 0;  // staged chunks this thread has written, over the CTA's tiles: which buffer is next
 };
 
-// The collective epilogue a GemmUniversal kernel takes.
-template <class ElementC, class StrideC, class ElementD, class StrideD, class ElementBias>
-using LeanCollectiveEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
-    LeanEpilogue<ElementC, StrideC, ElementD, StrideD, ElementBias>>;
+// CUTLASS's adapter for operator-style epilogues, with the staged stores' descriptor prefetch and their drain at the
+// store tail (the adapter's own does nothing).
+template <class EpilogueOp>
+class LeanAdapter : public cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<EpilogueOp> {
+  using Base = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<EpilogueOp>;
+
+ public:
+  using Base::Base;
+
+  CUTLASS_DEVICE static void prefetch_tma_descriptors(typename EpilogueOp::Params const& params) {
+    EpilogueOp::prefetch(params);
+  }
+
+  template <class... Pipelines>
+  CUTLASS_DEVICE auto store_tail(Pipelines... pipelines) {
+    EpilogueOp::drain();
+    return Base::store_tail(pipelines...);
+  }
+};
+
+// The collective epilogue a GemmUniversal kernel takes; StagingRows as LeanEpilogue's.
+template <class ElementC, class StrideC, class ElementD, class StrideD, class ElementBias, int StagingRows = 0>
+using LeanCollectiveEpilogue =
+    LeanAdapter<LeanEpilogue<ElementC, StrideC, ElementD, StrideD, ElementBias, StagingRows>>;
 
 }  // namespace gemmkit::sm90
