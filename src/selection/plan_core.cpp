@@ -13,6 +13,10 @@
 
 namespace gemmkit::selection {
 
+bool PlanConfig::fuses_activation_bias_or_scales() const {
+  return activation != Activation::Identity || bias != BiasMode::None || scale != ScaleMode::None;
+}
+
 bool PlanConfig::takes_activation_at_launch() const {
   return activation_at_launch.value_or(knobs::flag("GEMMKIT_ACTIVATION_AT_LAUNCH"));
 }
@@ -37,8 +41,7 @@ void PlanCore::invalidate() {
   cache->alignments_b = catalog::operand_alignments(where, config.opclass, t.b, t);
   cache->alignments_c = catalog::operand_alignments(where, config.opclass, t.c, t);
   if (family.kernel_cc() >= 90 &&
-      (config.activation != Activation::Identity || config.bias != BiasMode::None || config.scale != ScaleMode::None ||
-       config.visitor || config.block_scaling != BlockScaling::None)) {
+      (config.fuses_activation_bias_or_scales() || config.visitor || config.block_scaling != BlockScaling::None)) {
     // SM90 kernels fuse an activation, bias, scale vectors or a visitor tree in a TMA epilogue, and block-scaled ones
     // store D with it too: it moves C and D in 16-byte vectors only.
     std::erase_if(cache->alignments_c, [&](int a) { return a * bits_of(t.c) % 128 != 0; });
@@ -86,8 +89,9 @@ KernelSpec PlanCore::base_spec(std::optional<int> alignment_a, std::optional<int
   s.swizzle = config.swizzle;
   s.activation = config.activation;
   // One kernel for every activation of the plan, where asked for: CUTLASS's epilogues on SM90 (not a visitor tree,
-  // which holds its own activation).
-  s.activation_at_launch = config.activation != Activation::Identity && !config.visitor &&
+  // which holds its own activation). Identity alone keeps the plain linear combination; with a bias or scale
+  // vectors the fusion has an activation node anyway, which then takes identity at launch like any other.
+  s.activation_at_launch = config.fuses_activation_bias_or_scales() && !config.visitor &&
                            s.family == KernelFamily::Sm90Collective && config.takes_activation_at_launch();
   s.bias = config.bias;
   s.scale = config.scale;

@@ -54,6 +54,8 @@ struct PlanConfig {
 
   // The GPU and the requested kernel generation, as the catalog takes them.
   catalog::Target target() const { return {cc, kernel_cc, operation}; }
+  // An epilogue beyond the linear combination: an activation other than identity, a bias or scale vectors.
+  bool fuses_activation_bias_or_scales() const;
   // Whether kernels that can take the activation at launch should (the plan's choice, else the variable's).
   bool takes_activation_at_launch() const;
 };

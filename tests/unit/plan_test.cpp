@@ -334,7 +334,8 @@ TEST(PlanActivation, ListsTheReferenceActivationsAndNamesTheEpilogue) {
 }
 
 // GEMMKIT_ACTIVATION_AT_LAUNCH=1: an SM90 plan with a fused activation takes it at launch, so changing the activation
-// keeps the plan's kernel; identity keeps the linear combination's kernel, and SM80 kernels compile theirs in.
+// keeps the plan's kernel; identity alone keeps the linear combination's kernel (with a bias, identity is one more
+// activation of the shared kernel), and SM80 kernels compile theirs in.
 TEST(PlanActivation, TakenAtLaunchWhereAskedOneKernelServesEveryActivation) {
   const gk::testenv::ScopedEnv at_launch("GEMMKIT_ACTIVATION_AT_LAUNCH", "1");
   gk::Gemm plan(f16_row(90));
@@ -349,6 +350,11 @@ TEST(PlanActivation, TakenAtLaunchWhereAskedOneKernelServesEveryActivation) {
   plan.set_bias(gk::BiasMode::PerColumn);
   EXPECT_TRUE(plan.spec().activation_at_launch);
   EXPECT_NE(plan.spec().canonical(), relu.canonical());
+  // With a bias the fusion has an activation node anyway: identity is taken at launch too, by the same kernel.
+  const std::string biased = plan.spec().canonical();
+  plan.set_activation(gk::Activation::Identity);
+  EXPECT_TRUE(plan.spec().activation_at_launch);
+  EXPECT_EQ(plan.spec().canonical(), biased);
 
   gk::GemmOptions sm80 = f16_row(80);
   gk::Gemm old_plan(sm80);

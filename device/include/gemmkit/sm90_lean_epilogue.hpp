@@ -278,19 +278,25 @@ class LeanEpilogue {
     auto coords = tiled_mma.get_thread_slice(thread_idx)
                       .partition_C(make_identity_tensor(make_shape(Int<kBlockM>{}, Int<kBlockN>{})));
 
-    // Two copies of the unrolled tile walk, each a short stretch of straight code (a kernel whose code outgrows the
-    // instruction cache runs at half speed): alpha alone, and the general case. Staged stores are clipped at the
-    // problem's edges by TMA, so alpha alone serves edge tiles too; direct stores take the general walk there.
+    // Copies of the unrolled tile walk, each a short stretch of straight code (a kernel whose code outgrows the
+    // instruction cache runs at half speed): alpha alone, alpha and a bias (staged stores only), and the general
+    // case. Staged stores are clipped at the problem's edges by TMA, so the first two serve edge tiles too; direct
+    // stores take the general walk there.
     const LeanEpilogueParams& p = params_.thread;
-    const bool plain =
-        p.row_scale == nullptr && p.column_scale == nullptr && p.bias_mode == GK_BIAS_NONE && p.beta == 0.0f;
+    const bool unscaled = p.row_scale == nullptr && p.column_scale == nullptr && p.beta == 0.0f;
     const bool inside = kStaged || (tile.m + kBlockM <= tile.M && tile.n + kBlockN <= tile.N);
     constexpr int kThreads = decltype(size(tiled_mma))::value;
-    if (plain && inside) {
-      walk<false, kThreads>(accumulators, coords, tile);
-    } else {
-      walk<true, kThreads>(accumulators, coords, tile);
+    if (unscaled && p.bias_mode == GK_BIAS_NONE && inside) {
+      walk<Walk::Alpha, kThreads>(accumulators, coords, tile);
+      return;
     }
+    if constexpr (kStaged) {
+      if (unscaled) {
+        walk<Walk::Bias, kThreads>(accumulators, coords, tile);
+        return;
+      }
+    }
+    walk<Walk::General, kThreads>(accumulators, coords, tile);
   }
 
  private:
@@ -305,13 +311,18 @@ class LeanEpilogue {
     uint32_t staging = 0;  // shared-memory address of the staged chunks
   };
 
-  // The whole tile, one block of four groups at a time (few values live beside the accumulators). kGeneral: scales,
-  // bias and C as the launch asks, with rows and columns past the problem neither read nor written, in predicated
-  // loads rather than branches (compact code); else alpha only, on a tile inside the problem. A block's column values
-  // (bias, column scale) are loaded once, in pairs, for all of this thread's rows; its row values once per tile.
-  template <bool kGeneral, int kThreads, class Accumulators, class Coords>
+  // What a walk computes: alpha * acc; alpha * acc + bias; or scales, bias and C as the launch asks.
+  enum class Walk { Alpha, Bias, General };
+
+  // The whole tile, one block of four groups at a time (few values live beside the accumulators). Values past the
+  // problem are neither read nor written (loads predicated rather than branched: compact code); Alpha reads nothing
+  // and runs on tiles whose stores need no bounds. A block's column values (bias, column scale) are loaded once, in
+  // pairs, for all of this thread's rows; its row values once per tile.
+  template <Walk kWalk, int kThreads, class Accumulators, class Coords>
   CUTLASS_DEVICE void walk(Accumulators const& accumulators, Coords const& coords, Tile const& tile) {
     using namespace cute;
+    constexpr bool kGeneral = kWalk == Walk::General;
+    constexpr bool kBias = kWalk != Walk::Alpha;
     constexpr int kGroups = decltype(size<0, 2>(accumulators))::value;
     constexpr int kTilesM = decltype(size<1>(accumulators))::value;
     constexpr int kTilesN = decltype(size<2>(accumulators))::value;
@@ -324,14 +335,14 @@ class LeanEpilogue {
       return tile.m + get<0>(coords(make_coord(make_coord(0, half, 0), mi, 0)));
     };
     float row_scales[kTilesM][2], row_biases[kTilesM][2];
-    if constexpr (kGeneral) {
+    if constexpr (kBias) {
       CUTLASS_PRAGMA_UNROLL
       for (int mi = 0; mi < kTilesM; ++mi) {
         CUTLASS_PRAGMA_UNROLL
         for (int half = 0; half < 2; ++half) {
           const int64_t row = row_of(half, mi);
           const bool row_in = row < tile.M;
-          row_scales[mi][half] = p.row_scale != nullptr && row_in ? p.row_scale[row] : 1.0f;
+          if constexpr (kGeneral) row_scales[mi][half] = p.row_scale != nullptr && row_in ? p.row_scale[row] : 1.0f;
           // alpha * x + -0 is alpha * x, signed zeros included
           row_biases[mi][half] = p.bias_mode == GK_BIAS_PER_ROW && row_in ? float(bias[row]) : -0.0f;
         }
@@ -345,10 +356,10 @@ class LeanEpilogue {
           return tile.n + get<1>(coords(make_coord(make_coord(0, 0, 4 * block + j), 0, ni)));
         };
         lean::Pair column_scales[4], column_biases[4];
-        if constexpr (kGeneral) {
+        if constexpr (kBias) {
           CUTLASS_PRAGMA_UNROLL
           for (int j = 0; j < 4; ++j) {
-            column_scales[j] = lean::load_pair(p.column_scale, column_of(j), tile.N, 1.0f);
+            if constexpr (kGeneral) column_scales[j] = lean::load_pair(p.column_scale, column_of(j), tile.N, 1.0f);
             column_biases[j] = column_bias ? lean::load_pair(bias, column_of(j), tile.N, 0.0f) : lean::Pair{};
           }
         }
@@ -375,6 +386,8 @@ class LeanEpilogue {
                   // alpha * x + bias as CUTLASS's fusions order it (one fma), then beta * C + that (another).
                   x = fmaf(p.alpha, x * row_scales[mi][half] * column_scales[j][c], b);
                   if (source) x = fmaf(p.beta, c_values[c], x);
+                } else if constexpr (kBias) {
+                  x = fmaf(p.alpha, x, column_bias ? column_biases[j][c] : row_biases[mi][half]);
                 } else {
                   x = p.alpha * x;
                 }
