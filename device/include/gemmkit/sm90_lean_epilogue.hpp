@@ -1,12 +1,12 @@
 // device/include/gemmkit/sm90_lean_epilogue.hpp: gemmkit's lean epilogue for CUTLASS 3.x SM90 GEMMs: D =
 // act(alpha * (acc * row_scale * column_scale) + bias + beta * C), with the activation, the bias (none, per row, per
 // column) and the scale vectors chosen at launch, so that one kernel serves every plain epilogue. It runs in the
-// consumer warps straight from the accumulator registers: no shared memory, no pipeline, no barrier. CUTLASS's TMA
-// epilogue spends more than half of a kernel's front-end compile time in its store; this one instantiates a few
-// unrolled loops. A 16-bit D leaves through shared memory: stmatrix writes 32-column chunks of the accumulator
-// layout, one TMA store per chunk takes them out (asynchronously, clipped at the problem's edges), two chunks in
-// flight. A 32-bit D leaves in 16-byte row vectors: the four threads of a quad, which hold pairs of neighbouring
-// columns, trade their pairs through shuffles until each holds eight consecutive columns.
+// consumer warps on the accumulator registers, with no pipeline and no producer warp. CUTLASS's TMA epilogue spends
+// more than half of a kernel's front-end compile time in its store; this one instantiates a few unrolled loops. D
+// leaves in 16-byte row vectors: the four threads of a quad, which hold pairs of neighbouring columns, trade their
+// pairs through shuffles until each holds eight consecutive columns. With staging rows (GEMMKIT_LEAN_TMA_STORE), a
+// 16-bit D leaves through shared memory instead: stmatrix writes 32-column chunks of the accumulator layout, one TMA
+// store per chunk takes them out (asynchronously, clipped at the problem's edges), two chunks in flight.
 #pragma once
 
 #include <cstdint>
@@ -152,10 +152,10 @@ class LeanEpilogue {
   static constexpr int kPairWords = 2 * cutlass::sizeof_bits<ElementD>::value / 32;
   // A 16-bit D through shared memory and TMA stores (stmatrix moves 16-bit values only).
   static constexpr bool kStaged = StagingRows > 0 && cutlass::sizeof_bits<ElementD>::value == 16;
-  static constexpr int kChunkBytes = (StagingRows > 0 ? StagingRows : 1) * lean::kChunkColumns * 2;
+  static constexpr int kChunkRows = StagingRows > 0 ? StagingRows : 1;  // a valid array extent either way
+  static constexpr int kChunkBytes = kChunkRows * lean::kChunkColumns * 2;
 
-  using SharedStorage =
-      std::conditional_t<kStaged, lean::Staging<(StagingRows > 0 ? StagingRows : 1)>, lean::NoStaging>;
+  using SharedStorage = std::conditional_t<kStaged, lean::Staging<kChunkRows>, lean::NoStaging>;
   using TensorStorage = SharedStorage;
 
   struct Arguments {
@@ -191,23 +191,22 @@ class LeanEpilogue {
   // swizzle. An empty problem runs no tile and needs none. What the driver checks (16-byte address and strides,
   // strides under 2^40 bytes) can_implement has checked.
   template <class ProblemShape>
-  static bool encode_d(cute::TmaDescriptor& map, ProblemShape const& problem_shape, Arguments const& args) {
+  static void encode_d(cute::TmaDescriptor& map, ProblemShape const& problem_shape, Arguments const& args) {
     if constexpr (kStaged) {
       const int64_t M = cute::get<0>(problem_shape), N = cute::get<1>(problem_shape), L = cute::get<3>(problem_shape);
-      if (M <= 0 || N <= 0 || L <= 0 || args.ptr_D == nullptr) return true;
+      if (M <= 0 || N <= 0 || L <= 0 || args.ptr_D == nullptr) return;
       const int64_t ldd = cute::get<0>(args.dD);
       const int64_t batch = L > 1 ? int64_t(cute::get<2>(args.dD)) : M * ldd;
       cuuint64_t dims[3] = {cuuint64_t(N), cuuint64_t(M), cuuint64_t(L)};
       cuuint64_t strides[2] = {cuuint64_t(ldd) * 2, cuuint64_t(batch) * 2};
       cuuint32_t box[3] = {lean::kChunkColumns, StagingRows, 1};
       cuuint32_t element_strides[3] = {1, 1, 1};
-      return CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
-                 &map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, args.ptr_D, dims, strides, box, element_strides,
-                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+      CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)
+      (&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, args.ptr_D, dims, strides, box, element_strides,
+       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     } else {
       (void)map, (void)problem_shape, (void)args;
-      return true;
     }
   }
   // 16-byte rows and addresses of C and D (the vector stores), a bias where one is asked for.
