@@ -304,6 +304,39 @@ TEST_P(ContiguousPlans, SkewedAndEmptyExpertsInsideACudaGraph) {
   cudaStreamDestroy(stream);
 }
 
+// An SM90 module cuts an expert taller than a band (at least eight rows of tiles; at N = 2048 on an H100 or H200,
+// nine) into metadata entries of their own. These experts span up to four bands, with empty ones between, eagerly
+// and in a replayed graph whose entry count was fixed at capture.
+TEST_P(ContiguousPlans, ExpertsTallerThanABandEagerAndReplayed) {
+  REQUIRE_GPU();
+  gk::GroupedGemm plan = cases::grouped_plan(GetParam());
+  if (plan.kernel_cc() > device_cc()) GTEST_SKIP() << "needs an SM" << plan.kernel_cc() << " GPU";
+  Experts experts(plan, {2500, 0, 700, 300, 1}, 2048, 32);
+  experts.run(plan);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(experts.wrong_rows(), 0) << plan.kernel_name() << " eagerly";
+
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  gk::RunOptions options;
+  options.stream = stream;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  experts.run(plan, options);
+  cudaGraph_t graph;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (const auto& rows : std::vector<std::vector<int>>{{3501, 0, 0, 0, 0}, {1153, 1153, 1153, 41, 1}}) {
+    experts.set_rows(rows);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(experts.wrong_rows(), 0) << plan.kernel_name() << " replay with " << rows.front() << "...";
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 INSTANTIATE_TEST_SUITE_P(Gpu, ContiguousPlans, ::testing::ValuesIn(cases::contiguous_cases(90)),
                          [](const auto& info) { return info.param.label; });
 

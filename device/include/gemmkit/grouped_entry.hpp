@@ -12,7 +12,7 @@
 // The contiguous form's derivation, in the cubin beside the GEMM kernel: the split path's host module compiles no
 // device code.
 extern "C" __global__ void gk_derive_contiguous(gemmkit::grouped::ContiguousPlan<gemmkit_kernel::Module::Traits> plan) {
-  gemmkit::grouped::derive_group(plan, static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x));
+  gemmkit::grouped::derive_contiguous_metadata(plan);
 }
 #endif
 
@@ -55,18 +55,15 @@ CUfunction derive_function() {
 #endif
 
 // Enqueues the contiguous form's metadata derivation: in this module, or on the split path in the cubin.
-int enqueue_contiguous_metadata(const gk_grouped_args& args, const gk_grouped_contiguous& c, void* metadata,
-                                cudaStream_t stream) {
+int enqueue_contiguous_metadata(gemmkit::grouped::ContiguousPlan<Traits> plan, cudaStream_t stream) {
 #if defined(GEMMKIT_SPLIT_HOST)
   const CUfunction fn = derive_function();
   if (fn == nullptr) return GK_ERR_LAUNCH;
-  gemmkit::grouped::ContiguousPlan<Traits> plan = gemmkit::grouped::contiguous_plan<Traits>(args, c, metadata);
   void* params[] = {&plan};
-  const dim3 grid(static_cast<unsigned>(gemmkit::grouped::derive_blocks(args.groups)));
-  return gemmkit::split::launch(fn, grid, dim3(gemmkit::grouped::kDeriveThreads), 0, stream, params) ? GK_OK
-                                                                                                     : GK_ERR_LAUNCH;
+  const auto [grid, block] = gemmkit::grouped::derive_launch(plan);
+  return gemmkit::split::launch(fn, grid, block, 0, stream, params) ? GK_OK : GK_ERR_LAUNCH;
 #else
-  return gemmkit::grouped::launch_derive_contiguous<Traits>(args, c, metadata, stream);
+  return gemmkit::grouped::launch_derive_contiguous<Traits>(plan, stream);
 #endif
 }
 }  // namespace
@@ -133,9 +130,11 @@ GK_EXPORT int gk_grouped_run_contiguous(const gk_grouped_args* args, const gk_gr
     return status;
   }
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  if (int status = enqueue_contiguous_metadata(*args, *contiguous, device_metadata, cuda_stream); status != GK_OK)
-    return status;
-  return gemmkit_kernel::LaunchGlue::run(launch_cache, *args, device_metadata, workspace, cuda_stream);
+  const auto plan = gemmkit::grouped::contiguous_plan<Traits>(*args, *contiguous, device_metadata, metadata_bytes);
+  if (int status = enqueue_contiguous_metadata(plan, cuda_stream); status != GK_OK) return status;
+  gk_grouped_args entries = *args;  // the GEMM sees the bands as groups of their own
+  entries.groups = plan.entries;
+  return gemmkit_kernel::LaunchGlue::run(launch_cache, entries, device_metadata, workspace, cuda_stream);
 }
 
 #endif  // !GEMMKIT_SPLIT_DEVICE

@@ -38,6 +38,8 @@ struct Traits
   static constexpr bool kBlockScaled = false;
 
   CUTLASS_HOST_DEVICE static Shape shape(int m, int n, int k) { return Shape(m, n, k); }
+  // The 2.x problem visitor's tile order is not the 3.x scheduler's: no bands (none measured).
+  static int32_t band_rows(int32_t, int32_t) { return 0; }
   static StrideA stride_a(int64_t ld) { return ld; }
   static StrideB stride_b(int64_t ld) { return ld; }
   static StrideC stride_c(int64_t ld) { return ld; }

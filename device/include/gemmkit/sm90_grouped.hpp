@@ -93,6 +93,12 @@ struct Traits : CompiledOperands {
                 "the Operands do not describe the kernel");
 
   CUTLASS_HOST_DEVICE static Shape shape(int m, int n, int k) { return Shape{m, n, k}; }
+  // The group scheduler walks a group's tiles down M (grouped_common.hpp's bands say why that wants bands).
+  static int32_t band_rows(int32_t n, int32_t sm_count) {
+    return grouped::band_rows_for(cute::size<0>(typename Kernel::TileShape{}),
+                                  cute::size<1>(typename Kernel::TileShape{}),
+                                  cute::size<0>(typename Kernel::ClusterShape{}), n, sm_count);
+  }
   // One group has no batch: the L stride is a static 0 in a grouped kernel's strides.
   static StrideA stride_a(int64_t ld) { return sm90::make_stride<StrideA>(ld, 0); }
   static StrideB stride_b(int64_t ld) { return sm90::make_stride<StrideB>(ld, 0); }

@@ -1,0 +1,89 @@
+"""python/bench/moe_bands.py: does a tall expert lose its speed to the grouped scheduler's tile order?
+
+CUTLASS's SM90 group scheduler walks each group's tiles down M first (AlongM, no swizzle). An expert of many rows
+then has every one of its rows' tiles in flight over one or two columns of N, so its A (rows x K) streams through L2
+once per column instead of once. This probe times the MoE suite's cases three ways in one process, interleaved:
+run_contiguous (one group per expert), the list form with one group per expert (the same tile order, as a control)
+and the list form with each expert cut into bands of at most --band rows (the bands share the expert's B), against
+torch._grouped_mm. If the bands close the skewed cases' gap, the order is the cause. Usage:
+python python/bench/moe_bands.py [--band 2048,4096] [--rounds 3] [--experts 8,256] [--out FILE]
+"""
+import argparse
+import json
+import statistics
+
+import numpy as np
+import torch
+
+from grouped import MOE_CASES, SPLITS, bf16_moe_plan, splits  # noqa: E402  # python/bench/grouped.py
+from timing import median_ms  # noqa: E402
+
+
+def list_form(A, B, D, rows, band):
+    """Per-group views of the stacked tensors, each expert cut into bands of at most `band` rows (0: uncut)."""
+    As, Bs, Ds = [], [], []
+    start = 0
+    for g, m in enumerate(rows):
+        step = band if band > 0 else max(m, 1)
+        for first in range(start, start + m, step):
+            last = min(first + step, start + m)
+            As.append(A[first:last])
+            Bs.append(B[g])
+            Ds.append(D[first:last])
+        start += m
+    return As, Bs, Ds
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--band", default="2048,4096")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--experts", default="")
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+    bands = [int(b) for b in args.band.split(",")]
+    experts = {int(e) for e in args.experts.split(",") if e}
+    plan = bf16_moe_plan()
+    out = []
+    for groups, total, k, n in MOE_CASES:
+        if experts and groups not in experts:
+            continue
+        A = torch.randn(total, k, device="cuda", dtype=torch.bfloat16)
+        B = torch.randn(groups, n, k, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+        D = torch.empty(total, n, device="cuda", dtype=torch.bfloat16)
+        flops = 2.0 * total * n * k
+        for kind in SPLITS:
+            rows = splits(total, groups, kind)
+            offsets = torch.tensor(np.cumsum(rows), device="cuda", dtype=torch.int32)
+            reference = torch._grouped_mm(A, B, offs=offsets)
+            ways = {"contiguous": lambda: plan.run_contiguous(A, B, D, offsets, sync=False),
+                    "torch": lambda: torch._grouped_mm(A, B, offs=offsets)}
+            for band in [0] + bands:
+                As, Bs, Ds = list_form(A, B, D, rows, band)
+                ways[f"list/{band or 'expert'}"] = (lambda As=As, Bs=Bs, Ds=Ds: plan.run(As, Bs, None, Ds, sync=False))
+            times = {name: [] for name in ways}
+            for _ in range(args.rounds):
+                for name, fn in ways.items():
+                    times[name].append(median_ms(fn, 5))
+            differs = []
+            for name, fn in ways.items():  # every gemmkit way computes D as torch does
+                if name != "torch":
+                    D.zero_()
+                    fn()
+                    if not torch.equal(D, reference):
+                        differs.append(name)
+            tflops = {name: flops / statistics.median(t) / 1e9 for name, t in times.items()}
+            row = {"groups": groups, "total_m": total, "k": k, "n": n, "split": kind, "tflops": tflops,
+                   "largest_expert_rows": max(rows), "differ_from_torch": differs, "list_kernel": plan.kernel_name()}
+            out.append(row)
+            ratios = "  ".join(f"{name} {tflops[name] / tflops['torch']:.2f}x" for name in ways if name != "torch")
+            print(f"G={groups:3d} M={total:6d} K={k:5d} N={n:5d} {kind:7s} (largest {max(rows):5d} rows): torch "
+                  f"{tflops['torch']:6.1f} TFLOP/s; {ratios}; differ from torch: {differs or 'none'}", flush=True)
+        del A, B, D
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "cases": out}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
