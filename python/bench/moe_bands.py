@@ -1,15 +1,17 @@
-"""python/bench/moe_bands.py: does a tall expert lose its speed to the grouped scheduler's tile order?
+"""python/bench/moe_bands.py: the MoE form with and without bands, against torch._grouped_mm, in one process.
 
 CUTLASS's SM90 group scheduler walks each group's tiles down M first (AlongM, no swizzle). An expert of many rows
 then has every one of its rows' tiles in flight over one or two columns of N, so its A (rows x K) streams through L2
-once per column instead of once. This probe times the MoE suite's cases three ways in one process, interleaved:
-run_contiguous (one group per expert), the list form with one group per expert (the same tile order, as a control)
-and the list form with each expert cut into bands of at most --band rows (the bands share the expert's B), against
-torch._grouped_mm. If the bands close the skewed cases' gap, the order is the cause. Usage:
-python python/bench/moe_bands.py [--band 2048,4096] [--rounds 3] [--experts 8,256] [--out FILE]
+once per column instead of once. run_contiguous therefore cuts tall experts into bands of rows, metadata entries of
+their own (device/include/gemmkit/grouped_common.hpp). This times, interleaved: run_contiguous with bands (the
+default), run_contiguous with GEMMKIT_MOE_BANDS=0 (one group per expert, read at each launch), the list form with
+one group per expert and with each expert cut into bands of at most --band rows by hand (the list form pays a host
+packing pass per call), and torch._grouped_mm. Usage:
+python python/bench/moe_bands.py [--band 1024] [--rounds 3] [--experts 8,256] [--out FILE]
 """
 import argparse
 import json
+import os
 import statistics
 
 import numpy as np
@@ -36,7 +38,7 @@ def list_form(A, B, D, rows, band):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--band", default="2048,4096")
+    parser.add_argument("--band", default="1024")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--experts", default="")
     parser.add_argument("--out", default="")
@@ -56,7 +58,13 @@ def main():
             rows = splits(total, groups, kind)
             offsets = torch.tensor(np.cumsum(rows), device="cuda", dtype=torch.int32)
             reference = torch._grouped_mm(A, B, offs=offsets)
+            def unbanded():
+                os.environ["GEMMKIT_MOE_BANDS"] = "0"
+                plan.run_contiguous(A, B, D, offsets, sync=False)
+                del os.environ["GEMMKIT_MOE_BANDS"]
+
             ways = {"contiguous": lambda: plan.run_contiguous(A, B, D, offsets, sync=False),
+                    "contiguous/unbanded": unbanded,
                     "torch": lambda: torch._grouped_mm(A, B, offs=offsets)}
             for band in [0] + bands:
                 As, Bs, Ds = list_form(A, B, D, rows, band)

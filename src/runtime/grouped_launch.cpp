@@ -5,6 +5,7 @@
 
 #include "runtime/cuda_check.hpp"
 #include "runtime/workspace.hpp"
+#include "util/knobs.hpp"
 
 namespace gemmkit::runtime {
 namespace {
@@ -136,7 +137,9 @@ void launch_grouped_contiguous(const KernelModule& module, const gk_grouped_cont
   // Room for the entries of an SM90 module's bands (device/include/gemmkit/grouped_common.hpp: at least 512 rows
   // each, so at most one per group plus one per 512 rows); a module given less keeps one entry per group.
   constexpr std::int64_t kFewestBandRows = 512;
-  const std::int64_t entries = groups + (std::int64_t{problem.total_m} + kFewestBandRows - 1) / kFewestBandRows;
+  const std::int64_t bands =
+      knobs::flag("GEMMKIT_MOE_BANDS") ? (problem.total_m + kFewestBandRows - 1) / kFewestBandRows : 0;
+  const std::int64_t entries = groups + bands;
   const std::size_t bytes = module.grouped_metadata_bytes(static_cast<int>(entries));
   LaunchWorkspace device_metadata(call.device, bytes, stream);
   module.grouped_run_contiguous(args, problem, device_metadata.get(), bytes, stream);

@@ -58,6 +58,9 @@ const std::vector<Knob>& all() {
       {"GEMMKIT_LEAN_TMA_STORE", Type::Flag, "off",
        "1: SM90 kernels on gemmkit's lean epilogue stage a 16-bit D in shared memory and store it with TMA "
        "(stmatrix, one asynchronous store per chunk) instead of storing it from registers"},
+      {"GEMMKIT_MOE_BANDS", Type::OptOut, "on",
+       "0: the MoE form (run_contiguous) gives an SM90 kernel one group per expert, instead of cutting tall experts "
+       "into bands of rows that keep their A in L2 (read at each launch)"},
       {"GEMMKIT_PROGRESS", Type::OptOut, "on",
        "0 prints nothing while a kernel compiles (else, for each build a caller waits for: a line refreshed every "
        "second "

@@ -340,7 +340,10 @@ __device__ void derive_entry(const ContiguousPlan<Traits>& plan, int32_t entry, 
 }
 
 constexpr int kDeriveThreads = 128;
-constexpr int kBandThreads = 1024;  // one block numbers every band: a scan over the groups, a block at a time
+// One block numbers every band: a scan over the groups, a block at a time. At most 256 threads, so that any register
+// count the derivation compiles to fits one block (both kernels are bounded to it).
+constexpr int kBandThreads = 256;
+constexpr int kDeriveMaxThreads = kBandThreads;
 
 // The bands' entries, in group order, then empty entries up to plan.entries. One block of kBandThreads threads.
 template <class Traits>
@@ -362,12 +365,12 @@ __device__ void derive_bands(const ContiguousPlan<Traits>& plan) {
     if (lane == 31) warp_sums[warp] = inclusive;
     __syncthreads();
     if (warp == 0) {
-      int32_t sum = warp_sums[lane];
+      int32_t sum = lane < kBandThreads / 32 ? warp_sums[lane] : 0;
       for (int step = 1; step < 32; step *= 2) {
         const int32_t before = __shfl_up_sync(0xffffffffu, sum, step);
         if (lane >= step) sum += before;
       }
-      warp_sums[lane] = sum;
+      if (lane < kBandThreads / 32) warp_sums[lane] = sum;
     }
     __syncthreads();
     const int32_t first = first_of_chunk + (warp > 0 ? warp_sums[warp - 1] : 0) + inclusive - bands;
@@ -398,7 +401,7 @@ __device__ void derive_contiguous_metadata(const ContiguousPlan<Traits>& plan) {
 }
 
 template <class Traits>
-__global__ void derive_contiguous(ContiguousPlan<Traits> plan) {
+__global__ void __launch_bounds__(kDeriveMaxThreads) derive_contiguous(ContiguousPlan<Traits> plan) {
   derive_contiguous_metadata(plan);
 }
 

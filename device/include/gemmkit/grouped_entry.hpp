@@ -11,7 +11,8 @@
 #if defined(GEMMKIT_SPLIT_DEVICE)
 // The contiguous form's derivation, in the cubin beside the GEMM kernel: the split path's host module compiles no
 // device code.
-extern "C" __global__ void gk_derive_contiguous(gemmkit::grouped::ContiguousPlan<gemmkit_kernel::Module::Traits> plan) {
+extern "C" __global__ void __launch_bounds__(gemmkit::grouped::kDeriveMaxThreads)
+    gk_derive_contiguous(gemmkit::grouped::ContiguousPlan<gemmkit_kernel::Module::Traits> plan) {
   gemmkit::grouped::derive_contiguous_metadata(plan);
 }
 #endif
