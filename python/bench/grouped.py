@@ -118,6 +118,18 @@ def bf16_moe_plan():
     return gemmkit.GroupedGemm(element=torch.bfloat16, layout="row", layout_B="col", element_accumulator=torch.float32)
 
 
+def moe_cases(experts):
+    """The MoE cases of these expert counts (all when empty), each with random bf16 tensors: tokens A [M, K], the
+    experts' transposed weights B (a [G, K, N] view of [G, N, K]) and D [M, N]."""
+    for groups, total, k, n in MOE_CASES:
+        if experts and groups not in experts:
+            continue
+        A = torch.randn(total, k, device="cuda", dtype=torch.bfloat16)
+        B = torch.randn(groups, n, k, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+        D = torch.empty(total, n, device="cuda", dtype=torch.bfloat16)
+        yield groups, total, k, n, A, B, D
+
+
 def tile_of(kernel_name):
     """The configuration part of a grouped kernel's name (what follows the element types)."""
     return kernel_name.split("_bf16_bf16_f32_bf16_bf16_")[-1]
@@ -127,13 +139,7 @@ def moe(results, rounds, experts):
     plan = bf16_moe_plan()
     out = []
     print("MoE (run_contiguous vs torch._grouped_mm), bf16; the kernel each case runs is its tile after the ratio")
-    for groups, total, k, n in MOE_CASES:
-        if experts and groups not in experts:
-            continue
-        A = torch.randn(total, k, device="cuda", dtype=torch.bfloat16)
-        weights = torch.randn(groups, n, k, device="cuda", dtype=torch.bfloat16)  # [G, N, K]
-        B = weights.transpose(1, 2)  # [G, K, N], column-major per expert
-        D = torch.empty(total, n, device="cuda", dtype=torch.bfloat16)
+    for groups, total, k, n, A, B, D in moe_cases(experts):
         flops = 2.0 * total * n * k
         for kind in SPLITS:
             rows = splits(total, groups, kind)
@@ -162,7 +168,7 @@ def moe(results, rounds, experts):
             print(f"  G={groups:3d} M={total:6d} K={k:5d} N={n:5d} {kind:7s}: gemmkit "
                   f"{row['gemmkit_tflops']:6.1f} TFLOP/s, torch._grouped_mm {row['torch_grouped_mm_tflops']:6.1f}"
                   f" ({row['ratio']:.2f}x), max rel. difference {err:.1e}, {tile_of(kernel)}", flush=True)
-        del A, weights, B, D
+        del A, B, D
     if out:
         geomean = float(np.exp(np.mean(np.log([r["ratio"] for r in out]))))
         print(f"  geometric mean {geomean:.3f}x torch._grouped_mm over {len(out)} cases; lowest "
@@ -267,12 +273,7 @@ def moe_tiles(results, rounds, experts):
     gemmkit.compile_many([plan.construct(td) for td in tiles])
     print(f"MoE tiles: {len(tiles)} configurations of {default_kernel}'s plan built in {time.time() - start:.0f} s")
     out = []
-    for groups, total, k, n in MOE_CASES:
-        if experts and groups not in experts:
-            continue
-        A = torch.randn(total, k, device="cuda", dtype=torch.bfloat16)
-        B = torch.randn(groups, n, k, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
-        D = torch.empty(total, n, device="cuda", dtype=torch.bfloat16)
+    for groups, total, k, n, A, B, D in moe_cases(experts):
         offsets = torch.tensor(np.cumsum(splits(total, groups, "uniform")), device="cuda", dtype=torch.int32)
         flops = 2.0 * total * n * k
 

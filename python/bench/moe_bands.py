@@ -17,7 +17,7 @@ import statistics
 import numpy as np
 import torch
 
-from grouped import MOE_CASES, SPLITS, bf16_moe_plan, splits  # noqa: E402  # python/bench/grouped.py
+from grouped import SPLITS, bf16_moe_plan, moe_cases, splits  # noqa: E402  # python/bench/grouped.py
 from timing import median_ms  # noqa: E402
 
 
@@ -47,12 +47,7 @@ def main():
     experts = {int(e) for e in args.experts.split(",") if e}
     plan = bf16_moe_plan()
     out = []
-    for groups, total, k, n in MOE_CASES:
-        if experts and groups not in experts:
-            continue
-        A = torch.randn(total, k, device="cuda", dtype=torch.bfloat16)
-        B = torch.randn(groups, n, k, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
-        D = torch.empty(total, n, device="cuda", dtype=torch.bfloat16)
+    for groups, total, k, n, A, B, D in moe_cases(experts):
         flops = 2.0 * total * n * k
         for kind in SPLITS:
             rows = splits(total, groups, kind)
