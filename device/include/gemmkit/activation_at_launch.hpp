@@ -52,6 +52,14 @@ CUTLASS_HOST_DEVICE T apply(T const& x, int32_t kind, float parameter) {
   }
 }
 
+// apply() out of line: CUTLASS's epilogue applies its activation to every fragment of its unrolled store loop, and an
+// inlined switch would put every activation's code at each of those sites (gelu's the longest); one call keeps one
+// copy of each in the kernel, as the compiled-in kernels have one activation's.
+template <bool Approximate, class T>
+__noinline__ __device__ T apply_out_of_line(T x, int32_t kind, float parameter) {
+  return apply<Approximate>(x, kind, parameter);
+}
+
 // What an activation taken at launch reads: the kind (gk_gemm_args.activation) and the leaky_relu slope, under the
 // name CUTLASS's LeakyReLU gives it, so that module::set_activation_params fills the slope as it does LeakyReLU's.
 struct AtLaunchArguments {
@@ -66,7 +74,11 @@ struct AtLaunchFunctor {
   static const bool kIsHeavy = true;
   using Arguments = AtLaunchArguments;
   CUTLASS_HOST_DEVICE T operator()(T const& x, Arguments const& arguments) const {
+#if defined(__CUDA_ARCH__)
+    return apply_out_of_line<Approximate>(x, arguments.kind, arguments.leaky_alpha);
+#else
     return apply<Approximate>(x, arguments.kind, arguments.leaky_alpha);
+#endif
   }
 };
 template <class T>
