@@ -266,9 +266,9 @@ int pack(const gk_grouped_args& args, const gk_grouped_problem* problems, void* 
 // expert's B) just tall enough that one wave of tiles spans at least kMinBandTiles rows of tiles and, where N is
 // narrow, every column; a band's A rows then stay in L2 while its B columns pass. Results do not change: every tile
 // is the same tile. Measured: python/bench/moe_bands.py.
+// With CTA tiles of at least 64 rows a band has at least 512 rows, which the host's metadata size counts on
+// (src/runtime/grouped_launch.cpp); a smaller buffer makes contiguous_plan keep one entry per group.
 constexpr int64_t kMinBandTiles = 8;
-// The fewest rows a band has (the smallest CTA tile is 64 rows): the host sizes the metadata for this many bands.
-constexpr int64_t kMinBandRows = kMinBandTiles * 64;
 
 // The SMs of `device` (the current device when negative), 0 when CUDA cannot tell.
 inline int multiprocessors(int device) {
