@@ -53,10 +53,13 @@ def main():
             rows = splits(total, groups, kind)
             offsets = torch.tensor(np.cumsum(rows), device="cuda", dtype=torch.int32)
             reference = torch._grouped_mm(A, B, offs=offsets)
+
             def unbanded():
                 os.environ["GEMMKIT_MOE_BANDS"] = "0"
-                plan.run_contiguous(A, B, D, offsets, sync=False)
-                del os.environ["GEMMKIT_MOE_BANDS"]
+                try:
+                    plan.run_contiguous(A, B, D, offsets, sync=False)
+                finally:  # the other ways run with bands, as a user's process would
+                    del os.environ["GEMMKIT_MOE_BANDS"]
 
             ways = {"contiguous": lambda: plan.run_contiguous(A, B, D, offsets, sync=False),
                     "contiguous/unbanded": unbanded,
