@@ -37,8 +37,9 @@ class Gemm : public Plan {
 
   // Whether the plan's SM90 kernels on CUTLASS's epilogues take a fused activation at launch: one kernel then serves
   // every activation (set_activation builds nothing new), the activation computed as a kernel that compiles it in
-  // computes it. The default is GEMMKIT_ACTIVATION_AT_LAUNCH's (off). Elsewhere (SM80 kernels, visitor trees, the
-  // identity's plain linear combination, parallel split-K) the activation stays compiled in; KernelSpec says which.
+  // computes it. The default is GEMMKIT_ACTIVATION_AT_LAUNCH's (on) for 16- and 32-bit operands, off for FP8.
+  // Elsewhere (SM80 kernels, visitor trees, the identity's plain linear combination, parallel split-K) the activation
+  // stays compiled in; KernelSpec says which.
   bool activation_at_launch() const;
   void set_activation_at_launch(bool at_launch);
 

@@ -925,7 +925,7 @@ class Gemm(Plan):
     @property
     def activation_at_launch(self) -> bool:
         """
-        SM90 kernels on CUTLASS's epilogues take a fused activation at launch: one kernel for every activation (default: GEMMKIT_ACTIVATION_AT_LAUNCH, off).
+        SM90 kernels on CUTLASS's epilogues take a fused activation at launch: one kernel for every activation (default: GEMMKIT_ACTIVATION_AT_LAUNCH, on; FP8 operands: off).
         """
 
     @activation_at_launch.setter

@@ -325,7 +325,7 @@ void bind_gemm(nb::module_& m) {
                    "and B per 128 x 128 block (run(scale_a=..., scale_b=...), torch._scaled_mm's layouts).")
       .def_prop_rw("activation_at_launch", &Gemm::activation_at_launch, &Gemm::set_activation_at_launch,
                    "SM90 kernels on CUTLASS's epilogues take a fused activation at launch: one kernel for every "
-                   "activation (default: GEMMKIT_ACTIVATION_AT_LAUNCH, off).")
+                   "activation (default: GEMMKIT_ACTIVATION_AT_LAUNCH, on; FP8 operands: off).")
       .def_prop_rw("raster_order", &Gemm::raster_order, &Gemm::set_raster_order,
                    "SM90 persistent schedulers: the order output tiles are walked in (run-time only).")
       .def_prop_rw("max_swizzle_size", &Gemm::max_swizzle_size, &Gemm::set_max_swizzle_size,

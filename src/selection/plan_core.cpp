@@ -18,7 +18,10 @@ bool PlanConfig::fuses_activation_bias_or_scales() const {
 }
 
 bool PlanConfig::takes_activation_at_launch() const {
-  return activation_at_launch.value_or(knobs::flag("GEMMKIT_ACTIVATION_AT_LAUNCH"));
+  // By default only where measured at the compiled-in kernel's speed: 16- and 32-bit operands, not FP8's shorter
+  // mainloop, whose epilogue weighs more.
+  const bool measured = !is_fp8(types.a) && !is_fp8(types.b);
+  return activation_at_launch.value_or(measured && knobs::flag("GEMMKIT_ACTIVATION_AT_LAUNCH"));
 }
 
 PlanCore::PlanCore(const PlanConfig& c, TunedLookup tuned_lookup)
@@ -88,10 +91,10 @@ KernelSpec PlanCore::base_spec(std::optional<int> alignment_a, std::optional<int
   s.alignment_c = alignment_c.value_or(catalog::operand_alignments(where, opclass, t.c, t).front());
   s.swizzle = config.swizzle;
   s.activation = config.activation;
-  // One kernel for every activation of the plan, where asked for: CUTLASS's epilogues on SM90 (not a visitor tree,
-  // which holds its own activation). Identity alone keeps the plain linear combination; with a bias or scale
-  // vectors the fusion has an activation node anyway, which then takes identity at launch like any other.
-  s.activation_at_launch = config.fuses_activation_bias_or_scales() && !config.visitor &&
+  // One kernel for every activation of the plan: CUTLASS's epilogues on SM90. A visitor tree of the plain form is
+  // these settings; any other tree holds its own activation. Identity alone keeps the plain linear combination; with
+  // a bias or scale vectors the fusion has an activation node anyway, which then takes identity at launch.
+  s.activation_at_launch = config.fuses_activation_bias_or_scales() && (!config.visitor || config.visitor_plain) &&
                            s.family == KernelFamily::Sm90Collective && config.takes_activation_at_launch();
   s.bias = config.bias;
   s.scale = config.scale;

@@ -38,7 +38,7 @@ struct PlanConfig {
   Activation activation = Activation::Identity;
   double activation_parameter = 0.01;
   BiasMode bias = BiasMode::None;
-  std::optional<bool> activation_at_launch;  // nullopt: GEMMKIT_ACTIVATION_AT_LAUNCH says
+  std::optional<bool> activation_at_launch;  // nullopt: GEMMKIT_ACTIVATION_AT_LAUNCH says (FP8 operands: off)
   ScaleMode scale = ScaleMode::None;
   BlockScaling block_scaling = BlockScaling::None;
   RasterOrder raster_order = RasterOrder::Heuristic;

@@ -52,9 +52,10 @@ const std::vector<Knob>& all() {
       {"GEMMKIT_WAIT_FOR_BEST", Type::Flag, "off",
        "1 makes run() compile and wait for the kernel a new shape asks for, instead of compiling it in the background "
        "(and a plan's first run builds its chosen kernel, not the quicker lean twin)"},
-      {"GEMMKIT_ACTIVATION_AT_LAUNCH", Type::Flag, "off",
-       "1: an SM90 GEMM plan with a fused activation builds one kernel on CUTLASS's epilogue that takes the "
-       "activation at launch and serves every activation, instead of one kernel per activation"},
+      {"GEMMKIT_ACTIVATION_AT_LAUNCH", Type::OptOut, "on",
+       "0: an SM90 GEMM plan of 16- or 32-bit operands with a fused activation (or a bias, or scale vectors) builds a "
+       "kernel with its activation compiled in, one per activation, instead of one kernel on CUTLASS's epilogue that "
+       "takes the activation at launch and serves them all (FP8 plans compile it in unless they ask)"},
       {"GEMMKIT_LEAN_TMA_STORE", Type::Flag, "off",
        "1: SM90 kernels on gemmkit's lean epilogue stage a 16-bit D in shared memory and store it with TMA "
        "(stmatrix, one asynchronous store per chunk) instead of storing it from registers"},

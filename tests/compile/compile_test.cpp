@@ -101,12 +101,14 @@ TEST(CompileTier, CompileErrorsCarryTheLogAndTheKeptSource) {
   }
 }
 
-// The SM90 kernel is built on the split path (GEMMKIT_SPLIT_BUILD): a cubin entry and a host module entry, two nvcc
-// processes at once; the host module loads with its cubin bound.
+// The SM90 kernel (its activation compiled in, as GEMMKIT_ACTIVATION_AT_LAUNCH=0 builds it) is built on the split
+// path (GEMMKIT_SPLIT_BUILD): a cubin entry and a host module entry, two nvcc processes at once; the host module loads
+// with its cubin bound.
 TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   gk::testenv::TempDir cache_dir;
   gk::testenv::ScopedEnv split("GEMMKIT_SPLIT_BUILD", "1");
   gk::Gemm sm90(f16_row(90));
+  sm90.set_activation_at_launch(false);
   sm90.set_activation(gk::Activation::GELU);
   sm90.set_bias(gk::BiasMode::PerRow);
   gk::GemmOptions sm80_options = f16_row(90);
@@ -146,13 +148,13 @@ TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
   EXPECT_NE(sm80.kernel_name().find("_leaky_relu_biascolumn"), std::string::npos) << sm80.kernel_name();
 }
 
-// A kernel on CUTLASS's TMA epilogue that takes its activation at launch builds (split), and a plan of another
-// activation finds it in the cache instead of building one of its own.
+// A plan's default kernel on CUTLASS's TMA epilogue takes its activation at launch: it builds (split), and a plan of
+// another activation finds it in the cache instead of building one of its own.
 TEST(CompileTier, ActivationAtLaunchKernelBuildsOnceForEveryActivation) {
   gk::testenv::TempDir cache_dir;
   gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
+  gk::testenv::ScopedEnv by_default("GEMMKIT_ACTIVATION_AT_LAUNCH", std::nullopt);
   gk::Gemm plan(f16_row(90));
-  plan.set_activation_at_launch(true);
   plan.set_activation(gk::Activation::SiLU);
   plan.set_bias(gk::BiasMode::PerColumn);
   EXPECT_NE(plan.kernel_name().find("_act_at_launch_biascolumn"), std::string::npos) << plan.kernel_name();
@@ -161,7 +163,6 @@ TEST(CompileTier, ActivationAtLaunchKernelBuildsOnceForEveryActivation) {
   EXPECT_EQ(gk::KernelModule::load(kernel.module_path, kernel.cubin_path)->kernel_name(), plan.kernel_name());
   const int builds = gk::cache_counters().builds;
   gk::Gemm other(f16_row(90));
-  other.set_activation_at_launch(true);
   other.set_activation(gk::Activation::LeakyReLU, 0.2);
   other.set_bias(gk::BiasMode::PerColumn);
   const gk::CompiledKernel again = other.compile();

@@ -225,11 +225,10 @@ TEST(GpuEpilogue, LeanEpilogueTakesEveryActivationBiasAndCAtLaunch) {
   }
 }
 
-// With activation_at_launch an SM90 plan's kernel on CUTLASS's TMA epilogue takes its activation at launch:
-// one kernel per element type and bias mode serves every activation, exact on small integers for the
-// piecewise-linear ones and within the tier's tolerance for the others; changing the activation builds nothing.
-// Without a bias its D is bit for bit the D of the kernel that compiles the activation in (the gpu tier's
-// Activations cases build those).
+// With activation_at_launch (the default for 16-bit operands) an SM90 plan's kernel on CUTLASS's TMA epilogue takes
+// its activation at launch: one kernel per element type and bias mode serves every activation, exact on small integers
+// for the piecewise-linear ones and within the tier's tolerance for the others; changing the activation builds
+// nothing. Without a bias its D is bit for bit the D of the kernel that compiles the activation in.
 TEST(GpuEpilogue, OneKernelOnCutlassEpilogueTakesEveryActivationAtLaunch) {
   if (gk::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   if (device_cc() < 90) GTEST_SKIP() << "activations taken at launch are an SM90 kernel's";
@@ -258,6 +257,7 @@ TEST(GpuEpilogue, OneKernelOnCutlassEpilogueTakesEveryActivationAtLaunch) {
           if (bias == gk::BiasMode::None) {
             const HostMatrix at_launch_d = p.D;
             gk::Gemm compiled_in(cases::epilogue_options(type, device_cc(), 90));
+            compiled_in.set_activation_at_launch(false);
             compiled_in.set_activation(activation, 0.5);
             const int before = gk::cache_counters().builds;
             run_checked(compiled_in, p, piecewise_linear ? 1.0 : 1.25, beta, bias);

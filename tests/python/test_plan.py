@@ -149,6 +149,8 @@ def test_activations():
     assert plan.activation == gemmkit.epilogue.identity
     plan.activation = gemmkit.epilogue.relu
     assert plan.activation == gemmkit.Activation.relu
+    assert plan.kernel_name() == SM90_DEFAULT + "_act_at_launch"
+    plan.activation_at_launch = False
     assert plan.kernel_name() == SM90_DEFAULT + "_relu"
     plan.activation = "gelu_tanh"
     assert plan.activation == gemmkit.epilogue.gelu_tanh
@@ -163,8 +165,7 @@ def test_activations():
 def test_activation_taken_at_launch_shares_one_kernel(monkeypatch):
     monkeypatch.delenv("GEMMKIT_ACTIVATION_AT_LAUNCH", raising=False)
     plan = fp16_plan(90)
-    assert plan.activation_at_launch is False
-    plan.activation_at_launch = True
+    assert plan.activation_at_launch is True  # the default on 16-bit operands
     plan.activation = gemmkit.epilogue.relu
     relu = plan.construct()
     assert relu.activation_at_launch and relu.name() == SM90_DEFAULT + "_act_at_launch"
@@ -177,8 +178,10 @@ def test_activation_taken_at_launch_shares_one_kernel(monkeypatch):
     plan80.activation_at_launch = True
     plan80.activation = gemmkit.epilogue.relu
     assert plan80.kernel_name() == SM80_DEFAULT + "_relu" and not plan80.construct().activation_at_launch
-    monkeypatch.setenv("GEMMKIT_ACTIVATION_AT_LAUNCH", "1")
-    assert fp16_plan(90).activation_at_launch is True
+    monkeypatch.setenv("GEMMKIT_ACTIVATION_AT_LAUNCH", "0")
+    off = fp16_plan(90)
+    off.activation = gemmkit.epilogue.relu
+    assert off.activation_at_launch is False and off.kernel_name() == SM90_DEFAULT + "_relu"
 
 
 def test_swizzling_functors():

@@ -330,14 +330,16 @@ TEST(PlanActivation, ListsTheReferenceActivationsAndNamesTheEpilogue) {
   gk::Gemm plan(f16_row(90));
   plan.set_activation(gk::Activation::ReLU);
   EXPECT_EQ(plan.spec().family, gk::KernelFamily::Sm90Collective);  // no fallback to SM80 kernels
+  EXPECT_EQ(plan.spec().activation, gk::Activation::ReLU);
+  plan.set_activation_at_launch(false);
   EXPECT_NE(plan.kernel_name().find("_relu"), std::string::npos);
 }
 
-// GEMMKIT_ACTIVATION_AT_LAUNCH=1: an SM90 plan with a fused activation takes it at launch, so changing the activation
-// keeps the plan's kernel; identity alone keeps the linear combination's kernel (with a bias, identity is one more
-// activation of the shared kernel), and SM80 kernels compile theirs in.
-TEST(PlanActivation, TakenAtLaunchWhereAskedOneKernelServesEveryActivation) {
-  const gk::testenv::ScopedEnv at_launch("GEMMKIT_ACTIVATION_AT_LAUNCH", "1");
+// By default an SM90 plan with a fused activation takes it at launch, so changing the activation keeps the plan's
+// kernel; identity alone keeps the linear combination's kernel (with a bias, identity is one more activation of the
+// shared kernel), and SM80 kernels compile theirs in.
+TEST(PlanActivation, TakenAtLaunchByDefaultOneKernelServesEveryActivation) {
+  const gk::testenv::ScopedEnv unset("GEMMKIT_ACTIVATION_AT_LAUNCH", std::nullopt);
   gk::Gemm plan(f16_row(90));
   EXPECT_FALSE(plan.spec().activation_at_launch);
   plan.set_activation(gk::Activation::ReLU);
@@ -363,21 +365,31 @@ TEST(PlanActivation, TakenAtLaunchWhereAskedOneKernelServesEveryActivation) {
   EXPECT_NE(old_plan.kernel_name().find("_relu"), std::string::npos);
 }
 
-// Compiled in by default; a plan's own choice wins over the variable either way.
-TEST(PlanActivation, CompiledInUnlessAsked) {
+// At launch by default on 16-bit operands, compiled in for FP8 and where GEMMKIT_ACTIVATION_AT_LAUNCH=0; a plan's own
+// choice wins over either.
+TEST(PlanActivation, AtLaunchUnlessFp8OrTurnedOff) {
   std::optional<gk::testenv::ScopedEnv> unset(std::in_place, "GEMMKIT_ACTIVATION_AT_LAUNCH", std::nullopt);
   gk::Gemm plan(f16_row(90));
   plan.set_activation(gk::Activation::GELU);
+  EXPECT_TRUE(plan.activation_at_launch());
+  EXPECT_TRUE(plan.spec().activation_at_launch);
+  plan.set_activation_at_launch(false);
   EXPECT_FALSE(plan.activation_at_launch());
   EXPECT_FALSE(plan.spec().activation_at_launch);
   EXPECT_NE(plan.kernel_name().find("_gelu"), std::string::npos);
-  plan.set_activation_at_launch(true);
-  EXPECT_TRUE(plan.activation_at_launch());
-  EXPECT_TRUE(plan.spec().activation_at_launch);
+
+  gk::Gemm fp8(gk::testing::fp8_tn(90));
+  fp8.set_activation(gk::Activation::GELU);
+  EXPECT_FALSE(fp8.activation_at_launch());
+  EXPECT_NE(fp8.kernel_name().find("_gelu"), std::string::npos) << fp8.kernel_name();
+  fp8.set_activation_at_launch(true);
+  EXPECT_TRUE(fp8.spec().activation_at_launch);
+
   unset.reset();
-  const gk::testenv::ScopedEnv at_launch("GEMMKIT_ACTIVATION_AT_LAUNCH", "1");
+  const gk::testenv::ScopedEnv off("GEMMKIT_ACTIVATION_AT_LAUNCH", "0");
   gk::Gemm other(f16_row(90));
   other.set_activation(gk::Activation::GELU);
-  other.set_activation_at_launch(false);
   EXPECT_FALSE(other.spec().activation_at_launch);
+  other.set_activation_at_launch(true);
+  EXPECT_TRUE(other.spec().activation_at_launch);
 }

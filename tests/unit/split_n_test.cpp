@@ -79,7 +79,7 @@ TEST(SplitN, EveryTileRendersOnItsOwnCollectivesAndNamesItself) {
   for (const gk::TileDescription& td : split_n_tiles(plan)) {
     plan.set_tile_description(td);
     const std::string name = plan.kernel_name();
-    EXPECT_TRUE(contains(name, "_warpspecialized_cooperative_splitn_epi_tma_relu_biascolumn")) << name;
+    EXPECT_TRUE(contains(name, "_warpspecialized_cooperative_splitn_epi_tma_act_at_launch_biascolumn")) << name;
     const gk::KernelSource source = gk::render(plan.spec());
     EXPECT_TRUE(contains(source.text, "#include \"gemmkit/sm90_split_n.hpp\"")) << source.text;
     EXPECT_TRUE(contains(source.text, "gemmkit::sm90::SplitNCollectives<CtaTile")) << source.text;

@@ -93,8 +93,8 @@ std::vector<OptionRow> plan_table() {
       {"activation-parameter", "X", "the leaky_relu slope (needs --activation; default 0.01)", real_check()},
       {"bias", "MODE", "a bias vector added before the activation, " + one_of<BiasMode>(), enum_check<BiasMode>()},
       {"activation-at-launch", "0|1",
-       "SM90 GEMM plans: 1 builds one kernel that takes the activation at launch and serves every activation "
-       "(default: GEMMKIT_ACTIVATION_AT_LAUNCH, off)",
+       "SM90 GEMM plans: 1 builds one kernel that takes the activation at launch and serves every activation, 0 "
+       "compiles it in (default: GEMMKIT_ACTIVATION_AT_LAUNCH, on; FP8 operands: off)",
        integer_one_of({0, 1})},
       {"block-scaling", "MODE",
        "SM90 FP8 plans (GEMM or --grouped): block scales in the mainloop (blockwise: A per row and 128-wide K "
