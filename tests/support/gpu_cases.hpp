@@ -511,6 +511,13 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
     for (BiasMode bias : {BiasMode::None, BiasMode::PerRow, BiasMode::PerColumn}) {
       out.push_back(activation_at_launch_spec(type, bias, cc));
     }
+    // The kernels that compile each activation in, which the at-launch kernel's output is compared with.
+    for (Activation activation : all_activations()) {
+      Gemm plan(epilogue_options(type, cc, 90));
+      plan.set_activation_at_launch(false);
+      plan.set_activation(activation);
+      out.push_back(spec_for_shape(plan, kMatrixShape));
+    }
   }
   for (int kernel_cc : wanted("epilogue") ? kernel_generations(cc) : std::vector<int>{}) {
     for (DataType type : epilogue_types()) {
