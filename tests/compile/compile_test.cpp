@@ -149,12 +149,15 @@ TEST(CompileTier, FusedEpilogueKernelsOfBothFamiliesBuild) {
 }
 
 // A plan's default kernel on CUTLASS's TMA epilogue takes its activation at launch: it builds (split), and a plan of
-// another activation finds it in the cache instead of building one of its own.
+// another activation finds it in the cache instead of building one of its own. With an f16 accumulator, as the
+// reference's epilogue notebook declares, the epilogue computes in f16 and the launch's f32 leaky_relu slope converts.
 TEST(CompileTier, ActivationAtLaunchKernelBuildsOnceForEveryActivation) {
   gk::testenv::TempDir cache_dir;
   gk::testenv::ScopedEnv env("GEMMKIT_CACHE_DIR", cache_dir.str());
   gk::testenv::ScopedEnv by_default("GEMMKIT_ACTIVATION_AT_LAUNCH", std::nullopt);
-  gk::Gemm plan(f16_row(90));
+  gk::GemmOptions f16_accumulator = f16_row(90);
+  f16_accumulator.element_accumulator = gk::DataType::f16;
+  gk::Gemm plan(f16_accumulator);
   plan.set_activation(gk::Activation::SiLU);
   plan.set_bias(gk::BiasMode::PerColumn);
   EXPECT_NE(plan.kernel_name().find("_act_at_launch_biascolumn"), std::string::npos) << plan.kernel_name();
@@ -162,7 +165,7 @@ TEST(CompileTier, ActivationAtLaunchKernelBuildsOnceForEveryActivation) {
   EXPECT_FALSE(kernel.cache_hit);
   EXPECT_EQ(gk::KernelModule::load(kernel.module_path, kernel.cubin_path)->kernel_name(), plan.kernel_name());
   const int builds = gk::cache_counters().builds;
-  gk::Gemm other(f16_row(90));
+  gk::Gemm other(f16_accumulator);
   other.set_activation(gk::Activation::LeakyReLU, 0.2);
   other.set_bias(gk::BiasMode::PerColumn);
   const gk::CompiledKernel again = other.compile();

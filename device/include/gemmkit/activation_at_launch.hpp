@@ -42,7 +42,11 @@ CUTLASS_HOST_DEVICE T apply(T const& x, int32_t kind, float parameter) {
   switch (kind) {
     case GK_ACTIVATION_GELU: return typename F::template GELU<T>{}(x);
     case GK_ACTIVATION_HARDSWISH: return th::HardSwish<T>{}(x);
-    case GK_ACTIVATION_LEAKY_RELU: return th::LeakyReLU<T>{}(x, typename th::LeakyReLU<T>::Arguments{parameter});
+    case GK_ACTIVATION_LEAKY_RELU: {
+      // The slope in the compute type, which is f16 where the plan accumulates in f16.
+      using Slope = typename th::LeakyReLU<T>::Arguments;
+      return th::LeakyReLU<T>{}(x, Slope{static_cast<decltype(Slope::leaky_alpha)>(parameter)});
+    }
     case GK_ACTIVATION_RELU: return th::ReLu<T>{}(x);
     case GK_ACTIVATION_SIGMOID: return typename F::template Sigmoid<T>{}(x);
     case GK_ACTIVATION_SILU: return typename F::template SiLu<T>{}(x);
