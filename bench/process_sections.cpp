@@ -82,7 +82,7 @@ SectionResult compile_section(Context& ctx) {
   // default build (SM90 kernels: a cubin and a host module at once), and beside it the same kernel in one nvcc pass
   // (GEMMKIT_SPLIT_BUILD=0, how every kernel was built before the split build). On SM90
   // the _lean rows are the same plans on gemmkit's lean epilogue, which takes the epilogue at launch (bias + relu is
-  // the plain kernel); the default kernels compile CUTLASS's TMA epilogue and the epilogue in.
+  // the plain kernel); the default kernels compile CUTLASS's TMA epilogue, with the activation a launch argument.
   struct Kind {
     const char* kind;
     const char* label;
@@ -142,8 +142,8 @@ SectionResult compile_section(Context& ctx) {
       "## Cold compile (empty GEMMKIT_CACHE_DIR, fresh process, one kernel at a time)\n\n"
       "The default build of SM90 kernels (GEMM, grouped GEMM, Conv2d) runs nvcc twice at once (a cubin and a host "
       "module); the rows marked one nvcc pass build the same kernel as one module (GEMMKIT_SPLIT_BUILD=0). "
-      "CUTLASS TMA: the default configuration, the epilogue compiled in; lean: the same tile on gemmkit's lean "
-      "epilogue "
+      "CUTLASS TMA: the default configuration (the f16 plan's activation taken at launch, one kernel for every "
+      "activation; FP8's scale vectors compiled in); lean: the same tile on gemmkit's lean epilogue "
       "(epilogue schedule Lean), whose activation, bias and scale vectors are launch arguments (every plain "
       "epilogue of a plan shares the kernel).\n\n" +
       table.markdown();
