@@ -66,6 +66,20 @@ def trees():
     return {"identity": None, "notebook": notebook_tree(), "row_sum": row_sum_tree()}
 
 
+def make_tensors(m, n, k):
+    """A, B, C, aux, bias (one per row), D, F (the notebook tree's second output) and the row sum's output."""
+    import torch
+
+    torch.manual_seed(0)
+    A = torch.randn(m, k, dtype=torch.float16, device="cuda") * 0.1
+    B = torch.randn(k, n, dtype=torch.float16, device="cuda") * 0.1
+    C = torch.randn(m, n, dtype=torch.float16, device="cuda")
+    aux = torch.randn(m, n, dtype=torch.float16, device="cuda")
+    bias = torch.randn(m, 1, dtype=torch.float16, device="cuda")
+    D = torch.empty(m, n, dtype=torch.float16, device="cuda")
+    return A, B, C, aux, bias, D, torch.empty_like(D), torch.zeros(n, dtype=torch.float32, device="cuda")
+
+
 def prebuild(cc, shapes, tiles):
     specs = []
     for m, n, k in shapes:
@@ -105,15 +119,7 @@ def main():
     compiled = None if args.no_compile else torch.compile(eager)
     results = []
     for m, n, k in shapes:
-        torch.manual_seed(0)
-        A = torch.randn(m, k, dtype=torch.float16, device="cuda") * 0.1
-        B = torch.randn(k, n, dtype=torch.float16, device="cuda") * 0.1
-        C = torch.randn(m, n, dtype=torch.float16, device="cuda")
-        aux = torch.randn(m, n, dtype=torch.float16, device="cuda")
-        bias = torch.randn(m, 1, dtype=torch.float16, device="cuda")
-        D = torch.empty(m, n, dtype=torch.float16, device="cuda")
-        F = torch.empty_like(D)
-        sums = torch.zeros(n, dtype=torch.float32, device="cuda")
+        A, B, C, aux, bias, D, F, sums = make_tensors(m, n, k)
         alpha, beta = 0.5, 0.5
 
         plain, visitor, reduced = make_plan(), make_plan(tree=notebook_tree()), make_plan(tree=row_sum_tree())

@@ -13,14 +13,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--shape", default="8192x8192x8192")
     m, n, k = (int(x) for x in parser.parse_args().shape.split("x"))
-    A = torch.randn(m, k, dtype=torch.float16, device="cuda") * 0.1
-    B = torch.randn(k, n, dtype=torch.float16, device="cuda") * 0.1
-    C = torch.randn(m, n, dtype=torch.float16, device="cuda")
-    aux = torch.randn(m, n, dtype=torch.float16, device="cuda")
-    bias = torch.randn(m, 1, dtype=torch.float16, device="cuda")
-    D = torch.empty(m, n, dtype=torch.float16, device="cuda")
-    F = torch.empty_like(D)
-    sums = torch.zeros(n, dtype=torch.float32, device="cuda")
+    A, B, C, aux, bias, D, F, sums = evt.make_tensors(m, n, k)
     # The calls evt.py times.
     plain, visitor, reduced = evt.make_plan(), evt.make_plan(tree=evt.notebook_tree()), evt.make_plan(
         tree=evt.row_sum_tree())
@@ -38,6 +31,7 @@ def main():
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
         print(name, flush=True)
+
 
 if __name__ == "__main__":
     main()
