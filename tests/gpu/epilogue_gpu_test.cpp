@@ -256,9 +256,7 @@ TEST(GpuEpilogue, OneKernelOnCutlassEpilogueTakesEveryActivationAtLaunch) {
           const std::string what = std::string(gk::to_string(activation)) + " beta " + std::to_string(beta);
           if (bias == gk::BiasMode::None) {
             const HostMatrix at_launch_d = p.D;
-            gk::Gemm compiled_in(cases::epilogue_options(type, device_cc(), 90));
-            compiled_in.set_activation_at_launch(false);
-            compiled_in.set_activation(activation, 0.5);
+            gk::Gemm compiled_in = cases::compiled_in_plan(type, activation, device_cc());
             const int before = gk::cache_counters().builds;
             run_checked(compiled_in, p, piecewise_linear ? 1.0 : 1.25, beta, bias);
             other_builds += gk::cache_counters().builds - before;

@@ -135,6 +135,14 @@ inline KernelSpec activation_at_launch_spec(DataType type, BiasMode bias, int cc
   return spec_for_shape(plan, kMatrixShape);
 }
 
+// The SM90 plan whose kernel compiles `activation` in: what the at-launch kernel's output is compared with.
+inline Gemm compiled_in_plan(DataType type, Activation activation, int cc, double slope = 0.5) {
+  Gemm plan(epilogue_options(type, cc, 90));
+  plan.set_activation_at_launch(false);
+  plan.set_activation(activation, slope);
+  return plan;
+}
+
 inline std::vector<int> kernel_generations(int cc) {
   return cc >= 90 ? std::vector<int>{90, 80} : std::vector<int>{80};
 }
@@ -511,11 +519,8 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
     for (BiasMode bias : {BiasMode::None, BiasMode::PerRow, BiasMode::PerColumn}) {
       out.push_back(activation_at_launch_spec(type, bias, cc));
     }
-    // The kernels that compile each activation in, which the at-launch kernel's output is compared with.
     for (Activation activation : all_activations()) {
-      Gemm plan(epilogue_options(type, cc, 90));
-      plan.set_activation_at_launch(false);
-      plan.set_activation(activation);
+      Gemm plan = compiled_in_plan(type, activation, cc);
       out.push_back(spec_for_shape(plan, kMatrixShape));
     }
   }
