@@ -47,6 +47,9 @@ enum class KernelSchedule {
   // CUTLASS's TMA cooperative kernel with its two consumer warp groups splitting the CTA tile along N instead of M:
   // 192-row tiles (gemmkit's own collective assembly, device/include/gemmkit/sm90_split_n.hpp).
   TmaWarpSpecializedCooperativeSplitN,
+  // CUTLASS's TMA cooperative FP8 kernel with gemmkit's consumer loop, which promotes one half of the tile's columns
+  // while the other half's GMMAs run (device/include/gemmkit/sm90_fp8_overlap.hpp).
+  TmaWarpSpecializedCooperativeFP8Overlap,
 };
 // Lean: gemmkit's own SM90 epilogue, which takes the activation, bias and scale vectors at launch (one kernel serves
 // every plain epilogue of a plan) and builds in about half the time of CUTLASS's TMA epilogue.
@@ -185,6 +188,8 @@ struct EnumTable<KernelSchedule> {
        "cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative", "_cpasync_warpspecialized_cooperative"},
       {KernelSchedule::TmaWarpSpecializedCooperativeSplitN, "TmaWarpSpecializedCooperativeSplitN",
        "cutlass::gemm::KernelTmaWarpSpecializedCooperative", "_warpspecialized_cooperative_splitn"},
+      {KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap, "TmaWarpSpecializedCooperativeFP8Overlap",
+       "cutlass::gemm::KernelTmaWarpSpecializedCooperative", "_warpspecialized_cooperative_fp8overlap"},
   };
 };
 

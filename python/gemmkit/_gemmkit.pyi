@@ -123,6 +123,7 @@ class KernelScheduleType(enum.Enum):
     CpAsyncWarpSpecializedCooperative = 6
 
     TmaWarpSpecializedCooperativeSplitN = 7
+    TmaWarpSpecializedCooperativeFP8Overlap = 8
 
 class EpilogueScheduleType(enum.Enum):
     """SM90 epilogue schedules."""

@@ -40,6 +40,7 @@ bool is_cooperative(const KernelSpec& spec) {
   switch (spec.tile.kernel_schedule) {
     case KernelSchedule::TmaWarpSpecializedCooperative:
     case KernelSchedule::TmaWarpSpecializedCooperativeSplitN:
+    case KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap:
     case KernelSchedule::CpAsyncWarpSpecializedCooperative: return true;
     case KernelSchedule::Auto:
       return moves_16_byte_rows(spec.alignment_a, spec.element_a) &&
@@ -50,7 +51,8 @@ bool is_cooperative(const KernelSpec& spec) {
 
 bool is_tma_schedule(KernelSchedule k) {
   return k == KernelSchedule::TmaWarpSpecialized || k == KernelSchedule::TmaWarpSpecializedPingpong ||
-         k == KernelSchedule::TmaWarpSpecializedCooperative || k == KernelSchedule::TmaWarpSpecializedCooperativeSplitN;
+         k == KernelSchedule::TmaWarpSpecializedCooperative || k == KernelSchedule::TmaWarpSpecializedCooperativeSplitN ||
+         k == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap;
 }
 
 // Whether the cooperative kernel's warp groups split the tile along N (sm90_split_n.hpp).
@@ -222,6 +224,47 @@ void check_block_scaling(const KernelSpec& spec) {
         "Block scaling takes one scale per 128-deep K block and per 128 columns of B: the CTA tile must be 128 deep "
         "and a multiple of 128 wide; it is " +
         shape_text(cta) + ". Use a 128 x 128 or 64 x 128 CTA tile.");
+  }
+}
+
+// Whether the FP8 mainloop is gemmkit's, whose promotion overlaps the GMMAs (sm90_fp8_overlap.hpp).
+bool overlaps_promotion(const KernelSpec& spec) {
+  return spec.tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap;
+}
+
+// CTA tiles of the overlapped FP8 mainloop: 128 rows (a 64-row GMMA atom per warp group) and a width whose halves are
+// GMMA atoms, within the promoted accumulators' register budget (fp8_accumulators_fit); 128 deep, one promotion per
+// K tile.
+const std::vector<Cta> kFp8OverlapCtas = {{128, 192}, {128, 128}};
+
+// Where the overlapped FP8 mainloop applies: FP8 A and B promoted into f32 (not fast accumulation, no block scales)
+// on one of its CTA tiles, on the Default tile scheduler, under CUTLASS's cooperative epilogues. Stream-K, split-K,
+// visitor trees and the lean epilogue keep CUTLASS's mainloop.
+void check_fp8_overlap(const KernelSpec& spec) {
+  if (!overlaps_promotion(spec)) return;
+  const auto refuse = [&](const std::string& why) {
+    fail("Kernel schedule TmaWarpSpecializedCooperativeFP8Overlap " + why);
+  };
+  if (!is_fp8(spec.element_a) || !is_fp8(spec.element_b) || spec.element_accumulator != DataType::f32) {
+    refuse("is an FP8 mainloop: e4m3 / e5m2 A and B with an f32 accumulator.");
+  }
+  if (fast_accumulation(spec) || blockwise(spec)) {
+    refuse("promotes into f32 every 128 elements of K; it takes no fast accumulation and no block scales.");
+  }
+  const Shape3 cta = spec.tile.cta_tile();
+  const bool listed = std::any_of(kFp8OverlapCtas.begin(), kFp8OverlapCtas.end(),
+                                  [&](const Cta& c) { return c.m == cta[0] && c.n == cta[1]; });
+  if (!listed || cta[2] != 128) {
+    refuse("has CTA tiles of 128 x 192 x 128 and 128 x 128 x 128; the CTA tile is " + shape_text(cta) + ".");
+  }
+  if (uses_stream_k(spec) || spec.split_k_mode == SplitKMode::Parallel) {
+    refuse("runs on the Default tile scheduler (no Stream-K or split-K).");
+  }
+  if (spec.visitor) refuse("takes no epilogue visitor tree.");
+  const EpilogueSchedule e = spec.tile.epilogue_schedule;
+  if (e != EpilogueSchedule::TmaWarpSpecializedCooperative && e != EpilogueSchedule::NoSmemWarpSpecialized) {
+    refuse("stores D with the TmaWarpSpecializedCooperative or NoSmemWarpSpecialized epilogue; got " +
+           std::string(to_string(e)) + ".");
   }
 }
 
@@ -467,24 +510,28 @@ Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
 }
 
 // The kernels the family renders, each from a template and glue header of its own.
-enum class Kind { Default, Blockwise, ParallelSplitK, Visitor, Lean, SplitN };
+enum class Kind { Default, Blockwise, ParallelSplitK, Visitor, Lean, SplitN, Fp8Overlap };
 
 Kind kind_of(const KernelSpec& spec) {
   if (spec.visitor) return Kind::Visitor;  // its fusion replaces bias, scales and activation
   if (lean_epilogue(spec)) return Kind::Lean;
   if (splits_n(spec)) return Kind::SplitN;
+  if (overlaps_promotion(spec)) return Kind::Fp8Overlap;
   if (spec.split_k_mode == SplitKMode::Parallel) return Kind::ParallelSplitK;  // partial sums, then a reduction
   return blockwise(spec) ? Kind::Blockwise : Kind::Default;
 }
 
-// The placeholders of sm90_gemm.cu.in, which serves both mainloops: its glue, the mainloop's operand layouts and the
-// module class. A block-scaled mainloop pairs each operand's layout with its scales' and takes its own module.
+// The placeholders of sm90_gemm.cu.in, which serves three mainloops: its glue, the mainloop's operand layouts, the
+// module class and a class template of gemmkit's that derives the builder's collective (empty: the builder's own). A
+// block-scaled mainloop pairs each operand's layout with its scales' and takes its own module.
 Placeholders with_mainloop(Placeholders out, std::string_view glue, std::string layout_a, std::string layout_b,
-                           std::string module) {
+                           std::string module, std::string_view own_mainloop = {}) {
   out.insert(out.end(), {{"glue_header", std::string(glue)},
                          {"mainloop_layout_a", std::move(layout_a)},
                          {"mainloop_layout_b", std::move(layout_b)},
-                         {"module", std::move(module)}});
+                         {"module", std::move(module)},
+                         {"own_mainloop_open", own_mainloop.empty() ? "" : std::string(own_mainloop) + "<"},
+                         {"own_mainloop_close", own_mainloop.empty() ? "" : ">"}});
   return out;
 }
 
@@ -517,6 +564,11 @@ const KindRow& kind_row(Kind kind) {
          return with_mainloop(cutlass_epilogue_placeholders(spec), row.glue_header,
                               "cute::tuple<LayoutA, gemmkit::sm90::LayoutSFA>",
                               "cute::tuple<LayoutB, gemmkit::sm90::LayoutSFB>", "gemmkit::sm90::BlockwiseModule");
+       }},
+      {Kind::Fp8Overlap, "sm90_gemm.cu.in", "gemmkit/sm90_fp8_overlap.hpp",
+       [](const KernelSpec& spec, const KindRow& row) {
+         return with_mainloop(cutlass_epilogue_placeholders(spec), row.glue_header, "LayoutA", "LayoutB",
+                              "gemmkit::sm90::Module", "gemmkit::sm90::Fp8OverlappedPromotion");
        }},
       {Kind::ParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_gemm.hpp", cutlass_epilogue_only},
       {Kind::Visitor, "sm90_gemm_visitor.cu.in", "gemmkit/sm90_gemm.hpp", cutlass_epilogue_only},
@@ -568,11 +620,26 @@ class Sm90Collective final : public Family {
   }
 
   // FP8 lists every configuration twice: with CUTLASS's promotion into f32 every 128 deep (the default), then with
-  // fast accumulation.
+  // fast accumulation; then the tiles of gemmkit's overlapped promotion.
   std::vector<TileDescription> tile_descriptions(OpClass opclass, const OperandTypes& types, const DeviceLimits& limits,
                                                  int alignment_a, int alignment_b) const override {
     std::vector<TileDescription> out = promoted_tiles(opclass, types, limits, alignment_a, alignment_b);
-    if (is_fp8(types.a)) add_fast_accumulation_twins(out);
+    if (!is_fp8(types.a)) return out;
+    add_fast_accumulation_twins(out);
+    // Last, for the tuner and for plans that set them: the overlapped promotion (check_fp8_overlap), on CUTLASS's
+    // cooperative TMA epilogue, in each cluster of the table.
+    if (!moves_16_byte_rows(alignment_a, types.a) || !moves_16_byte_rows(alignment_b, types.b)) return out;
+    for (const Cta& cta : kFp8OverlapCtas) {
+      for (const Shape3& cluster : kClusters) {
+        TileDescription td;
+        td.cluster_shape = cluster;
+        td.threadblock_shape = {cta.m * cluster[0], cta.n * cluster[1], tile_k(types.a)};
+        td.warp_count = {4, 1, 1};
+        td.kernel_schedule = KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap;
+        td.epilogue_schedule = EpilogueSchedule::TmaWarpSpecializedCooperative;
+        out.push_back(td);
+      }
+    }
     return out;
   }
 
@@ -696,6 +763,7 @@ class Sm90Collective final : public Family {
     check_lean(spec);
     check_activation_at_launch(spec);
     check_split_n(spec);
+    check_fp8_overlap(spec);
     check_sm90_stages(td);
     check_shared_memory(spec, limits);
     if (spec.visitor) {

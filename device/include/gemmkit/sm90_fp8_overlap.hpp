@@ -1,0 +1,167 @@
+// device/include/gemmkit/sm90_fp8_overlap.hpp: gemmkit's FP8 mainloop for cooperative SM90 kernels, whose promotion
+// overlaps the tensor cores' work (kernel schedule TmaWarpSpecializedCooperativeFP8Overlap).
+//
+// CUTLASS's FP8 mainloop issues a K tile's GMMAs into a set of partial accumulators, waits until all of them are done
+// and adds the partials into the f32 accumulators: while a warp group adds, its tensor-core queue is empty. This one
+// issues each K tile as two batches of GMMAs, one per half of the tile's columns, into the two halves of the partials,
+// and adds one half while the other half's batch runs, so the queue always holds a batch:
+//
+//   K tile k:  issue half 0 (k) | wait for half 1 (k-1), add it, release stage k-1 | issue half 1 (k) |
+//              wait for half 0 (k), add it
+//
+// The promotion stays once per 128-deep K tile (CUTLASS's default interval; the runtime interval argument is not
+// read), so the sums are CUTLASS's and torch._scaled_mm's, bit for bit. The registers are CUTLASS's too: the f32
+// accumulators and one set of partials. Each half's GMMAs read the tile's rows of A again (a quarter more
+// shared-memory reads per K tile). Everything but the consumer's loop (TMA loads, pipeline, shared-memory layouts,
+// the kernel and its epilogue, which see the builder's TiledMma) is the builder's collective, which this one derives.
+#pragma once
+
+#include "gemmkit/sm90_gemm.hpp"
+
+namespace gemmkit::sm90 {
+
+template <class BuilderMainloop>
+struct Fp8OverlappedPromotion : BuilderMainloop {
+  using Base = BuilderMainloop;
+  using typename Base::DispatchPolicy;
+  using typename Base::ElementA;
+  using typename Base::ElementAccumulator;
+  using typename Base::ElementB;
+  using typename Base::MainloopPipeline;
+  using typename Base::Params;
+  using typename Base::PipelineState;
+  using typename Base::SmemLayoutA;
+  using typename Base::SmemLayoutB;
+  using typename Base::TensorStorage;
+  using typename Base::TileShape;
+  using typename Base::TiledMma;
+
+  static_assert(cute::is_same_v<DispatchPolicy, cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<
+                                                    DispatchPolicy::Stages, typename DispatchPolicy::ClusterShape,
+                                                    typename DispatchPolicy::Schedule>>,
+                "the overlapped promotion replaces the loop of CUTLASS's FP8 mainloop (promoted, not fast accumulation)");
+  static constexpr int kWarpGroups = cute::size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
+  static_assert(cute::size<2>(typename TiledMma::ThrLayoutVMNK{}) == 1,
+                "the builder's warp groups split the tile's rows, so each holds all of its columns");
+  static constexpr int kColumns = cute::size<1>(TileShape{});
+  static constexpr int kDepth = cute::size<2>(TileShape{});
+  static_assert(kDepth == 128, "one promotion per K tile is CUTLASS's interval of 128 elements of K");
+  static_assert(cute::size<1>(typename TiledMma::AtomShape_MNK{}) == kColumns,
+                "each warp group's GMMA atom spans the tile's columns (so MMA_N is 1)");
+  static_assert(kColumns % 32 == 0, "each half is a GMMA atom of its own, a multiple of 16 columns wide");
+
+  // One warp group's GMMAs over half of the tile's columns; its accumulator layout is the first (or last) half of the
+  // full atom's, whose values run over column blocks of 8 outermost (cute's CLayout_64xN).
+  using HalfAtom =
+      decltype(cute::GMMA::ss_op_selector<ElementA, ElementB, ElementAccumulator,
+                                          cute::Shape<cute::_64, cute::Int<kColumns / 2>, cute::Int<kDepth>>,
+                                          cute::GMMA::Major::K, cute::GMMA::Major::K>());
+  using HalfMma = decltype(cute::make_tiled_mma(HalfAtom{}, cute::Layout<cute::Shape<cute::Int<kWarpGroups>, cute::_1,
+                                                                                     cute::_1>>{}));
+  static_assert(cute::size<1>(typename HalfMma::AtomShape_MNK{}) == kColumns / 2, "no GMMA atom spans half the tile");
+
+  // accum (full atom: ((2, 2, kColumns / 8), MMA_M, 1)) += partial's half (((2, 2, kColumns / 16), MMA_M, 2)).
+  // Called after the wait that retires the half's GMMAs; the fence keeps the compiler from hoisting the adds above it
+  // (the wait names no registers).
+  template <int Half, class Accumulators, class Partials>
+  CUTLASS_DEVICE static void promote(Accumulators& accum, Partials& partial) {
+    auto half_partial = partial(cute::_, cute::_, cute::Int<Half>{});
+    cute::warpgroup_fence_operand(half_partial);
+    constexpr int kBlocks = decltype(cute::size<0, 2>(partial))::value;
+    static_assert(decltype(cute::size<0, 2>(accum))::value == 2 * kBlocks, "accumulators of the full atom");
+    CUTLASS_PRAGMA_UNROLL
+    for (int m = 0; m < cute::size<1>(partial); ++m) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int block = 0; block < kBlocks; ++block) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int j = 0; j < 2; ++j) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int i = 0; i < 2; ++i) {
+            accum(cute::make_coord(cute::make_coord(i, j, block + Half * kBlocks), m, 0)) +=
+                partial(cute::make_coord(cute::make_coord(i, j, block), m, Half));
+          }
+        }
+      }
+    }
+  }
+
+  template <class FrgTensorC>
+  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum, int k_tile_count,
+                          int thread_idx, TensorStorage& shared_tensors, Params const&) {
+    using namespace cute;
+    static_assert(is_rmem<FrgTensorC>::value, "C tensor must be rmem resident.");
+    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});  // (BLK_N,BLK_K,PIPE)
+
+    Layout warp_group_thread_layout = make_layout(Int<kWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
+    const int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    HalfMma half_mma;
+    auto thread_mma = half_mma.get_slice(warp_group_thread_layout(warp_group_idx));
+    Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));  // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));  // (MMA,2,MMA_K,PIPE): the two halves
+    Tensor partial = partition_fragment_C(half_mma, take<0, 2>(TileShape{}));  // (MMA,MMA_M,2)
+    CUTE_STATIC_ASSERT_V(size<1>(tCrB) == Int<2>{});
+    CUTE_STATIC_ASSERT_V(size<2>(partial) == Int<2>{});
+    CUTE_STATIC_ASSERT_V(size<1>(partial) == size<1>(accum));
+    CUTE_STATIC_ASSERT_V(size(partial) == size(accum));
+
+    // One batch of GMMAs: a K tile of one half into that half's partials (zeroed by the first GMMA).
+    auto issue = [&](auto half, int stage) {
+      Tensor half_partial = partial(_, _, half);
+      warpgroup_fence_operand(half_partial);
+      warpgroup_arrive();
+      half_mma.accumulate_ = GMMA::ScaleOut::Zero;
+      CUTLASS_PRAGMA_UNROLL
+      for (int k_block = 0; k_block < size<2>(tCrA); ++k_block) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int m = 0; m < size<1>(tCrA); ++m) {
+          cute::gemm(half_mma, tCrA(_, m, k_block, stage), tCrB(_, half, k_block, stage), half_partial(_, m));
+        }
+        half_mma.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+      warpgroup_fence_operand(half_partial);
+    };
+
+    clear(accum);
+    warpgroup_fence_operand(accum);
+    if (k_tile_count <= 0) return;
+    PipelineState smem_pipe_release = smem_pipe_read;
+
+    pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
+    issue(_0{}, smem_pipe_read.index());
+    issue(_1{}, smem_pipe_read.index());
+    warpgroup_wait<1>();
+    promote<0>(accum, partial);
+    ++smem_pipe_read;
+
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (--k_tile_count; k_tile_count > 0; --k_tile_count) {
+      pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
+      const int read_stage = smem_pipe_read.index();
+      // The previous tile's half 1 is retired before this tile's half 0 is issued, not after: ptxas serializes every
+      // GMMA of a loop whose body reads the partials of a batch issued in an earlier iteration after a wait that
+      // leaves a batch in flight (C7514). Its batch has run through the previous half 0's promotion, so the queue
+      // is empty only while this batch is issued.
+      warpgroup_wait<0>();
+      issue(_0{}, read_stage);
+      promote<1>(accum, partial);
+      pipeline.consumer_release(smem_pipe_release);
+      ++smem_pipe_release;
+      issue(_1{}, read_stage);
+      warpgroup_wait<1>();  // this tile's half 0
+      promote<0>(accum, partial);
+      ++smem_pipe_read;
+    }
+
+    warpgroup_wait<0>();
+    promote<1>(accum, partial);
+    pipeline.consumer_release(smem_pipe_release);
+    warpgroup_fence_operand(accum);
+  }
+
+  // mma() released every stage it read and waited for every GMMA.
+  CUTLASS_DEVICE void mma_tail(MainloopPipeline, PipelineState, int) {}
+};
+
+}  // namespace gemmkit::sm90
