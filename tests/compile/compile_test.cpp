@@ -1,6 +1,6 @@
-// tests/compile/compile_test.cpp: nvcc really builds one SM80 and one SM90 kernel (and an FP8 one with scale vectors)
-// into a fresh cache; the second request is a cache hit (counted, not timed), also from a fresh process; the module
-// loads and names itself.
+// tests/compile/compile_test.cpp: nvcc really builds one SM80 and one SM90 kernel (and FP8 ones: scale vectors,
+// gemmkit's overlapped promotion) into a fresh cache; the second request is a cache hit (counted, not timed), also
+// from a fresh process; the module loads and names itself.
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -20,6 +20,7 @@
 #include "gemmkit/grouped_gemm.hpp"
 #include "gemmkit/jit.hpp"
 #include "gemmkit/packs.hpp"
+#include "jit/process.hpp"
 #include "runtime/kernel_module.hpp"
 #include "support/cli.hpp"
 #include "unit/test_env.hpp"
@@ -268,6 +269,43 @@ TEST(CompileTier, SplitNCooperativeKernelBuildsAndTakesAProblem) {
   gk_gemm_args args = packed_args(2400, 3232, 4096, buffer);
   args.bias = buffer;
   EXPECT_EQ(module->can_implement(args), GK_OK);
+}
+
+// gemmkit's FP8 mainloop with the promotion overlapped (the default tile, 128 x 192 in a 2x1 cluster, with row and
+// column scales) builds, loads and takes a problem; and ptxas keeps its GMMAs asynchronous: a batch's partials read
+// while another batch runs, in the wrong place, make ptxas serialize every GMMA of the kernel (its info C7514), which
+// only `-Xptxas -v` shows; the kernel would still be exact, and slower than CUTLASS's.
+TEST(CompileTier, Fp8OverlappedPromotionKernelBuildsWithAsynchronousGmmas) {
+  gk::testenv::TempDir cache_dir;
+  gk::Gemm plan(gk::testing::fp8_tn(90));
+  plan.set_scale(gk::ScaleMode::RowAndColumn);
+  for (const gk::TileDescription& td : plan.tile_descriptions()) {
+    if (td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap &&
+        td.cta_tile()[1] == 192 && td.cluster_shape == gk::Shape3{2, 1, 1}) {
+      plan.set_tile_description(td);
+    }
+  }
+  ASSERT_NE(plan.kernel_name().find("256x192x128_2x1x1_0_tnt_align16_warpspecialized_cooperative_fp8overlap"),
+            std::string::npos)
+      << plan.kernel_name();
+  const auto module = build_and_load(cache_dir.str(), plan.spec());
+  EXPECT_EQ(module->kernel_name(), plan.kernel_name());
+  alignas(256) static char buffer[256];
+  gk_gemm_args args = packed_args(2400, 3232, 4096, buffer);
+  args.ldb = args.k;  // B is column-major
+  args.row_scale = args.column_scale = buffer;
+  EXPECT_EQ(module->can_implement(args), GK_OK);
+
+  const gk::KernelSource source = gk::render(plan.spec());
+  const std::string source_path = (cache_dir.path() / "kernel.cu").string();
+  std::ofstream(source_path) << source.text;
+  std::vector<std::string> argv = gk::split_command(gk::Toolchain::discover(), source, gk::SplitArtifact::cubin,
+                                                    source_path, (cache_dir.path() / "kernel.cubin").string());
+  argv.insert(argv.end(), {"-Xptxas", "-v"});
+  const gk::ProcessResult ptxas = gk::run_process(argv);
+  ASSERT_EQ(ptxas.exit_code, 0) << ptxas.output;
+  EXPECT_EQ(ptxas.output.find("serialized"), std::string::npos) << ptxas.output;
+  EXPECT_NE(ptxas.output.find(" 0 bytes spill stores"), std::string::npos) << ptxas.output;
 }
 
 // A block-scaled FP8 GEMM (DeepSeek-V3's 1 x 128 / 128 x 128 scales) with a fused ReLU builds on CUTLASS's blockwise

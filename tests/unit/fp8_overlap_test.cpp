@@ -1,0 +1,142 @@
+// tests/unit/fp8_overlap_test.cpp: gemmkit's FP8 mainloop with the promotion overlapped (kernel schedule
+// TmaWarpSpecializedCooperativeFP8Overlap) without a GPU: where its tiles are listed, that the shape heuristics never
+// take them, its names and sources (and that CUTLASS's own FP8 kernels render as before), and the rules that refuse
+// what it cannot do.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.hpp"
+#include "catalog/suite_shapes.hpp"
+#include "gemmkit/codegen.hpp"
+#include "gemmkit/errors.hpp"
+#include "gemmkit/gemm.hpp"
+#include "support/plan_options.hpp"
+#include "unit/test_env.hpp"
+
+namespace gk = gemmkit;
+
+namespace {
+
+using gk::testenv::error_of;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+bool overlaps(const gk::TileDescription& td) {
+  return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap;
+}
+
+std::vector<gk::TileDescription> overlap_tiles(const gk::Gemm& plan) {
+  std::vector<gk::TileDescription> out;
+  for (const gk::TileDescription& td : plan.tile_descriptions()) {
+    if (overlaps(td)) out.push_back(td);
+  }
+  return out;
+}
+
+TEST(Fp8Overlap, TwoTilesInEachClusterAreListedLastForFp8Plans) {
+  for (gk::DataType b : {gk::DataType::e4m3, gk::DataType::e5m2}) {
+    gk::GemmOptions o = gk::testing::fp8_tn(90);
+    o.element_b = b;
+    gk::Gemm plan(o);
+    const std::vector<gk::TileDescription> tiles = plan.tile_descriptions();
+    ASSERT_GE(tiles.size(), 6u);
+    std::vector<std::string> listed;
+    for (std::size_t i = tiles.size() - 6; i < tiles.size(); ++i) {
+      const gk::TileDescription& td = tiles[i];
+      EXPECT_TRUE(overlaps(td)) << td.to_string();
+      EXPECT_EQ(td.epilogue_schedule, gk::EpilogueSchedule::TmaWarpSpecializedCooperative);
+      EXPECT_EQ(td.tile_scheduler, gk::TileScheduler::Default);
+      EXPECT_EQ(td.math_operation, gk::MathOperation::MultiplyAdd);
+      listed.push_back(gk::shape_text(td.cta_tile()) + "_" + gk::shape_text(td.cluster_shape));
+    }
+    EXPECT_EQ(listed, (std::vector<std::string>{"128x192x128_2x1x1", "128x192x128_1x2x1", "128x192x128_1x1x1",
+                                                "128x128x128_2x1x1", "128x128x128_1x2x1", "128x128x128_1x1x1"}));
+    EXPECT_EQ(overlap_tiles(plan).size(), 6u);
+  }
+  // Not where there is no FP8 mainloop.
+  EXPECT_TRUE(overlap_tiles(gk::Gemm(gk::testing::f16_row(90))).empty());
+}
+
+TEST(Fp8Overlap, TheShapeHeuristicsNeverTakeThem) {
+  gk::Gemm plan(gk::testing::fp8_tn(90));
+  for (const auto& problem : gk::catalog::suite_problems()) {
+    if (problem.k % 16 != 0) continue;  // FP8 rows are 16-byte vectors
+    const gk::KernelSpec spec = plan.spec_for_problem(problem.m, problem.n, problem.k);
+    EXPECT_FALSE(overlaps(spec.tile)) << problem.m << "x" << problem.n << "x" << problem.k;
+  }
+}
+
+TEST(Fp8Overlap, EveryTileDerivesTheBuildersCollectiveAndNamesItself) {
+  gk::Gemm plan(gk::testing::fp8_tn(90));
+  plan.set_scale(gk::ScaleMode::RowAndColumn);
+  plan.set_activation(gk::Activation::ReLU);
+  const std::string builders_source = gk::render(plan.spec()).text;
+  EXPECT_FALSE(contains(builders_source, "Fp8OverlappedPromotion")) << builders_source;
+  EXPECT_TRUE(contains(builders_source, "using CollectiveMainloop = typename cutlass::gemm::collective::"))
+      << builders_source;
+  for (const gk::TileDescription& td : overlap_tiles(plan)) {
+    plan.set_tile_description(td);
+    const std::string name = plan.kernel_name();
+    EXPECT_TRUE(contains(name, "_warpspecialized_cooperative_fp8overlap_epi_tma_relu_scalerowcolumn")) << name;
+    const gk::KernelSource source = gk::render(plan.spec());
+    EXPECT_TRUE(contains(source.text, "#include \"gemmkit/sm90_fp8_overlap.hpp\"")) << source.text;
+    EXPECT_TRUE(contains(source.text,
+                         "using CollectiveMainloop = gemmkit::sm90::Fp8OverlappedPromotion<typename "
+                         "cutlass::gemm::collective::CollectiveBuilder<"))
+        << source.text;
+    EXPECT_TRUE(contains(source.text, "KernelSchedule>::CollectiveOp>;")) << source.text;
+    EXPECT_TRUE(contains(source.text, "using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;"))
+        << source.text;
+    EXPECT_TRUE(source.splittable);
+    // The lean twin that stands in while it builds runs CUTLASS's mainloop.
+    const gk::KernelSpec spec = plan.spec();
+    const auto twin = gk::catalog::family_of(spec.family).quick_twin(spec);
+    ASSERT_TRUE(twin.has_value());
+    EXPECT_EQ(twin->kernel_schedule, gk::KernelSchedule::TmaWarpSpecializedCooperative);
+    EXPECT_EQ(twin->epilogue_schedule, gk::EpilogueSchedule::Lean);
+  }
+}
+
+TEST(Fp8Overlap, WhatTheMainloopCannotDoIsRefusedByName) {
+  gk::Gemm plan(gk::testing::fp8_tn(90));
+  const gk::TileDescription overlap = overlap_tiles(plan).front();
+  auto refusal = [&](gk::TileDescription td) {
+    return error_of<gk::ConfigError>([&] { plan.set_tile_description(td); });
+  };
+  gk::TileDescription wide = overlap;
+  wide.threadblock_shape = {256, 512, 128};
+  EXPECT_TRUE(contains(refusal(wide), "128 x 192 x 128 and 128 x 128 x 128")) << refusal(wide);
+  gk::TileDescription tall = overlap;
+  tall.threadblock_shape = {512, 128, 128};
+  EXPECT_TRUE(contains(refusal(tall), "128 x 192 x 128 and 128 x 128 x 128")) << refusal(tall);
+  gk::TileDescription stream_k = overlap;
+  stream_k.tile_scheduler = gk::TileScheduler::StreamK;
+  EXPECT_TRUE(contains(refusal(stream_k), "Default tile scheduler")) << refusal(stream_k);
+  gk::TileDescription lean = overlap;
+  lean.epilogue_schedule = gk::EpilogueSchedule::Lean;
+  EXPECT_TRUE(contains(refusal(lean), "TmaWarpSpecializedCooperative or NoSmemWarpSpecialized epilogue"))
+      << refusal(lean);
+  gk::TileDescription fast = overlap;
+  fast.math_operation = gk::MathOperation::MultiplyAddFastAccum;
+  EXPECT_TRUE(contains(refusal(fast), "no fast accumulation and no block scales")) << refusal(fast);
+
+  gk::Gemm blockwise(gk::testing::fp8_tn(90));
+  blockwise.set_block_scaling(gk::BlockScaling::Blockwise);
+  const std::string scales = error_of<gk::ConfigError>([&] { blockwise.set_tile_description(overlap); });
+  EXPECT_TRUE(contains(scales, "TmaWarpSpecializedCooperativeFP8Overlap")) << scales;
+
+  gk::Gemm f16(gk::testing::f16_row(90));
+  gk::TileDescription f16_tile = overlap;
+  f16_tile.threadblock_shape = {256, 192, 64};
+  const std::string not_fp8 = error_of<gk::ConfigError>([&] { f16.set_tile_description(f16_tile); });
+  EXPECT_TRUE(contains(not_fp8, "is an FP8 mainloop")) << not_fp8;
+
+  EXPECT_EQ(gk::parse_enum<gk::KernelSchedule>("TmaWarpSpecializedCooperativeFP8Overlap"),
+            gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap);
+}
+
+}  // namespace
