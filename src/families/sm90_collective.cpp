@@ -51,7 +51,8 @@ bool is_cooperative(const KernelSpec& spec) {
 
 bool is_tma_schedule(KernelSchedule k) {
   return k == KernelSchedule::TmaWarpSpecialized || k == KernelSchedule::TmaWarpSpecializedPingpong ||
-         k == KernelSchedule::TmaWarpSpecializedCooperative || k == KernelSchedule::TmaWarpSpecializedCooperativeSplitN ||
+         k == KernelSchedule::TmaWarpSpecializedCooperative ||
+         k == KernelSchedule::TmaWarpSpecializedCooperativeSplitN ||
          k == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap;
 }
 

@@ -159,10 +159,11 @@ class Sm90Grouped final : public Family {
     return grouped_name(dense().kernel_name(as_dense(spec, KernelFamily::Sm90Collective)));
   }
   Placeholders placeholders(const KernelSpec& spec) const override {
-    Placeholders out = placeholders_for_template(dense().placeholders(as_dense(spec, KernelFamily::Sm90Collective)),
-                                                 {"tile_scheduler", "bias", "scale", "element_bias", "glue_header",
-                                                  "mainloop_layout_a", "mainloop_layout_b", "module"},
-                                                 spec.name());
+    Placeholders out = placeholders_for_template(
+        dense().placeholders(as_dense(spec, KernelFamily::Sm90Collective)),
+        {"tile_scheduler", "bias", "scale", "element_bias", "glue_header", "mainloop_layout_a", "mainloop_layout_b",
+         "module", "own_mainloop_open", "own_mainloop_close"},
+        spec.name());
     for (auto& [key, value] : out) {
       if (key == "kernel_schedule") value = kernel_schedule_type(spec);
       if (key == "epilogue_schedule") value = epilogue_schedule_type(spec.tile.epilogue_schedule);

@@ -280,8 +280,8 @@ TEST(CompileTier, Fp8OverlappedPromotionKernelBuildsWithAsynchronousGmmas) {
   gk::Gemm plan(gk::testing::fp8_tn(90));
   plan.set_scale(gk::ScaleMode::RowAndColumn);
   for (const gk::TileDescription& td : plan.tile_descriptions()) {
-    if (td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap &&
-        td.cta_tile()[1] == 192 && td.cluster_shape == gk::Shape3{2, 1, 1}) {
+    if (td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap && td.cta_tile()[1] == 192 &&
+        td.cluster_shape == gk::Shape3{2, 1, 1}) {
       plan.set_tile_description(td);
     }
   }

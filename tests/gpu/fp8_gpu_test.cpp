@@ -1,7 +1,8 @@
 // tests/gpu/fp8_gpu_test.cpp: FP8 (e4m3, e5m2) GEMMs on SM90 against a float64 reference of the dequantized
 // inputs: exact on values FP8 represents exactly (small integers and halves), per-tensor scales folded into alpha
 // (alpha = scale_a * scale_b), D in bf16, f16 and f32, device and host-staged tensors. Skips itself without an SM90
-// device. Kernels: gemmkit_gpu_prebuild --only fp8 (the split-path test builds its own two artifacts).
+// device. Also gemmkit's FP8 mainloop with the promotion overlapped. Kernels: gemmkit_gpu_prebuild --only fp8 (the
+// split-path test builds its own two artifacts).
 #include <gtest/gtest.h>
 
 #include "gemmkit/gemm.hpp"
@@ -168,4 +169,27 @@ TEST(Fp8ScaleVectorsSplitBuild, RowsColumnsBiasReluExactOnTheSplitPath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sm90, Fp8ScaleVectors, ::testing::ValuesIn(cases::fp8_scale_cases()),
+                         [](const auto& info) { return info.param.label; });
+
+// gemmkit's FP8 mainloop with the promotion overlapped, on each of its configurations: exact on small integers (D in
+// f32, so even the long K is exact) at one partial K tile, exactly one K tile, several with a partial last one, and
+// 32, on ragged extents; so every path of its loop (the first tile's two batches, the loop, the last half) runs.
+class Fp8OverlappedPromotion : public ::testing::TestWithParam<cases::Fp8OverlapCase> {};
+
+TEST_P(Fp8OverlappedPromotion, ExactOnSmallIntegersAtEveryKTileCount) {
+  REQUIRE_CC(90, "FP8 GEMMs");
+  gk::Gemm plan = cases::fp8_overlap_plan(GetParam(), device_cc());
+  for (const cases::Shape& s :
+       {cases::Shape{136, 200, 16}, cases::Shape{130, 392, 128}, cases::kMatrixShape, cases::Shape{300, 400, 4096}}) {
+    Fp8Operands o(plan, s);
+    o.A.fill_integers(81, -4, 4);
+    o.B.fill_integers(82, -4, 4);
+    o.C.fill_integers(83, -4, 4);
+    const auto cmp = run_on_device(plan, o, 1.0, 1.0);
+    EXPECT_GT(cmp.checked, 0);
+    EXPECT_EQ(cmp.max_abs_error, 0.0) << plan.kernel_name() << " at " << s.m << "x" << s.n << "x" << s.k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sm90, Fp8OverlappedPromotion, ::testing::ValuesIn(cases::fp8_overlap_cases(90)),
                          [](const auto& info) { return info.param.label; });

@@ -307,7 +307,8 @@ struct Fp8ScaleCase {
   BiasMode bias = BiasMode::None;
   Activation activation = Activation::Identity;
   DataType d = DataType::bf16;
-  bool lean = false;  // on gemmkit's lean epilogue (the scales, bias and activation taken at launch)
+  bool lean = false;     // on gemmkit's lean epilogue (the scales, bias and activation taken at launch)
+  bool overlap = false;  // on gemmkit's FP8 mainloop with the promotion overlapped (its 128 x 192 tile, 2x1 cluster)
 };
 
 inline std::vector<Fp8ScaleCase> fp8_scale_cases() {
@@ -320,7 +321,42 @@ inline std::vector<Fp8ScaleCase> fp8_scale_cases() {
       {"lean_rows_and_columns_f32", ScaleMode::RowAndColumn, BiasMode::None, Activation::Identity, DataType::f32, true},
       {"lean_rows_bias_relu", ScaleMode::PerRow, BiasMode::PerRow, Activation::ReLU, DataType::bf16, true},
       {"lean_rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU,
-       DataType::bf16, true}};
+       DataType::bf16, true},
+      {"overlap_rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU,
+       DataType::bf16, false, true},
+      {"overlap_rows_bias_relu_f16", ScaleMode::PerRow, BiasMode::PerRow, Activation::ReLU, DataType::f16, false,
+       true}};
+}
+
+// The FP8 plan's configurations on gemmkit's mainloop with the promotion overlapped
+// (TmaWarpSpecializedCooperativeFP8Overlap), in listing order.
+inline std::vector<TileDescription> fp8_overlap_tiles(const Gemm& plan) {
+  std::vector<TileDescription> out;
+  for (const TileDescription& tile : plan.tile_descriptions()) {
+    if (tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap) out.push_back(tile);
+  }
+  return out;
+}
+
+// Each of them, on e4m3 operands and an f32 D (exact for the long K of its tests).
+struct Fp8OverlapCase {
+  std::string label;
+  TileDescription tile;
+};
+
+inline std::vector<Fp8OverlapCase> fp8_overlap_cases(int cc) {
+  std::vector<Fp8OverlapCase> out;
+  const Gemm plan(testing::fp8_tn(cc, DataType::e4m3, DataType::f32));
+  for (const TileDescription& tile : fp8_overlap_tiles(plan)) {
+    out.push_back({"cta" + shape_text(tile.cta_tile()) + "_cluster" + shape_text(tile.cluster_shape), tile});
+  }
+  return out;
+}
+
+inline Gemm fp8_overlap_plan(const Fp8OverlapCase& c, int cc) {
+  Gemm plan(testing::fp8_tn(cc, DataType::e4m3, DataType::f32));
+  plan.set_tile_description(c.tile);
+  return plan;
 }
 
 inline Gemm fp8_scale_plan(const Fp8ScaleCase& c, int cc) {
@@ -329,6 +365,7 @@ inline Gemm fp8_scale_plan(const Fp8ScaleCase& c, int cc) {
   plan.set_bias(c.bias);
   plan.set_activation(c.activation);
   if (c.lean) use_lean_epilogue(plan);
+  if (c.overlap) plan.set_tile_description(fp8_overlap_tiles(plan).front());
   return plan;
 }
 
@@ -579,6 +616,7 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
       Gemm plan = fp8_scale_plan(c, cc);
       out.push_back(spec_for_shape(plan, kMatrixShape));
     }
+    for (const auto& c : fp8_overlap_cases(cc)) out.push_back(fp8_overlap_plan(c, cc).spec());
     for (const auto& spec : fp8_blockwise_specs(cc)) out.push_back(spec);
     // The MoE form's FP8 experts (tests/gpu/grouped_gpu_test.cpp), which the grouped group lists too.
     if (cc < 100) {

@@ -33,13 +33,14 @@ struct Fp8OverlappedPromotion : BuilderMainloop {
   using typename Base::SmemLayoutA;
   using typename Base::SmemLayoutB;
   using typename Base::TensorStorage;
-  using typename Base::TileShape;
   using typename Base::TiledMma;
+  using typename Base::TileShape;
 
-  static_assert(cute::is_same_v<DispatchPolicy, cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<
-                                                    DispatchPolicy::Stages, typename DispatchPolicy::ClusterShape,
-                                                    typename DispatchPolicy::Schedule>>,
-                "the overlapped promotion replaces the loop of CUTLASS's FP8 mainloop (promoted, not fast accumulation)");
+  static_assert(
+      cute::is_same_v<DispatchPolicy, cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<
+                                          DispatchPolicy::Stages, typename DispatchPolicy::ClusterShape,
+                                          typename DispatchPolicy::Schedule>>,
+      "the overlapped promotion replaces the loop of CUTLASS's FP8 mainloop (promoted, not fast accumulation)");
   static constexpr int kWarpGroups = cute::size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
   static_assert(cute::size<2>(typename TiledMma::ThrLayoutVMNK{}) == 1,
                 "the builder's warp groups split the tile's rows, so each holds all of its columns");
@@ -56,8 +57,8 @@ struct Fp8OverlappedPromotion : BuilderMainloop {
       decltype(cute::GMMA::ss_op_selector<ElementA, ElementB, ElementAccumulator,
                                           cute::Shape<cute::_64, cute::Int<kColumns / 2>, cute::Int<kDepth>>,
                                           cute::GMMA::Major::K, cute::GMMA::Major::K>());
-  using HalfMma = decltype(cute::make_tiled_mma(HalfAtom{}, cute::Layout<cute::Shape<cute::Int<kWarpGroups>, cute::_1,
-                                                                                     cute::_1>>{}));
+  using HalfMma = decltype(cute::make_tiled_mma(
+      HalfAtom{}, cute::Layout<cute::Shape<cute::Int<kWarpGroups>, cute::_1, cute::_1>>{}));
   static_assert(cute::size<1>(typename HalfMma::AtomShape_MNK{}) == kColumns / 2, "no GMMA atom spans half the tile");
 
   // accum (full atom: ((2, 2, kColumns / 8), MMA_M, 1)) += partial's half (((2, 2, kColumns / 16), MMA_M, 2)).
@@ -97,8 +98,8 @@ struct Fp8OverlappedPromotion : BuilderMainloop {
     const int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
     HalfMma half_mma;
     auto thread_mma = half_mma.get_slice(warp_group_thread_layout(warp_group_idx));
-    Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));  // (MMA,MMA_M,MMA_K,PIPE)
-    Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));  // (MMA,2,MMA_K,PIPE): the two halves
+    Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));      // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));      // (MMA,2,MMA_K,PIPE): the two halves
     Tensor partial = partition_fragment_C(half_mma, take<0, 2>(TileShape{}));  // (MMA,MMA_M,2)
     CUTE_STATIC_ASSERT_V(size<1>(tCrB) == Int<2>{});
     CUTE_STATIC_ASSERT_V(size<2>(partial) == Int<2>{});
