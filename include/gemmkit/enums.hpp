@@ -47,9 +47,10 @@ enum class KernelSchedule {
   // CUTLASS's TMA cooperative kernel with its two consumer warp groups splitting the CTA tile along N instead of M:
   // 192-row tiles (gemmkit's own collective assembly, device/include/gemmkit/sm90_split_n.hpp).
   TmaWarpSpecializedCooperativeSplitN,
-  // CUTLASS's TMA cooperative FP8 kernel with gemmkit's consumer loop, which promotes one half of the tile's columns
-  // while the other half's GMMAs run (device/include/gemmkit/sm90_fp8_overlap.hpp).
+  // CUTLASS's TMA cooperative and ping-pong FP8 kernels with gemmkit's consumer loop, which promotes one half of the
+  // tile's columns while the other half's GMMAs run (device/include/gemmkit/sm90_fp8_overlap.hpp).
   TmaWarpSpecializedCooperativeFP8Overlap,
+  TmaWarpSpecializedPingpongFP8Overlap,
 };
 // Lean: gemmkit's own SM90 epilogue, which takes the activation, bias and scale vectors at launch (one kernel serves
 // every plain epilogue of a plan) and builds in about half the time of CUTLASS's TMA epilogue.
@@ -190,6 +191,8 @@ struct EnumTable<KernelSchedule> {
        "cutlass::gemm::KernelTmaWarpSpecializedCooperative", "_warpspecialized_cooperative_splitn"},
       {KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap, "TmaWarpSpecializedCooperativeFP8Overlap",
        "cutlass::gemm::KernelTmaWarpSpecializedCooperative", "_warpspecialized_cooperative_fp8overlap"},
+      {KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap, "TmaWarpSpecializedPingpongFP8Overlap",
+       "cutlass::gemm::KernelTmaWarpSpecializedPingpong", "_warpspecialized_pingpong_fp8overlap"},
   };
 };
 

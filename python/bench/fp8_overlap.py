@@ -3,7 +3,8 @@ the same tile, and both against torch._scaled_mm, in one process on an SM90 GPU.
 
 For each tile (a kernel-name fragment: CTA tile times cluster, e.g. 256x192x128_2x1x1 is a 128x192 CTA in a 2x1
 cluster) two plans are pinned: the first listed configuration with that tile (CUTLASS's mainloop, the builders'
-schedule) and the same tile on kernel schedule TmaWarpSpecializedCooperativeFP8Overlap. The shapes and operands are
+schedule: cooperative for 128-row CTAs, ping-pong for 64) and the same tile on the overlapped mainloop
+(TmaWarpSpecializedCooperativeFP8Overlap, or TmaWarpSpecializedPingpongFP8Overlap for 64-row CTAs). The shapes and operands are
 fp8.py's (e4m3, B as the transposed weight, D bf16; per-tensor scales in alpha, or row-wise scale vectors). The
 three are timed interleaved (CUDA events after a warm-up, median of rounds), and the two gemmkit results are compared
 bit for bit: the promotion happens at the same K steps, so they should be identical.
@@ -20,7 +21,14 @@ import time
 
 from fp8 import geomean, operands, plan_for, shapes, torch  # python/bench/fp8.py
 
-OVERLAP = "_warpspecialized_cooperative_fp8overlap"
+def overlapped_plan(variant, tile, cc):
+    """The tile on the overlapped mainloop: the cooperative kernel for 128-row CTAs, the ping-pong one for 64."""
+    for kernel in ("cooperative", "pingpong"):
+        try:
+            return plan_for(variant, f"{tile}_0_tnt_align16_warpspecialized_{kernel}_fp8overlap", cc=cc)
+        except SystemExit:
+            continue
+    raise SystemExit(f"--tiles {tile}: no overlapped configuration has it")
 
 
 def plans_for(tiles, variants, cc=None):
@@ -29,7 +37,7 @@ def plans_for(tiles, variants, cc=None):
     for variant in variants:
         for tile in tiles:
             out[(variant, tile)] = (plan_for(variant, tile + "_0_tnt_align16", cc=cc),
-                                    plan_for(variant, tile + "_0_tnt_align16" + OVERLAP, cc=cc))
+                                    overlapped_plan(variant, tile, cc))
     return out
 
 
@@ -99,7 +107,7 @@ def main():
     parser.add_argument("--out", default="fp8-overlap.json")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="M = 1024 only for the Llama shapes")
-    parser.add_argument("--tiles", default="256x192x128_2x1x1,256x128x128_2x1x1,128x256x128_1x2x1")
+    parser.add_argument("--tiles", default="256x192x128_2x1x1,256x128x128_2x1x1,128x256x128_1x2x1,128x128x128_2x1x1")
     parser.add_argument("--variants", default="per_tensor,rowwise")
     parser.add_argument("--prebuild-only", action="store_true", help="compile the kernels and stop (needs --cc)")
     parser.add_argument("--cc", type=int, help="the GPU's compute capability, for --prebuild-only")

@@ -124,6 +124,7 @@ class KernelScheduleType(enum.Enum):
 
     TmaWarpSpecializedCooperativeSplitN = 7
     TmaWarpSpecializedCooperativeFP8Overlap = 8
+    TmaWarpSpecializedPingpongFP8Overlap = 9
 
 class EpilogueScheduleType(enum.Enum):
     """SM90 epilogue schedules."""

@@ -49,11 +49,17 @@ bool is_cooperative(const KernelSpec& spec) {
   }
 }
 
+// Whether the FP8 mainloop is gemmkit's, whose promotion overlaps the GMMAs (sm90_fp8_overlap.hpp), in CUTLASS's
+// cooperative or ping-pong kernel.
+bool overlaps_promotion(KernelSchedule k) {
+  return k == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap ||
+         k == KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap;
+}
+
 bool is_tma_schedule(KernelSchedule k) {
   return k == KernelSchedule::TmaWarpSpecialized || k == KernelSchedule::TmaWarpSpecializedPingpong ||
          k == KernelSchedule::TmaWarpSpecializedCooperative ||
-         k == KernelSchedule::TmaWarpSpecializedCooperativeSplitN ||
-         k == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap;
+         k == KernelSchedule::TmaWarpSpecializedCooperativeSplitN || overlaps_promotion(k);
 }
 
 // Whether the cooperative kernel's warp groups split the tile along N (sm90_split_n.hpp).
@@ -228,43 +234,57 @@ void check_block_scaling(const KernelSpec& spec) {
   }
 }
 
-// Whether the FP8 mainloop is gemmkit's, whose promotion overlaps the GMMAs (sm90_fp8_overlap.hpp).
 bool overlaps_promotion(const KernelSpec& spec) {
-  return spec.tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap;
+  return overlaps_promotion(spec.tile.kernel_schedule);
 }
 
-// CTA tiles of the overlapped FP8 mainloop: 128 rows (a 64-row GMMA atom per warp group) and a width whose halves are
-// GMMA atoms, within the promoted accumulators' register budget (fp8_accumulators_fit); 128 deep, one promotion per
-// K tile.
-const std::vector<Cta> kFp8OverlapCtas = {{128, 192}, {128, 128}};
+// CTA tiles of the overlapped FP8 mainloop, per kernel: 64 rows per warp group (one GMMA atom; the cooperative kernel's
+// two warp groups split 128) and a width whose halves are GMMA atoms, within the promoted accumulators' register budget
+// (fp8_accumulators_fit); 128 deep, one promotion per K tile.
+struct OverlapTiles {
+  KernelSchedule schedule;
+  EpilogueSchedule epilogue;  // the TMA epilogue listed with it
+  std::vector<Cta> ctas;
+};
+const std::vector<OverlapTiles> kFp8OverlapTiles = {
+    {KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap,
+     EpilogueSchedule::TmaWarpSpecializedCooperative,
+     {{128, 192}, {128, 128}}},
+    {KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap,
+     EpilogueSchedule::TmaWarpSpecialized,
+     {{64, 192}, {64, 128}}},
+};
 
 // Where the overlapped FP8 mainloop applies: FP8 A and B promoted into f32 (not fast accumulation, no block scales)
-// on one of its CTA tiles, on the Default tile scheduler, under CUTLASS's cooperative epilogues. Stream-K, split-K,
-// visitor trees and the lean epilogue keep CUTLASS's mainloop.
+// on one of its kernel's CTA tiles, on the Default tile scheduler, under that kernel's TMA or no-smem epilogue.
+// Stream-K, split-K, visitor trees and the lean epilogue keep CUTLASS's mainloop.
 void check_fp8_overlap(const KernelSpec& spec) {
   if (!overlaps_promotion(spec)) return;
-  const auto refuse = [&](const std::string& why) {
-    fail("Kernel schedule TmaWarpSpecializedCooperativeFP8Overlap " + why);
-  };
+  const KernelSchedule k = spec.tile.kernel_schedule;
+  const auto refuse = [&](const std::string& why) { fail("Kernel schedule " + std::string(to_string(k)) + " " + why); };
   if (!is_fp8(spec.element_a) || !is_fp8(spec.element_b) || spec.element_accumulator != DataType::f32) {
     refuse("is an FP8 mainloop: e4m3 / e5m2 A and B with an f32 accumulator.");
   }
   if (fast_accumulation(spec) || blockwise(spec)) {
     refuse("promotes into f32 every 128 elements of K; it takes no fast accumulation and no block scales.");
   }
+  const OverlapTiles& tiles =
+      *std::find_if(kFp8OverlapTiles.begin(), kFp8OverlapTiles.end(), [&](const auto& t) { return t.schedule == k; });
   const Shape3 cta = spec.tile.cta_tile();
-  const bool listed = std::any_of(kFp8OverlapCtas.begin(), kFp8OverlapCtas.end(),
-                                  [&](const Cta& c) { return c.m == cta[0] && c.n == cta[1]; });
+  const bool listed =
+      std::any_of(tiles.ctas.begin(), tiles.ctas.end(), [&](const Cta& c) { return c.m == cta[0] && c.n == cta[1]; });
   if (!listed || cta[2] != 128) {
-    refuse("has CTA tiles of 128 x 192 x 128 and 128 x 128 x 128; the CTA tile is " + shape_text(cta) + ".");
+    refuse("has CTA tiles of " + std::to_string(tiles.ctas[0].m) + " x " + std::to_string(tiles.ctas[0].n) +
+           " x 128 and " + std::to_string(tiles.ctas[1].m) + " x " + std::to_string(tiles.ctas[1].n) +
+           " x 128; the CTA tile is " + shape_text(cta) + ".");
   }
   if (uses_stream_k(spec) || spec.split_k_mode == SplitKMode::Parallel) {
     refuse("runs on the Default tile scheduler (no Stream-K or split-K).");
   }
   if (spec.visitor) refuse("takes no epilogue visitor tree.");
   const EpilogueSchedule e = spec.tile.epilogue_schedule;
-  if (e != EpilogueSchedule::TmaWarpSpecializedCooperative && e != EpilogueSchedule::NoSmemWarpSpecialized) {
-    refuse("stores D with the TmaWarpSpecializedCooperative or NoSmemWarpSpecialized epilogue; got " +
+  if (e != tiles.epilogue && e != EpilogueSchedule::NoSmemWarpSpecialized) {
+    refuse("stores D with the " + std::string(to_string(tiles.epilogue)) + " or NoSmemWarpSpecialized epilogue; got " +
            std::string(to_string(e)) + ".");
   }
 }
@@ -627,18 +647,20 @@ class Sm90Collective final : public Family {
     std::vector<TileDescription> out = promoted_tiles(opclass, types, limits, alignment_a, alignment_b);
     if (!is_fp8(types.a)) return out;
     add_fast_accumulation_twins(out);
-    // Last, for the tuner and for plans that set them: the overlapped promotion (check_fp8_overlap), on CUTLASS's
-    // cooperative TMA epilogue, in each cluster of the table.
+    // Last, for the tuner and for plans that set them: the overlapped promotion (check_fp8_overlap) in the cooperative
+    // and the ping-pong kernel, on CUTLASS's TMA epilogue, in each cluster of the table.
     if (!moves_16_byte_rows(alignment_a, types.a) || !moves_16_byte_rows(alignment_b, types.b)) return out;
-    for (const Cta& cta : kFp8OverlapCtas) {
-      for (const Shape3& cluster : kClusters) {
-        TileDescription td;
-        td.cluster_shape = cluster;
-        td.threadblock_shape = {cta.m * cluster[0], cta.n * cluster[1], tile_k(types.a)};
-        td.warp_count = {4, 1, 1};
-        td.kernel_schedule = KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap;
-        td.epilogue_schedule = EpilogueSchedule::TmaWarpSpecializedCooperative;
-        out.push_back(td);
+    for (const OverlapTiles& tiles : kFp8OverlapTiles) {
+      for (const Cta& cta : tiles.ctas) {
+        for (const Shape3& cluster : kClusters) {
+          TileDescription td;
+          td.cluster_shape = cluster;
+          td.threadblock_shape = {cta.m * cluster[0], cta.n * cluster[1], tile_k(types.a)};
+          td.warp_count = {4, 1, 1};
+          td.kernel_schedule = tiles.schedule;
+          td.epilogue_schedule = tiles.epilogue;
+          out.push_back(td);
+        }
       }
     }
     return out;

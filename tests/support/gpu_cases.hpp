@@ -329,11 +329,14 @@ inline std::vector<Fp8ScaleCase> fp8_scale_cases() {
 }
 
 // The FP8 plan's configurations on gemmkit's mainloop with the promotion overlapped
-// (TmaWarpSpecializedCooperativeFP8Overlap), in listing order.
+// (TmaWarpSpecialized{Cooperative,Pingpong}FP8Overlap), in listing order.
 inline std::vector<TileDescription> fp8_overlap_tiles(const Gemm& plan) {
   std::vector<TileDescription> out;
   for (const TileDescription& tile : plan.tile_descriptions()) {
-    if (tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap) out.push_back(tile);
+    if (tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap ||
+        tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap) {
+      out.push_back(tile);
+    }
   }
   return out;
 }
@@ -348,7 +351,10 @@ inline std::vector<Fp8OverlapCase> fp8_overlap_cases(int cc) {
   std::vector<Fp8OverlapCase> out;
   const Gemm plan(testing::fp8_tn(cc, DataType::e4m3, DataType::f32));
   for (const TileDescription& tile : fp8_overlap_tiles(plan)) {
-    out.push_back({"cta" + shape_text(tile.cta_tile()) + "_cluster" + shape_text(tile.cluster_shape), tile});
+    const bool pingpong = tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap;
+    out.push_back({std::string(pingpong ? "pingpong" : "cooperative") + "_cta" + shape_text(tile.cta_tile()) +
+                       "_cluster" + shape_text(tile.cluster_shape),
+                   tile});
   }
   return out;
 }

@@ -1,7 +1,7 @@
-// tests/unit/fp8_overlap_test.cpp: gemmkit's FP8 mainloop with the promotion overlapped (kernel schedule
-// TmaWarpSpecializedCooperativeFP8Overlap) without a GPU: where its tiles are listed, that the shape heuristics never
-// take them, its names and sources (and that CUTLASS's own FP8 kernels render as before), and the rules that refuse
-// what it cannot do.
+// tests/unit/fp8_overlap_test.cpp: gemmkit's FP8 mainloop with the promotion overlapped (kernel schedules
+// TmaWarpSpecialized{Cooperative,Pingpong}FP8Overlap) without a GPU: where its tiles are listed, that the shape
+// heuristics never take them, its names and sources (and that CUTLASS's own FP8 kernels render as before), and the
+// rules that refuse what it cannot do.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,8 +25,14 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-bool overlaps(const gk::TileDescription& td) {
+bool cooperative(const gk::TileDescription& td) {
   return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap;
+}
+bool pingpong(const gk::TileDescription& td) {
+  return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap;
+}
+bool overlaps(const gk::TileDescription& td) {
+  return cooperative(td) || pingpong(td);
 }
 
 std::vector<gk::TileDescription> overlap_tiles(const gk::Gemm& plan) {
@@ -37,25 +43,30 @@ std::vector<gk::TileDescription> overlap_tiles(const gk::Gemm& plan) {
   return out;
 }
 
-TEST(Fp8Overlap, TwoTilesInEachClusterAreListedLastForFp8Plans) {
+TEST(Fp8Overlap, TwoTilesPerKernelInEachClusterAreListedLastForFp8Plans) {
   for (gk::DataType b : {gk::DataType::e4m3, gk::DataType::e5m2}) {
     gk::GemmOptions o = gk::testing::fp8_tn(90);
     o.element_b = b;
     gk::Gemm plan(o);
     const std::vector<gk::TileDescription> tiles = plan.tile_descriptions();
-    ASSERT_GE(tiles.size(), 6u);
+    ASSERT_GE(tiles.size(), 12u);
     std::vector<std::string> listed;
-    for (std::size_t i = tiles.size() - 6; i < tiles.size(); ++i) {
+    for (std::size_t i = tiles.size() - 12; i < tiles.size(); ++i) {
       const gk::TileDescription& td = tiles[i];
-      EXPECT_TRUE(overlaps(td)) << td.to_string();
-      EXPECT_EQ(td.epilogue_schedule, gk::EpilogueSchedule::TmaWarpSpecializedCooperative);
+      ASSERT_TRUE(overlaps(td)) << td.to_string();
+      EXPECT_EQ(td.epilogue_schedule, cooperative(td) ? gk::EpilogueSchedule::TmaWarpSpecializedCooperative
+                                                      : gk::EpilogueSchedule::TmaWarpSpecialized);
       EXPECT_EQ(td.tile_scheduler, gk::TileScheduler::Default);
       EXPECT_EQ(td.math_operation, gk::MathOperation::MultiplyAdd);
-      listed.push_back(gk::shape_text(td.cta_tile()) + "_" + gk::shape_text(td.cluster_shape));
+      listed.push_back(std::string(cooperative(td) ? "coop " : "pingpong ") + gk::shape_text(td.cta_tile()) + "_" +
+                       gk::shape_text(td.cluster_shape));
     }
-    EXPECT_EQ(listed, (std::vector<std::string>{"128x192x128_2x1x1", "128x192x128_1x2x1", "128x192x128_1x1x1",
-                                                "128x128x128_2x1x1", "128x128x128_1x2x1", "128x128x128_1x1x1"}));
-    EXPECT_EQ(overlap_tiles(plan).size(), 6u);
+    EXPECT_EQ(listed, (std::vector<std::string>{
+                          "coop 128x192x128_2x1x1", "coop 128x192x128_1x2x1", "coop 128x192x128_1x1x1",
+                          "coop 128x128x128_2x1x1", "coop 128x128x128_1x2x1", "coop 128x128x128_1x1x1",
+                          "pingpong 64x192x128_2x1x1", "pingpong 64x192x128_1x2x1", "pingpong 64x192x128_1x1x1",
+                          "pingpong 64x128x128_2x1x1", "pingpong 64x128x128_1x2x1", "pingpong 64x128x128_1x1x1"}));
+    EXPECT_EQ(overlap_tiles(plan).size(), 12u);
   }
   // Not where there is no FP8 mainloop.
   EXPECT_TRUE(overlap_tiles(gk::Gemm(gk::testing::f16_row(90))).empty());
@@ -81,7 +92,8 @@ TEST(Fp8Overlap, EveryTileDerivesTheBuildersCollectiveAndNamesItself) {
   for (const gk::TileDescription& td : overlap_tiles(plan)) {
     plan.set_tile_description(td);
     const std::string name = plan.kernel_name();
-    EXPECT_TRUE(contains(name, "_warpspecialized_cooperative_fp8overlap_epi_tma_relu_scalerowcolumn")) << name;
+    const std::string kernel = cooperative(td) ? "cooperative" : "pingpong";
+    EXPECT_TRUE(contains(name, "_warpspecialized_" + kernel + "_fp8overlap_epi_tma_relu_scalerowcolumn")) << name;
     const gk::KernelSource source = gk::render(plan.spec());
     EXPECT_TRUE(contains(source.text, "#include \"gemmkit/sm90_fp8_overlap.hpp\"")) << source.text;
     EXPECT_TRUE(contains(source.text,
@@ -89,14 +101,17 @@ TEST(Fp8Overlap, EveryTileDerivesTheBuildersCollectiveAndNamesItself) {
                          "cutlass::gemm::collective::CollectiveBuilder<"))
         << source.text;
     EXPECT_TRUE(contains(source.text, "KernelSchedule>::CollectiveOp>;")) << source.text;
-    EXPECT_TRUE(contains(source.text, "using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;"))
+    EXPECT_TRUE(contains(source.text, cooperative(td)
+                                          ? "using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;"
+                                          : "using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedPingpong;"))
         << source.text;
     EXPECT_TRUE(source.splittable);
     // The lean twin that stands in while it builds runs CUTLASS's mainloop.
     const gk::KernelSpec spec = plan.spec();
     const auto twin = gk::catalog::family_of(spec.family).quick_twin(spec);
     ASSERT_TRUE(twin.has_value());
-    EXPECT_EQ(twin->kernel_schedule, gk::KernelSchedule::TmaWarpSpecializedCooperative);
+    EXPECT_EQ(twin->kernel_schedule, cooperative(td) ? gk::KernelSchedule::TmaWarpSpecializedCooperative
+                                                     : gk::KernelSchedule::TmaWarpSpecializedPingpong);
     EXPECT_EQ(twin->epilogue_schedule, gk::EpilogueSchedule::Lean);
   }
 }
@@ -135,8 +150,19 @@ TEST(Fp8Overlap, WhatTheMainloopCannotDoIsRefusedByName) {
   const std::string not_fp8 = error_of<gk::ConfigError>([&] { f16.set_tile_description(f16_tile); });
   EXPECT_TRUE(contains(not_fp8, "is an FP8 mainloop")) << not_fp8;
 
+  // Each kernel has its own tiles: a ping-pong warp group holds the whole tile.
+  gk::TileDescription pingpong_wide = overlap;
+  pingpong_wide.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap;
+  pingpong_wide.epilogue_schedule = gk::EpilogueSchedule::TmaWarpSpecialized;
+  EXPECT_TRUE(contains(refusal(pingpong_wide),
+                       "TmaWarpSpecializedPingpongFP8Overlap has CTA tiles of 64 x 192 x 128 "
+                       "and 64 x 128 x 128"))
+      << refusal(pingpong_wide);
+
   EXPECT_EQ(gk::parse_enum<gk::KernelSchedule>("TmaWarpSpecializedCooperativeFP8Overlap"),
             gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap);
+  EXPECT_EQ(gk::parse_enum<gk::KernelSchedule>("TmaWarpSpecializedPingpongFP8Overlap"),
+            gk::KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// device/include/gemmkit/sm90_fp8_overlap.hpp: gemmkit's FP8 mainloop for cooperative SM90 kernels, whose promotion
-// overlaps the tensor cores' work (kernel schedule TmaWarpSpecializedCooperativeFP8Overlap).
+// device/include/gemmkit/sm90_fp8_overlap.hpp: gemmkit's FP8 mainloop for CUTLASS's cooperative and ping-pong SM90
+// kernels, whose promotion overlaps the tensor cores' work (kernel schedules TmaWarpSpecialized{Cooperative,Pingpong}
+// FP8Overlap).
 //
 // CUTLASS's FP8 mainloop issues a K tile's GMMAs into a set of partial accumulators, waits until all of them are done
 // and adds the partials into the f32 accumulators: while a warp group adds, its tensor-core queue is empty. This one
