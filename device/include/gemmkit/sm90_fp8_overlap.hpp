@@ -5,10 +5,10 @@
 // CUTLASS's FP8 mainloop issues a K tile's GMMAs into a set of partial accumulators, waits until all of them are done
 // and adds the partials into the f32 accumulators: while a warp group adds, its tensor-core queue is empty. This one
 // issues each K tile as two batches of GMMAs, one per half of the tile's columns, into the two halves of the partials,
-// and adds one half while the other half's batch runs, so the queue always holds a batch:
+// and adds one half while the other half's batch runs, so the queue is empty only while a batch is issued:
 //
-//   K tile k:  issue half 0 (k) | wait for half 1 (k-1), add it, release stage k-1 | issue half 1 (k) |
-//              wait for half 0 (k), add it
+//   K tile k:  wait for half 1 (k-1) | issue half 0 (k) | add half 1 (k-1), release stage k-1 | issue half 1 (k) |
+//              wait for half 0 (k) | add half 0 (k)
 //
 // The promotion stays once per 128-deep K tile (CUTLASS's default interval; the runtime interval argument is not
 // read), so the sums are CUTLASS's and torch._scaled_mm's, bit for bit. The registers are CUTLASS's too: the f32
