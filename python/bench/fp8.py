@@ -82,6 +82,29 @@ def plan_for(variant, tile=None, max_swizzle=None, cc=None, fast_accum=False):
     return plan
 
 
+def arguments(description, out, rounds):
+    """A parser with what every FP8 benchmark here takes: --out, --rounds, --prebuild-only and --cc."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", default=out)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--prebuild-only", action="store_true", help="compile the kernels and stop (needs --cc)")
+    parser.add_argument("--cc", type=int, help="the GPU's compute capability, for --prebuild-only")
+    return parser
+
+
+def run_record(rounds):
+    """What a result file says of its run: when, where and how many rounds."""
+    return {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "device": torch.cuda.get_device_name(),
+            "torch": torch.__version__, "gemmkit": gemmkit.__version__, "python": platform.python_version(),
+            "rounds": rounds}
+
+
+def save(results, path):
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"wrote {path}")
+
+
 def operands(m, n, k):
     torch.manual_seed(m * 31 + n * 7 + k)
     a, sa = quantize(torch.randn(m, k, device="cuda"))
@@ -211,9 +234,7 @@ def plot(results, path):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default="fp8-bench.json")
-    parser.add_argument("--rounds", type=int, default=7)
+    parser = arguments(__doc__.splitlines()[0], "fp8-bench.json", 7)
     parser.add_argument("--quick", action="store_true", help="M = 1024 only for the Llama shapes")
     parser.add_argument("--fast-accum", action="store_true", help="both sides accumulate in the tensor cores: "
                         "torch._scaled_mm's use_fast_accum=True, gemmkit's multiply_add_fast_accum (not blockwise)")
@@ -221,8 +242,6 @@ def main():
                         "choice per shape)")
     parser.add_argument("--variants", default="per_tensor,rowwise,blockwise", help="the scalings to time")
     parser.add_argument("--max-swizzle", type=int, choices=(1, 2, 4, 8), help="the plans' max_swizzle_size")
-    parser.add_argument("--prebuild-only", action="store_true", help="compile the kernels and stop (needs --cc)")
-    parser.add_argument("--cc", type=int, help="the GPU's compute capability, for --prebuild-only")
     parser.add_argument("--plot", default="", help="a PNG of the ratios per shape")
     parser.add_argument("--plot-only", default="", help="draw --plot from this saved JSON and stop")
     args = parser.parse_args()

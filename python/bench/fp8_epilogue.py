@@ -10,12 +10,10 @@ interleaved (CUDA events after a warm-up, median of rounds) and their results co
 Usage: python python/bench/fp8_epilogue.py [--out FILE] [--rounds N] [--shapes 8192x8192x8192,4096x4096x4096]
        python python/bench/fp8_epilogue.py --prebuild-only --cc 90 [--shapes ...]
 """
-import argparse
-import json
 import statistics
-import time
 
-from fp8 import geomean, operands, plan_for, torch  # python/bench/fp8.py
+from fp8 import arguments, geomean, operands, plan_for, prebuild, run_record, save, torch  # python/bench/fp8.py
+
 
 ACTIVATIONS = ["relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "hardswish", "leaky_relu"]
 
@@ -79,37 +77,28 @@ def measure(identity, plans, m, n, k, rounds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="fp8-epilogue.json")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser = arguments(__doc__.splitlines()[0], "fp8-epilogue.json", 5)
     parser.add_argument("--shapes", default="8192x8192x8192,4096x4096x4096")
-    parser.add_argument("--prebuild-only", action="store_true", help="compile the kernels and stop (needs --cc)")
-    parser.add_argument("--cc", type=int, help="the GPU's compute capability, for --prebuild-only")
     args = parser.parse_args()
-    import gemmkit
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     identity = plan_for("rowwise", cc=args.cc if args.prebuild_only else None)
     plans = plans_for(args.cc if args.prebuild_only else None)
-    every_plan = [identity] + [p for _, compiled_in, at_launch in plans.values() for p in (compiled_in, at_launch)]
-    specs = [p.spec_for_problem(m, n, k) for m, n, k in shapes for p in every_plan]
-    start = time.time()
-    built = gemmkit.compile_many(list({s.canonical(): s for s in specs}.values()))
-    print(f"{len(built)} gemmkit FP8 kernels ready in {time.time() - start:.0f} s")
+    every_plan = {"identity": identity}
+    every_plan.update({f"{label} {how}": p for label, (_, compiled_in, at_launch) in plans.items()
+                       for how, p in (("compiled in", compiled_in), ("at launch", at_launch))})
+    built = prebuild(every_plan, [("", m, n, k) for m, n, k in shapes])
     if args.prebuild_only:
-        for kernel in built:
-            print(kernel.cache_key, kernel.kernel_name)
+        for kernel in built:  # key and name: tools/dev/carry-cache --keys takes these
+            print(f"  {kernel.cache_key} {kernel.kernel_name}")
         return
-    results = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "device": torch.cuda.get_device_name(),
-               "torch": torch.__version__, "rounds": args.rounds, "rows": []}
+    results = {**run_record(args.rounds), "rows": []}
     for m, n, k in shapes:
         results["rows"].extend(measure(identity, plans, m, n, k, args.rounds))
     ratios = [r["at_launch_vs_compiled_in"] for r in results["rows"]]
     results["geomean_at_launch_vs_compiled_in"] = geomean(ratios)
     print(f"at launch / compiled in: geomean {geomean(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}; "
           f"bit-identical in {sum(r['bit_identical'] for r in results['rows'])} of {len(results['rows'])}")
-    with open(args.out, "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"wrote {args.out}")
+    save(results, args.out)
 
 
 if __name__ == "__main__":

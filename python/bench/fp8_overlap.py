@@ -13,13 +13,10 @@ Usage: python python/bench/fp8_overlap.py [--out FILE] [--rounds N] [--quick] [-
                                           [--variants per_tensor,rowwise]
        python python/bench/fp8_overlap.py --prebuild-only --cc 90 [--tiles ...] [--variants ...]
 """
-import argparse
-import json
-import platform
 import statistics
-import time
 
-from fp8 import geomean, operands, plan_for, shapes, torch  # python/bench/fp8.py
+from fp8 import arguments, geomean, operands, plan_for, prebuild, run_record, save, shapes, torch  # python/bench/fp8.py
+
 
 def overlapped_plan(variant, tile, cc):
     """The tile on the overlapped mainloop: the cooperative kernel for 128-row CTAs, the ping-pong one for 64."""
@@ -41,14 +38,9 @@ def plans_for(tiles, variants, cc=None):
     return out
 
 
-def prebuild(plans, cases):
-    import gemmkit
-    specs = [plan.spec_for_problem(m, n, k) for pair in plans.values() for plan in pair for _, m, n, k in cases]
-    unique = list({s.canonical(): s for s in specs}.values())
-    start = time.time()
-    built = gemmkit.compile_many(unique)
-    print(f"{len(unique)} gemmkit FP8 kernels ready in {time.time() - start:.0f} s")
-    return built
+def every_plan(plans):
+    """The pairs' plans, as fp8.prebuild takes them."""
+    return {f"{variant} {tile} {i}": plan for (variant, tile), pair in plans.items() for i, plan in enumerate(pair)}
 
 
 def measure(plans, group, m, n, k, rounds):
@@ -103,25 +95,20 @@ def measure(plans, group, m, n, k, rounds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="fp8-overlap.json")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser = arguments(__doc__.splitlines()[0], "fp8-overlap.json", 5)
     parser.add_argument("--quick", action="store_true", help="M = 1024 only for the Llama shapes")
     parser.add_argument("--tiles", default="256x192x128_2x1x1,256x128x128_2x1x1,128x256x128_1x2x1,128x128x128_2x1x1")
     parser.add_argument("--variants", default="per_tensor,rowwise")
-    parser.add_argument("--prebuild-only", action="store_true", help="compile the kernels and stop (needs --cc)")
-    parser.add_argument("--cc", type=int, help="the GPU's compute capability, for --prebuild-only")
     args = parser.parse_args()
     tiles, variants = args.tiles.split(","), args.variants.split(",")
     cases = shapes(args.quick)
+    plans = plans_for(tiles, variants, args.cc if args.prebuild_only else None)
+    built = prebuild(every_plan(plans), cases)
     if args.prebuild_only:
-        for kernel in prebuild(plans_for(tiles, variants, args.cc), cases):
-            print(kernel.cache_key, kernel.kernel_name)
+        for kernel in built:  # key and name: tools/dev/carry-cache --keys takes these
+            print(f"  {kernel.cache_key} {kernel.kernel_name}")
         return
-    plans = plans_for(tiles, variants)
-    prebuild(plans, cases)
-    results = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "device": torch.cuda.get_device_name(),
-               "torch": torch.__version__, "host": platform.node(), "rounds": args.rounds, "rows": []}
+    results = {**run_record(args.rounds), "rows": []}
     for group, m, n, k in cases:
         results["rows"].extend(measure(plans, group, m, n, k, args.rounds))
     for variant in variants:
@@ -134,9 +121,7 @@ def main():
                   f"overlapped / _scaled_mm {summary['overlap_vs_scaled_mm']:.3f}x, CUTLASS / _scaled_mm "
                   f"{summary['cutlass_vs_scaled_mm']:.3f}x; bit-identical in "
                   f"{sum(r['bit_identical'] for r in rows)} of {len(rows)}")
-    with open(args.out, "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"wrote {args.out}")
+    save(results, args.out)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,15 @@ std::shared_ptr<gk::KernelModule> build_and_load(const std::string& cache_dir, c
   return gk::KernelModule::load(entry.module_path, entry.cubin_path);
 }
 
+// Pins the plan to its first listed configuration that `wanted` accepts.
+template <class Wanted>
+void pin_tile(gk::Gemm& plan, Wanted wanted) {
+  for (const gk::TileDescription& td : plan.tile_descriptions()) {
+    if (wanted(td)) return plan.set_tile_description(td);
+  }
+  throw gk::ConfigError("the plan lists no configuration the test wants");
+}
+
 std::string run_cli(const std::string& cache_dir, const std::string& arguments) {
   return gk::testing::run_cli(arguments, cache_dir).out;
 }
@@ -255,11 +264,9 @@ TEST(CompileTier, SplitNCooperativeKernelBuildsAndTakesAProblem) {
   gk::Gemm plan(f16_row(90));
   plan.set_activation(gk::Activation::ReLU);
   plan.set_bias(gk::BiasMode::PerColumn);
-  for (const gk::TileDescription& td : plan.tile_descriptions()) {
-    if (td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeSplitN && td.cta_tile()[1] == 160) {
-      plan.set_tile_description(td);
-    }
-  }
+  pin_tile(plan, [](const gk::TileDescription& td) {
+    return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeSplitN && td.cta_tile()[1] == 160;
+  });
   ASSERT_NE(plan.kernel_name().find("192x160x64_1x1x1_0_ttt_align8_warpspecialized_cooperative_splitn"),
             std::string::npos)
       << plan.kernel_name();
@@ -279,14 +286,13 @@ TEST(CompileTier, Fp8OverlappedPromotionKernelBuildsWithAsynchronousGmmas) {
   gk::testenv::TempDir cache_dir;
   gk::Gemm plan(gk::testing::fp8_tn(90));
   plan.set_scale(gk::ScaleMode::RowAndColumn);
-  for (const gk::TileDescription& td : plan.tile_descriptions()) {
-    if (td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap && td.cta_tile()[1] == 192 &&
-        td.cluster_shape == gk::Shape3{2, 1, 1}) {
-      plan.set_tile_description(td);
-    }
-  }
-  ASSERT_NE(plan.kernel_name().find("256x192x128_2x1x1_0_tnt_align16_warpspecialized_cooperative_fp8overlap"),
-            std::string::npos)
+  pin_tile(plan, [](const gk::TileDescription& td) {
+    return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap && td.cta_tile()[1] == 192;
+  });
+  // The first such configuration: 128 x 192 in a 2x1 cluster, as the plan's default tile.
+  EXPECT_TRUE(
+      plan.kernel_name().ends_with("256x192x128_2x1x1_0_tnt_align16_warpspecialized_cooperative_fp8overlap_epi_"
+                                   "tma_scalerowcolumn"))
       << plan.kernel_name();
   const auto module = build_and_load(cache_dir.str(), plan.spec());
   EXPECT_EQ(module->kernel_name(), plan.kernel_name());
