@@ -51,6 +51,10 @@ enum class KernelSchedule {
   // tile's columns while the other half's GMMAs run (device/include/gemmkit/sm90_fp8_overlap.hpp).
   TmaWarpSpecializedCooperativeFP8Overlap,
   TmaWarpSpecializedPingpongFP8Overlap,
+  // The same kernels with gemmkit's other such loop: whole K tiles alternate between two sets of partial sums, one set
+  // promoted while the next K tile runs into the other (64 x 128 per warp group).
+  TmaWarpSpecializedCooperativeFP8AlternatingPromotion,
+  TmaWarpSpecializedPingpongFP8AlternatingPromotion,
 };
 // Lean: gemmkit's own SM90 epilogue, which takes the activation, bias and scale vectors at launch (one kernel serves
 // every plain epilogue of a plan) and builds in about half the time of CUTLASS's TMA epilogue.
@@ -193,6 +197,12 @@ struct EnumTable<KernelSchedule> {
        "cutlass::gemm::KernelTmaWarpSpecializedCooperative", "_warpspecialized_cooperative_fp8overlap"},
       {KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap, "TmaWarpSpecializedPingpongFP8Overlap",
        "cutlass::gemm::KernelTmaWarpSpecializedPingpong", "_warpspecialized_pingpong_fp8overlap"},
+      {KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion,
+       "TmaWarpSpecializedCooperativeFP8AlternatingPromotion", "cutlass::gemm::KernelTmaWarpSpecializedCooperative",
+       "_warpspecialized_cooperative_fp8alternating"},
+      {KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion,
+       "TmaWarpSpecializedPingpongFP8AlternatingPromotion", "cutlass::gemm::KernelTmaWarpSpecializedPingpong",
+       "_warpspecialized_pingpong_fp8alternating"},
   };
 };
 

@@ -125,6 +125,8 @@ class KernelScheduleType(enum.Enum):
     TmaWarpSpecializedCooperativeSplitN = 7
     TmaWarpSpecializedCooperativeFP8Overlap = 8
     TmaWarpSpecializedPingpongFP8Overlap = 9
+    TmaWarpSpecializedCooperativeFP8AlternatingPromotion = 10
+    TmaWarpSpecializedPingpongFP8AlternatingPromotion = 11
 
 class EpilogueScheduleType(enum.Enum):
     """SM90 epilogue schedules."""

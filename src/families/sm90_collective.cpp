@@ -41,6 +41,7 @@ bool is_cooperative(const KernelSpec& spec) {
     case KernelSchedule::TmaWarpSpecializedCooperative:
     case KernelSchedule::TmaWarpSpecializedCooperativeSplitN:
     case KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap:
+    case KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion:
     case KernelSchedule::CpAsyncWarpSpecializedCooperative: return true;
     case KernelSchedule::Auto:
       return moves_16_byte_rows(spec.alignment_a, spec.element_a) &&
@@ -49,11 +50,13 @@ bool is_cooperative(const KernelSpec& spec) {
   }
 }
 
-// Whether the FP8 mainloop is gemmkit's, whose promotion overlaps the GMMAs (sm90_fp8_overlap.hpp), in CUTLASS's
-// cooperative or ping-pong kernel.
+// Whether the FP8 mainloop is one of gemmkit's, whose promotion overlaps the GMMAs (sm90_fp8_overlap.hpp), in
+// CUTLASS's cooperative or ping-pong kernel.
 bool overlaps_promotion(KernelSchedule k) {
   return k == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap ||
-         k == KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap;
+         k == KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap ||
+         k == KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion ||
+         k == KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion;
 }
 
 bool is_tma_schedule(KernelSchedule k) {
@@ -238,22 +241,49 @@ bool overlaps_promotion(const KernelSpec& spec) {
   return overlaps_promotion(spec.tile.kernel_schedule);
 }
 
-// CTA tiles of the overlapped FP8 mainloop, per kernel: 64 rows per warp group (one GMMA atom; the cooperative kernel's
-// two warp groups split 128) and a width whose halves are GMMA atoms, within the promoted accumulators' register budget
-// (fp8_accumulators_fit); 128 deep, one promotion per K tile.
+// The overlapped FP8 mainloops: the class the template wraps around the builder's collective, the TMA epilogue listed
+// with it and its CTA tiles, 64 rows per warp group (one GMMA atom; the cooperative kernel's two warp groups split 128)
+// and 128 deep (one promotion per K tile). Column halves need each half to be a GMMA atom and the accumulators and
+// one set of partials to fit in registers (fp8_accumulators_fit); alternating K tiles hold two sets of partials.
 struct OverlapTiles {
   KernelSchedule schedule;
-  EpilogueSchedule epilogue;  // the TMA epilogue listed with it
+  std::string_view mainloop;
+  EpilogueSchedule epilogue;
   std::vector<Cta> ctas;
 };
 const std::vector<OverlapTiles> kFp8OverlapTiles = {
     {KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap,
+     "gemmkit::sm90::Fp8OverlappedPromotion",
      EpilogueSchedule::TmaWarpSpecializedCooperative,
      {{128, 192}, {128, 128}}},
     {KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap,
+     "gemmkit::sm90::Fp8OverlappedPromotion",
      EpilogueSchedule::TmaWarpSpecialized,
      {{64, 192}, {64, 128}}},
+    {KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion,
+     "gemmkit::sm90::Fp8AlternatingPromotion",
+     EpilogueSchedule::TmaWarpSpecializedCooperative,
+     {{128, 128}}},
+    {KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion,
+     "gemmkit::sm90::Fp8AlternatingPromotion",
+     EpilogueSchedule::TmaWarpSpecialized,
+     {{64, 128}}},
 };
+
+const OverlapTiles& overlap_tiles(KernelSchedule k) {
+  return *std::find_if(kFp8OverlapTiles.begin(), kFp8OverlapTiles.end(),
+                       [&](const OverlapTiles& t) { return t.schedule == k; });
+}
+
+// "128 x 192 x 128 or 128 x 128 x 128".
+std::string cta_list_text(const std::vector<Cta>& ctas) {
+  std::string out;
+  for (std::size_t i = 0; i < ctas.size(); ++i) {
+    if (i > 0) out += " or ";
+    out += std::to_string(ctas[i].m) + " x " + std::to_string(ctas[i].n) + " x 128";
+  }
+  return out;
+}
 
 // Where the overlapped FP8 mainloop applies: FP8 A and B promoted into f32 (not fast accumulation, no block scales)
 // on one of its kernel's CTA tiles, on the Default tile scheduler, under that kernel's TMA or no-smem epilogue.
@@ -268,15 +298,12 @@ void check_fp8_overlap(const KernelSpec& spec) {
   if (fast_accumulation(spec) || blockwise(spec)) {
     refuse("promotes into f32 every 128 elements of K; it takes no fast accumulation and no block scales.");
   }
-  const OverlapTiles& tiles =
-      *std::find_if(kFp8OverlapTiles.begin(), kFp8OverlapTiles.end(), [&](const auto& t) { return t.schedule == k; });
+  const OverlapTiles& tiles = overlap_tiles(k);
   const Shape3 cta = spec.tile.cta_tile();
   const bool listed =
       std::any_of(tiles.ctas.begin(), tiles.ctas.end(), [&](const Cta& c) { return c.m == cta[0] && c.n == cta[1]; });
   if (!listed || cta[2] != 128) {
-    refuse("has CTA tiles of " + std::to_string(tiles.ctas[0].m) + " x " + std::to_string(tiles.ctas[0].n) +
-           " x 128 and " + std::to_string(tiles.ctas[1].m) + " x " + std::to_string(tiles.ctas[1].n) +
-           " x 128; the CTA tile is " + shape_text(cta) + ".");
+    refuse("has CTA tiles of " + cta_list_text(tiles.ctas) + "; the CTA tile is " + shape_text(cta) + ".");
   }
   if (uses_stream_k(spec) || spec.split_k_mode == SplitKMode::Parallel) {
     refuse("runs on the Default tile scheduler (no Stream-K or split-K).");
@@ -589,7 +616,7 @@ const KindRow& kind_row(Kind kind) {
       {Kind::Fp8Overlap, "sm90_gemm.cu.in", "gemmkit/sm90_fp8_overlap.hpp",
        [](const KernelSpec& spec, const KindRow& row) {
          return with_mainloop(cutlass_epilogue_placeholders(spec), row.glue_header, "LayoutA", "LayoutB",
-                              "gemmkit::sm90::Module", "gemmkit::sm90::Fp8OverlappedPromotion");
+                              "gemmkit::sm90::Module", overlap_tiles(spec.tile.kernel_schedule).mainloop);
        }},
       {Kind::ParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_gemm.hpp", cutlass_epilogue_only},
       {Kind::Visitor, "sm90_gemm_visitor.cu.in", "gemmkit/sm90_gemm.hpp", cutlass_epilogue_only},
@@ -647,8 +674,8 @@ class Sm90Collective final : public Family {
     std::vector<TileDescription> out = promoted_tiles(opclass, types, limits, alignment_a, alignment_b);
     if (!is_fp8(types.a)) return out;
     add_fast_accumulation_twins(out);
-    // Last, for the tuner and for plans that set them: the overlapped promotion (check_fp8_overlap) in the cooperative
-    // and the ping-pong kernel, on CUTLASS's TMA epilogue, in each cluster of the table.
+    // Last, for the tuner and for plans that set them: gemmkit's overlapped promotions (check_fp8_overlap) in the
+    // cooperative and the ping-pong kernel, on CUTLASS's TMA epilogue, in each cluster of the table.
     if (!moves_16_byte_rows(alignment_a, types.a) || !moves_16_byte_rows(alignment_b, types.b)) return out;
     for (const OverlapTiles& tiles : kFp8OverlapTiles) {
       for (const Cta& cta : tiles.ctas) {

@@ -171,16 +171,16 @@ TEST(Fp8ScaleVectorsSplitBuild, RowsColumnsBiasReluExactOnTheSplitPath) {
 INSTANTIATE_TEST_SUITE_P(Sm90, Fp8ScaleVectors, ::testing::ValuesIn(cases::fp8_scale_cases()),
                          [](const auto& info) { return info.param.label; });
 
-// gemmkit's FP8 mainloop with the promotion overlapped, on each of its configurations: exact on small integers (D in
-// f32, so even the long K is exact) at one partial K tile, exactly one K tile, several with a partial last one, and
-// 32, on ragged extents; so every path of its loop (the first tile's two batches, the loop, the last half) runs.
+// gemmkit's FP8 mainloops with the promotion overlapped, on each of their configurations: exact on small integers (D
+// in f32, so even the long K is exact) at one partial K tile, exactly one, two, three with a partial last one, and 32,
+// on ragged extents; so every path of both loops (the first batches, the loop, each way out of it) runs.
 class Fp8OverlappedPromotion : public ::testing::TestWithParam<cases::Fp8OverlapCase> {};
 
 TEST_P(Fp8OverlappedPromotion, ExactOnSmallIntegersAtEveryKTileCount) {
   REQUIRE_CC(90, "FP8 GEMMs");
   gk::Gemm plan = cases::fp8_overlap_plan(GetParam(), device_cc());
-  for (const cases::Shape& s :
-       {cases::Shape{136, 200, 16}, cases::Shape{130, 392, 128}, cases::kMatrixShape, cases::Shape{300, 400, 4096}}) {
+  for (const cases::Shape& s : {cases::Shape{136, 200, 16}, cases::Shape{130, 392, 128}, cases::Shape{200, 136, 256},
+                                cases::kMatrixShape, cases::Shape{300, 400, 4096}}) {
     Fp8Operands o(plan, s);
     o.A.fill_integers(81, -4, 4);
     o.B.fill_integers(82, -4, 4);

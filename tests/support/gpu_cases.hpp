@@ -328,14 +328,17 @@ inline std::vector<Fp8ScaleCase> fp8_scale_cases() {
        true}};
 }
 
-// The FP8 plan's configurations on gemmkit's mainloop with the promotion overlapped
-// (TmaWarpSpecialized{Cooperative,Pingpong}FP8Overlap), in listing order.
+// The FP8 plan's configurations on gemmkit's mainloops with the promotion overlapped
+// (TmaWarpSpecialized{Cooperative,Pingpong}{FP8Overlap,FP8AlternatingPromotion}), in listing order.
 inline std::vector<TileDescription> fp8_overlap_tiles(const Gemm& plan) {
   std::vector<TileDescription> out;
   for (const TileDescription& tile : plan.tile_descriptions()) {
-    if (tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap ||
-        tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap) {
-      out.push_back(tile);
+    switch (tile.kernel_schedule) {
+      case KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap:
+      case KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap:
+      case KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion:
+      case KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion: out.push_back(tile); break;
+      default: break;
     }
   }
   return out;
@@ -351,9 +354,8 @@ inline std::vector<Fp8OverlapCase> fp8_overlap_cases(int cc) {
   std::vector<Fp8OverlapCase> out;
   const Gemm plan(testing::fp8_tn(cc, DataType::e4m3, DataType::f32));
   for (const TileDescription& tile : fp8_overlap_tiles(plan)) {
-    const bool pingpong = tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap;
-    out.push_back({std::string(pingpong ? "pingpong" : "cooperative") + "_cta" + shape_text(tile.cta_tile()) +
-                       "_cluster" + shape_text(tile.cluster_shape),
+    out.push_back({std::string(to_string(tile.kernel_schedule)) + "_cta" + shape_text(tile.cta_tile()) + "_cluster" +
+                       shape_text(tile.cluster_shape),
                    tile});
   }
   return out;

@@ -1,7 +1,7 @@
-// tests/unit/fp8_overlap_test.cpp: gemmkit's FP8 mainloop with the promotion overlapped (kernel schedules
-// TmaWarpSpecialized{Cooperative,Pingpong}FP8Overlap) without a GPU: where its tiles are listed, that the shape
-// heuristics never take them, its names and sources (and that CUTLASS's own FP8 kernels render as before), and the
-// rules that refuse what it cannot do.
+// tests/unit/fp8_overlap_test.cpp: gemmkit's FP8 mainloops with the promotion overlapped (kernel schedules
+// TmaWarpSpecialized{Cooperative,Pingpong}{FP8Overlap,FP8AlternatingPromotion}) without a GPU: where its tiles are
+// listed, that the shape heuristics never take them, its names and sources (and that CUTLASS's own FP8 kernels render
+// as before), and the rules that refuse what it cannot do.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,14 +25,17 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-bool cooperative(const gk::TileDescription& td) {
-  return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap;
+bool alternating(const gk::TileDescription& td) {
+  return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion ||
+         td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion;
 }
-bool pingpong(const gk::TileDescription& td) {
-  return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap;
+bool cooperative(const gk::TileDescription& td) {
+  return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap ||
+         td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion;
 }
 bool overlaps(const gk::TileDescription& td) {
-  return cooperative(td) || pingpong(td);
+  return cooperative(td) || alternating(td) ||
+         td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap;
 }
 
 std::vector<gk::TileDescription> overlap_tiles(const gk::Gemm& plan) {
@@ -43,30 +46,33 @@ std::vector<gk::TileDescription> overlap_tiles(const gk::Gemm& plan) {
   return out;
 }
 
-TEST(Fp8Overlap, TwoTilesPerKernelInEachClusterAreListedLastForFp8Plans) {
+TEST(Fp8Overlap, TheirTilesInEachClusterAreListedLastForFp8Plans) {
   for (gk::DataType b : {gk::DataType::e4m3, gk::DataType::e5m2}) {
     gk::GemmOptions o = gk::testing::fp8_tn(90);
     o.element_b = b;
     gk::Gemm plan(o);
     const std::vector<gk::TileDescription> tiles = plan.tile_descriptions();
-    ASSERT_GE(tiles.size(), 12u);
+    ASSERT_GE(tiles.size(), 18u);
     std::vector<std::string> listed;
-    for (std::size_t i = tiles.size() - 12; i < tiles.size(); ++i) {
+    for (std::size_t i = tiles.size() - 18; i < tiles.size(); ++i) {
       const gk::TileDescription& td = tiles[i];
       ASSERT_TRUE(overlaps(td)) << td.to_string();
       EXPECT_EQ(td.epilogue_schedule, cooperative(td) ? gk::EpilogueSchedule::TmaWarpSpecializedCooperative
                                                       : gk::EpilogueSchedule::TmaWarpSpecialized);
       EXPECT_EQ(td.tile_scheduler, gk::TileScheduler::Default);
       EXPECT_EQ(td.math_operation, gk::MathOperation::MultiplyAdd);
-      listed.push_back(std::string(cooperative(td) ? "coop " : "pingpong ") + gk::shape_text(td.cta_tile()) + "_" +
-                       gk::shape_text(td.cluster_shape));
+      listed.push_back(std::string(cooperative(td) ? "coop" : "pingpong") + (alternating(td) ? " alternating " : " ") +
+                       gk::shape_text(td.cta_tile()) + "_" + gk::shape_text(td.cluster_shape));
     }
     EXPECT_EQ(listed, (std::vector<std::string>{
                           "coop 128x192x128_2x1x1", "coop 128x192x128_1x2x1", "coop 128x192x128_1x1x1",
                           "coop 128x128x128_2x1x1", "coop 128x128x128_1x2x1", "coop 128x128x128_1x1x1",
                           "pingpong 64x192x128_2x1x1", "pingpong 64x192x128_1x2x1", "pingpong 64x192x128_1x1x1",
-                          "pingpong 64x128x128_2x1x1", "pingpong 64x128x128_1x2x1", "pingpong 64x128x128_1x1x1"}));
-    EXPECT_EQ(overlap_tiles(plan).size(), 12u);
+                          "pingpong 64x128x128_2x1x1", "pingpong 64x128x128_1x2x1", "pingpong 64x128x128_1x1x1",
+                          "coop alternating 128x128x128_2x1x1", "coop alternating 128x128x128_1x2x1",
+                          "coop alternating 128x128x128_1x1x1", "pingpong alternating 64x128x128_2x1x1",
+                          "pingpong alternating 64x128x128_1x2x1", "pingpong alternating 64x128x128_1x1x1"}));
+    EXPECT_EQ(overlap_tiles(plan).size(), 18u);
   }
   // Not where there is no FP8 mainloop.
   EXPECT_TRUE(overlap_tiles(gk::Gemm(gk::testing::f16_row(90))).empty());
@@ -93,12 +99,13 @@ TEST(Fp8Overlap, EveryTileDerivesTheBuildersCollectiveAndNamesItself) {
     plan.set_tile_description(td);
     const std::string name = plan.kernel_name();
     const std::string kernel = cooperative(td) ? "cooperative" : "pingpong";
-    EXPECT_TRUE(contains(name, "_warpspecialized_" + kernel + "_fp8overlap_epi_tma_relu_scalerowcolumn")) << name;
+    const std::string loop = alternating(td) ? "fp8alternating" : "fp8overlap";
+    EXPECT_TRUE(contains(name, "_warpspecialized_" + kernel + "_" + loop + "_epi_tma_relu_scalerowcolumn")) << name;
     const gk::KernelSource source = gk::render(plan.spec());
     EXPECT_TRUE(contains(source.text, "#include \"gemmkit/sm90_fp8_overlap.hpp\"")) << source.text;
-    EXPECT_TRUE(contains(source.text,
-                         "using CollectiveMainloop = gemmkit::sm90::Fp8OverlappedPromotion<typename "
-                         "cutlass::gemm::collective::CollectiveBuilder<"))
+    const std::string mainloop = alternating(td) ? "Fp8AlternatingPromotion" : "Fp8OverlappedPromotion";
+    EXPECT_TRUE(contains(source.text, "using CollectiveMainloop = gemmkit::sm90::" + mainloop +
+                                          "<typename cutlass::gemm::collective::CollectiveBuilder<"))
         << source.text;
     EXPECT_TRUE(contains(source.text, "KernelSchedule>::CollectiveOp>;")) << source.text;
     EXPECT_TRUE(contains(source.text, cooperative(td)
@@ -124,10 +131,10 @@ TEST(Fp8Overlap, WhatTheMainloopCannotDoIsRefusedByName) {
   };
   gk::TileDescription wide = overlap;
   wide.threadblock_shape = {256, 512, 128};
-  EXPECT_TRUE(contains(refusal(wide), "128 x 192 x 128 and 128 x 128 x 128")) << refusal(wide);
+  EXPECT_TRUE(contains(refusal(wide), "128 x 192 x 128 or 128 x 128 x 128")) << refusal(wide);
   gk::TileDescription tall = overlap;
   tall.threadblock_shape = {512, 128, 128};
-  EXPECT_TRUE(contains(refusal(tall), "128 x 192 x 128 and 128 x 128 x 128")) << refusal(tall);
+  EXPECT_TRUE(contains(refusal(tall), "128 x 192 x 128 or 128 x 128 x 128")) << refusal(tall);
   gk::TileDescription stream_k = overlap;
   stream_k.tile_scheduler = gk::TileScheduler::StreamK;
   EXPECT_TRUE(contains(refusal(stream_k), "Default tile scheduler")) << refusal(stream_k);
@@ -155,9 +162,14 @@ TEST(Fp8Overlap, WhatTheMainloopCannotDoIsRefusedByName) {
   pingpong_wide.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap;
   pingpong_wide.epilogue_schedule = gk::EpilogueSchedule::TmaWarpSpecialized;
   EXPECT_TRUE(contains(refusal(pingpong_wide),
-                       "TmaWarpSpecializedPingpongFP8Overlap has CTA tiles of 64 x 192 x 128 "
-                       "and 64 x 128 x 128"))
+                       "TmaWarpSpecializedPingpongFP8Overlap has CTA tiles of 64 x 192 x 128 or 64 x 128 x 128"))
       << refusal(pingpong_wide);
+  // Alternating K tiles hold three sets of a warp group's tile: 64 x 128 only.
+  gk::TileDescription alternating_wide = overlap;  // 128 x 192
+  alternating_wide.kernel_schedule = gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion;
+  EXPECT_TRUE(contains(refusal(alternating_wide),
+                       "TmaWarpSpecializedCooperativeFP8AlternatingPromotion has CTA tiles of 128 x 128 x 128;"))
+      << refusal(alternating_wide);
 
   EXPECT_EQ(gk::parse_enum<gk::KernelSchedule>("TmaWarpSpecializedCooperativeFP8Overlap"),
             gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap);

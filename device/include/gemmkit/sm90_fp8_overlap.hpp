@@ -15,14 +15,21 @@
 // accumulators and one set of partials. Each half's GMMAs read the tile's rows of A again (a quarter more
 // shared-memory reads per K tile). Everything but the consumer's loop (TMA loads, pipeline, shared-memory layouts,
 // the kernel and its epilogue, which see the builder's TiledMma) is the builder's collective, which this one derives.
+//
+// Fp8AlternatingPromotion (kernel schedules TmaWarpSpecialized{Cooperative,Pingpong}FP8AlternatingPromotion) overlaps
+// the same way without reading A twice: whole K tiles alternate between two sets of partials, and one set is added
+// while the next K tile's batch runs into the other. It holds three sets of a warp group's tile in registers
+// (accumulators and two partials), so only a 64 x 128 tile per warp group fits.
 #pragma once
 
 #include "gemmkit/sm90_gemm.hpp"
 
 namespace gemmkit::sm90 {
 
+// What both loops take from the builder's collective, the rules they rely on, and an empty mma_tail: mma() releases
+// every stage it reads and waits for every GMMA.
 template <class BuilderMainloop>
-struct Fp8OverlappedPromotion : BuilderMainloop {
+struct Fp8ConsumerLoop : BuilderMainloop {
   using Base = BuilderMainloop;
   using typename Base::DispatchPolicy;
   using typename Base::ElementA;
@@ -50,6 +57,26 @@ struct Fp8OverlappedPromotion : BuilderMainloop {
   static_assert(kDepth == 128, "one promotion per K tile is CUTLASS's interval of 128 elements of K");
   static_assert(cute::size<1>(typename TiledMma::AtomShape_MNK{}) == kColumns,
                 "each warp group's GMMA atom spans the tile's columns (so MMA_N is 1)");
+
+  CUTLASS_DEVICE void mma_tail(MainloopPipeline, PipelineState, int) {}
+};
+
+template <class BuilderMainloop>
+struct Fp8OverlappedPromotion : Fp8ConsumerLoop<BuilderMainloop> {
+  using Loop = Fp8ConsumerLoop<BuilderMainloop>;
+  using typename Loop::ElementA;
+  using typename Loop::ElementAccumulator;
+  using typename Loop::ElementB;
+  using typename Loop::MainloopPipeline;
+  using typename Loop::Params;
+  using typename Loop::PipelineState;
+  using typename Loop::SmemLayoutA;
+  using typename Loop::SmemLayoutB;
+  using typename Loop::TensorStorage;
+  using typename Loop::TileShape;
+  static constexpr int kWarpGroups = Loop::kWarpGroups;
+  static constexpr int kColumns = Loop::kColumns;
+  static constexpr int kDepth = Loop::kDepth;
   static_assert(kColumns % 32 == 0, "each half is a GMMA atom of its own, a multiple of 16 columns wide");
 
   // One warp group's GMMAs over half of the tile's columns; its accumulator layout is the first (or last) half of the
@@ -161,9 +188,106 @@ struct Fp8OverlappedPromotion : BuilderMainloop {
     pipeline.consumer_release(smem_pipe_release);
     warpgroup_fence_operand(accum);
   }
+};
 
-  // mma() released every stage it read and waited for every GMMA.
-  CUTLASS_DEVICE void mma_tail(MainloopPipeline, PipelineState, int) {}
+template <class BuilderMainloop>
+struct Fp8AlternatingPromotion : Fp8ConsumerLoop<BuilderMainloop> {
+  using Loop = Fp8ConsumerLoop<BuilderMainloop>;
+  using typename Loop::MainloopPipeline;
+  using typename Loop::Params;
+  using typename Loop::PipelineState;
+  using typename Loop::SmemLayoutA;
+  using typename Loop::SmemLayoutB;
+  using typename Loop::TensorStorage;
+  using typename Loop::TiledMma;
+  static constexpr int kWarpGroups = Loop::kWarpGroups;
+  static_assert(cute::size<0>(typename Loop::TileShape{}) / kWarpGroups * Loop::kColumns <= 64 * 128,
+                "three sets of a warp group's tile in registers: at most 64 x 128");
+
+  template <class FrgTensorC>
+  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum, int k_tile_count,
+                          int thread_idx, TensorStorage& shared_tensors, Params const&) {
+    using namespace cute;
+    static_assert(is_rmem<FrgTensorC>::value, "C tensor must be rmem resident.");
+    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});  // (BLK_N,BLK_K,PIPE)
+
+    Layout warp_group_thread_layout = make_layout(Int<kWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
+    const int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    TiledMma tiled_mma;
+    auto thread_mma = tiled_mma.get_slice(warp_group_thread_layout(warp_group_idx));
+    Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));  // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));  // (MMA,MMA_N,MMA_K,PIPE)
+    Tensor even = make_fragment_like(accum);                               // the partials of K tiles 0, 2, 4, ...
+    Tensor odd = make_fragment_like(accum);                                // and of 1, 3, 5, ...
+
+    // One batch of GMMAs: a K tile into a set of partials (zeroed by the first GMMA).
+    auto issue = [&](auto& partials, int stage) {
+      warpgroup_fence_operand(partials);
+      warpgroup_arrive();
+      tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+      CUTLASS_PRAGMA_UNROLL
+      for (int k_block = 0; k_block < size<2>(tCrA); ++k_block) {
+        cute::gemm(tiled_mma, tCrA(_, _, k_block, stage), tCrB(_, _, k_block, stage), partials);
+        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+      warpgroup_fence_operand(partials);
+    };
+    // After the wait that retires the set's batch; the fence keeps the adds below that wait.
+    auto promote = [&](auto& partials) {
+      warpgroup_fence_operand(partials);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(accum); ++i) accum(i) += partials(i);
+    };
+    auto next_stage = [&] {
+      pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
+      const int stage = smem_pipe_read.index();
+      ++smem_pipe_read;
+      --k_tile_count;
+      return stage;
+    };
+    PipelineState smem_pipe_release = smem_pipe_read;
+    auto release = [&] {
+      pipeline.consumer_release(smem_pipe_release);
+      ++smem_pipe_release;
+    };
+
+    // The last batch: wait for it, add it, release its stage. Each exit has its own, so that where paths join the same
+    // set is in flight on each (ptxas serializes the kernel's GMMAs where it cannot tell which).
+    auto finish = [&](auto& partials) {
+      warpgroup_wait<0>();
+      promote(partials);
+      release();
+      warpgroup_fence_operand(accum);
+    };
+
+    clear(accum);
+    warpgroup_fence_operand(accum);
+    if (k_tile_count <= 0) return;
+    issue(even, next_stage());
+    if (k_tile_count == 0) return finish(even);
+    issue(odd, next_stage());
+    warpgroup_wait<1>();
+    promote(even);
+    release();
+    // As in the other loop: the odd batch, issued an iteration earlier, is retired before the next even batch is
+    // issued, not after.
+    CUTLASS_PRAGMA_NO_UNROLL
+    while (k_tile_count > 0) {
+      const int stage = next_stage();
+      warpgroup_wait<0>();
+      issue(even, stage);
+      promote(odd);
+      release();
+      if (k_tile_count == 0) return finish(even);
+      issue(odd, next_stage());
+      warpgroup_wait<1>();
+      promote(even);
+      release();
+    }
+    finish(odd);
+  }
 };
 
 }  // namespace gemmkit::sm90
