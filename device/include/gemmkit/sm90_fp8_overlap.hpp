@@ -1,11 +1,12 @@
-// device/include/gemmkit/sm90_fp8_overlap.hpp: gemmkit's FP8 mainloop for CUTLASS's cooperative and ping-pong SM90
-// kernels, whose promotion overlaps the tensor cores' work (kernel schedules TmaWarpSpecialized{Cooperative,Pingpong}
-// FP8Overlap).
+// device/include/gemmkit/sm90_fp8_overlap.hpp: gemmkit's FP8 mainloops for CUTLASS's cooperative and ping-pong SM90
+// kernels, whose promotion overlaps the tensor cores' work.
 //
 // CUTLASS's FP8 mainloop issues a K tile's GMMAs into a set of partial accumulators, waits until all of them are done
-// and adds the partials into the f32 accumulators: while a warp group adds, its tensor-core queue is empty. This one
-// issues each K tile as two batches of GMMAs, one per half of the tile's columns, into the two halves of the partials,
-// and adds one half while the other half's batch runs, so the queue is empty only while a batch is issued:
+// and adds the partials into the f32 accumulators: while a warp group adds, its tensor-core queue is empty.
+//
+// Fp8OverlappedPromotion (kernel schedules TmaWarpSpecialized{Cooperative,Pingpong}FP8Overlap) issues each K tile as
+// two batches of GMMAs, one per half of the tile's columns, into the two halves of the partials, and adds one half
+// while the other half's batch runs, so the queue is empty only while a batch is issued:
 //
 //   K tile k:  wait for half 1 (k-1) | issue half 0 (k) | add half 1 (k-1), release stage k-1 | issue half 1 (k) |
 //              wait for half 0 (k) | add half 0 (k)
@@ -14,7 +15,7 @@
 // read), so the sums are CUTLASS's and torch._scaled_mm's, bit for bit. The registers are CUTLASS's too: the f32
 // accumulators and one set of partials. Each half's GMMAs read the tile's rows of A again (a quarter more
 // shared-memory reads per K tile). Everything but the consumer's loop (TMA loads, pipeline, shared-memory layouts,
-// the kernel and its epilogue, which see the builder's TiledMma) is the builder's collective, which this one derives.
+// the kernel and its epilogue, which see the builder's TiledMma) is the builder's collective, which both derive.
 //
 // Fp8AlternatingPromotion (kernel schedules TmaWarpSpecialized{Cooperative,Pingpong}FP8AlternatingPromotion) overlaps
 // the same way without reading A twice: whole K tiles alternate between two sets of partials, and one set is added
