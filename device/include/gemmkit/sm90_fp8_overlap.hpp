@@ -59,6 +59,20 @@ struct Fp8ConsumerLoop : BuilderMainloop {
   static_assert(cute::size<1>(typename TiledMma::AtomShape_MNK{}) == kColumns,
                 "each warp group's GMMA atom spans the tile's columns (so MMA_N is 1)");
 
+  // The GMMA descriptors of A and B in shared memory, (MMA,MMA_M,MMA_K,PIPE) and (MMA,MMA_N,MMA_K,PIPE), for `mma`'s
+  // slice of this thread's warp group.
+  template <class Mma>
+  CUTLASS_DEVICE static auto operand_descriptors(Mma& mma, int thread_idx, TensorStorage& shared_tensors) {
+    using namespace cute;
+    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});  // (BLK_N,BLK_K,PIPE)
+    Layout warp_group_thread_layout = make_layout(Int<kWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
+    const int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    auto thread_mma = mma.get_slice(warp_group_thread_layout(warp_group_idx));
+    return make_tuple(thread_mma.make_fragment_A(thread_mma.partition_A(sA)),
+                      thread_mma.make_fragment_B(thread_mma.partition_B(sB)));
+  }
+
   CUTLASS_DEVICE void mma_tail(MainloopPipeline, PipelineState, int) {}
 };
 
@@ -71,8 +85,6 @@ struct Fp8OverlappedPromotion : Fp8ConsumerLoop<BuilderMainloop> {
   using typename Loop::MainloopPipeline;
   using typename Loop::Params;
   using typename Loop::PipelineState;
-  using typename Loop::SmemLayoutA;
-  using typename Loop::SmemLayoutB;
   using typename Loop::TensorStorage;
   using typename Loop::TileShape;
   static constexpr int kWarpGroups = Loop::kWarpGroups;
@@ -120,15 +132,10 @@ struct Fp8OverlappedPromotion : Fp8ConsumerLoop<BuilderMainloop> {
                           int thread_idx, TensorStorage& shared_tensors, Params const&) {
     using namespace cute;
     static_assert(is_rmem<FrgTensorC>::value, "C tensor must be rmem resident.");
-    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
-    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});  // (BLK_N,BLK_K,PIPE)
-
-    Layout warp_group_thread_layout = make_layout(Int<kWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
-    const int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
     HalfMma half_mma;
-    auto thread_mma = half_mma.get_slice(warp_group_thread_layout(warp_group_idx));
-    Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));      // (MMA,MMA_M,MMA_K,PIPE)
-    Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));      // (MMA,2,MMA_K,PIPE): the two halves
+    const auto descriptors = Loop::operand_descriptors(half_mma, thread_idx, shared_tensors);
+    Tensor tCrA = get<0>(descriptors);                                         // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCrB = get<1>(descriptors);                                         // (MMA,2,MMA_K,PIPE): the two halves
     Tensor partial = partition_fragment_C(half_mma, take<0, 2>(TileShape{}));  // (MMA,MMA_M,2)
     CUTE_STATIC_ASSERT_V(size<1>(tCrB) == Int<2>{});
     CUTE_STATIC_ASSERT_V(size<2>(partial) == Int<2>{});
@@ -197,8 +204,6 @@ struct Fp8AlternatingPromotion : Fp8ConsumerLoop<BuilderMainloop> {
   using typename Loop::MainloopPipeline;
   using typename Loop::Params;
   using typename Loop::PipelineState;
-  using typename Loop::SmemLayoutA;
-  using typename Loop::SmemLayoutB;
   using typename Loop::TensorStorage;
   using typename Loop::TiledMma;
   static constexpr int kWarpGroups = Loop::kWarpGroups;
@@ -210,17 +215,12 @@ struct Fp8AlternatingPromotion : Fp8ConsumerLoop<BuilderMainloop> {
                           int thread_idx, TensorStorage& shared_tensors, Params const&) {
     using namespace cute;
     static_assert(is_rmem<FrgTensorC>::value, "C tensor must be rmem resident.");
-    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
-    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});  // (BLK_N,BLK_K,PIPE)
-
-    Layout warp_group_thread_layout = make_layout(Int<kWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
-    const int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
     TiledMma tiled_mma;
-    auto thread_mma = tiled_mma.get_slice(warp_group_thread_layout(warp_group_idx));
-    Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));  // (MMA,MMA_M,MMA_K,PIPE)
-    Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));  // (MMA,MMA_N,MMA_K,PIPE)
-    Tensor even = make_fragment_like(accum);                               // the partials of K tiles 0, 2, 4, ...
-    Tensor odd = make_fragment_like(accum);                                // and of 1, 3, 5, ...
+    const auto descriptors = Loop::operand_descriptors(tiled_mma, thread_idx, shared_tensors);
+    Tensor tCrA = get<0>(descriptors);        // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCrB = get<1>(descriptors);        // (MMA,MMA_N,MMA_K,PIPE)
+    Tensor even = make_fragment_like(accum);  // the partials of K tiles 0, 2, 4, ...
+    Tensor odd = make_fragment_like(accum);   // and of 1, 3, 5, ...
 
     // One batch of GMMAs: a K tile into a set of partials (zeroed by the first GMMA).
     auto issue = [&](auto& partials, int stage) {
