@@ -33,6 +33,15 @@ int tile_k(DataType a) {
   return 128 * 8 / bits_of(a);
 }
 
+// A table CTA tile in a cluster, 128 bytes deep: the TileDescription every listing starts from (schedules Auto).
+TileDescription cluster_tile(const Cta& cta, const Shape3& cluster, DataType a) {
+  TileDescription td;
+  td.cluster_shape = cluster;
+  td.threadblock_shape = {cta.m * cluster[0], cta.n * cluster[1], tile_k(a)};
+  td.warp_count = {4, 1, 1};
+  return td;
+}
+
 // Whether the mainloop is a cooperative kernel; Auto resolves as CUTLASS 4.2's builder does (and as
 // gemmkit::sm90::is_cooperative does for the generated source): TMA when A and B move 16-byte rows, then
 // cooperative unless the CTA M is 64.
@@ -50,13 +59,40 @@ bool is_cooperative(const KernelSpec& spec) {
   }
 }
 
+// The overlapped FP8 mainloops: the class the template wraps around the builder's collective, the TMA epilogue listed
+// with it and its CTA tiles, 64 rows per warp group (one GMMA atom; the cooperative kernel's two warp groups split 128)
+// and 128 deep (one promotion per K tile). Column halves need each half to be a GMMA atom and the accumulators and
+// one set of partials to fit in registers (fp8_accumulators_fit); alternating K tiles hold two sets of partials.
+struct OverlapTiles {
+  KernelSchedule schedule;
+  std::string_view mainloop;
+  EpilogueSchedule epilogue;
+  std::vector<Cta> ctas;
+};
+const std::vector<OverlapTiles> kFp8OverlapTiles = {
+    {KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap,
+     "gemmkit::sm90::Fp8OverlappedPromotion",
+     EpilogueSchedule::TmaWarpSpecializedCooperative,
+     {{128, 192}, {128, 128}}},
+    {KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap,
+     "gemmkit::sm90::Fp8OverlappedPromotion",
+     EpilogueSchedule::TmaWarpSpecialized,
+     {{64, 192}, {64, 128}}},
+    {KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion,
+     "gemmkit::sm90::Fp8AlternatingPromotion",
+     EpilogueSchedule::TmaWarpSpecializedCooperative,
+     {{128, 128}}},
+    {KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion,
+     "gemmkit::sm90::Fp8AlternatingPromotion",
+     EpilogueSchedule::TmaWarpSpecialized,
+     {{64, 128}}},
+};
+
 // Whether the FP8 mainloop is one of gemmkit's, whose promotion overlaps the GMMAs (sm90_fp8_overlap.hpp), in
 // CUTLASS's cooperative or ping-pong kernel.
 bool overlaps_promotion(KernelSchedule k) {
-  return k == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap ||
-         k == KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap ||
-         k == KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion ||
-         k == KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion;
+  return std::any_of(kFp8OverlapTiles.begin(), kFp8OverlapTiles.end(),
+                     [&](const OverlapTiles& t) { return t.schedule == k; });
 }
 
 bool is_tma_schedule(KernelSchedule k) {
@@ -240,35 +276,6 @@ void check_block_scaling(const KernelSpec& spec) {
 bool overlaps_promotion(const KernelSpec& spec) {
   return overlaps_promotion(spec.tile.kernel_schedule);
 }
-
-// The overlapped FP8 mainloops: the class the template wraps around the builder's collective, the TMA epilogue listed
-// with it and its CTA tiles, 64 rows per warp group (one GMMA atom; the cooperative kernel's two warp groups split 128)
-// and 128 deep (one promotion per K tile). Column halves need each half to be a GMMA atom and the accumulators and
-// one set of partials to fit in registers (fp8_accumulators_fit); alternating K tiles hold two sets of partials.
-struct OverlapTiles {
-  KernelSchedule schedule;
-  std::string_view mainloop;
-  EpilogueSchedule epilogue;
-  std::vector<Cta> ctas;
-};
-const std::vector<OverlapTiles> kFp8OverlapTiles = {
-    {KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap,
-     "gemmkit::sm90::Fp8OverlappedPromotion",
-     EpilogueSchedule::TmaWarpSpecializedCooperative,
-     {{128, 192}, {128, 128}}},
-    {KernelSchedule::TmaWarpSpecializedPingpongFP8Overlap,
-     "gemmkit::sm90::Fp8OverlappedPromotion",
-     EpilogueSchedule::TmaWarpSpecialized,
-     {{64, 192}, {64, 128}}},
-    {KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion,
-     "gemmkit::sm90::Fp8AlternatingPromotion",
-     EpilogueSchedule::TmaWarpSpecializedCooperative,
-     {{128, 128}}},
-    {KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion,
-     "gemmkit::sm90::Fp8AlternatingPromotion",
-     EpilogueSchedule::TmaWarpSpecialized,
-     {{64, 128}}},
-};
 
 const OverlapTiles& overlap_tiles(KernelSchedule k) {
   return *std::find_if(kFp8OverlapTiles.begin(), kFp8OverlapTiles.end(),
@@ -680,10 +687,7 @@ class Sm90Collective final : public Family {
     for (const OverlapTiles& tiles : kFp8OverlapTiles) {
       for (const Cta& cta : tiles.ctas) {
         for (const Shape3& cluster : kClusters) {
-          TileDescription td;
-          td.cluster_shape = cluster;
-          td.threadblock_shape = {cta.m * cluster[0], cta.n * cluster[1], tile_k(types.a)};
-          td.warp_count = {4, 1, 1};
+          TileDescription td = cluster_tile(cta, cluster, types.a);
           td.kernel_schedule = tiles.schedule;
           td.epilogue_schedule = tiles.epilogue;
           out.push_back(td);
@@ -701,11 +705,7 @@ class Sm90Collective final : public Family {
     for (const auto& cta : fp8 ? kFp8Ctas : kCtas) {
       if (is_int8(types.a) && cta.m == 256) continue;
       for (const auto& cluster : kClusters) {
-        TileDescription td;
-        td.cluster_shape = cluster;
-        td.threadblock_shape = {cta.m * cluster[0], cta.n * cluster[1], tile_k(types.a)};
-        td.warp_count = {4, 1, 1};
-        td.stages = 0;
+        TileDescription td = cluster_tile(cta, cluster, types.a);
         auto add = [&](KernelSchedule k, EpilogueSchedule e, TileScheduler s) {
           if (fp8 && !fp8_promotion_fits(cta, k)) return;
           td.kernel_schedule = k;
@@ -755,10 +755,7 @@ class Sm90Collective final : public Family {
           cta.m >= 128 ? KernelSchedule::TmaWarpSpecializedCooperative : KernelSchedule::TmaWarpSpecializedPingpong;
       if (fp8 && !fp8_promotion_fits(cta, k)) continue;
       for (const auto& cluster : kClusters) {
-        TileDescription td;
-        td.cluster_shape = cluster;
-        td.threadblock_shape = {cta.m * cluster[0], cta.n * cluster[1], tile_k(types.a)};
-        td.warp_count = {4, 1, 1};
+        TileDescription td = cluster_tile(cta, cluster, types.a);
         td.kernel_schedule = k;
         td.epilogue_schedule = EpilogueSchedule::Lean;
         out.push_back(td);
