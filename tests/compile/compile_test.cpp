@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "gemmkit/cache.hpp"
 #include "gemmkit/codegen.hpp"
@@ -278,16 +280,30 @@ TEST(CompileTier, SplitNCooperativeKernelBuildsAndTakesAProblem) {
   EXPECT_EQ(module->can_implement(args), GK_OK);
 }
 
-// What ptxas says of `spec`'s cubin pass (`-Xptxas -v`), compiled in `dir`.
-std::string ptxas_report(const gk::KernelSpec& spec, const std::filesystem::path& dir) {
+// What ptxas says of `spec`'s cubin pass (`-Xptxas -v`), compiled in `dir`/cubin. With `module`, the host module is
+// built beside it (`dir`/host) as the split build does, and the two are loaded into *module: one nvcc pass each.
+std::string ptxas_report(const gk::KernelSpec& spec, const std::filesystem::path& dir,
+                         std::shared_ptr<gk::KernelModule>* module = nullptr) {
+  const gk::Toolchain toolchain = gk::Toolchain::discover();
   const gk::KernelSource source = gk::render(spec);
-  const std::string source_path = (dir / "kernel.cu").string();
+  const std::filesystem::path cubin_dir = dir / "cubin", host_dir = dir / "host";
+  std::future<void> host;
+  if (module) {
+    host = std::async(std::launch::async,
+                      [&] { gk::compile_split(toolchain, source, gk::SplitArtifact::host, host_dir.string()); });
+  }
+  std::filesystem::create_directories(cubin_dir);
+  const std::string source_path = (cubin_dir / "kernel.cu").string();
   std::ofstream(source_path) << source.text;
-  std::vector<std::string> argv = gk::split_command(gk::Toolchain::discover(), source, gk::SplitArtifact::cubin,
-                                                    source_path, (dir / "kernel.cubin").string());
+  std::vector<std::string> argv = gk::split_command(toolchain, source, gk::SplitArtifact::cubin, source_path,
+                                                    (cubin_dir / "kernel.cubin").string());
   argv.insert(argv.end(), {"-Xptxas", "-v"});
   const gk::ProcessResult result = gk::run_process(argv);
   EXPECT_EQ(result.exit_code, 0) << result.output;
+  if (module) {
+    host.get();
+    *module = gk::KernelModule::load((host_dir / "kernel.so").string(), (cubin_dir / "kernel.cubin").string());
+  }
   return result.output;
 }
 
@@ -297,7 +313,7 @@ std::string ptxas_report(const gk::KernelSpec& spec, const std::filesystem::path
 // runs, in a place ptxas cannot follow, make it serialize every GMMA of the kernel (its info C7514), which only
 // `-Xptxas -v` shows: the kernel would still be exact, and slower than CUTLASS's.
 TEST(CompileTier, Fp8OverlappedPromotionKernelsBuildWithAsynchronousGmmas) {
-  gk::testenv::TempDir cache_dir;
+  gk::testenv::TempDir build_dir;
   gk::Gemm plan(gk::testing::fp8_tn(90));
   plan.set_scale(gk::ScaleMode::RowAndColumn);
   pin_tile(plan, [](const gk::TileDescription& td) {
@@ -308,24 +324,27 @@ TEST(CompileTier, Fp8OverlappedPromotionKernelsBuildWithAsynchronousGmmas) {
       plan.kernel_name().ends_with("256x192x128_2x1x1_0_tnt_align16_warpspecialized_cooperative_fp8overlap_epi_"
                                    "tma_scalerowcolumn"))
       << plan.kernel_name();
-  const auto module = build_and_load(cache_dir.str(), plan.spec());
+  gk::Gemm alternating(gk::testing::fp8_tn(90));
+  pin_tile(alternating, [](const gk::TileDescription& td) {
+    return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion &&
+           td.cluster_shape == gk::Shape3{1, 1, 1};
+  });
+
+  std::shared_ptr<gk::KernelModule> module;
+  const std::pair<std::string, std::string> reports[] = {
+      {plan.kernel_name(), ptxas_report(plan.spec(), build_dir.path() / "halves", &module)},
+      {alternating.kernel_name(), ptxas_report(alternating.spec(), build_dir.path() / "alternating")}};
+  for (const auto& [kernel, report] : reports) {
+    EXPECT_EQ(report.find("serialized"), std::string::npos) << kernel << "\n" << report;
+    EXPECT_NE(report.find(" 0 bytes spill stores"), std::string::npos) << kernel << "\n" << report;
+  }
+  ASSERT_TRUE(module);
   EXPECT_EQ(module->kernel_name(), plan.kernel_name());
   alignas(256) static char buffer[256];
   gk_gemm_args args = packed_args(2400, 3232, 4096, buffer);
   args.ldb = args.k;  // B is column-major
   args.row_scale = args.column_scale = buffer;
   EXPECT_EQ(module->can_implement(args), GK_OK);
-
-  gk::Gemm alternating(gk::testing::fp8_tn(90));
-  pin_tile(alternating, [](const gk::TileDescription& td) {
-    return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion &&
-           td.cluster_shape == gk::Shape3{1, 1, 1};
-  });
-  for (const gk::Gemm* p : {&plan, &alternating}) {
-    const std::string report = ptxas_report(p->spec(), cache_dir.path());
-    EXPECT_EQ(report.find("serialized"), std::string::npos) << p->kernel_name() << "\n" << report;
-    EXPECT_NE(report.find(" 0 bytes spill stores"), std::string::npos) << p->kernel_name() << "\n" << report;
-  }
 }
 
 // A block-scaled FP8 GEMM (DeepSeek-V3's 1 x 128 / 128 x 128 scales) with a fused ReLU builds on CUTLASS's blockwise
