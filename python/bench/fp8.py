@@ -15,11 +15,14 @@ against the other. Every gemmkit kernel is compiled first, in parallel (compile_
 scalings timed; --max-swizzle N sets the plans' tile scheduler swizzle (1, 2, 4 or 8).
 --prebuild-only --cc 90 compiles the kernels the plans pick for these shapes (Gemm.spec_for_problem) and prints
 each one's cache key and name: no torch and no GPU needed (a build machine fills the cache the GPU machine runs from).
+--builders-loop: where a plan's choice runs one of gemmkit's FP8 mainloops (the promotion overlapped), also time the
+same tile on CUTLASS's mainloop, in the same rounds (builders_tflops, own_vs_builders, and whether the two agree bit
+for bit: they promote at the same K steps).
 --plot FILE draws the ratios per shape (one bar per scaling) as a PNG; --plot-only JSON draws them from a saved run
 (no torch, no GPU).
 Usage: python python/bench/fp8.py [--out FILE] [--rounds N] [--quick] [--tile NAME]
                                   [--variants per_tensor,rowwise,blockwise]
-                                  [--max-swizzle N]
+                                  [--max-swizzle N] [--builders-loop]
        python python/bench/fp8.py --prebuild-only --cc 90 [--quick] [--tile NAME] [--variants ...]
        python python/bench/fp8.py --plot-only fp8.json --plot fp8.png
 """
@@ -28,6 +31,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import time
 
@@ -41,6 +45,9 @@ try:
 except ImportError:  # --prebuild-only needs neither torch nor a GPU
     torch = None
 
+# The kernel-name part of gemmkit's own FP8 mainloops (column halves, alternating K tiles).
+OWN_LOOP = re.compile(r"_warpspecialized_(cooperative|pingpong)_fp8(overlap|alternating)_epi_tma")
+
 LLAMA = [(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (8192, 28672)]
 
 
@@ -48,6 +55,8 @@ def shapes(quick):
     out = [("square", 4096, 4096, 4096), ("square", 8192, 8192, 8192), ("anchor", 8192, 8192, 4096)]
     for m in ((1024,) if quick else (128, 1024, 8192)):
         out += [("llama", m, n, k) for n, k in LLAMA]
+    if not quick:  # decoding: 16 tokens through the MLP's up and down projections
+        out += [("decode", 16, n, k) for n, k in LLAMA[1:3]]
     return out
 
 
@@ -71,12 +80,14 @@ def plan_for(variant, tile=None, max_swizzle=None, cc=None, fast_accum=False):
     if max_swizzle is not None:
         plan.max_swizzle_size = max_swizzle
     if tile is not None:
+        own_loop_asked = "_fp8overlap" in tile or "_fp8alternating" in tile
         for td in plan.tile_descriptions():
             try:
                 plan.tile_description = td
             except gemmkit.ConfigError:  # e.g. a no-smem epilogue with scale vectors
                 continue
-            if tile in plan.kernel_name():
+            name = plan.kernel_name()  # CUTLASS's loop unless the fragment names one of gemmkit's
+            if tile in name and (own_loop_asked or not OWN_LOOP.search(name)):
                 return plan
         raise SystemExit(f"--tile {tile}: no configuration of the {variant} plan has it in its kernel name")
     return plan
@@ -141,7 +152,20 @@ def prebuild(plans, cases):
     return built
 
 
-def measure(plans, group, m, n, k, rounds, fast_accum):
+def builders_twins(plans, cases, cc=None):
+    """{(variant, m, n, k): plan} pinned to CUTLASS's mainloop on the tile the variant's plan picks for the shape, where
+    that pick runs one of gemmkit's loops."""
+    twins = {}
+    for variant, plan in plans.items():
+        for _, m, n, k in cases:
+            name = plan.spec_for_problem(m, n, k).name()
+            if OWN_LOOP.search(name):
+                tile = re.search(r"_\d+x\d+x\d+_\dx\dx\d_0_tnt_align16", OWN_LOOP.sub("", name)).group(0)[1:]
+                twins[(variant, m, n, k)] = plan_for(variant, tile, cc=cc)
+    return twins
+
+
+def measure(plans, group, m, n, k, rounds, fast_accum, twins=None):
     a, b, sa, sb, row_scale, column_scale = operands(m, n, k)
     rs, cs = row_scale * sa, column_scale * sb  # the dequantization scales, folded per row and per column
     rs2, cs2 = rs.view(m, 1), cs.view(1, n)
@@ -170,6 +194,15 @@ def measure(plans, group, m, n, k, rounds, fast_accum):
     variants = {name: pair for name, pair in variants.items() if name in plans}
     rows = {}
     for name, (ours, theirs) in variants.items():
+        twin = (twins or {}).get((name, m, n, k))
+        builders, d_twin = None, torch.empty_like(d)
+        if twin is not None:
+            args = (a, b, None, d_twin, alpha, 0.0) if name == "per_tensor" else (a, b, None, d_twin, 1.0, 0.0)
+            extra = {} if name == "per_tensor" else {"row_scale": rs, "column_scale": cs}
+
+            def builders():
+                return twin.run(*args, sync=False, **extra)
+            builders()
         ours()
         try:
             reference = theirs()
@@ -178,23 +211,32 @@ def measure(plans, group, m, n, k, rounds, fast_accum):
             theirs, reference = None, dequantized_matmul(a, b, bsa, bsb)
         torch.cuda.synchronize()
         err = ((d.float() - reference.float()).abs().max() / reference.float().abs().max()).item()
-        ms_ours, ms_theirs = [], []
+        ms_ours, ms_theirs, ms_builders = [], [], []
         for _ in range(rounds):  # interleaved, so clocks and temperature treat both alike
             ms_ours.append(median_ms(ours, 5))
             if theirs is not None:
                 ms_theirs.append(median_ms(theirs, 5))
+            if builders is not None:
+                ms_builders.append(median_ms(builders, 5))
         row = {"gemmkit_tflops": flops / statistics.median(ms_ours) / 1e9,
                "scaled_mm_tflops": flops / statistics.median(ms_theirs) / 1e9 if ms_theirs else None,
                "max_relative_difference": err,
                "kernel": plans[name].spec_for(a, b, None, d).name()}
         row["ratio"] = row["gemmkit_tflops"] / row["scaled_mm_tflops"] if ms_theirs else None
+        if builders is not None:
+            row["builders_tflops"] = flops / statistics.median(ms_builders) / 1e9
+            row["own_vs_builders"] = row["gemmkit_tflops"] / row["builders_tflops"]
+            row["builders_kernel"] = twin.kernel_name()
+            row["bit_identical_to_builders"] = bool(torch.equal(d, d_twin))
         if name == "blockwise" and "per_tensor" in rows:
             row["vs_per_tensor"] = row["gemmkit_tflops"] / rows["per_tensor"]["gemmkit_tflops"]
         rows[name] = row
         against = (f"_scaled_mm {row['scaled_mm_tflops']:7.1f} ({row['ratio']:.2f}x)" if ms_theirs
                    else "_scaled_mm    n/a")
+        own = (f", CUTLASS's loop {row['builders_tflops']:7.1f} ({row['own_vs_builders']:.3f}x, identical "
+               f"{row['bit_identical_to_builders']})" if builders is not None else "")
         print(f"  {group:6s} {m:5d}x{n:5d}x{k:5d} {name:10s}: gemmkit {row['gemmkit_tflops']:7.1f} TFLOP/s, "
-              f"{against}, max rel. difference {err:.1e}")
+              f"{against}, max rel. difference {err:.1e}{own}")
     return {"group": group, "m": m, "n": n, "k": k, **rows}
 
 
@@ -242,6 +284,8 @@ def main():
                         "choice per shape)")
     parser.add_argument("--variants", default="per_tensor,rowwise,blockwise", help="the scalings to time")
     parser.add_argument("--max-swizzle", type=int, choices=(1, 2, 4, 8), help="the plans' max_swizzle_size")
+    parser.add_argument("--builders-loop", action="store_true", help="also time CUTLASS's mainloop on the tile of "
+                        "each choice that runs one of gemmkit's")
     parser.add_argument("--plot", default="", help="a PNG of the ratios per shape")
     parser.add_argument("--plot-only", default="", help="draw --plot from this saved JSON and stop")
     args = parser.parse_args()
@@ -254,7 +298,8 @@ def main():
             raise SystemExit("--prebuild-only needs --cc (e.g. 90)")
         plans = {name: plan_for(name, args.tile, cc=args.cc, fast_accum=args.fast_accum)
                  for name in args.variants.split(",")}
-        for kernel in prebuild(plans, shapes(args.quick)):  # key and name: tools/dev/carry-cache --keys takes these
+        twins = builders_twins(plans, shapes(args.quick), args.cc) if args.builders_loop else {}
+        for kernel in prebuild({**plans, **{str(key): plan for key, plan in twins.items()}}, shapes(args.quick)):  # key and name: tools/dev/carry-cache --keys takes these
             print(f"  {kernel.cache_key} {kernel.kernel_name}")
         return
     if torch is None:
@@ -269,16 +314,17 @@ def main():
     results["tile"] = args.tile
     results["max_swizzle_size"] = plans[next(iter(plans))].max_swizzle_size
     cases = shapes(args.quick)
-    prebuild(plans, cases)
-    rows = [measure(plans, *case, args.rounds, args.fast_accum) for case in cases]
+    twins = builders_twins(plans, cases) if args.builders_loop else {}
+    prebuild({**plans, **{str(key): plan for key, plan in twins.items()}}, cases)
+    rows = [measure(plans, *case, args.rounds, args.fast_accum, twins) for case in cases]
     results["shapes"] = rows
     summary = {}
     for variant in plans:
-        for key in ("ratio", "vs_per_tensor"):
+        for key in ("ratio", "vs_per_tensor", "own_vs_builders"):
             measured = [r for r in rows if r[variant].get(key) is not None]
             if not measured:
                 continue
-            for group in ("square", "anchor", "llama"):
+            for group in ("square", "anchor", "llama", "decode"):
                 ratios = [r[variant][key] for r in measured if r["group"] == group]
                 summary[f"{variant}_{group}_geomean_{key}"] = geomean(ratios)
             summary[f"{variant}_all_geomean_{key}"] = geomean([r[variant][key] for r in measured])

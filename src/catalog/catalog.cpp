@@ -274,6 +274,24 @@ bool weighed(const TileDescription& td, const TileDescription& front) {
   return !stream_k(td) && td.kernel_schedule == front.kernel_schedule && td.cluster_shape == front.cluster_shape;
 }
 
+// The entry the heuristics weigh the others against: the first automatically scheduled one (FP8 lists its default, a
+// mainloop of gemmkit's, before CUTLASS's), else the first.
+const TileDescription& weighing_front(const std::vector<TileDescription>& tiles) {
+  const auto automatic = std::find_if(
+      tiles.begin(), tiles.end(), [](const TileDescription& td) { return td.kernel_schedule == KernelSchedule::Auto; });
+  return automatic != tiles.end() ? *automatic : tiles.front();
+}
+
+// Entry i, or the same tile on its family's own mainloop where `tiles` lists that (Family::own_mainloop_twin).
+std::size_t with_own_mainloop(const std::vector<TileDescription>& tiles, const KernelSpec& spec, std::size_t i) {
+  if (i >= tiles.size()) return i;
+  KernelSpec chosen = spec;
+  chosen.tile = tiles[i];
+  const std::optional<TileDescription> twin = family_of(spec.family).own_mainloop_twin(chosen);
+  const auto found = twin ? std::find(tiles.begin(), tiles.end(), *twin) : tiles.end();
+  return found != tiles.end() ? static_cast<std::size_t>(found - tiles.begin()) : i;
+}
+
 // Output tiles as the persistent schedulers count them: CTA tiles, rounded up to whole clusters.
 std::int64_t cluster_tile_count(const TileDescription& td, const ProblemShape& p) {
   auto whole_clusters = [](std::int64_t tiles, int cluster) { return (tiles + cluster - 1) / cluster * cluster; };
@@ -342,7 +360,7 @@ std::size_t full_wave_of_small_tiles(const std::vector<TileDescription>& tiles, 
                                      int sm_count) {
   std::size_t smallest = tiles.size();
   for (std::size_t i = 0; i < tiles.size(); ++i) {
-    if (weighed(tiles[i], tiles.front()) &&
+    if (weighed(tiles[i], weighing_front(tiles)) &&
         (smallest == tiles.size() || cta_area(tiles[i]) < cta_area(tiles[smallest]))) {
       smallest = i;
     }
@@ -381,9 +399,10 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
   SplitChoice best;
   if (sm_count < 1) return best;
   double best_cost = 0.0;
+  bool weighed_one = false;
   for (std::size_t i = 0; i < tiles.size(); ++i) {
     const TileDescription& td = tiles[i];
-    if (!weighed(td, tiles.front())) continue;
+    if (!weighed(td, weighing_front(tiles))) continue;
     const Shape3 cta = td.cta_tile();
     const std::int64_t output_tiles = cluster_tile_count(td, shape);
     const std::int64_t k_iterations = (shape.k + cta[2] - 1) / cta[2];
@@ -392,9 +411,10 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
     const double waves = static_cast<double>((output_tiles * slices + sm_count - 1) / sm_count);
     const double steps = static_cast<double>((k_iterations + slices - 1) / slices);
     const double cost = waves * cta[0] * cta[1] / tile_efficiency(cta) * steps;
-    if (i == 0 || cost < best_cost * 0.97) {
+    if (!weighed_one || cost < best_cost * 0.97) {
       best = {i, slices};
       best_cost = cost;
+      weighed_one = true;
     }
   }
   return best;
@@ -434,10 +454,12 @@ KSplit choose_k_split(const TileDescription& tile, const ProblemShape& shape, in
   return {Decomposition::SplitK, static_cast<int>(splits)};
 }
 
-std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
-                        int sm_count, bool split_k) {
-  if (tiles.size() <= 1 || spec.swizzle == Swizzle::StreamK) return 0;
-  const TileDescription& front = tiles.front();
+namespace {
+
+// choose_tile's pick among the builders' mainloops (see there); index 0 is the default.
+std::size_t choose_builders_tile(const std::vector<TileDescription>& tiles, const ProblemShape& shape, int sm_count,
+                                 bool split_k) {
+  const TileDescription& front = weighing_front(tiles);
   const std::int64_t default_tiles = tile_count(front.cta_tile(), shape);
   // The tile shape of least estimated time among each shape's first (auto-scheduled) entry in the default's cluster,
   // then in the transposed cluster where the default's pads; tiles.size() if none.
@@ -523,6 +545,14 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
     }
   }
   return best;
+}
+
+}  // namespace
+
+std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
+                        int sm_count, bool split_k) {
+  if (tiles.size() <= 1 || spec.swizzle == Swizzle::StreamK) return 0;
+  return with_own_mainloop(tiles, spec, choose_builders_tile(tiles, shape, sm_count, split_k));
 }
 
 std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const ProblemShape& shape,

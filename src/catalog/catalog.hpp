@@ -79,6 +79,8 @@ struct ProblemShape {
 // - few output tiles and a long K: 64 x 64 tiles when one wave of them covers at least 3/4 of the SMs, else the
 //   smallest Stream-K tile (split-K, see choose_k_split);
 // - otherwise the tile that minimises an estimated time (waves x tile area / tile efficiency).
+// These weigh the collective builders' mainloops; the pick then runs on the family's own mainloop for that tile where
+// the list holds one (Family::own_mainloop_twin: FP8's overlapped promotion).
 // `split_k` false (GEMMKIT_SPLIT_K=off) never chooses for split-K: long K takes Stream-K only when K >= 8 max(M, N)
 // (CUTLASS's own decomposition), decode-like problems the 64-row tile.
 std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,

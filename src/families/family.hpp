@@ -70,6 +70,9 @@ class Family {
   // A configuration of the same computation whose kernel builds in less time (gemmkit's lean epilogue), which run()
   // launches while spec's own kernel builds in the background; nullopt: none.
   virtual std::optional<TileDescription> quick_twin(const KernelSpec&) const { return std::nullopt; }
+  // The same tile on a mainloop of gemmkit's that runs it faster than the collective builder's (FP8's overlapped
+  // promotion), which the shape heuristics take in place of `spec`'s where the plan's list holds it; nullopt: none.
+  virtual std::optional<TileDescription> own_mainloop_twin(const KernelSpec&) const { return std::nullopt; }
   // Whether it builds GEMM kernels that split K in parallel (partial sums, then a reduction kernel with the epilogue)
   // for run() to choose on its own; Conv2d families offer parallel split-K as an explicit mode instead.
   virtual bool splits_k_in_parallel() const { return false; }

@@ -3,6 +3,7 @@
 // device/include/gemmkit/sm90_gemm.hpp.
 #include <algorithm>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -86,6 +87,16 @@ const std::vector<OverlapTiles> kFp8OverlapTiles = {
      "gemmkit::sm90::Fp8AlternatingPromotion",
      EpilogueSchedule::TmaWarpSpecialized,
      {{64, 128}}},
+};
+
+// Where the heuristics run gemmkit's loop in place of CUTLASS's on the same CTA tile (always the builder's automatic
+// schedule, TMA epilogue, data-parallel): faster there at every shape they pick the tile for (docs/fp8.md). Column
+// halves on 128 x 192 (the alternating loop needs registers for three sets of it), alternating K tiles where a warp
+// group's tile is 64 x 128 (no second read of A, so it beats the halves there).
+const std::vector<std::pair<Cta, KernelSchedule>> kFp8OwnLoopInPlace = {
+    {{128, 192}, KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap},
+    {{128, 128}, KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion},
+    {{64, 128}, KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion},
 };
 
 // Whether the FP8 mainloop is one of gemmkit's, whose promotion overlaps the GMMAs (sm90_fp8_overlap.hpp), in
@@ -674,15 +685,16 @@ class Sm90Collective final : public Family {
     return vector_widths(element);
   }
 
-  // FP8 lists every configuration twice: with CUTLASS's promotion into f32 every 128 deep (the default), then with
-  // fast accumulation; then the tiles of gemmkit's overlapped promotion.
+  // FP8 lists every configuration twice: with CUTLASS's promotion into f32 every 128 deep, then with fast
+  // accumulation; then the tiles of gemmkit's overlapped promotion, the one on the default tile moved first: it is the
+  // default.
   std::vector<TileDescription> tile_descriptions(OpClass opclass, const OperandTypes& types, const DeviceLimits& limits,
                                                  int alignment_a, int alignment_b) const override {
     std::vector<TileDescription> out = promoted_tiles(opclass, types, limits, alignment_a, alignment_b);
     if (!is_fp8(types.a)) return out;
     add_fast_accumulation_twins(out);
-    // Last, for the tuner and for plans that set them: gemmkit's overlapped promotions (check_fp8_overlap) in the
-    // cooperative and the ping-pong kernel, on CUTLASS's TMA epilogue, in each cluster of the table.
+    // Then gemmkit's overlapped promotions (check_fp8_overlap) in the cooperative and the ping-pong kernel, on
+    // CUTLASS's TMA epilogue, in each cluster of the table.
     if (!moves_16_byte_rows(alignment_a, types.a) || !moves_16_byte_rows(alignment_b, types.b)) return out;
     for (const OverlapTiles& tiles : kFp8OverlapTiles) {
       for (const Cta& cta : tiles.ctas) {
@@ -694,7 +706,33 @@ class Sm90Collective final : public Family {
         }
       }
     }
+    const std::optional<TileDescription> default_loop = own_loop_in_place(out.front(), types);
+    const auto found = std::find(out.begin(), out.end(), default_loop.value_or(out.front()));
+    std::rotate(out.begin(), found, found + 1);
     return out;
+  }
+
+  std::optional<TileDescription> own_mainloop_twin(const KernelSpec& spec) const override {
+    return own_loop_in_place(spec.tile, operand_types_of(spec));
+  }
+
+  // kFp8OwnLoopInPlace's loop for an automatically scheduled FP8 tile with CUTLASS's promotion, if the table has one.
+  static std::optional<TileDescription> own_loop_in_place(const TileDescription& td, const OperandTypes& types) {
+    const bool builders =
+        td.kernel_schedule == KernelSchedule::Auto && td.epilogue_schedule == EpilogueSchedule::Auto &&
+        td.tile_scheduler == TileScheduler::Default && td.math_operation == MathOperation::MultiplyAdd;
+    if (!fp8_types(types) || !builders) return std::nullopt;
+    const Shape3 cta = td.cta_tile();
+    for (const auto& [tile, schedule] : kFp8OwnLoopInPlace) {
+      if (tile.m != cta[0] || tile.n != cta[1]) continue;
+      TileDescription twin = td;
+      twin.kernel_schedule = schedule;
+      for (const OverlapTiles& row : kFp8OverlapTiles) {
+        if (row.schedule == schedule) twin.epilogue_schedule = row.epilogue;
+      }
+      return twin;
+    }
+    return std::nullopt;
   }
 
   std::vector<TileDescription> promoted_tiles(OpClass, const OperandTypes& types, const DeviceLimits&, int alignment_a,

@@ -246,14 +246,17 @@ TEST(CompileTier, VisitorTreeKernelsOfBothFamiliesBuildAndCheckTheirOperands) {
   }
 }
 
-// FP8 (e4m3 x e5m2 -> bf16) with per-row and per-column scale vectors: the FP8 mainloop and the scaled epilogue
-// visitor tree build, and the module names itself.
+// FP8 (e4m3 x e5m2 -> bf16) with per-row and per-column scale vectors: CUTLASS's FP8 mainloop (what the heuristics
+// run for Stream-K, split-K and the tiles gemmkit's loops lack) and the scaled epilogue visitor tree build, and the
+// module names itself.
 TEST(CompileTier, Fp8Sm90KernelWithScaleVectorsBuilds) {
   gk::testenv::TempDir cache_dir;
   gk::GemmOptions o = gk::testing::fp8_tn(90);
   o.element_b = gk::DataType::e5m2;
   gk::Gemm plan(o);
   plan.set_scale(gk::ScaleMode::RowAndColumn);
+  pin_tile(plan, [](const gk::TileDescription& td) { return td.kernel_schedule == gk::KernelSchedule::Auto; });
+  ASSERT_TRUE(plan.kernel_name().ends_with("_256x192x128_2x1x1_0_tnt_align16_scalerowcolumn")) << plan.kernel_name();
   EXPECT_EQ(build_and_load(cache_dir.str(), plan.spec())->kernel_name(), plan.kernel_name());
   EXPECT_NE(plan.kernel_name().find("_e4m3_e5m2_f32_bf16_bf16_"), std::string::npos) << plan.kernel_name();
   EXPECT_NE(plan.kernel_name().find("_scalerowcolumn"), std::string::npos) << plan.kernel_name();
@@ -319,7 +322,7 @@ TEST(CompileTier, Fp8OverlappedPromotionKernelsBuildWithAsynchronousGmmas) {
   pin_tile(plan, [](const gk::TileDescription& td) {
     return td.kernel_schedule == gk::KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap && td.cta_tile()[1] == 192;
   });
-  // The first such configuration: 128 x 192 in a 2x1 cluster, as the plan's default tile.
+  // The first such configuration, 128 x 192 in a 2x1 cluster: the plan's default.
   EXPECT_TRUE(
       plan.kernel_name().ends_with("256x192x128_2x1x1_0_tnt_align16_warpspecialized_cooperative_fp8overlap_epi_"
                                    "tma_scalerowcolumn"))

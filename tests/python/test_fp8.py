@@ -17,14 +17,20 @@ def test_names_and_the_default_sm90_kernel():
     plan = fp8_plan()
     assert plan.element_accumulator == gemmkit.DataType.f32
     name = plan.construct().name()
-    assert name.startswith("cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_") and name.endswith("_tnt_align16")
+    # gemmkit's column-halves mainloop (the promotion overlapped) on CUTLASS's 128 x 192 cooperative kernel
+    assert name == ("cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16"
+                    "_warpspecialized_cooperative_fp8overlap_epi_tma")
     assert "_e5m2_e4m3_f32_f32_f32_" in fp8_plan("float8_e5m2", "float8_e4m3fn", "f32").construct().name()
 
 
 def test_kernels_for_problems_without_tensors():
     # numpy has no FP8 dtype: spec_for_problem names run()'s kernel for a shape (packed device tensors) instead.
     plan = fp8_plan()
-    assert plan.spec_for_problem(8192, 8192, 8192).name().endswith("_256x192x128_2x1x1_0_tnt_align16")
+    assert plan.spec_for_problem(8192, 8192, 8192).name().endswith("_256x192x128_2x1x1_0_tnt_align16"
+                                                                   "_warpspecialized_cooperative_fp8overlap_epi_tma")
+    # a few waves: 128 x 128 tiles, on the loop that alternates K tiles between two sets of partials
+    assert plan.spec_for_problem(1024, 4096, 4096).name().endswith("_256x128x128_2x1x1_0_tnt_align16"
+                                                                   "_warpspecialized_cooperative_fp8alternating_epi_tma")
     long_k = plan.spec_for_problem(128, 4096, 4096)
     assert long_k.split_k_mode == gemmkit.SplitKMode.parallel and long_k.name().endswith("_splitk_parallel")
     # Only a GEMM plan names a kernel for a GEMM shape: a Conv2d plan has no such method to call by mistake.

@@ -256,7 +256,11 @@ TEST(Cli, PlanAndCompileTakeTheKernelRunPicksForAProblem) {
   EXPECT_NE(r.out.find("run(): DataParallel, scheduler swizzle 8\n"), std::string::npos) << r.out;
   r = cli("plan --cc 90 --element e4m3 --element-c bf16 --element-d bf16 --layout-b col --m 8192 --n 8192 --k 8192");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16\n"), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find(
+          "_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16_warpspecialized_cooperative_fp8overlap_epi_tma\n"),
+      std::string::npos)
+      << r.out;
   for (const auto& [arguments, message] : std::vector<std::pair<std::string, std::string>>{
            {"plan --cc 90 --m 512 --n 512", "--m, --n and --k go together"},
            {"compile --cc 90 --k 512", "--m, --n and --k go together"},

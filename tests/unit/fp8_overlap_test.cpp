@@ -1,9 +1,10 @@
 // tests/unit/fp8_overlap_test.cpp: gemmkit's FP8 mainloops with the promotion overlapped (kernel schedules
 // TmaWarpSpecialized{Cooperative,Pingpong}{FP8Overlap,FP8AlternatingPromotion}) without a GPU: where its tiles are
-// listed, that the shape heuristics never take them, its names and sources (and that CUTLASS's own FP8 kernels render
+// listed, where the shape heuristics take them, its names and sources (and that CUTLASS's own FP8 kernels render
 // as before), and the rules that refuse what it cannot do.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,17 +47,19 @@ std::vector<gk::TileDescription> overlap_tiles(const gk::Gemm& plan) {
   return out;
 }
 
-TEST(Fp8Overlap, TheirTilesInEachClusterAreListedLastForFp8Plans) {
+TEST(Fp8Overlap, TheDefaultLeadsTheListAndTheOtherTilesInEachClusterComeLast) {
   for (gk::DataType b : {gk::DataType::e4m3, gk::DataType::e5m2}) {
     gk::GemmOptions o = gk::testing::fp8_tn(90);
     o.element_b = b;
     gk::Gemm plan(o);
     const std::vector<gk::TileDescription> tiles = plan.tile_descriptions();
     ASSERT_GE(tiles.size(), 18u);
+    EXPECT_EQ(tiles.front(), plan.spec().tile);
+    ASSERT_TRUE(overlaps(tiles.front())) << tiles.front().to_string();
+    ASSERT_FALSE(overlaps(tiles[1])) << tiles[1].to_string();  // then CUTLASS's, in the order they had
+    for (std::size_t i = tiles.size() - 17; i < tiles.size(); ++i) ASSERT_TRUE(overlaps(tiles[i])) << i;
     std::vector<std::string> listed;
-    for (std::size_t i = tiles.size() - 18; i < tiles.size(); ++i) {
-      const gk::TileDescription& td = tiles[i];
-      ASSERT_TRUE(overlaps(td)) << td.to_string();
+    for (const gk::TileDescription& td : overlap_tiles(plan)) {
       EXPECT_EQ(td.epilogue_schedule, cooperative(td) ? gk::EpilogueSchedule::TmaWarpSpecializedCooperative
                                                       : gk::EpilogueSchedule::TmaWarpSpecialized);
       EXPECT_EQ(td.tile_scheduler, gk::TileScheduler::Default);
@@ -72,25 +75,50 @@ TEST(Fp8Overlap, TheirTilesInEachClusterAreListedLastForFp8Plans) {
                           "coop alternating 128x128x128_2x1x1", "coop alternating 128x128x128_1x2x1",
                           "coop alternating 128x128x128_1x1x1", "pingpong alternating 64x128x128_2x1x1",
                           "pingpong alternating 64x128x128_1x2x1", "pingpong alternating 64x128x128_1x1x1"}));
-    EXPECT_EQ(overlap_tiles(plan).size(), 18u);
   }
   // Not where there is no FP8 mainloop.
   EXPECT_TRUE(overlap_tiles(gk::Gemm(gk::testing::f16_row(90))).empty());
 }
 
-TEST(Fp8Overlap, TheShapeHeuristicsNeverTakeThem) {
+// The heuristics weigh CUTLASS's tiles, then run the chosen one on gemmkit's loop where it has one: column halves on
+// 128 x 192, alternating K tiles on 128 x 128 (cooperative) and 64 x 128 (ping-pong); CUTLASS's loop elsewhere, and
+// for Stream-K and parallel split-K, which gemmkit's loops do not take.
+TEST(Fp8Overlap, TheShapeHeuristicsRunTheChosenTileOnGemmkitsLoopWhereItHasOne) {
   gk::Gemm plan(gk::testing::fp8_tn(90));
+  std::set<std::string> taken;
   for (const auto& problem : gk::catalog::suite_problems()) {
     if (problem.k % 16 != 0) continue;  // FP8 rows are 16-byte vectors
     const gk::KernelSpec spec = plan.spec_for_problem(problem.m, problem.n, problem.k);
-    EXPECT_FALSE(overlaps(spec.tile)) << problem.m << "x" << problem.n << "x" << problem.k;
+    const std::string shape = std::to_string(problem.m) + "x" + std::to_string(problem.n) + "x" +
+                              std::to_string(problem.k) + ": " + spec.name();
+    const gk::Shape3 cta = spec.tile.cta_tile();
+    const bool halves = cta == gk::Shape3{128, 192, 128};
+    const bool alternates = cta == gk::Shape3{128, 128, 128} || cta == gk::Shape3{64, 128, 128};
+    const bool data_parallel =
+        spec.tile.tile_scheduler == gk::TileScheduler::Default && spec.split_k_mode == gk::SplitKMode::Serial;
+    if (data_parallel && (halves || alternates)) {
+      EXPECT_TRUE(overlaps(spec.tile)) << shape;
+      EXPECT_EQ(alternating(spec.tile), alternates) << shape;
+      taken.insert(gk::shape_text(cta));
+    } else {
+      EXPECT_FALSE(overlaps(spec.tile)) << shape;
+    }
   }
+  EXPECT_EQ(taken, (std::set<std::string>{"128x192x128", "128x128x128", "64x128x128"}));
+  // A plan with fast accumulation or a tile of its own keeps CUTLASS's loop.
+  gk::Gemm fast(gk::testing::fp8_tn(90));
+  fast.set_math_operation(gk::MathOperation::MultiplyAddFastAccum);
+  EXPECT_FALSE(overlaps(fast.spec_for_problem(8192, 8192, 8192).tile));
+  gk::Gemm set(gk::testing::fp8_tn(90));
+  set.set_tile_description(plan.tile_descriptions()[1]);
+  EXPECT_FALSE(overlaps(set.spec_for_problem(8192, 8192, 8192).tile));
 }
 
 TEST(Fp8Overlap, EveryTileDerivesTheBuildersCollectiveAndNamesItself) {
   gk::Gemm plan(gk::testing::fp8_tn(90));
   plan.set_scale(gk::ScaleMode::RowAndColumn);
   plan.set_activation(gk::Activation::ReLU);
+  plan.set_tile_description(plan.tile_descriptions()[1]);  // CUTLASS's loop on the default tile
   const std::string builders_source = gk::render(plan.spec()).text;
   EXPECT_FALSE(contains(builders_source, "Fp8OverlappedPromotion")) << builders_source;
   EXPECT_TRUE(contains(builders_source, "using CollectiveMainloop = typename cutlass::gemm::collective::"))

@@ -135,9 +135,10 @@ TEST(Packs, APackLineWithAProblemHoldsRunsKernelForIt) {
   ASSERT_EQ(specs.size(), 3u);
   EXPECT_EQ(specs[0].name(), Gemm(testing::f16_row(90)).spec_for_problem(512, 512, 16384).name());
   EXPECT_EQ(specs[0].split_k_mode, SplitKMode::Parallel);
-  EXPECT_EQ(
-      specs[1].name(),
-      "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16_scalerowcolumn");
+  EXPECT_EQ(specs[1].name(),
+            "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16_"
+            "warpspecialized_cooperative_fp8overlap_epi_tma_"
+            "scalerowcolumn");
   EXPECT_EQ(specs[2].block_scaling, BlockScaling::Blockwise);  // DeepSeek-V3's scales, as the plan takes them
   EXPECT_TRUE(specs[2].name().ends_with("_blockwise")) << specs[2].name();
 }

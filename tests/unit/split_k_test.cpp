@@ -270,7 +270,8 @@ TEST(SpecForProblem, IsTheKernelSpecForPicksForPackedDeviceTensors) {
   fp8.cc = 90;
   gk::Gemm fp8_plan(fp8);
   EXPECT_EQ(fp8_plan.spec_for_problem(8192, 8192, 8192).name(),
-            "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16");
+            "cutlass3x_sm90_tensorop_s0x0x0gemm_e4m3_e4m3_f32_bf16_bf16_256x192x128_2x1x1_0_tnt_align16_"
+            "warpspecialized_cooperative_fp8overlap_epi_tma");
 }
 
 TEST(SplitKPlan, SlicesForceAStreamKKernelWithThatManySplits) {
