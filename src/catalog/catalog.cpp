@@ -274,14 +274,6 @@ bool weighed(const TileDescription& td, const TileDescription& front) {
   return !stream_k(td) && td.kernel_schedule == front.kernel_schedule && td.cluster_shape == front.cluster_shape;
 }
 
-// The entry the heuristics weigh the others against: the first automatically scheduled one (FP8 lists its default, a
-// mainloop of gemmkit's, before CUTLASS's), else the first.
-const TileDescription& weighing_front(const std::vector<TileDescription>& tiles) {
-  const auto automatic = std::find_if(
-      tiles.begin(), tiles.end(), [](const TileDescription& td) { return td.kernel_schedule == KernelSchedule::Auto; });
-  return automatic != tiles.end() ? *automatic : tiles.front();
-}
-
 // Entry i, or the same tile on its family's own mainloop where `tiles` lists that (Family::own_mainloop_twin).
 std::size_t with_own_mainloop(const std::vector<TileDescription>& tiles, const KernelSpec& spec, std::size_t i) {
   if (i >= tiles.size()) return i;
@@ -290,6 +282,15 @@ std::size_t with_own_mainloop(const std::vector<TileDescription>& tiles, const K
   const std::optional<TileDescription> twin = family_of(spec.family).own_mainloop_twin(chosen);
   const auto found = twin ? std::find(tiles.begin(), tiles.end(), *twin) : tiles.end();
   return found != tiles.end() ? static_cast<std::size_t>(found - tiles.begin()) : i;
+}
+
+// The entry the heuristics weigh the others against: the default, or, where the default is its family's own
+// mainloop (FP8 lists it first), the builders' configuration it runs in place of.
+const TileDescription& weighing_front(const std::vector<TileDescription>& tiles, const KernelSpec& spec) {
+  for (std::size_t i = 1; i < tiles.size(); ++i) {
+    if (with_own_mainloop(tiles, spec, i) == 0) return tiles[i];
+  }
+  return tiles.front();
 }
 
 // Output tiles as the persistent schedulers count them: CTA tiles, rounded up to whole clusters.
@@ -356,12 +357,11 @@ constexpr double kDecodeMinBElements = 16.0 * 1024 * 1024;
 // least 3/4 of the SMs, counting real tiles, and at most one wave of clusters): a problem of few rows and a long K then
 // runs unsplit, as cuBLAS runs 128x4096x4096 (64 x 64 tiles in 2x1 clusters), with no partial sums to write and add
 // up; tiles.size() otherwise.
-std::size_t full_wave_of_small_tiles(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
-                                     int sm_count) {
+std::size_t full_wave_of_small_tiles(const std::vector<TileDescription>& tiles, const TileDescription& front,
+                                     const ProblemShape& shape, int sm_count) {
   std::size_t smallest = tiles.size();
   for (std::size_t i = 0; i < tiles.size(); ++i) {
-    if (weighed(tiles[i], weighing_front(tiles)) &&
-        (smallest == tiles.size() || cta_area(tiles[i]) < cta_area(tiles[smallest]))) {
+    if (weighed(tiles[i], front) && (smallest == tiles.size() || cta_area(tiles[i]) < cta_area(tiles[smallest]))) {
       smallest = i;
     }
   }
@@ -399,10 +399,9 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
   SplitChoice best;
   if (sm_count < 1) return best;
   double best_cost = 0.0;
-  bool weighed_one = false;
   for (std::size_t i = 0; i < tiles.size(); ++i) {
     const TileDescription& td = tiles[i];
-    if (!weighed(td, weighing_front(tiles))) continue;
+    if (!weighed(td, tiles.front())) continue;
     const Shape3 cta = td.cta_tile();
     const std::int64_t output_tiles = cluster_tile_count(td, shape);
     const std::int64_t k_iterations = (shape.k + cta[2] - 1) / cta[2];
@@ -411,10 +410,9 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
     const double waves = static_cast<double>((output_tiles * slices + sm_count - 1) / sm_count);
     const double steps = static_cast<double>((k_iterations + slices - 1) / slices);
     const double cost = waves * cta[0] * cta[1] / tile_efficiency(cta) * steps;
-    if (!weighed_one || cost < best_cost * 0.97) {
+    if (i == 0 || cost < best_cost * 0.97) {
       best = {i, slices};
       best_cost = cost;
-      weighed_one = true;
     }
   }
   return best;
@@ -457,9 +455,8 @@ KSplit choose_k_split(const TileDescription& tile, const ProblemShape& shape, in
 namespace {
 
 // choose_tile's pick among the builders' mainloops (see there); index 0 is the default.
-std::size_t choose_builders_tile(const std::vector<TileDescription>& tiles, const ProblemShape& shape, int sm_count,
-                                 bool split_k) {
-  const TileDescription& front = weighing_front(tiles);
+std::size_t choose_builders_tile(const std::vector<TileDescription>& tiles, const TileDescription& front,
+                                 const ProblemShape& shape, int sm_count, bool split_k) {
   const std::int64_t default_tiles = tile_count(front.cta_tile(), shape);
   // The tile shape of least estimated time among each shape's first (auto-scheduled) entry in the default's cluster,
   // then in the transposed cluster where the default's pads; tiles.size() if none.
@@ -526,7 +523,7 @@ std::size_t choose_builders_tile(const std::vector<TileDescription>& tiles, cons
   }
   if (long_k) {
     // Unless the smallest tiles fill one wave: then they run unsplit, with no partial sums to write and add up.
-    const std::size_t small = full_wave_of_small_tiles(tiles, shape, sm_count);
+    const std::size_t small = full_wave_of_small_tiles(tiles, front, shape, sm_count);
     return small != tiles.size() ? small : stream_k_tile;
   }
   // Otherwise the tile shape with the lowest estimated time.
@@ -552,7 +549,8 @@ std::size_t choose_builders_tile(const std::vector<TileDescription>& tiles, cons
 std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
                         int sm_count, bool split_k) {
   if (tiles.size() <= 1 || spec.swizzle == Swizzle::StreamK) return 0;
-  return with_own_mainloop(tiles, spec, choose_builders_tile(tiles, shape, sm_count, split_k));
+  const TileDescription& front = weighing_front(tiles, spec);
+  return with_own_mainloop(tiles, spec, choose_builders_tile(tiles, front, shape, sm_count, split_k));
 }
 
 std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
