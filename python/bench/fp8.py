@@ -326,7 +326,8 @@ def main():
                 continue
             for group in ("square", "anchor", "llama", "decode"):
                 ratios = [r[variant][key] for r in measured if r["group"] == group]
-                summary[f"{variant}_{group}_geomean_{key}"] = geomean(ratios)
+                if ratios:  # --quick has no decode group
+                    summary[f"{variant}_{group}_geomean_{key}"] = geomean(ratios)
             summary[f"{variant}_all_geomean_{key}"] = geomean([r[variant][key] for r in measured])
     results["summary"] = summary
     for key, value in summary.items():
