@@ -87,7 +87,8 @@ def prebuild(cc, shapes, tiles):
             for tile in [None] + tiles:
                 specs.append(make_plan(cc, tree, tile).spec_for_problem(m, n, k))
     specs = list({spec.name(): spec for spec in specs}.values())
-    gemmkit.compile_many(specs)
+    for kernel in gemmkit.compile_many(specs):  # key and name: tools/dev/carry-cache --keys takes these
+        print(f"  {kernel.cache_key} {kernel.kernel_name}")
     print(f"built {len(specs)} kernels")
 
 
