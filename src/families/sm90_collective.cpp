@@ -90,9 +90,9 @@ const std::vector<OverlapTiles> kFp8OverlapTiles = {
 };
 
 // Where the heuristics run gemmkit's loop in place of CUTLASS's on the same CTA tile (always the builder's automatic
-// schedule, TMA epilogue, data-parallel): faster there at every shape they pick the tile for (docs/fp8.md). Column
-// halves on 128 x 192 (the alternating loop needs registers for three sets of it), alternating K tiles where a warp
-// group's tile is 64 x 128 (no second read of A, so it beats the halves there).
+// schedule, TMA epilogue, data-parallel): 1.10x its speed over the FP8 benchmark's shapes, none measurably slower
+// (docs/fp8.md). Column halves on 128 x 192 (the alternating loop needs registers for three sets of it), alternating K
+// tiles where a warp group's tile is 64 x 128 (no second read of A, so it beats the halves there).
 const std::vector<std::pair<Cta, KernelSchedule>> kFp8OwnLoopInPlace = {
     {{128, 192}, KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap},
     {{128, 128}, KernelSchedule::TmaWarpSpecializedCooperativeFP8AlternatingPromotion},
@@ -706,9 +706,10 @@ class Sm90Collective final : public Family {
         }
       }
     }
-    const std::optional<TileDescription> default_loop = own_loop_in_place(out.front(), types);
-    const auto found = std::find(out.begin(), out.end(), default_loop.value_or(out.front()));
-    std::rotate(out.begin(), found, found + 1);
+    if (const std::optional<TileDescription> default_loop = own_loop_in_place(out.front(), types)) {
+      const auto found = std::find(out.begin(), out.end(), *default_loop);
+      if (found != out.end()) std::rotate(out.begin(), found, found + 1);
+    }
     return out;
   }
 
