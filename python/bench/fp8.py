@@ -195,8 +195,9 @@ def measure(plans, group, m, n, k, rounds, fast_accum, twins=None):
     rows = {}
     for name, (ours, theirs) in variants.items():
         twin = (twins or {}).get((name, m, n, k))
-        builders, d_twin = None, torch.empty_like(d)
+        builders = None
         if twin is not None:
+            d_twin = torch.empty_like(d)
             args = (a, b, None, d_twin, alpha, 0.0) if name == "per_tensor" else (a, b, None, d_twin, 1.0, 0.0)
             extra = {} if name == "per_tensor" else {"row_scale": rs, "column_scale": cs}
 
@@ -293,29 +294,28 @@ def main():
         with open(args.plot_only) as f:
             plot(json.load(f), args.plot or os.path.splitext(args.plot_only)[0] + ".png")
         return
+    if args.prebuild_only and args.cc is None:
+        raise SystemExit("--prebuild-only needs --cc (e.g. 90)")
+    if not args.prebuild_only:
+        if torch is None:
+            raise SystemExit("python/bench/fp8.py needs torch (or --prebuild-only --cc 90)")
+        if torch.cuda.get_device_capability() < (9, 0):
+            raise SystemExit("python/bench/fp8.py needs an SM90 GPU (H100 / H200)")
+    cc = args.cc if args.prebuild_only else None  # else the current GPU's
+    plans = {name: plan_for(name, args.tile, args.max_swizzle, cc=cc, fast_accum=args.fast_accum)
+             for name in args.variants.split(",")}
+    cases = shapes(args.quick)
+    twins = builders_twins(plans, cases, cc) if args.builders_loop else {}
+    built = prebuild({**plans, **{str(key): plan for key, plan in twins.items()}}, cases)
     if args.prebuild_only:
-        if args.cc is None:
-            raise SystemExit("--prebuild-only needs --cc (e.g. 90)")
-        plans = {name: plan_for(name, args.tile, cc=args.cc, fast_accum=args.fast_accum)
-                 for name in args.variants.split(",")}
-        twins = builders_twins(plans, shapes(args.quick), args.cc) if args.builders_loop else {}
-        for kernel in prebuild({**plans, **{str(key): plan for key, plan in twins.items()}}, shapes(args.quick)):  # key and name: tools/dev/carry-cache --keys takes these
+        for kernel in built:  # key and name: tools/dev/carry-cache --keys takes these
             print(f"  {kernel.cache_key} {kernel.kernel_name}")
         return
-    if torch is None:
-        raise SystemExit("python/bench/fp8.py needs torch (or --prebuild-only --cc 90)")
-    if torch.cuda.get_device_capability() < (9, 0):
-        raise SystemExit("python/bench/fp8.py needs an SM90 GPU (H100 / H200)")
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
                "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "scaled_mm_use_fast_accum": args.fast_accum, "gemmkit_fast_accum": args.fast_accum, "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)"}
-    plans = {name: plan_for(name, args.tile, args.max_swizzle, fast_accum=args.fast_accum)
-             for name in args.variants.split(",")}
-    results["tile"] = args.tile
-    results["max_swizzle_size"] = plans[next(iter(plans))].max_swizzle_size
-    cases = shapes(args.quick)
-    twins = builders_twins(plans, cases) if args.builders_loop else {}
-    prebuild({**plans, **{str(key): plan for key, plan in twins.items()}}, cases)
+               "scaled_mm_use_fast_accum": args.fast_accum, "gemmkit_fast_accum": args.fast_accum,
+               "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)", "tile": args.tile,
+               "max_swizzle_size": plans[next(iter(plans))].max_swizzle_size}
     rows = [measure(plans, *case, args.rounds, args.fast_accum, twins) for case in cases]
     results["shapes"] = rows
     summary = {}

@@ -728,9 +728,7 @@ class Sm90Collective final : public Family {
       if (tile.m != cta[0] || tile.n != cta[1]) continue;
       TileDescription twin = td;
       twin.kernel_schedule = schedule;
-      for (const OverlapTiles& row : kFp8OverlapTiles) {
-        if (row.schedule == schedule) twin.epilogue_schedule = row.epilogue;
-      }
+      twin.epilogue_schedule = overlap_tiles(schedule).epilogue;
       return twin;
     }
     return std::nullopt;
