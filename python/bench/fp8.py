@@ -159,7 +159,8 @@ def builders_twins(plans, cases, cc=None):
     for variant, plan in plans.items():
         for _, m, n, k in cases:
             name = plan.spec_for_problem(m, n, k).name()
-            if OWN_LOOP.search(name):
+            # A plan pinned to a tile runs it data-parallel, so parallel split-K has no pinned twin to compare with.
+            if OWN_LOOP.search(name) and "_splitk_parallel" not in name:
                 tile = re.search(r"_\d+x\d+x\d+_\dx\dx\d_0_tnt_align16", OWN_LOOP.sub("", name)).group(0)[1:]
                 twins[(variant, m, n, k)] = plan_for(variant, tile, cc=cc)
     return twins

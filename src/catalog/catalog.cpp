@@ -553,8 +553,8 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   return with_own_mainloop(tiles, spec, choose_builders_tile(tiles, front, shape, sm_count, split_k));
 }
 
-std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
-                                                 int sm_count, int k_granule) {
+std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const KernelSpec& spec,
+                                                 const ProblemShape& shape, int sm_count, int k_granule) {
   // Relative mainloop throughput of the CTA shapes with partial sums (64-row tiles ran closer to 128 x 128 than in
   // choose_tile's table, 128 x 64 a little closer still: cuBLAS's tile at 512x512x16384; 64 x 64 well below), and the
   // H200's per-SM f16 rate and memory bandwidth at what the kernels reach (only their ratio matters).
@@ -585,6 +585,7 @@ std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescripti
       }
     }
   }
+  if (best) best->tile = with_own_mainloop(tiles, spec, best->tile);
   return best;
 }
 

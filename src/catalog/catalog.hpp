@@ -135,10 +135,11 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
 // K / slices / tile efficiency) plus the partial sums' traffic (slices x m x n x 8 bytes). Each slice is a multiple of
 // `k_granule` elements (16-byte aligned slice starts) and at least kMinParallelKSteps of the tile's K steps. nullopt
 // when no slice count of 2..kMaxSplits fits. The model's constants are fitted so that its picks at 512x512x16384,
-// 128x4096x4096 and 128x4096x14336 are the configurations that ran fastest there.
+// 128x4096x4096 and 128x4096x14336 are the configurations that ran fastest there. As choose_tile, the pick then runs
+// on the family's own mainloop for that tile where `tiles` (valid for `spec`) holds one.
 inline constexpr int kMinParallelKSteps = 8;
-std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const ProblemShape& shape,
-                                                 int sm_count, int k_granule);
+std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const KernelSpec& spec,
+                                                 const ProblemShape& shape, int sm_count, int k_granule);
 
 // A configuration's time on a problem, in arbitrary units (only ratios mean anything): data-parallel, waves x tile
 // area / tile efficiency; a Stream-K kernel launched to share K out (`decomposition` other than DataParallel), the

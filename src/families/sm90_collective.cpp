@@ -323,9 +323,8 @@ void check_fp8_overlap(const KernelSpec& spec) {
   if (!listed || cta[2] != 128) {
     refuse("has CTA tiles of " + cta_list_text(tiles.ctas) + "; the CTA tile is " + shape_text(cta) + ".");
   }
-  if (uses_stream_k(spec) || spec.split_k_mode == SplitKMode::Parallel) {
-    refuse("runs on the Default tile scheduler (no Stream-K or split-K).");
-  }
+  // Parallel split-K is a batch of partial-sum GEMMs on this same scheduler; Stream-K's tile scheduler is another.
+  if (uses_stream_k(spec)) refuse("runs on the Default tile scheduler (no Stream-K).");
   if (spec.visitor) refuse("takes no epilogue visitor tree.");
   const EpilogueSchedule e = spec.tile.epilogue_schedule;
   if (e != tiles.epilogue && e != EpilogueSchedule::NoSmemWarpSpecialized) {
@@ -576,15 +575,26 @@ Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
 }
 
 // The kernels the family renders, each from a template and glue header of its own.
-enum class Kind { Default, Blockwise, ParallelSplitK, Visitor, Lean, SplitN, Fp8Overlap };
+enum class Kind { Default, Blockwise, ParallelSplitK, Visitor, Lean, SplitN, Fp8Overlap, Fp8OverlapParallelSplitK };
 
 Kind kind_of(const KernelSpec& spec) {
   if (spec.visitor) return Kind::Visitor;  // its fusion replaces bias, scales and activation
   if (lean_epilogue(spec)) return Kind::Lean;
   if (splits_n(spec)) return Kind::SplitN;
+  if (spec.split_k_mode == SplitKMode::Parallel) {  // partial sums, then a reduction
+    return overlaps_promotion(spec) ? Kind::Fp8OverlapParallelSplitK : Kind::ParallelSplitK;
+  }
   if (overlaps_promotion(spec)) return Kind::Fp8Overlap;
-  if (spec.split_k_mode == SplitKMode::Parallel) return Kind::ParallelSplitK;  // partial sums, then a reduction
   return blockwise(spec) ? Kind::Blockwise : Kind::Default;
+}
+
+// The glue header and a class template of gemmkit's that derives the builder's collective (empty: the builder's own),
+// for the templates that take either.
+Placeholders with_glue(Placeholders out, std::string_view glue, std::string_view own_mainloop) {
+  out.insert(out.end(), {{"glue_header", std::string(glue)},
+                         {"own_mainloop_open", own_mainloop.empty() ? "" : std::string(own_mainloop) + "<"},
+                         {"own_mainloop_close", own_mainloop.empty() ? "" : ">"}});
+  return out;
 }
 
 // The placeholders of sm90_gemm.cu.in, which serves three mainloops: its glue, the mainloop's operand layouts, the
@@ -592,12 +602,10 @@ Kind kind_of(const KernelSpec& spec) {
 // block-scaled mainloop pairs each operand's layout with its scales' and takes its own module.
 Placeholders with_mainloop(Placeholders out, std::string_view glue, std::string layout_a, std::string layout_b,
                            std::string module, std::string_view own_mainloop = {}) {
-  out.insert(out.end(), {{"glue_header", std::string(glue)},
-                         {"mainloop_layout_a", std::move(layout_a)},
+  out = with_glue(std::move(out), glue, own_mainloop);
+  out.insert(out.end(), {{"mainloop_layout_a", std::move(layout_a)},
                          {"mainloop_layout_b", std::move(layout_b)},
-                         {"module", std::move(module)},
-                         {"own_mainloop_open", own_mainloop.empty() ? "" : std::string(own_mainloop) + "<"},
-                         {"own_mainloop_close", own_mainloop.empty() ? "" : ">"}});
+                         {"module", std::move(module)}});
   return out;
 }
 
@@ -636,7 +644,15 @@ const KindRow& kind_row(Kind kind) {
          return with_mainloop(cutlass_epilogue_placeholders(spec), row.glue_header, "LayoutA", "LayoutB",
                               "gemmkit::sm90::Module", overlap_tiles(spec.tile.kernel_schedule).mainloop);
        }},
-      {Kind::ParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_gemm.hpp", cutlass_epilogue_only},
+      {Kind::ParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_gemm.hpp",
+       [](const KernelSpec& spec, const KindRow& row) {
+         return with_glue(cutlass_epilogue_placeholders(spec), row.glue_header, {});
+       }},
+      {Kind::Fp8OverlapParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_fp8_overlap.hpp",
+       [](const KernelSpec& spec, const KindRow& row) {
+         return with_glue(cutlass_epilogue_placeholders(spec), row.glue_header,
+                          overlap_tiles(spec.tile.kernel_schedule).mainloop);
+       }},
       {Kind::Visitor, "sm90_gemm_visitor.cu.in", "gemmkit/sm90_gemm.hpp", cutlass_epilogue_only},
       // The lean template takes nothing of the epilogue's settings (they come at launch); its C and D are row-major
       // with 16-byte rows, which validate() checked. How D leaves is GEMMKIT_LEAN_TMA_STORE's: the source differs,

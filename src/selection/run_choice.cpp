@@ -36,9 +36,9 @@ bool forces_stream_k(Decomposition mode) {
 }
 // Parallel split-K's configuration and slices for a problem (catalog::choose_parallel_split), its slices starting on
 // 16-byte boundaries of A's elements.
-std::optional<catalog::SplitChoice> parallel_split(const std::vector<TileDescription>& tiles,
+std::optional<catalog::SplitChoice> parallel_split(const std::vector<TileDescription>& tiles, const KernelSpec& spec,
                                                    const catalog::ProblemShape& shape, int sm_count, DataType a) {
-  return catalog::choose_parallel_split(tiles, shape, sm_count, 128 / bits_of(a));
+  return catalog::choose_parallel_split(tiles, spec, shape, sm_count, 128 / bits_of(a));
 }
 
 }  // namespace
@@ -164,7 +164,7 @@ RunChoice PlanCore::heuristic_choice(KernelChoices& choices, const ProblemKey& p
   if (out.split.mode == Decomposition::SplitK) {
     if (KernelChoices* parallel = parallel_choices(choices, p)) {
       const catalog::ProblemShape shape = kernel_shape(p);
-      if (auto pick = parallel_split(parallel->tiles, shape, sm_count, config.types.a)) {
+      if (auto pick = parallel_split(parallel->tiles, parallel->base, shape, sm_count, config.types.a)) {
         out.parallel = parallel;
         out.parallel_index = pick->tile;
         out.slices = pick->slices;
@@ -277,7 +277,7 @@ std::vector<KernelSpec> PlanCore::run_time_kernels() const {
       const std::size_t i = catalog::choose_tile(tiles, base, shape, sm_count);
       add(chosen, i);
       if (parallel && catalog::choose_k_split(tiles[i], shape, sm_count).mode == Decomposition::SplitK) {
-        if (auto pick = parallel_split(parallel_tiles, shape, sm_count, config.types.a)) {
+        if (auto pick = parallel_split(parallel_tiles, parallel_base, shape, sm_count, config.types.a)) {
           add(parallel_chosen, pick->tile);
         }
       }

@@ -193,3 +193,30 @@ TEST_P(Fp8OverlappedPromotion, ExactOnSmallIntegersAtEveryKTileCount) {
 
 INSTANTIATE_TEST_SUITE_P(Sm90, Fp8OverlappedPromotion, ::testing::ValuesIn(cases::fp8_overlap_cases(90)),
                          [](const auto& info) { return info.param.label; });
+
+// Few rows over a long K: the default plan splits K in parallel, and the partial-sum GEMMs run gemmkit's alternating
+// loop (ping-pong 64 x 128); exact on small integers with beta != 0 (C read by the reduction), the parallel kernel
+// itself (wait_for_best), not a serial stand-in.
+TEST(Fp8OverlappedPromotionParallelSplitK, ExactOnSmallIntegers) {
+  REQUIRE_CC(90, "FP8 GEMMs");
+  gk::Gemm plan(gk::testing::fp8_tn(device_cc(), gk::DataType::e4m3, gk::DataType::f32));
+  const cases::Shape s = cases::kFp8ParallelSplitKShape;
+  const gk::KernelSpec spec = plan.spec_for_problem(s.m, s.n, s.k);
+  ASSERT_EQ(spec.split_k_mode, gk::SplitKMode::Parallel) << spec.name();
+  ASSERT_EQ(spec.tile.kernel_schedule, gk::KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion)
+      << spec.name();
+  Fp8Operands o(plan, s);
+  o.A.fill_integers(91, -4, 4);
+  o.B.fill_integers(92, -4, 4);
+  o.C.fill_integers(93, -4, 4);
+  DeviceBuffer dA(o.A), dB(o.B), dC(o.C), dD(o.D);
+  gk::RunOptions options;
+  options.wait_for_best = true;
+  const gk::TensorView C = dC.view_like(o.C);
+  plan.run(dA.view_like(o.A), dB.view_like(o.B), &C, dD.view_like(o.D), 1.0, 2.0, options);
+  dD.copy_to(o.D);
+  const auto cmp = gk::verify::compare_with_reference(o.A, o.B, &o.C, o.D, 1.0, 2.0);
+  EXPECT_GT(cmp.checked, 0);
+  EXPECT_EQ(cmp.max_abs_error, 0.0) << spec.name();
+  EXPECT_EQ(plan.running_kernel_name(dA.view_like(o.A), dB.view_like(o.B), &C, dD.view_like(o.D), 2.0), spec.name());
+}

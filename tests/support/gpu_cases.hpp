@@ -361,6 +361,9 @@ inline std::vector<Fp8OverlapCase> fp8_overlap_cases(int cc) {
   return out;
 }
 
+// Few rows over a long K, where the default FP8 plan splits K in parallel on gemmkit's alternating loop.
+inline constexpr Shape kFp8ParallelSplitKShape{128, 4096, 4096};
+
 inline Gemm fp8_overlap_plan(const Fp8OverlapCase& c, int cc) {
   Gemm plan(testing::fp8_tn(cc, DataType::e4m3, DataType::f32));
   plan.set_tile_description(c.tile);
@@ -625,6 +628,9 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
       out.push_back(spec_for_shape(plan, kMatrixShape));
     }
     for (const auto& c : fp8_overlap_cases(cc)) out.push_back(fp8_overlap_plan(c, cc).spec());
+    out.push_back(
+        Gemm(testing::fp8_tn(cc, DataType::e4m3, DataType::f32))
+            .spec_for_problem(kFp8ParallelSplitKShape.m, kFp8ParallelSplitKShape.n, kFp8ParallelSplitKShape.k));
     for (const auto& spec : fp8_blockwise_specs(cc)) out.push_back(spec);
     // The MoE form's FP8 experts (tests/gpu/grouped_gpu_test.cpp), which the grouped group lists too.
     if (cc < 100) {

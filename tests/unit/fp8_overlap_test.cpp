@@ -81,8 +81,8 @@ TEST(Fp8Overlap, TheDefaultLeadsTheListAndTheOtherTilesInEachClusterComeLast) {
 }
 
 // The heuristics weigh CUTLASS's tiles, then run the chosen one on gemmkit's loop where it has one: column halves on
-// 128 x 192, alternating K tiles on 128 x 128 (cooperative) and 64 x 128 (ping-pong); CUTLASS's loop elsewhere, and
-// for Stream-K and parallel split-K, which gemmkit's loops do not take.
+// 128 x 192, alternating K tiles on 128 x 128 (cooperative) and 64 x 128 (ping-pong), parallel split-K's partial-sum
+// GEMMs included; CUTLASS's loop elsewhere, and for Stream-K, which gemmkit's loops do not take.
 TEST(Fp8Overlap, TheShapeHeuristicsRunTheChosenTileOnGemmkitsLoopWhereItHasOne) {
   gk::Gemm plan(gk::testing::fp8_tn(90));
   std::set<std::string> taken;
@@ -94,9 +94,9 @@ TEST(Fp8Overlap, TheShapeHeuristicsRunTheChosenTileOnGemmkitsLoopWhereItHasOne) 
     const gk::Shape3 cta = spec.tile.cta_tile();
     const bool halves = cta == gk::Shape3{128, 192, 128};
     const bool alternates = cta == gk::Shape3{128, 128, 128} || cta == gk::Shape3{64, 128, 128};
-    const bool data_parallel =
-        spec.tile.tile_scheduler == gk::TileScheduler::Default && spec.split_k_mode == gk::SplitKMode::Serial;
-    if (data_parallel && (halves || alternates)) {
+    // Parallel split-K's GEMMs run on the Default tile scheduler too; Stream-K (serial split-K among them) does not.
+    const bool default_scheduler = spec.tile.tile_scheduler == gk::TileScheduler::Default;
+    if (default_scheduler && (halves || alternates)) {
       EXPECT_TRUE(overlaps(spec.tile)) << shape;
       EXPECT_EQ(alternating(spec.tile), alternates) << shape;
       taken.insert(gk::shape_text(cta));
@@ -105,6 +105,15 @@ TEST(Fp8Overlap, TheShapeHeuristicsRunTheChosenTileOnGemmkitsLoopWhereItHasOne) 
     }
   }
   EXPECT_EQ(taken, (std::set<std::string>{"128x192x128", "128x128x128", "64x128x128"}));
+  // Parallel split-K's partial-sum GEMMs too (few rows over a long K).
+  const gk::KernelSpec split = plan.spec_for_problem(128, 4096, 4096);
+  EXPECT_EQ(split.split_k_mode, gk::SplitKMode::Parallel) << split.name();
+  EXPECT_EQ(split.tile.kernel_schedule, gk::KernelSchedule::TmaWarpSpecializedPingpongFP8AlternatingPromotion)
+      << split.name();
+  const std::string source = gk::render(split).text;
+  EXPECT_TRUE(contains(source, "#include \"gemmkit/sm90_fp8_overlap.hpp\"")) << source;
+  EXPECT_TRUE(contains(source, "using CollectiveMainloop = gemmkit::sm90::Fp8AlternatingPromotion<")) << source;
+  EXPECT_TRUE(contains(source, "gemmkit::sm90::ParallelSplitKModule<")) << source;
   // A plan with fast accumulation or a tile of its own keeps CUTLASS's loop.
   gk::Gemm fast(gk::testing::fp8_tn(90));
   fast.set_math_operation(gk::MathOperation::MultiplyAddFastAccum);

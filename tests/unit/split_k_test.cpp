@@ -360,10 +360,10 @@ TEST(ParallelSplitK, NotWhereSlicesCannotStartAlignedOrTheUserChose) {
     if (td.tile_scheduler != gk::TileScheduler::StreamK) tiles.push_back(td);
   }
   // K = 2392 = 8 x 13 x 23: no slice count leaves 16-byte aligned slices of at least 8 K steps.
-  EXPECT_FALSE(cat::choose_parallel_split(tiles, {256, 384, 2392, 1}, kH200Sms, 8));
+  EXPECT_FALSE(cat::choose_parallel_split(tiles, t.spec, {256, 384, 2392, 1}, kH200Sms, 8));
   // Many output tiles: no slice count fits one wave.
-  EXPECT_FALSE(cat::choose_parallel_split(tiles, {4096, 4096, 16384, 1}, kH200Sms, 8));
-  ASSERT_TRUE(cat::choose_parallel_split(tiles, {512, 512, 16384, 1}, kH200Sms, 8));
+  EXPECT_FALSE(cat::choose_parallel_split(tiles, t.spec, {4096, 4096, 16384, 1}, kH200Sms, 8));
+  ASSERT_TRUE(cat::choose_parallel_split(tiles, t.spec, {512, 512, 16384, 1}, kH200Sms, 8));
 
   const auto A = probe(512, 16384), B = probe(16384, 512), D = probe(512, 512);
   gk::Gemm forced(f16_row(90));
