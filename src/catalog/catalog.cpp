@@ -287,8 +287,12 @@ std::size_t with_own_mainloop(const std::vector<TileDescription>& tiles, const K
 // The entry the heuristics weigh the others against: the default, or, where the default is its family's own
 // mainloop (FP8 lists it first), the builders' configuration it runs in place of.
 const TileDescription& weighing_front(const std::vector<TileDescription>& tiles, const KernelSpec& spec) {
+  const TileDescription& front = tiles.front();
   for (std::size_t i = 1; i < tiles.size(); ++i) {
-    if (with_own_mainloop(tiles, spec, i) == 0) return tiles[i];
+    // A twin keeps its configuration's tile and cluster: only those entries need the family's answer.
+    const TileDescription& td = tiles[i];
+    if (td.threadblock_shape != front.threadblock_shape || td.cluster_shape != front.cluster_shape) continue;
+    if (with_own_mainloop(tiles, spec, i) == 0) return td;
   }
   return tiles.front();
 }
