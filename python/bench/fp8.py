@@ -69,8 +69,8 @@ def quantize(x):
 SCALINGS = {"per_tensor": ("none", "none"), "rowwise": ("row_and_column", "none"), "blockwise": ("none", "blockwise")}
 
 
-def plan_for(variant, tile=None, max_swizzle=None, cc=None, fast_accum=False):
-    plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16",
+def plan_for(variant, tile=None, max_swizzle=None, cc=None, fast_accum=False, element_c="bf16"):
+    plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C=element_c, element_D="bf16",
                         layout_A="row", layout_B="col", layout_C="row", element_accumulator="f32", cc=cc)
     scale, block_scaling = SCALINGS[variant]
     plan.scale = scale

@@ -9,7 +9,7 @@ median of rounds), and each output is compared bit for bit with the plan's own p
 K steps, so tile, raster and swizzle must not change a bit.
 --prebuild-only --cc 90 compiles the kernels and prints their cache keys: no torch and no GPU needed.
 Usage: python python/bench/fp8_schedule.py [--out FILE] [--rounds N] [--shapes MxNxK,...] [--tiles T,...]
-                                           [--swizzles 0,4,8] [--variants per_tensor,rowwise]
+                                           [--swizzles 0,4,8] [--variants per_tensor,rowwise] [--element-c bf16,void]
 """
 import itertools
 import statistics
@@ -24,13 +24,17 @@ TILES = ("256x192x128_2x1x1_0_tnt_align16_warpspecialized_cooperative_fp8overlap
 RASTERS = ("Heuristic", "AlongM", "AlongN")
 
 
-def plans_for(variants, tiles, cc=None):
-    """{(variant, tile): plan}; tile "pick" is the plan as declared (run() chooses the configuration)."""
+def plans_for(variants, tiles, element_cs, cc=None):
+    """{(variant, tile): plan}; tile "pick" is the plan as declared (run() chooses the configuration); a tile of a plan
+    declared without C (element_C void: no C in the epilogue, so its shared memory goes to the mainloop) is prefixed
+    "void C ". Every option runs with C None and beta 0."""
     out = {}
     for variant in variants:
-        out[(variant, "pick")] = plan_for(variant, cc=cc)
-        for tile in tiles:
-            out[(variant, tile)] = plan_for(variant, tile, cc=cc)
+        for element_c in element_cs:
+            prefix = "void C " if element_c == "void" else ""
+            out[(variant, prefix + "pick")] = plan_for(variant, cc=cc, element_c=element_c)
+            for tile in tiles:
+                out[(variant, prefix + tile)] = plan_for(variant, tile, cc=cc, element_c=element_c)
     return out
 
 
@@ -97,10 +101,12 @@ def main():
     parser.add_argument("--tiles", default=TILES, help="kernel-name fragments, as fp8.py --tile takes")
     parser.add_argument("--swizzles", default="0,4,8")
     parser.add_argument("--variants", default="per_tensor,rowwise")
+    parser.add_argument("--element-c", default="bf16", help="the plans' C types, e.g. bf16,void")
     args = parser.parse_args()
     cases = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     swizzles = [int(s) for s in args.swizzles.split(",")]
-    plans = plans_for(args.variants.split(","), args.tiles.split(","), args.cc if args.prebuild_only else None)
+    plans = plans_for(args.variants.split(","), args.tiles.split(","), args.element_c.split(","),
+                      args.cc if args.prebuild_only else None)
     built = prebuild({f"{v} {t}": p for (v, t), p in plans.items()}, [("", m, n, k) for m, n, k in cases])
     if args.prebuild_only:
         for kernel in built:  # key and name: tools/dev/carry-cache --keys takes these

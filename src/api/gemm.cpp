@@ -320,6 +320,11 @@ GemmProblem check_gemm_problem(const selection::PlanCore& core, const TensorView
   p.b = detail::check_operand(B, "B", types_.b, types_.layout_b);
   p.d = detail::check_operand(D, "D", types_.d, types_.layout_c);
   p.c = p.d;
+  if (C != nullptr && types_.c == DataType::void_t) {
+    throw TensorError(
+        "Tensor C: the plan has no C (element_C void), so its kernel never reads one; pass no C (and "
+        "beta = 0), or declare the plan with C's element type.");
+  }
   if (C != nullptr) {
     p.c = detail::check_operand(*C, "C", types_.c, types_.layout_c);
   } else if (beta != 0.0) {
@@ -435,7 +440,8 @@ std::optional<detail::MatrixOperand> check_bias_operand(const selection::PlanCon
     throw TensorError("Tensor bias: the plan adds a per-" + std::string(per_row ? "row" : "column") +
                       " bias; pass it as RunOptions::bias (or set_bias(BiasMode::None)).");
   }
-  return detail::check_vector(*bias, "bias", config.types.c, per_row ? p.m : p.n, per_row ? "row" : "column");
+  return detail::check_vector(*bias, "bias", families::c_or_d(config.types), per_row ? p.m : p.n,
+                              per_row ? "row" : "column");
 }
 
 // The scale vectors the plan's ScaleMode asks for: row_scale (m) and column_scale (n), f32.
@@ -567,7 +573,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   gemm.b = operand(p.b, B, types_.b);
   gemm.d = operand(p.d, D, types_.d);
   if (C != nullptr) gemm.c = operand(p.c, *C, types_.c);
-  if (bias) gemm.bias = operand(*bias, *run_options.bias, types_.c);
+  if (bias) gemm.bias = operand(*bias, *run_options.bias, families::c_or_d(types_));
   if (row_scale) gemm.row_scale = operand(*row_scale, *run_options.row_scale, DataType::f32);
   if (column_scale) gemm.column_scale = operand(*column_scale, *run_options.column_scale, DataType::f32);
   // A block-scaled module reads A's and B's scales where the ABI has the scale vectors (sm90_blockwise.hpp).

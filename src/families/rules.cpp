@@ -94,8 +94,8 @@ std::string fp8_rule_violation(int cc, int kernel_cc, OpClass opclass, const Ope
     return "FP8 GEMMs accumulate in f32; got element_accumulator=" + std::string(to_string(t.accumulator)) +
            ". Set element_accumulator=f32 (or leave it unset).";
   }
-  if (!fp8_output(t.d) || !fp8_output(t.c)) {
-    return "FP8 GEMMs write C and D in bf16, f16 or f32; got C=" + std::string(to_string(t.c)) +
+  if (!fp8_output(t.d) || !(fp8_output(t.c) || t.c == DataType::void_t)) {
+    return "FP8 GEMMs write C and D in bf16, f16 or f32 (C may be void: no C); got C=" + std::string(to_string(t.c)) +
            ", D=" + std::string(to_string(t.d)) + ".";
   }
   if (t.layout_a != Layout::RowMajor || t.layout_b != Layout::ColumnMajor) {
@@ -105,6 +105,10 @@ std::string fp8_rule_violation(int cc, int kernel_cc, OpClass opclass, const Ope
            "and set layout_A=RowMajor, layout_B=ColumnMajor.";
   }
   return "";
+}
+
+DataType c_or_d(const OperandTypes& types) {
+  return types.c == DataType::void_t ? types.d : types.c;
 }
 
 OperandTypes operand_types_of(const KernelSpec& spec) {
@@ -133,9 +137,10 @@ bool output_types_ok(int kernel_cc, const OperandTypes& t) {
 }
 
 void check_operand_alignments(const KernelSpec& spec) {
-  const std::pair<const char*, std::pair<int, DataType>> operands[] = {{"A", {spec.alignment_a, spec.element_a}},
-                                                                       {"B", {spec.alignment_b, spec.element_b}},
-                                                                       {"C", {spec.alignment_c, spec.element_c}}};
+  const std::pair<const char*, std::pair<int, DataType>> operands[] = {
+      {"A", {spec.alignment_a, spec.element_a}},
+      {"B", {spec.alignment_b, spec.element_b}},
+      {"C", {spec.alignment_c, operand_types_of(spec).c}}};
   for (const auto& [name, info] : operands) {
     const auto [alignment, element] = info;
     const int widest = 128 / bits_of(element);

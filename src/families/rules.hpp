@@ -24,8 +24,8 @@ bool moves_16_byte_rows(int alignment, DataType element);
 bool tensor_op_types(const OperandTypes& types);
 // Integer tensor cores read A row-major and B column-major ("TN") only.
 bool layouts_ok_for_tensor_op(const OperandTypes& types);
-// FP8 tensor-core math (SM90 WGMMA): A and B e4m3 or e5m2 (mixed too), f32 accumulation, C and D f16, bf16 or f32,
-// A row-major and B column-major (WGMMA reads 8-bit operands K-major only).
+// FP8 tensor-core math (SM90 WGMMA): A and B e4m3 or e5m2 (mixed too), f32 accumulation, C and D f16, bf16 or f32
+// (or C void: a plan without C), A row-major and B column-major (WGMMA reads 8-bit operands K-major only).
 bool fp8_types(const OperandTypes& types);
 // Why a plan with FP8 operands has no kernel (on SM `cc`, kernel generation `kernel_cc`, opcode class `opclass`),
 // naming the fix; "" when it has FP8 operands that fit or none at all. The only copy of the FP8 rules.
@@ -43,6 +43,8 @@ std::string_view fp8_schedule_variant(const KernelSpec& spec);
 void add_fast_accumulation_twins(std::vector<TileDescription>& tiles);
 // A spec's operand types and layouts (C's element D's when C is void).
 OperandTypes operand_types_of(const KernelSpec& spec);
+// C's element, or D's for a plan without C (void): the type its bias vector has.
+DataType c_or_d(const OperandTypes& types);
 // CUDA-core math exists for these operand and accumulator types.
 bool simt_types(const OperandTypes& types);
 // C and D of 2.x kernels share one type; 3.x kernels may differ (e.g. f32 C, f16 D).

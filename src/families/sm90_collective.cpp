@@ -693,9 +693,10 @@ class Sm90Collective final : public Family {
            output_types_ok(90, types);
   }
 
-  std::vector<int> operand_alignments(OpClass, DataType element, const OperandTypes&) const override {
+  std::vector<int> operand_alignments(OpClass, DataType element, const OperandTypes& types) const override {
     // f64 operands (e.g. a C of another type than A and B) are read as scalars, as in the reference.
     if (element == DataType::f64) return {1};
+    if (element == DataType::void_t) return vector_widths(types.d);  // no C: D's vectors decide
     // FP8 mainloops are TMA only (CUTLASS has no cp.async FP8 mainloop).
     if (is_fp8(element)) return {16};
     return vector_widths(element);

@@ -106,8 +106,8 @@ class Sm90Grouped final : public Family {
   // computes it transposed; groups go to the SM80 grouped family instead).
   bool supports(OpClass opclass, const OperandTypes& types) const override {
     const bool floating = is_half(types.a) || types.a == DataType::f32 || fp8_types(types);
-    return opclass == OpClass::TensorOp && floating && !is_integer(types.c) && !is_integer(types.d) &&
-           dense().supports(opclass, types) && !dense().computes_transposed(opclass, types);
+    return opclass == OpClass::TensorOp && floating && types.c != DataType::void_t && !is_integer(types.c) &&
+           !is_integer(types.d) && dense().supports(opclass, types) && !dense().computes_transposed(opclass, types);
   }
   // The widest vector only: TMA needs 16-byte aligned rows.
   std::vector<int> operand_alignments(OpClass, DataType element, const OperandTypes&) const override {

@@ -220,3 +220,41 @@ TEST(Fp8OverlappedPromotionParallelSplitK, ExactOnSmallIntegers) {
   EXPECT_EQ(cmp.max_abs_error, 0.0) << spec.name();
   EXPECT_EQ(plan.running_kernel_name(dA.view_like(o.A), dB.view_like(o.B), &C, dD.view_like(o.D), 2.0), spec.name());
 }
+
+// A plan without C (element_C void): the kernel has no source operand; row and column scales, a per-column bias of D's
+// type and ReLU, exact on halves and small integers.
+TEST(Fp8NoC, ScalesBiasAndReluExactWithoutC) {
+  REQUIRE_CC(90, "FP8 GEMMs");
+  gk::Gemm plan = cases::fp8_no_c_plan(device_cc());
+  const cases::Shape s = cases::kMatrixShape;
+  HostMatrix A(plan.element_a(), s.m, s.k, plan.layout_a()), B(plan.element_b(), s.k, s.n, plan.layout_b()),
+      D(plan.element_d(), s.m, s.n, plan.layout_c());
+  fill_halves(A, 81);
+  fill_halves(B, 82);
+  HostMatrix rows(gk::DataType::f32, 1, s.m, gk::Layout::RowMajor),
+      columns(gk::DataType::f32, 1, s.n, gk::Layout::RowMajor), bias(plan.element_d(), 1, s.n, gk::Layout::RowMajor);
+  const double factors[] = {0.25, 0.5, 0.75, 1.0, 2.0, 4.0};
+  for (long i = 0; i < s.m; ++i) rows.set(0, 0, i, factors[i % 6]);
+  for (long j = 0; j < s.n; ++j) columns.set(0, 0, j, factors[(j * 5 + 1) % 6]);
+  bias.fill_integers(83, -8, 8);
+  DeviceBuffer dA(A), dB(B), dD(D), dRows(rows), dColumns(columns), dBias(bias);
+  const auto rows_view = dRows.view_like(rows), columns_view = dColumns.view_like(columns);
+  const auto bias_view = dBias.view_like(bias);
+  gk::RunOptions options;
+  options.row_scale = &rows_view;
+  options.column_scale = &columns_view;
+  options.bias = &bias_view;
+  options.wait_for_best = true;
+  plan.run(dA.view_like(A), dB.view_like(B), nullptr, dD.view_like(D), 0.5, 0.0, options);
+  dD.copy_to(D);
+  gk::verify::Epilogue epilogue;
+  epilogue.activation = gk::Activation::ReLU;
+  epilogue.bias = &bias;
+  epilogue.bias_mode = gk::BiasMode::PerColumn;
+  epilogue.row_scale = &rows;
+  epilogue.column_scale = &columns;
+  const auto cmp = gk::verify::compare_with_reference(A, B, nullptr, D, 0.5, 0.0, 0, 1, epilogue);
+  EXPECT_GT(cmp.checked, 0);
+  EXPECT_EQ(cmp.max_abs_error, 0.0) << plan.kernel_name();
+  EXPECT_NE(plan.kernel_name().find("_void_bf16_"), std::string::npos) << plan.kernel_name();
+}

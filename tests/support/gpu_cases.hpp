@@ -380,6 +380,17 @@ inline Gemm fp8_scale_plan(const Fp8ScaleCase& c, int cc) {
   return plan;
 }
 
+// An FP8 plan declared without C (element_C void): row and column scales, a per-column bias and ReLU, bf16 D.
+inline Gemm fp8_no_c_plan(int cc) {
+  GemmOptions options = testing::fp8_tn(cc);
+  options.element_c = DataType::void_t;
+  Gemm plan(options);
+  plan.set_scale(ScaleMode::RowAndColumn);
+  plan.set_bias(BiasMode::PerColumn);
+  plan.set_activation(Activation::ReLU);
+  return plan;
+}
+
 // The tuning tier (tests/gpu/tuning_gpu_test.cpp): an f16 plan tuned on one problem among this many candidates.
 inline constexpr Shape kTuneShape{1024, 1024, 1024};  // not a parallel split-K shape (tune() refuses those)
 inline constexpr int kTuneCandidates = 4;
@@ -632,6 +643,8 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
         Gemm(testing::fp8_tn(cc, DataType::e4m3, DataType::f32))
             .spec_for_problem(kFp8ParallelSplitKShape.m, kFp8ParallelSplitKShape.n, kFp8ParallelSplitKShape.k));
     for (const auto& spec : fp8_blockwise_specs(cc)) out.push_back(spec);
+    Gemm no_c = fp8_no_c_plan(cc);
+    out.push_back(no_c.spec_for_problem(kMatrixShape.m, kMatrixShape.n, kMatrixShape.k));
     // The MoE form's FP8 experts (tests/gpu/grouped_gpu_test.cpp), which the grouped group lists too.
     if (cc < 100) {
       out.push_back(GroupedGemm(testing::fp8_tn(cc)).spec());

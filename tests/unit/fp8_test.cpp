@@ -261,6 +261,41 @@ TEST(Fp8Scales, RunChecksTheVectorsBeforeAnythingRuns) {
   EXPECT_TRUE(contains(tensor_error_of(extra), "does not take it")) << tensor_error_of(extra);
 }
 
+// A plan declared without C (element_C void, as torch's row-wise FP8 kernel is built): the kernel has no source
+// operand, so the epilogue's C buffers go to the mainloop (a fifth stage on the default 128 x 192 tile), a C passed to
+// run() is refused by name, and the bias takes D's type.
+TEST(Fp8NoC, APlanWithoutCBuildsAKernelWithoutCAndRefusesOne) {
+  gk::GemmOptions options = fp8_tn(90);
+  options.element_c = gk::DataType::void_t;
+  gk::Gemm plan(options);
+  EXPECT_TRUE(contains(plan.kernel_name(), "_e4m3_e4m3_f32_void_bf16_")) << plan.kernel_name();
+  EXPECT_TRUE(contains(gk::render(plan.spec()).text, "using ElementC = void;"));
+  alignas(256) static unsigned char bytes[64 * 64 * 4];
+  const auto A = gk::TensorView::on_gpu(bytes, gk::DataType::e4m3, {64, 32}, gk::Layout::RowMajor, 0);
+  const auto B = gk::TensorView::on_gpu(bytes, gk::DataType::e4m3, {32, 48}, gk::Layout::ColumnMajor, 0);
+  const auto D = gk::TensorView::on_gpu(bytes, gk::DataType::bf16, {64, 48}, gk::Layout::RowMajor, 0);
+  EXPECT_EQ(plan.spec_for(A, B, nullptr, D).element_c, gk::DataType::void_t);
+  try {
+    plan.run(A, B, &D, D, 1.0, 0.0);
+    FAIL() << "expected a TensorError";
+  } catch (const gk::TensorError& e) {
+    EXPECT_TRUE(contains(e.what(), "has no C (element_C void)")) << e.what();
+  }
+  plan.set_bias(gk::BiasMode::PerColumn);
+  const auto half_bias = gk::TensorView::on_gpu(bytes, gk::DataType::f16, {48}, gk::Layout::RowMajor, 0);
+  gk::RunOptions with_bias;
+  with_bias.bias = &half_bias;
+  try {
+    plan.run(A, B, nullptr, D, 1.0, 0.0, with_bias);
+    FAIL() << "expected a TensorError";
+  } catch (const gk::TensorError& e) {
+    EXPECT_TRUE(contains(e.what(), "bf16")) << e.what();  // D's type
+  }
+  // Grouped FP8 kernels keep a C.
+  const std::string grouped = config_error_of([&] { gk::GroupedGemm plan_of_groups(options); });
+  EXPECT_TRUE(contains(grouped, "C=void")) << grouped;
+}
+
 // Fast accumulation (torch._scaled_mm's use_fast_accum): every FP8 configuration listed a second time with it, taken
 // only by a plan that sets it, on CUTLASS's FP8FastAccum schedules with the epilogue schedule they match named.
 TEST(Fp8FastAccum, APlanThatSetsItRunsTheFastAccumulationSchedules) {
