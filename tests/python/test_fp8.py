@@ -57,6 +57,27 @@ def test_scale_modes():
     assert "_scale" not in plan.construct().name()
 
 
+def test_a_plan_without_c():
+    # element_C void: the kernel has no C operand (its epilogue's C buffers become a fifth mainloop stage on the
+    # default tile); run() refuses a C by name before anything runs.
+    plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="void", element_D="bf16", layout_A="row",
+                        layout_B="col", layout_C="row", cc=90)
+    assert "_e4m3_e4m3_f32_void_bf16_" in plan.construct().name()
+    assert "using ElementC = void;" in gemmkit.render(plan.construct()).text
+
+
+def test_a_plan_without_c_refuses_a_c():
+    torch = pytest.importorskip("torch")
+    plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="void", element_D="bf16", layout_A="row",
+                        layout_B="col", layout_C="row", cc=90)
+    a = torch.zeros(64, 128, dtype=torch.float8_e4m3fn)
+    w = torch.zeros(32, 128, dtype=torch.float8_e4m3fn)
+    d = torch.zeros(64, 32, dtype=torch.bfloat16)
+    with pytest.raises(gemmkit.TensorError, match=r"has no C \(element_C void\)"):
+        plan.run(a, w.t(), d, d)
+    assert torch.count_nonzero(d) == 0
+
+
 def test_block_scaling_plan_and_refusals():
     plan = fp8_plan()
     plan.block_scaling = "blockwise"
