@@ -142,14 +142,18 @@ def dequantized_matmul(a, b, scale_a, scale_b):
     return (a.float() * per_a) @ (b.float() * per_b)
 
 
-def prebuild(plans, cases):
-    """Compiles the kernels run() picks for the cases (in parallel); returns them."""
+def prebuild(plans, cases, listing=False):
+    """Compiles the kernels run() picks for the cases (in parallel). With listing (--prebuild-only), prints each one's
+    cache key and name, which tools/dev/carry-cache --keys takes, and returns True: the caller stops there."""
     specs = [plan.spec_for_problem(m, n, k) for plan in plans.values() for _, m, n, k in cases]
     unique = list({s.canonical(): s for s in specs}.values())
     start = time.time()
     built = gemmkit.compile_many(unique)
     print(f"{len(unique)} gemmkit FP8 kernels ready in {time.time() - start:.0f} s")
-    return built
+    if listing:
+        for kernel in built:
+            print(f"  {kernel.cache_key} {kernel.kernel_name}")
+    return listing
 
 
 def builders_twins(plans, cases, cc=None):
@@ -307,10 +311,7 @@ def main():
              for name in args.variants.split(",")}
     cases = shapes(args.quick)
     twins = builders_twins(plans, cases, cc) if args.builders_loop else {}
-    built = prebuild({**plans, **{str(key): plan for key, plan in twins.items()}}, cases)
-    if args.prebuild_only:
-        for kernel in built:  # key and name: tools/dev/carry-cache --keys takes these
-            print(f"  {kernel.cache_key} {kernel.kernel_name}")
+    if prebuild({**plans, **{str(key): plan for key, plan in twins.items()}}, cases, args.prebuild_only):
         return
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
                "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -86,10 +86,7 @@ def main():
     every_plan = {"identity": identity}
     every_plan.update({f"{label} {how}": p for label, (_, compiled_in, at_launch) in plans.items()
                        for how, p in (("compiled in", compiled_in), ("at launch", at_launch))})
-    built = prebuild(every_plan, [("", m, n, k) for m, n, k in shapes])
-    if args.prebuild_only:
-        for kernel in built:  # key and name: tools/dev/carry-cache --keys takes these
-            print(f"  {kernel.cache_key} {kernel.kernel_name}")
+    if prebuild(every_plan, [("", m, n, k) for m, n, k in shapes], args.prebuild_only):
         return
     results = {**run_record(args.rounds), "rows": []}
     for m, n, k in shapes:

@@ -112,10 +112,7 @@ def main():
     tiles, variants = args.tiles.split(","), args.variants.split(",")
     cases = shapes(args.quick)
     plans = plans_for(tiles, variants, args.cc if args.prebuild_only else None)
-    built = prebuild(every_plan(plans), cases)
-    if args.prebuild_only:
-        for kernel in built:  # key and name: tools/dev/carry-cache --keys takes these
-            print(f"  {kernel.cache_key} {kernel.kernel_name}")
+    if prebuild(every_plan(plans), cases, args.prebuild_only):
         return
     results = {**run_record(args.rounds), "rows": []}
     for group, m, n, k in cases:

@@ -107,10 +107,8 @@ def main():
     swizzles = [int(s) for s in args.swizzles.split(",")]
     plans = plans_for(args.variants.split(","), args.tiles.split(","), args.element_c.split(","),
                       args.cc if args.prebuild_only else None)
-    built = prebuild({f"{v} {t}": p for (v, t), p in plans.items()}, [("", m, n, k) for m, n, k in cases])
-    if args.prebuild_only:
-        for kernel in built:  # key and name: tools/dev/carry-cache --keys takes these
-            print(f"  {kernel.cache_key} {kernel.kernel_name}")
+    every_plan = {f"{variant} {tile}": plan for (variant, tile), plan in plans.items()}
+    if prebuild(every_plan, [("", m, n, k) for m, n, k in cases], args.prebuild_only):
         return
     results = {**run_record(args.rounds), "rows": []}
     for m, n, k in cases:
