@@ -247,19 +247,25 @@ TEST(CompileTier, VisitorTreeKernelsOfBothFamiliesBuildAndCheckTheirOperands) {
 }
 
 // FP8 (e4m3 x e5m2 -> bf16) with per-row and per-column scale vectors: CUTLASS's FP8 mainloop (what the heuristics
-// run for Stream-K, split-K and the tiles gemmkit's loops lack) and the scaled epilogue visitor tree build, and the
-// module names itself.
+// run for Stream-K, split-K and the tiles gemmkit's loops lack) and the scaled epilogue visitor tree build for a plan
+// without C, the module names itself and takes a problem.
 TEST(CompileTier, Fp8Sm90KernelWithScaleVectorsBuilds) {
   gk::testenv::TempDir cache_dir;
   gk::GemmOptions o = gk::testing::fp8_tn(90);
   o.element_b = gk::DataType::e5m2;
+  o.element_c = gk::DataType::void_t;  // a plan without C: CUTLASS's epilogue with no source operand
   gk::Gemm plan(o);
   plan.set_scale(gk::ScaleMode::RowAndColumn);
   pin_tile(plan, [](const gk::TileDescription& td) { return td.kernel_schedule == gk::KernelSchedule::Auto; });
   ASSERT_TRUE(plan.kernel_name().ends_with("_256x192x128_2x1x1_0_tnt_align16_scalerowcolumn")) << plan.kernel_name();
-  EXPECT_EQ(build_and_load(cache_dir.str(), plan.spec())->kernel_name(), plan.kernel_name());
-  EXPECT_NE(plan.kernel_name().find("_e4m3_e5m2_f32_bf16_bf16_"), std::string::npos) << plan.kernel_name();
-  EXPECT_NE(plan.kernel_name().find("_scalerowcolumn"), std::string::npos) << plan.kernel_name();
+  const auto module = build_and_load(cache_dir.str(), plan.spec());
+  EXPECT_EQ(module->kernel_name(), plan.kernel_name());
+  EXPECT_NE(plan.kernel_name().find("_e4m3_e5m2_f32_void_bf16_"), std::string::npos) << plan.kernel_name();
+  alignas(256) static char buffer[256];
+  gk_gemm_args args = packed_args(256, 384, 512, buffer);
+  args.ldb = 512;  // B column-major
+  args.row_scale = args.column_scale = buffer;
+  EXPECT_EQ(module->can_implement(args), GK_OK);
 }
 
 // The N-split cooperative kernel (192 x 160 tiles, the warp groups splitting N, an N-major B) with a fused ReLU and
