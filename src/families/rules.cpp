@@ -112,9 +112,10 @@ DataType c_or_d(const OperandTypes& types) {
 }
 
 OperandTypes operand_types_of(const KernelSpec& spec) {
-  const DataType c = spec.element_c == DataType::void_t ? spec.element_d : spec.element_c;
-  return {spec.element_a, spec.element_b, c, spec.element_d, spec.element_accumulator, spec.layout_a,
-          spec.layout_b,  spec.layout_c};
+  OperandTypes t{spec.element_a,           spec.element_b, spec.element_c, spec.element_d,
+                 spec.element_accumulator, spec.layout_a,  spec.layout_b,  spec.layout_c};
+  t.c = c_or_d(t);
+  return t;
 }
 
 bool simt_types(const OperandTypes& t) {

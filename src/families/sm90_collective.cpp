@@ -137,7 +137,7 @@ bool has_fused_epilogue(const KernelSpec& spec) {
 
 // C's element, or D's when there is no C: what the TMA epilogue moves, and the bias vector's element.
 DataType element_c_or_d(const KernelSpec& spec) {
-  return spec.element_c == DataType::void_t ? spec.element_d : spec.element_c;
+  return operand_types_of(spec).c;
 }
 
 // Whether the kernel runs gemmkit's lean epilogue (device/include/gemmkit/sm90_lean_epilogue.hpp), which takes the

@@ -47,7 +47,7 @@ void PlanCore::invalidate() {
       (config.fuses_activation_bias_or_scales() || config.visitor || config.block_scaling != BlockScaling::None)) {
     // SM90 kernels fuse an activation, bias, scale vectors or a visitor tree in a TMA epilogue, and block-scaled ones
     // store D with it too: it moves C and D in 16-byte vectors only.
-    std::erase_if(cache->alignments_c, [&](int a) { return a * bits_of(t.c) % 128 != 0; });
+    std::erase_if(cache->alignments_c, [&](int a) { return a * bits_of(families::c_or_d(t)) % 128 != 0; });
   }
   cache->transposed = family.computes_transposed(config.opclass, t);
   cache->kernel_cc = family.kernel_cc();
