@@ -74,8 +74,9 @@ inline TensorView probe_view(DataType dtype, long rows, long cols, Layout layout
 inline KernelSpec spec_for_shape(Gemm& plan, const Shape& s) {
   const auto A = probe_view(plan.element_a(), s.m, s.k, plan.layout_a());
   const auto B = probe_view(plan.element_b(), s.k, s.n, plan.layout_b());
-  const auto C = probe_view(plan.element_c(), s.m, s.n, plan.layout_c());
   const auto D = probe_view(plan.element_d(), s.m, s.n, plan.layout_c());
+  if (plan.element_c() == DataType::void_t) return plan.spec_for(A, B, nullptr, D);  // a plan without C
+  const auto C = probe_view(plan.element_c(), s.m, s.n, plan.layout_c());
   return plan.spec_for(A, B, C, D, 1.0);
 }
 
@@ -309,6 +310,7 @@ struct Fp8ScaleCase {
   DataType d = DataType::bf16;
   bool lean = false;     // on gemmkit's lean epilogue (the scales, bias and activation taken at launch)
   bool overlap = false;  // on gemmkit's FP8 mainloop with the promotion overlapped (its 128 x 192 tile, 2x1 cluster)
+  bool no_c = false;     // a plan without C (element_C void), run with beta = 0
 };
 
 inline std::vector<Fp8ScaleCase> fp8_scale_cases() {
@@ -324,8 +326,9 @@ inline std::vector<Fp8ScaleCase> fp8_scale_cases() {
        DataType::bf16, true},
       {"overlap_rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU,
        DataType::bf16, false, true},
-      {"overlap_rows_bias_relu_f16", ScaleMode::PerRow, BiasMode::PerRow, Activation::ReLU, DataType::f16, false,
-       true}};
+      {"overlap_rows_bias_relu_f16", ScaleMode::PerRow, BiasMode::PerRow, Activation::ReLU, DataType::f16, false, true},
+      {"no_c_rows_and_columns_bias_relu", ScaleMode::RowAndColumn, BiasMode::PerColumn, Activation::ReLU,
+       DataType::bf16, false, false, true}};
 }
 
 // The FP8 plan's configurations on gemmkit's mainloops with the promotion overlapped
@@ -371,23 +374,14 @@ inline Gemm fp8_overlap_plan(const Fp8OverlapCase& c, int cc) {
 }
 
 inline Gemm fp8_scale_plan(const Fp8ScaleCase& c, int cc) {
-  Gemm plan(fp8_options({c.label, DataType::e4m3, DataType::e4m3, c.d}, cc));
+  GemmOptions options = fp8_options({c.label, DataType::e4m3, DataType::e4m3, c.d}, cc);
+  if (c.no_c) options.element_c = DataType::void_t;
+  Gemm plan(options);
   plan.set_scale(c.scale);
   plan.set_bias(c.bias);
   plan.set_activation(c.activation);
   if (c.lean) use_lean_epilogue(plan);
   if (c.overlap) plan.set_tile_description(fp8_overlap_tiles(plan).front());
-  return plan;
-}
-
-// An FP8 plan declared without C (element_C void): row and column scales, a per-column bias and ReLU, bf16 D.
-inline Gemm fp8_no_c_plan(int cc) {
-  GemmOptions options = testing::fp8_tn(cc);
-  options.element_c = DataType::void_t;
-  Gemm plan(options);
-  plan.set_scale(ScaleMode::RowAndColumn);
-  plan.set_bias(BiasMode::PerColumn);
-  plan.set_activation(Activation::ReLU);
   return plan;
 }
 
@@ -643,8 +637,6 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
         Gemm(testing::fp8_tn(cc, DataType::e4m3, DataType::f32))
             .spec_for_problem(kFp8ParallelSplitKShape.m, kFp8ParallelSplitKShape.n, kFp8ParallelSplitKShape.k));
     for (const auto& spec : fp8_blockwise_specs(cc)) out.push_back(spec);
-    Gemm no_c = fp8_no_c_plan(cc);
-    out.push_back(no_c.spec_for_problem(kMatrixShape.m, kMatrixShape.n, kMatrixShape.k));
     // The MoE form's FP8 experts (tests/gpu/grouped_gpu_test.cpp), which the grouped group lists too.
     if (cc < 100) {
       out.push_back(GroupedGemm(testing::fp8_tn(cc)).spec());
