@@ -313,11 +313,9 @@ def main():
     twins = builders_twins(plans, cases, cc) if args.builders_loop else {}
     if prebuild({**plans, **{str(key): plan for key, plan in twins.items()}}, cases, args.prebuild_only):
         return
-    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
-               "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "scaled_mm_use_fast_accum": args.fast_accum, "gemmkit_fast_accum": args.fast_accum,
-               "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)", "tile": args.tile,
-               "max_swizzle_size": plans[next(iter(plans))].max_swizzle_size}
+    results = {**run_record(args.rounds), "scaled_mm_use_fast_accum": args.fast_accum,
+               "gemmkit_fast_accum": args.fast_accum, "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)",
+               "tile": args.tile, "max_swizzle_size": plans[next(iter(plans))].max_swizzle_size}
     rows = [measure(plans, *case, args.rounds, args.fast_accum, twins) for case in cases]
     results["shapes"] = rows
     summary = {}

@@ -320,12 +320,12 @@ GemmProblem check_gemm_problem(const selection::PlanCore& core, const TensorView
   p.b = detail::check_operand(B, "B", types_.b, types_.layout_b);
   p.d = detail::check_operand(D, "D", types_.d, types_.layout_c);
   p.c = p.d;
-  if (C != nullptr && types_.c == DataType::void_t) {
-    throw TensorError(
-        "Tensor C: the plan has no C (element_C void), so its kernel never reads one; pass no C (and "
-        "beta = 0), or declare the plan with C's element type.");
-  }
   if (C != nullptr) {
+    if (types_.c == DataType::void_t) {
+      throw TensorError(
+          "Tensor C: the plan has no C (element_C void), so its kernel never reads one; pass no C (and "
+          "beta = 0), or declare the plan with C's element type.");
+    }
     p.c = detail::check_operand(*C, "C", types_.c, types_.layout_c);
   } else if (beta != 0.0) {
     throw TensorError("Tensor C: beta is " + std::to_string(beta) + " but no C was given; pass C or set beta = 0.");

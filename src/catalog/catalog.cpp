@@ -294,7 +294,7 @@ const TileDescription& weighing_front(const std::vector<TileDescription>& tiles,
     if (td.threadblock_shape != front.threadblock_shape || td.cluster_shape != front.cluster_shape) continue;
     if (with_own_mainloop(tiles, spec, i) == 0) return td;
   }
-  return tiles.front();
+  return front;
 }
 
 // Output tiles as the persistent schedulers count them: CTA tiles, rounded up to whole clusters.
