@@ -18,11 +18,13 @@ each one's cache key and name: no torch and no GPU needed (a build machine fills
 --builders-loop: where a plan's choice runs one of gemmkit's FP8 mainloops (the promotion overlapped), also time the
 same tile on CUTLASS's mainloop, in the same rounds (builders_tflops, own_vs_builders, and whether the two agree bit
 for bit: they promote at the same K steps).
+--element-c void declares the plans without C (as gemmkit.torch.scaled_mm does): the epilogue then keeps no shared
+memory for C, and the mainloop may get a stage more.
 --plot FILE draws the ratios per shape (one bar per scaling) as a PNG; --plot-only JSON draws them from a saved run
 (no torch, no GPU).
 Usage: python python/bench/fp8.py [--out FILE] [--rounds N] [--quick] [--tile NAME]
                                   [--variants per_tensor,rowwise,blockwise]
-                                  [--max-swizzle N] [--builders-loop]
+                                  [--max-swizzle N] [--builders-loop] [--element-c bf16|void]
        python python/bench/fp8.py --prebuild-only --cc 90 [--quick] [--tile NAME] [--variants ...]
        python python/bench/fp8.py --plot-only fp8.json --plot fp8.png
 """
@@ -156,7 +158,7 @@ def prebuild(plans, cases, listing=False):
     return listing
 
 
-def builders_twins(plans, cases, cc=None):
+def builders_twins(plans, cases, cc=None, element_c="bf16"):
     """{(variant, m, n, k): plan} pinned to CUTLASS's mainloop on the tile the variant's plan picks for the shape, where
     that pick runs one of gemmkit's loops."""
     twins = {}
@@ -166,7 +168,7 @@ def builders_twins(plans, cases, cc=None):
             # A plan pinned to a tile runs it data-parallel, so parallel split-K has no pinned twin to compare with.
             if OWN_LOOP.search(name) and "_splitk_parallel" not in name:
                 tile = re.search(r"_\d+x\d+x\d+_\dx\dx\d_0_tnt_align16", OWN_LOOP.sub("", name)).group(0)[1:]
-                twins[(variant, m, n, k)] = plan_for(variant, tile, cc=cc)
+                twins[(variant, m, n, k)] = plan_for(variant, tile, cc=cc, element_c=element_c)
     return twins
 
 
@@ -292,6 +294,8 @@ def main():
     parser.add_argument("--max-swizzle", type=int, choices=(1, 2, 4, 8), help="the plans' max_swizzle_size")
     parser.add_argument("--builders-loop", action="store_true", help="also time CUTLASS's mainloop on the tile of "
                         "each choice that runs one of gemmkit's")
+    parser.add_argument("--element-c", default="bf16", choices=("bf16", "void"), help="the plans' C type; void: "
+                        "declared without C, as gemmkit.torch.scaled_mm's (every run passes no C and beta 0 either way)")
     parser.add_argument("--plot", default="", help="a PNG of the ratios per shape")
     parser.add_argument("--plot-only", default="", help="draw --plot from this saved JSON and stop")
     args = parser.parse_args()
@@ -307,15 +311,15 @@ def main():
         if torch.cuda.get_device_capability() < (9, 0):
             raise SystemExit("python/bench/fp8.py needs an SM90 GPU (H100 / H200)")
     cc = args.cc if args.prebuild_only else None  # else the current GPU's
-    plans = {name: plan_for(name, args.tile, args.max_swizzle, cc=cc, fast_accum=args.fast_accum)
-             for name in args.variants.split(",")}
+    plans = {name: plan_for(name, args.tile, args.max_swizzle, cc=cc, fast_accum=args.fast_accum,
+                            element_c=args.element_c) for name in args.variants.split(",")}
     cases = shapes(args.quick)
-    twins = builders_twins(plans, cases, cc) if args.builders_loop else {}
+    twins = builders_twins(plans, cases, cc, args.element_c) if args.builders_loop else {}
     if prebuild({**plans, **{str(key): plan for key, plan in twins.items()}}, cases, args.prebuild_only):
         return
     results = {**run_record(args.rounds), "scaled_mm_use_fast_accum": args.fast_accum,
                "gemmkit_fast_accum": args.fast_accum, "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)",
-               "tile": args.tile, "max_swizzle_size": plans[next(iter(plans))].max_swizzle_size}
+               "tile": args.tile, "element_c": args.element_c, "max_swizzle_size": plans[next(iter(plans))].max_swizzle_size}
     rows = [measure(plans, *case, args.rounds, args.fast_accum, twins) for case in cases]
     results["shapes"] = rows
     summary = {}

@@ -42,7 +42,7 @@ def plans_for(variants, tiles, element_cs, swizzles, cc=None):
     return out
 
 
-def measure(plans, m, n, k, swizzles, rounds):
+def measure(plans, m, n, k, rounds):
     from timing import median_ms  # python/bench/timing.py
     a, b, sa, sb, row_scale, column_scale = operands(m, n, k)
     rs, cs = row_scale * sa, column_scale * sb
@@ -75,7 +75,9 @@ def measure(plans, m, n, k, swizzles, rounds):
             for name, call in calls.items():
                 ms[name].append(median_ms(call, 5))
         tflops = {name: flops / statistics.median(values) / 1e9 for name, values in ms.items()}
-        first = outputs[("pick", "Heuristic", swizzles[0])]
+        # The reference: the pick of the first C type, as run() chooses (outputs keep plans_for's order).
+        pick_name = next(iter(outputs))
+        first = outputs[pick_name]
         for name in outputs:
             tile, raster, swizzle = name
             rows.append({"m": m, "n": n, "k": k, "variant": variant, "tile": tile, "raster": raster,
@@ -85,7 +87,7 @@ def measure(plans, m, n, k, swizzles, rounds):
         best = max((r for r in rows if r["variant"] == variant and r["m"] == m and r["n"] == n and r["k"] == k),
                    key=lambda r: r["tflops"])
         pick = next(r for r in rows if r["variant"] == variant and (r["m"], r["n"], r["k"]) == (m, n, k)
-                    and r["tile"] == "pick" and r["raster"] == "Heuristic" and r["max_swizzle_size"] == swizzles[0])
+                    and (r["tile"], r["raster"], r["max_swizzle_size"]) == pick_name)
         print(f"  {m:5d}x{n:5d}x{k:5d} {variant:10s}: _scaled_mm {tflops['scaled_mm']:7.1f}, "
               f"pick {pick['tflops']:7.1f} ({pick['vs_scaled_mm']:.3f}x, {pick['kernel']}), "
               f"best {best['tflops']:7.1f} ({best['vs_scaled_mm']:.3f}x: {best['kernel']} raster {best['raster']} "
@@ -111,15 +113,14 @@ def main():
         return
     results = {**run_record(args.rounds), "rows": []}
     for m, n, k in cases:
-        results["rows"].extend(measure(plans, m, n, k, swizzles, args.rounds))
+        results["rows"].extend(measure(plans, m, n, k, args.rounds))
     # Per scaling: the geomean over shapes of the pick and of each shape's best option, against _scaled_mm.
     for variant in args.variants.split(","):
         rows = [r for r in results["rows"] if r["variant"] == variant]
         per_shape = {}
         for r in rows:
             per_shape.setdefault((r["m"], r["n"], r["k"]), []).append(r)
-        pick = geomean([next(r["vs_scaled_mm"] for r in rs if r["tile"] == "pick" and r["raster"] == "Heuristic"
-                             and r["max_swizzle_size"] == swizzles[0]) for rs in per_shape.values()])
+        pick = geomean([rs[0]["vs_scaled_mm"] for rs in per_shape.values()])  # each shape's first row: the pick
         best = geomean([max(r["vs_scaled_mm"] for r in rs) for rs in per_shape.values()])
         identical = sum(r["bit_identical_to_pick"] for r in rows)
         results.setdefault("geomean", {})[variant] = {"pick": pick, "best_option": best}

@@ -459,8 +459,11 @@ KSplit choose_k_split(const TileDescription& tile, const ProblemShape& shape, in
 namespace {
 
 // choose_tile's pick among the builders' mainloops (see there); index 0 is the default.
+// every_size: weigh the tile shapes for a tail wave at any number of waves, not only up to four; where the default is
+// its family's own mainloop (FP8), whose 128 x 192 and 128 x 128 tiles run at one speed per tile, so only the waves
+// tell them apart (4096^3: 5.3 waves of 128 x 192 against 7.8 of 128 x 128, which ran 8 % faster).
 std::size_t choose_builders_tile(const std::vector<TileDescription>& tiles, const TileDescription& front,
-                                 const ProblemShape& shape, int sm_count, bool split_k) {
+                                 const ProblemShape& shape, int sm_count, bool split_k, bool every_size) {
   const std::int64_t default_tiles = tile_count(front.cta_tile(), shape);
   // The tile shape of least estimated time among each shape's first (auto-scheduled) entry in the default's cluster,
   // then in the transposed cluster where the default's pads; tiles.size() if none.
@@ -480,7 +483,11 @@ std::size_t choose_builders_tile(const std::vector<TileDescription>& tiles, cons
       if (const std::size_t best = cheapest_shape(); best != tiles.size()) return best;
     }
     const std::int64_t last_wave = default_tiles % sm_count;
-    if (last_wave == 0 || default_tiles > 4 * sm_count) return 0;
+    if (last_wave == 0) return 0;
+    if (default_tiles > 4 * sm_count) {
+      const std::size_t best = every_size ? cheapest_shape() : tiles.size();
+      return best != tiles.size() ? best : 0;
+    }
     // A few waves with a partly idle last one (3000^3: 2 waves + 24 tiles): a tile shape that fills the waves better,
     // when the estimate wins clearly (cheapest_tile's 3%); else the default when its last wave is at least half full.
     const std::size_t best = cheapest_shape();
@@ -554,7 +561,9 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
                         int sm_count, bool split_k) {
   if (tiles.size() <= 1 || spec.swizzle == Swizzle::StreamK) return 0;
   const TileDescription& front = weighing_front(tiles, spec);
-  return with_own_mainloop(tiles, spec, choose_builders_tile(tiles, front, shape, sm_count, split_k));
+  const bool own_mainloop_default = &front != &tiles.front();
+  return with_own_mainloop(tiles, spec,
+                           choose_builders_tile(tiles, front, shape, sm_count, split_k, own_mainloop_default));
 }
 
 std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const KernelSpec& spec,

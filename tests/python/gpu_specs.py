@@ -1,5 +1,7 @@
 """tests/python/gpu_specs.py: every kernel the Python gpu tier and examples/python use, so that
 tools/dev/python-gpu-check can compile them all in parallel before pytest runs (`python gpu_specs.py`)."""
+import itertools
+
 import numpy as np
 
 import gemmkit
@@ -154,10 +156,12 @@ def fp8_specs(cc=None):
                            layout_B="col", layout_C="row", cc=cc)
     rowwise.scale = "row_and_column"
     out.append(rowwise.construct())
-    # The block-scaled and fast-accumulating kernels of test_fp8.py and test_torch_ops_scaled_mm.py (192 x 320 x 400).
-    for d, block, fast in [("bf16", True, False), ("f32", True, False), ("bf16", False, False), ("bf16", False, True)]:
-        plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C=d, element_D=d, layout_A="row",
-                            layout_B="col", layout_C="row", element_accumulator="f32", cc=cc)
+    # The block-scaled and fast-accumulating kernels of test_fp8.py and (without C) test_torch_ops_scaled_mm.py
+    # (192 x 320 x 400).
+    kinds = [("bf16", True, False), ("f32", True, False), ("bf16", False, False), ("bf16", False, True)]
+    for (d, block, fast), without_c in itertools.product(kinds, [False, True]):
+        plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="void" if without_c else d, element_D=d,
+                            layout_A="row", layout_B="col", layout_C="row", element_accumulator="f32", cc=cc)
         if block:
             plan.block_scaling = "blockwise"
         else:

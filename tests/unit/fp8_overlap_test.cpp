@@ -123,6 +123,24 @@ TEST(Fp8Overlap, TheShapeHeuristicsRunTheChosenTileOnGemmkitsLoopWhereItHasOne) 
   EXPECT_FALSE(overlaps(set.spec_for_problem(8192, 8192, 8192).tile));
 }
 
+// gemmkit's loops run 128 x 192 and 128 x 128 tiles at one speed per tile, so the waves decide at any size: a tail wave
+// of 128 x 192 tiles costs more than the smaller tiles' extra waves at 4096^3 (5.3 against 7.8 waves) and
+// 1024x28672x8192 (9.1 against 13.6), not at 8192^3 (20.8 against 31.0) or 8192x14336x4096 (36.4 against 54.3).
+// The f16 default, on CUTLASS's loop, keeps its tile past four waves.
+TEST(Fp8Overlap, TheWavesChooseBetweenTheOwnLoopsTilesAtAnySize) {
+  gk::Gemm plan(gk::testing::fp8_tn(90));
+  auto cta = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return gk::shape_text(plan.spec_for_problem(m, n, k).tile.cta_tile());
+  };
+  EXPECT_EQ(cta(4096, 4096, 4096), "128x128x128");
+  EXPECT_EQ(cta(1024, 28672, 8192), "128x128x128");
+  EXPECT_EQ(cta(8192, 8192, 8192), "128x192x128");
+  EXPECT_EQ(cta(8192, 14336, 4096), "128x192x128");
+  EXPECT_TRUE(alternating(plan.spec_for_problem(4096, 4096, 4096).tile));
+  gk::Gemm f16(gk::testing::f16_row(90));
+  EXPECT_EQ(f16.spec_for_problem(4096, 4096, 4096).tile, f16.tile_descriptions().front());
+}
+
 TEST(Fp8Overlap, EveryTileDerivesTheBuildersCollectiveAndNamesItself) {
   gk::Gemm plan(gk::testing::fp8_tn(90));
   plan.set_scale(gk::ScaleMode::RowAndColumn);
