@@ -294,8 +294,9 @@ def main():
     parser.add_argument("--max-swizzle", type=int, choices=(1, 2, 4, 8), help="the plans' max_swizzle_size")
     parser.add_argument("--builders-loop", action="store_true", help="also time CUTLASS's mainloop on the tile of "
                         "each choice that runs one of gemmkit's")
-    parser.add_argument("--element-c", default="bf16", choices=("bf16", "void"), help="the plans' C type; void: "
-                        "declared without C, as gemmkit.torch.scaled_mm's (every run passes no C and beta 0 either way)")
+    parser.add_argument("--element-c", default="bf16", choices=("bf16", "void"),
+                        help="the plans' C type; void: declared without C, as gemmkit.torch.scaled_mm's (every run "
+                        "passes no C and beta 0 either way)")
     parser.add_argument("--plot", default="", help="a PNG of the ratios per shape")
     parser.add_argument("--plot-only", default="", help="draw --plot from this saved JSON and stop")
     args = parser.parse_args()
@@ -319,7 +320,8 @@ def main():
         return
     results = {**run_record(args.rounds), "scaled_mm_use_fast_accum": args.fast_accum,
                "gemmkit_fast_accum": args.fast_accum, "element": "e4m3 x e4m3 -> bf16 (f32 accumulation)",
-               "tile": args.tile, "element_c": args.element_c, "max_swizzle_size": plans[next(iter(plans))].max_swizzle_size}
+               "tile": args.tile, "element_c": args.element_c,
+               "max_swizzle_size": plans[next(iter(plans))].max_swizzle_size}
     rows = [measure(plans, *case, args.rounds, args.fast_accum, twins) for case in cases]
     results["shapes"] = rows
     summary = {}
