@@ -9,6 +9,7 @@
     y = gemmkit.torch.grouped_mm(tokens, w.transpose(1, 2), offs)      # MoE experts, as torch._grouped_mm
     y = gemmkit.torch.scaled_grouped_mm(t8, w8.transpose(1, 2), st, sw.transpose(1, 2), offs)  # FP8 blocks
     y = gemmkit.torch.scaled_mm(a8, w8.t(), scale_a, scale_b, torch.bfloat16)  # as torch._scaled_mm; SM90 FP8
+    y = gemmkit.torch.scaled_mm(a8, w8.t(), scale_a, scale_b, torch.bfloat16, bias=b)  # + b (N,), in the kernel
     a8, sa = gemmkit.torch.quantize_blockwise(x)            # DeepSeek-V3's 1 x 128 blocks, sa (M, K/128) M-major
     w8, sw = gemmkit.torch.quantize_blockwise(w, rows=128)  # 128 x 128 blocks of a weight (N, K), sw (N/128, K/128)
 
@@ -23,8 +24,8 @@ the list of D; it has no backward (differentiate per group with gemm). grouped_m
 torch._grouped_mm: the tokens of every expert stacked in a (total_M, K), the experts' weights (G, K, N) and the
 int32 row offsets on the GPU, in one launch that reads no group size on the host (CUDA graphs capture it);
 scaled_grouped_mm is its FP8 form with DeepSeek-V3's block scales (SM90). scaled_mm takes torch._scaled_mm's FP8
-operands and scales (per-tensor, row-wise, or DeepSeek-V3's 1 x 128 / 128 x 128 blocks) on SM90. None of these four
-has a backward.
+operands and scales (per-tensor, row-wise, or DeepSeek-V3's 1 x 128 / 128 x 128 blocks) on SM90, and its bias (N,)
+of out_dtype, added in the kernel's epilogue. None of these four has a backward.
 """
 from __future__ import annotations
 
@@ -204,7 +205,8 @@ def grouped_plans() -> dict[tuple[Any, ...], GroupedGemm]:
 
 
 def scaled_mm_plans() -> dict[tuple[Any, ...], Gemm]:
-    """scaled_mm's plans built so far, by (A's dtype, B's dtype, out_dtype, block scales, use_fast_accum, device)."""
+    """scaled_mm's plans built so far, by (A's dtype, B's dtype, out_dtype, block scales, use_fast_accum, device,
+    bias given)."""
     with _plans_lock:
         return dict(_scaled_mm_plans)
 
@@ -240,12 +242,13 @@ def _release_plans() -> None:
 
 def _launch(plan: Gemm, A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor], D: torch.Tensor, alpha: float,
             beta: float, row_scale: Optional[torch.Tensor] = None, column_scale: Optional[torch.Tensor] = None,
-            scale_a: Optional[torch.Tensor] = None, scale_b: Optional[torch.Tensor] = None) -> None:
+            scale_a: Optional[torch.Tensor] = None, scale_b: Optional[torch.Tensor] = None,
+            bias: Optional[torch.Tensor] = None) -> None:
     """The plan's kernel on A's device and torch's current stream (gemmkit's run reads it), without a sync; with the
-    scale vectors or block scales of a plan that takes them."""
+    scale vectors, block scales or bias of a plan that takes them."""
     with torch.cuda.device(A.device):
-        plan.run(A, B, C, D, alpha, beta, sync=False, row_scale=row_scale, column_scale=column_scale, scale_a=scale_a,
-                 scale_b=scale_b)
+        plan.run(A, B, C, D, alpha, beta, sync=False, bias=bias, row_scale=row_scale, column_scale=column_scale,
+                 scale_a=scale_a, scale_b=scale_b)
 
 
 def _gemm(A: torch.Tensor, B: torch.Tensor, C: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 0.0,
@@ -544,7 +547,7 @@ _FP8_OUTPUTS = (torch.bfloat16, torch.float16, torch.float32)
 
 
 def _scaling(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
-             out_dtype: torch.dtype, use_fast_accum: bool = False) -> str:
+             out_dtype: torch.dtype, use_fast_accum: bool = False, bias: Optional[torch.Tensor] = None) -> str:
     """Which of _scaled_mm's scalings the scales' shapes ask for, after every check that needs no data."""
     if a.dtype not in _FP8 or b.dtype not in _FP8:
         raise TensorError(f"scaled_mm takes FP8 a and b (float8_e4m3fn or float8_e5m2); got {a.dtype} and {b.dtype}.")
@@ -556,6 +559,10 @@ def _scaling(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: t
         if s.dtype != torch.float32:
             raise TensorError(f"Tensor {name} has dtype {s.dtype}; the scales are float32.")
     (m, k), n = a.shape, b.shape[1]
+    if bias is not None and (tuple(bias.shape) != (n,) or bias.dtype != out_dtype or bias.device != a.device):
+        raise TensorError(f"Tensor bias is {bias.dtype} {tuple(bias.shape)} on {bias.device}; scaled_mm adds a bias "
+                          f"({n},) of out_dtype ({out_dtype}) on a's device ({a.device}), one value per column of the "
+                          "output.")
     k_blocks, n_blocks = (k + 127) // 128, (n + 127) // 128
     if scale_a.numel() == 1 and scale_b.numel() == 1:
         return "tensor"
@@ -572,7 +579,7 @@ def _scaling(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: t
 
 
 def _scaled_mm_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, scaling: str,
-                    use_fast_accum: bool) -> Gemm:
+                    use_fast_accum: bool, has_bias: bool) -> Gemm:
     device = a.device.index
 
     def make() -> Gemm:
@@ -587,34 +594,39 @@ def _scaled_mm_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, sc
             plan.scale = "row_and_column"
         if use_fast_accum:
             plan.math_operation = "multiply_add_fast_accum"
+        if has_bias:
+            plan.bias = "column"  # one value per column of D, of D's type (a plan without C)
         return plan
 
-    key = (a.dtype, b.dtype, out_dtype, scaling == "block", use_fast_accum, device)
+    key = (a.dtype, b.dtype, out_dtype, scaling == "block", use_fast_accum, device, has_bias)
     return cast(Gemm, _cached(_scaled_mm_plans, key, make))
 
 
 def _scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
-               out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False) -> torch.Tensor:
+               out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False,
+               bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     """a @ b of FP8 a (M, K, row-major) and b (K, N, column-major: a weight (N, K) transposed) with torch._scaled_mm's
     scales, by a gemmkit kernel on SM90, written as out_dtype. use_fast_accum as torch's: the tensor cores accumulate
-    throughout instead of promoting into f32 every 128 deep (not with block scales)."""
-    scaling = _scaling(a, b, scale_a, scale_b, out_dtype, use_fast_accum)
+    throughout instead of promoting into f32 every 128 deep (not with block scales). bias: (N,) of out_dtype, added to
+    every row after the scales, in the kernel's epilogue (torch._scaled_mm's bias)."""
+    scaling = _scaling(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias)
     (m, k), n = a.shape, b.shape[1]
     D = torch.empty(m, n, dtype=out_dtype, device=a.device)
     if D.numel() == 0:
         return D
     if k == 0:
-        return D.zero_()
+        return D.copy_(bias.expand(m, n)) if bias is not None else D.zero_()
     a = a if a.stride(1) == 1 else a.contiguous()
     b = b if b.stride(0) == 1 else b.t().contiguous().t()  # column-major, as FP8 tensor cores read it
-    plan = _scaled_mm_plan(a, b, out_dtype, scaling, use_fast_accum)
+    plan = _scaled_mm_plan(a, b, out_dtype, scaling, use_fast_accum, bias is not None)
+    bias = bias.contiguous() if bias is not None else None
     if scaling == "block":
         # torch's B scales are those of b.t() (N/128 x K/128, row-major), handed over transposed.
-        _launch(plan, a, b, None, D, 1.0, 0.0, scale_a=scale_a, scale_b=scale_b.t())
+        _launch(plan, a, b, None, D, 1.0, 0.0, scale_a=scale_a, scale_b=scale_b.t(), bias=bias)
     else:
         rows = scale_a.reshape(-1).expand(m).contiguous()
         columns = scale_b.reshape(-1).expand(n).contiguous()
-        _launch(plan, a, b, None, D, 1.0, 0.0, row_scale=rows, column_scale=columns)
+        _launch(plan, a, b, None, D, 1.0, 0.0, row_scale=rows, column_scale=columns, bias=bias)
     return D
 
 
@@ -623,8 +635,9 @@ scaled_mm = torch.library.custom_op("gemmkit::scaled_mm", _scaled_mm, mutates_ar
 
 @scaled_mm.register_fake
 def _scaled_mm_fake(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
-                    out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False) -> torch.Tensor:
-    _scaling(a, b, scale_a, scale_b, out_dtype, use_fast_accum)
+                    out_dtype: torch.dtype = torch.bfloat16, use_fast_accum: bool = False,
+                    bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    _scaling(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
 
 

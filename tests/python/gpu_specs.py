@@ -169,6 +169,9 @@ def fp8_specs(cc=None):
         if fast:
             plan.math_operation = "multiply_add_fast_accum"
         out.append(plan.spec_for_problem(192, 320, 400))
+        if without_c and d == "bf16" and not fast:  # scaled_mm's bias (one value per column of D)
+            plan.bias = "column"
+            out.append(plan.spec_for_problem(192, 320, 400))
     # examples/python/fp8.py's (512 x 768 x 1024): per tensor, row-wise and blockwise.
     for scale, block in [("none", "none"), ("row_and_column", "none"), ("none", "blockwise")]:
         plan = gemmkit.Gemm(element_A="e4m3", element_B="e4m3", element_C="bf16", element_D="bf16", layout_A="row",

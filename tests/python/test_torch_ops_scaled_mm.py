@@ -26,6 +26,8 @@ def test_scale_shapes_select_the_scaling_and_the_fake_gives_ds_shape(scale_a, sc
     assert gt._scaling(a, b, sa, sb, torch.bfloat16) == scaling
     D = gt.scaled_mm(a, b, sa, sb, torch.float16)
     assert (tuple(D.shape), D.dtype, D.device.type) == ((M, N), torch.float16, "meta")
+    D = gt.scaled_mm(a, b, sa, sb, torch.bfloat16, bias=meta(N, dtype=torch.bfloat16))
+    assert (tuple(D.shape), D.dtype) == ((M, N), torch.bfloat16)
 
 
 BAD = [
@@ -41,6 +43,12 @@ BAD = [
                           meta(1, dtype=torch.float32), torch.int32), "out_dtype"),
     (lambda: gt.scaled_mm(meta(M, K, dtype=E4M3), meta(N, K, dtype=E4M3).t(), meta(M, KB, dtype=torch.float32),
                           meta(KB, NB, dtype=torch.float32), torch.bfloat16, True), "use_fast_accum=False"),
+    (lambda: gt.scaled_mm(meta(M, K, dtype=E4M3), meta(N, K, dtype=E4M3).t(), meta(1, dtype=torch.float32),
+                          meta(1, dtype=torch.float32), torch.bfloat16, bias=meta(M, dtype=torch.bfloat16)),
+     r"a bias \(320,\) of out_dtype"),
+    (lambda: gt.scaled_mm(meta(M, K, dtype=E4M3), meta(N, K, dtype=E4M3).t(), meta(1, dtype=torch.float32),
+                          meta(1, dtype=torch.float32), torch.bfloat16, bias=meta(N, dtype=torch.float16)),
+     r"Tensor bias is torch.float16"),
 ]
 
 
@@ -95,9 +103,11 @@ def powers_of_two(shape, offset):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("scaling, fast", [("tensor", False), ("row", False), ("block", False), ("tensor", True),
-                                           ("row", True)])
-def test_exact_against_the_dequantized_operands(sm90, scaling, fast):
+@pytest.mark.parametrize("scaling, fast, with_bias", [("tensor", False, False), ("row", False, False),
+                                                      ("block", False, False), ("tensor", True, False),
+                                                      ("row", True, False), ("tensor", False, True),
+                                                      ("row", False, True), ("block", False, True)])
+def test_exact_against_the_dequantized_operands(sm90, scaling, fast, with_bias):
     a64, w64 = halves((M, K), 11), halves((N, K), 12)
     if scaling == "tensor":
         scale_a, scale_b = torch.tensor(0.5), torch.tensor(0.25)
@@ -111,8 +121,10 @@ def test_exact_against_the_dequantized_operands(sm90, scaling, fast):
         per_a = scale_a.double().repeat_interleave(128, dim=1)[:, :K]
         per_w = scale_b.t().double().repeat_interleave(128, dim=0)[:N].repeat_interleave(128, dim=1)[:, :K]
     a, w = a64.to(E4M3).cuda(), w64.to(E4M3).cuda()
-    D = gt.scaled_mm(a, w.t(), scale_a.cuda(), scale_b.cuda(), torch.bfloat16, fast)
-    expected = ((a64 * per_a) @ (w64 * per_w).t()).to(torch.bfloat16)
+    bias = halves((N,), 13) if with_bias else None  # torch._scaled_mm's bias: one value per column, after the scales
+    D = gt.scaled_mm(a, w.t(), scale_a.cuda(), scale_b.cuda(), torch.bfloat16, fast,
+                     bias=bias.to(torch.bfloat16).cuda() if with_bias else None)
+    expected = ((a64 * per_a) @ (w64 * per_w).t() + (bias if with_bias else 0)).to(torch.bfloat16)
     # Fast accumulation keeps the whole K in the tensor cores' narrower sums: within bf16's rounding, not exact.
     tolerance = 1e-2 if fast else 0.0
     torch.testing.assert_close(D.cpu(), expected, rtol=tolerance, atol=tolerance)
