@@ -145,3 +145,19 @@ def test_quantized_with_quantize_blockwise_matches_the_dequantized_matmul(sm90):
     expected = (xq.double() * per_x) @ (wq.double() * per_w).t()
     # Only the FP8 tensor cores' accumulation inside each 128-deep block differs from the float64 sum.
     torch.testing.assert_close(D.double(), expected, rtol=1e-2, atol=1e-2 * expected.abs().max().item())
+
+
+@pytest.mark.gpu
+def test_a_bias_traces_under_torch_compile_and_matches_eager(sm90):
+    a = halves((M, K), 31).to(E4M3).cuda()
+    w = halves((N, K), 32).to(E4M3).cuda()
+    scale_a, scale_b = powers_of_two((M, 1), 3).cuda(), powers_of_two((1, N), 4).cuda()
+    bias = halves((N,), 33).to(torch.bfloat16).cuda()
+
+    def linear(x, weight, sx, sw, b):
+        return gt.scaled_mm(x, weight.t(), sx, sw, torch.bfloat16, bias=b)
+
+    eager = linear(a, w, scale_a, scale_b, bias)
+    compiled = torch.compile(linear, fullgraph=True)(a, w, scale_a, scale_b, bias)
+    assert torch.equal(compiled, eager)
+    assert not torch.equal(eager, gt.scaled_mm(a, w.t(), scale_a, scale_b, torch.bfloat16))  # the bias was added
