@@ -1,8 +1,8 @@
 """tests/python/test_torch_ops_scaled_mm.py: gemmkit.torch.scaled_mm, FP8 with torch._scaled_mm's scales. Unit (no
 GPU, no nvcc): its fake implementation on meta tensors and which scaling each pair of scale shapes selects, with the
-refusals. GPU (SM90): per-tensor, row-wise and 1 x 128 / 128 x 128 block scales against a float64 reference of the
-dequantized operands, exact on halves and power-of-two scales. quantize_blockwise (no GPU): the scales' layouts and the
-round trip."""
+refusals. GPU (SM90): per-tensor, row-wise and 1 x 128 / 128 x 128 block scales, with and without a bias, against a
+float64 reference of the dequantized operands, exact on halves and power-of-two scales; the bias under torch.compile.
+quantize_blockwise (no GPU): the scales' layouts and the round trip."""
 import pytest
 
 torch = pytest.importorskip("torch")
