@@ -269,6 +269,29 @@ std::vector<KernelSpec> pack_specs(const std::string& name) {
     if (std::optional<KernelSpec> twin = quick_twin(plan)) add(std::move(*twin));
     for (const catalog::SuiteProblem& p : catalog::suite_problems()) add(plan.spec_for_problem(p.m, p.n, p.k));
   }
+  // FP8 as gemmkit.torch.scaled_mm declares it (e4m3 to bf16 without C; scale vectors, as which per-tensor scales
+  // run too, and DeepSeek-V3's block scales): its default and the kernels run() picks for the suite's problems whose
+  // rows FP8 and bf16 can read (K a multiple of 16 bytes of e4m3, N of 16 bytes of bf16).
+  for (const BlockScaling blocks : {BlockScaling::None, BlockScaling::Blockwise}) {
+    GemmOptions o;
+    o.element_a = o.element_b = DataType::e4m3;
+    o.element_c = DataType::void_t;
+    o.element_d = DataType::bf16;
+    o.element_accumulator = DataType::f32;
+    o.layout_a = o.layout_c = Layout::RowMajor;
+    o.layout_b = Layout::ColumnMajor;
+    o.cc = 90;
+    Gemm plan(o);
+    if (blocks == BlockScaling::None) {
+      plan.set_scale(ScaleMode::RowAndColumn);
+    } else {
+      plan.set_block_scaling(blocks);
+    }
+    add(plan.spec());
+    for (const catalog::SuiteProblem& p : catalog::suite_problems()) {
+      if (p.k % 16 == 0 && p.n % 8 == 0) add(plan.spec_for_problem(p.m, p.n, p.k));
+    }
+  }
   // The walk-throughs and the reference's notebooks, so that they compile nothing: every activation of the row-major
   // f16 plan (f16 accumulation as the notebooks declare it, f32 as the C++ epilogue walk-through does), and the
   // grouped plans of the grouped walk-through and of the MoE form (B row-major, or column-major: transposed expert

@@ -298,6 +298,32 @@ TEST(Packs, TheDefaultsPackHoldsWhatRunPicksForEveryShapeOfTheSuite) {
   EXPECT_GE(kinds.size(), 3u);  // the suite reaches serial SM90 kernels, parallel split-K and the 2.x SIMT kernels
 }
 
+// gemmkit.torch.scaled_mm's FP8 plans (e4m3 to bf16 without C, with scale vectors or block scales) run the suite's
+// problems whose rows FP8 can read with nothing to compile either.
+TEST(Packs, TheDefaultsPackHoldsWhatScaledMmRunsOnTheSuite) {
+  std::set<std::string> names;
+  for (const auto& spec : pack_specs("defaults")) names.insert(spec.canonical());
+  for (const BlockScaling blocks : {BlockScaling::None, BlockScaling::Blockwise}) {
+    GemmOptions o = testing::fp8_tn(90);
+    o.element_c = DataType::void_t;
+    o.element_accumulator = DataType::f32;
+    Gemm plan(o);
+    if (blocks == BlockScaling::None) {
+      plan.set_scale(ScaleMode::RowAndColumn);
+    } else {
+      plan.set_block_scaling(blocks);
+    }
+    std::size_t shapes = 0;
+    for (const verify::SuiteShape& s : verify::shape_suite("", verify::SuiteGroups::WithOdd)) {
+      if (s.k % 16 != 0 || s.n % 8 != 0) continue;  // FP8 and bf16 rows are 16-byte vectors
+      const KernelSpec spec = plan.spec_for_problem(s.m, s.n, s.k);
+      EXPECT_TRUE(names.count(spec.canonical())) << s.text() << " " << spec.name();
+      ++shapes;
+    }
+    EXPECT_GE(shapes, 20u);
+  }
+}
+
 // A note is for a choice made on the user's behalf: listing a pack declares plans the user did not, so it says
 // nothing, and a note dropped in a quiet scope is still said later, outside one.
 TEST(Packs, ListingThePackSaysNothingAndQuietNotesAreNotSpent) {
