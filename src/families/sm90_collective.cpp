@@ -601,12 +601,24 @@ Placeholders with_glue(Placeholders out, std::string_view glue, std::string_view
 // module class and a class template of gemmkit's that derives the builder's collective (empty: the builder's own). A
 // block-scaled mainloop pairs each operand's layout with its scales' and takes its own module.
 Placeholders with_mainloop(Placeholders out, std::string_view glue, std::string layout_a, std::string layout_b,
-                           std::string module, std::string_view own_mainloop = {}) {
+                           std::string module, std::string_view own_mainloop = {}, std::string_view own_epilogue = {}) {
   out = with_glue(std::move(out), glue, own_mainloop);
   out.insert(out.end(), {{"mainloop_layout_a", std::move(layout_a)},
                          {"mainloop_layout_b", std::move(layout_b)},
-                         {"module", std::move(module)}});
+                         {"module", std::move(module)},
+                         {"own_epilogue_open", own_epilogue.empty() ? "" : std::string(own_epilogue) + "<"},
+                         {"own_epilogue_close", own_epilogue.empty() ? "" : ">"}});
   return out;
+}
+
+// Where three stages of C instead of the builder's four give the mainloop a fifth stage (sm90_source_stages.hpp): the
+// column halves' 128 x 192 tile with a C as wide as D, 16 bits (D then is stored through C's buffers). Other tiles
+// keep their stage count either way (128 x 128: six).
+bool three_source_stages(const KernelSpec& spec) {
+  const Shape3 cta = spec.tile.cta_tile();
+  return spec.tile.kernel_schedule == KernelSchedule::TmaWarpSpecializedCooperativeFP8Overlap && cta[0] == 128 &&
+         cta[1] == 192 && spec.element_c != DataType::void_t && bits_of(spec.element_c) == 16 &&
+         bits_of(spec.element_d) == 16;
 }
 
 // Every placeholder but those named.
@@ -641,8 +653,11 @@ const KindRow& kind_row(Kind kind) {
        }},
       {Kind::Fp8Overlap, "sm90_gemm.cu.in", "gemmkit/sm90_fp8_overlap.hpp",
        [](const KernelSpec& spec, const KindRow& row) {
-         return with_mainloop(cutlass_epilogue_placeholders(spec), row.glue_header, "LayoutA", "LayoutB",
-                              "gemmkit::sm90::Module", overlap_tiles(spec.tile.kernel_schedule).mainloop);
+         const bool fewer = three_source_stages(spec);
+         return with_mainloop(cutlass_epilogue_placeholders(spec),
+                              fewer ? "gemmkit/sm90_source_stages.hpp" : row.glue_header, "LayoutA", "LayoutB",
+                              "gemmkit::sm90::Module", overlap_tiles(spec.tile.kernel_schedule).mainloop,
+                              fewer ? "gemmkit::sm90::ThreeSourceStages" : "");
        }},
       {Kind::ParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_gemm.hpp",
        [](const KernelSpec& spec, const KindRow& row) {

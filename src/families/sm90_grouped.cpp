@@ -162,7 +162,7 @@ class Sm90Grouped final : public Family {
     Placeholders out = placeholders_for_template(
         dense().placeholders(as_dense(spec, KernelFamily::Sm90Collective)),
         {"tile_scheduler", "bias", "scale", "element_bias", "glue_header", "mainloop_layout_a", "mainloop_layout_b",
-         "module", "own_mainloop_open", "own_mainloop_close"},
+         "module", "own_mainloop_open", "own_mainloop_close", "own_epilogue_open", "own_epilogue_close"},
         spec.name());
     for (auto& [key, value] : out) {
       if (key == "kernel_schedule") value = kernel_schedule_type(spec);

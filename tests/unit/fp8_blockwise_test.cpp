@@ -60,8 +60,9 @@ TEST(Fp8Blockwise, TheKernelIsNamedKeyedAndRenderedOnCutlassBlockwiseMainloop) {
   EXPECT_EQ(plan.kernel_name(), plain);
   EXPECT_EQ(plan.spec().canonical(), plain_record);  // other kernels keep their cache keys
   const std::string plain_text = gk::render(plan.spec()).text;
-  // The plain default runs gemmkit's overlapped promotion on the same builder's collective.
-  EXPECT_TRUE(contains(plain_text, "#include \"gemmkit/sm90_fp8_overlap.hpp\"")) << plain_text;
+  // The plain default runs gemmkit's overlapped promotion on the same builder's collective (with three stages of C,
+  // sm90_source_stages.hpp, which includes the overlapped loops).
+  EXPECT_TRUE(contains(plain_text, "#include \"gemmkit/sm90_source_stages.hpp\"")) << plain_text;
   EXPECT_TRUE(contains(plain_text, "ElementA, LayoutA, AlignmentA, ElementB, LayoutB, AlignmentB,")) << plain_text;
 }
 

@@ -141,6 +141,23 @@ TEST(Fp8Overlap, TheWavesChooseBetweenTheOwnLoopsTilesAtAnySize) {
   EXPECT_EQ(f16.spec_for_problem(4096, 4096, 4096).tile, f16.tile_descriptions().front());
 }
 
+// Three stages of C (sm90_source_stages.hpp) only where D is stored through C's buffers, 16 bits wide, on the 128 x 192
+// tile: a plan without C, or with f32 C and D, keeps the builder's epilogue, and so does its cache key.
+TEST(Fp8Overlap, OnlyA16BitCOnTheWideTileKeepsThreeStagesOfC) {
+  auto renders_three = [](gk::GemmOptions o) {
+    return contains(gk::render(gk::Gemm(o).spec()).text, "gemmkit::sm90::ThreeSourceStages<");
+  };
+  EXPECT_TRUE(renders_three(gk::testing::fp8_tn(90)));
+  EXPECT_TRUE(renders_three(gk::testing::fp8_tn(90, gk::DataType::e4m3, gk::DataType::f16)));
+  gk::GemmOptions no_c = gk::testing::fp8_tn(90);
+  no_c.element_c = gk::DataType::void_t;
+  EXPECT_FALSE(renders_three(no_c));
+  EXPECT_FALSE(renders_three(gk::testing::fp8_tn(90, gk::DataType::e4m3, gk::DataType::f32)));
+  gk::GemmOptions wide_c = gk::testing::fp8_tn(90);
+  wide_c.element_c = gk::DataType::f32;  // C wider than D: no store through C's buffers
+  EXPECT_FALSE(renders_three(wide_c));
+}
+
 TEST(Fp8Overlap, EveryTileDerivesTheBuildersCollectiveAndNamesItself) {
   gk::Gemm plan(gk::testing::fp8_tn(90));
   plan.set_scale(gk::ScaleMode::RowAndColumn);
@@ -157,7 +174,14 @@ TEST(Fp8Overlap, EveryTileDerivesTheBuildersCollectiveAndNamesItself) {
     const std::string loop = alternating(td) ? "fp8alternating" : "fp8overlap";
     EXPECT_TRUE(contains(name, "_warpspecialized_" + kernel + "_" + loop + "_epi_tma_relu_scalerowcolumn")) << name;
     const gk::KernelSource source = gk::render(plan.spec());
-    EXPECT_TRUE(contains(source.text, "#include \"gemmkit/sm90_fp8_overlap.hpp\"")) << source.text;
+    // The column halves' 128 x 192 tile with a 16-bit C keeps three stages of C, for a fifth mainloop stage.
+    const bool three_c_stages = !alternating(td) && cooperative(td) && td.cta_tile()[1] == 192;
+    EXPECT_TRUE(contains(source.text, three_c_stages ? "#include \"gemmkit/sm90_source_stages.hpp\""
+                                                     : "#include \"gemmkit/sm90_fp8_overlap.hpp\""))
+        << source.text;
+    EXPECT_EQ(contains(source.text, "using CollectiveEpilogue = gemmkit::sm90::ThreeSourceStages<typename "),
+              three_c_stages)
+        << source.text;
     const std::string mainloop = alternating(td) ? "Fp8AlternatingPromotion" : "Fp8OverlappedPromotion";
     EXPECT_TRUE(contains(source.text, "using CollectiveMainloop = gemmkit::sm90::" + mainloop +
                                           "<typename cutlass::gemm::collective::CollectiveBuilder<"))
