@@ -485,7 +485,8 @@ std::size_t choose_builders_tile(const std::vector<TileDescription>& tiles, cons
     const std::int64_t last_wave = default_tiles % sm_count;
     if (last_wave == 0) return 0;
     if (default_tiles > 4 * sm_count) {
-      const std::size_t best = every_size ? cheapest_shape() : tiles.size();
+      if (!every_size) return 0;
+      const std::size_t best = cheapest_shape();
       return best != tiles.size() ? best : 0;
     }
     // A few waves with a partly idle last one (3000^3: 2 waves + 24 tiles): a tile shape that fills the waves better,
