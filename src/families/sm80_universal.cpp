@@ -296,7 +296,7 @@ class Sm80Universal final : public Family {
         return kv.first == "bias" || kv.first == "activation" || kv.first == "device_gemm";
       });
       out.push_back({"element_d", std::string(row_of(spec.element_d).cutlass)});
-      const Placeholders tree = visitor_placeholders(*spec.visitor, spec);
+      const Placeholders tree = visitor_placeholders(*spec.visitor, spec.family);
       out.insert(out.end(), tree.begin(), tree.end());
     }
     return out;

@@ -568,7 +568,7 @@ Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
     std::erase_if(out, [](const auto& kv) {
       return kv.first == "bias" || kv.first == "scale" || kv.first == "element_bias" || kv.first == "activation";
     });
-    const Placeholders tree = visitor_placeholders(*spec.visitor, spec);
+    const Placeholders tree = visitor_placeholders(*spec.visitor, spec.family);
     out.insert(out.end(), tree.begin(), tree.end());
   }
   return out;

@@ -77,8 +77,8 @@ std::string sm90_node_type(const Node& node, std::size_t i) {
     case NodeKind::Matrix:
       return "using Aux" + n + " = cutlass::epilogue::collective::detail::AuxLoadDescriptor<EpilogueDescriptor, " +
              layout_tag(node.layout) + ", " + element + ">;\nusing Node" + n + " = fusion::Sm90AuxLoad<Aux" + n +
-             "::Stages, typename EpilogueDescriptor::EpilogueTile, " + element + ", typename Aux" + n +
-             "::Stride, typename Aux" + n + "::SmemLayoutAtom, typename Aux" + n + "::CopyOpS2R>;\n";
+             "::Stages, EpilogueDescriptor::EpilogueTile, " + element + ", Aux" + n + "::Stride, Aux" + n +
+             "::SmemLayoutAtom, Aux" + n + "::CopyOpS2R>;\n";
     case NodeKind::RowBroadcast:
       return "using Node" + n + " = fusion::Sm90RowBroadcast<0, CtaTile, " + element +
              ", ElementCompute, cute::Stride<cute::_0, cute::_1, int64_t>, 1>;\n";
@@ -95,8 +95,8 @@ std::string sm90_node_type(const Node& node, std::size_t i) {
     case NodeKind::Store:
       return "using Store" + n + " = cutlass::epilogue::collective::detail::AuxStoreDescriptor<EpilogueDescriptor, " +
              layout_tag(node.layout) + ", " + element + ">;\nusing Node" + n + " = fusion::Sm90AuxStore<Store" + n +
-             "::Stages, typename EpilogueDescriptor::EpilogueTile, " + element + ", " + kRound + ", typename Store" +
-             n + "::Stride, typename Store" + n + "::SmemLayoutAtom, typename Store" + n + "::CopyOpR2S>;\n";
+             "::Stages, EpilogueDescriptor::EpilogueTile, " + element + ", " + kRound + ", Store" + n +
+             "::Stride, Store" + n + "::SmemLayoutAtom, Store" + n + "::CopyOpR2S>;\n";
     // Each CTA reduces its tile, then adds (or maxes) it into the output with atomics: an output without a batch
     // stride reduces over the batches too. run() starts the output at the identity.
     case NodeKind::RowReduction:
@@ -173,9 +173,9 @@ std::string node_arguments(const Node& node, std::size_t i, const std::string& a
   // 3.x aux loads take a const pointer; 2.x ones do not (they never write through it).
   const std::string load_pointer = sm80 ? element + "*" : "const " + element + "*";
   auto aux_stride = [&](Layout layout) {
-    // The 3.x node's stride type (its descriptor's), named without the descriptor the nodes are declared under.
     return sm80 ? "gemmkit::module::make_stride<" + matrix_stride(layout) + ">"
-                : "gemmkit::module::make_stride<cutlass::detail::TagToStrideC_t<" + layout_tag(layout) + ">>";
+                : "gemmkit::module::make_stride<typename " +
+                      std::string(node.kind == NodeKind::Store ? "Store" : "Aux") + std::to_string(i) + "::Stride>";
   };
   switch (node.kind) {
     case NodeKind::Source:
@@ -216,27 +216,10 @@ std::string node_arguments(const Node& node, std::size_t i, const std::string& a
   }
 }
 
-// Whether an SM90 tree may take half-wide epilogue subtiles with fewer C stages where that gives the mainloop a stage
-// more (gemmkit::sm90::ChooseVisitorEpilogue decides by the shared memory each takes): only where the tree stages an
-// aux matrix (C and D alone leave the mainloop its stages), every tensor it stages is at least 16 bits wide (a half
-// subtile of 8-bit elements is narrower than the swizzled layouts CUTLASS's epilogue takes) and the mainloop's stages
-// are left to fill shared memory.
-bool narrow_epilogue_offered(const epilogue::Epilogue& tree, const KernelSpec& spec) {
-  if (spec.tile.stages != 0) return false;
-  bool stages_aux = false;
-  bool wide_enough = bits_of(spec.element_d) >= 16 && (spec.element_c == DataType::void_t || bits_of(spec.element_c) >= 16);
-  for (const Node& node : tree.nodes()) {
-    if (node.kind != NodeKind::Matrix && node.kind != NodeKind::Store) continue;
-    stages_aux = true;
-    wide_enough = wide_enough && node.element && bits_of(*node.element) >= 16;
-  }
-  return stages_aux && wide_enough;
-}
-
 }  // namespace
 
-Placeholders visitor_placeholders(const epilogue::Epilogue& tree, const KernelSpec& spec) {
-  const bool sm80 = spec.family == KernelFamily::Sm80Universal;
+Placeholders visitor_placeholders(const epilogue::Epilogue& tree, KernelFamily family) {
+  const bool sm80 = family == KernelFamily::Sm80Universal;
   const std::vector<Node>& nodes = tree.nodes();
   // The visitor's last op is what D receives: on 3.x a conversion of the tree's last node to D's type (the collective
   // stores it), on 2.x the store of D itself.
@@ -272,9 +255,7 @@ Placeholders visitor_placeholders(const epilogue::Epilogue& tree, const KernelSp
             ".dAux = gemmkit::module::make_stride<" + matrix_stride(Layout::RowMajor) +
             ">(args.ldd, args.batch > 1 ? args.batch_stride_D : 0);\n";
   }
-  Placeholders out{{"visitor_nodes", types}, {"visitor_arguments", fill}, {"visitor_count", std::to_string(nodes.size())}};
-  if (!sm80) out.emplace_back("narrow_epilogue", narrow_epilogue_offered(tree, spec) ? "true" : "false");
-  return out;
+  return {{"visitor_nodes", types}, {"visitor_arguments", fill}, {"visitor_count", std::to_string(nodes.size())}};
 }
 
 namespace {

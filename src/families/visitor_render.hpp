@@ -8,9 +8,8 @@
 namespace gemmkit::families {
 
 // templates/sm90_gemm_visitor.cu.in's and sm80_gemm_visitor.cu.in's visitor_nodes (the CUTLASS node types and the
-// Fusion joining them), visitor_arguments (statements filling `fusion_args` from `args`), visitor_count and, on SM90,
-// narrow_epilogue (whether the tree may take half-wide epilogue subtiles).
-Placeholders visitor_placeholders(const epilogue::Epilogue& tree, const KernelSpec& spec);
+// Fusion joining them), visitor_arguments (statements filling `fusion_args` from `args`) and visitor_count.
+Placeholders visitor_placeholders(const epilogue::Epilogue& tree, KernelFamily family);
 // The rules a kernel's tree must keep; throws ConfigError naming the node.
 void check_visitor(const epilogue::Epilogue& tree, const KernelSpec& spec, const DeviceLimits& limits);
 

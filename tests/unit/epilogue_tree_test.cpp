@@ -123,27 +123,6 @@ TEST(EpilogueTreePlan, Sm90PlansTakeATreeInPlaceOfTheirEpilogue) {
   EXPECT_EQ(plan.kernel_name(), plain);
 }
 
-// A tree that stages an aux matrix or a second output beside C and D may take half-wide epilogue subtiles with fewer
-// C stages (the kernel keeps them where that gives the mainloop a stage more); C and D alone, 8-bit aux tensors and a
-// fixed mainloop stage count keep the builder's subtiles.
-TEST(EpilogueTreePlan, Sm90TreesThatStageAuxTensorsMayTakeNarrowSubtiles) {
-  const auto offers_narrow = [](const Epilogue& tree, int stages = 0) {
-    gk::Gemm plan(sm90_f16());
-    plan.set_epilogue_visitor(tree);
-    gk::KernelSpec spec = plan.spec();
-    spec.tile.stages = stages;
-    const std::string source = gk::render(spec).text;
-    const bool offered = source.find("Descriptor<true>, true,") != std::string::npos;
-    EXPECT_NE(offered, source.find("Descriptor<true>, false,") != std::string::npos) << source;
-    return offered;
-  };
-  EXPECT_TRUE(offers_narrow(notebook()));
-  EXPECT_TRUE(offers_narrow(Epilogue(acc(), {store(acc() + source(), "G")})));
-  EXPECT_FALSE(offers_narrow(Epilogue(relu(acc() * source()))));
-  EXPECT_FALSE(offers_narrow(Epilogue(acc() + aux("x", gk::DataType::e4m3))));
-  EXPECT_FALSE(offers_narrow(notebook(), 2));
-}
-
 TEST(EpilogueTreePlan, Sm80PlansRenderTheVisitorEpilogue) {
   gk::GemmOptions o = sm90_f16();
   o.kernel_cc = 80;

@@ -9,13 +9,48 @@
 // read) and little otherwise.
 #pragma once
 
-#include "gemmkit/sm90_epilogue_stages.hpp"
 #include "gemmkit/sm90_fp8_overlap.hpp"
 
 namespace gemmkit::sm90 {
 
+namespace detail {
+
+// CUTLASS's fusion operations (FusionCallbacks) are specialized on the epilogue's dispatch policy too: rebind them
+// with it. A visitor tree of gemmkit's (the scale vectors' fusion) does not name the policy and stays as it is.
+template <class Callbacks, class Policy>
+struct RebindCallbacks {
+  using type = Callbacks;
+};
+
+template <class OldPolicy, class Operation, class... Rest, class Policy>
+struct RebindCallbacks<cutlass::epilogue::fusion::FusionCallbacks<OldPolicy, Operation, Rest...>, Policy> {
+  using type = cutlass::epilogue::fusion::FusionCallbacks<Policy, Operation, Rest...>;
+};
+
+template <class Epilogue, int StagesC>
+struct WithSourceStages;
+
+template <int OldStagesC, int StagesD, int FragmentSize, bool ReuseSmemC, bool DelayTmaStore, class CtaTile,
+          class EpilogueTile, class ElementC, class StrideC, class ElementD, class StrideD, class Callbacks,
+          class... Copies, int StagesC>
+struct WithSourceStages<
+    cutlass::epilogue::collective::CollectiveEpilogue<
+        cutlass::epilogue::Sm90TmaWarpSpecialized<OldStagesC, StagesD, FragmentSize, ReuseSmemC, DelayTmaStore>,
+        CtaTile, EpilogueTile, ElementC, StrideC, ElementD, StrideD, Callbacks, Copies...>,
+    StagesC> {
+  static_assert(ReuseSmemC && StagesC > StagesD && StagesC < OldStagesC,
+                "fewer C stages than the builder's, and more than D's (D is stored through C's buffers)");
+  using Policy = cutlass::epilogue::Sm90TmaWarpSpecialized<StagesC, StagesD, FragmentSize, ReuseSmemC, DelayTmaStore>;
+  using type =
+      cutlass::epilogue::collective::CollectiveEpilogue<Policy, CtaTile, EpilogueTile, ElementC, StrideC, ElementD,
+                                                        StrideD, typename RebindCallbacks<Callbacks, Policy>::type,
+                                                        Copies...>;
+};
+
+}  // namespace detail
+
 // The builder's epilogue (Epilogue) with three stages of C.
 template <class Epilogue>
-using ThreeSourceStages = SourceStages<Epilogue, 3>;
+using ThreeSourceStages = typename detail::WithSourceStages<Epilogue, 3>::type;
 
 }  // namespace gemmkit::sm90
