@@ -311,6 +311,17 @@ std::vector<KernelSpec> pack_specs(const std::string& name) {
       }
     }
   }
+  // The C++ basic walk-through compiles its plan's second configuration on purpose, and the reference's 00_basic_gemm
+  // notebook runs f32 with 3xTF32 (multiply_add_fast_f32, CUTLASS 2.x kernels on either generation). The notebook also
+  // compiles a configuration it draws at random from the listing, with its Stream-K twin: that cell shows a compile.
+  for (const int cc : {80, 90}) {
+    Gemm basic(row_major_options(DataType::f16, DataType::f32, Layout::RowMajor, cc));
+    basic.set_tile_description(basic.tile_descriptions().at(1));
+    add(basic.spec());
+    Gemm precise(row_major_options(DataType::f32, DataType::f32, Layout::RowMajor, cc));
+    precise.set_math_operation(MathOperation::MultiplyAddFastF32);
+    add(precise.spec());
+  }
   GemmOptions sm80_grouped = row_major_options(DataType::f16, DataType::f32, Layout::RowMajor, 90);
   sm80_grouped.kernel_cc = 80;
   add(GroupedGemm(sm80_grouped).spec());

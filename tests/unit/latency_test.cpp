@@ -245,7 +245,7 @@ TEST(Packs, TheDefaultsPackHoldsEachPlansKernelAndItsRunTimeChoices) {
 }
 
 // The walk-throughs (basic, epilogue, grouped) and the reference's 01_epilogue notebook compile nothing where the
-// defaults pack is installed: every activation of the row-major f16 plan at their 256^3 problem, with the f16
+// defaults pack is installed, and 00_basic_gemm only the configuration it draws at random: every activation of the row-major f16 plan at their 256^3 problem, with the f16
 // accumulator the notebook declares and the f32 one of the C++ walk-through, and the grouped plans (the MoE form's
 // column-major B too), on both generations.
 TEST(Packs, TheDefaultsPackHoldsWhatTheWalkThroughsRun) {
@@ -276,6 +276,21 @@ TEST(Packs, TheDefaultsPackHoldsWhatTheWalkThroughsRun) {
   sm80_kernels.element_accumulator = DataType::f32;
   sm80_kernels.kernel_cc = 80;
   EXPECT_TRUE(names.count(GroupedGemm(sm80_kernels).spec().canonical()));
+  // The basic walk-through's compile of the second listed configuration, and 00_basic_gemm's 3xTF32 plan.
+  for (const int cc : {80, 90}) {
+    GemmOptions o = testing_options(cc);
+    o.element_accumulator = DataType::f32;
+    Gemm basic(o);
+    basic.set_tile_description(basic.tile_descriptions().at(1));
+    EXPECT_TRUE(names.count(basic.spec().canonical())) << basic.spec().name();
+    GemmOptions f32 = testing_options(cc, DataType::f32);
+    f32.element_accumulator = DataType::f32;
+    Gemm precise(f32);
+    precise.set_math_operation(MathOperation::MultiplyAddFastF32);
+    const KernelSpec spec = precise.spec_for_problem(128, 128, 128);
+    EXPECT_EQ(spec.tile.math_operation, MathOperation::MultiplyAddFastF32);
+    EXPECT_TRUE(names.count(spec.canonical())) << spec.name();
+  }
 }
 
 // The shape suite (the benchmark's and the tuner's problems) runs on the defaults pack with nothing to compile: every
