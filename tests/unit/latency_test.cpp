@@ -245,9 +245,10 @@ TEST(Packs, TheDefaultsPackHoldsEachPlansKernelAndItsRunTimeChoices) {
 }
 
 // The walk-throughs (basic, epilogue, grouped) and the reference's 01_epilogue notebook compile nothing where the
-// defaults pack is installed, and 00_basic_gemm only the configuration it draws at random: every activation of the row-major f16 plan at their 256^3 problem, with the f16
-// accumulator the notebook declares and the f32 one of the C++ walk-through, and the grouped plans (the MoE form's
-// column-major B too), on both generations.
+// defaults pack is installed, and 00_basic_gemm only the configuration it draws at random: every activation of the
+// row-major f16 plan at their 256^3 problem, with the f16 accumulator the notebook declares and the f32 one of the C++
+// walk-through, the grouped plans (the MoE form's column-major B too), on both generations, the basic walk-through's
+// second listed configuration and the notebook's 3xTF32 plan.
 TEST(Packs, TheDefaultsPackHoldsWhatTheWalkThroughsRun) {
   std::set<std::string> names;
   for (const auto& spec : pack_specs("defaults")) names.insert(spec.canonical());
