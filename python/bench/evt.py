@@ -15,6 +15,7 @@ import os
 
 os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # time the kernel the shape asks for, not a stand-in
 
+import fp8  # noqa: E402  (python/bench/fp8.py: its prebuild compiles the picks and lists them)
 import gemmkit  # noqa: E402
 from gemmkit import _gemmkit as core  # noqa: E402
 
@@ -81,15 +82,9 @@ def make_tensors(m, n, k):
 
 
 def prebuild(cc, shapes, tiles):
-    specs = []
-    for m, n, k in shapes:
-        for tree in trees().values():
-            for tile in [None] + tiles:
-                specs.append(make_plan(cc, tree, tile).spec_for_problem(m, n, k))
-    specs = list({spec.name(): spec for spec in specs}.values())
-    for kernel in gemmkit.compile_many(specs):  # key and name: tools/dev/carry-cache --keys takes these
-        print(f"  {kernel.cache_key} {kernel.kernel_name}")
-    print(f"built {len(specs)} kernels")
+    """Compiles and lists (for tools/dev/carry-cache --keys) every tree's kernel for each shape and tile."""
+    plans = {(name, tile): make_plan(cc, tree, tile) for name, tree in trees().items() for tile in [None] + tiles}
+    fp8.prebuild(plans, [("evt", m, n, k) for m, n, k in shapes], listing=True)
 
 
 def main():

@@ -151,7 +151,7 @@ def prebuild(plans, cases, listing=False):
     unique = list({s.canonical(): s for s in specs}.values())
     start = time.time()
     built = gemmkit.compile_many(unique)
-    print(f"{len(unique)} gemmkit FP8 kernels ready in {time.time() - start:.0f} s")
+    print(f"{len(unique)} gemmkit kernels ready in {time.time() - start:.0f} s")
     if listing:
         for kernel in built:
             print(f"  {kernel.cache_key} {kernel.kernel_name}")
