@@ -422,6 +422,30 @@ SplitChoice choose_split_k_tile(const std::vector<TileDescription>& tiles, const
   return best;
 }
 
+bool transposes_for_decode(const ProblemShape& shape) {
+  return shape.batch == 1 && shape.m <= kDecodeColumns &&
+         static_cast<double>(shape.n) * static_cast<double>(shape.k) >= kDecodeMinBElements;
+}
+
+std::size_t choose_decode_tile(const std::vector<TileDescription>& tiles, const ProblemShape& transposed,
+                               int sm_count) {
+  const auto narrow = [&](const TileDescription& td, int cluster_rows) {
+    const Shape3 cta = td.cta_tile();
+    return cta[1] >= transposed.n && cta[1] == kDecodeColumns && td.cluster_shape == Shape3{cluster_rows, 1, 1} &&
+           td.tile_scheduler == TileScheduler::Default;
+  };
+  const auto find = [&](int cluster_rows) {
+    return static_cast<std::size_t>(
+        std::find_if(tiles.begin(), tiles.end(), [&](const TileDescription& td) { return narrow(td, cluster_rows); }) -
+        tiles.begin());
+  };
+  const std::size_t fours = find(4), pairs = find(2);
+  if (fours == tiles.size() || pairs == tiles.size() || sm_count < 1) return tiles.size();
+  const std::int64_t row_tiles = tile_count(tiles[fours].cta_tile(), transposed);
+  if (row_tiles * 100 < std::int64_t{sm_count} * 48) return tiles.size();  // 64 tiles on 132 SMs measured, not fewer
+  return row_tiles * 2 <= sm_count ? fours : pairs;
+}
+
 std::size_t smallest_stream_k(const std::vector<TileDescription>& tiles, const ProblemShape& shape) {
   auto area = [&](std::size_t i) { return cta_area(tiles[i]); };
   auto wasted = [&](std::size_t i) {

@@ -102,6 +102,18 @@ KSplit choose_k_split(const TileDescription& tile, const ProblemShape& shape, in
 inline constexpr std::int64_t kSwizzleMinClusters = 24;
 int choose_max_swizzle(const TileDescription& tile, const ProblemShape& shape);
 
+// Decode-sized problems: at most kDecodeColumns rows (the tokens) against a B of at least 16M elements (the weights),
+// which the GPU spends its time reading. run() computes them as D^T = B^T A^T, the tokens in the columns of a narrow
+// tile, as cuBLAS does (docs/performance.md, "Decode shapes").
+inline constexpr std::int64_t kDecodeColumns = 16;
+bool transposes_for_decode(const ProblemShape& shape);
+// For such a problem's transposed shape (`transposed`: M the weights' rows, N the tokens): the narrow tile of
+// `tiles` (index; a plan of the transposed layouts' listing) that covers N in one tile, in clusters of four along M
+// when those take at most half the SMs (64 tiles of 64 rows: 1.06-1.12× cuBLAS, against 0.63-0.95× without a
+// cluster and 0.79-0.91× in pairs), else in pairs (128 tiles in fours ran 16 % slower than in pairs);
+// tiles.size() when none fits or when its tiles would leave more than half the SMs idle (split-K does better there).
+std::size_t choose_decode_tile(const std::vector<TileDescription>& tiles, const ProblemShape& transposed, int sm_count);
+
 // The smallest Stream-K CTA tile of `tiles` (most work units), preferring a cluster that covers no tile outside the
 // problem; tiles.size() when there is none.
 std::size_t smallest_stream_k(const std::vector<TileDescription>& tiles, const ProblemShape& shape);

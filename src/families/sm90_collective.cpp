@@ -121,6 +121,12 @@ bool splits_n(const KernelSpec& spec) {
 constexpr int kSplitNRows = 192;
 const std::vector<int> kSplitNColumns = {128, 160, 192};
 
+// Narrow tiles for a few columns: what decode-sized problems (at most 16 rows) run as D^T = B^T A^T, the weights'
+// rows in 64-row ping-pong tiles and the tokens in the 16 columns, in clusters of up to four along M that share the
+// tokens' loads (catalog::choose_decode_tile picks one).
+constexpr Cta kNarrowCta = {64, 16};
+const std::vector<int> kNarrowClusterRows = {1, 2, 4};
+
 // The N-split kernel's operands, one rule for its listing and its validation: 16-bit A and B with an f32
 // accumulator, and a row-major 16-bit D with C of D's type (or none).
 bool split_n_inputs(const OperandTypes& t) {
@@ -817,28 +823,39 @@ class Sm90Collective final : public Family {
     // gemmkit's lean epilogue on the TMA mainloops, after CUTLASS's epilogues (ties keep those): one kernel for every
     // plain epilogue of a plan, about half the compile time, a few percent slower (docs/performance.md).
     const int d_bits = bits_of(types.d);
-    if (!tma || types.layout_c != Layout::RowMajor || (d_bits != 16 && d_bits != 32)) return out;
-    for (const auto& cta : fp8 ? kFp8Ctas : kCtas) {
-      if (is_int8(types.a) && cta.m == 256) continue;
-      const KernelSchedule k =
-          cta.m >= 128 ? KernelSchedule::TmaWarpSpecializedCooperative : KernelSchedule::TmaWarpSpecializedPingpong;
-      if (fp8 && !fp8_promotion_fits(cta, k)) continue;
-      for (const auto& cluster : kClusters) {
-        TileDescription td = cluster_tile(cta, cluster, types.a);
-        td.kernel_schedule = k;
-        td.epilogue_schedule = EpilogueSchedule::Lean;
-        out.push_back(td);
-        // Beside each Stream-K entry above, so that the heuristics' split-K choices (decode shapes, long K) have a
-        // quick twin too.
-        if (cta.m >= 128 && cta.n >= 128) {
-          td.tile_scheduler = TileScheduler::StreamK;
+    const bool lean = tma && types.layout_c == Layout::RowMajor && (d_bits == 16 || d_bits == 32);
+    if (lean) {
+      for (const auto& cta : fp8 ? kFp8Ctas : kCtas) {
+        if (is_int8(types.a) && cta.m == 256) continue;
+        const KernelSchedule k =
+            cta.m >= 128 ? KernelSchedule::TmaWarpSpecializedCooperative : KernelSchedule::TmaWarpSpecializedPingpong;
+        if (fp8 && !fp8_promotion_fits(cta, k)) continue;
+        for (const auto& cluster : kClusters) {
+          TileDescription td = cluster_tile(cta, cluster, types.a);
+          td.kernel_schedule = k;
+          td.epilogue_schedule = EpilogueSchedule::Lean;
           out.push_back(td);
+          // Beside each Stream-K entry above, so that the heuristics' split-K choices (decode shapes, long K) have a
+          // quick twin too.
+          if (cta.m >= 128 && cta.n >= 128) {
+            td.tile_scheduler = TileScheduler::StreamK;
+            out.push_back(td);
+          }
         }
       }
     }
-    // Last, for the tuner and for plans that set them (the heuristics weigh auto-scheduled entries only): 192-row
-    // tiles on the N-split cooperative kernel (check_split_n).
-    if (split_n_inputs(types) && split_n_output(types)) {
+    // Last, for the tuner, for plans that set them and for the decode choice (the heuristics weigh auto-scheduled
+    // entries only): narrow tiles of 16-bit operands, then 192-row tiles on the N-split cooperative kernel
+    // (check_split_n).
+    if (tma && is_half(types.a) && is_half(types.b)) {
+      for (int rows : kNarrowClusterRows) {
+        TileDescription td = cluster_tile(kNarrowCta, {rows, 1, 1}, types.a);
+        td.kernel_schedule = KernelSchedule::TmaWarpSpecializedPingpong;
+        td.epilogue_schedule = EpilogueSchedule::TmaWarpSpecialized;
+        out.push_back(td);
+      }
+    }
+    if (lean && split_n_inputs(types) && split_n_output(types)) {
       for (int n : kSplitNColumns) {
         TileDescription td;
         td.threadblock_shape = {kSplitNRows, n, 64};

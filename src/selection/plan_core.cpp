@@ -67,6 +67,21 @@ void PlanCore::forget_run_choices() {
   for (KernelChoices& choices : cache_->choices) choices.last_choice.reset();
 }
 
+KernelSpec transposed_problem(KernelSpec s) {
+  auto flip = [](Layout l) { return l == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor; };
+  std::swap(s.element_a, s.element_b);
+  std::swap(s.alignment_a, s.alignment_b);
+  const Layout layout_a = s.layout_a;
+  s.layout_a = flip(s.layout_b);
+  s.layout_b = flip(layout_a);
+  s.layout_c = flip(s.layout_c);
+  if (s.bias != BiasMode::None) s.bias = s.bias == BiasMode::PerRow ? BiasMode::PerColumn : BiasMode::PerRow;
+  if (s.scale == ScaleMode::PerRow || s.scale == ScaleMode::PerColumn) {
+    s.scale = s.scale == ScaleMode::PerRow ? ScaleMode::PerColumn : ScaleMode::PerRow;
+  }
+  return s;
+}
+
 KernelSpec PlanCore::base_spec(std::optional<int> alignment_a, std::optional<int> alignment_b,
                                std::optional<int> alignment_c) const {
   const auto& t = config.types;
@@ -100,19 +115,7 @@ KernelSpec PlanCore::base_spec(std::optional<int> alignment_a, std::optional<int
   s.scale = config.scale;
   s.block_scaling = config.block_scaling;
   if (config.visitor && !config.visitor_plain) s.visitor = config.visitor->with_types(t.c, t.d);
-  if (family.computes_transposed(opclass, t)) {
-    // The kernel sees A' = B^T, B' = A^T, C' = C^T: same memory, flipped layouts; run() swaps the arguments.
-    auto flip = [](Layout l) { return l == Layout::RowMajor ? Layout::ColumnMajor : Layout::RowMajor; };
-    std::swap(s.element_a, s.element_b);
-    std::swap(s.alignment_a, s.alignment_b);
-    s.layout_a = flip(t.layout_b);
-    s.layout_b = flip(t.layout_a);
-    s.layout_c = flip(t.layout_c);
-    if (s.bias != BiasMode::None) s.bias = s.bias == BiasMode::PerRow ? BiasMode::PerColumn : BiasMode::PerRow;
-    if (s.scale == ScaleMode::PerRow || s.scale == ScaleMode::PerColumn) {
-      s.scale = s.scale == ScaleMode::PerRow ? ScaleMode::PerColumn : ScaleMode::PerRow;
-    }
-  }
+  if (family.computes_transposed(opclass, t)) s = transposed_problem(s);
   if (complete_spec) complete_spec(s);
   return s;
 }

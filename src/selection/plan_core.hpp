@@ -76,23 +76,27 @@ struct SpecVariant {
 
 struct KernelChoices;
 
-// What run() launches for a problem: a configuration of some kernel choices and its decomposition, and where
-// parallel split-K replaces it, that kernel's choices, configuration and slice count.
+// What run() launches for a problem: a configuration of some kernel choices and its decomposition, and where another
+// kernel replaces it, that kernel's choices and configuration: parallel split-K (with its slice count), or the
+// transposed decode kernel (D^T = B^T A^T, data-parallel).
 struct RunChoice {
   KernelChoices* choices;
   std::size_t index;
   KSplit split;
-  KernelChoices* parallel;
-  std::size_t parallel_index;
+  KernelChoices* alternative;
+  std::size_t alternative_index;
   int slices;
   // The problem and the SM count it was chosen for: what stand-ins are weighed against, and neighbours start from.
   ProblemKey problem{};
   int sm_count = 0;
-  // Launch the parallel kernel: its choices, configuration and split in place of the serial ones.
-  void take_parallel() {
-    choices = parallel;
-    index = parallel_index;
-    split = {Decomposition::SplitK, slices};
+  bool alternative_transposed = false;  // the alternative is the transposed decode kernel
+  bool transposed = false;              // the kernel launched computes the transposed problem (beside the plan's own)
+  // Launch the alternative kernel: its choices, configuration and split in place of the serial ones.
+  void take_alternative() {
+    choices = alternative;
+    index = alternative_index;
+    split = alternative_transposed ? KSplit{Decomposition::DataParallel, 1} : KSplit{Decomposition::SplitK, slices};
+    transposed = alternative_transposed;
   }
 };
 
@@ -104,6 +108,7 @@ struct KernelChoices {
   KernelSlots<KernelModule> slots;                                   // parallel to tiles, loaded on first use
   std::unique_ptr<TunedMemo> tuned = std::make_unique<TunedMemo>();  // run()'s database answers
   std::unique_ptr<KernelChoices> parallel = nullptr;  // the parallel split-K kernels of this triple (SM90)
+  std::unique_ptr<KernelChoices> decode = nullptr;    // the transposed problem's kernels (SM90, decode shapes)
   int stages = 0;
   // The shape heuristics' answer for the last problem (m, n, k, batch, SM count), under the run cache's mutex: they
   // cost about 2 us a call, and a loop of runs repeats one shape.
@@ -183,9 +188,9 @@ class PlanCore {
   bool forces_stream_k_kernel() const;
   // What run() launches for a problem on `sm_count` SMs: the tuning database's configuration, else the heuristic's.
   RunChoice run_choice(const ProblemKey& p, int sm_count);
-  // run_choice for a choice made without running: the parallel kernel in place of the serial one where chosen.
+  // run_choice for a choice made without running: the alternative kernel in place of the serial one where chosen.
   RunChoice choice_without_running(const ProblemKey& p);
-  // The module run() launches for `c` (switched to its parallel kernel when that one runs).
+  // The module run() launches for `c` (switched to its alternative kernel when that one runs).
   KernelModule& launch_module(RunChoice& c, bool wait);
   // The max_swizzle_size run() passes with choice `c`.
   int swizzle_for(const RunChoice& c, const ProblemKey& p) const;
@@ -203,17 +208,29 @@ class PlanCore {
   KSplit k_split(const KernelChoices& choices, std::size_t choice, const ProblemKey& p, int sm_count) const;
   bool may_split_k_in_parallel(const KernelSpec& base) const;
   KernelChoices* parallel_choices(KernelChoices& choices, const ProblemKey& p);
+  bool may_transpose_for_decode(const KernelSpec& base) const;
+  std::vector<TileDescription> decode_tiles(const KernelSpec& transposed) const;
+  // The kernels of the transposed problem beside `choices`, where run() computes `p` as D^T = B^T A^T (a decode
+  // shape on an SM90 plan of 16-bit operands, catalog::transposes_for_decode); nullptr elsewhere.
+  KernelChoices* decode_choices(KernelChoices& choices, const ProblemKey& p);
   RunChoice heuristic_choice(KernelChoices& choices, const ProblemKey& p, int sm_count);
-  // `queued`, when given, is set when this call queued the parallel kernel's build (a new shape class).
-  KernelModule* parallel_module(const RunChoice& c, bool wait, bool& building, bool* queued = nullptr);
-  KernelModule& module_while_parallel_builds(RunChoice& c);
+  // `queued`, when given, is set when this call queued the alternative kernel's build (a new shape class).
+  KernelModule* alternative_module(const RunChoice& c, bool wait, bool& building, bool* queued = nullptr);
+  KernelModule& module_while_alternative_builds(RunChoice& c);
   // neighbour_specs(c), queued with jit::build_ahead (which does nothing unless build-ahead is on).
   void build_neighbours_ahead(const RunChoice& c);
-  catalog::ProblemShape kernel_shape(const ProblemKey& p) const;
+  // The problem's shape as a kernel sees it: transposed when the plan's kernels compute D^T, or (`transposed_choice`)
+  // when the choice does.
+  catalog::ProblemShape kernel_shape(const ProblemKey& p, bool transposed_choice = false) const;
 
   TunedLookup tuned_lookup_;
   std::unique_ptr<RunCache> cache_;
 };
+
+// The kernel of `spec`'s problem computed as D^T = B^T A^T: A' = B^T, B' = A^T and C' = C^T, the same memory with
+// flipped layouts; a bias and scale vectors along rows go along columns. run() swaps the arguments
+// (runtime::GemmLaunch::transposed).
+KernelSpec transposed_problem(KernelSpec spec);
 
 // The options of GEMMKIT_SPLIT_K that run() reads: whether it may split K by itself at all.
 bool automatic_split_k();

@@ -47,8 +47,8 @@ bool automatic_split_k() {
   return automatic_split() != AutoSplit::Off;
 }
 
-catalog::ProblemShape PlanCore::kernel_shape(const ProblemKey& p) const {
-  const bool swap = cache_->transposed;  // the kernel sees D^T's shape when it computes D^T
+catalog::ProblemShape PlanCore::kernel_shape(const ProblemKey& p, bool transposed_choice) const {
+  const bool swap = cache_->transposed != transposed_choice;  // the kernel sees D^T's shape when it computes D^T
   return {swap ? p.n : p.m, swap ? p.m : p.n, p.k, p.batch};
 }
 
@@ -130,6 +130,36 @@ KernelChoices* PlanCore::parallel_choices(KernelChoices& choices, const ProblemK
   return choices.parallel->tiles.empty() ? nullptr : choices.parallel.get();
 }
 
+bool PlanCore::may_transpose_for_decode(const KernelSpec& base) const {
+  // Where nothing of the plan's asks for its own orientation: the automatic choice of an SM90 GEMM of 16-bit operands
+  // without a visitor tree (whose tensors keep D's orientation) or block scales.
+  return config.operation == catalog::Operation::Gemm && base.family == KernelFamily::Sm90Collective &&
+         !cache_->transposed && families::is_half(base.element_a) && families::is_half(base.element_b) &&
+         !base.visitor && base.block_scaling == BlockScaling::None && !config.tile &&
+         config.decomposition == Decomposition::Auto && config.swizzle != Swizzle::StreamK;
+}
+
+std::vector<TileDescription> PlanCore::decode_tiles(const KernelSpec& transposed) const {
+  try {
+    return valid_tiles(transposed);
+  } catch (const ConfigError&) {  // no valid configuration of the transposed layouts: the plan's own kernels then
+    return {};
+  }
+}
+
+KernelChoices* PlanCore::decode_choices(KernelChoices& choices, const ProblemKey& p) {
+  if (!may_transpose_for_decode(choices.base) || !catalog::transposes_for_decode(kernel_shape(p))) return nullptr;
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (!choices.decode) {
+    const KernelSpec transposed = transposed_problem(choices.base);
+    const std::vector<TileDescription> tiles = decode_tiles(transposed);
+    choices.decode =
+        std::make_unique<KernelChoices>(KernelChoices{choices.b, choices.a, choices.c, transposed, tiles, {}});
+    choices.decode->slots.resize(tiles.size());
+  }
+  return choices.decode->tiles.empty() ? nullptr : choices.decode.get();
+}
+
 RunChoice PlanCore::run_choice(const ProblemKey& p, int sm_count) {
   KernelChoices& choices = choices_for(p);
   const std::array<std::int64_t, 5> problem{p.m, p.n, p.k, p.batch, sm_count};
@@ -143,7 +173,7 @@ RunChoice PlanCore::run_choice(const ProblemKey& p, int sm_count) {
     std::lock_guard<std::mutex> lock(cache_->mutex);
     choices.last_choice = KernelChoices::LastChoice{problem, *out};
   }
-  if (out->parallel != nullptr) return *out;
+  if (out->alternative != nullptr) return *out;
   // Else a configuration measured by Gemm::tune for this plan and shape bucket (tuning database), when it is built;
   // a set tile or a forced Stream-K kernel is the plan's own choice.
   if (!config.tile && !forces_stream_k_kernel()) {
@@ -158,6 +188,17 @@ RunChoice PlanCore::run_choice(const ProblemKey& p, int sm_count) {
 RunChoice PlanCore::heuristic_choice(KernelChoices& choices, const ProblemKey& p, int sm_count) {
   const std::size_t heuristic = choose_tile(choices, p, sm_count);
   RunChoice out{&choices, heuristic, k_split(choices, heuristic, p, sm_count), nullptr, 0, 0, p, sm_count};
+  // A decode shape runs transposed on a narrow tile where one fits (catalog::choose_decode_tile): the tokens in its
+  // columns, where the plan's own tiles pad them to 64 rows and split K to keep the SMs busy.
+  if (KernelChoices* decode = decode_choices(choices, p)) {
+    const std::size_t pick = catalog::choose_decode_tile(decode->tiles, kernel_shape(p, true), sm_count);
+    if (pick != decode->tiles.size()) {
+      out.alternative = decode;
+      out.alternative_index = pick;
+      out.alternative_transposed = true;
+      return out;
+    }
+  }
   // Where the heuristic splits K on the Stream-K kernel, parallel split-K instead when a configuration fits: its slices
   // run independently and one kernel adds them, where Stream-K's CTAs wait on each other's partial tiles. It takes
   // precedence over a tuning database entry (tune() times serial configurations only and refuses these shapes).
@@ -165,8 +206,8 @@ RunChoice PlanCore::heuristic_choice(KernelChoices& choices, const ProblemKey& p
     if (KernelChoices* parallel = parallel_choices(choices, p)) {
       const catalog::ProblemShape shape = kernel_shape(p);
       if (auto pick = parallel_split(parallel->tiles, parallel->base, shape, sm_count, config.types.a)) {
-        out.parallel = parallel;
-        out.parallel_index = pick->tile;
+        out.alternative = parallel;
+        out.alternative_index = pick->tile;
         out.slices = pick->slices;
       }
     }
@@ -174,9 +215,9 @@ RunChoice PlanCore::heuristic_choice(KernelChoices& choices, const ProblemKey& p
   return out;
 }
 
-KernelModule* PlanCore::parallel_module(const RunChoice& c, bool wait, bool& building, bool* queued) {
-  KernelSlots<KernelModule>& slots = c.parallel->slots;
-  const std::size_t i = c.parallel_index;
+KernelModule* PlanCore::alternative_module(const RunChoice& c, bool wait, bool& building, bool* queued) {
+  KernelSlots<KernelModule>& slots = c.alternative->slots;
+  const std::size_t i = c.alternative_index;
   std::shared_ptr<const jit::BackgroundBuild> pending;
   {
     std::lock_guard<std::mutex> lock(cache_->mutex);
@@ -185,13 +226,13 @@ KernelModule* PlanCore::parallel_module(const RunChoice& c, bool wait, bool& bui
   }
   wait = wait || knobs::flag("GEMMKIT_WAIT_FOR_BEST");  // as module_for reads it for the serial kernels
   if (wait || (pending && pending->state() == jit::BackgroundBuild::State::done)) {
-    return &module_for(*c.parallel, i, /*wait=*/true);
+    return &module_for(*c.alternative, i, /*wait=*/true);
   }
   if (pending) {  // building, or failed (a warning said so): the serial choice meanwhile, or from now on
     building = !pending->finished();
     return nullptr;
   }
-  const KernelSpec spec = c.parallel->spec(i);
+  const KernelSpec spec = c.alternative->spec(i);
   if (auto module = jit::load_kernel_if_built(spec)) {
     std::lock_guard<std::mutex> lock(cache_->mutex);
     if (!slots.modules[i]) slots.modules[i] = std::move(module);
@@ -209,7 +250,7 @@ KernelModule* PlanCore::parallel_module(const RunChoice& c, bool wait, bool& bui
 
 std::vector<KernelSpec> PlanCore::neighbour_specs(const RunChoice& c) {
   auto launched = [](const RunChoice& r) {
-    return r.parallel != nullptr ? r.parallel->spec(r.parallel_index) : r.choices->spec(r.index);
+    return r.alternative != nullptr ? r.alternative->spec(r.alternative_index) : r.choices->spec(r.index);
   };
   std::vector<KernelSpec> out;
   std::set<std::string> seen = {launched(c).canonical()};
@@ -229,7 +270,7 @@ void PlanCore::build_neighbours_ahead(const RunChoice& c) {
   for (const KernelSpec& spec : neighbour_specs(c)) jit::build_ahead([&] { return spec; });
 }
 
-KernelModule& PlanCore::module_while_parallel_builds(RunChoice& c) {
+KernelModule& PlanCore::module_while_alternative_builds(RunChoice& c) {
   KernelChoices& serial = *c.choices;
   const ModuleSources<KernelModule> sources{
       [&](std::size_t i) { return jit::load_kernel_if_built(serial.spec(i)); },
@@ -241,8 +282,8 @@ KernelModule& PlanCore::module_while_parallel_builds(RunChoice& c) {
       }};
   if (KernelModule* module = built_module(serial.slots, cache_->mutex, c.index, sources)) return *module;
   bool building = false;
-  KernelModule* parallel = parallel_module(c, /*wait=*/true, building);  // nothing built: the parallel one, as asked
-  c.take_parallel();
+  KernelModule* parallel = alternative_module(c, /*wait=*/true, building);  // nothing built: the parallel one, as asked
+  c.take_alternative();
   return *parallel;
 }
 
@@ -294,34 +335,50 @@ std::vector<KernelSpec> PlanCore::run_time_kernels() const {
     s.tile = parallel_tiles[i];
     out.push_back(s);
   }
+  // The transposed kernels run() picks for the decode probes (decode_choices).
+  if (!config.tile && may_transpose_for_decode(base)) {
+    KernelSpec transposed = transposed_problem(base);
+    const std::vector<TileDescription> decode = decode_tiles(transposed);
+    std::vector<std::size_t> decode_chosen;
+    for (const catalog::ProblemShape& shape : probes) {
+      if (!catalog::transposes_for_decode(shape)) continue;
+      const std::size_t i = catalog::choose_decode_tile(decode, {shape.n, shape.m, shape.k, shape.batch}, sm_count);
+      if (i != decode.size()) add(decode_chosen, i);
+    }
+    for (const std::size_t i : decode_chosen) {
+      transposed.tile = decode[i];
+      out.push_back(transposed);
+    }
+  }
   return out;
 }
 
 RunChoice PlanCore::choice_without_running(const ProblemKey& p) {
   RunChoice c = run_choice(p, sm_count_for_choice());
-  if (c.parallel != nullptr) c.take_parallel();  // what run() launches once the parallel kernel is built
+  if (c.alternative != nullptr) c.take_alternative();  // what run() launches once the parallel kernel is built
   return c;
 }
 
 int PlanCore::swizzle_for(const RunChoice& c, const ProblemKey& p) const {
   if (!catalog::family_of(c.choices->base.family).has_persistent_scheduler()) return 0;
   if (config.max_swizzle_size != 0) return config.max_swizzle_size;
-  return catalog::choose_max_swizzle(c.choices->tiles[c.index], kernel_shape(p));
+  return catalog::choose_max_swizzle(c.choices->tiles[c.index], kernel_shape(p, c.transposed));
 }
 
 std::string PlanCore::running_kernel_name(const ProblemKey& p) {
   const RunChoice c = run_choice(p, sm_count_for_choice());
   const std::size_t choice = c.index;
   KernelSlots<KernelModule>& slots = c.choices->slots;
-  if (c.parallel != nullptr) {
+  if (c.alternative != nullptr) {
     std::shared_ptr<const jit::BackgroundBuild> pending;
     {
       std::lock_guard<std::mutex> lock(cache_->mutex);
-      const KernelSlots<KernelModule>& parallel = c.parallel->slots;
-      if (parallel.modules[c.parallel_index]) return parallel.modules[c.parallel_index]->kernel_name();
-      pending = parallel.pending[c.parallel_index];
+      const KernelSlots<KernelModule>& parallel = c.alternative->slots;
+      if (parallel.modules[c.alternative_index]) return parallel.modules[c.alternative_index]->kernel_name();
+      pending = parallel.pending[c.alternative_index];
     }
-    if (pending && !pending->finished()) {  // the serial kernel run() lends (module_while_parallel_builds), if loaded
+    if (pending &&
+        !pending->finished()) {  // the serial kernel run() lends (module_while_alternative_builds), if loaded
       const ModuleSources<KernelModule> loaded_only{
           [](std::size_t) { return std::shared_ptr<KernelModule>(); }, {}, {}, {}, {}};
       const KernelModule* lent = built_module(slots, cache_->mutex, choice, loaded_only);
@@ -340,15 +397,15 @@ std::string PlanCore::running_kernel_name(const ProblemKey& p) {
 
 KernelModule& PlanCore::launch_module(RunChoice& c, bool wait) {
   bool parallel_building = false, parallel_queued = false;
-  if (c.parallel != nullptr) {
-    if (KernelModule* module = parallel_module(c, wait, parallel_building, &parallel_queued)) {
-      c.take_parallel();
+  if (c.alternative != nullptr) {
+    if (KernelModule* module = alternative_module(c, wait, parallel_building, &parallel_queued)) {
+      c.take_alternative();
       return *module;
     }
   }
   if (parallel_building) {
-    const RunChoice serial = c;  // module_while_parallel_builds may switch c to the parallel kernel
-    KernelModule& module = module_while_parallel_builds(c);
+    const RunChoice serial = c;  // module_while_alternative_builds may switch c to the parallel kernel
+    KernelModule& module = module_while_alternative_builds(c);
     if (parallel_queued) build_neighbours_ahead(serial);  // a new shape class; after its stand-in's twin, if any
     return module;
   }

@@ -1,6 +1,7 @@
 // tests/gpu/split_k_gpu_test.cpp: split-K and the Stream-K decompositions on SM90 kernels, exact on small-integer data:
 // several split counts (none dividing K's steps), both reduction modes, beta != 0 and a fused ReLU that must see the
-// full sum (partial sums of the other sign), the automatic choice for long-K and decode shapes, and CUDA graphs
+// full sum (partial sums of the other sign), the automatic choice for long-K and decode shapes (these run transposed on
+// a narrow tile), and CUDA graphs
 // replayed with their own workspace (parallel split-K too: its reduction is a programmatic dependent launch).
 // Kernels: gemmkit_gpu_prebuild --only splitk.
 #include <cuda_runtime_api.h>
@@ -190,13 +191,39 @@ TEST(GpuSplitK, AutomaticChoiceForLongKAndDecodeShapes) {
     const gk::KSplit split = k_split_of(plan, o);
     const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " " +
                              std::string(gk::to_string(split.mode)) + " " + std::to_string(split.splits);
-    if (s.n == 14336 || s.m == 128) {  // 64-row tiles cover the SMs (at M = 128: one wave of 64 x 64)
+    if (s.m <= 16) {  // decode shapes run transposed on the narrow tile (GpuSplitK.DecodeShapesRunTransposedExactly)
+      EXPECT_EQ(split.mode, gk::Decomposition::DataParallel) << what;
+      EXPECT_NE(kernel_of(plan, o).find("x16x64_"), std::string::npos) << what << " " << kernel_of(plan, o);
+    } else if (s.m == 128) {  // one wave of 64 x 64
       EXPECT_EQ(split.mode, gk::Decomposition::DataParallel) << what;
     } else if (sms >= 128) {
       EXPECT_EQ(split.mode, gk::Decomposition::SplitK) << what;
       EXPECT_GE(split.splits, 2) << what;
     }
     EXPECT_EQ(run_exact(plan, o, 1.0, 20000).max_abs_error, 0.0) << what << " " << kernel_of(plan, o);
+  }
+}
+
+// Decode shapes (at most 16 rows) run as D^T = B^T A^T on the narrow tile, the tokens in its 16 columns: exact for 1,
+// 8 and 16 rows, in clusters of four (64 tiles of the weights' rows) and of two (128), with beta != 0, and with a
+// per-column bias (a per-row one of the transposed kernel) and a ReLU.
+TEST(GpuSplitK, DecodeShapesRunTransposedExactly) {
+  REQUIRE_CC(90, "SM90 kernels");
+  for (const bool bias_relu : {false, true}) {
+    gk::Gemm plan = cases::decode_plan(device_cc(), bias_relu);
+    for (const cases::Shape& s : cases::decode_shapes()) {
+      if (bias_relu && s.n != cases::decode_shapes().front().n) continue;  // one kernel with the bias
+      Operands o(s);
+      o.fill_integers();
+      const std::string kernel = kernel_of(plan, o);
+      const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " " +
+                               kernel + (bias_relu ? " bias+relu" : "");
+      EXPECT_NE(kernel.find("_nnn_"), std::string::npos) << what;  // the transposed problem's layouts
+      for (const double beta : {0.0, 1.0}) {
+        const gk::verify::Comparison c = bias_relu ? run_exact_with_bias(plan, o, beta) : run_exact(plan, o, beta);
+        EXPECT_EQ(c.max_abs_error, 0.0) << what << ", beta " << beta;
+      }
+    }
   }
 }
 

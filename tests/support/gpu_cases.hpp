@@ -459,6 +459,17 @@ inline const std::vector<Activation>& parallel_split_k_activations() {
   static const std::vector<Activation> kActivations = {Activation::ReLU, Activation::LeakyReLU};
   return kActivations;
 }
+// Decode shapes, which run() computes transposed on the narrow tile: 64 tiles of the weights' rows (clusters of four)
+// at 1, 8 and 16 rows, and 128 (clusters of two); the plan plain, or with a ReLU and a per-column bias.
+inline const std::vector<Shape>& decode_shapes() {
+  static const std::vector<Shape> kShapes = {{1, 4096, 4096}, {8, 4096, 4096}, {16, 4096, 4096}, {16, 8192, 4096}};
+  return kShapes;
+}
+inline Gemm decode_plan(int cc, bool bias_relu) {
+  Gemm plan = split_k_plan(cc, bias_relu ? Activation::ReLU : Activation::Identity);
+  if (bias_relu) plan.set_bias(BiasMode::PerColumn);
+  return plan;
+}
 inline std::vector<KernelSpec> split_k_specs(int cc) {
   std::vector<KernelSpec> out;
   for (const Layout layout : {Layout::RowMajor, Layout::ColumnMajor}) {
@@ -474,6 +485,12 @@ inline std::vector<KernelSpec> split_k_specs(int cc) {
   out.push_back(spec_for_shape(lean, kSplitKShape));
   Gemm plain = split_k_plan(cc, Activation::Identity);
   for (const Shape& s : split_k_auto_shapes()) out.push_back(spec_for_shape(plain, s));
+  for (const bool bias_relu : {false, true}) {
+    Gemm decode = decode_plan(cc, bias_relu);
+    for (const Shape& s : decode_shapes()) {
+      if (!bias_relu || s.n == decode_shapes().front().n) out.push_back(spec_for_shape(decode, s));
+    }
+  }
   return out;
 }
 

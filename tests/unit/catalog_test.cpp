@@ -41,7 +41,7 @@ TEST(Catalog, EnumerationCountsPerArchitectureAndType) {
   const auto f16 = types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32);
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::TensorOp, f16, sm80).size(), 22u);
   EXPECT_EQ(cat::tile_descriptions(90, gk::OpClass::TensorOp, f16, sm90).size(),
-            150u);  // 36 on the lean epilogue, 12 of them Stream-K; 3 on the N-split kernel
+            153u);  // 36 on the lean epilogue, 12 of them Stream-K; 3 narrow tiles; 3 on the N-split kernel
   EXPECT_EQ(cat::tile_descriptions(80, gk::OpClass::Simt, f16, sm80).size(), 1u);  // one generic SIMT tile
   const auto f32 = types(gk::DataType::f32, gk::DataType::f32, gk::DataType::f32);
   // tf32, 3xTF32, fast_bf16 and fast_f16 each (18 tiles)
@@ -163,6 +163,39 @@ TEST(CatalogHeuristic, AnExplicitStreamKSwizzleOrSingleTileIsKept) {
   const auto tiles = sm90_f16_tiles();
   EXPECT_EQ(cat::choose_tile(tiles, spec, {128, 128, 128, 1}, 132), 0u);
   EXPECT_EQ(cat::choose_tile({tiles[5]}, sm90_f16_spec(), {128, 128, 128, 1}, 132), 0u);
+}
+
+// Decode shapes (at most 16 rows against 16M weights or more) run transposed on the narrow 64 x 16 tile: in clusters
+// of four along the weights' rows while those take at most half the SMs, else in pairs; not where the tiles would
+// leave more than half the SMs idle, and not for plans without the narrow tiles (tf32).
+TEST(CatalogHeuristic, DecodeShapesTakeTheNarrowTileInClustersThatFitTheSms) {
+  EXPECT_TRUE(cat::transposes_for_decode({1, 4096, 4096, 1}));
+  EXPECT_TRUE(cat::transposes_for_decode({16, 4096, 4096, 1}));
+  EXPECT_FALSE(cat::transposes_for_decode({17, 4096, 4096, 1}));
+  EXPECT_FALSE(cat::transposes_for_decode({16, 2048, 4096, 1}));  // 8M weights: not a read of the weights alone
+  EXPECT_FALSE(cat::transposes_for_decode({16, 4096, 4096, 2}));
+  // The transposed plan's layouts: A' = B^T and B' = A^T column-major, D^T column-major.
+  const cat::OperandTypes transposed{gk::DataType::f16,       gk::DataType::f16,      gk::DataType::f16,
+                                     gk::DataType::f16,       gk::DataType::f32,      gk::Layout::ColumnMajor,
+                                     gk::Layout::ColumnMajor, gk::Layout::ColumnMajor};
+  const auto tiles = cat::tile_descriptions(90, gk::OpClass::TensorOp, transposed, cat::limits_for_cc(90));
+  auto cluster_rows = [&](const cat::ProblemShape& shape) {
+    const std::size_t i = cat::choose_decode_tile(tiles, shape, 132);
+    if (i == tiles.size()) return 0;
+    EXPECT_EQ(tiles[i].cta_tile(), (gk::Shape3{64, 16, 64}));
+    EXPECT_EQ(tiles[i].kernel_schedule, gk::KernelSchedule::TmaWarpSpecializedPingpong);
+    return tiles[i].cluster_shape[0];
+  };
+  EXPECT_EQ(cluster_rows({4096, 16, 4096, 1}), 4);   // 64 tiles
+  EXPECT_EQ(cluster_rows({4096, 1, 14336, 1}), 4);   // 64 tiles over a longer K
+  EXPECT_EQ(cluster_rows({8192, 16, 28672, 1}), 2);  // 128 tiles: 32 clusters of four do not fit
+  EXPECT_EQ(cluster_rows({14336, 8, 4096, 1}), 2);   // 224 tiles
+  EXPECT_EQ(cluster_rows({2048, 16, 16384, 1}), 0);  // 32 tiles: split-K instead
+  const cat::OperandTypes tf32{gk::DataType::f32,       gk::DataType::f32,      gk::DataType::f32,
+                               gk::DataType::f32,       gk::DataType::f32,      gk::Layout::ColumnMajor,
+                               gk::Layout::ColumnMajor, gk::Layout::ColumnMajor};
+  const auto tf32_tiles = cat::tile_descriptions(90, gk::OpClass::TensorOp, tf32, cat::limits_for_cc(90));
+  EXPECT_EQ(cat::choose_decode_tile(tf32_tiles, {4096, 16, 4096, 1}, 132), tf32_tiles.size());
 }
 
 TEST(CatalogHeuristic, SplitKFillsFourWavesWithinTheReduction) {

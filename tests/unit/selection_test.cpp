@@ -30,7 +30,7 @@ GemmOptions sm90_options(DataType element) {
 }
 
 std::string launched(const selection::RunChoice& c) {
-  return (c.parallel != nullptr ? c.parallel->spec(c.parallel_index) : c.choices->spec(c.index)).canonical();
+  return (c.alternative != nullptr ? c.alternative->spec(c.alternative_index) : c.choices->spec(c.index)).canonical();
 }
 
 // The neighbours' kernels are run()'s picks for M, N and K each halved and doubled (the user's orientation, also for
@@ -62,6 +62,31 @@ TEST(Neighbours, AreTheKernelsRunPicksForHalfAndTwiceEachExtent) {
       EXPECT_FALSE(expected.empty());  // these shapes sit near a change of kernel
     }
   }
+}
+
+// A decode shape on a row-major 16-bit plan runs as D^T = B^T A^T: the column-major kernel on the narrow tile, A and B
+// swapped, data-parallel; more rows, a set tile or a visitor tree keep the plan's own orientation.
+TEST(Decode, ShapesOfFewRowsRunTransposedOnTheNarrowTile) {
+  for (const DataType element : {DataType::f16, DataType::bf16}) {
+    SelectionProbe plan(sm90_options(element));
+    selection::RunChoice c = plan.core().run_choice({16, 4096, 4096, 1, 8, 8, 8}, 132);
+    ASSERT_NE(c.alternative, nullptr);
+    ASSERT_TRUE(c.alternative_transposed);
+    c.take_alternative();
+    EXPECT_TRUE(c.transposed);
+    EXPECT_EQ(c.split, (KSplit{Decomposition::DataParallel, 1}));
+    const KernelSpec spec = c.choices->spec(c.index);
+    EXPECT_EQ(spec.layout_a, Layout::ColumnMajor);
+    EXPECT_EQ(spec.layout_b, Layout::ColumnMajor);
+    EXPECT_EQ(spec.layout_c, Layout::ColumnMajor);
+    EXPECT_EQ(spec.tile.cta_tile(), (Shape3{64, 16, 64}));
+    EXPECT_EQ(spec.tile.cluster_shape, (Shape3{4, 1, 1}));
+    EXPECT_EQ(plan.spec_for_problem(16, 4096, 4096).canonical(), spec.canonical());  // what run() reports
+    EXPECT_FALSE(plan.core().run_choice({17, 4096, 4096, 1, 8, 8, 8}, 132).alternative_transposed);
+  }
+  SelectionProbe with_tile(sm90_options(DataType::f16));
+  with_tile.set_tile_description(with_tile.tile_descriptions().front());
+  EXPECT_EQ(with_tile.core().run_choice({16, 4096, 4096, 1, 8, 8, 8}, 132).alternative, nullptr);
 }
 
 // A Stream-K kernel launched data-parallel (a stand-in for a data-parallel choice runs with that choice's split) is

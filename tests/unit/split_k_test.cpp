@@ -325,8 +325,8 @@ TEST(SplitKPlan, BadSettingsAreConfigErrorsThatSayWhatToDo) {
 }
 
 // SM90 parallel split-K: where run() would split K on the Stream-K kernel, a partial-sums GEMM over K slices and a
-// reduction kernel with the epilogue instead, on 128 x 64 tiles (cuBLAS's on 512x512x16384), on 64 x 128 at M = 16
-// (a 64-row tile pads 16 rows to 64, not to 128).
+// reduction kernel with the epilogue instead, on 128 x 64 tiles (cuBLAS's on 512x512x16384), on 64 x 128 at M = 32
+// (a 64-row tile pads 32 rows to 64, not to 128; at most 16 rows run transposed, tests/unit/selection_test.cpp).
 TEST(ParallelSplitK, LongKOverFewTilesRunsParallelSplitKOnTheMeasuredConfigurations) {
   gk::Gemm plan(f16_row(90));
   struct Case {
@@ -335,7 +335,7 @@ TEST(ParallelSplitK, LongKOverFewTilesRunsParallelSplitKOnTheMeasuredConfigurati
     gk::Shape3 cta;
   };
   for (const Case& c : {Case{512, 512, 16384, 4, {128, 64, 64}}, Case{256, 1024, 16384, 4, {128, 64, 64}},
-                        Case{16, 4096, 4096, 4, {64, 128, 64}}}) {
+                        Case{32, 4096, 4096, 4, {64, 128, 64}}}) {
     const auto A = probe(c.m, c.k), B = probe(c.k, c.n), D = probe(c.m, c.n);
     const gk::KernelSpec spec = plan.spec_for(A, B, nullptr, D);
     const std::string what = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
