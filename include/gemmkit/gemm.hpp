@@ -151,11 +151,12 @@ class Gemm : public Plan {
  private:
   // A plan on another plan's configuration (tune()'s candidates: a copy with a tile set).
   explicit Gemm(std::unique_ptr<selection::PlanCore> core);
-  // Whether a problem no vector of the plan's kernels fits may run on the CUTLASS 2.x SIMT kernels instead: a plan
-  // whose opclass, tile, math operation and SM90-only settings were left to gemmkit, for types SIMT computes.
+  // Whether a problem no vector of the plan's kernels fits may run on CUTLASS 2.x kernels that load its operands
+  // element by element instead (tensor-op for f16 and bf16, else SIMT): a plan whose opclass, tile, math operation and
+  // SM90-only settings were left to gemmkit, for types SIMT computes.
   bool may_take_scalar_kernels() const;
-  // The plan that runs this problem: this one, or (may_take_scalar_kernels) its SIMT twin; throws this plan's error
-  // when neither takes the problem.
+  // The plan that runs this problem: this one, or (may_take_scalar_kernels) its twin of scalar loads; throws this
+  // plan's error when neither takes the problem.
   Gemm& plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double beta);
 
   // A plain-form tree's own visitor kernel, for vectors the fused kernel cannot take (one per batch).

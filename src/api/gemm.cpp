@@ -25,8 +25,8 @@
 
 namespace gemmkit {
 
-// The SIMT twin and the configuration generation it was made for.
-// A plan made from this one on first use, and made again once this one's configuration has changed (its generation).
+// A plan made from this one on first use (the twin of scalar loads, the tree twin), and made again once this one's
+// configuration has changed (its generation).
 struct DerivedPlan {
   std::uint64_t generation = 0;
   std::unique_ptr<Gemm> plan;
@@ -43,7 +43,7 @@ struct DerivedPlan {
 
 struct Gemm::Twin {
   std::mutex mutex;
-  DerivedPlan simt, tree;
+  DerivedPlan scalar, tree;
 };
 
 Gemm::Gemm(const GemmOptions& o) : Plan(o, catalog::Operation::Gemm), twin_(std::make_unique<Twin>()) {
@@ -202,6 +202,16 @@ void Gemm::set_reduction_mode(ReductionMode mode) {
   assign_checked(core_->config.reduction_mode, mode, [&] { core_->check_k_split_settings(spec()); });
 }
 
+namespace {
+
+// The opclass of the kernels that load operands element by element: tensor cores for f16 and bf16 (a two-stage
+// mainloop of ordinary loads), SIMT for the other types.
+OpClass scalar_opclass(const families::OperandTypes& t) {
+  return families::is_half(t.a) && t.b == t.a ? OpClass::TensorOp : OpClass::Simt;
+}
+
+}  // namespace
+
 bool Gemm::may_take_scalar_kernels() const {
   const selection::PlanConfig& c = core_->config;
   const bool identity_swizzle = c.swizzle == Swizzle::Identity1 || c.swizzle == Swizzle::Identity2 ||
@@ -216,7 +226,7 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
   auto twin = [&]() -> Gemm& {
     const selection::PlanConfig& c = core_->config;
     std::lock_guard<std::mutex> lock(twin_->mutex);
-    Gemm& plan = twin_->simt.get(core_->generation(), [&] {
+    Gemm& plan = twin_->scalar.get(core_->generation(), [&] {
       GemmOptions o;
       o.element_a = c.types.a, o.element_b = c.types.b, o.element_c = c.types.c, o.element_d = c.types.d;
       o.element_accumulator = c.types.accumulator;
@@ -225,7 +235,7 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
       o.kernel_cc = 80;
       const jit::NoBuildAhead internal;
       auto plan = std::make_unique<Gemm>(o);
-      plan->set_opclass(OpClass::Simt);
+      plan->set_opclass(scalar_opclass(c.types));
       plan->set_swizzling_functor(c.swizzle);
       if (c.visitor_plain) {
         plan->set_epilogue_visitor(c.visitor);
@@ -244,9 +254,11 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
       *this, may_take_scalar_kernels(), [&](Gemm& p) { (void)check_gemm_problem(*p.core_, A, B, C, D, beta); }, twin);
   if (&plan != this) {
     note_once("operands whose leading dimensions or addresses fit none of the " +
-              std::string(to_string(core_->config.opclass)) +
-              " kernels' vectors run on the CUTLASS 2.x SIMT kernels (scalar loads); pad the leading dimensions to "
-              "a multiple of 16 bytes for tensor cores.");
+              std::string(to_string(core_->config.opclass)) + " kernels' vectors run on CUTLASS 2.x " +
+              (scalar_opclass(core_->config.types) == OpClass::TensorOp
+                   ? "tensor-op kernels that load them element by element (a two-stage mainloop)"
+                   : "SIMT kernels (scalar loads)") +
+              "; pad the leading dimensions to a multiple of 16 bytes for the faster kernels.");
   }
   return plan;
 }

@@ -25,6 +25,11 @@ std::vector<int> vector_widths(DataType element) {
   return out;
 }
 
+std::vector<int> vector_loads_only(std::vector<int> alignments, OpClass opclass, DataType element) {
+  if (opclass == OpClass::TensorOp) std::erase_if(alignments, [&](int a) { return a * bits_of(element) < 32; });
+  return alignments;
+}
+
 bool moves_16_byte_rows(int alignment, DataType element) {
   return alignment * bits_of(element) % 128 == 0;
 }

@@ -21,7 +21,7 @@ class Sm80Grouped final : public Family {
     return opclass == OpClass::TensorOp && floating && dense().supports(opclass, types);
   }
   std::vector<int> operand_alignments(OpClass opclass, DataType element, const OperandTypes& types) const override {
-    return dense().operand_alignments(opclass, element, types);
+    return vector_loads_only(dense().operand_alignments(opclass, element, types), opclass, element);
   }
   std::vector<TileDescription> tile_descriptions(OpClass opclass, const OperandTypes& types, const DeviceLimits& limits,
                                                  int alignment_a, int alignment_b) const override {

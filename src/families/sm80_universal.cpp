@@ -26,6 +26,12 @@ const std::vector<Sm80Tile> kSm80Half = {
     {{128, 64, 32}, {2, 2, 1}, 6},  {{64, 128, 32}, {2, 2, 1}, 6},  {{64, 64, 64}, {2, 2, 1}, 5},
     {{64, 64, 32}, {2, 2, 1}, 10},
 };
+// 16-bit operands whose rows fit no cp.async vector (4 bytes or more: an odd leading dimension): CUTLASS's two-stage
+// pipelined mainloop, which loads A and B element by element with ordinary loads, as CUTLASS's own align1 tables do.
+const std::vector<Sm80Tile> kSm80HalfScalar = {
+    {{128, 128, 32}, {2, 2, 1}, 2}, {{256, 128, 32}, {4, 2, 1}, 2}, {{128, 256, 32}, {2, 4, 1}, 2},
+    {{64, 128, 32}, {2, 2, 1}, 2},  {{128, 64, 32}, {2, 2, 1}, 2},  {{64, 64, 32}, {2, 2, 1}, 2},
+};
 const std::vector<Sm80Tile> kSm80Tf32 = {
     {{256, 128, 32}, {4, 2, 1}, 3}, {{128, 256, 32}, {2, 4, 1}, 3}, {{256, 128, 16}, {4, 2, 1}, 3},
     {{128, 256, 16}, {2, 4, 1}, 3}, {{256, 64, 32}, {4, 2, 1}, 3},  {{64, 256, 32}, {2, 4, 1}, 3},
@@ -70,13 +76,19 @@ Shape3 instruction_shape(DataType a, OpClass opclass) {
   return {16, 8, 32};  // int8
 }
 
-const std::vector<Sm80Tile>& tile_table(DataType a, OpClass opclass) {
+// Whether a tensor-op kernel's A or B rows fit no cp.async vector (4 bytes at least): loaded element by element
+// (kSm80HalfScalar).
+bool scalar_rows(OpClass opclass, const OperandTypes& types, int alignment_a, int alignment_b) {
+  return opclass == OpClass::TensorOp && (alignment_a * bits_of(types.a) < 32 || alignment_b * bits_of(types.b) < 32);
+}
+
+const std::vector<Sm80Tile>& tile_table(DataType a, OpClass opclass, bool scalar) {
   if (opclass == OpClass::Simt) {
     if (a == DataType::f32) return kSm80SimtF32;
     if (a == DataType::f64) return kSm80SimtF64;
     return kSm80SimtGeneric;
   }
-  if (is_half(a)) return kSm80Half;
+  if (is_half(a)) return scalar ? kSm80HalfScalar : kSm80Half;
   if (a == DataType::f32) return kSm80Tf32;
   if (a == DataType::f64) return kSm80F64;
   return kSm80Int8;
@@ -145,13 +157,15 @@ class Sm80Universal final : public Family {
     std::vector<int> out = vector_widths(element);
     // int8 tensor-op mainloops need 16-byte rows of A and B.
     if (is_int8(types.a) && element == types.a) out.erase(out.begin() + 1, out.end());
+    // 16-bit operands of any leading dimension: the two-stage mainloop loads them element by element.
+    if (is_half(types.a) && types.b == types.a) out.push_back(1);
     return out;
   }
 
   std::vector<TileDescription> tile_descriptions(OpClass opclass, const OperandTypes& types, const DeviceLimits& limits,
-                                                 int, int) const override {
+                                                 int alignment_a, int alignment_b) const override {
     std::vector<TileDescription> out;
-    for (const auto& row : tile_table(types.a, opclass)) {
+    for (const auto& row : tile_table(types.a, opclass, scalar_rows(opclass, types, alignment_a, alignment_b))) {
       TileDescription td;
       td.threadblock_shape = row.tb;
       td.warp_count = row.warps;
@@ -227,6 +241,12 @@ class Sm80Universal final : public Family {
           "changed); use IdentitySwizzle1/2/4/8 or ThreadblockSwizzleStreamK.");
     }
     check_operand_alignments(spec);
+    if (scalar_rows(spec.opclass, operand_types_of(spec), spec.alignment_a, spec.alignment_b) && td.stages != 2) {
+      fail(
+          "16-bit operands of alignment 1 (rows that fit no 4-byte vector) are loaded element by element by "
+          "CUTLASS's two-stage tensor-op mainloop: use stages = 2 (got " +
+          std::to_string(td.stages) + "), or pad the leading dimensions to a multiple of 16 bytes.");
+    }
     for (int i = 0; i < 3; ++i) {
       if (td.warp_count[i] <= 0 || td.threadblock_shape[i] % td.warp_count[i] != 0) {
         fail("Warp count " + shape_text(td.warp_count) + " must divide the threadblock shape " +

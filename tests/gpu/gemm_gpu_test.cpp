@@ -111,15 +111,22 @@ TEST(GpuShapes, OddMNKOnAlignmentOneKernels) {
   EXPECT_EQ(run_on_device(simt, o, 1.0, 1.0).max_abs_error, 0.0);
 }
 
-// Left to gemmkit, an f16 plan runs odd leading dimensions on the SIMT kernels, exactly; told to use tensor cores,
-// it refuses them before anything runs, naming the fix.
-TEST(GpuShapes, F16OddLeadingDimensionsRunOnSimtUnlessTensorOpIsChosen) {
+// Left to gemmkit, f16 and bf16 plans run odd leading dimensions on CUTLASS 2.x tensor-op kernels of a two-stage
+// mainloop (element-by-element loads), exactly (cases::odd_leading_dimension_cases); told to use tensor cores (the SM90
+// family, whose loads are 4 bytes or more), a plan refuses them before anything runs, naming the fix.
+TEST(GpuShapes, OddLeadingDimensionsRunOnTwoStageTensorOpKernelsUnlessTensorOpIsChosen) {
   REQUIRE_GPU();
+  for (const auto& [t, l] : cases::odd_leading_dimension_cases()) {
+    gk::Gemm unpinned(cases::options(t, l, device_cc()));
+    Operands odd(unpinned, cases::kOddShape);
+    odd.fill_integers();
+    const gk::KernelSpec spec = unpinned.spec_for(odd.A.view(), odd.B.view(), odd.C.view(), odd.D.view(), 1.0);
+    EXPECT_EQ(spec.opclass, gk::OpClass::TensorOp) << spec.name();
+    EXPECT_EQ(spec.tile.stages, 2) << spec.name();
+    EXPECT_EQ(run_on_device(unpinned, odd, 1.0, 1.0).max_abs_error, 0.0)
+        << t.name << " " << l.name() << " " << spec.name();
+  }
   const cases::LayoutCase rrr{gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor};
-  gk::Gemm unpinned(cases::options(cases::type_cases()[0], rrr, device_cc()));
-  Operands odd(unpinned, cases::kOddShape);
-  odd.fill_integers();
-  EXPECT_EQ(run_on_device(unpinned, odd, 1.0, 0.0).max_abs_error, 0.0);
   gk::Gemm plan(cases::options(cases::type_cases()[0], rrr, device_cc()));
   plan.set_opclass(gk::OpClass::TensorOp);
   Operands o(plan, cases::kOddShape);

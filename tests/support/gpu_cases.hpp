@@ -44,6 +44,14 @@ inline std::vector<LayoutCase> layout_cases() {
   return out;
 }
 
+// f16 and bf16 plans on kOddShape, whose odd leading dimensions run on the 2.x two-stage tensor-op kernels: f16 with
+// A and B row-major, column-major and mixed, C both ways; bf16 row-major.
+inline std::vector<std::pair<TypeCase, LayoutCase>> odd_leading_dimension_cases() {
+  constexpr Layout R = Layout::RowMajor, C = Layout::ColumnMajor;
+  const TypeCase f16 = type_cases()[0], bf16 = type_cases()[1];
+  return {{f16, {R, R, R}}, {f16, {C, C, C}}, {f16, {R, C, R}}, {bf16, {R, R, R}}};
+}
+
 struct Shape {
   long m, n, k;
 };
@@ -684,6 +692,10 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
       Gemm plan(options(t, rrr, cc));
       out.push_back(spec_for_shape(plan, kOddShape));
     }
+  }
+  for (const auto& [t, l] : odd_leading_dimension_cases()) {
+    Gemm plan(options(t, l, cc));
+    out.push_back(spec_for_shape(plan, kOddShape));
   }
   Gemm simt(options(type_cases()[0], rrr, cc));
   simt.set_opclass(OpClass::Simt);

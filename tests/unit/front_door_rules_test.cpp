@@ -118,8 +118,11 @@ TEST(FrontDoorRules, Sm90FusedEpiloguesNeedSixteenByteCAndDAndSaySoForD) {
   gk::Gemm plan(gk::testing::f16_row(90));
   plan.set_activation(gk::Activation::ReLU);
   const auto D = view(f16, {64, 60}, {60, 1});  // N = 60: 4-element vectors at most
-  // Left to gemmkit, the opclass gives way: SIMT kernels fuse the activation with scalar stores.
-  EXPECT_EQ(plan.spec_for(row(f16, 64, 64), view(f16, {64, 60}, {64, 1}), nullptr, D).opclass, gk::OpClass::Simt);
+  // Left to gemmkit, the kernel generation gives way: CUTLASS 2.x tensor-op kernels fuse the activation with narrower
+  // stores.
+  const gk::KernelSpec twin = plan.spec_for(row(f16, 64, 64), view(f16, {64, 60}, {64, 1}), nullptr, D);
+  EXPECT_EQ(twin.kernel_cc, 80);
+  EXPECT_EQ(twin.opclass, gk::OpClass::TensorOp);
   plan.set_opclass(gk::OpClass::TensorOp);  // chosen, it is kept, and the vectors' rule is the error
   EXPECT_TRUE(StartsWith(refusal(plan, row(f16, 64, 64), view(f16, {64, 60}, {64, 1}), nullptr, D),
                          "Tensor D: its leading dimension 60"));

@@ -1,11 +1,13 @@
 // tests/unit/narrow_operands_test.cpp: operands whose leading dimensions no tensor-core vector fits (odd extents, as
-// torch hands them) run on the CUTLASS 2.x SIMT kernels when the plan left its opclass to gemmkit; a plan that chose
-// its opclass or configuration keeps the TensorError. Without a GPU: spec_for only.
+// torch hands them) run on CUTLASS 2.x kernels that load them element by element when the plan left its opclass to
+// gemmkit: tensor-op kernels of a two-stage mainloop for f16 and bf16, SIMT for other types; a plan that chose its
+// opclass or configuration keeps the TensorError. Without a GPU: spec_for only.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 
+#include "catalog/catalog.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
 
@@ -30,30 +32,49 @@ gk::GemmOptions f16_row(int cc) {
 
 }  // namespace
 
-TEST(NarrowOperands, OddLeadingDimensionsRunOnSimtKernelsByDefault) {
+TEST(NarrowOperands, OddLeadingDimensionsRunOnTwoStageTensorOpKernelsByDefault) {
   for (const int cc : {80, 90}) {
     gk::Gemm plan(f16_row(cc));
     const gk::TensorView A = matrix(gk::DataType::f16, 777, 3001), B = matrix(gk::DataType::f16, 3001, 1999);
     const gk::TensorView D = matrix(gk::DataType::f16, 777, 1999);
     const gk::KernelSpec spec = plan.spec_for(A, B, nullptr, D);
     EXPECT_EQ(spec.family, gk::KernelFamily::Sm80Universal) << cc;
-    EXPECT_EQ(spec.opclass, gk::OpClass::Simt) << cc;
+    EXPECT_EQ(spec.opclass, gk::OpClass::TensorOp) << cc;
     EXPECT_EQ(spec.alignment_a, 1);
+    EXPECT_EQ(spec.tile.stages, 2);  // cp.async moves 4 bytes or more: the pipelined mainloop's ordinary loads
     EXPECT_EQ(plan.opclass(), gk::OpClass::TensorOp);  // the plan itself keeps its kernels for the shapes they fit
     const gk::TensorView A8 = matrix(gk::DataType::f16, 768, 3008), B8 = matrix(gk::DataType::f16, 3008, 2000);
-    EXPECT_EQ(plan.spec_for(A8, B8, nullptr, matrix(gk::DataType::f16, 768, 2000)).opclass, gk::OpClass::TensorOp);
+    const gk::KernelSpec aligned = plan.spec_for(A8, B8, nullptr, matrix(gk::DataType::f16, 768, 2000));
+    EXPECT_EQ(aligned.opclass, gk::OpClass::TensorOp);
+    EXPECT_EQ(aligned.kernel_cc, cc);
   }
 }
 
-TEST(NarrowOperands, Bf16TakesTheSimtKernelsToo) {
+TEST(NarrowOperands, Bf16TakesTheTwoStageKernelsToo) {
   gk::GemmOptions o = f16_row(90);
   o.element = gk::DataType::bf16;
   gk::Gemm plan(o);
   const gk::KernelSpec spec =
       plan.spec_for(matrix(gk::DataType::bf16, 777, 3001), matrix(gk::DataType::bf16, 3001, 1999), nullptr,
                     matrix(gk::DataType::bf16, 777, 1999));
-  EXPECT_EQ(spec.opclass, gk::OpClass::Simt);
-  EXPECT_EQ(spec.name(), "cutlass_simt_bf16_sgemm_bf16_128x128_8x2_tt_align1");
+  EXPECT_EQ(spec.opclass, gk::OpClass::TensorOp);
+  EXPECT_EQ(spec.name(), "cutlass_tensorop_bf16_s16816gemm_bf16_128x128_32x2_tt_align1");
+}
+
+// A two-stage tile on rows that fit a vector is valid; a deeper pipeline on alignment 1 is refused with the fix.
+TEST(NarrowOperands, AlignmentOneNeedsTheTwoStageMainloop) {
+  gk::GemmOptions o = f16_row(90);
+  o.kernel_cc = 80;
+  gk::Gemm plan(o);
+  gk::KernelSpec spec = plan.spec(1, 1, 1);
+  EXPECT_EQ(spec.tile.stages, 2);
+  spec.tile = plan.tile_descriptions().front();  // the multistage default of aligned rows
+  try {
+    gk::catalog::validate(spec, gk::catalog::limits_for_cc(90));
+    FAIL() << "expected a ConfigError";
+  } catch (const gk::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("stages = 2"), std::string::npos) << e.what();
+  }
 }
 
 TEST(NarrowOperands, PlansThatChoseTheirKernelsKeepTheTensorError) {
@@ -68,17 +89,18 @@ TEST(NarrowOperands, PlansThatChoseTheirKernelsKeepTheTensorError) {
   // A shape error stays the plan's own, whichever kernels would run it.
   gk::Gemm plan(f16_row(90));
   EXPECT_THROW(plan.spec_for(A, B, nullptr, matrix(gk::DataType::f16, 778, 1999)), gk::TensorError);
-  // SIMT has no bias epilogue on 2.x kernels: a bias plan keeps the TensorError.
+  // The 2.x broadcast epilogue adds a bias along D's rows only (per column of a row-major D): a per-row bias keeps
+  // the TensorError.
   gk::Gemm biased(f16_row(90));
   biased.set_bias(gk::BiasMode::PerRow);
   EXPECT_THROW(biased.spec_for(A, B, nullptr, D), gk::TensorError);
 }
 
-TEST(NarrowOperands, TheSimtTwinCarriesThePlansActivation) {
+TEST(NarrowOperands, TheTwinCarriesThePlansActivation) {
   gk::Gemm plan(f16_row(90));
   plan.set_activation(gk::Activation::LeakyReLU, 0.25);
   const gk::TensorView A = matrix(gk::DataType::f16, 33, 35), B = matrix(gk::DataType::f16, 35, 17);
   const gk::KernelSpec spec = plan.spec_for(A, B, nullptr, matrix(gk::DataType::f16, 33, 17));
-  EXPECT_EQ(spec.opclass, gk::OpClass::Simt);
+  EXPECT_EQ(spec.kernel_cc, 80);
   EXPECT_EQ(spec.activation, gk::Activation::LeakyReLU);
 }
