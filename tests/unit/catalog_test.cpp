@@ -72,8 +72,7 @@ TEST(Catalog, OpclassesAndAlignments) {
   const auto f16 = types(gk::DataType::f16, gk::DataType::f16, gk::DataType::f32);
   EXPECT_EQ(cat::supported_opclasses(90, f16), (std::vector<gk::OpClass>{gk::OpClass::TensorOp, gk::OpClass::Simt}));
   // 1: the two-stage mainloop's element-by-element loads (rows of an odd leading dimension).
-  EXPECT_EQ(cat::operand_alignments(80, gk::OpClass::TensorOp, gk::DataType::f16, f16),
-            (std::vector<int>{8, 4, 2, 1}));
+  EXPECT_EQ(cat::operand_alignments(80, gk::OpClass::TensorOp, gk::DataType::f16, f16), (std::vector<int>{8, 4, 2, 1}));
   const auto bf16 = types(gk::DataType::bf16, gk::DataType::bf16, gk::DataType::f32);
   EXPECT_EQ(cat::supported_opclasses(80, bf16), (std::vector<gk::OpClass>{gk::OpClass::TensorOp, gk::OpClass::Simt}));
   EXPECT_EQ(
