@@ -416,7 +416,10 @@ GemmProblem check_gemm_problem(const selection::PlanCore& core, const TensorView
                       std::to_string(candidates.back()) + " elements (" +
                       std::to_string(candidates.back() * (bits_of(type) / 8)) + " bytes), the narrowest " +
                       std::string(to_string(core.config.opclass)) + " kernels for " + std::string(to_string(type)) +
-                      " accept. Pad the leading dimension, or set opclass = Simt.");
+                      " accept. Pad the leading dimension, or set opclass = Simt" +
+                      (cache.kernel_cc >= 90 && families::is_half(type)
+                           ? " or kernel_cc = 80 (2.x tensor-op kernels that load it element by element)."
+                           : "."));
   };
   const auto& alignments_c = cache.alignments_c;
   const int align_a = cache.alignments_a[fit(a, types_.a, cache.alignments_a, "A")];
