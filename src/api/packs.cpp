@@ -211,7 +211,7 @@ std::vector<KernelSpec> pack_specs(const std::string& name) {
     throw ConfigError("unknown kernel pack '" + name + "'; the named packs are: defaults (or give a pack file).");
   }
   const jit::NoBuildAhead internal;  // the pack builds what it lists, not each plan's default
-  const QuietNotes quiet;            // the odd extents' SIMT kernels are listed on purpose
+  const QuietNotes quiet;            // the odd extents' 2.x kernels are listed on purpose
   std::vector<KernelSpec> specs;
   std::set<std::string> seen;
   auto add = [&](KernelSpec spec) {

@@ -27,7 +27,7 @@ void build_ahead(const std::function<KernelSpec()>& spec);
 bool build_ahead_on();
 
 // While one lives on this thread, declared plans build nothing ahead: the plans gemmkit makes for itself (a plan's
-// SIMT twin, a pack file's plans, a Conv2d's pointwise GEMM) are not the user's declarations.
+// twin of scalar loads, a pack file's plans, a Conv2d's pointwise GEMM) are not the user's declarations.
 class NoBuildAhead {
  public:
   NoBuildAhead();
