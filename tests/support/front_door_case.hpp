@@ -60,7 +60,8 @@ struct PlanDraw {
   // The plan itself; throws ConfigError when the combination has no kernel.
   Gemm make() const {
     Gemm plan(options());
-    // Pinned always: the oracle knows one opclass's rules (an unpinned plan runs narrow operands on SIMT kernels).
+    // Pinned always: the oracle knows one opclass's rules (an unpinned plan runs narrow operands on its twin of
+    // scalar loads).
     plan.set_opclass(opclass.value_or(plan.opclass()));
     if (activation != Activation::Identity) plan.set_activation(activation, activation_parameter);
     if (bias != BiasMode::None) plan.set_bias(bias);
