@@ -1,10 +1,13 @@
 """python/bench/odd_shapes.py: f16 and bf16 GEMMs whose leading dimensions are odd (torch tensors as they come), which a
-default gemmkit plan runs on CUDA-core (SIMT) kernels, against torch.matmul in the same process.
+default gemmkit plan runs on CUTLASS 2.x tensor-op kernels of a two-stage mainloop (element-by-element loads), against
+torch.matmul in the same process.
 
 For each shape: the kernel gemmkit picks, its time and torch's (CUDA events after a warm-up, median of rounds), and
-whether D equals torch's product exactly on small-integer data (f32 accumulation of integers is exact). Every kernel
-is compiled first, in parallel. Writes JSON to --out.
-Usage: python python/bench/odd_shapes.py [--out FILE] [--rounds N]
+whether D equals torch's product exactly on small-integer data (f32 accumulation of integers is exact). --tiles times
+the two-stage kernel of each listed threadblock tile too (plans pinned to it). Every kernel is compiled first, in
+parallel. Writes JSON to --out.
+Usage: python python/bench/odd_shapes.py [--out FILE] [--rounds N] [--dtypes f16,bf16] [--tiles 64x128,128x64,...]
+       python python/bench/odd_shapes.py --prebuild-only --cc 90 [--tiles ...]   (compile; no GPU or torch needed)
 """
 import argparse
 import json
@@ -13,40 +16,74 @@ import platform
 
 os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # time the kernel the shape asks for, not a stand-in
 
-import torch  # noqa: E402
-
 import gemmkit  # noqa: E402
-from timing import median_ms  # noqa: E402  (python/bench/timing.py)
 
 SHAPES = [(777, 1999, 3001), (1001, 1003, 1005), (4095, 4097, 4099), (8191, 8193, 1023)]
+# Warps per threadblock tile of the two-stage table (src/families/sm80_universal.cpp, kSm80HalfScalar).
+WARPS = {(128, 128): [2, 2, 1], (256, 128): [4, 2, 1], (128, 256): [2, 4, 1], (64, 128): [2, 2, 1],
+         (128, 64): [2, 2, 1], (64, 64): [2, 2, 1]}
+
+
+def plans_for(dtype_name, tiles, cc=90):
+    """{label: plan}: the default plan, and one pinned to each two-stage tile (2.x tensor-op kernels)."""
+    plans = {"default": gemmkit.Gemm(element=dtype_name, element_accumulator="f32", layout="row", cc=cc)}
+    for tile in tiles:
+        m, n = (int(x) for x in tile.split("x"))
+        plan = gemmkit.Gemm(element=dtype_name, element_accumulator="f32", layout="row", cc=cc, kernel_cc=80)
+        td = plan.tile_descriptions()[0]
+        td.threadblock_shape = [m, n, 32]
+        td.warp_count = WARPS[(m, n)]
+        td.stages = 2
+        plan.tile_description = td
+        plans[tile] = plan
+    return plans
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="odd_shapes.json")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--dtypes", default="f16,bf16")
+    parser.add_argument("--tiles", default="")
+    parser.add_argument("--prebuild-only", action="store_true")
+    parser.add_argument("--cc", type=int, default=90, help="the GPU's compute capability, for --prebuild-only")
     args = parser.parse_args()
+    tiles = [t for t in args.tiles.split(",") if t]
+    dtypes = args.dtypes.split(",")
+    if args.prebuild_only:
+        specs = [plan.spec_for_problem(m, n, k) for d in dtypes for plan in plans_for(d, tiles, args.cc).values()
+                 for m, n, k in SHAPES]
+        for kernel in gemmkit.compile_many(specs):
+            print(f"  {kernel.cache_key} {kernel.kernel_name}")
+        return
+
+    import torch
+
+    from timing import median_ms  # python/bench/timing.py
+
     rows = []
-    for dtype in (torch.float16, torch.bfloat16):
-        plan = gemmkit.Gemm(element=dtype, element_accumulator=torch.float32, layout=gemmkit.LayoutType.RowMajor)
+    for dtype_name in dtypes:
+        dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype_name]
         operands = []
         for m, n, k in SHAPES:
             a = torch.randint(-2, 3, (m, k), device="cuda").to(dtype)
             b = torch.randint(-2, 3, (k, n), device="cuda").to(dtype)
             operands.append((a, b, torch.empty(m, n, device="cuda", dtype=dtype)))
-        gemmkit.compile_many([plan.spec_for(a, b, None, d, 0.0) for a, b, d in operands])
+        plans = plans_for(dtype_name, tiles, torch.cuda.get_device_capability()[0] * 10)
+        gemmkit.compile_many([plan.spec_for(a, b, None, d, 0.0) for plan in plans.values() for a, b, d in operands])
         for (m, n, k), (a, b, d) in zip(SHAPES, operands):
-            plan.run(a, b, None, d)
-            exact = torch.equal(d, (a.double() @ b.double()).to(dtype))
-            ours = median_ms(lambda: plan.run(a, b, None, d, sync=False), args.rounds)
             out = a @ b
             theirs = median_ms(lambda: torch.matmul(a, b, out=out), args.rounds)
-            rows.append(dict(dtype=str(dtype), m=m, n=n, k=k, kernel=plan.spec_for(a, b, None, d, 0.0).name(),
-                             exact=exact, gemmkit_ms=ours, torch_ms=theirs, ratio=theirs / ours,
-                             gemmkit_tflops=2.0 * m * n * k / ours / 1e9))
-            r = rows[-1]
-            print(f"{dtype} {m}x{n}x{k}: gemmkit {ours:.3f} ms ({r['gemmkit_tflops']:.1f} TFLOP/s), torch "
-                  f"{theirs:.3f} ms, ratio {r['ratio']:.3f}, exact {exact}, {r['kernel']}")
+            for label, plan in plans.items():
+                plan.run(a, b, None, d)
+                exact = torch.equal(d, (a.double() @ b.double()).to(dtype))
+                ours = median_ms(lambda: plan.run(a, b, None, d, sync=False), args.rounds)
+                rows.append(dict(dtype=dtype_name, plan=label, m=m, n=n, k=k,
+                                 kernel=plan.spec_for(a, b, None, d, 0.0).name(), exact=exact, gemmkit_ms=ours,
+                                 torch_ms=theirs, ratio=theirs / ours, gemmkit_tflops=2.0 * m * n * k / ours / 1e9))
+                r = rows[-1]
+                print(f"{dtype_name} {label} {m}x{n}x{k}: gemmkit {ours:.3f} ms ({r['gemmkit_tflops']:.1f} TFLOP/s), "
+                      f"torch {theirs:.3f} ms, ratio {r['ratio']:.3f}, exact {exact}, {r['kernel']}")
     meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, gemmkit=gemmkit.__version__,
                 python=platform.python_version())
     with open(args.out, "w") as f:
