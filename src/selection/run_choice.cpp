@@ -282,9 +282,9 @@ KernelModule& PlanCore::module_while_alternative_builds(RunChoice& c) {
       }};
   if (KernelModule* module = built_module(serial.slots, cache_->mutex, c.index, sources)) return *module;
   bool building = false;
-  KernelModule* parallel = alternative_module(c, /*wait=*/true, building);  // nothing built: the parallel one, as asked
+  KernelModule* alternative = alternative_module(c, /*wait=*/true, building);  // nothing built: the alternative
   c.take_alternative();
-  return *parallel;
+  return *alternative;
 }
 
 std::vector<KernelSpec> PlanCore::run_time_kernels() const {
@@ -355,7 +355,7 @@ std::vector<KernelSpec> PlanCore::run_time_kernels() const {
 
 RunChoice PlanCore::choice_without_running(const ProblemKey& p) {
   RunChoice c = run_choice(p, sm_count_for_choice());
-  if (c.alternative != nullptr) c.take_alternative();  // what run() launches once the parallel kernel is built
+  if (c.alternative != nullptr) c.take_alternative();  // what run() launches once the alternative kernel is built
   return c;
 }
 
@@ -373,9 +373,9 @@ std::string PlanCore::running_kernel_name(const ProblemKey& p) {
     std::shared_ptr<const jit::BackgroundBuild> pending;
     {
       std::lock_guard<std::mutex> lock(cache_->mutex);
-      const KernelSlots<KernelModule>& parallel = c.alternative->slots;
-      if (parallel.modules[c.alternative_index]) return parallel.modules[c.alternative_index]->kernel_name();
-      pending = parallel.pending[c.alternative_index];
+      const KernelSlots<KernelModule>& alternative = c.alternative->slots;
+      if (alternative.modules[c.alternative_index]) return alternative.modules[c.alternative_index]->kernel_name();
+      pending = alternative.pending[c.alternative_index];
     }
     if (pending &&
         !pending->finished()) {  // the serial kernel run() lends (module_while_alternative_builds), if loaded
@@ -385,7 +385,7 @@ std::string PlanCore::running_kernel_name(const ProblemKey& p) {
       return lent != nullptr ? lent->kernel_name() : "";
     }
   }
-  // Otherwise run() launches the serial choice (also once a parallel build failed).
+  // Otherwise run() launches the serial choice (also once the alternative's build failed).
   std::lock_guard<std::mutex> lock(cache_->mutex);
   if (slots.modules[choice]) return slots.modules[choice]->kernel_name();
   const std::size_t stand_in = slots.stand_in[choice];
@@ -396,17 +396,17 @@ std::string PlanCore::running_kernel_name(const ProblemKey& p) {
 }
 
 KernelModule& PlanCore::launch_module(RunChoice& c, bool wait) {
-  bool parallel_building = false, parallel_queued = false;
+  bool alternative_building = false, alternative_queued = false;
   if (c.alternative != nullptr) {
-    if (KernelModule* module = alternative_module(c, wait, parallel_building, &parallel_queued)) {
+    if (KernelModule* module = alternative_module(c, wait, alternative_building, &alternative_queued)) {
       c.take_alternative();
       return *module;
     }
   }
-  if (parallel_building) {
-    const RunChoice serial = c;  // module_while_alternative_builds may switch c to the parallel kernel
+  if (alternative_building) {
+    const RunChoice serial = c;  // module_while_alternative_builds may switch c to the alternative kernel
     KernelModule& module = module_while_alternative_builds(c);
-    if (parallel_queued) build_neighbours_ahead(serial);  // a new shape class; after its stand-in's twin, if any
+    if (alternative_queued) build_neighbours_ahead(serial);  // a new shape class; after its stand-in's twin, if any
     return module;
   }
   return module_for(*c.choices, c.index, wait, &c);
