@@ -188,7 +188,7 @@ def main():
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     variants = [Variant(text, args.cc) for text in args.variants.split(",")]
     if args.prebuild_only:
-        for i, variant in enumerate(variants):
+        for variant in variants:
             prebuild({"f16": variant.plan}, [("decode",) + variant.problem(*shape) for shape in shapes], listing=True)
         return
 

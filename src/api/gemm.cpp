@@ -599,7 +599,7 @@ void Gemm::run(const TensorView& A, const TensorView& B, const TensorView* C_giv
   gemm.n = p.n;
   gemm.k = p.k;
   gemm.batch = p.batch;
-  gemm.transposed = core_->cache().transposed != c.transposed;
+  gemm.transposed = core_->cache().transposed != c.transposed();
   gemm.alpha = run_alpha;
   gemm.beta = run_beta;
   gemm.activation_parameter = config.activation_parameter;

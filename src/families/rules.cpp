@@ -25,8 +25,12 @@ std::vector<int> vector_widths(DataType element) {
   return out;
 }
 
+bool loads_element_by_element(OpClass opclass, int alignment, DataType element) {
+  return opclass == OpClass::TensorOp && alignment * bits_of(element) < 32;
+}
+
 std::vector<int> vector_loads_only(std::vector<int> alignments, OpClass opclass, DataType element) {
-  if (opclass == OpClass::TensorOp) std::erase_if(alignments, [&](int a) { return a * bits_of(element) < 32; });
+  std::erase_if(alignments, [&](int a) { return loads_element_by_element(opclass, a, element); });
   return alignments;
 }
 

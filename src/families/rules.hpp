@@ -17,8 +17,11 @@ bool is_half(DataType type);
 bool is_int8(DataType type);
 // Vector widths (elements) of `element` a cp.async mainloop can load, widest (128 bits) first, down to 4 bytes.
 std::vector<int> vector_widths(DataType element);
-// `alignments` without the tensor-op ones under 4 bytes (rows loaded element by element): the two-stage mainloop
-// that takes those is the dense 2.x GEMM's alone.
+// Whether a tensor-op kernel loads rows of `alignment` elements element by element: under 4 bytes, no cp.async
+// vector fits them (CUTLASS 2.x's two-stage mainloop takes them).
+bool loads_element_by_element(OpClass opclass, int alignment, DataType element);
+// `alignments` without those loaded element by element: the two-stage mainloop that takes them is the dense 2.x
+// GEMM's alone.
 std::vector<int> vector_loads_only(std::vector<int> alignments, OpClass opclass, DataType element);
 // Whether `alignment` elements of `element` make 16-byte rows, which TMA loads and stores need.
 bool moves_16_byte_rows(int alignment, DataType element);

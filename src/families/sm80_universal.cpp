@@ -76,10 +76,10 @@ Shape3 instruction_shape(DataType a, OpClass opclass) {
   return {16, 8, 32};  // int8
 }
 
-// Whether a tensor-op kernel's A or B rows fit no cp.async vector (4 bytes at least): loaded element by element
-// (kSm80HalfScalar).
+// Whether a tensor-op kernel loads A's or B's rows element by element (kSm80HalfScalar).
 bool scalar_rows(OpClass opclass, const OperandTypes& types, int alignment_a, int alignment_b) {
-  return opclass == OpClass::TensorOp && (alignment_a * bits_of(types.a) < 32 || alignment_b * bits_of(types.b) < 32);
+  return loads_element_by_element(opclass, alignment_a, types.a) ||
+         loads_element_by_element(opclass, alignment_b, types.b);
 }
 
 const std::vector<Sm80Tile>& tile_table(DataType a, OpClass opclass, bool scalar) {

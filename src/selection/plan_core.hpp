@@ -90,14 +90,14 @@ struct RunChoice {
   ProblemKey problem{};
   int sm_count = 0;
   bool alternative_transposed = false;  // the alternative is the transposed decode kernel
-  bool transposed = false;              // the kernel launched computes the transposed problem (beside the plan's own)
   // Launch the alternative kernel: its choices, configuration and split in place of the serial ones.
   void take_alternative() {
     choices = alternative;
     index = alternative_index;
     split = alternative_transposed ? KSplit{Decomposition::DataParallel, 1} : KSplit{Decomposition::SplitK, slices};
-    transposed = alternative_transposed;
   }
+  // Whether the kernel launched computes the transposed problem (beside the plan's own transposition).
+  bool transposed() const { return alternative_transposed && choices == alternative; }
 };
 
 // The kernels run() may choose from for one alignment triple: its valid configurations and those loaded so far.

@@ -362,7 +362,7 @@ RunChoice PlanCore::choice_without_running(const ProblemKey& p) {
 int PlanCore::swizzle_for(const RunChoice& c, const ProblemKey& p) const {
   if (!catalog::family_of(c.choices->base.family).has_persistent_scheduler()) return 0;
   if (config.max_swizzle_size != 0) return config.max_swizzle_size;
-  return catalog::choose_max_swizzle(c.choices->tiles[c.index], kernel_shape(p, c.transposed));
+  return catalog::choose_max_swizzle(c.choices->tiles[c.index], kernel_shape(p, c.transposed()));
 }
 
 std::string PlanCore::running_kernel_name(const ProblemKey& p) {
@@ -377,8 +377,8 @@ std::string PlanCore::running_kernel_name(const ProblemKey& p) {
       if (alternative.modules[c.alternative_index]) return alternative.modules[c.alternative_index]->kernel_name();
       pending = alternative.pending[c.alternative_index];
     }
-    if (pending &&
-        !pending->finished()) {  // the serial kernel run() lends (module_while_alternative_builds), if loaded
+    // Still building: the serial kernel run() lends meanwhile (module_while_alternative_builds), if loaded.
+    if (pending && !pending->finished()) {
       const ModuleSources<KernelModule> loaded_only{
           [](std::size_t) { return std::shared_ptr<KernelModule>(); }, {}, {}, {}, {}};
       const KernelModule* lent = built_module(slots, cache_->mutex, choice, loaded_only);

@@ -73,7 +73,7 @@ TEST(Decode, ShapesOfFewRowsRunTransposedOnTheNarrowTile) {
     ASSERT_NE(c.alternative, nullptr);
     ASSERT_TRUE(c.alternative_transposed);
     c.take_alternative();
-    EXPECT_TRUE(c.transposed);
+    EXPECT_TRUE(c.transposed());
     EXPECT_EQ(c.split, (KSplit{Decomposition::DataParallel, 1}));
     const KernelSpec spec = c.choices->spec(c.index);
     EXPECT_EQ(spec.layout_a, Layout::ColumnMajor);
