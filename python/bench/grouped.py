@@ -10,17 +10,22 @@
    run_contiguous per tensor (scales in alpha) and with DeepSeek-V3 block scales (1 x 128 per token, 128 x 128 per
    expert weight), against torch._scaled_grouped_mm with row-wise scales where this torch has it, and against
    gemmkit's bf16 run on the same case; blockwise is checked against a float32 GEMM of the dequantized operands.
-4. With --moe-tiles, every configuration of the bf16 MoE plan on the chosen cases (even split), each against
+4. With --moe-tiles, every configuration of the bf16 MoE plan on the chosen cases (even split; --tiles-split picks
+   skewed or empty instead, --tiles-match REGEX only the configurations whose kernel name matches), each against
    torch._grouped_mm: where the per-expert cost of many small experts goes (the kernels built first, in parallel).
+5. With --once SPLIT, nothing is timed: each chosen MoE case with that split of the rows runs once on each side
+   between cudaProfilerStart and Stop, after a warm-up, for `ncu --profile-from-start off` (then the script stops).
 Writes JSON to --out (and with --plot FILE, a bar chart of the MoE ratios). Usage:
 python python/bench/grouped.py [--out FILE] [--rounds N] [--skip-moe] [--experts 8,64] [--plot FILE] [--fp8]
-                               [--moe-tiles]
+                               [--moe-tiles [--tiles-split uniform|skewed|empty] [--tiles-match REGEX]]
+                               [--once uniform|skewed|empty]
 """
 import argparse
 import json
 import os
 import platform
 import random
+import re
 import statistics
 import time
 
@@ -263,18 +268,18 @@ def fp8_moe(results, rounds, experts):
     results["moe_fp8"] = out
 
 
-def moe_tiles(results, rounds, experts):
+def moe_tiles(results, rounds, experts, split="uniform", match=""):
     """Item 4 of the module's docstring."""
     plan = bf16_moe_plan()
     heuristic = bf16_moe_plan()
-    tiles = plan.tile_descriptions()
     default_kernel = plan.kernel_name()
+    tiles = [td for td in plan.tile_descriptions() if re.search(match, plan.construct(td).name())]
     start = time.time()
     gemmkit.compile_many([plan.construct(td) for td in tiles])
     print(f"MoE tiles: {len(tiles)} configurations of {default_kernel}'s plan built in {time.time() - start:.0f} s")
     out = []
     for groups, total, k, n, A, B, D in moe_cases(experts):
-        offsets = torch.tensor(np.cumsum(splits(total, groups, "uniform")), device="cuda", dtype=torch.int32)
+        offsets = torch.tensor(np.cumsum(splits(total, groups, split)), device="cuda", dtype=torch.int32)
         flops = 2.0 * total * n * k
 
         def theirs():
@@ -294,11 +299,11 @@ def moe_tiles(results, rounds, experts):
                 ms_theirs.append(median_ms(theirs, 5))
             all_theirs += ms_theirs
             ms = statistics.median(ms_ours)
-            rows.append({"groups": groups, "n": n, "k": k, "total_m": total, "tile": plan.kernel_name(),
+            rows.append({"groups": groups, "n": n, "k": k, "total_m": total, "split": split, "tile": plan.kernel_name(),
                          "gemmkit_tflops": flops / ms / 1e9, "ratio": statistics.median(ms_theirs) / ms,
                          "chosen": plan.kernel_name() == chosen})
         rows.sort(key=lambda r: -r["ratio"])
-        print(f"  G={groups:3d} M={total:6d} K={k:5d} N={n:5d}: torch._grouped_mm "
+        print(f"  G={groups:3d} M={total:6d} K={k:5d} N={n:5d} {split}: torch._grouped_mm "
               f"{flops / statistics.median(all_theirs) / 1e9:6.1f} TFLOP/s; fastest gemmkit configurations:")
         for rank, r in enumerate(rows):
             if rank < 5 or r["chosen"]:
@@ -307,6 +312,26 @@ def moe_tiles(results, rounds, experts):
         out += rows
         del A, B, D
     results["moe_tiles"] = out
+
+
+def run_once(experts, split):
+    """Item 5 of the module's docstring."""
+    plan = bf16_moe_plan()
+    for groups, total, k, n, A, B, D in moe_cases(experts):
+        offsets = torch.tensor(np.cumsum(splits(total, groups, split)), device="cuda", dtype=torch.int32)
+        calls = [lambda: plan.run_contiguous(A, B, D, offsets, sync=False),
+                 lambda: torch._grouped_mm(A, B, offs=offsets)]
+        for call in calls:  # warm-up: compiled, loaded, clocks up
+            call()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        for call in calls:
+            call()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+        print(f"G={groups} M={total} K={k} N={n} {split}: {plan.spec_for_contiguous(A, B, D, offsets).name()} and "
+              "torch._grouped_mm ran once each under the profiler")
+        del A, B, D
 
 
 def plot(rows, path):
@@ -334,7 +359,13 @@ def main():
     parser.add_argument("--plot", default="", help="a PNG of the MoE ratios")
     parser.add_argument("--fp8", action="store_true", help="also the FP8 MoE suite (per tensor and blockwise)")
     parser.add_argument("--moe-tiles", action="store_true", help="also every bf16 MoE configuration on each case")
+    parser.add_argument("--tiles-split", default="uniform", choices=SPLITS, help="--moe-tiles' split of the rows")
+    parser.add_argument("--tiles-match", default="", help="--moe-tiles: only kernel names this regex finds")
+    parser.add_argument("--once", choices=SPLITS, help="run each chosen case once per side for ncu, time nothing")
     args = parser.parse_args()
+    if args.once:
+        run_once({int(e) for e in args.experts.split(",") if e}, args.once)
+        return
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
                "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     walkthrough(results)
@@ -345,7 +376,8 @@ def main():
         if args.fp8:
             fp8_moe(results, args.rounds, {int(e) for e in args.experts.split(",") if e})
         if args.moe_tiles:
-            moe_tiles(results, args.rounds, {int(e) for e in args.experts.split(",") if e})
+            moe_tiles(results, args.rounds, {int(e) for e in args.experts.split(",") if e}, args.tiles_split,
+                      args.tiles_match)
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
 
