@@ -487,7 +487,8 @@ namespace {
 // its family's own mainloop (FP8), whose 128 x 192 and 128 x 128 tiles run at one speed per tile, so only the waves
 // tell them apart (4096^3: 5.3 waves of 128 x 192 against 7.8 of 128 x 128, which ran 8 % faster).
 std::size_t choose_builders_tile(const std::vector<TileDescription>& tiles, const TileDescription& front,
-                                 const ProblemShape& shape, int sm_count, bool split_k, bool every_size) {
+                                 const ProblemShape& shape, int sm_count, bool split_k, bool every_size,
+                                 int kernel_cc) {
   const std::int64_t default_tiles = tile_count(front.cta_tile(), shape);
   // The tile shape of least estimated time among each shape's first (auto-scheduled) entry in the default's cluster,
   // then in the transposed cluster where the default's pads; tiles.size() if none.
@@ -565,9 +566,10 @@ std::size_t choose_builders_tile(const std::vector<TileDescription>& tiles, cons
   // Otherwise the tile shape with the lowest estimated time.
   const std::size_t best = cheapest_shape();
   if (best == tiles.size()) return 0;
-  // When that is the 64 x 128 tile in one wave, 128 x 64 tiles without a cluster (cuBLAS's choice at 1024^3): every
-  // tile runs at once, so a cluster's multicast saves nothing.
-  if (tiles[best].cta_tile()[0] == 64 && tiles[best].cta_tile()[1] == 128) {
+  // When that is the 64 x 128 tile in one wave, SM90 kernels take 128 x 64 tiles without a cluster (cuBLAS's choice
+  // at 1024^3): every tile runs at once, so a cluster's multicast saves nothing. The 2.x two-stage kernels ran the
+  // other way (1001^3: 64 x 128 13 % faster than 128 x 64).
+  if (kernel_cc >= 90 && tiles[best].cta_tile()[0] == 64 && tiles[best].cta_tile()[1] == 128) {
     for (std::size_t i = 0; i < tiles.size(); ++i) {
       const TileDescription& td = tiles[i];
       const bool wide_rows = td.cta_tile()[0] == 128 && td.cta_tile()[1] == 64;
@@ -587,8 +589,8 @@ std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelS
   if (tiles.size() <= 1 || spec.swizzle == Swizzle::StreamK) return 0;
   const TileDescription& front = weighing_front(tiles, spec);
   const bool own_mainloop_default = &front != &tiles.front();
-  return with_own_mainloop(tiles, spec,
-                           choose_builders_tile(tiles, front, shape, sm_count, split_k, own_mainloop_default));
+  return with_own_mainloop(
+      tiles, spec, choose_builders_tile(tiles, front, shape, sm_count, split_k, own_mainloop_default, spec.kernel_cc));
 }
 
 std::optional<SplitChoice> choose_parallel_split(const std::vector<TileDescription>& tiles, const KernelSpec& spec,

@@ -61,6 +61,22 @@ TEST(NarrowOperands, Bf16TakesTheTwoStageKernelsToo) {
   EXPECT_EQ(spec.name(), "cutlass_tensorop_bf16_s16816gemm_bf16_128x128_32x2_tt_align1");
 }
 
+// The tile by the problem's size, as measured on an H100: 256 x 128 for many waves, 128 x 128 for 777 x 1999 x 3001's
+// one wave, 64 x 128 (not the SM90 kernels' 128 x 64) for 1001^3's.
+TEST(NarrowOperands, TheTwoStageTileFollowsTheProblemsSize) {
+  gk::Gemm plan(f16_row(90));
+  auto tile_for = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    const gk::KernelSpec spec = plan.spec_for(matrix(gk::DataType::f16, m, k), matrix(gk::DataType::f16, k, n), nullptr,
+                                              matrix(gk::DataType::f16, m, n));
+    EXPECT_EQ(spec.tile.stages, 2);
+    return spec.tile.cta_tile();
+  };
+  EXPECT_EQ(tile_for(4095, 4097, 4099), (gk::Shape3{256, 128, 32}));
+  EXPECT_EQ(tile_for(8191, 8193, 1023), (gk::Shape3{256, 128, 32}));
+  EXPECT_EQ(tile_for(777, 1999, 3001), (gk::Shape3{128, 128, 32}));
+  EXPECT_EQ(tile_for(1001, 1003, 1005), (gk::Shape3{64, 128, 32}));
+}
+
 // A two-stage tile on rows that fit a vector is valid; a deeper pipeline on alignment 1 is refused with the fix.
 TEST(NarrowOperands, AlignmentOneNeedsTheTwoStageMainloop) {
   gk::GemmOptions o = f16_row(90);
