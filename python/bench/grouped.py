@@ -103,7 +103,13 @@ SPLITS = ("uniform", "skewed", "empty")
 
 def splits(total, groups, kind):
     """Rows per expert: even; skewed (Pareto weights, the first expert takes the remainder); or a quarter of the
-    experts (every fourth) empty and the rest even."""
+    experts (every fourth) empty and the rest even. For --moe-tiles also the skewed rows reordered: sorted (the
+    largest expert first) and mixed (largest, smallest, second largest, second smallest, ...)."""
+    if kind in ("sorted", "mixed"):
+        rows = sorted(splits(total, groups, "skewed"), reverse=True)
+        if kind == "sorted":
+            return rows
+        return [rows[i // 2] if i % 2 == 0 else rows[-1 - i // 2] for i in range(groups)]
     if kind == "uniform":
         return [total // groups + (1 if g < total % groups else 0) for g in range(groups)]
     if kind == "empty":
@@ -311,7 +317,7 @@ def moe_tiles(results, rounds, experts, split="uniform", match=""):
                       + ("  <- run_contiguous's choice" if r["chosen"] else ""))
         out += rows
         del A, B, D
-    results["moe_tiles"] = out
+    results.setdefault("moe_tiles", []).extend(out)
 
 
 def run_once(experts, split):
@@ -359,7 +365,8 @@ def main():
     parser.add_argument("--plot", default="", help="a PNG of the MoE ratios")
     parser.add_argument("--fp8", action="store_true", help="also the FP8 MoE suite (per tensor and blockwise)")
     parser.add_argument("--moe-tiles", action="store_true", help="also every bf16 MoE configuration on each case")
-    parser.add_argument("--tiles-split", default="uniform", choices=SPLITS, help="--moe-tiles' split of the rows")
+    parser.add_argument("--tiles-split", default="uniform",
+                        help="--moe-tiles' splits of the rows, comma-separated: uniform, skewed, empty, sorted, mixed")
     parser.add_argument("--tiles-match", default="", help="--moe-tiles: only kernel names this regex finds")
     parser.add_argument("--once", choices=SPLITS, help="run each chosen case once per side for ncu, time nothing")
     args = parser.parse_args()
@@ -376,8 +383,9 @@ def main():
         if args.fp8:
             fp8_moe(results, args.rounds, {int(e) for e in args.experts.split(",") if e})
         if args.moe_tiles:
-            moe_tiles(results, args.rounds, {int(e) for e in args.experts.split(",") if e}, args.tiles_split,
-                      args.tiles_match)
+            for split in args.tiles_split.split(","):
+                moe_tiles(results, args.rounds, {int(e) for e in args.experts.split(",") if e}, split,
+                          args.tiles_match)
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
 

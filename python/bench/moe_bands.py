@@ -6,8 +6,10 @@ once per column instead of once. run_contiguous therefore cuts tall experts into
 their own (device/include/gemmkit/grouped_common.hpp). This times, interleaved: run_contiguous with bands (the
 default), run_contiguous with GEMMKIT_MOE_BANDS=0 (one group per expert, read at each launch), the list form with
 one group per expert and with each expert cut into bands of at most --band rows by hand (the list form pays a host
-packing pass per call), and torch._grouped_mm. Usage:
-python python/bench/moe_bands.py [--band 1024] [--rounds 3] [--experts 8,256] [--out FILE]
+packing pass per call), and torch._grouped_mm. --no-list leaves out the list forms; --splits picks the row splits
+(grouped.py's, also sorted and mixed). Usage:
+python python/bench/moe_bands.py [--band 1024] [--rounds 3] [--experts 8,256] [--splits skewed,...] [--no-list]
+                                 [--out FILE]
 """
 import argparse
 import json
@@ -42,6 +44,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--experts", default="")
     parser.add_argument("--out", default="")
+    parser.add_argument("--splits", default=",".join(SPLITS))
+    parser.add_argument("--no-list", action="store_true")
     args = parser.parse_args()
     bands = [int(b) for b in args.band.split(",")]
     experts = {int(e) for e in args.experts.split(",") if e}
@@ -49,7 +53,7 @@ def main():
     out = []
     for groups, total, k, n, A, B, D in moe_cases(experts):
         flops = 2.0 * total * n * k
-        for kind in SPLITS:
+        for kind in args.splits.split(","):
             rows = splits(total, groups, kind)
             offsets = torch.tensor(np.cumsum(rows), device="cuda", dtype=torch.int32)
             reference = torch._grouped_mm(A, B, offs=offsets)
@@ -64,7 +68,7 @@ def main():
             ways = {"contiguous": lambda: plan.run_contiguous(A, B, D, offsets, sync=False),
                     "contiguous/unbanded": unbanded,
                     "torch": lambda: torch._grouped_mm(A, B, offs=offsets)}
-            for band in [0] + bands:
+            for band in [] if args.no_list else [0] + bands:
                 As, Bs, Ds = list_form(A, B, D, rows, band)
                 ways[f"list/{band or 'expert'}"] = (lambda As=As, Bs=Bs, Ds=Ds: plan.run(As, Bs, None, Ds, sync=False))
             times = {name: [] for name in ways}

@@ -297,7 +297,8 @@ GroupedGemm::Contiguous GroupedGemm::check_contiguous(const TensorView& A, const
 KernelSpec GroupedGemm::spec_for_contiguous(const TensorView& A, const TensorView& B, const TensorView* C,
                                             const TensorView& D, const TensorView& offsets, double beta) {
   const Contiguous x = check_contiguous(A, B, C, D, offsets, beta);
-  return spec_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
+  selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
+  return choices.spec(catalog::choose_contiguous_tile(choices.base, choices.tiles, x.b.cols));
 }
 
 void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
@@ -322,10 +323,10 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   }
   if (a.rows == 0 || b.cols == 0 || a.cols == 0 || x.groups == 0) return;  // nothing to compute, nothing to write
 
-  KernelModule& module = module_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
-  if (options.print_module) {
-    std::fputs(render(spec_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c)).text.c_str(), stdout);
-  }
+  selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
+  const std::size_t choice = catalog::choose_contiguous_tile(choices.base, choices.tiles, b.cols);
+  KernelModule& module = core_->module_for(choices, choice, /*wait=*/true);
+  if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
   gk_grouped_contiguous problem{};
   problem.total_m = static_cast<std::int32_t>(a.rows);
   problem.n = static_cast<std::int32_t>(b.cols);

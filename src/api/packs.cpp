@@ -307,7 +307,15 @@ std::vector<KernelSpec> pack_specs(const std::string& name) {
     }
     for (const DataType element : {DataType::f16, DataType::bf16}) {
       for (const Layout b : {Layout::RowMajor, Layout::ColumnMajor}) {
-        add(GroupedGemm(row_major_options(element, DataType::f32, b, cc)).spec());
+        const GroupedGemm grouped(row_major_options(element, DataType::f32, b, cc));
+        add(grouped.spec());
+        // The MoE form's wide tile, for an N that is a multiple of 256 (catalog::choose_contiguous_tile).
+        const std::vector<TileDescription> tiles = grouped.tile_descriptions();
+        KernelSpec spec = grouped.spec();
+        if (const std::size_t wide = catalog::choose_contiguous_tile(spec, tiles, 256); wide != 0) {
+          spec.tile = tiles[wide];
+          add(std::move(spec));
+        }
       }
     }
   }

@@ -446,6 +446,24 @@ std::size_t choose_decode_tile(const std::vector<TileDescription>& tiles, const 
   return row_tiles * 2 <= sm_count ? fours : pairs;
 }
 
+std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<TileDescription>& tiles, std::int64_t n) {
+  constexpr int kWideColumns = 256;
+  const bool sixteen_bit = base.element_a == DataType::f16 || base.element_a == DataType::bf16;
+  if (base.family != KernelFamily::Sm90Grouped || !sixteen_bit || tiles.size() <= 1 || n % kWideColumns != 0) {
+    return 0;
+  }
+  const TileDescription& front = tiles.front();
+  for (std::size_t i = 1; i < tiles.size(); ++i) {
+    const TileDescription& td = tiles[i];
+    if (td.cta_tile() == Shape3{front.cta_tile()[0], kWideColumns, front.cta_tile()[2]} &&
+        td.cluster_shape == front.cluster_shape && td.kernel_schedule == front.kernel_schedule &&
+        td.epilogue_schedule == front.epilogue_schedule && td.math_operation == front.math_operation && !stream_k(td)) {
+      return i;
+    }
+  }
+  return 0;
+}
+
 std::size_t smallest_stream_k(const std::vector<TileDescription>& tiles, const ProblemShape& shape) {
   auto area = [&](std::size_t i) { return cta_area(tiles[i]); };
   auto wasted = [&](std::size_t i) {

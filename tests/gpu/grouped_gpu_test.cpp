@@ -248,6 +248,9 @@ struct Experts {
     plan.run_contiguous(dA->view_like(A), dB->view_like(B), nullptr, dD->view_like(D), offsets_view(), 1.0, 0.0,
                         options);
   }
+  gk::KernelSpec spec(gk::GroupedGemm& plan) {
+    return plan.spec_for_contiguous(dA->view_like(A), dB->view_like(B), nullptr, dD->view_like(D), offsets_view());
+  }
   // Rows of each group against A's rows @ that group's B; rows past the last offset keep their 7s.
   int wrong_rows() {
     dD->copy_to(D);
@@ -321,6 +324,21 @@ TEST_P(ContiguousPlans, ExpertsTallerThanABandEagerAndReplayed) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(experts.wrong_rows(), 0) << plan.kernel_name() << " eagerly";
   expect_replays_exact(plan, experts, {{3501, 0, 0, 0, 0}, {1153, 1153, 1153, 41, 1}});
+}
+
+// An N that is a multiple of 256: SM90 16-bit plans run their 128 x 256 tile (catalog::choose_contiguous_tile), the
+// others their default; skewed, empty and one-row experts, exact.
+TEST_P(ContiguousPlans, WideTileWhereNIsAMultipleOf256) {
+  REQUIRE_GPU();
+  gk::GroupedGemm plan = cases::grouped_plan(GetParam());
+  if (plan.kernel_cc() > device_cc()) GTEST_SKIP() << "needs an SM" << plan.kernel_cc() << " GPU";
+  Experts experts(plan, {0, 300, 5, 1, 0, 700}, 256, 64);
+  const gk::KernelSpec spec = experts.spec(plan);
+  const bool sixteen_bit = plan.element_a() == gk::DataType::bf16 || plan.element_a() == gk::DataType::f16;
+  EXPECT_EQ(spec.tile.cta_tile()[1] == 256, plan.kernel_cc() == 90 && sixteen_bit) << spec.name();
+  experts.run(plan);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(experts.wrong_rows(), 0) << spec.name();
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, ContiguousPlans, ::testing::ValuesIn(cases::contiguous_cases(90)),

@@ -644,6 +644,16 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
     if (cc >= 90 && cc < 100) {
       for (const GroupedGemm& plan : blockwise_moe_plans(cc)) out.push_back(plan.spec());
     }
+    // The MoE form's wide tile, which run_contiguous picks for an N that is a multiple of 256 on SM90 16-bit plans.
+    for (const auto& c : contiguous_cases(cc)) {
+      const GroupedGemm plan = grouped_plan(c);
+      const std::vector<TileDescription> tiles = plan.tile_descriptions();
+      KernelSpec spec = plan.spec();
+      const std::size_t wide = catalog::choose_contiguous_tile(spec, tiles, 256);
+      if (wide == 0) continue;
+      spec.tile = tiles[wide];
+      out.push_back(spec);
+    }
   }
   if (wanted("conv")) {
     for (const auto& c : conv_cases()) out.push_back(conv_spec(c, cc));

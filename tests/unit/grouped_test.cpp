@@ -276,5 +276,26 @@ TEST(GroupedContiguous, ChecksShapesAndOffsetsBeforeTouchingTheDevice) {
   EXPECT_EQ(plan.spec_for_contiguous(A, B, nullptr, D, offsets).tile, tiles.back());
 }
 
+// The MoE form of an SM90 16-bit plan takes 128 x 256 tiles where N is a multiple of 256 (half the passes over the
+// tokens), 128 x 128 elsewhere; a set tile stays, and the list form keeps the plan's default.
+TEST(GroupedContiguous, TilesTwoHundredFiftySixWideWhereNIsAMultipleOfThem) {
+  alignas(256) static char base[256];
+  auto tile_for = [&](GroupedGemm& plan, std::int64_t n) {
+    const TensorView A = TensorView::on_gpu(base, DataType::f16, {4096, 512});
+    const TensorView B = TensorView::on_gpu(base, DataType::f16, {8, 512, n});
+    const TensorView D = TensorView::on_gpu(base, DataType::f16, {4096, n});
+    return plan.spec_for_contiguous(A, B, nullptr, D, TensorView::on_gpu(base, DataType::s32, {8})).tile;
+  };
+  GroupedGemm plan(f16_options(90));
+  EXPECT_EQ(tile_for(plan, 2048).cta_tile(), (Shape3{128, 256, 64}));
+  EXPECT_EQ(tile_for(plan, 2048).cluster_shape, (Shape3{1, 1, 1}));
+  EXPECT_EQ(tile_for(plan, 1408).cta_tile(), (Shape3{128, 128, 64}));
+  EXPECT_EQ(tile_for(plan, 1408), plan.tile_descriptions().front());
+  plan.set_tile_description(plan.tile_descriptions().front());
+  EXPECT_EQ(tile_for(plan, 2048).cta_tile(), (Shape3{128, 128, 64}));
+  GroupedGemm sm80(f16_options(90, 80));
+  EXPECT_EQ(tile_for(sm80, 2048), sm80.tile_descriptions().front());
+}
+
 }  // namespace
 }  // namespace gemmkit
