@@ -154,6 +154,7 @@ def measure(variant, m, n, k, rounds, profile):
 
 def run_once(variants, shapes):
     import torch
+    from timing import profile_once  # python/bench/timing.py (imports torch, which --prebuild-only does without)
 
     calls = []
     for m, n, k in shapes:
@@ -164,14 +165,7 @@ def run_once(variants, shapes):
             a, b, d = variant.operands(A, B, D)
             calls.append(lambda plan=variant.plan, a=a, b=b, d=d: plan.run(a, b, None, d, 1.0, 0.0, sync=False))
         calls.append(lambda A=A, B=B: torch.matmul(A, B))
-    for call in calls:
-        call()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    for call in calls:
-        call()
-        torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    profile_once(calls)
 
 
 def main():

@@ -34,7 +34,7 @@ import torch
 
 os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # each case on the kernel chosen for it, never a stand-in
 import gemmkit  # noqa: E402
-from timing import median_ms  # noqa: E402  # python/bench/timing.py
+from timing import median_ms, profile_once  # noqa: E402  # python/bench/timing.py
 
 
 def host_us_per_call(fn, calls=100, rounds=5):
@@ -325,16 +325,8 @@ def run_once(experts, split):
     plan = bf16_moe_plan()
     for groups, total, k, n, A, B, D in moe_cases(experts):
         offsets = torch.tensor(np.cumsum(splits(total, groups, split)), device="cuda", dtype=torch.int32)
-        calls = [lambda: plan.run_contiguous(A, B, D, offsets, sync=False),
-                 lambda: torch._grouped_mm(A, B, offs=offsets)]
-        for call in calls:  # warm-up: compiled, loaded, clocks up
-            call()
-        torch.cuda.synchronize()
-        torch.cuda.profiler.start()
-        for call in calls:
-            call()
-        torch.cuda.synchronize()
-        torch.cuda.profiler.stop()
+        profile_once([lambda: plan.run_contiguous(A, B, D, offsets, sync=False),
+                      lambda: torch._grouped_mm(A, B, offs=offsets)])
         print(f"G={groups} M={total} K={k} N={n} {split}: {plan.spec_for_contiguous(A, B, D, offsets).name()} and "
               "torch._grouped_mm ran once each under the profiler")
         del A, B, D

@@ -19,6 +19,19 @@ def median_ms(fn, rounds):
     return statistics.median(times)
 
 
+def profile_once(calls):
+    """Each call once between cudaProfilerStart and Stop, after one warm-up call of each (compiled, loaded, clocks
+    up), each finished before the next: for `ncu --profile-from-start off`."""
+    for call in calls:
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for call in calls:
+        call()
+        torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
 def event_ms(fn, iterations):
     """Mean GPU time (ms) of one call over `iterations` back-to-back calls: CUDA events on the current stream."""
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
