@@ -207,7 +207,7 @@ namespace {
 // The opclass of the kernels that load operands element by element: tensor cores for f16 and bf16 (a two-stage
 // mainloop of ordinary loads), SIMT for the other types.
 OpClass scalar_opclass(const families::OperandTypes& t) {
-  return families::is_half(t.a) && t.b == t.a ? OpClass::TensorOp : OpClass::Simt;
+  return families::tensor_op_loads_element_by_element(t) ? OpClass::TensorOp : OpClass::Simt;
 }
 
 }  // namespace

@@ -301,6 +301,17 @@ KernelSpec GroupedGemm::spec_for_contiguous(const TensorView& A, const TensorVie
   return choices.spec(catalog::choose_contiguous_tile(choices.base, choices.tiles, x.b.cols));
 }
 
+std::vector<KernelSpec> GroupedGemm::run_time_kernels() const {
+  KernelSpec spec = this->spec();
+  std::vector<KernelSpec> out = {spec};
+  const std::vector<TileDescription> tiles = core_->valid_tiles(core_->base_spec());  // run_contiguous's choices
+  if (const std::size_t wide = catalog::choose_contiguous_tile(spec, tiles, 256); wide != 0) {
+    spec.tile = tiles[wide];
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
 void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                                  const TensorView& offsets, double alpha, double beta, const RunOptions& options) {
   const Contiguous x = check_contiguous(A, B, C, D, offsets, beta);

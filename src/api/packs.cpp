@@ -307,13 +307,8 @@ std::vector<KernelSpec> pack_specs(const std::string& name) {
     }
     for (const DataType element : {DataType::f16, DataType::bf16}) {
       for (const Layout b : {Layout::RowMajor, Layout::ColumnMajor}) {
-        const GroupedGemm grouped(row_major_options(element, DataType::f32, b, cc));
-        add(grouped.spec());
-        // The MoE form's wide tile, for an N that is a multiple of 256 (catalog::choose_contiguous_tile).
-        const std::vector<TileDescription> tiles = grouped.tile_descriptions();
-        KernelSpec spec = grouped.spec();
-        if (const std::size_t wide = catalog::choose_contiguous_tile(spec, tiles, 256); wide != 0) {
-          spec.tile = tiles[wide];
+        // With the MoE form's wide tile, for an N that is a multiple of 256.
+        for (KernelSpec& spec : GroupedGemm(row_major_options(element, DataType::f32, b, cc)).run_time_kernels()) {
           add(std::move(spec));
         }
       }

@@ -448,8 +448,8 @@ std::size_t choose_decode_tile(const std::vector<TileDescription>& tiles, const 
 
 std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<TileDescription>& tiles, std::int64_t n) {
   constexpr int kWideColumns = 256;
-  const bool sixteen_bit = base.element_a == DataType::f16 || base.element_a == DataType::bf16;
-  if (base.family != KernelFamily::Sm90Grouped || !sixteen_bit || tiles.size() <= 1 || n % kWideColumns != 0) {
+  if (base.family != KernelFamily::Sm90Grouped || !families::is_half(base.element_a) || tiles.size() <= 1 ||
+      n % kWideColumns != 0) {
     return 0;
   }
   const TileDescription& front = tiles.front();

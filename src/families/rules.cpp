@@ -29,6 +29,10 @@ bool loads_element_by_element(OpClass opclass, int alignment, DataType element) 
   return opclass == OpClass::TensorOp && alignment * bits_of(element) < 32;
 }
 
+bool tensor_op_loads_element_by_element(const OperandTypes& types) {
+  return is_half(types.a) && types.b == types.a;
+}
+
 std::vector<int> vector_loads_only(std::vector<int> alignments, OpClass opclass, DataType element) {
   std::erase_if(alignments, [&](int a) { return loads_element_by_element(opclass, a, element); });
   return alignments;

@@ -20,6 +20,9 @@ std::vector<int> vector_widths(DataType element);
 // Whether a tensor-op kernel loads rows of `alignment` elements element by element: under 4 bytes, no cp.async
 // vector fits them (CUTLASS 2.x's two-stage mainloop takes them).
 bool loads_element_by_element(OpClass opclass, int alignment, DataType element);
+// Whether CUTLASS 2.x has a tensor-op mainloop that loads these operands element by element (the two-stage one): A
+// and B of one 16-bit type.
+bool tensor_op_loads_element_by_element(const OperandTypes& types);
 // `alignments` without those loaded element by element: the two-stage mainloop that takes them is the dense 2.x
 // GEMM's alone.
 std::vector<int> vector_loads_only(std::vector<int> alignments, OpClass opclass, DataType element);

@@ -160,7 +160,7 @@ class Sm80Universal final : public Family {
     // int8 tensor-op mainloops need 16-byte rows of A and B.
     if (is_int8(types.a) && element == types.a) out.erase(out.begin() + 1, out.end());
     // 16-bit operands of any leading dimension: the two-stage mainloop loads them element by element.
-    if (is_half(types.a) && types.b == types.a) out.push_back(1);
+    if (tensor_op_loads_element_by_element(types)) out.push_back(1);
     return out;
   }
 

@@ -646,13 +646,8 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
     }
     // The MoE form's wide tile, which run_contiguous picks for an N that is a multiple of 256 on SM90 16-bit plans.
     for (const auto& c : contiguous_cases(cc)) {
-      const GroupedGemm plan = grouped_plan(c);
-      const std::vector<TileDescription> tiles = plan.tile_descriptions();
-      KernelSpec spec = plan.spec();
-      const std::size_t wide = catalog::choose_contiguous_tile(spec, tiles, 256);
-      if (wide == 0) continue;
-      spec.tile = tiles[wide];
-      out.push_back(spec);
+      const std::vector<KernelSpec> kernels = grouped_plan(c).run_time_kernels();
+      out.insert(out.end(), kernels.begin() + 1, kernels.end());
     }
   }
   if (wanted("conv")) {

@@ -291,8 +291,13 @@ TEST(GroupedContiguous, TilesTwoHundredFiftySixWideWhereNIsAMultipleOfThem) {
   EXPECT_EQ(tile_for(plan, 2048).cluster_shape, (Shape3{1, 1, 1}));
   EXPECT_EQ(tile_for(plan, 1408).cta_tile(), (Shape3{128, 128, 64}));
   EXPECT_EQ(tile_for(plan, 1408), plan.tile_descriptions().front());
+  const std::vector<KernelSpec> shipped = plan.run_time_kernels();  // what a pack holds: both
+  ASSERT_EQ(shipped.size(), 2u);
+  EXPECT_EQ(shipped[0].name(), plan.kernel_name());
+  EXPECT_EQ(shipped[1].tile, tile_for(plan, 2048));
   plan.set_tile_description(plan.tile_descriptions().front());
   EXPECT_EQ(tile_for(plan, 2048).cta_tile(), (Shape3{128, 128, 64}));
+  EXPECT_EQ(plan.run_time_kernels().size(), 1u);
   GroupedGemm sm80(f16_options(90, 80));
   EXPECT_EQ(tile_for(sm80, 2048), sm80.tile_descriptions().front());
 }
