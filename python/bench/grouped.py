@@ -10,14 +10,15 @@
    run_contiguous per tensor (scales in alpha) and with DeepSeek-V3 block scales (1 x 128 per token, 128 x 128 per
    expert weight), against torch._scaled_grouped_mm with row-wise scales where this torch has it, and against
    gemmkit's bf16 run on the same case; blockwise is checked against a float32 GEMM of the dequantized operands.
-4. With --moe-tiles, every configuration of the bf16 MoE plan on the chosen cases (even split; --tiles-split picks
-   skewed or empty instead, --tiles-match REGEX only the configurations whose kernel name matches), each against
-   torch._grouped_mm: where the per-expert cost of many small experts goes (the kernels built first, in parallel).
+4. With --moe-tiles, every configuration of the bf16 MoE plan on the chosen cases (even split; --tiles-split names
+   others, comma-separated: skewed, empty, sorted, mixed; --tiles-match REGEX only the configurations whose kernel
+   name matches), each against torch._grouped_mm: where the per-expert cost of many small experts goes (the kernels
+   built first, in parallel).
 5. With --once SPLIT, nothing is timed: each chosen MoE case with that split of the rows runs once on each side
    between cudaProfilerStart and Stop, after a warm-up, for `ncu --profile-from-start off` (then the script stops).
 Writes JSON to --out (and with --plot FILE, a bar chart of the MoE ratios). Usage:
 python python/bench/grouped.py [--out FILE] [--rounds N] [--skip-moe] [--experts 8,64] [--plot FILE] [--fp8]
-                               [--moe-tiles [--tiles-split uniform|skewed|empty] [--tiles-match REGEX]]
+                               [--moe-tiles [--tiles-split SPLIT,...] [--tiles-match REGEX]]
                                [--once uniform|skewed|empty]
 """
 import argparse
@@ -279,9 +280,10 @@ def moe_tiles(results, rounds, experts, split="uniform", match=""):
     plan = bf16_moe_plan()
     heuristic = bf16_moe_plan()
     default_kernel = plan.kernel_name()
-    tiles = [td for td in plan.tile_descriptions() if re.search(match, plan.construct(td).name())]
+    matching = [(td, spec) for td in plan.tile_descriptions() if re.search(match, (spec := plan.construct(td)).name())]
+    tiles = [td for td, _ in matching]
     start = time.time()
-    gemmkit.compile_many([plan.construct(td) for td in tiles])
+    gemmkit.compile_many([spec for _, spec in matching])
     print(f"MoE tiles: {len(tiles)} configurations of {default_kernel}'s plan built in {time.time() - start:.0f} s")
     out = []
     for groups, total, k, n, A, B, D in moe_cases(experts):
@@ -362,22 +364,22 @@ def main():
     parser.add_argument("--tiles-match", default="", help="--moe-tiles: only kernel names this regex finds")
     parser.add_argument("--once", choices=SPLITS, help="run each chosen case once per side for ncu, time nothing")
     args = parser.parse_args()
+    experts = {int(e) for e in args.experts.split(",") if e}
     if args.once:
-        run_once({int(e) for e in args.experts.split(",") if e}, args.once)
+        run_once(experts, args.once)
         return
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "gemmkit": gemmkit.__version__,
                "python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     walkthrough(results)
     if not args.skip_moe:
-        moe(results, args.rounds, {int(e) for e in args.experts.split(",") if e})
+        moe(results, args.rounds, experts)
         if args.plot and results["moe"]:
             plot(results["moe"], args.plot)
         if args.fp8:
-            fp8_moe(results, args.rounds, {int(e) for e in args.experts.split(",") if e})
+            fp8_moe(results, args.rounds, experts)
         if args.moe_tiles:
             for split in args.tiles_split.split(","):
-                moe_tiles(results, args.rounds, {int(e) for e in args.experts.split(",") if e}, split,
-                          args.tiles_match)
+                moe_tiles(results, args.rounds, experts, split, args.tiles_match)
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
 
