@@ -80,11 +80,12 @@ void set_listed_tile(Plan& plan, const std::string& text, const char* listing, c
   plan.set_tile_description(tiles[static_cast<std::size_t>(index)]);
 }
 
-// A --grouped line's kernel: a GroupedGemm plan with the options grouped plans take (line_specs adds the line to
-// its errors).
+// A --grouped line's kernels: a GroupedGemm plan with the options grouped plans take, its own kernel, or with
+// run_time, every kernel its runs pick (the MoE form's wide tile too); line_specs adds the line to its errors.
 template <class Take>
-KernelSpec grouped_line_spec(const GemmOptions& o, Take& take, const std::map<std::string, std::string>& options,
-                             const std::string& where) {
+std::vector<KernelSpec> grouped_line_specs(const GemmOptions& o, bool run_time, Take& take,
+                                           const std::map<std::string, std::string>& options,
+                                           const std::string& where) {
   GroupedGemm plan(o);
   if (auto text = take("activation")) plan.set_activation(parse_or_throw<Activation>("activation", *text, where));
   if (auto text = take("block-scaling")) {
@@ -94,9 +95,9 @@ KernelSpec grouped_line_spec(const GemmOptions& o, Take& take, const std::map<st
   if (!options.empty()) {
     throw ConfigError("--" + options.begin()->first +
                       " does not apply to a --grouped line, which takes the element and layout options, --cc, "
-                      "--kernel-cc, --activation, --block-scaling and --tile.");
+                      "--kernel-cc, --activation, --block-scaling, --tile and --run-time-kernels.");
   }
-  return plan.spec();
+  return run_time ? plan.run_time_kernels() : std::vector<KernelSpec>{plan.spec()};
 }
 
 std::vector<KernelSpec> line_specs(const std::string& line, const std::string& where) {
@@ -145,12 +146,12 @@ std::vector<KernelSpec> line_specs(const std::string& line, const std::string& w
   }
   if (sized && run_time) throw ConfigError(where + ": give --run-time-kernels or a problem (--m --n --k), not both.");
   const bool grouped = take("grouped").has_value();
-  if (grouped && (sized || run_time)) {
-    throw ConfigError(where + ": a --grouped line names one kernel; drop --m/--n/--k.");
+  if (grouped && sized) {
+    throw ConfigError(where + ": a --grouped line names a plan, not a problem; drop --m/--n/--k.");
   }
   try {
     const jit::NoBuildAhead internal;  // the pack builds what it lists, not each plan's default
-    if (grouped) return {grouped_line_spec(o, take, options, where)};
+    if (grouped) return grouped_line_specs(o, run_time, take, options, where);
     Gemm plan(o);
     if (auto text = take("opclass")) plan.set_opclass(parse_or_throw<OpClass>("opclass", *text, where));
     if (auto text = take("swizzle")) plan.set_swizzling_functor(parse_or_throw<Swizzle>("swizzle", *text, where));

@@ -157,18 +157,24 @@ TEST(Packs, APackLineTakesTheActivationAtLaunch) {
   EXPECT_THROW(parse_pack("--cc 90 --activation relu --activation-at-launch 2\n"), ConfigError);
 }
 
-// A --grouped line names a GroupedGemm plan's kernel; options only dense plans take are refused by name.
+// A --grouped line names a GroupedGemm plan's kernel, or with --run-time-kernels every kernel its runs pick; options
+// only dense plans take are refused by name.
 TEST(Packs, APackLineMayNameAGroupedKernel) {
   const auto specs = parse_pack(
       "--cc 90 --grouped --element bf16 --element-accumulator f32 --layout-b col --tile 3\n"
-      "--cc 90 --grouped --kernel-cc 80 --element f16 --element-accumulator f32\n");
-  ASSERT_EQ(specs.size(), 2u);
+      "--cc 90 --grouped --kernel-cc 80 --element f16 --element-accumulator f32\n"
+      "--cc 90 --grouped --element bf16 --element-accumulator f32 --layout-b col --run-time-kernels\n");
   GemmOptions moe = testing_options(90, DataType::bf16);
   moe.element_accumulator = DataType::f32;
   moe.layout_b = Layout::ColumnMajor;
+  const std::vector<KernelSpec> moe_kernels = GroupedGemm(moe).run_time_kernels();
+  ASSERT_EQ(moe_kernels.size(), 2u);  // the plan's kernel and the MoE form's wide tile
+  ASSERT_EQ(specs.size(), 4u);
   EXPECT_EQ(specs[0].family, KernelFamily::Sm90Grouped);
   EXPECT_EQ(specs[0].tile, GroupedGemm(moe).tile_descriptions()[3]);
   EXPECT_EQ(specs[1].family, KernelFamily::Sm80Grouped);
+  EXPECT_EQ(specs[2].canonical(), moe_kernels[0].canonical());
+  EXPECT_EQ(specs[3].canonical(), moe_kernels[1].canonical());
   try {
     parse_pack("--cc 90 --grouped --bias row\n", "p.txt");
     ADD_FAILURE() << "a grouped line with a bias was accepted";
