@@ -4,10 +4,12 @@ torch.matmul in the same process.
 
 For each shape: the kernel gemmkit picks, its time and torch's (CUDA events after a warm-up, median of rounds), and
 whether D equals torch's product exactly on small-integer data (f32 accumulation of integers is exact). --tiles times
-the two-stage kernel of each listed threadblock tile too (plans pinned to it). Every kernel is compiled first, in
-parallel. Writes JSON to --out.
+the two-stage kernel of each listed threadblock tile too (plans pinned to it); --stream-k each of those plans again
+as CUTLASS 2.x's Stream-K kernel (the same mainloop; the output tiles' K iterations shared out over every SM, for
+shapes of about one wave of tiles). Every kernel is compiled first, in parallel. Writes JSON to --out.
 Usage: python python/bench/odd_shapes.py [--out FILE] [--rounds N] [--dtypes f16,bf16] [--tiles 64x128,128x64,...]
-       python python/bench/odd_shapes.py --prebuild-only --cc 90 [--tiles ...]   (compile; no GPU or torch needed)
+                                         [--stream-k]
+       python python/bench/odd_shapes.py --prebuild-only --cc 90 [--tiles ...] [--stream-k]   (no GPU or torch)
 """
 import argparse
 import json
@@ -24,8 +26,9 @@ WARPS = {(128, 128): [2, 2, 1], (256, 128): [4, 2, 1], (128, 256): [2, 4, 1], (6
          (128, 64): [2, 2, 1], (64, 64): [2, 2, 1]}
 
 
-def plans_for(dtype_name, tiles, cc=90):
-    """{label: plan}: the default plan, and one pinned to each two-stage tile (2.x tensor-op kernels)."""
+def plans_for(dtype_name, tiles, cc=90, stream_k=False):
+    """{label: plan}: the default plan, and one pinned to each two-stage tile (2.x tensor-op kernels); with stream_k,
+    each pinned plan and a default one on the 2.x kernels again with the Stream-K swizzle ("+streamk")."""
     plans = {"default": gemmkit.Gemm(element=dtype_name, element_accumulator="f32", layout="row", cc=cc)}
     for tile in tiles:
         m, n = (int(x) for x in tile.split("x"))
@@ -36,6 +39,13 @@ def plans_for(dtype_name, tiles, cc=90):
         td.stages = 2
         plan.tile_description = td
         plans[tile] = plan
+    if stream_k:
+        for label in ["default"] + tiles:
+            plan = gemmkit.Gemm(element=dtype_name, element_accumulator="f32", layout="row", cc=cc, kernel_cc=80)
+            if label != "default":
+                plan.tile_description = plans[label].tile_description
+            plan.swizzling_functor = gemmkit.swizzle.ThreadblockSwizzleStreamK
+            plans[label + "+streamk"] = plan
     return plans
 
 
@@ -45,13 +55,14 @@ def main():
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--dtypes", default="f16,bf16")
     parser.add_argument("--tiles", default="")
+    parser.add_argument("--stream-k", action="store_true", help="also each plan on CUTLASS 2.x's Stream-K kernel")
     parser.add_argument("--prebuild-only", action="store_true")
     parser.add_argument("--cc", type=int, default=90, help="the GPU's compute capability, for --prebuild-only")
     args = parser.parse_args()
     tiles = [t for t in args.tiles.split(",") if t]
     dtypes = args.dtypes.split(",")
     if args.prebuild_only:
-        specs = [plan.spec_for_problem(m, n, k) for d in dtypes for plan in plans_for(d, tiles, args.cc).values()
+        specs = [plan.spec_for_problem(m, n, k) for d in dtypes for plan in plans_for(d, tiles, args.cc, args.stream_k).values()
                  for m, n, k in SHAPES]
         for kernel in gemmkit.compile_many(specs):
             print(f"  {kernel.cache_key} {kernel.kernel_name}")
@@ -69,7 +80,7 @@ def main():
             a = torch.randint(-2, 3, (m, k), device="cuda").to(dtype)
             b = torch.randint(-2, 3, (k, n), device="cuda").to(dtype)
             operands.append((a, b, torch.empty(m, n, device="cuda", dtype=dtype)))
-        plans = plans_for(dtype_name, tiles, torch.cuda.get_device_capability()[0] * 10)
+        plans = plans_for(dtype_name, tiles, torch.cuda.get_device_capability()[0] * 10, args.stream_k)
         gemmkit.compile_many([plan.spec_for(a, b, None, d, 0.0) for plan in plans.values() for a, b, d in operands])
         for (m, n, k), (a, b, d) in zip(SHAPES, operands):
             out = a @ b
