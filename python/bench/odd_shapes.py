@@ -6,9 +6,11 @@ For each shape: the kernel gemmkit picks, its time and torch's (CUDA events afte
 whether D equals torch's product exactly on small-integer data (f32 accumulation of integers is exact). --tiles times
 the two-stage kernel of each listed threadblock tile too (plans pinned to it); --stream-k each of those plans again
 as CUTLASS 2.x's Stream-K kernel (the same mainloop; the output tiles' K iterations shared out over every SM, for
-shapes of about one wave of tiles). Every kernel is compiled first, in parallel. Writes JSON to --out.
+shapes of about one wave of tiles). Every kernel is compiled first, in parallel. Writes JSON to --out. With --once,
+nothing is timed: each shape (--shapes MxNxK,... picks some) runs once per plan and once through torch.matmul between
+cudaProfilerStart and Stop, for `ncu --profile-from-start off`.
 Usage: python python/bench/odd_shapes.py [--out FILE] [--rounds N] [--dtypes f16,bf16] [--tiles 64x128,128x64,...]
-                                         [--stream-k]
+                                         [--stream-k] [--shapes MxNxK,...] [--once]
        python python/bench/odd_shapes.py --prebuild-only --cc 90 [--tiles ...] [--stream-k]   (no GPU or torch)
 """
 import argparse
@@ -56,33 +58,43 @@ def main():
     parser.add_argument("--dtypes", default="f16,bf16")
     parser.add_argument("--tiles", default="")
     parser.add_argument("--stream-k", action="store_true", help="also each plan on CUTLASS 2.x's Stream-K kernel")
+    parser.add_argument("--shapes", default="", help="only these of the shapes, MxNxK comma-separated")
+    parser.add_argument("--once", action="store_true", help="run each shape once per side for ncu, time nothing")
     parser.add_argument("--prebuild-only", action="store_true")
     parser.add_argument("--cc", type=int, default=90, help="the GPU's compute capability, for --prebuild-only")
     args = parser.parse_args()
     tiles = [t for t in args.tiles.split(",") if t]
+    shapes = [s for s in SHAPES if not args.shapes or "x".join(map(str, s)) in args.shapes.split(",")]
     dtypes = args.dtypes.split(",")
     if args.prebuild_only:
-        specs = [plan.spec_for_problem(m, n, k) for d in dtypes for plan in plans_for(d, tiles, args.cc, args.stream_k).values()
-                 for m, n, k in SHAPES]
+        specs = [plan.spec_for_problem(m, n, k) for d in dtypes
+                 for plan in plans_for(d, tiles, args.cc, args.stream_k).values() for m, n, k in shapes]
         for kernel in gemmkit.compile_many(specs):
             print(f"  {kernel.cache_key} {kernel.kernel_name}")
         return
 
     import torch
 
-    from timing import median_ms  # python/bench/timing.py
+    from timing import median_ms, profile_once  # python/bench/timing.py
 
     rows = []
     for dtype_name in dtypes:
         dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype_name]
         operands = []
-        for m, n, k in SHAPES:
+        for m, n, k in shapes:
             a = torch.randint(-2, 3, (m, k), device="cuda").to(dtype)
             b = torch.randint(-2, 3, (k, n), device="cuda").to(dtype)
             operands.append((a, b, torch.empty(m, n, device="cuda", dtype=dtype)))
         plans = plans_for(dtype_name, tiles, torch.cuda.get_device_capability()[0] * 10, args.stream_k)
         gemmkit.compile_many([plan.spec_for(a, b, None, d, 0.0) for plan in plans.values() for a, b, d in operands])
-        for (m, n, k), (a, b, d) in zip(SHAPES, operands):
+        if args.once:
+            for (m, n, k), (a, b, d) in zip(shapes, operands):
+                print(f"{dtype_name} {m}x{n}x{k}: " + ", ".join(f"{label} {plan.spec_for(a, b, None, d, 0.0).name()}"
+                                                                for label, plan in plans.items()) + ", then torch")
+                profile_once([lambda plan=plan: plan.run(a, b, None, d, sync=False) for plan in plans.values()]
+                             + [lambda: torch.matmul(a, b)])
+            continue
+        for (m, n, k), (a, b, d) in zip(shapes, operands):
             out = a @ b
             theirs = median_ms(lambda: torch.matmul(a, b, out=out), args.rounds)
             for label, plan in plans.items():
@@ -95,6 +107,8 @@ def main():
                 r = rows[-1]
                 print(f"{dtype_name} {label} {m}x{n}x{k}: gemmkit {ours:.3f} ms ({r['gemmkit_tflops']:.1f} TFLOP/s), "
                       f"torch {theirs:.3f} ms, ratio {r['ratio']:.3f}, exact {exact}, {r['kernel']}")
+    if args.once:
+        return
     meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, gemmkit=gemmkit.__version__,
                 python=platform.python_version())
     with open(args.out, "w") as f:
