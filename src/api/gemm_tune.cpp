@@ -54,13 +54,22 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
   const int device = current_device();
   const int sm_count = device_info(device).sm_count;
   if (const selection::RunChoice c = core_->run_choice(p, sm_count); c.alternative != nullptr) {
-    throw ConfigError(
-        c.alternative_transposed
-            ? "tune(): run() computes this decode shape transposed (D^T = B^T A^T on a narrow tile), which tune() "
-              "does not time; it needs no tuning entry."
-            : "tune(): run() computes this shape with parallel split-K (a long K over few output tiles), "
-              "which tune() does not time; it needs no tuning entry (set GEMMKIT_SPLIT_K=stream-k to tune "
-              "the Stream-K kernel's split-K instead).");
+    switch (c.alternative_kind) {
+      case selection::Alternative::TransposedDecode:
+        throw ConfigError(
+            "tune(): run() computes this decode shape transposed (D^T = B^T A^T on a narrow tile), which tune() does "
+            "not time; it needs no tuning entry.");
+      case selection::Alternative::StreamK:
+        throw ConfigError(
+            "tune(): run() computes this shape, one wave of the element-by-element mainloop's tiles, on the Stream-K "
+            "kernel of its tile, which tune() does not time; it needs no tuning entry (set GEMMKIT_SPLIT_K=off to tune "
+            "the data-parallel tiles instead).");
+      case selection::Alternative::ParallelSplitK:
+        throw ConfigError(
+            "tune(): run() computes this shape with parallel split-K (a long K over few output tiles), which tune() "
+            "does not time; it needs no tuning entry (set GEMMKIT_SPLIT_K=stream-k to tune the Stream-K kernel's "
+            "split-K instead).");
+    }
   }
   const selection::KernelChoices& choices = core_->choices_for(p);
   RunOptions run_options;

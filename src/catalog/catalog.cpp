@@ -464,6 +464,13 @@ std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<Til
   return 0;
 }
 
+bool streams_k_one_wave(const TileDescription& tile, const ProblemShape& shape, int sm_count) {
+  constexpr double kMinFlops = 1e9;
+  const Shape3 cta = tile.cta_tile();
+  return tile_count(cta, shape) * shape.batch <= sm_count && shape.k >= kStreamKMinKSteps * cta[2] &&
+         2.0 * shape.m * shape.n * shape.k * shape.batch >= kMinFlops;
+}
+
 std::size_t smallest_stream_k(const std::vector<TileDescription>& tiles, const ProblemShape& shape) {
   auto area = [&](std::size_t i) { return cta_area(tiles[i]); };
   auto wasted = [&](std::size_t i) {

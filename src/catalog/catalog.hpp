@@ -86,6 +86,14 @@ struct ProblemShape {
 std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
                         int sm_count, bool split_k = true);
 
+// Whether a problem on a CUTLASS 2.x kernel whose mainloop loads A or B element by element (the two-stage one) runs
+// on the Stream-K kernel of the same tile instead: where that tile makes at most one wave of output tiles over at
+// least kStreamKMinKSteps of its K steps, on a problem of at least a GFLOP. Such a kernel holds one CTA of four or
+// eight warps per SM, each waiting on its element-by-element loads; Stream-K shares the tiles' K iterations out over
+// CTAs on every SM, more than one on each (docs/performance.md, "Odd leading dimensions").
+inline constexpr std::int64_t kStreamKMinKSteps = 16;
+bool streams_k_one_wave(const TileDescription& tile, const ProblemShape& shape, int sm_count);
+
 // Split-K for a problem with few output tiles of `tile` (at most half the SMs) and a K long enough for every split
 // to get at least kMinKTilesPerSplit of the tile's K steps (shorter splits spend more on their fill and the partial
 // sums than they save): splits ~ sm_count / tiles, at most kMaxSplits. Otherwise

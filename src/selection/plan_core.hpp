@@ -76,9 +76,15 @@ struct SpecVariant {
 
 struct KernelChoices;
 
+// The kernels that may replace a plan's serial choice for a problem (RunChoice::alternative).
+enum class Alternative {
+  ParallelSplitK,    // partial sums in slices of K, then a reduction kernel (with its slice count)
+  TransposedDecode,  // D^T = B^T A^T on a narrow tile, data-parallel
+  StreamK,           // the same tile's CUTLASS 2.x Stream-K kernel (one wave of two-stage tiles)
+};
+
 // What run() launches for a problem: a configuration of some kernel choices and its decomposition, and where another
-// kernel replaces it, that kernel's choices and configuration: parallel split-K (with its slice count), or the
-// transposed decode kernel (D^T = B^T A^T, data-parallel).
+// kernel replaces it, that kernel's choices, configuration and kind.
 struct RunChoice {
   KernelChoices* choices;
   std::size_t index;
@@ -89,15 +95,20 @@ struct RunChoice {
   // The problem and the SM count it was chosen for: what stand-ins are weighed against, and neighbours start from.
   ProblemKey problem{};
   int sm_count = 0;
-  bool alternative_transposed = false;  // the alternative is the transposed decode kernel
+  Alternative alternative_kind = Alternative::ParallelSplitK;
+  KSplit alternative_split{};  // the Stream-K alternative's decomposition
   // Launch the alternative kernel: its choices, configuration and split in place of the serial ones.
   void take_alternative() {
     choices = alternative;
     index = alternative_index;
-    split = alternative_transposed ? KSplit{Decomposition::DataParallel, 1} : KSplit{Decomposition::SplitK, slices};
+    switch (alternative_kind) {
+      case Alternative::ParallelSplitK: split = {Decomposition::SplitK, slices}; break;
+      case Alternative::TransposedDecode: split = {Decomposition::DataParallel, 1}; break;
+      case Alternative::StreamK: split = alternative_split; break;
+    }
   }
   // Whether the kernel launched computes the transposed problem (beside the plan's own transposition).
-  bool transposed() const { return alternative_transposed && choices == alternative; }
+  bool transposed() const { return alternative_kind == Alternative::TransposedDecode && choices == alternative; }
 };
 
 // The kernels run() may choose from for one alignment triple: its valid configurations and those loaded so far.
@@ -109,6 +120,7 @@ struct KernelChoices {
   std::unique_ptr<TunedMemo> tuned = std::make_unique<TunedMemo>();  // run()'s database answers
   std::unique_ptr<KernelChoices> parallel = nullptr;  // the parallel split-K kernels of this triple (SM90)
   std::unique_ptr<KernelChoices> decode = nullptr;    // the transposed problem's kernels (SM90, decode shapes)
+  std::unique_ptr<KernelChoices> stream_k = nullptr;  // the Stream-K twins of this triple (2.x two-stage kernels)
   int stages = 0;
   // The shape heuristics' answer for the last problem (m, n, k, batch, SM count), under the run cache's mutex: they
   // cost about 2 us a call, and a loop of runs repeats one shape.
@@ -213,6 +225,10 @@ class PlanCore {
   // The kernels of the transposed problem beside `choices`, where run() computes `p` as D^T = B^T A^T (a decode
   // shape on an SM90 plan of 16-bit operands, catalog::transposes_for_decode); nullptr elsewhere.
   KernelChoices* decode_choices(KernelChoices& choices, const ProblemKey& p);
+  bool may_stream_k_one_wave(const KernelSpec& base) const;
+  // The Stream-K twins of `choices` (their tiles on CUTLASS 2.x's Stream-K kernel), where run() may run a one-wave
+  // problem of the two-stage mainloop on them (catalog::streams_k_one_wave); nullptr elsewhere.
+  KernelChoices* stream_k_choices(KernelChoices& choices);
   RunChoice heuristic_choice(KernelChoices& choices, const ProblemKey& p, int sm_count);
   // `queued`, when given, is set when this call queued the alternative kernel's build (a new shape class).
   KernelModule* alternative_module(const RunChoice& c, bool wait, bool& building, bool* queued = nullptr);

@@ -160,6 +160,34 @@ KernelChoices* PlanCore::decode_choices(KernelChoices& choices, const ProblemKey
   return choices.decode->tiles.empty() ? nullptr : choices.decode.get();
 }
 
+bool PlanCore::may_stream_k_one_wave(const KernelSpec& base) const {
+  // The automatic choice of a plain GEMM on the 2.x tensor-op kernels whose mainloop loads an operand element by
+  // element; the other 2.x kernels were not measured this way.
+  const bool two_stage = base.family == KernelFamily::Sm80Universal && base.opclass == OpClass::TensorOp &&
+                         (families::loads_element_by_element(base.opclass, base.alignment_a, base.element_a) ||
+                          families::loads_element_by_element(base.opclass, base.alignment_b, base.element_b));
+  return two_stage && config.operation == catalog::Operation::Gemm && automatic_split_k() && !config.tile &&
+         config.swizzle != Swizzle::StreamK && config.decomposition == Decomposition::Auto && !base.visitor &&
+         base.split_k_mode == SplitKMode::Serial;
+}
+
+KernelChoices* PlanCore::stream_k_choices(KernelChoices& choices) {
+  if (!may_stream_k_one_wave(choices.base)) return nullptr;
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (!choices.stream_k) {
+    KernelSpec twin = choices.base;
+    twin.swizzle = Swizzle::StreamK;
+    std::vector<TileDescription> tiles;
+    try {
+      tiles = valid_tiles(twin);
+    } catch (const ConfigError&) {  // no Stream-K kernel for this triple (a bias, say): the serial kernels alone
+    }
+    choices.stream_k = std::make_unique<KernelChoices>(KernelChoices{choices.a, choices.b, choices.c, twin, tiles, {}});
+    choices.stream_k->slots.resize(tiles.size());
+  }
+  return choices.stream_k->tiles.empty() ? nullptr : choices.stream_k.get();
+}
+
 RunChoice PlanCore::run_choice(const ProblemKey& p, int sm_count) {
   KernelChoices& choices = choices_for(p);
   const std::array<std::int64_t, 5> problem{p.m, p.n, p.k, p.batch, sm_count};
@@ -195,8 +223,21 @@ RunChoice PlanCore::heuristic_choice(KernelChoices& choices, const ProblemKey& p
     if (pick != decode->tiles.size()) {
       out.alternative = decode;
       out.alternative_index = pick;
-      out.alternative_transposed = true;
+      out.alternative_kind = Alternative::TransposedDecode;
       return out;
+    }
+  }
+  // One wave of the two-stage mainloop's tiles runs on the same tile's Stream-K kernel (catalog::streams_k_one_wave).
+  if (catalog::streams_k_one_wave(choices.tiles[heuristic], kernel_shape(p), sm_count)) {
+    if (KernelChoices* twins = stream_k_choices(choices)) {
+      const auto twin = std::find(twins->tiles.begin(), twins->tiles.end(), choices.tiles[heuristic]);
+      if (twin != twins->tiles.end()) {
+        out.alternative = twins;
+        out.alternative_index = static_cast<std::size_t>(twin - twins->tiles.begin());
+        out.alternative_kind = Alternative::StreamK;
+        out.alternative_split = k_split(*twins, out.alternative_index, p, sm_count);
+        return out;
+      }
     }
   }
   // Where the heuristic splits K on the Stream-K kernel, parallel split-K instead when a configuration fits: its slices

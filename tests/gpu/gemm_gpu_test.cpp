@@ -112,19 +112,23 @@ TEST(GpuShapes, OddMNKOnAlignmentOneKernels) {
 }
 
 // Left to gemmkit, f16 and bf16 plans run odd leading dimensions on CUTLASS 2.x tensor-op kernels of a two-stage
-// mainloop (element-by-element loads), exactly (cases::odd_leading_dimension_cases); told to use tensor cores (the SM90
-// family, whose loads are 4 bytes or more), a plan refuses them before anything runs, naming the fix.
+// mainloop (element-by-element loads), exactly (cases::odd_leading_dimension_cases), a GFLOP in one wave of tiles on
+// the Stream-K kernel of its tile (partial tiles summed through the workspace, C added once); told to use tensor cores
+// (the SM90 family, whose loads are 4 bytes or more), a plan refuses them before anything runs, naming the fix.
 TEST(GpuShapes, OddLeadingDimensionsRunOnTwoStageTensorOpKernelsUnlessTensorOpIsChosen) {
   REQUIRE_GPU();
   for (const auto& [t, l] : cases::odd_leading_dimension_cases()) {
     gk::Gemm unpinned(cases::options(t, l, device_cc()));
-    Operands odd(unpinned, cases::kOddShape);
-    odd.fill_integers();
-    const gk::KernelSpec spec = unpinned.spec_for(odd.A.view(), odd.B.view(), odd.C.view(), odd.D.view(), 1.0);
-    EXPECT_EQ(spec.opclass, gk::OpClass::TensorOp) << spec.name();
-    EXPECT_EQ(spec.tile.stages, 2) << spec.name();
-    EXPECT_EQ(run_on_device(unpinned, odd, 1.0, 1.0).max_abs_error, 0.0)
-        << t.name << " " << l.name() << " " << spec.name();
+    for (const cases::Shape& shape : {cases::kOddShape, cases::kOddOneWaveShape}) {
+      Operands odd(unpinned, shape);
+      odd.fill_integers();
+      const gk::KernelSpec spec = unpinned.spec_for(odd.A.view(), odd.B.view(), odd.C.view(), odd.D.view(), 1.0);
+      EXPECT_EQ(spec.opclass, gk::OpClass::TensorOp) << spec.name();
+      EXPECT_EQ(spec.tile.stages, 2) << spec.name();
+      EXPECT_EQ(spec.swizzle == gk::Swizzle::StreamK, shape.m == cases::kOddOneWaveShape.m) << spec.name();
+      EXPECT_EQ(run_on_device(unpinned, odd, 1.0, 1.0).max_abs_error, 0.0)
+          << t.name << " " << l.name() << " " << spec.name();
+    }
   }
   const cases::LayoutCase rrr{gk::Layout::RowMajor, gk::Layout::RowMajor, gk::Layout::RowMajor};
   gk::Gemm plan(cases::options(cases::type_cases()[0], rrr, device_cc()));

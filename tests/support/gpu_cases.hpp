@@ -60,6 +60,8 @@ struct Shape {
 inline constexpr Shape kMatrixShape{200, 136, 272};
 // Odd everything: only alignment-1 kernels (f32 cp.async on SM90, f64, SIMT) take it.
 inline constexpr Shape kOddShape{127, 97, 131};
+// Odd too, a GFLOP in under one wave of two-stage tiles: run() takes the Stream-K kernel of its tile.
+inline constexpr Shape kOddOneWaveShape{513, 1001, 1025};
 
 inline GemmOptions options(const TypeCase& t, const LayoutCase& l, int cc) {
   GemmOptions o;
@@ -701,6 +703,7 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
   for (const auto& [t, l] : odd_leading_dimension_cases()) {
     Gemm plan(options(t, l, cc));
     out.push_back(spec_for_shape(plan, kOddShape));
+    out.push_back(spec_for_shape(plan, kOddOneWaveShape));
   }
   Gemm simt(options(type_cases()[0], rrr, cc));
   simt.set_opclass(OpClass::Simt);

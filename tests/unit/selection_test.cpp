@@ -71,7 +71,7 @@ TEST(Decode, ShapesOfFewRowsRunTransposedOnTheNarrowTile) {
     SelectionProbe plan(sm90_options(element));
     selection::RunChoice c = plan.core().run_choice({16, 4096, 4096, 1, 8, 8, 8}, 132);
     ASSERT_NE(c.alternative, nullptr);
-    ASSERT_TRUE(c.alternative_transposed);
+    ASSERT_EQ(c.alternative_kind, selection::Alternative::TransposedDecode);
     c.take_alternative();
     EXPECT_TRUE(c.transposed());
     EXPECT_EQ(c.split, (KSplit{Decomposition::DataParallel, 1}));
@@ -82,7 +82,9 @@ TEST(Decode, ShapesOfFewRowsRunTransposedOnTheNarrowTile) {
     EXPECT_EQ(spec.tile.cta_tile(), (Shape3{64, 16, 64}));
     EXPECT_EQ(spec.tile.cluster_shape, (Shape3{4, 1, 1}));
     EXPECT_EQ(plan.spec_for_problem(16, 4096, 4096).canonical(), spec.canonical());  // what run() reports
-    EXPECT_FALSE(plan.core().run_choice({17, 4096, 4096, 1, 8, 8, 8}, 132).alternative_transposed);
+    const selection::RunChoice more_rows = plan.core().run_choice({17, 4096, 4096, 1, 8, 8, 8}, 132);
+    EXPECT_FALSE(more_rows.alternative != nullptr &&
+                 more_rows.alternative_kind == selection::Alternative::TransposedDecode);
   }
   SelectionProbe with_tile(sm90_options(DataType::f16));
   with_tile.set_tile_description(with_tile.tile_descriptions().front());
