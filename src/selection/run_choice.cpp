@@ -161,14 +161,14 @@ KernelChoices* PlanCore::decode_choices(KernelChoices& choices, const ProblemKey
 }
 
 bool PlanCore::may_stream_k_one_wave(const KernelSpec& base) const {
-  // The automatic choice of a plain GEMM on the 2.x tensor-op kernels whose mainloop loads an operand element by
-  // element; the other 2.x kernels were not measured this way.
+  // The automatic choice of a plain GEMM (no activation, bias or scales) on the 2.x tensor-op kernels whose mainloop
+  // loads an operand element by element; the other 2.x kernels and epilogues were not measured this way.
   const bool two_stage = base.family == KernelFamily::Sm80Universal && base.opclass == OpClass::TensorOp &&
                          (families::loads_element_by_element(base.opclass, base.alignment_a, base.element_a) ||
                           families::loads_element_by_element(base.opclass, base.alignment_b, base.element_b));
   return two_stage && config.operation == catalog::Operation::Gemm && automatic_split_k() && !config.tile &&
          config.swizzle != Swizzle::StreamK && config.decomposition == Decomposition::Auto && !base.visitor &&
-         base.split_k_mode == SplitKMode::Serial;
+         !config.fuses_activation_bias_or_scales() && base.split_k_mode == SplitKMode::Serial;
 }
 
 KernelChoices* PlanCore::stream_k_choices(KernelChoices& choices) {
@@ -228,7 +228,7 @@ RunChoice PlanCore::heuristic_choice(KernelChoices& choices, const ProblemKey& p
     }
   }
   // One wave of the two-stage mainloop's tiles runs on the same tile's Stream-K kernel (catalog::streams_k_one_wave).
-  if (catalog::streams_k_one_wave(choices.tiles[heuristic], kernel_shape(p), sm_count)) {
+  if (p.batch == 1 && catalog::streams_k_one_wave(choices.tiles[heuristic], kernel_shape(p), sm_count)) {
     if (KernelChoices* twins = stream_k_choices(choices)) {
       const auto twin = std::find(twins->tiles.begin(), twins->tiles.end(), choices.tiles[heuristic]);
       if (twin != twins->tiles.end()) {

@@ -95,6 +95,9 @@ TEST(NarrowOperands, OneWaveOfTwoStageTilesSharesItsKOutOnStreamK) {
   }
   EXPECT_EQ(spec_for(plan, 4095, 4097, 4099).swizzle, gk::Swizzle::Identity1);  // 17 x 33 tiles of 256 x 128
   EXPECT_EQ(spec_for(plan, 1001, 1003, 255).swizzle, gk::Swizzle::Identity1);   // 8 steps of K
+  gk::Gemm relu(f16_row(90));
+  relu.set_activation(gk::Activation::ReLU);
+  EXPECT_EQ(spec_for(relu, 777, 1999, 3001).swizzle, gk::Swizzle::Identity1);  // epilogues not measured so
   gk::GemmOptions two_stage = f16_row(90);
   two_stage.kernel_cc = 80;
   gk::Gemm tiled(two_stage);
