@@ -222,6 +222,25 @@ bool Gemm::may_take_scalar_kernels() const {
          c.types.c == c.types.d;
 }
 
+namespace {
+
+// Whether A or B fits none of the plan's vectors (its leading dimension, contiguous extent or address), which only
+// the twin of scalar loads takes; false where either is not a valid operand (the plan's check then says why).
+bool fits_no_vector(const selection::PlanCore& core, const TensorView& A, const TensorView& B) {
+  const families::OperandTypes& t = core.config.types;
+  auto fits_none = [](const detail::MatrixOperand& x, DataType type, const std::vector<int>& candidates) {
+    return detail::fitting_alignment(x, bits_of(type) / 8, candidates.data(), static_cast<int>(candidates.size())) == 0;
+  };
+  try {
+    return fits_none(detail::check_operand(A, "A", t.a, t.layout_a), t.a, core.cache().alignments_a) ||
+           fits_none(detail::check_operand(B, "B", t.b, t.layout_b), t.b, core.cache().alignments_b);
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D, double beta) {
   auto twin = [&]() -> Gemm& {
     const selection::PlanConfig& c = core_->config;
@@ -250,8 +269,10 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
       plan.set_activation(c.activation, c.activation_parameter);
     return plan;
   };
+  const bool may_take_scalar = may_take_scalar_kernels();
   Gemm& plan = plan_taking(
-      *this, may_take_scalar_kernels(), [&](Gemm& p) { (void)check_gemm_problem(*p.core_, A, B, C, D, beta); }, twin);
+      *this, may_take_scalar, [&](Gemm& p) { (void)check_gemm_problem(*p.core_, A, B, C, D, beta); }, twin,
+      may_take_scalar && fits_no_vector(*core_, A, B));
   if (&plan != this) {
     note_once("operands whose leading dimensions or addresses fit none of the " +
               std::string(to_string(core_->config.opclass)) + " kernels' vectors run on CUTLASS 2.x " +

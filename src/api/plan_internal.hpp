@@ -48,8 +48,18 @@ void Plan::change_checked(Field& field, Field value) {
 
 // The plan that takes a problem: `own` when check(own) passes; else, where `may_use_twin`, the plan twin() makes or
 // finds (a Gemm's or Conv2d's CUTLASS 2.x twin) when check passes on it; otherwise own's error, rethrown.
+// `twin_first`: own cannot take the problem (the caller knows it cheaply), so the twin is checked first, sparing
+// own's check the cost of building and throwing its error on every call.
 template <class Plan, class Check, class Twin>
-Plan& plan_taking(Plan& own, bool may_use_twin, const Check& check, const Twin& twin) {
+Plan& plan_taking(Plan& own, bool may_use_twin, const Check& check, const Twin& twin, bool twin_first = false) {
+  if (may_use_twin && twin_first) {
+    try {
+      Plan& other = twin();
+      check(other);
+      return other;
+    } catch (const Error&) {  // own's check says what is wrong, as below
+    }
+  }
   std::exception_ptr own_error;
   try {
     check(own);
