@@ -464,11 +464,23 @@ std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<Til
   return 0;
 }
 
-bool streams_k_one_wave(const TileDescription& tile, const ProblemShape& shape, int sm_count) {
+std::size_t choose_stream_k_one_wave(const TileDescription& data_parallel, const std::vector<TileDescription>& tiles,
+                                     const ProblemShape& shape, int sm_count) {
   constexpr double kMinFlops = 1e9;
-  const Shape3 cta = tile.cta_tile();
-  return tile_count(cta, shape) * shape.batch <= sm_count && shape.k >= kStreamKMinKSteps * cta[2] &&
-         2.0 * shape.m * shape.n * shape.k * shape.batch >= kMinFlops;
+  const Shape3 cta = data_parallel.cta_tile();
+  if (tile_count(cta, shape) * shape.batch > sm_count || shape.k < kStreamKMinKSteps * cta[2] ||
+      2.0 * shape.m * shape.n * shape.k * shape.batch < kMinFlops) {
+    return tiles.size();
+  }
+  std::size_t best = tiles.size();
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    const std::int64_t k_steps = (shape.k + tiles[i].cta_tile()[2] - 1) / tiles[i].cta_tile()[2];
+    const double steps_per_sm = static_cast<double>(tile_count(tiles[i].cta_tile(), shape) * k_steps) / sm_count;
+    if (steps_per_sm >= kStreamKMinStepsPerSm && (best == tiles.size() || cta_area(tiles[i]) > cta_area(tiles[best]))) {
+      best = i;
+    }
+  }
+  return best;
 }
 
 std::size_t smallest_stream_k(const std::vector<TileDescription>& tiles, const ProblemShape& shape) {

@@ -86,13 +86,18 @@ struct ProblemShape {
 std::size_t choose_tile(const std::vector<TileDescription>& tiles, const KernelSpec& spec, const ProblemShape& shape,
                         int sm_count, bool split_k = true);
 
-// Whether a problem on a CUTLASS 2.x kernel whose mainloop loads A or B element by element (the two-stage one) runs
-// on the Stream-K kernel of the same tile instead: where that tile makes at most one wave of output tiles over at
-// least kStreamKMinKSteps of its K steps, on a problem of at least a GFLOP. Such a kernel holds one CTA of four or
-// eight warps per SM, each waiting on its element-by-element loads; Stream-K shares the tiles' K iterations out over
-// CTAs on every SM, more than one on each (docs/performance.md, "Odd leading dimensions").
+// For a problem on a CUTLASS 2.x kernel whose mainloop loads A or B element by element (the two-stage one), where the
+// data-parallel pick `data_parallel` makes at most one wave of output tiles over at least kStreamKMinKSteps of its K
+// steps on a problem of at least a GFLOP: the Stream-K configuration to run instead (index into `tiles`, the Stream-K
+// kernels' configurations), the largest tile whose K iterations give every SM at least kStreamKMinStepsPerSm of them;
+// tiles.size() for other problems, or where no tile does. Such a kernel holds one CTA of four or eight warps per SM,
+// each waiting on its loads; Stream-K puts CTAs sharing the tiles' K loops on every SM. On an H100 the largest such
+// tile ran best (777 x 1999 x 3001: 256 x 128, 64 tiles, 0.99-1.12x torch.matmul against 0.84-0.95x data-parallel;
+// 1001^3: 128 x 128, 15 steps per SM, 0.93-0.97x against 0.90-0.95x, where 256 x 128's 7.6 steps ran 0.70-0.74x).
 inline constexpr std::int64_t kStreamKMinKSteps = 16;
-bool streams_k_one_wave(const TileDescription& tile, const ProblemShape& shape, int sm_count);
+inline constexpr double kStreamKMinStepsPerSm = 12;
+std::size_t choose_stream_k_one_wave(const TileDescription& data_parallel, const std::vector<TileDescription>& tiles,
+                                     const ProblemShape& shape, int sm_count);
 
 // Split-K for a problem with few output tiles of `tile` (at most half the SMs) and a K long enough for every split
 // to get at least kMinKTilesPerSplit of the tile's K steps (shorter splits spend more on their fill and the partial

@@ -80,7 +80,7 @@ struct KernelChoices;
 enum class Alternative {
   ParallelSplitK,    // partial sums in slices of K, then a reduction kernel (with its slice count)
   TransposedDecode,  // D^T = B^T A^T on a narrow tile, data-parallel
-  StreamK,           // the same tile's CUTLASS 2.x Stream-K kernel (one wave of two-stage tiles)
+  StreamK,           // CUTLASS 2.x's Stream-K kernel (one wave of two-stage tiles)
 };
 
 // What run() launches for a problem: a configuration of some kernel choices and its decomposition, and where another
@@ -227,7 +227,7 @@ class PlanCore {
   KernelChoices* decode_choices(KernelChoices& choices, const ProblemKey& p);
   bool may_stream_k_one_wave(const KernelSpec& base) const;
   // The Stream-K twins of `choices` (their tiles on CUTLASS 2.x's Stream-K kernel), where run() may run a one-wave
-  // problem of the two-stage mainloop on them (catalog::streams_k_one_wave); nullptr elsewhere.
+  // problem of the two-stage mainloop on them (catalog::choose_stream_k_one_wave); nullptr elsewhere.
   KernelChoices* stream_k_choices(KernelChoices& choices);
   RunChoice heuristic_choice(KernelChoices& choices, const ProblemKey& p, int sm_count);
   // `queued`, when given, is set when this call queued the alternative kernel's build (a new shape class).

@@ -227,17 +227,17 @@ RunChoice PlanCore::heuristic_choice(KernelChoices& choices, const ProblemKey& p
       return out;
     }
   }
-  // One wave of the two-stage mainloop's tiles runs on the same tile's Stream-K kernel (catalog::streams_k_one_wave).
-  if (p.batch == 1 && catalog::streams_k_one_wave(choices.tiles[heuristic], kernel_shape(p), sm_count)) {
-    if (KernelChoices* twins = stream_k_choices(choices)) {
-      const auto twin = std::find(twins->tiles.begin(), twins->tiles.end(), choices.tiles[heuristic]);
-      if (twin != twins->tiles.end()) {
-        out.alternative = twins;
-        out.alternative_index = static_cast<std::size_t>(twin - twins->tiles.begin());
-        out.alternative_kind = Alternative::StreamK;
-        out.alternative_split = k_split(*twins, out.alternative_index, p, sm_count);
-        return out;
-      }
+  // One wave of the two-stage mainloop's tiles runs on a Stream-K kernel (catalog::choose_stream_k_one_wave).
+  KernelChoices* twins = p.batch == 1 ? stream_k_choices(choices) : nullptr;
+  if (twins != nullptr) {
+    const std::size_t pick =
+        catalog::choose_stream_k_one_wave(choices.tiles[heuristic], twins->tiles, kernel_shape(p), sm_count);
+    if (pick != twins->tiles.size()) {
+      out.alternative = twins;
+      out.alternative_index = pick;
+      out.alternative_kind = Alternative::StreamK;
+      out.alternative_split = k_split(*twins, pick, p, sm_count);
+      return out;
     }
   }
   // Where the heuristic splits K on the Stream-K kernel, parallel split-K instead when a configuration fits: its slices

@@ -58,11 +58,10 @@ TEST(NarrowOperands, Bf16TakesTheTwoStageKernelsToo) {
       plan.spec_for(matrix(gk::DataType::bf16, 777, 3001), matrix(gk::DataType::bf16, 3001, 1999), nullptr,
                     matrix(gk::DataType::bf16, 777, 1999));
   EXPECT_EQ(spec.opclass, gk::OpClass::TensorOp);
-  EXPECT_EQ(spec.name(), "cutlass_tensorop_bf16_s16816gemm_bf16_128x128_32x2_tt_align1_stream_k");  // one wave
+  EXPECT_EQ(spec.name(), "cutlass_tensorop_bf16_s16816gemm_bf16_256x128_32x2_tt_align1_stream_k");  // one wave
 }
 
-// The tile by the problem's size, as measured on an H100: 256 x 128 for many waves, 128 x 128 for 777 x 1999 x 3001's
-// one wave, 64 x 128 (not the SM90 kernels' 128 x 64) for 1001^3's.
+// The tile by the problem's size, as measured on an H100: 256 x 128 for many waves (one wave: below).
 TEST(NarrowOperands, TheTwoStageTileFollowsTheProblemsSize) {
   gk::Gemm plan(f16_row(90));
   auto tile_for = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -73,26 +72,25 @@ TEST(NarrowOperands, TheTwoStageTileFollowsTheProblemsSize) {
   };
   EXPECT_EQ(tile_for(4095, 4097, 4099), (gk::Shape3{256, 128, 32}));
   EXPECT_EQ(tile_for(8191, 8193, 1023), (gk::Shape3{256, 128, 32}));
-  EXPECT_EQ(tile_for(777, 1999, 3001), (gk::Shape3{128, 128, 32}));
-  EXPECT_EQ(tile_for(1001, 1003, 1005), (gk::Shape3{64, 128, 32}));
 }
 
-// One wave of two-stage tiles (a CTA per SM waiting on its loads) runs on the Stream-K kernel of the same tile, which
-// shares the K iterations out over every SM; more waves, a short K, a set tile or a set swizzle keep the plan's
-// data-parallel kernel.
+// One wave of two-stage tiles (a CTA per SM waiting on its loads: 128 x 128 for 777 x 1999 x 3001, 64 x 128 for 1001^3)
+// runs on a Stream-K kernel instead, which shares the K iterations out over every SM, on the largest tile that leaves
+// each SM 12 K steps or more; more waves, a short K, an activation or a set tile keep the data-parallel kernel.
 TEST(NarrowOperands, OneWaveOfTwoStageTilesSharesItsKOutOnStreamK) {
   auto spec_for = [](gk::Gemm& plan, std::int64_t m, std::int64_t n, std::int64_t k) {
     return plan.spec_for(matrix(gk::DataType::f16, m, k), matrix(gk::DataType::f16, k, n), nullptr,
                          matrix(gk::DataType::f16, m, n));
   };
   gk::Gemm plan(f16_row(90));
-  for (const auto& [m, n, k, tile] :
-       {std::tuple{777, 1999, 3001, gk::Shape3{128, 128, 32}}, std::tuple{1001, 1003, 1005, gk::Shape3{64, 128, 32}}}) {
+  for (const auto& [m, n, k, tile] : {std::tuple{777, 1999, 3001, gk::Shape3{256, 128, 32}},
+                                      std::tuple{1001, 1003, 1005, gk::Shape3{128, 128, 32}}}) {
     const gk::KernelSpec spec = spec_for(plan, m, n, k);
     EXPECT_EQ(spec.swizzle, gk::Swizzle::StreamK) << spec.name();
     EXPECT_EQ(spec.tile.cta_tile(), tile) << spec.name();
     EXPECT_EQ(spec.tile.stages, 2);
   }
+  EXPECT_EQ(spec_for(plan, 513, 1001, 1025).swizzle, gk::Swizzle::StreamK);  // the gpu tier's one-wave shape
   EXPECT_EQ(spec_for(plan, 4095, 4097, 4099).swizzle, gk::Swizzle::Identity1);  // 17 x 33 tiles of 256 x 128
   EXPECT_EQ(spec_for(plan, 1001, 1003, 255).swizzle, gk::Swizzle::Identity1);   // 8 steps of K
   gk::Gemm relu(f16_row(90));
