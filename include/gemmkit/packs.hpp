@@ -25,8 +25,9 @@ std::vector<KernelSpec> pack_specs(const std::string& name);
 // bf16 --element-accumulator f32 --layout-b col --tile 2`, or `cc=90 element=bf16 ...`); `--run-time-kernels` adds
 // the configurations run() picks for some shapes; `--m M --n N --k K [--batch B]` takes instead the kernel run()
 // picks for that problem (Gemm::spec_for_problem); `--grouped` a GroupedGemm plan's kernel (element, layout, cc,
-// kernel-cc, activation, block-scaling and tile options; with `--run-time-kernels`, GroupedGemm::run_time_kernels). Blank lines and text after '#' are ignored. Unset options
-// take the CLI's defaults (element f16, layout row). Throws ConfigError naming `what` and the line.
+// kernel-cc, activation, block-scaling and tile options; with `--run-time-kernels`, GroupedGemm::run_time_kernels).
+// Blank lines and text after '#' are ignored. Unset options take the CLI's defaults (element f16, layout row). Throws
+// ConfigError naming `what` and the line.
 std::vector<KernelSpec> parse_pack(const std::string& text, const std::string& what = "the pack");
 std::vector<KernelSpec> read_pack_file(const std::string& path);
 

@@ -90,7 +90,7 @@ TEST(NarrowOperands, OneWaveOfTwoStageTilesSharesItsKOutOnStreamK) {
     EXPECT_EQ(spec.tile.cta_tile(), tile) << spec.name();
     EXPECT_EQ(spec.tile.stages, 2);
   }
-  EXPECT_EQ(spec_for(plan, 513, 1001, 1025).swizzle, gk::Swizzle::StreamK);  // the gpu tier's one-wave shape
+  EXPECT_EQ(spec_for(plan, 513, 1001, 1025).swizzle, gk::Swizzle::StreamK);     // the gpu tier's one-wave shape
   EXPECT_EQ(spec_for(plan, 4095, 4097, 4099).swizzle, gk::Swizzle::Identity1);  // 17 x 33 tiles of 256 x 128
   EXPECT_EQ(spec_for(plan, 1001, 1003, 255).swizzle, gk::Swizzle::Identity1);   // 8 steps of K
   gk::Gemm relu(f16_row(90));
