@@ -61,9 +61,9 @@ TuneResult Gemm::tune(const TensorView& A, const TensorView& B, const TensorView
             "not time; it needs no tuning entry.");
       case selection::Alternative::StreamK:
         throw ConfigError(
-            "tune(): run() computes this shape, one wave of the element-by-element mainloop's tiles, on the Stream-K "
-            "kernel of its tile, which tune() does not time; it needs no tuning entry (set GEMMKIT_SPLIT_K=off to tune "
-            "the data-parallel tiles instead).");
+            "tune(): run() computes this shape, one wave of the element-by-element mainloop's tiles, on a Stream-K "
+            "kernel, which tune() does not time; it needs no tuning entry (set GEMMKIT_SPLIT_K=off to tune the "
+            "data-parallel tiles instead).");
       case selection::Alternative::ParallelSplitK:
         throw ConfigError(
             "tune(): run() computes this shape with parallel split-K (a long K over few output tiles), which tune() "
