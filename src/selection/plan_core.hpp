@@ -219,9 +219,15 @@ class PlanCore {
   std::size_t choose_tile(const KernelChoices& choices, const ProblemKey& p, int sm_count) const;
   KSplit k_split(const KernelChoices& choices, std::size_t choice, const ProblemKey& p, int sm_count) const;
   bool may_split_k_in_parallel(const KernelSpec& base) const;
+  // `slot`'s kernel choices (operand alignments a, b, c): `base` and its valid configurations, made on first use under
+  // the run cache's mutex (with none_valid_is_none, none where valid_tiles throws); nullptr when they have none. The
+  // alternatives below are each one such slot.
+  KernelChoices* alternative_choices(std::unique_ptr<KernelChoices>& slot, int a, int b, int c, KernelSpec base,
+                                     bool none_valid_is_none);
   KernelChoices* parallel_choices(KernelChoices& choices, const ProblemKey& p);
   bool may_transpose_for_decode(const KernelSpec& base) const;
-  std::vector<TileDescription> decode_tiles(const KernelSpec& transposed) const;
+  // valid_tiles(base), or none where no configuration of that kernel is valid (no ConfigError).
+  std::vector<TileDescription> valid_tiles_or_none(const KernelSpec& base) const;
   // The kernels of the transposed problem beside `choices`, where run() computes `p` as D^T = B^T A^T (a decode
   // shape on an SM90 plan of 16-bit operands, catalog::transposes_for_decode); nullptr elsewhere.
   KernelChoices* decode_choices(KernelChoices& choices, const ProblemKey& p);

@@ -118,16 +118,21 @@ KernelSpec parallel_split_k(KernelSpec base) {
 
 }  // namespace
 
+KernelChoices* PlanCore::alternative_choices(std::unique_ptr<KernelChoices>& slot, int a, int b, int c, KernelSpec base,
+                                             bool none_valid_is_none) {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (!slot) {
+    std::vector<TileDescription> tiles = none_valid_is_none ? valid_tiles_or_none(base) : valid_tiles(base);
+    slot = std::make_unique<KernelChoices>(KernelChoices{a, b, c, std::move(base), std::move(tiles), {}});
+    slot->slots.resize(slot->tiles.size());
+  }
+  return slot->tiles.empty() ? nullptr : slot.get();
+}
+
 KernelChoices* PlanCore::parallel_choices(KernelChoices& choices, const ProblemKey& p) {
   if (p.batch != 1 || !may_split_k_in_parallel(choices.base)) return nullptr;
-  std::lock_guard<std::mutex> lock(cache_->mutex);
-  if (!choices.parallel) {
-    const KernelSpec base = parallel_split_k(choices.base);
-    std::vector<TileDescription> tiles = valid_tiles(base);
-    choices.parallel = std::make_unique<KernelChoices>(KernelChoices{choices.a, choices.b, choices.c, base, tiles, {}});
-    choices.parallel->slots.resize(tiles.size());
-  }
-  return choices.parallel->tiles.empty() ? nullptr : choices.parallel.get();
+  return alternative_choices(choices.parallel, choices.a, choices.b, choices.c, parallel_split_k(choices.base),
+                             /*none_valid_is_none=*/false);
 }
 
 bool PlanCore::may_transpose_for_decode(const KernelSpec& base) const {
@@ -139,25 +144,19 @@ bool PlanCore::may_transpose_for_decode(const KernelSpec& base) const {
          config.decomposition == Decomposition::Auto && config.swizzle != Swizzle::StreamK;
 }
 
-std::vector<TileDescription> PlanCore::decode_tiles(const KernelSpec& transposed) const {
+std::vector<TileDescription> PlanCore::valid_tiles_or_none(const KernelSpec& base) const {
   try {
-    return valid_tiles(transposed);
-  } catch (const ConfigError&) {  // no valid configuration of the transposed layouts: the plan's own kernels then
+    return valid_tiles(base);
+  } catch (const ConfigError&) {
     return {};
   }
 }
 
 KernelChoices* PlanCore::decode_choices(KernelChoices& choices, const ProblemKey& p) {
   if (!may_transpose_for_decode(choices.base) || !catalog::transposes_for_decode(kernel_shape(p))) return nullptr;
-  std::lock_guard<std::mutex> lock(cache_->mutex);
-  if (!choices.decode) {
-    const KernelSpec transposed = transposed_problem(choices.base);
-    const std::vector<TileDescription> tiles = decode_tiles(transposed);
-    choices.decode =
-        std::make_unique<KernelChoices>(KernelChoices{choices.b, choices.a, choices.c, transposed, tiles, {}});
-    choices.decode->slots.resize(tiles.size());
-  }
-  return choices.decode->tiles.empty() ? nullptr : choices.decode.get();
+  // No valid configuration of the transposed layouts: the plan's own kernels then.
+  return alternative_choices(choices.decode, choices.b, choices.a, choices.c, transposed_problem(choices.base),
+                             /*none_valid_is_none=*/true);
 }
 
 bool PlanCore::may_stream_k_one_wave(const KernelSpec& base) const {
@@ -173,19 +172,11 @@ bool PlanCore::may_stream_k_one_wave(const KernelSpec& base) const {
 
 KernelChoices* PlanCore::stream_k_choices(KernelChoices& choices) {
   if (!may_stream_k_one_wave(choices.base)) return nullptr;
-  std::lock_guard<std::mutex> lock(cache_->mutex);
-  if (!choices.stream_k) {
-    KernelSpec twin = choices.base;
-    twin.swizzle = Swizzle::StreamK;
-    std::vector<TileDescription> tiles;
-    try {
-      tiles = valid_tiles(twin);
-    } catch (const ConfigError&) {  // no Stream-K kernel for this triple (a bias, say): the serial kernels alone
-    }
-    choices.stream_k = std::make_unique<KernelChoices>(KernelChoices{choices.a, choices.b, choices.c, twin, tiles, {}});
-    choices.stream_k->slots.resize(tiles.size());
-  }
-  return choices.stream_k->tiles.empty() ? nullptr : choices.stream_k.get();
+  KernelSpec twin = choices.base;
+  twin.swizzle = Swizzle::StreamK;
+  // No Stream-K kernel for the triple: the serial kernels alone.
+  return alternative_choices(choices.stream_k, choices.a, choices.b, choices.c, std::move(twin),
+                             /*none_valid_is_none=*/true);
 }
 
 RunChoice PlanCore::run_choice(const ProblemKey& p, int sm_count) {
@@ -379,7 +370,7 @@ std::vector<KernelSpec> PlanCore::run_time_kernels() const {
   // The transposed kernels run() picks for the decode probes (decode_choices).
   if (!config.tile && may_transpose_for_decode(base)) {
     KernelSpec transposed = transposed_problem(base);
-    const std::vector<TileDescription> decode = decode_tiles(transposed);
+    const std::vector<TileDescription> decode = valid_tiles_or_none(transposed);
     std::vector<std::size_t> decode_chosen;
     for (const catalog::ProblemShape& shape : probes) {
       if (!catalog::transposes_for_decode(shape)) continue;
