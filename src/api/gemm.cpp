@@ -3,6 +3,7 @@
 #include "gemmkit/gemm.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
@@ -44,6 +45,8 @@ struct DerivedPlan {
 struct Gemm::Twin {
   std::mutex mutex;
   DerivedPlan scalar, tree;
+  // The twin of scalar loads has taken a problem: operands that fit no vector come again, so run() checks it first.
+  std::atomic<bool> scalar_taken{false};
 };
 
 Gemm::Gemm(const GemmOptions& o) : Plan(o, catalog::Operation::Gemm), twin_(std::make_unique<Twin>()) {
@@ -269,11 +272,14 @@ Gemm& Gemm::plan_for(const TensorView& A, const TensorView& B, const TensorView*
       plan.set_activation(c.activation, c.activation_parameter);
     return plan;
   };
+  // Aligned operands pay nothing for the twin-first check until a plan has met ones that fit no vector.
   const bool may_take_scalar = may_take_scalar_kernels();
+  const bool twin_first =
+      may_take_scalar && twin_->scalar_taken.load(std::memory_order_relaxed) && fits_no_vector(*core_, A, B);
   Gemm& plan = plan_taking(
-      *this, may_take_scalar, [&](Gemm& p) { (void)check_gemm_problem(*p.core_, A, B, C, D, beta); }, twin,
-      may_take_scalar && fits_no_vector(*core_, A, B));
+      *this, may_take_scalar, [&](Gemm& p) { (void)check_gemm_problem(*p.core_, A, B, C, D, beta); }, twin, twin_first);
   if (&plan != this) {
+    twin_->scalar_taken.store(true, std::memory_order_relaxed);
     note_once("operands whose leading dimensions or addresses fit none of the " +
               std::string(to_string(core_->config.opclass)) + " kernels' vectors run on CUTLASS 2.x " +
               (scalar_opclass(core_->config.types) == OpClass::TensorOp

@@ -128,9 +128,17 @@ TEST(NarrowOperands, PlansThatChoseTheirKernelsKeepTheTensorError) {
   gk::Gemm tiled(f16_row(90));
   tiled.set_tile_description(tiled.tile_descriptions()[1]);
   EXPECT_THROW(tiled.spec_for(A, B, nullptr, D), gk::TensorError);
-  // A shape error stays the plan's own, whichever kernels would run it.
+  // A shape error stays the plan's own, whichever kernels would run it, and also once the twin has taken odd operands
+  // (run() then checks the twin first).
   gk::Gemm plan(f16_row(90));
   EXPECT_THROW(plan.spec_for(A, B, nullptr, matrix(gk::DataType::f16, 778, 1999)), gk::TensorError);
+  EXPECT_EQ(plan.spec_for(A, B, nullptr, D).tile.stages, 2);
+  try {
+    plan.spec_for(A, B, nullptr, matrix(gk::DataType::f16, 778, 1999));
+    ADD_FAILURE() << "a D of the wrong shape was accepted";
+  } catch (const gk::TensorError& e) {
+    EXPECT_NE(std::string(e.what()).find("Tensor D is 778 x 1999"), std::string::npos) << e.what();
+  }
   // The 2.x broadcast epilogue adds a bias along D's rows only (per column of a row-major D): a per-row bias keeps
   // the TensorError.
   gk::Gemm biased(f16_row(90));
