@@ -61,8 +61,9 @@ class GroupedGemm : public Plan {
   // nothing runs; no GPU needed).
   KernelSpec spec_for_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                                  const TensorView& offsets, double beta = 0.0);
-  // The plan's kernel and the other one run_contiguous() picks for some N (SM90 16-bit plans that set no tile: 128 x
-  // 256 tiles where N is a multiple of 256), for the widest alignments: what a pack ships for the plan.
+  // The plan's kernel and the others run_contiguous() picks for some shapes (SM90 16-bit plans that set no tile: 128 x
+  // 256 tiles where N is a multiple of 256, 256 x 128 for other N over experts of 256 rows or more), for the widest
+  // alignments: what a pack ships for the plan.
   std::vector<KernelSpec> run_time_kernels() const;
 
  private:

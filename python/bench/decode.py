@@ -14,6 +14,7 @@ The weights' bytes over the replay time give the memory bandwidth reached. Write
                        a tile); :dp:cX puts X CTAs along M in a cluster
   a last field :nd     Stream-K's nondeterministic reduction (the slices add in any order, each waiting only for the
                        first) instead of the deterministic one (each slice waits for the one before)
+  a field :sN          N pipeline stages instead of as many as shared memory holds (e.g. swap:64x16:dp:c4:s12)
 --profile adds each kernel's mean GPU time per call (torch.profiler), to split a variant's time between its kernels
 (a kernel launched as a programmatic dependent starts early and waits: its time includes the wait).
 --once runs each variant and torch.matmul once per shape between cudaProfilerStart and Stop, after a warm-up, and
@@ -49,7 +50,9 @@ class Variant:
         if text == "default":
             self.plan = make_plan(cc)
             return
-        form, tile, decomposition, *reduction = text.split(":")
+        form, tile, decomposition, *rest = text.split(":")
+        stages = [int(f[1:]) for f in rest if f.startswith("s") and f[1:].isdigit()]
+        reduction = [f for f in rest if not (f.startswith("s") and f[1:].isdigit())]
         if form not in ("row", "swap"):
             raise SystemExit(f"variant {text!r}: the form is row or swap")
         self.plan = make_plan(cc, "col" if self.swapped else "row")
@@ -62,6 +65,8 @@ class Variant:
         cluster = int(reduction[0].removeprefix("c")) if decomposition == "dp" and reduction else 1
         td.cluster_shape = [cluster, 1, 1]
         td.threadblock_shape = [cta[0] * cluster, cta[1], td.threadblock_shape[2]]
+        if stages:
+            td.stages = stages[0]
         self.plan.tile_description = td
         if decomposition == "dp":
             pass

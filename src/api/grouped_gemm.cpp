@@ -298,16 +298,20 @@ KernelSpec GroupedGemm::spec_for_contiguous(const TensorView& A, const TensorVie
                                             const TensorView& D, const TensorView& offsets, double beta) {
   const Contiguous x = check_contiguous(A, B, C, D, offsets, beta);
   selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
-  return choices.spec(catalog::choose_contiguous_tile(choices.base, choices.tiles, x.b.cols));
+  return choices.spec(catalog::choose_contiguous_tile(choices.base, choices.tiles, x.b.cols,
+                                                      x.a.rows / std::max<std::int64_t>(x.groups, 1)));
 }
 
 std::vector<KernelSpec> GroupedGemm::run_time_kernels() const {
   KernelSpec spec = this->spec();
   std::vector<KernelSpec> out = {spec};
   const std::vector<TileDescription> tiles = core_->valid_tiles(core_->base_spec());  // run_contiguous's choices
-  if (const std::size_t wide = catalog::choose_contiguous_tile(spec, tiles, 256); wide != 0) {
-    spec.tile = tiles[wide];
-    out.push_back(std::move(spec));
+  // Both wide tiles: an N that is a multiple of 256, and one that is not over experts of 256 rows or more.
+  for (const std::int64_t n : {256, 128}) {
+    if (const std::size_t wide = catalog::choose_contiguous_tile(this->spec(), tiles, n, 256); wide != 0) {
+      spec.tile = tiles[wide];
+      out.push_back(spec);
+    }
   }
   return out;
 }
@@ -335,7 +339,7 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   if (a.rows == 0 || b.cols == 0 || a.cols == 0 || x.groups == 0) return;  // nothing to compute, nothing to write
 
   selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
-  const std::size_t choice = catalog::choose_contiguous_tile(choices.base, choices.tiles, b.cols);
+  const std::size_t choice = catalog::choose_contiguous_tile(choices.base, choices.tiles, b.cols, a.rows / x.groups);
   KernelModule& module = core_->module_for(choices, choice, /*wait=*/true);
   if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
   gk_grouped_contiguous problem{};

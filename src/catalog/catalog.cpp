@@ -446,22 +446,25 @@ std::size_t choose_decode_tile(const std::vector<TileDescription>& tiles, const 
   return row_tiles * 2 <= sm_count ? fours : pairs;
 }
 
-std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<TileDescription>& tiles, std::int64_t n) {
-  constexpr int kWideColumns = 256;
-  if (base.family != KernelFamily::Sm90Grouped || !families::is_half(base.element_a) || tiles.size() <= 1 ||
-      n % kWideColumns != 0) {
-    return 0;
-  }
+std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<TileDescription>& tiles, std::int64_t n,
+                                   std::int64_t rows_per_group) {
+  constexpr int kWide = 256;
+  if (base.family != KernelFamily::Sm90Grouped || !families::is_half(base.element_a) || tiles.size() <= 1) return 0;
   const TileDescription& front = tiles.front();
-  for (std::size_t i = 1; i < tiles.size(); ++i) {
-    const TileDescription& td = tiles[i];
-    if (td.cta_tile() == Shape3{front.cta_tile()[0], kWideColumns, front.cta_tile()[2]} &&
-        td.cluster_shape == front.cluster_shape && td.kernel_schedule == front.kernel_schedule &&
-        td.epilogue_schedule == front.epilogue_schedule && td.math_operation == front.math_operation && !stream_k(td)) {
-      return i;
+  const Shape3 cta = front.cta_tile();
+  auto sibling = [&](const Shape3& shape) {
+    for (std::size_t i = 1; i < tiles.size(); ++i) {
+      const TileDescription& td = tiles[i];
+      if (td.cta_tile() == shape && td.cluster_shape == front.cluster_shape &&
+          td.kernel_schedule == front.kernel_schedule && td.epilogue_schedule == front.epilogue_schedule &&
+          td.math_operation == front.math_operation && !stream_k(td)) {
+        return i;
+      }
     }
-  }
-  return 0;
+    return std::size_t{0};
+  };
+  if (n % kWide == 0) return sibling({cta[0], kWide, cta[2]});
+  return rows_per_group >= kWide ? sibling({kWide, cta[1], cta[2]}) : 0;
 }
 
 std::size_t choose_stream_k_one_wave(const TileDescription& data_parallel, const std::vector<TileDescription>& tiles,

@@ -127,13 +127,16 @@ bool transposes_for_decode(const ProblemShape& shape);
 // tiles.size() when none fits or when its tiles would leave more than half the SMs idle (split-K does better there).
 std::size_t choose_decode_tile(const std::vector<TileDescription>& tiles, const ProblemShape& transposed, int sm_count);
 
-// The MoE form's configuration (index into `tiles`, the configurations of `base`'s plan) for an N: on SM90 grouped
-// plans of 16-bit operands that set no tile, 128 x 256 tiles where N is a multiple of 256; else 0 (the default). Half
-// the passes over the tokens' rows: 128 x 128 tiles read them once per 128 columns, and on an H100 the 256-expert
-// skewed case read 20.7 GB from DRAM for 7.5 GB of weights (1.07-1.71× torch._grouped_mm against 0.66-1.02× on the
-// skewed and sparse cases, docs/performance.md). An N of a half tile more (1408) keeps 128 x 128: 0.85× against 1.03×
-// on an H200.
-std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<TileDescription>& tiles, std::int64_t n);
+// The MoE form's configuration (index into `tiles`, the configurations of `base`'s plan) for an N and the rows an
+// expert gets on average: on SM90 grouped plans of 16-bit operands that set no tile, 128 x 256 tiles where N is a
+// multiple of 256, else 256 x 128 where the experts average 256 rows or more; else 0 (the default). Each halves the
+// passes over one operand: 128 x 128 tiles read the tokens' rows once per 128 columns and each expert's weights once
+// per 128 rows, and on an H100 the 256-expert skewed case read 20.7 GB from DRAM for 7.5 GB of weights (1.07-1.71×
+// torch._grouped_mm against 0.66-1.02× on the skewed and sparse cases, docs/performance.md). At N = 1408, five and a
+// half 256-wide tiles, 128 x 256 read 0.85× on an H200 (64 experts, even split); 256 x 128 read 1.13× / 0.98× there
+// (8 / 64 experts; 128 x 128 0.98× / 1.03×) and 0.97-1.29× on an H100 over three splits (128 x 128 0.86-1.12×).
+std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<TileDescription>& tiles, std::int64_t n,
+                                   std::int64_t rows_per_group);
 
 // The smallest Stream-K CTA tile of `tiles` (most work units), preferring a cluster that covers no tile outside the
 // problem; tiles.size() when there is none.

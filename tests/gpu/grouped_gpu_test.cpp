@@ -341,6 +341,25 @@ TEST_P(ContiguousPlans, WideTileWhereNIsAMultipleOf256) {
   EXPECT_EQ(experts.wrong_rows(), 0) << spec.name();
 }
 
+// Another N over experts that average 256 rows or more: SM90 16-bit plans run their 256 x 128 tile, the others their
+// default; skewed, empty and one-row experts, a partial tile along N, exact.
+TEST_P(ContiguousPlans, TallTileOverExpertsOfManyRows) {
+  REQUIRE_GPU();
+  gk::GroupedGemm plan = cases::grouped_plan(GetParam());
+  if (plan.kernel_cc() > device_cc()) GTEST_SKIP() << "needs an SM" << plan.kernel_cc() << " GPU";
+  Experts experts(plan, {0, 900, 5, 1, 0, 700}, 200, 64);
+  const gk::KernelSpec spec = experts.spec(plan);
+  const bool sixteen_bit = plan.element_a() == gk::DataType::bf16 || plan.element_a() == gk::DataType::f16;
+  if (plan.kernel_cc() == 90 && sixteen_bit) {
+    EXPECT_EQ(spec.tile.cta_tile(), (gk::Shape3{256, 128, 64})) << spec.name();
+  } else {
+    EXPECT_EQ(spec.name(), plan.kernel_name());  // the plan's own kernel, whatever its tile
+  }
+  experts.run(plan);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(experts.wrong_rows(), 0) << spec.name();
+}
+
 INSTANTIATE_TEST_SUITE_P(Gpu, ContiguousPlans, ::testing::ValuesIn(cases::contiguous_cases(90)),
                          [](const auto& info) { return info.param.label; });
 

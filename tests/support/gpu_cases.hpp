@@ -646,7 +646,7 @@ inline std::vector<KernelSpec> all_specs(int cc, const std::string& groups = "")
     if (cc >= 90 && cc < 100) {
       for (const GroupedGemm& plan : blockwise_moe_plans(cc)) out.push_back(plan.spec());
     }
-    // The MoE form's wide tile, which run_contiguous picks for an N that is a multiple of 256 on SM90 16-bit plans.
+    // The MoE form's wide tiles, which run_contiguous picks for some shapes on SM90 16-bit plans.
     for (const auto& c : contiguous_cases(cc)) {
       const std::vector<KernelSpec> kernels = grouped_plan(c).run_time_kernels();
       out.insert(out.end(), kernels.begin() + 1, kernels.end());

@@ -277,29 +277,36 @@ TEST(GroupedContiguous, ChecksShapesAndOffsetsBeforeTouchingTheDevice) {
 }
 
 // The MoE form of an SM90 16-bit plan takes 128 x 256 tiles where N is a multiple of 256 (half the passes over the
-// tokens), 128 x 128 elsewhere; a set tile stays, and the list form keeps the plan's default.
+// tokens), else 256 x 128 where the experts average 256 rows or more (half the passes over the weights), else 128 x
+// 128; a set tile stays, and the list form keeps the plan's default.
 TEST(GroupedContiguous, TilesTwoHundredFiftySixWideWhereNIsAMultipleOfThem) {
   alignas(256) static char base[256];
-  auto tile_for = [&](GroupedGemm& plan, std::int64_t n) {
-    const TensorView A = TensorView::on_gpu(base, DataType::f16, {4096, 512});
+  auto tile_for = [&](GroupedGemm& plan, std::int64_t n, std::int64_t rows = 4096) {
+    const TensorView A = TensorView::on_gpu(base, DataType::f16, {rows, 512});
     const TensorView B = TensorView::on_gpu(base, DataType::f16, {8, 512, n});
-    const TensorView D = TensorView::on_gpu(base, DataType::f16, {4096, n});
+    const TensorView D = TensorView::on_gpu(base, DataType::f16, {rows, n});
     return plan.spec_for_contiguous(A, B, nullptr, D, TensorView::on_gpu(base, DataType::s32, {8})).tile;
   };
   GroupedGemm plan(f16_options(90));
   EXPECT_EQ(tile_for(plan, 2048).cta_tile(), (Shape3{128, 256, 64}));
   EXPECT_EQ(tile_for(plan, 2048).cluster_shape, (Shape3{1, 1, 1}));
-  EXPECT_EQ(tile_for(plan, 1408).cta_tile(), (Shape3{128, 128, 64}));
-  EXPECT_EQ(tile_for(plan, 1408), plan.tile_descriptions().front());
-  const std::vector<KernelSpec> shipped = plan.run_time_kernels();  // what a pack holds: both
-  ASSERT_EQ(shipped.size(), 2u);
+  EXPECT_EQ(tile_for(plan, 2048, 64).cta_tile(), (Shape3{128, 256, 64}));  // N decides first
+  EXPECT_EQ(tile_for(plan, 1408).cta_tile(), (Shape3{256, 128, 64}));      // 512 rows an expert
+  EXPECT_EQ(tile_for(plan, 1408).cluster_shape, (Shape3{1, 1, 1}));
+  EXPECT_EQ(tile_for(plan, 1408, 2048).cta_tile(), (Shape3{256, 128, 64}));  // 256 rows an expert
+  EXPECT_EQ(tile_for(plan, 1408, 2040), plan.tile_descriptions().front());   // 255
+  const std::vector<KernelSpec> shipped = plan.run_time_kernels();           // what a pack holds: all three
+  ASSERT_EQ(shipped.size(), 3u);
   EXPECT_EQ(shipped[0].name(), plan.kernel_name());
   EXPECT_EQ(shipped[1].tile, tile_for(plan, 2048));
+  EXPECT_EQ(shipped[2].tile, tile_for(plan, 1408));
   plan.set_tile_description(plan.tile_descriptions().front());
   EXPECT_EQ(tile_for(plan, 2048).cta_tile(), (Shape3{128, 128, 64}));
+  EXPECT_EQ(tile_for(plan, 1408).cta_tile(), (Shape3{128, 128, 64}));
   EXPECT_EQ(plan.run_time_kernels().size(), 1u);
   GroupedGemm sm80(f16_options(90, 80));
   EXPECT_EQ(tile_for(sm80, 2048), sm80.tile_descriptions().front());
+  EXPECT_EQ(tile_for(sm80, 1408), sm80.tile_descriptions().front());
 }
 
 }  // namespace

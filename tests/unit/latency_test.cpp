@@ -168,13 +168,14 @@ TEST(Packs, APackLineMayNameAGroupedKernel) {
   moe.element_accumulator = DataType::f32;
   moe.layout_b = Layout::ColumnMajor;
   const std::vector<KernelSpec> moe_kernels = GroupedGemm(moe).run_time_kernels();
-  ASSERT_EQ(moe_kernels.size(), 2u);  // the plan's kernel and the MoE form's wide tile
-  ASSERT_EQ(specs.size(), 4u);
+  ASSERT_EQ(moe_kernels.size(), 3u);  // the plan's kernel and the MoE form's two wide tiles
+  ASSERT_EQ(specs.size(), 5u);
   EXPECT_EQ(specs[0].family, KernelFamily::Sm90Grouped);
   EXPECT_EQ(specs[0].tile, GroupedGemm(moe).tile_descriptions()[3]);
   EXPECT_EQ(specs[1].family, KernelFamily::Sm80Grouped);
   EXPECT_EQ(specs[2].canonical(), moe_kernels[0].canonical());
   EXPECT_EQ(specs[3].canonical(), moe_kernels[1].canonical());
+  EXPECT_EQ(specs[4].canonical(), moe_kernels[2].canonical());
   try {
     parse_pack("--cc 90 --grouped --bias row\n", "p.txt");
     ADD_FAILURE() << "a grouped line with a bias was accepted";
