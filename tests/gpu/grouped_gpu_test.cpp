@@ -326,38 +326,35 @@ TEST_P(ContiguousPlans, ExpertsTallerThanABandEagerAndReplayed) {
   expect_replays_exact(plan, experts, {{3501, 0, 0, 0, 0}, {1153, 1153, 1153, 41, 1}});
 }
 
-// An N that is a multiple of 256: SM90 16-bit plans run their 128 x 256 tile (catalog::choose_contiguous_tile), the
-// others their default; skewed, empty and one-row experts, exact.
-TEST_P(ContiguousPlans, WideTileWhereNIsAMultipleOf256) {
-  REQUIRE_GPU();
-  gk::GroupedGemm plan = cases::grouped_plan(GetParam());
+// Runs experts of these rows against an N x 64 weight on the tile run_contiguous picks, exactly: SM90 16-bit plans
+// take `wide` (catalog::choose_contiguous_tile), the others their own kernel, whatever its tile.
+void expect_moe_tile_exact(const cases::GroupedCase& c, const std::vector<int>& rows, long n, const gk::Shape3& wide) {
+  gk::GroupedGemm plan = cases::grouped_plan(c);
   if (plan.kernel_cc() > device_cc()) GTEST_SKIP() << "needs an SM" << plan.kernel_cc() << " GPU";
-  Experts experts(plan, {0, 300, 5, 1, 0, 700}, 256, 64);
+  Experts experts(plan, rows, n, 64);
   const gk::KernelSpec spec = experts.spec(plan);
   const bool sixteen_bit = plan.element_a() == gk::DataType::bf16 || plan.element_a() == gk::DataType::f16;
-  EXPECT_EQ(spec.tile.cta_tile()[1] == 256, plan.kernel_cc() == 90 && sixteen_bit) << spec.name();
+  if (plan.kernel_cc() == 90 && sixteen_bit) {
+    EXPECT_EQ(spec.tile.cta_tile(), wide) << spec.name();
+  } else {
+    EXPECT_EQ(spec.name(), plan.kernel_name());
+  }
   experts.run(plan);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(experts.wrong_rows(), 0) << spec.name();
 }
 
-// Another N over experts that average 256 rows or more: SM90 16-bit plans run their 256 x 128 tile, the others their
-// default; skewed, empty and one-row experts, a partial tile along N, exact.
+// An N that is a multiple of 256: 128 x 256 tiles; skewed, empty and one-row experts.
+TEST_P(ContiguousPlans, WideTileWhereNIsAMultipleOf256) {
+  REQUIRE_GPU();
+  expect_moe_tile_exact(GetParam(), {0, 300, 5, 1, 0, 700}, 256, {128, 256, 64});
+}
+
+// Another N over experts that average 256 rows or more: 256 x 128 tiles; skewed, empty and one-row experts, a
+// partial tile along N.
 TEST_P(ContiguousPlans, TallTileOverExpertsOfManyRows) {
   REQUIRE_GPU();
-  gk::GroupedGemm plan = cases::grouped_plan(GetParam());
-  if (plan.kernel_cc() > device_cc()) GTEST_SKIP() << "needs an SM" << plan.kernel_cc() << " GPU";
-  Experts experts(plan, {0, 900, 5, 1, 0, 700}, 200, 64);
-  const gk::KernelSpec spec = experts.spec(plan);
-  const bool sixteen_bit = plan.element_a() == gk::DataType::bf16 || plan.element_a() == gk::DataType::f16;
-  if (plan.kernel_cc() == 90 && sixteen_bit) {
-    EXPECT_EQ(spec.tile.cta_tile(), (gk::Shape3{256, 128, 64})) << spec.name();
-  } else {
-    EXPECT_EQ(spec.name(), plan.kernel_name());  // the plan's own kernel, whatever its tile
-  }
-  experts.run(plan);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_EQ(experts.wrong_rows(), 0) << spec.name();
+  expect_moe_tile_exact(GetParam(), {0, 900, 5, 1, 0, 700}, 200, {256, 128, 64});
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, ContiguousPlans, ::testing::ValuesIn(cases::contiguous_cases(90)),

@@ -307,6 +307,15 @@ TEST(GroupedContiguous, TilesTwoHundredFiftySixWideWhereNIsAMultipleOfThem) {
   GroupedGemm sm80(f16_options(90, 80));
   EXPECT_EQ(tile_for(sm80, 2048), sm80.tile_descriptions().front());
   EXPECT_EQ(tile_for(sm80, 1408), sm80.tile_descriptions().front());
+  // FP8 experts (transposed e4m3 weights [G, N, K]) keep the plan's own kernel: the wide tiles were timed on 16 bits.
+  GroupedGemm fp8(testing::fp8_tn(90));
+  for (const std::int64_t n : {2048, 1408}) {
+    const TensorView A = TensorView::on_gpu(base, DataType::e4m3, {4096, 512});
+    const TensorView B = TensorView::on_gpu(base, DataType::e4m3, {8, 512, n}, Layout::ColumnMajor);
+    const TensorView D = TensorView::on_gpu(base, DataType::bf16, {4096, n});
+    const TensorView offsets = TensorView::on_gpu(base, DataType::s32, {8});
+    EXPECT_EQ(fp8.spec_for_contiguous(A, B, nullptr, D, offsets).name(), fp8.kernel_name()) << n;
+  }
 }
 
 }  // namespace
