@@ -303,14 +303,14 @@ KernelSpec GroupedGemm::spec_for_contiguous(const TensorView& A, const TensorVie
 }
 
 std::vector<KernelSpec> GroupedGemm::run_time_kernels() const {
-  KernelSpec spec = this->spec();
-  std::vector<KernelSpec> out = {spec};
+  const KernelSpec own = spec();
+  std::vector<KernelSpec> out = {own};
   const std::vector<TileDescription> tiles = core_->valid_tiles(core_->base_spec());  // run_contiguous's choices
-  // Both wide tiles: an N that is a multiple of 256, and one that is not over experts of 256 rows or more.
+  // Both wide tiles, over experts of 256 rows: an N that is a multiple of 256 (256), and one that is not (128).
   for (const std::int64_t n : {256, 128}) {
-    if (const std::size_t wide = catalog::choose_contiguous_tile(this->spec(), tiles, n, 256); wide != 0) {
-      spec.tile = tiles[wide];
-      out.push_back(spec);
+    if (const std::size_t wide = catalog::choose_contiguous_tile(own, tiles, n, 256); wide != 0) {
+      out.push_back(own);
+      out.back().tile = tiles[wide];
     }
   }
   return out;
