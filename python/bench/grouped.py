@@ -16,10 +16,12 @@
    built first, in parallel).
 5. With --once SPLIT, nothing is timed: each chosen MoE case with that split of the rows runs once on each side
    between cudaProfilerStart and Stop, after a warm-up, for `ncu --profile-from-start off` (then the script stops).
+6. With --prebuild-only --cc N, nothing runs: item 4's configurations (--tiles-match) are compiled for that GPU, on
+   a machine without one, and each kernel's cache key and name printed.
 Writes JSON to --out (and with --plot FILE, a bar chart of the MoE ratios). Usage:
 python python/bench/grouped.py [--out FILE] [--rounds N] [--skip-moe] [--experts 8,64] [--plot FILE] [--fp8]
                                [--moe-tiles [--tiles-split SPLIT,...] [--tiles-match REGEX]]
-                               [--once uniform|skewed|empty]
+                               [--once uniform|skewed|empty] [--prebuild-only --cc N [--tiles-match REGEX]]
 """
 import argparse
 import json
@@ -31,11 +33,15 @@ import statistics
 import time
 
 import numpy as np
-import torch
 
 os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # each case on the kernel chosen for it, never a stand-in
 import gemmkit  # noqa: E402
-from timing import median_ms, profile_once  # noqa: E402  # python/bench/timing.py
+
+try:
+    import torch
+    from timing import median_ms, profile_once  # python/bench/timing.py
+except ImportError:  # --prebuild-only needs neither torch nor a GPU
+    torch = None
 
 
 def host_us_per_call(fn, calls=100, rounds=5):
@@ -125,9 +131,24 @@ def splits(total, groups, kind):
     return rows.tolist()
 
 
-def bf16_moe_plan():
+def bf16_moe_plan(cc=None):
     """The MoE suite's plan: bf16 tokens, transposed expert weights ([G, N, K], column-major B), f32 accumulation."""
-    return gemmkit.GroupedGemm(element=torch.bfloat16, layout="row", layout_B="col", element_accumulator=torch.float32)
+    return gemmkit.GroupedGemm(element="bf16", layout="row", layout_B="col", element_accumulator="f32", cc=cc)
+
+
+def tile_specs(plan, match):
+    """The plan's configurations whose kernel name the regex finds, with their kernel specs."""
+    return [(td, spec) for td in plan.tile_descriptions() if re.search(match, (spec := plan.construct(td)).name())]
+
+
+def prebuild_tiles(cc, match):
+    """--prebuild-only: compiles --moe-tiles' configurations for a GPU of this compute capability and prints each
+    kernel's cache key and name (for tools/dev/carry-cache --keys)."""
+    start = time.time()
+    built = gemmkit.compile_many([spec for _, spec in tile_specs(bf16_moe_plan(cc), match)])
+    print(f"{len(built)} MoE configurations ready in {time.time() - start:.0f} s")
+    for kernel in built:
+        print(f"  {kernel.cache_key} {kernel.kernel_name}")
 
 
 def moe_cases(experts):
@@ -280,7 +301,7 @@ def moe_tiles(results, rounds, experts, split="uniform", match=""):
     plan = bf16_moe_plan()
     heuristic = bf16_moe_plan()
     default_kernel = plan.kernel_name()
-    matching = [(td, spec) for td in plan.tile_descriptions() if re.search(match, (spec := plan.construct(td)).name())]
+    matching = tile_specs(plan, match)
     tiles = [td for td, _ in matching]
     start = time.time()
     gemmkit.compile_many([spec for _, spec in matching])
@@ -363,7 +384,15 @@ def main():
                         help="--moe-tiles' splits of the rows, comma-separated: uniform, skewed, empty, sorted, mixed")
     parser.add_argument("--tiles-match", default="", help="--moe-tiles: only kernel names this regex finds")
     parser.add_argument("--once", choices=SPLITS, help="run each chosen case once per side for ncu, time nothing")
+    parser.add_argument("--prebuild-only", action="store_true",
+                        help="compile --moe-tiles' configurations (--tiles-match) for --cc and stop; no GPU needed")
+    parser.add_argument("--cc", type=int, help="the GPU's compute capability, for --prebuild-only")
     args = parser.parse_args()
+    if args.prebuild_only:
+        if args.cc is None:
+            raise SystemExit("--prebuild-only needs --cc (e.g. 90)")
+        prebuild_tiles(args.cc, args.tiles_match)
+        return
     experts = {int(e) for e in args.experts.split(",") if e}
     if args.once:
         run_once(experts, args.once)
