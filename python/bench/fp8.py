@@ -147,7 +147,12 @@ def dequantized_matmul(a, b, scale_a, scale_b):
 def prebuild(plans, cases, listing=False):
     """Compiles the kernels run() picks for the cases (in parallel). With listing (--prebuild-only), prints each one's
     cache key and name, which tools/dev/carry-cache --keys takes, and returns True: the caller stops there."""
-    specs = [plan.spec_for_problem(m, n, k) for plan in plans.values() for _, m, n, k in cases]
+    compile_specs([plan.spec_for_problem(m, n, k) for plan in plans.values() for _, m, n, k in cases], listing)
+    return listing
+
+
+def compile_specs(specs, listing=True):
+    """Compiles these kernel specs once each (in parallel); with listing, prints each kernel's cache key and name."""
     unique = list({s.canonical(): s for s in specs}.values())
     start = time.time()
     built = gemmkit.compile_many(unique)
@@ -155,7 +160,6 @@ def prebuild(plans, cases, listing=False):
     if listing:
         for kernel in built:
             print(f"  {kernel.cache_key} {kernel.kernel_name}")
-    return listing
 
 
 def builders_twins(plans, cases, cc=None, element_c="bf16"):

@@ -36,6 +36,7 @@ import numpy as np
 
 os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # each case on the kernel chosen for it, never a stand-in
 import gemmkit  # noqa: E402
+from fp8 import compile_specs  # noqa: E402  (python/bench/fp8.py: compiles specs, lists them for carry-cache)
 
 try:
     import torch
@@ -144,11 +145,7 @@ def tile_specs(plan, match):
 def prebuild_tiles(cc, match):
     """--prebuild-only: compiles --moe-tiles' configurations for a GPU of this compute capability and prints each
     kernel's cache key and name (for tools/dev/carry-cache --keys)."""
-    start = time.time()
-    built = gemmkit.compile_many([spec for _, spec in tile_specs(bf16_moe_plan(cc), match)])
-    print(f"{len(built)} MoE configurations ready in {time.time() - start:.0f} s")
-    for kernel in built:
-        print(f"  {kernel.cache_key} {kernel.kernel_name}")
+    compile_specs([spec for _, spec in tile_specs(bf16_moe_plan(cc), match)])
 
 
 def moe_cases(experts):

@@ -21,6 +21,7 @@ import platform
 os.environ.setdefault("GEMMKIT_WAIT_FOR_BEST", "1")  # time the kernel the shape asks for, not a stand-in
 
 import gemmkit  # noqa: E402
+from fp8 import compile_specs  # noqa: E402  (python/bench/fp8.py: compiles specs, lists them for carry-cache)
 
 SHAPES = [(777, 1999, 3001), (1001, 1003, 1005), (4095, 4097, 4099), (8191, 8193, 1023)]
 # Warps per threadblock tile of the two-stage table (src/families/sm80_universal.cpp, kSm80HalfScalar).
@@ -67,10 +68,8 @@ def main():
     shapes = [s for s in SHAPES if not args.shapes or "x".join(map(str, s)) in args.shapes.split(",")]
     dtypes = args.dtypes.split(",")
     if args.prebuild_only:
-        specs = [plan.spec_for_problem(m, n, k) for d in dtypes
-                 for plan in plans_for(d, tiles, args.cc, args.stream_k).values() for m, n, k in shapes]
-        for kernel in gemmkit.compile_many(specs):
-            print(f"  {kernel.cache_key} {kernel.kernel_name}")
+        compile_specs([plan.spec_for_problem(m, n, k) for d in dtypes
+                       for plan in plans_for(d, tiles, args.cc, args.stream_k).values() for m, n, k in shapes])
         return
 
     import torch

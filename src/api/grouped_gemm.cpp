@@ -240,6 +240,8 @@ struct GroupedGemm::Contiguous {
   std::optional<detail::MatrixOperand> c;
   std::int64_t groups = 0;
   int alignment_a = 0, alignment_b = 0, alignment_c = 0;
+  // What catalog::choose_contiguous_tile weighs against N: the rows an expert gets on average.
+  std::int64_t rows_per_group() const { return a.rows / std::max<std::int64_t>(groups, 1); }
 };
 
 GroupedGemm::Contiguous GroupedGemm::check_contiguous(const TensorView& A, const TensorView& B, const TensorView* C,
@@ -298,8 +300,7 @@ KernelSpec GroupedGemm::spec_for_contiguous(const TensorView& A, const TensorVie
                                             const TensorView& D, const TensorView& offsets, double beta) {
   const Contiguous x = check_contiguous(A, B, C, D, offsets, beta);
   selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
-  return choices.spec(catalog::choose_contiguous_tile(choices.base, choices.tiles, x.b.cols,
-                                                      x.a.rows / std::max<std::int64_t>(x.groups, 1)));
+  return choices.spec(catalog::choose_contiguous_tile(choices.base, choices.tiles, x.b.cols, x.rows_per_group()));
 }
 
 std::vector<KernelSpec> GroupedGemm::run_time_kernels() const {
@@ -339,7 +340,7 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   if (a.rows == 0 || b.cols == 0 || a.cols == 0 || x.groups == 0) return;  // nothing to compute, nothing to write
 
   selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
-  const std::size_t choice = catalog::choose_contiguous_tile(choices.base, choices.tiles, b.cols, a.rows / x.groups);
+  const std::size_t choice = catalog::choose_contiguous_tile(choices.base, choices.tiles, b.cols, x.rows_per_group());
   KernelModule& module = core_->module_for(choices, choice, /*wait=*/true);
   if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
   gk_grouped_contiguous problem{};
