@@ -123,9 +123,13 @@ class KernelScheduleType(enum.Enum):
     CpAsyncWarpSpecializedCooperative = 6
 
     TmaWarpSpecializedCooperativeSplitN = 7
+
     TmaWarpSpecializedCooperativeFP8Overlap = 8
+
     TmaWarpSpecializedPingpongFP8Overlap = 9
+
     TmaWarpSpecializedCooperativeFP8AlternatingPromotion = 10
+
     TmaWarpSpecializedPingpongFP8AlternatingPromotion = 11
 
 class EpilogueScheduleType(enum.Enum):
@@ -1029,7 +1033,12 @@ class GroupedGemm(Plan):
 
     def spec_for_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, beta: float = 0.0) -> KernelSpec:
         """
-        The kernel run_contiguous() runs for these tensors (same checks but where they live and the block scales; nothing runs; no GPU needed).
+        The kernel run_contiguous() runs for these tensors (same checks but where they live and the block scales; nothing runs; no GPU needed). Where it is a 256 x 128 tile over an N that 256 does not divide, the 128 x 256 one (rival_for_contiguous) is launched beside it and the GPU runs whichever needs fewer waves on the group sizes.
+        """
+
+    def rival_for_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, beta: float = 0.0) -> KernelSpec | None:
+        """
+        The kernel run_contiguous() launches beside spec_for_contiguous()'s where the GPU picks between the two, else None.
         """
 
     @property
