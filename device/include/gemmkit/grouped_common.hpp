@@ -397,11 +397,11 @@ __device__ void derive_bands(const ContiguousPlan<Traits>& plan) {
 // every block counts both tiles' waves over all groups, so every block of both derivations agrees.
 template <class Traits>
 __device__ bool runs_against_rival(const ContiguousPlan<Traits>& plan) {
-  __shared__ long long warp_tiles[2][kDeriveMaxThreads / 32];
+  __shared__ int64_t warp_tiles[2][kDeriveMaxThreads / 32];
   __shared__ bool runs;
-  const long long own_columns = (plan.n + plan.tile_n - 1) / plan.tile_n;
-  const long long rival_columns = (plan.n + plan.tile_m - 1) / plan.tile_m;  // the rival's tile is tile_n x tile_m
-  long long own = 0, rival = 0;
+  const int64_t own_columns = (plan.n + plan.tile_n - 1) / plan.tile_n;
+  const int64_t rival_columns = (plan.n + plan.tile_m - 1) / plan.tile_m;  // the rival's tile is tile_n x tile_m
+  int64_t own = 0, rival = 0;
   for (int32_t g = static_cast<int32_t>(threadIdx.x); g < plan.groups; g += static_cast<int32_t>(blockDim.x)) {
     const int2 rows = group_rows(plan, g);
     own += (rows.y - rows.x + plan.tile_m - 1) / plan.tile_m * own_columns;
@@ -422,8 +422,8 @@ __device__ bool runs_against_rival(const ContiguousPlan<Traits>& plan) {
       own += warp_tiles[0][w];
       rival += warp_tiles[1][w];
     }
-    const long long sms = plan.sm_count > 0 ? plan.sm_count : 1;
-    const long long own_waves = (own + sms - 1) / sms, rival_waves = (rival + sms - 1) / sms;
+    const int64_t sms = plan.sm_count > 0 ? plan.sm_count : 1;
+    const int64_t own_waves = (own + sms - 1) / sms, rival_waves = (rival + sms - 1) / sms;
     runs = plan.transposed_rival == 1 ? own_waves <= rival_waves : own_waves < rival_waves;
   }
   __syncthreads();
