@@ -28,16 +28,6 @@ using OptLayout = std::optional<Layout>;
 using OptInt = std::optional<int>;
 
 // The constructor both plans share (keyword arguments only, as the pure-Python layer passes them).
-// spec_for_contiguous or rival_for_contiguous on Python tensors.
-template <class Query>
-auto contiguous_query(GroupedGemm& plan, Query query, nb::handle A, nb::handle B, nb::handle D, nb::handle offsets,
-                      nb::handle C, double beta) {
-  const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true),
-             o = to_tensor(offsets, "offsets", false);
-  const auto c = to_optional_tensor(C, "C", false);
-  return (plan.*query)(a.view, b.view, c ? &c->view : nullptr, d.view, o.view, beta);
-}
-
 template <class Class>
 void def_plan_init(Class& cls) {
   using Plan = typename Class::Type;
@@ -85,6 +75,21 @@ std::vector<TensorView> to_views(nb::handle list, const char* name, bool writabl
     views.push_back(held.back().view);
   }
   return views;
+}
+
+// A method of the grouped plan that asks `query` (spec_for_contiguous or rival_for_contiguous) about Python tensors.
+template <class Class, class Query>
+void def_contiguous_query(Class& cls, const char* name, Query query, const char* doc) {
+  cls.def(
+      name,
+      [query](GroupedGemm& plan, nb::handle A, nb::handle B, nb::handle D, nb::handle offsets, nb::handle C,
+              double beta) {
+        const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true),
+                   o = to_tensor(offsets, "offsets", false);
+        const auto c = to_optional_tensor(C, "C", false);
+        return (plan.*query)(a.view, b.view, c ? &c->view : nullptr, d.view, o.view, beta);
+      },
+      "A"_a, "B"_a, "D"_a, "offsets"_a, "C"_a = nb::none(), "beta"_a = 0.0, doc);
 }
 
 void bind_grouped_gemm(nb::module_& m) {
@@ -142,28 +147,18 @@ void bind_grouped_gemm(nb::module_& m) {
           "offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable). A "
           "block-scaled plan takes scale_a [total_M, ceil(K/128)] and scale_b [G, ceil(N/128), ceil(K/128)], "
           "float32, row-major.")
-      .def(
-          "spec_for_contiguous",
-          [](GroupedGemm& plan, nb::handle A, nb::handle B, nb::handle D, nb::handle offsets, nb::handle C,
-             double beta) { return contiguous_query(plan, &GroupedGemm::spec_for_contiguous, A, B, D, offsets, C, beta); },
-          "A"_a, "B"_a, "D"_a, "offsets"_a, "C"_a = nb::none(), "beta"_a = 0.0,
-          "The kernel run_contiguous() runs for these tensors (same checks but where they live and the block "
-          "scales; nothing runs; no GPU needed). Where it is a 256 x 128 tile over an N that 256 does not divide, "
-          "the 128 x 256 one (rival_for_contiguous) is launched beside it and the GPU runs whichever needs fewer "
-          "waves on the group sizes.")
-      .def(
-          "rival_for_contiguous",
-          [](GroupedGemm& plan, nb::handle A, nb::handle B, nb::handle D, nb::handle offsets, nb::handle C,
-             double beta) {
-            return contiguous_query(plan, &GroupedGemm::rival_for_contiguous, A, B, D, offsets, C, beta);
-          },
-          "A"_a, "B"_a, "D"_a, "offsets"_a, "C"_a = nb::none(), "beta"_a = 0.0,
-          "The kernel run_contiguous() launches beside spec_for_contiguous()'s where the GPU picks between the two, "
-          "else None.")
       .def_prop_rw("block_scaling", &GroupedGemm::block_scaling, &GroupedGemm::set_block_scaling,
                    "FP8 block scales applied in the mainloop (SM90, the MoE form): blockwise scales A per row and "
                    "128-wide K block and each group's B per 128 x 128 block (run_contiguous(scale_a=..., "
                    "scale_b=...)).");
+  def_contiguous_query(cls, "spec_for_contiguous", &GroupedGemm::spec_for_contiguous,
+                       "The kernel run_contiguous() runs for these tensors (same checks but where they live and the "
+                       "block scales; nothing runs; no GPU needed). Where it is a 256 x 128 tile over an N that 256 "
+                       "does not divide, the 128 x 256 one (rival_for_contiguous) is launched beside it and the GPU "
+                       "runs whichever needs fewer waves on the group sizes.");
+  def_contiguous_query(cls, "rival_for_contiguous", &GroupedGemm::rival_for_contiguous,
+                       "The kernel run_contiguous() launches beside spec_for_contiguous()'s where the GPU picks "
+                       "between the two, else None.");
 }
 
 using Pair = std::array<int, 2>;

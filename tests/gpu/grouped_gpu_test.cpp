@@ -376,9 +376,9 @@ TEST_P(ContiguousPlans, TransposedRivalsComputeOnce) {
       {{0, 900, 5, 1, 0, 700}, 200}, {std::vector<int>(40, 257), 200}, {std::vector<int>(20, 512), 384}};
   for (const auto& [rows, n] : splits) {
     Experts experts(plan, rows, n, 64);
-    const std::optional<gk::KernelSpec> rival = plan.rival_for_contiguous(
-        experts.dA->view_like(experts.A), experts.dB->view_like(experts.B), nullptr,
-        experts.dD->view_like(experts.D), experts.offsets_view());
+    const std::optional<gk::KernelSpec> rival =
+        plan.rival_for_contiguous(experts.dA->view_like(experts.A), experts.dB->view_like(experts.B), nullptr,
+                                  experts.dD->view_like(experts.D), experts.offsets_view());
     const bool sixteen_bit = plan.element_a() == gk::DataType::bf16 || plan.element_a() == gk::DataType::f16;
     if (plan.kernel_cc() != 90 || !sixteen_bit) {
       EXPECT_FALSE(rival.has_value()) << rival->name();
