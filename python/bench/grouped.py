@@ -189,7 +189,9 @@ def moe(results, rounds, experts):
                 ms_ours.append(median_ms(ours, 5))
                 ms_theirs.append(median_ms(theirs, 5))
             kernel = plan.spec_for_contiguous(A, B, D, offsets).name()
+            rival = plan.rival_for_contiguous(A, B, D, offsets)
             row = {"groups": groups, "n": n, "k": k, "total_m": total, "split": kind, "kernel": kernel,
+                   "rival": rival.name() if rival else None,
                    "gemmkit_tflops": flops / statistics.median(ms_ours) / 1e9,
                    "torch_grouped_mm_tflops": flops / statistics.median(ms_theirs) / 1e9,
                    "max_relative_difference": err}
@@ -197,7 +199,8 @@ def moe(results, rounds, experts):
             out.append(row)
             print(f"  G={groups:3d} M={total:6d} K={k:5d} N={n:5d} {kind:7s}: gemmkit "
                   f"{row['gemmkit_tflops']:6.1f} TFLOP/s, torch._grouped_mm {row['torch_grouped_mm_tflops']:6.1f}"
-                  f" ({row['ratio']:.2f}x), max rel. difference {err:.1e}, {tile_of(kernel)}", flush=True)
+                  f" ({row['ratio']:.2f}x), max rel. difference {err:.1e}, {tile_of(kernel)}"
+                  + (f" or {tile_of(rival.name())} (the GPU's pick)" if rival else ""), flush=True)
         del A, B, D
     if out:
         geomean = float(np.exp(np.mean(np.log([r["ratio"] for r in out]))))
@@ -310,7 +313,8 @@ def moe_tiles(results, rounds, experts, split="uniform", match=""):
         def theirs():
             return torch._grouped_mm(A, B, offs=offsets)
 
-        chosen = heuristic.spec_for_contiguous(A, B, D, offsets).name()
+        rival = heuristic.rival_for_contiguous(A, B, D, offsets)
+        chosen = {heuristic.spec_for_contiguous(A, B, D, offsets).name(), rival.name() if rival else None}
         rows, all_theirs = [], []
         for td in tiles:
             plan.tile_description = td
@@ -326,14 +330,15 @@ def moe_tiles(results, rounds, experts, split="uniform", match=""):
             ms = statistics.median(ms_ours)
             rows.append({"groups": groups, "n": n, "k": k, "total_m": total, "split": split, "tile": plan.kernel_name(),
                          "gemmkit_tflops": flops / ms / 1e9, "ratio": statistics.median(ms_theirs) / ms,
-                         "chosen": plan.kernel_name() == chosen})
+                         "chosen": plan.kernel_name() in chosen})
         rows.sort(key=lambda r: -r["ratio"])
         print(f"  G={groups:3d} M={total:6d} K={k:5d} N={n:5d} {split}: torch._grouped_mm "
               f"{flops / statistics.median(all_theirs) / 1e9:6.1f} TFLOP/s; fastest gemmkit configurations:")
         for rank, r in enumerate(rows):
             if rank < 5 or r["chosen"]:
                 print(f"    {rank + 1:2d}. {r['ratio']:.3f}x  {r['gemmkit_tflops']:6.1f} TFLOP/s  {tile_of(r['tile'])}"
-                      + ("  <- run_contiguous's choice" if r["chosen"] else ""))
+                      + ("  <- run_contiguous's choice" + (" pair (the GPU picks)" if rival else "")
+                         if r["chosen"] else ""))
         out += rows
         del A, B, D
     results.setdefault("moe_tiles", []).extend(out)

@@ -123,9 +123,13 @@ class KernelScheduleType(enum.Enum):
     CpAsyncWarpSpecializedCooperative = 6
 
     TmaWarpSpecializedCooperativeSplitN = 7
+
     TmaWarpSpecializedCooperativeFP8Overlap = 8
+
     TmaWarpSpecializedPingpongFP8Overlap = 9
+
     TmaWarpSpecializedCooperativeFP8AlternatingPromotion = 10
+
     TmaWarpSpecializedPingpongFP8AlternatingPromotion = 11
 
 class EpilogueScheduleType(enum.Enum):
@@ -1027,11 +1031,6 @@ class GroupedGemm(Plan):
         The MoE form: A [total_M, K], B [G, K, N] (a [G, N, K] weight transposed also works), D [total_M, N], offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable). A block-scaled plan takes scale_a [total_M, ceil(K/128)] and scale_b [G, ceil(N/128), ceil(K/128)], float32, row-major.
         """
 
-    def spec_for_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, beta: float = 0.0) -> KernelSpec:
-        """
-        The kernel run_contiguous() runs for these tensors (same checks but where they live and the block scales; nothing runs; no GPU needed).
-        """
-
     @property
     def block_scaling(self) -> BlockScaling:
         """
@@ -1040,6 +1039,16 @@ class GroupedGemm(Plan):
 
     @block_scaling.setter
     def block_scaling(self, arg: BlockScaling, /) -> None: ...
+
+    def spec_for_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, beta: float = 0.0) -> KernelSpec:
+        """
+        The kernel run_contiguous() runs for these tensors (same checks but where they live and the block scales; nothing runs; no GPU needed). Where it is a 256 x 128 tile over an N that 256 does not divide, the 128 x 256 one (rival_for_contiguous) is launched beside it and the GPU runs whichever needs fewer waves on the group sizes.
+        """
+
+    def rival_for_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, beta: float = 0.0) -> KernelSpec | None:
+        """
+        The kernel run_contiguous() launches beside spec_for_contiguous()'s where the GPU picks between the two, else None.
+        """
 
 class Conv2d(Plan):
     """

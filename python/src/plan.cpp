@@ -77,6 +77,21 @@ std::vector<TensorView> to_views(nb::handle list, const char* name, bool writabl
   return views;
 }
 
+// A method of the grouped plan that asks `query` (spec_for_contiguous or rival_for_contiguous) about Python tensors.
+template <class Class, class Query>
+void def_contiguous_query(Class& cls, const char* name, Query query, const char* doc) {
+  cls.def(
+      name,
+      [query](GroupedGemm& plan, nb::handle A, nb::handle B, nb::handle D, nb::handle offsets, nb::handle C,
+              double beta) {
+        const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true),
+                   o = to_tensor(offsets, "offsets", false);
+        const auto c = to_optional_tensor(C, "C", false);
+        return (plan.*query)(a.view, b.view, c ? &c->view : nullptr, d.view, o.view, beta);
+      },
+      "A"_a, "B"_a, "D"_a, "offsets"_a, "C"_a = nb::none(), "beta"_a = 0.0, doc);
+}
+
 void bind_grouped_gemm(nb::module_& m) {
   auto cls = nb::class_<GroupedGemm, Plan>(
       m, "GroupedGemm", "The C++ grouped plan, typed. Use gemmkit.GroupedGemm, which also takes names and dtypes.");
@@ -132,22 +147,18 @@ void bind_grouped_gemm(nb::module_& m) {
           "offsets a device int32 [G] of cumulative row ends; the GPU reads the group sizes (graph-capturable). A "
           "block-scaled plan takes scale_a [total_M, ceil(K/128)] and scale_b [G, ceil(N/128), ceil(K/128)], "
           "float32, row-major.")
-      .def(
-          "spec_for_contiguous",
-          [](GroupedGemm& plan, nb::handle A, nb::handle B, nb::handle D, nb::handle offsets, nb::handle C,
-             double beta) {
-            const auto a = to_tensor(A, "A", false), b = to_tensor(B, "B", false), d = to_tensor(D, "D", true),
-                       o = to_tensor(offsets, "offsets", false);
-            const auto c = to_optional_tensor(C, "C", false);
-            return plan.spec_for_contiguous(a.view, b.view, c ? &c->view : nullptr, d.view, o.view, beta);
-          },
-          "A"_a, "B"_a, "D"_a, "offsets"_a, "C"_a = nb::none(), "beta"_a = 0.0,
-          "The kernel run_contiguous() runs for these tensors (same checks but where they live and the block "
-          "scales; nothing runs; no GPU needed).")
       .def_prop_rw("block_scaling", &GroupedGemm::block_scaling, &GroupedGemm::set_block_scaling,
                    "FP8 block scales applied in the mainloop (SM90, the MoE form): blockwise scales A per row and "
                    "128-wide K block and each group's B per 128 x 128 block (run_contiguous(scale_a=..., "
                    "scale_b=...)).");
+  def_contiguous_query(cls, "spec_for_contiguous", &GroupedGemm::spec_for_contiguous,
+                       "The kernel run_contiguous() runs for these tensors (same checks but where they live and the "
+                       "block scales; nothing runs; no GPU needed). Where it is a 256 x 128 tile over an N that 256 "
+                       "does not divide, the 128 x 256 one (rival_for_contiguous) is launched beside it and the GPU "
+                       "runs whichever needs fewer waves on the group sizes.");
+  def_contiguous_query(cls, "rival_for_contiguous", &GroupedGemm::rival_for_contiguous,
+                       "The kernel run_contiguous() launches beside spec_for_contiguous()'s where the GPU picks "
+                       "between the two, else None.");
 }
 
 using Pair = std::array<int, 2>;

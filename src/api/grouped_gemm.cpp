@@ -303,6 +303,16 @@ KernelSpec GroupedGemm::spec_for_contiguous(const TensorView& A, const TensorVie
   return choices.spec(catalog::choose_contiguous_tile(choices.base, choices.tiles, x.b.cols, x.rows_per_group()));
 }
 
+std::optional<KernelSpec> GroupedGemm::rival_for_contiguous(const TensorView& A, const TensorView& B,
+                                                            const TensorView* C, const TensorView& D,
+                                                            const TensorView& offsets, double beta) {
+  const Contiguous x = check_contiguous(A, B, C, D, offsets, beta);
+  selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
+  const std::size_t rival = catalog::choose_contiguous_rival(choices.base, choices.tiles, x.b.cols, x.rows_per_group());
+  if (rival == 0) return std::nullopt;
+  return choices.spec(rival);
+}
+
 std::vector<KernelSpec> GroupedGemm::run_time_kernels() const {
   const KernelSpec own = spec();
   std::vector<KernelSpec> out = {own};
@@ -341,7 +351,9 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
 
   selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
   const std::size_t choice = catalog::choose_contiguous_tile(choices.base, choices.tiles, b.cols, x.rows_per_group());
+  const std::size_t rival = catalog::choose_contiguous_rival(choices.base, choices.tiles, b.cols, x.rows_per_group());
   KernelModule& module = core_->module_for(choices, choice, /*wait=*/true);
+  KernelModule* rival_module = rival != 0 ? &core_->module_for(choices, rival, /*wait=*/true) : nullptr;
   if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
   gk_grouped_contiguous problem{};
   problem.total_m = static_cast<std::int32_t>(a.rows);
@@ -361,6 +373,13 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   problem.scale_b = scale_b ? static_cast<const float*>(scale_b->data) : nullptr;
   const runtime::GroupedCall call{alpha, beta, core_->config.activation_parameter, device,
                                   device_info(device).sm_count};
+  if (rival_module != nullptr) {
+    // Both launched; the GPU gives the work to the one of fewer waves and empty groups to the other.
+    problem.transposed_rival = 2;
+    runtime::launch_grouped_contiguous(*rival_module, problem, static_cast<int>(x.groups), call, options.stream,
+                                       /*sync=*/false);
+    problem.transposed_rival = 1;
+  }
   runtime::launch_grouped_contiguous(module, problem, static_cast<int>(x.groups), call, options.stream, options.sync);
 }
 

@@ -446,25 +446,41 @@ std::size_t choose_decode_tile(const std::vector<TileDescription>& tiles, const 
   return row_tiles * 2 <= sm_count ? fours : pairs;
 }
 
+namespace {
+
+constexpr int kContiguousWide = 256;
+
+// The configuration of `tiles` (past the front) that differs from the front only in its CTA tile, `shape`; 0 if none.
+std::size_t contiguous_sibling(const std::vector<TileDescription>& tiles, const Shape3& shape) {
+  const TileDescription& front = tiles.front();
+  for (std::size_t i = 1; i < tiles.size(); ++i) {
+    const TileDescription& td = tiles[i];
+    if (td.cta_tile() == shape && td.cluster_shape == front.cluster_shape &&
+        td.kernel_schedule == front.kernel_schedule && td.epilogue_schedule == front.epilogue_schedule &&
+        td.math_operation == front.math_operation && !stream_k(td)) {
+      return i;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<TileDescription>& tiles, std::int64_t n,
                                    std::int64_t rows_per_group) {
-  constexpr int kWide = 256;
   if (base.family != KernelFamily::Sm90Grouped || !families::is_half(base.element_a) || tiles.size() <= 1) return 0;
-  const TileDescription& front = tiles.front();
-  const Shape3 cta = front.cta_tile();
-  auto sibling = [&](const Shape3& shape) {
-    for (std::size_t i = 1; i < tiles.size(); ++i) {
-      const TileDescription& td = tiles[i];
-      if (td.cta_tile() == shape && td.cluster_shape == front.cluster_shape &&
-          td.kernel_schedule == front.kernel_schedule && td.epilogue_schedule == front.epilogue_schedule &&
-          td.math_operation == front.math_operation && !stream_k(td)) {
-        return i;
-      }
-    }
-    return std::size_t{0};
-  };
-  if (n % kWide == 0) return sibling({cta[0], kWide, cta[2]});
-  return rows_per_group >= kWide ? sibling({kWide, cta[1], cta[2]}) : 0;
+  const Shape3 cta = tiles.front().cta_tile();
+  if (n % kContiguousWide == 0) return contiguous_sibling(tiles, {cta[0], kContiguousWide, cta[2]});
+  return rows_per_group >= kContiguousWide ? contiguous_sibling(tiles, {kContiguousWide, cta[1], cta[2]}) : 0;
+}
+
+std::size_t choose_contiguous_rival(const KernelSpec& base, const std::vector<TileDescription>& tiles, std::int64_t n,
+                                    std::int64_t rows_per_group) {
+  const std::size_t chosen = choose_contiguous_tile(base, tiles, n, rows_per_group);
+  // Where 256 divides N, 128 x 256 never needs more tiles than 256 x 128: nothing to weigh on the GPU.
+  if (chosen == 0 || n % kContiguousWide == 0) return 0;
+  const Shape3 cta = tiles[chosen].cta_tile();
+  return contiguous_sibling(tiles, {cta[1], cta[0], cta[2]});
 }
 
 std::size_t choose_stream_k_one_wave(const TileDescription& data_parallel, const std::vector<TileDescription>& tiles,

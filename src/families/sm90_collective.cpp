@@ -244,8 +244,8 @@ void check_fast_accumulation(const KernelSpec& spec) {
 
 // Where CUTLASS's block-scaled FP8 mainloop applies (dispatch policy MainloopSm90TmaGmmaWarpSpecializedBlockwiseFP8):
 // FP8 A and B on a cooperative or ping-pong TMA kernel whose CTA tile is 128 deep (one scale per K block) and a
-// multiple of 128 wide (one of B's scales per tile column block), under CUTLASS's TMA epilogue. Stream-K, parallel
-// split-K, visitor trees and the lean epilogue have no block-scaled kernel here.
+// multiple of 128 wide (one of B's scales per tile column block), under CUTLASS's TMA epilogue. Parallel split-K takes
+// it (its slices start on K blocks); Stream-K, visitor trees and the lean epilogue have no block-scaled kernel here.
 void check_block_scaling(const KernelSpec& spec) {
   if (!blockwise(spec)) return;
   if (!is_fp8(spec.element_a) || !is_fp8(spec.element_b)) {
@@ -255,10 +255,10 @@ void check_block_scaling(const KernelSpec& spec) {
   if (spec.scale != ScaleMode::None || spec.visitor) {
     fail("Block scaling replaces the scale vectors and takes no epilogue visitor tree; set the scale to none.");
   }
-  if (spec.split_k_mode == SplitKMode::Parallel || uses_stream_k(spec)) {
+  if (uses_stream_k(spec)) {
     fail(
-        "Block-scaled FP8 kernels run on the Default tile scheduler (no Stream-K, split-K or parallel split-K); use "
-        "the Default tile scheduler and IdentitySwizzle1.");
+        "Block-scaled FP8 kernels run on the Default tile scheduler (no Stream-K or serial split-K; parallel split-K "
+        "takes them); use the Default tile scheduler and IdentitySwizzle1.");
   }
   const KernelSchedule k = spec.tile.kernel_schedule;
   if (k != KernelSchedule::Auto && k != KernelSchedule::TmaWarpSpecializedCooperative &&
@@ -581,13 +581,24 @@ Placeholders cutlass_epilogue_placeholders(const KernelSpec& spec) {
 }
 
 // The kernels the family renders, each from a template and glue header of its own.
-enum class Kind { Default, Blockwise, ParallelSplitK, Visitor, Lean, SplitN, Fp8Overlap, Fp8OverlapParallelSplitK };
+enum class Kind {
+  Default,
+  Blockwise,
+  ParallelSplitK,
+  BlockwiseParallelSplitK,
+  Visitor,
+  Lean,
+  SplitN,
+  Fp8Overlap,
+  Fp8OverlapParallelSplitK
+};
 
 Kind kind_of(const KernelSpec& spec) {
   if (spec.visitor) return Kind::Visitor;  // its fusion replaces bias, scales and activation
   if (lean_epilogue(spec)) return Kind::Lean;
   if (splits_n(spec)) return Kind::SplitN;
   if (spec.split_k_mode == SplitKMode::Parallel) {  // partial sums, then a reduction
+    if (blockwise(spec)) return Kind::BlockwiseParallelSplitK;
     return overlaps_promotion(spec) ? Kind::Fp8OverlapParallelSplitK : Kind::ParallelSplitK;
   }
   if (overlaps_promotion(spec)) return Kind::Fp8Overlap;
@@ -633,6 +644,17 @@ Placeholders without(Placeholders out, std::initializer_list<std::string_view> n
   return out;
 }
 
+// sm90_gemm_parallel.cu.in's: its glue and mainloop as with_glue's, the mainloop's operand layouts, and the block
+// scales' configuration of a block-scaled mainloop (else void).
+Placeholders with_partials_mainloop(const KernelSpec& spec, std::string_view glue, std::string_view own_mainloop) {
+  Placeholders out = with_glue(cutlass_epilogue_placeholders(spec), glue, own_mainloop);
+  const bool scaled = blockwise(spec);
+  out.insert(out.end(), {{"mainloop_layout_a", scaled ? "cute::tuple<LayoutA, gemmkit::sm90::LayoutSFA>" : "LayoutA"},
+                         {"mainloop_layout_b", scaled ? "cute::tuple<LayoutB, gemmkit::sm90::LayoutSFB>" : "LayoutB"},
+                         {"block_scales", scaled ? "gemmkit::sm90::BlockScales" : "void"}});
+  return out;
+}
+
 struct KindRow;
 Placeholders cutlass_epilogue_only(const KernelSpec& spec, const KindRow&) {
   return cutlass_epilogue_placeholders(spec);
@@ -666,13 +688,12 @@ const KindRow& kind_row(Kind kind) {
                               fewer ? "gemmkit::sm90::ThreeSourceStages" : "");
        }},
       {Kind::ParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_gemm.hpp",
-       [](const KernelSpec& spec, const KindRow& row) {
-         return with_glue(cutlass_epilogue_placeholders(spec), row.glue_header, {});
-       }},
+       [](const KernelSpec& spec, const KindRow& row) { return with_partials_mainloop(spec, row.glue_header, {}); }},
+      {Kind::BlockwiseParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_blockwise.hpp",
+       [](const KernelSpec& spec, const KindRow& row) { return with_partials_mainloop(spec, row.glue_header, {}); }},
       {Kind::Fp8OverlapParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_fp8_overlap.hpp",
        [](const KernelSpec& spec, const KindRow& row) {
-         return with_glue(cutlass_epilogue_placeholders(spec), row.glue_header,
-                          overlap_tiles(spec.tile.kernel_schedule).mainloop);
+         return with_partials_mainloop(spec, row.glue_header, overlap_tiles(spec.tile.kernel_schedule).mainloop);
        }},
       {Kind::Visitor, "sm90_gemm_visitor.cu.in", "gemmkit/sm90_gemm.hpp", cutlass_epilogue_only},
       // The lean template takes nothing of the epilogue's settings (they come at launch); its C and D are row-major

@@ -35,10 +35,11 @@ bool forces_stream_k(Decomposition mode) {
   return mode != Decomposition::Auto;
 }
 // Parallel split-K's configuration and slices for a problem (catalog::choose_parallel_split), its slices starting on
-// 16-byte boundaries of A's elements.
+// 16-byte boundaries of A's elements, and on K blocks of 128 where block scales apply per block.
 std::optional<catalog::SplitChoice> parallel_split(const std::vector<TileDescription>& tiles, const KernelSpec& spec,
                                                    const catalog::ProblemShape& shape, int sm_count, DataType a) {
-  return catalog::choose_parallel_split(tiles, spec, shape, sm_count, 128 / bits_of(a));
+  const int granule = spec.block_scaling == BlockScaling::None ? 128 / bits_of(a) : 128;
+  return catalog::choose_parallel_split(tiles, spec, shape, sm_count, granule);
 }
 
 }  // namespace
@@ -103,8 +104,7 @@ KSplit PlanCore::k_split(const KernelChoices& choices, std::size_t choice, const
 bool PlanCore::may_split_k_in_parallel(const KernelSpec& base) const {
   return automatic_split() == AutoSplit::Parallel && !config.tile && config.decomposition == Decomposition::Auto &&
          config.swizzle != Swizzle::StreamK && catalog::family_of(base.family).splits_k_in_parallel() &&
-         base.element_accumulator == DataType::f32 && !base.visitor &&  // the tree runs in the GEMM's own epilogue
-         base.block_scaling == BlockScaling::None;  // the scales apply per K block, inside the mainloop
+         base.element_accumulator == DataType::f32 && !base.visitor;  // the tree runs in the GEMM's own epilogue
 }
 
 namespace {
@@ -234,7 +234,12 @@ RunChoice PlanCore::heuristic_choice(KernelChoices& choices, const ProblemKey& p
   // Where the heuristic splits K on the Stream-K kernel, parallel split-K instead when a configuration fits: its slices
   // run independently and one kernel adds them, where Stream-K's CTAs wait on each other's partial tiles. It takes
   // precedence over a tuning database entry (tune() times serial configurations only and refuses these shapes).
-  if (out.split.mode == Decomposition::SplitK) {
+  // Block-scaled kernels have no Stream-K twin: the split the heuristic would choose for their tile decides.
+  const bool would_split =
+      out.split.mode == Decomposition::SplitK ||
+      (choices.base.block_scaling != BlockScaling::None &&
+       catalog::choose_k_split(choices.tiles[heuristic], kernel_shape(p), sm_count).mode == Decomposition::SplitK);
+  if (would_split) {
     if (KernelChoices* parallel = parallel_choices(choices, p)) {
       const catalog::ProblemShape shape = kernel_shape(p);
       if (auto pick = parallel_split(parallel->tiles, parallel->base, shape, sm_count, config.types.a)) {

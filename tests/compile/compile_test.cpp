@@ -376,6 +376,30 @@ TEST(CompileTier, Fp8Sm90BlockScaledKernelBuildsAndChecksItsScales) {
   EXPECT_EQ(module->can_implement(args), GK_ERR_CANNOT_IMPLEMENT);
 }
 
+// Parallel split-K on the block-scaled mainloop: the partial-sums GEMM takes the block scales (its slices start on K
+// blocks) and the reduction applies none. It builds, names itself, and its module checks the scales as the
+// unsplit one does; the workspace holds a slice of f32 partial sums per split.
+TEST(CompileTier, Fp8Sm90BlockScaledParallelSplitKKernelBuildsAndChecksItsScales) {
+  gk::testenv::TempDir cache_dir;
+  gk::Gemm plan(gk::testing::fp8_tn(90));
+  plan.set_block_scaling(gk::BlockScaling::Blockwise);
+  gk::KernelSpec spec = plan.spec();
+  spec.split_k_mode = gk::SplitKMode::Parallel;
+  EXPECT_NE(spec.name().find("_blockwise"), std::string::npos) << spec.name();
+  EXPECT_NE(spec.name().find("_splitk_parallel"), std::string::npos) << spec.name();
+  const auto module = build_and_load(cache_dir.str(), spec);
+  EXPECT_EQ(module->kernel_name(), spec.name());
+  alignas(256) static char buffer[256];
+  gk_gemm_args args = packed_args(256, 256, 1024, buffer);
+  args.ldb = args.k;  // B is column-major
+  args.sm_count = 132;
+  args.splits = 4;
+  EXPECT_EQ(module->can_implement(args), GK_ERR_ARGS);  // no scales
+  args.row_scale = args.column_scale = buffer;
+  EXPECT_EQ(module->can_implement(args), GK_OK);
+  EXPECT_GE(module->workspace_size(args), std::size_t{4} * 256 * 256 * sizeof(float));
+}
+
 // FP8 with fast accumulation (CUTLASS's FP8FastAccum schedule, its TMA epilogue named by gemmkit) builds and names
 // itself.
 TEST(CompileTier, Fp8Sm90FastAccumulationKernelBuilds) {

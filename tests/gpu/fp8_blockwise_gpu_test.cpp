@@ -26,8 +26,9 @@ struct BlockwiseOperands {
   cases::BlockwiseShape s;
   long batch, k_blocks, n_blocks;
   HostMatrix A, B, C, D, scale_a, scale_b, dequantized_a, dequantized_b;
-  BlockwiseOperands(const gk::Gemm& plan, long batch_)
-      : batch(batch_),
+  BlockwiseOperands(const gk::Gemm& plan, long batch_, cases::BlockwiseShape shape = {})
+      : s(shape),
+        batch(batch_),
         k_blocks((s.k + 127) / 128),
         n_blocks((s.n + 127) / 128),
         A(plan.element_a(), s.m, s.k, gk::Layout::RowMajor, batch),
@@ -87,7 +88,7 @@ TEST_P(Fp8Blockwise, ExactOnHalvesWithPowerOfTwoScales) {
   REQUIRE_CC(90, "block-scaled FP8 GEMMs");
   const cases::Fp8BlockwiseCase& c = GetParam();
   gk::Gemm plan = cases::fp8_blockwise_plan(c, device_cc());
-  BlockwiseOperands o(plan, c.batch);
+  BlockwiseOperands o(plan, c.batch, c.shape);
   fill_halves(o.A, 81);
   fill_halves(o.B, 82);
   o.C.fill_integers(83, -4, 4);

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gemmkit/device.hpp"
@@ -248,17 +250,23 @@ struct Experts {
     plan.run_contiguous(dA->view_like(A), dB->view_like(B), nullptr, dD->view_like(D), offsets_view(), 1.0, 0.0,
                         options);
   }
+  // D += A @ B in place (C is D, beta = 1): a second launch that computed would add the product twice.
+  void accumulate(gk::GroupedGemm& plan) {
+    const gk::TensorView d = dD->view_like(D);
+    plan.run_contiguous(dA->view_like(A), dB->view_like(B), &d, d, offsets_view(), 1.0, 1.0);
+  }
   gk::KernelSpec spec(gk::GroupedGemm& plan) {
     return plan.spec_for_contiguous(dA->view_like(A), dB->view_like(B), nullptr, dD->view_like(D), offsets_view());
   }
-  // Rows of each group against A's rows @ that group's B; rows past the last offset keep their 7s.
-  int wrong_rows() {
+  // Rows of each group against A's rows @ that group's B, plus `added` (7 after accumulate()); rows past the last
+  // offset keep their 7s.
+  int wrong_rows(double added = 0.0) {
     dD->copy_to(D);
     int wrong = 0, begin = 0;
     for (std::size_t g = 0; g < ends.size(); ++g) {
       for (int r = begin; r < ends[g]; ++r) {
         for (long c = 0; c < D.cols(); ++c) {
-          double sum = 0;
+          double sum = added;
           for (long kk = 0; kk < A.cols(); ++kk) sum += A.get(0, r, kk) * B.get(static_cast<long>(g), kk, c);
           wrong += D.get(0, r, c) != gk::verify::round_to(D.dtype(), sum) ? 1 : 0;
         }
@@ -355,6 +363,34 @@ TEST_P(ContiguousPlans, WideTileWhereNIsAMultipleOf256) {
 TEST_P(ContiguousPlans, TallTileOverExpertsOfManyRows) {
   REQUIRE_GPU();
   expect_moe_tile_exact(GetParam(), {0, 900, 5, 1, 0, 700}, 200, {256, 128, 64});
+}
+
+// Over an N that 256 does not divide, 256 x 128 is launched with its 128 x 256 rival and the GPU runs the one of fewer
+// waves: exactly one computes, whichever wins. Splits (on 132 SMs): a tie (256 x 128 runs), 40 experts of 257 rows at
+// N = 200 (128 x 256: 120 tiles against 160), 20 of 512 at N = 384 (256 x 128: 120 against 160).
+TEST_P(ContiguousPlans, TransposedRivalsComputeOnce) {
+  REQUIRE_GPU();
+  gk::GroupedGemm plan = cases::grouped_plan(GetParam());
+  if (plan.kernel_cc() > device_cc()) GTEST_SKIP() << "needs an SM" << plan.kernel_cc() << " GPU";
+  const std::vector<std::pair<std::vector<int>, long>> splits = {
+      {{0, 900, 5, 1, 0, 700}, 200}, {std::vector<int>(40, 257), 200}, {std::vector<int>(20, 512), 384}};
+  for (const auto& [rows, n] : splits) {
+    Experts experts(plan, rows, n, 64);
+    const std::optional<gk::KernelSpec> rival =
+        plan.rival_for_contiguous(experts.dA->view_like(experts.A), experts.dB->view_like(experts.B), nullptr,
+                                  experts.dD->view_like(experts.D), experts.offsets_view());
+    const bool sixteen_bit = plan.element_a() == gk::DataType::bf16 || plan.element_a() == gk::DataType::f16;
+    if (plan.kernel_cc() != 90 || !sixteen_bit) {
+      EXPECT_FALSE(rival.has_value()) << rival->name();
+      continue;
+    }
+    ASSERT_TRUE(rival.has_value()) << n;
+    EXPECT_EQ(rival->tile.cta_tile(), (gk::Shape3{128, 256, 64}));
+    EXPECT_EQ(experts.spec(plan).tile.cta_tile(), (gk::Shape3{256, 128, 64}));
+    experts.accumulate(plan);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(experts.wrong_rows(7.0), 0) << plan.kernel_name() << ", " << rows.size() << " experts, N = " << n;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, ContiguousPlans, ::testing::ValuesIn(cases::contiguous_cases(90)),

@@ -69,6 +69,21 @@ def test_spec_for_contiguous_checks_the_moe_operands_and_names_the_kernel(capsys
         p.spec_for_contiguous(A, B, D[:, :64], offsets)
 
 
+def test_rival_for_contiguous_names_the_transposed_tile_the_gpu_may_run_instead():
+    p = plan(cc=90, layout_B="col")
+    offsets = np.array([256, 512, 768, 1024], np.int32)
+    A = np.zeros((1024, 64), np.float16)
+    for n in (1408, 1024):
+        B = np.zeros((4, n, 64), np.float16).transpose(0, 2, 1)
+        D = np.zeros((1024, n), np.float16)
+        chosen = p.spec_for_contiguous(A, B, D, offsets).name()
+        rival = p.rival_for_contiguous(A, B, D, offsets)
+        if n % 256:
+            assert "_256x128x64_" in chosen and rival.name() == chosen.replace("_256x128x64_", "_128x256x64_")
+        else:
+            assert "_128x256x64_" in chosen and rival is None
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel_cc", [None, 80])
 def test_walkthrough_lists_on_numpy_equal_numpy(kernel_cc):

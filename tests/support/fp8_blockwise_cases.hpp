@@ -22,13 +22,19 @@ struct Fp8BlockwiseCase {
   Activation activation = Activation::Identity;
   bool pingpong = false;  // the 64 x 128 ping-pong tile instead of the plan's default (cooperative 128 x 128)
   long batch = 1;
+  BlockwiseShape shape{};
 };
+
+// Few rows over a long K, which run() splits in parallel (tests/unit/fp8_blockwise_test.cpp checks the pick): 32 K
+// blocks, N ending in a partial block of B's scales.
+inline constexpr BlockwiseShape kBlockwiseSplitShape{64, 320, 4096};
 
 inline std::vector<Fp8BlockwiseCase> fp8_blockwise_cases() {
   return {{"bf16"},
           {"f32_relu", DataType::f32, Activation::ReLU},
           {"pingpong_bf16", DataType::bf16, Activation::Identity, true},
-          {"batched_f32", DataType::f32, Activation::Identity, false, 2}};
+          {"batched_f32", DataType::f32, Activation::Identity, false, 2},
+          {"split_k_bf16", DataType::bf16, Activation::Identity, false, 1, kBlockwiseSplitShape}};
 }
 
 inline Gemm fp8_blockwise_plan(const Fp8BlockwiseCase& c, int cc) {
@@ -49,9 +55,8 @@ inline Gemm fp8_blockwise_plan(const Fp8BlockwiseCase& c, int cc) {
 // The kernel each case's run() takes (packed device tensors).
 inline std::vector<KernelSpec> fp8_blockwise_specs(int cc) {
   std::vector<KernelSpec> out;
-  const BlockwiseShape s;
   for (const auto& c : fp8_blockwise_cases()) {
-    out.push_back(fp8_blockwise_plan(c, cc).spec_for_problem(s.m, s.n, s.k, c.batch));
+    out.push_back(fp8_blockwise_plan(c, cc).spec_for_problem(c.shape.m, c.shape.n, c.shape.k, c.batch));
   }
   return out;
 }

@@ -3,6 +3,7 @@
 // scale tensors before anything runs.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "gemmkit/epilogue.hpp"
 #include "gemmkit/errors.hpp"
 #include "gemmkit/gemm.hpp"
+#include "support/fp8_blockwise_cases.hpp"
 #include "support/plan_options.hpp"
 #include "unit/test_env.hpp"
 
@@ -84,6 +86,34 @@ TEST(Fp8Blockwise, EveryListedTileIs128DeepAndAMultipleOf128WideWithoutStreamKOr
     EXPECT_TRUE(contains(text, "FP8Blockwise")) << text;
   }
   EXPECT_TRUE(pingpong);  // the 64 x 128 tile runs on the ping-pong mainloop
+}
+
+// Few rows over a long K split K in parallel, as per-tensor plans do: the partial-sums GEMM runs the block-scaled
+// mainloop with the scales bound per slice, and the reduction applies none. A problem that fills the GPU does not
+// split.
+TEST(Fp8Blockwise, FewRowsOverALongKSplitKInParallelOnTheBlockScaledMainloop) {
+  gk::Gemm plan = blockwise_plan();
+  for (const auto& [m, n, k] : {std::array<long, 3>{16, 4096, 14336}, std::array<long, 3>{128, 4096, 14336}}) {
+    const gk::KernelSpec split = plan.spec_for_problem(m, n, k);
+    const std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ": ";
+    EXPECT_EQ(split.split_k_mode, gk::SplitKMode::Parallel) << shape << split.name();
+    EXPECT_EQ(split.block_scaling, gk::BlockScaling::Blockwise) << shape << split.name();
+    EXPECT_EQ(split.tile.cta_tile()[2], 128) << shape << split.name();
+    const std::string text = gk::render(split).text;
+    EXPECT_TRUE(contains(text, "#include \"gemmkit/sm90_blockwise.hpp\"")) << text;
+    EXPECT_TRUE(contains(text, "cute::tuple<LayoutB, gemmkit::sm90::LayoutSFB>")) << text;
+    EXPECT_TRUE(contains(text, "std::is_same_v<LayoutC, cutlass::layout::RowMajor>, gemmkit::sm90::BlockScales>;"))
+        << text;
+  }
+  EXPECT_EQ(plan.spec_for_problem(8192, 8192, 8192).split_k_mode, gk::SplitKMode::Serial);
+  // The gpu tier's split case takes it too.
+  const gk::gpu_cases::BlockwiseShape g = gk::gpu_cases::kBlockwiseSplitShape;
+  EXPECT_EQ(plan.spec_for_problem(g.m, g.n, g.k).split_k_mode, gk::SplitKMode::Parallel);
+  // Per-tensor parallel split-K kernels render as before: their layouts plain, no block scales.
+  gk::Gemm per_tensor(fp8_tn());
+  const std::string text = gk::render(per_tensor.spec_for_problem(16, 4096, 14336)).text;
+  EXPECT_TRUE(contains(text, "ElementA, LayoutA, AlignmentA, ElementB,\n    LayoutB, AlignmentB,")) << text;
+  EXPECT_TRUE(contains(text, "std::is_same_v<LayoutC, cutlass::layout::RowMajor>, void>;")) << text;
 }
 
 TEST(Fp8Blockwise, PlansWithoutABlockScaledMainloopAreRefusedAndKeepTheirSetting) {

@@ -276,16 +276,23 @@ TEST(GroupedContiguous, ChecksShapesAndOffsetsBeforeTouchingTheDevice) {
   EXPECT_EQ(plan.spec_for_contiguous(A, B, nullptr, D, offsets).tile, tiles.back());
 }
 
+// f16 MoE operands of `rows` tokens and eight experts of 512 x n weights, all at `base` (no GPU: nothing runs).
+struct MoeViews {
+  TensorView A, B, D, offsets;
+};
+MoeViews moe_views(void* base, std::int64_t n, std::int64_t rows) {
+  return {TensorView::on_gpu(base, DataType::f16, {rows, 512}), TensorView::on_gpu(base, DataType::f16, {8, 512, n}),
+          TensorView::on_gpu(base, DataType::f16, {rows, n}), TensorView::on_gpu(base, DataType::s32, {8})};
+}
+
 // The MoE form of an SM90 16-bit plan takes 128 x 256 tiles where N is a multiple of 256 (half the passes over the
 // tokens), else 256 x 128 where the experts average 256 rows or more (half the passes over the weights), else 128 x
 // 128; a set tile stays, and the list form keeps the plan's default.
 TEST(GroupedContiguous, TilesTwoHundredFiftySixWideWhereNIsAMultipleOfThem) {
   alignas(256) static char base[256];
   auto tile_for = [&](GroupedGemm& plan, std::int64_t n, std::int64_t rows = 4096) {
-    const TensorView A = TensorView::on_gpu(base, DataType::f16, {rows, 512});
-    const TensorView B = TensorView::on_gpu(base, DataType::f16, {8, 512, n});
-    const TensorView D = TensorView::on_gpu(base, DataType::f16, {rows, n});
-    return plan.spec_for_contiguous(A, B, nullptr, D, TensorView::on_gpu(base, DataType::s32, {8})).tile;
+    const MoeViews v = moe_views(base, n, rows);
+    return plan.spec_for_contiguous(v.A, v.B, nullptr, v.D, v.offsets).tile;
   };
   GroupedGemm plan(f16_options(90));
   EXPECT_EQ(tile_for(plan, 2048).cta_tile(), (Shape3{128, 256, 64}));
@@ -316,6 +323,38 @@ TEST(GroupedContiguous, TilesTwoHundredFiftySixWideWhereNIsAMultipleOfThem) {
     const TensorView offsets = TensorView::on_gpu(base, DataType::s32, {8});
     EXPECT_EQ(fp8.spec_for_contiguous(A, B, nullptr, D, offsets).name(), fp8.kernel_name()) << n;
   }
+}
+
+// Only the 256 x 128 pick, whose N 256 does not divide, has a rival (128 x 256, the same configuration otherwise):
+// the GPU weighs the two on the group sizes. None where 256 divides N, under 256 rows an expert, with a set tile, on
+// SM80 or for FP8.
+TEST(GroupedContiguous, TallTilePicksAreLaunchedBesideTheirTransposedRival) {
+  alignas(256) static char base[256];
+  auto rival_for = [&](GroupedGemm& plan, std::int64_t n, std::int64_t rows = 4096) {
+    const MoeViews v = moe_views(base, n, rows);
+    return plan.rival_for_contiguous(v.A, v.B, nullptr, v.D, v.offsets);
+  };
+  GroupedGemm plan(f16_options(90));
+  const std::optional<KernelSpec> rival = rival_for(plan, 1408);
+  ASSERT_TRUE(rival.has_value());
+  EXPECT_EQ(rival->tile.cta_tile(), (Shape3{128, 256, 64}));
+  TileDescription transposed = plan.run_time_kernels().back().tile;  // the 256 x 128 pick, as run_contiguous has it
+  ASSERT_EQ(transposed.cta_tile(), (Shape3{256, 128, 64}));
+  transposed.threadblock_shape = rival->tile.threadblock_shape;
+  EXPECT_EQ(rival->tile, transposed);                       // nothing else differs
+  EXPECT_EQ(rival->tile, plan.run_time_kernels()[1].tile);  // shipped already: the 128 x 256 pick
+  EXPECT_TRUE(rival_for(plan, 1408, 2048).has_value());
+  EXPECT_FALSE(rival_for(plan, 1408, 2040).has_value());
+  EXPECT_FALSE(rival_for(plan, 2048).has_value());
+  plan.set_tile_description(plan.tile_descriptions().front());
+  EXPECT_FALSE(rival_for(plan, 1408).has_value());
+  GroupedGemm sm80(f16_options(90, 80));
+  EXPECT_FALSE(rival_for(sm80, 1408).has_value());
+  GroupedGemm fp8(testing::fp8_tn(90));
+  const TensorView A = TensorView::on_gpu(base, DataType::e4m3, {4096, 512});
+  const TensorView B = TensorView::on_gpu(base, DataType::e4m3, {8, 512, 1408}, Layout::ColumnMajor);
+  const TensorView D = TensorView::on_gpu(base, DataType::bf16, {4096, 1408});
+  EXPECT_FALSE(fp8.rival_for_contiguous(A, B, nullptr, D, TensorView::on_gpu(base, DataType::s32, {8})).has_value());
 }
 
 }  // namespace

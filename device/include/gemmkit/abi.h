@@ -176,7 +176,13 @@ typedef struct gk_grouped_problem {
    that group g's are the rows of its own tokens; scale_b [G, NB, KB] row-major, one NB x KB block per group. */
 typedef struct gk_grouped_contiguous {
   int32_t total_m, n, k;
-  int32_t reserved;
+  /* A choice made on the GPU, from the group sizes, between this module and a RIVAL whose CTA tile is this one's
+     transposed (256 x 128 against 128 x 256): the caller launches both on the stream with the same problem, and each
+     derives its metadata only where it is the one to run, else empty groups (its launch computes nothing). The one to
+     run needs fewer waves of tiles over args.sm_count SMs, counting sum over groups of ceil(m_g / tile_m) * ceil(n /
+     tile_n). 0: no rival, always runs; 1: runs unless the rival needs fewer waves; 2 (the rival): runs only if it
+     needs fewer waves. */
+  int32_t transposed_rival;
   const void* A;
   const void* B;
   const void* C; /* may be null when beta == 0 */

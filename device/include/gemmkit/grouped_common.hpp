@@ -8,6 +8,7 @@
 //   kAlignedExtents  (whether row / column lengths must be multiples of the alignment too)
 //   kBlockScaled     (whether the mainloop reads A's and B's f32 block scales: abi.h's scale_a / scale_b)
 //   static int32_t band_rows(int32_t n, int32_t sm_count)  (host; the contiguous form's bands, 0 for none)
+//   kTileM, kTileN   (the CTA tile: the contiguous form's transposed-rival choice counts tiles with it)
 #pragma once
 
 #include <algorithm>
@@ -199,6 +200,7 @@ inline bool is_empty(const gk_grouped_contiguous& c) {
 template <class Traits>
 int check_contiguous(const gk_grouped_args& args, const gk_grouped_contiguous* c) {
   if (c == nullptr || c->total_m < 0 || c->n < 0 || c->k < 0 || c->batch_stride_b < 0) return GK_ERR_ARGS;
+  if (c->transposed_rival < 0 || c->transposed_rival > 2) return GK_ERR_ARGS;
   if (!kContiguous<Traits>) return GK_ERR_CANNOT_IMPLEMENT;
   if (is_empty(*c)) return GK_OK;
   if (c->offsets == nullptr) return GK_ERR_ARGS;
@@ -298,6 +300,9 @@ struct ContiguousPlan {
   int32_t groups, total_m, n, k;
   int32_t band_rows;  // 0: one entry per group
   int32_t entries;
+  int32_t transposed_rival;  // gk_grouped_contiguous's: 0, or which of the pair this module is
+  int32_t tile_m, tile_n;    // this module's CTA tile, for the waves the rivals compare
+  int32_t sm_count;
   const int32_t* offsets;
   const typename Traits::ElementA* A;
   const typename Traits::ElementB* B;
@@ -388,8 +393,53 @@ __device__ void derive_bands(const ContiguousPlan<Traits>& plan) {
   }
 }
 
+// Whether this module is the one of a transposed-tile pair to run (abi.h, gk_grouped_contiguous::transposed_rival):
+// every block counts both tiles' waves over all groups, so every block of both derivations agrees.
+template <class Traits>
+__device__ bool runs_against_rival(const ContiguousPlan<Traits>& plan) {
+  __shared__ int64_t warp_tiles[2][kDeriveMaxThreads / 32];
+  __shared__ bool runs;
+  const int64_t own_columns = (plan.n + plan.tile_n - 1) / plan.tile_n;
+  const int64_t rival_columns = (plan.n + plan.tile_m - 1) / plan.tile_m;  // the rival's tile is tile_n x tile_m
+  int64_t own = 0, rival = 0;
+  for (int32_t g = static_cast<int32_t>(threadIdx.x); g < plan.groups; g += static_cast<int32_t>(blockDim.x)) {
+    const int2 rows = group_rows(plan, g);
+    own += (rows.y - rows.x + plan.tile_m - 1) / plan.tile_m * own_columns;
+    rival += (rows.y - rows.x + plan.tile_n - 1) / plan.tile_n * rival_columns;
+  }
+  for (int step = 16; step > 0; step /= 2) {
+    own += __shfl_down_sync(0xffffffffu, own, step);
+    rival += __shfl_down_sync(0xffffffffu, rival, step);
+  }
+  const int warps = static_cast<int>((blockDim.x + 31) / 32);
+  if (threadIdx.x % 32 == 0) {
+    warp_tiles[0][threadIdx.x / 32] = own;
+    warp_tiles[1][threadIdx.x / 32] = rival;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < warps; ++w) {
+      own += warp_tiles[0][w];
+      rival += warp_tiles[1][w];
+    }
+    const int64_t sms = plan.sm_count > 0 ? plan.sm_count : 1;
+    const int64_t own_waves = (own + sms - 1) / sms, rival_waves = (rival + sms - 1) / sms;
+    runs = plan.transposed_rival == 1 ? own_waves <= rival_waves : own_waves < rival_waves;
+  }
+  __syncthreads();
+  return runs;
+}
+
 template <class Traits>
 __device__ void derive_contiguous_metadata(const ContiguousPlan<Traits>& plan) {
+  if (plan.transposed_rival != 0 && !runs_against_rival(plan)) {
+    // Every entry empty: the GEMM launch that follows finds no tiles.
+    const int32_t first = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
+    for (int32_t entry = first; entry < plan.entries; entry += static_cast<int32_t>(gridDim.x * blockDim.x)) {
+      derive_entry(plan, entry, 0, 0, 0);
+    }
+    return;
+  }
   if (plan.band_rows > 0) {
     derive_bands(plan);
     return;
@@ -420,13 +470,17 @@ ContiguousPlan<Traits> contiguous_plan(const gk_grouped_args& args, const gk_gro
   using ElementC = typename Traits::ElementC;
   const bool has_c = c.C != nullptr;
   ContiguousPlan<Traits> plan{};
-  plan.band_rows = Traits::band_rows(c.n, args.sm_count > 0 ? args.sm_count : multiprocessors(args.device_id));
+  plan.sm_count = args.sm_count > 0 ? args.sm_count : multiprocessors(args.device_id);
+  plan.band_rows = Traits::band_rows(c.n, plan.sm_count);
   plan.entries = contiguous_entries(args.groups, c.total_m, plan.band_rows);
   if (plan.band_rows > 0 && bytes < Metadata<Traits>::size(plan.entries)) {
     plan.band_rows = 0;
     plan.entries = args.groups;
   }
   plan.out = Metadata<Traits>::at(metadata, plan.entries);
+  plan.transposed_rival = c.transposed_rival;
+  plan.tile_m = Traits::kTileM;
+  plan.tile_n = Traits::kTileN;
   plan.groups = args.groups;
   plan.total_m = c.total_m;
   plan.n = c.n;

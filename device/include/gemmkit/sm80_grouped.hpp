@@ -36,6 +36,8 @@ struct Traits
   using StrideD = typename Gemm::LayoutC::Stride::LongIndex;
   static constexpr bool kAlignedExtents = true;  // vector accesses: see grouped::check_operand
   static constexpr bool kBlockScaled = false;
+  static constexpr int32_t kTileM = Gemm::ThreadblockShape::kM;
+  static constexpr int32_t kTileN = Gemm::ThreadblockShape::kN;
 
   CUTLASS_HOST_DEVICE static Shape shape(int m, int n, int k) { return Shape(m, n, k); }
   // The 2.x problem visitor's tile order is not the 3.x scheduler's: no bands (none measured).

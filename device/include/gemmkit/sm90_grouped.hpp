@@ -86,6 +86,8 @@ struct Traits : CompiledOperands {
   using StrideD = typename Kernel::InternalStrideD;
   static constexpr bool kAlignedExtents = false;  // TMA clips at any extent
   static constexpr bool kBlockScaled = TakesBlockScales<typename Kernel::CollectiveMainloop>::value;
+  static constexpr int32_t kTileM = cute::size<0>(typename Kernel::TileShape{});
+  static constexpr int32_t kTileN = cute::size<1>(typename Kernel::TileShape{});
   static_assert(std::is_same_v<typename Kernel::ElementA, typename CompiledOperands::ElementA> &&
                     std::is_same_v<typename Kernel::ElementB, typename CompiledOperands::ElementB> &&
                     std::is_same_v<typename Kernel::ElementC, typename CompiledOperands::ElementC> &&
@@ -95,9 +97,7 @@ struct Traits : CompiledOperands {
   CUTLASS_HOST_DEVICE static Shape shape(int m, int n, int k) { return Shape{m, n, k}; }
   // The group scheduler walks a group's tiles down M (grouped_common.hpp's bands say why that wants bands).
   static int32_t band_rows(int32_t n, int32_t sm_count) {
-    return grouped::band_rows_for(cute::size<0>(typename Kernel::TileShape{}),
-                                  cute::size<1>(typename Kernel::TileShape{}),
-                                  cute::size<0>(typename Kernel::ClusterShape{}), n, sm_count);
+    return grouped::band_rows_for(kTileM, kTileN, cute::size<0>(typename Kernel::ClusterShape{}), n, sm_count);
   }
   // One group has no batch: the L stride is a static 0 in a grouped kernel's strides.
   static StrideA stride_a(int64_t ld) { return sm90::make_stride<StrideA>(ld, 0); }
