@@ -474,9 +474,7 @@ std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<Til
   return rows_per_group >= kContiguousWide ? contiguous_sibling(tiles, {kContiguousWide, cta[1], cta[2]}) : 0;
 }
 
-std::size_t choose_contiguous_rival(const KernelSpec& base, const std::vector<TileDescription>& tiles, std::int64_t n,
-                                    std::int64_t rows_per_group) {
-  const std::size_t chosen = choose_contiguous_tile(base, tiles, n, rows_per_group);
+std::size_t choose_contiguous_rival(const std::vector<TileDescription>& tiles, std::size_t chosen, std::int64_t n) {
   // Where 256 divides N, 128 x 256 never needs more tiles than 256 x 128: nothing to weigh on the GPU.
   if (chosen == 0 || n % kContiguousWide == 0) return 0;
   const Shape3 cta = tiles[chosen].cta_tile();

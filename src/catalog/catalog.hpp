@@ -137,13 +137,13 @@ std::size_t choose_decode_tile(const std::vector<TileDescription>& tiles, const 
 // (8 / 64 experts; 128 x 128 0.98× / 1.03×) and 0.97-1.29× on an H100 over three splits (128 x 128 0.86-1.12×).
 std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<TileDescription>& tiles, std::int64_t n,
                                    std::int64_t rows_per_group);
-// Where choose_contiguous_tile takes 256 x 128 (N not a multiple of 256), the average hides what decides: the split.
-// Its rival, 128 x 256 (index; 0 for none), is launched beside it, and the GPU runs whichever needs fewer waves of
-// tiles on the group sizes it reads (abi.h, gk_grouped_contiguous::transposed_rival). At N = 1408 on an H200 the
-// tile of fewer waves was the faster on each of the four splits where the counts differed, by 7-30 % (64 experts:
-// 256 x 128 1.08× torch._grouped_mm even, 0.98× skewed; 128 x 256 1.01× / 1.25×); on ties the two were within 2.1 %.
-std::size_t choose_contiguous_rival(const KernelSpec& base, const std::vector<TileDescription>& tiles, std::int64_t n,
-                                    std::int64_t rows_per_group);
+// Where choose_contiguous_tile takes 256 x 128 (`chosen`, its result; N not a multiple of 256), the average hides what
+// decides: the split. Its rival, 128 x 256 (index; 0 for none), is launched beside it, and the GPU runs whichever needs
+// fewer waves of tiles on the group sizes it reads (abi.h, gk_grouped_contiguous::transposed_rival). At N = 1408 on an
+// H200 the tile of fewer waves was the faster on each of the four splits where the counts differed, by 7-30 % (64
+// experts: 256 x 128 1.08× torch._grouped_mm even, 0.98× skewed; 128 x 256 1.01× / 1.25×); on ties the two were
+// within 2.1 %.
+std::size_t choose_contiguous_rival(const std::vector<TileDescription>& tiles, std::size_t chosen, std::int64_t n);
 
 // The smallest Stream-K CTA tile of `tiles` (most work units), preferring a cluster that covers no tile outside the
 // problem; tiles.size() when there is none.
