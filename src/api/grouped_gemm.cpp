@@ -309,7 +309,7 @@ std::optional<KernelSpec> GroupedGemm::rival_for_contiguous(const TensorView& A,
   const Contiguous x = check_contiguous(A, B, C, D, offsets, beta);
   selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
   const std::size_t choice = catalog::choose_contiguous_tile(choices.base, choices.tiles, x.b.cols, x.rows_per_group());
-  const std::size_t rival = catalog::choose_contiguous_rival(choices.tiles, choice, x.b.cols);
+  const std::size_t rival = catalog::choose_contiguous_rival(choices.tiles, choice, x.b.cols, x.rows_per_group());
   if (rival == 0) return std::nullopt;
   return choices.spec(rival);
 }
@@ -352,7 +352,7 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
 
   selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
   const std::size_t choice = catalog::choose_contiguous_tile(choices.base, choices.tiles, b.cols, x.rows_per_group());
-  const std::size_t rival = catalog::choose_contiguous_rival(choices.tiles, choice, b.cols);
+  const std::size_t rival = catalog::choose_contiguous_rival(choices.tiles, choice, b.cols, x.rows_per_group());
   KernelModule& module = core_->module_for(choices, choice, /*wait=*/true);
   KernelModule* rival_module = rival != 0 ? &core_->module_for(choices, rival, /*wait=*/true) : nullptr;
   if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);

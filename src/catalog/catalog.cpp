@@ -474,9 +474,13 @@ std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<Til
   return rows_per_group >= kContiguousWide ? contiguous_sibling(tiles, {kContiguousWide, cta[1], cta[2]}) : 0;
 }
 
-std::size_t choose_contiguous_rival(const std::vector<TileDescription>& tiles, std::size_t chosen, std::int64_t n) {
-  // Where 256 divides N, 128 x 256 never needs more tiles than 256 x 128: nothing to weigh on the GPU.
-  if (chosen == 0 || n % kContiguousWide == 0) return 0;
+std::size_t choose_contiguous_rival(const std::vector<TileDescription>& tiles, std::size_t chosen, std::int64_t n,
+                                    std::int64_t rows_per_group) {
+  // Where 256 divides N, 128 x 256 never needs more tiles than 256 x 128: nothing to weigh on the GPU. Where the
+  // experts average four 256-row tiles or more, the padding of their last tiles decides too little to pay for the
+  // second launch.
+  constexpr std::int64_t kRivalRowsBelow = 4 * kContiguousWide;
+  if (chosen == 0 || n % kContiguousWide == 0 || rows_per_group >= kRivalRowsBelow) return 0;
   const Shape3 cta = tiles[chosen].cta_tile();
   return contiguous_sibling(tiles, {cta[1], cta[0], cta[2]});
 }

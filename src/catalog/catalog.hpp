@@ -142,8 +142,11 @@ std::size_t choose_contiguous_tile(const KernelSpec& base, const std::vector<Til
 // fewer waves of tiles on the group sizes it reads (abi.h, gk_grouped_contiguous::transposed_rival). At N = 1408 on an
 // H200 the tile of fewer waves was the faster on each of the four splits where the counts differed, by 7-30 % (64
 // experts: 256 x 128 1.08× torch._grouped_mm even, 0.98× skewed; 128 x 256 1.01× / 1.25×); on ties the two were
-// within 2.1 %.
-std::size_t choose_contiguous_rival(const std::vector<TileDescription>& tiles, std::size_t chosen, std::int64_t n);
+// within 2.1 %. The pair costs two launches (a derivation and the loser's empty GEMM): where experts average 1024 rows
+// or more it is not launched, since at 1024 (8 experts, 8192 tokens) the pair read 6-12 % under 256 x 128 alone on
+// all three splits of two H100 runs, where at 512 (64 experts) it lifted the skewed split from 0.89-0.96× to 1.03×.
+std::size_t choose_contiguous_rival(const std::vector<TileDescription>& tiles, std::size_t chosen, std::int64_t n,
+                                    std::int64_t rows_per_group);
 
 // The smallest Stream-K CTA tile of `tiles` (most work units), preferring a cluster that covers no tile outside the
 // problem; tiles.size() when there is none.

@@ -326,8 +326,8 @@ TEST(GroupedContiguous, TilesTwoHundredFiftySixWideWhereNIsAMultipleOfThem) {
 }
 
 // Only the 256 x 128 pick, whose N 256 does not divide, has a rival (128 x 256, the same configuration otherwise):
-// the GPU weighs the two on the group sizes. None where 256 divides N, under 256 rows an expert, with a set tile, on
-// SM80 or for FP8.
+// the GPU weighs the two on the group sizes. None where 256 divides N, under 256 rows or from 1024 rows an expert,
+// with a set tile, on SM80 or for FP8.
 TEST(GroupedContiguous, TallTilePicksAreLaunchedBesideTheirTransposedRival) {
   alignas(256) static char base[256];
   auto rival_for = [&](GroupedGemm& plan, std::int64_t n, std::int64_t rows = 4096) {
@@ -345,6 +345,8 @@ TEST(GroupedContiguous, TallTilePicksAreLaunchedBesideTheirTransposedRival) {
   EXPECT_EQ(rival->tile, plan.run_time_kernels()[1].tile);  // shipped already: the 128 x 256 pick
   EXPECT_TRUE(rival_for(plan, 1408, 2048).has_value());
   EXPECT_FALSE(rival_for(plan, 1408, 2040).has_value());
+  EXPECT_TRUE(rival_for(plan, 1408, 8184).has_value());   // 1023 rows an expert
+  EXPECT_FALSE(rival_for(plan, 1408, 8192).has_value());  // 1024: 256 x 128 alone
   EXPECT_FALSE(rival_for(plan, 2048).has_value());
   plan.set_tile_description(plan.tile_descriptions().front());
   EXPECT_FALSE(rival_for(plan, 1408).has_value());
