@@ -65,6 +65,16 @@ std::pair<std::optional<detail::MatrixOperand>, std::optional<detail::MatrixOper
                                      "G x ceil(N/128) x ceil(K/128), row-major")};
 }
 
+// run_contiguous's kernels for an N and the rows an expert gets on average: its configuration (index into
+// choices.tiles) and, where the GPU picks between two, the other one's (0 for none).
+struct ContiguousPick {
+  std::size_t tile = 0, rival = 0;
+};
+ContiguousPick contiguous_pick(const selection::KernelChoices& choices, std::int64_t n, std::int64_t rows_per_group) {
+  const std::size_t tile = catalog::choose_contiguous_tile(choices.base, choices.tiles, n, rows_per_group);
+  return {tile, catalog::choose_contiguous_rival(choices.tiles, tile, n, rows_per_group)};
+}
+
 }  // namespace
 
 // The checked groups and the widest vector width every non-empty group allows, per operand.
@@ -308,10 +318,9 @@ std::optional<KernelSpec> GroupedGemm::rival_for_contiguous(const TensorView& A,
                                                             const TensorView& offsets, double beta) {
   const Contiguous x = check_contiguous(A, B, C, D, offsets, beta);
   selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
-  const std::size_t choice = catalog::choose_contiguous_tile(choices.base, choices.tiles, x.b.cols, x.rows_per_group());
-  const std::size_t rival = catalog::choose_contiguous_rival(choices.tiles, choice, x.b.cols, x.rows_per_group());
-  if (rival == 0) return std::nullopt;
-  return choices.spec(rival);
+  const ContiguousPick pick = contiguous_pick(choices, x.b.cols, x.rows_per_group());
+  if (pick.rival == 0) return std::nullopt;
+  return choices.spec(pick.rival);
 }
 
 std::vector<KernelSpec> GroupedGemm::run_time_kernels() const {
@@ -351,11 +360,10 @@ void GroupedGemm::run_contiguous(const TensorView& A, const TensorView& B, const
   if (a.rows == 0 || b.cols == 0 || a.cols == 0 || x.groups == 0) return;  // nothing to compute, nothing to write
 
   selection::KernelChoices& choices = choices_for_alignments(x.alignment_a, x.alignment_b, x.alignment_c);
-  const std::size_t choice = catalog::choose_contiguous_tile(choices.base, choices.tiles, b.cols, x.rows_per_group());
-  const std::size_t rival = catalog::choose_contiguous_rival(choices.tiles, choice, b.cols, x.rows_per_group());
-  KernelModule& module = core_->module_for(choices, choice, /*wait=*/true);
-  KernelModule* rival_module = rival != 0 ? &core_->module_for(choices, rival, /*wait=*/true) : nullptr;
-  if (options.print_module) std::fputs(render(choices.spec(choice)).text.c_str(), stdout);
+  const ContiguousPick pick = contiguous_pick(choices, b.cols, x.rows_per_group());
+  KernelModule& module = core_->module_for(choices, pick.tile, /*wait=*/true);
+  KernelModule* rival_module = pick.rival != 0 ? &core_->module_for(choices, pick.rival, /*wait=*/true) : nullptr;
+  if (options.print_module) std::fputs(render(choices.spec(pick.tile)).text.c_str(), stdout);
   gk_grouped_contiguous problem{};
   problem.total_m = static_cast<std::int32_t>(a.rows);
   problem.n = static_cast<std::int32_t>(b.cols);

@@ -666,6 +666,11 @@ struct KindRow {
   Placeholders (*placeholders)(const KernelSpec&, const KindRow&);
 };
 
+// Parallel split-K's partial sums on CUTLASS's mainloop, plain or block-scaled (the row's glue tells them apart).
+Placeholders partials_on_cutlass_mainloop(const KernelSpec& spec, const KindRow& row) {
+  return with_partials_mainloop(spec, row.glue_header, {});
+}
+
 const KindRow& kind_row(Kind kind) {
   static const KindRow kRows[] = {
       {Kind::Default, "sm90_gemm.cu.in", "gemmkit/sm90_gemm.hpp",
@@ -687,10 +692,9 @@ const KindRow& kind_row(Kind kind) {
                               "gemmkit::sm90::Module", overlap_tiles(spec.tile.kernel_schedule).mainloop,
                               fewer ? "gemmkit::sm90::ThreeSourceStages" : "");
        }},
-      {Kind::ParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_gemm.hpp",
-       [](const KernelSpec& spec, const KindRow& row) { return with_partials_mainloop(spec, row.glue_header, {}); }},
+      {Kind::ParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_gemm.hpp", partials_on_cutlass_mainloop},
       {Kind::BlockwiseParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_blockwise.hpp",
-       [](const KernelSpec& spec, const KindRow& row) { return with_partials_mainloop(spec, row.glue_header, {}); }},
+       partials_on_cutlass_mainloop},
       {Kind::Fp8OverlapParallelSplitK, "sm90_gemm_parallel.cu.in", "gemmkit/sm90_fp8_overlap.hpp",
        [](const KernelSpec& spec, const KindRow& row) {
          return with_partials_mainloop(spec, row.glue_header, overlap_tiles(spec.tile.kernel_schedule).mainloop);
