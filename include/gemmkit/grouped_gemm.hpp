@@ -59,8 +59,9 @@ class GroupedGemm : public Plan {
   KernelSpec spec_for(std::span<const TensorView> A, std::span<const TensorView> B, std::span<const TensorView> C,
                       std::span<const TensorView> D, double beta = 0.0);
   // The kernel run_contiguous() runs for these tensors (the same checks but where they live and the block scales;
-  // nothing runs; no GPU needed). Where it is a 256 x 128 tile over an N that 256 does not divide, run_contiguous
-  // launches the 128 x 256 one beside it and the GPU runs whichever needs fewer waves on the group sizes.
+  // nothing runs; no GPU needed). Where it is a 256 x 128 tile over an N that 256 does not divide and the experts
+  // average fewer than 1024 rows, run_contiguous launches the 128 x 256 one beside it and the GPU runs whichever needs
+  // fewer waves on the group sizes.
   KernelSpec spec_for_contiguous(const TensorView& A, const TensorView& B, const TensorView* C, const TensorView& D,
                                  const TensorView& offsets, double beta = 0.0);
   // The kernel launched beside spec_for_contiguous's where the GPU picks between the two (above), else none.

@@ -1042,7 +1042,7 @@ class GroupedGemm(Plan):
 
     def spec_for_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, beta: float = 0.0) -> KernelSpec:
         """
-        The kernel run_contiguous() runs for these tensors (same checks but where they live and the block scales; nothing runs; no GPU needed). Where it is a 256 x 128 tile over an N that 256 does not divide, the 128 x 256 one (rival_for_contiguous) is launched beside it and the GPU runs whichever needs fewer waves on the group sizes.
+        The kernel run_contiguous() runs for these tensors (same checks but where they live and the block scales; nothing runs; no GPU needed). Where it is a 256 x 128 tile over an N that 256 does not divide and the experts average fewer than 1024 rows, the 128 x 256 one (rival_for_contiguous) is launched beside it and the GPU runs whichever needs fewer waves on the group sizes.
         """
 
     def rival_for_contiguous(self, A: object, B: object, D: object, offsets: object, C: object | None = None, beta: float = 0.0) -> KernelSpec | None:

@@ -154,8 +154,9 @@ void bind_grouped_gemm(nb::module_& m) {
   def_contiguous_query(cls, "spec_for_contiguous", &GroupedGemm::spec_for_contiguous,
                        "The kernel run_contiguous() runs for these tensors (same checks but where they live and the "
                        "block scales; nothing runs; no GPU needed). Where it is a 256 x 128 tile over an N that 256 "
-                       "does not divide, the 128 x 256 one (rival_for_contiguous) is launched beside it and the GPU "
-                       "runs whichever needs fewer waves on the group sizes.");
+                       "does not divide and the experts average fewer than 1024 rows, the 128 x 256 one "
+                       "(rival_for_contiguous) is launched beside it and the GPU runs whichever needs fewer waves on "
+                       "the group sizes.");
   def_contiguous_query(cls, "rival_for_contiguous", &GroupedGemm::rival_for_contiguous,
                        "The kernel run_contiguous() launches beside spec_for_contiguous()'s where the GPU picks "
                        "between the two, else None.");
